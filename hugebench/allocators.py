@@ -1,0 +1,252 @@
+"""Allocator registry: a name -> the checked ``.so`` to LD_PRELOAD, its environment knobs, and proof it is mapped.
+
+The built-in entries know Debian's packages. Huge-page-aware variants are the same library with its knobs:
+
+* ``jemalloc-thp``: ``MALLOC_CONF=thp:always,metadata_thp:always``
+* ``mimalloc-large``: ``MIMALLOC_LARGE_OS_PAGES=1`` — mimalloc 2.0.9 reads this name (its option is
+  ``large_os_pages``); ``MIMALLOC_ALLOW_LARGE_OS_PAGES`` is silently ignored by that version.
+* ``glibc-hugetlb``: ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (madvise(MADV_HUGEPAGE) on glibc's heaps;
+  it only changes anything when THP ``enabled`` is ``madvise``).
+
+``void`` is not a library: the workload runs its loop against a pre-touched buffer (the alloc-test harness
+cost), so it takes no preload. A YAML file adds others (e.g. a Bazel-built Google TCMalloc) by name and path.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SpecError, ToolMissingError
+
+# Libraries whose presence in a process's maps means "a non-glibc malloc is active".
+KNOWN_MALLOC_LIBS = re.compile(r"lib(jemalloc|tcmalloc\w*|mimalloc\w*|hoard|tbbmalloc\w*|snmalloc\w*)[.-]")
+
+_LIB_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/local/lib",
+    "/usr/lib",
+)
+
+
+@dataclass(frozen=True)
+class Allocator:
+    """One allocator as a sweep uses it: what to preload, which environment knobs, which Debian package."""
+
+    name: str
+    library: str | None = None  # soname searched in the linker's dirs, or an absolute path; None = glibc
+    env: Mapping[str, str] = field(default_factory=dict)
+    package: str | None = None
+    mode: str = "malloc"  # "void" = harness-only run (no allocator at all)
+    description: str = ""
+
+    def resolve(self) -> Path | None:
+        """Absolute, existing path of the library (None for glibc/void); ToolMissingError with the fix otherwise."""
+        if self.library is None:
+            return None
+        path = find_library(self.library)
+        if path is None:
+            if self.package:
+                fix = f"install it: apt-get install {self.package}"
+            else:
+                fix = "check the path given for it under 'allocators:' in the YAML"
+            raise ToolMissingError(f"allocator {self.name!r}: library {self.library} not found; {fix}")
+        return path
+
+    def environment(self) -> dict[str, str]:
+        """Variables the worker's environment gets for this allocator (LD_PRELOAD included)."""
+        env = dict(self.env)
+        path = self.resolve()
+        if path is not None:
+            env["LD_PRELOAD"] = str(path)
+        return env
+
+    def describe(self) -> dict:
+        """Provenance of this allocator: resolved path, package version, knobs."""
+        try:
+            path = self.resolve()
+        except ToolMissingError as exc:
+            return {"name": self.name, "path": None, "version": None, "env": dict(self.env), "error": str(exc)}
+        return {
+            "name": self.name,
+            "path": str(path) if path else None,
+            "version": library_version(self.package, path),
+            "env": dict(self.env),
+            "mode": self.mode,
+        }
+
+
+def _builtin() -> dict[str, Allocator]:
+    jemalloc, tcmalloc, mimalloc = "libjemalloc.so.2", "libtcmalloc_minimal.so.4", "libmimalloc.so.2"
+    entries = [
+        Allocator("glibc", description="glibc ptmalloc (no preload)"),
+        Allocator("glibc-hugetlb", env={"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"},
+                  description="glibc with MADV_HUGEPAGE on its heaps"),
+        Allocator("jemalloc", jemalloc, package="libjemalloc2"),
+        Allocator("jemalloc-thp", jemalloc, env={"MALLOC_CONF": "thp:always,metadata_thp:always"},
+                  package="libjemalloc2", description="jemalloc asking THP for its extents and metadata"),
+        Allocator("tcmalloc", tcmalloc, package="libtcmalloc-minimal4",
+                  description="gperftools TCMalloc (not the huge-page-aware Google TCMalloc)"),
+        Allocator("mimalloc", mimalloc, package="libmimalloc2.0"),
+        Allocator("mimalloc-large", mimalloc, env={"MIMALLOC_LARGE_OS_PAGES": "1"}, package="libmimalloc2.0",
+                  description="mimalloc with large (2 MiB) OS pages"),
+        Allocator("void", mode="void", description="no allocator: the harness cost of alloc-test"),
+    ]
+    return {a.name: a for a in entries}
+
+
+BUILTIN: dict[str, Allocator] = _builtin()
+
+
+def registry(user: Mapping[str, Mapping] | None = None) -> dict[str, Allocator]:
+    """Built-in allocators plus user-defined ones from a YAML ``allocators:`` section.
+
+    A user entry is ``{path: /abs/lib.so, env: {VAR: value}}``, or ``{base: jemalloc, env: {...}}`` to give
+    a built-in library other knobs.
+    """
+    table = dict(BUILTIN)
+    for name, entry in (user or {}).items():
+        table[name] = user_allocator(name, entry)
+    return table
+
+
+def user_allocator(name: str, entry: Mapping) -> Allocator:
+    """Build one user-defined allocator; SpecError names what is wrong."""
+    unknown = set(entry) - {"path", "env", "base", "description"}
+    if unknown:
+        raise SpecError(f"allocator {name!r}: unknown key(s) {', '.join(sorted(unknown))}; "
+                        "allowed: path, base, env, description")
+    env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
+    if "base" in entry:
+        base = BUILTIN.get(entry["base"])
+        if base is None:
+            raise SpecError(f"allocator {name!r}: base {entry['base']!r} is not a built-in allocator; "
+                            f"known: {', '.join(BUILTIN)}")
+        return Allocator(name, base.library, {**base.env, **env}, base.package, base.mode,
+                         entry.get("description", f"{base.name} with {env}"))
+    if "path" not in entry:
+        raise SpecError(f"allocator {name!r}: give 'path' (an absolute .so path) or 'base' (a built-in)")
+    path = str(entry["path"])
+    if not os.path.isabs(path):
+        raise SpecError(f"allocator {name!r}: path {path!r} must be absolute")
+    return Allocator(name, path, env, None, "malloc", entry.get("description", ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _ldconfig_paths() -> dict[str, str]:
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    table = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+) \(([^)]*)\) => (\S+)", line)
+        if m and "x32" not in m.group(2) and "i386" not in m.group(2):
+            table.setdefault(m.group(1), m.group(3))
+    return table
+
+
+def find_library(library: str) -> Path | None:
+    """Absolute path of a soname (via ldconfig, then the usual dirs) or of an absolute path, if it exists."""
+    if os.path.isabs(library):
+        return Path(library) if os.path.isfile(library) else None
+    hit = _ldconfig_paths().get(library)
+    if hit and os.path.isfile(hit):
+        return Path(hit)
+    for d in _LIB_DIRS:
+        candidate = Path(d) / library
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def library_version(package: str | None, path: Path | None) -> str | None:
+    """Debian package version when known, else the version in the real file name (libx.so.4.5.10)."""
+    if package:
+        try:
+            out = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package],
+                                 capture_output=True, text=True, timeout=10)
+            if out.returncode == 0 and out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    if path is not None:
+        m = re.search(r"\.so\.([\d.]+)$", os.path.realpath(path))
+        if m:
+            return m.group(1)
+    return None
+
+
+def mapped_libraries(maps_text: str) -> set[str]:
+    """Real paths of the shared objects mapped in a process, from the text of /proc/<pid>/maps."""
+    libs = set()
+    for line in maps_text.splitlines():
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and ".so" in parts[5]:
+            libs.add(os.path.realpath(parts[5].strip()))
+    return libs
+
+
+def verify_mapped(allocator: Allocator, expected_path: str | None, maps_text: str) -> str:
+    """Check the allocator really is the one mapped; return the mapped malloc library ('glibc' if none).
+
+    Raises RuntimeError naming what is mapped instead — the worker turns it into a loud failed run.
+    """
+    mapped = mapped_libraries(maps_text)
+    foreign = sorted(p for p in mapped if KNOWN_MALLOC_LIBS.search(os.path.basename(p)))
+    if expected_path is None:
+        if foreign:
+            raise RuntimeError(f"allocator {allocator.name!r} expects glibc malloc, but {', '.join(foreign)} "
+                               "is mapped (LD_PRELOAD leaking from the environment?)")
+        return "glibc"
+    real = os.path.realpath(expected_path)
+    if real not in mapped:
+        raise RuntimeError(f"allocator {allocator.name!r}: {real} is not mapped in the worker "
+                           f"(mapped malloc libraries: {', '.join(foreign) or 'none'}); LD_PRELOAD did not take")
+    others = [p for p in foreign if p != real]
+    if others:
+        raise RuntimeError(f"allocator {allocator.name!r}: {', '.join(others)} is mapped besides {real}")
+    return real
+
+
+def check_all(names, table: Mapping[str, Allocator]) -> dict[str, dict]:
+    """Resolve every named allocator before a sweep: unknown names and missing libraries fail here, all at once."""
+    problems, described = [], {}
+    for name in names:
+        if name not in table:
+            problems.append(f"unknown allocator {name!r}; known: {', '.join(table)} "
+                            "(add others under 'allocators:' with a path)")
+            continue
+        try:
+            table[name].resolve()
+        except ToolMissingError as exc:
+            problems.append(str(exc))
+            continue
+        described[name] = table[name].describe()
+    if problems:
+        raise ToolMissingError("\n".join(problems))
+    return described
+
+
+def doctor_rows() -> list[tuple[str, bool, str, str]]:
+    """(name, found, detail, fix) for each built-in allocator, for ``hugebench doctor``."""
+    rows = []
+    for alloc in BUILTIN.values():
+        if alloc.library is None:
+            rows.append((alloc.name, True, alloc.description or "built in", ""))
+            continue
+        info = alloc.describe()
+        if info.get("path"):
+            rows.append((alloc.name, True, f"{info['path']} ({info['version'] or 'version unknown'})", ""))
+        else:
+            rows.append((alloc.name, False, "library not found", f"apt-get install {alloc.package}"))
+    return rows

@@ -1,0 +1,138 @@
+"""ExperimentSpec -> ordered list of RunSpec. Pure: no I/O; the same spec and seed give the same runs and ids.
+
+Order. ``interleaved`` (default): repetition r is a block holding one run of every cell, shuffled with a
+seed derived from (spec seed, r), so slow drift of a shared machine spreads over all cells instead of
+biasing the ones that happened to run last. ``grouped``: inside each block the cells are grouped by their
+kernel knob values (groups in shuffled order, cells shuffled inside a group), so THP is flipped at most
+once per group per block — fewer knob flips (and less khugepaged churn after each flip) at the cost of
+correlating a knob's cells in time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+from dataclasses import dataclass, field
+
+from . import workloads
+from .spec import ExperimentSpec, is_knob
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One worker run: everything the orchestrator needs, plus the ids that make resume and pairing work."""
+
+    run_id: str
+    cell_id: str
+    experiment: str
+    workload: str
+    repetition: int  # -1 for warm-up runs
+    order_index: int
+    allocator: str
+    params: dict  # full workload parameters (defaults filled in)
+    system: dict  # kernel knobs for this run (fixed + axis), canonical names
+    cell: dict  # the axis values of this cell, under their axis names (row columns)
+    timeout: float
+    warmup: bool = False
+    memory_estimate: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _hash(obj) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def cells(spec: ExperimentSpec) -> list[dict]:
+    """All cells (axis name -> value) of the cartesian product, minus excluded ones, in YAML order."""
+    names = list(spec.axes)
+    out = []
+    for values in itertools.product(*(spec.axes[n] for n in names)):
+        cell = dict(zip(names, values))
+        if any(all(cell.get(k) == v for k, v in ex.items()) for ex in spec.exclude):
+            continue
+        out.append(cell)
+    return out
+
+
+def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
+    """The content of a cell that defines what runs (its id is a hash of this)."""
+    workload = workloads.get(spec.workload)
+    params = {name: p.default for name, p in workload.params.items()}
+    params.update(spec.params)
+    system = dict(spec.system)
+    for name, value in cell.items():
+        if name == "allocator":
+            continue
+        if is_knob(name):
+            system[name] = value
+        else:
+            params[name] = value
+    return {
+        "workload": spec.workload,
+        "allocator": cell["allocator"],
+        "allocator_def": spec.allocators.get(cell["allocator"]),
+        "params": params,
+        "system": system,
+    }
+
+
+def plan(spec: ExperimentSpec) -> list[RunSpec]:
+    """Expand the spec into runs: warm-ups first, then one block per repetition in seeded order."""
+    workload = workloads.get(spec.workload)
+    base = []
+    for cell in cells(spec):
+        content = _cell_run(spec, cell)
+        base.append((cell, content, _hash(content)))
+    runs: list[RunSpec] = []
+    blocks = [(-1, True)] * spec.warmup + [(r, False) for r in range(spec.repetitions)]
+    for block_no, (rep, warm) in enumerate(blocks):
+        order = _block_order(base, spec, block_no)
+        for cell, content, cell_id in order:
+            tag = f"w{block_no}" if warm else rep
+            estimate = workload.memory_estimate(content["params"]) if workload.memory_estimate else None
+            runs.append(RunSpec(
+                run_id=_hash([cell_id, tag, spec.seed]),
+                cell_id=cell_id,
+                experiment=spec.name,
+                workload=spec.workload,
+                repetition=rep,
+                order_index=len(runs),
+                allocator=content["allocator"],
+                params=content["params"],
+                system=content["system"],
+                cell=dict(cell),
+                timeout=spec.timeout,
+                warmup=warm,
+                memory_estimate=estimate,
+            ))
+    return runs
+
+
+def _block_order(base: list, spec: ExperimentSpec, block_no: int) -> list:
+    rng = random.Random(f"{spec.seed}:{block_no}")
+    shuffled = list(base)
+    rng.shuffle(shuffled)
+    if spec.order != "grouped":
+        return shuffled
+    groups: dict[str, list] = {}
+    for item in shuffled:
+        groups.setdefault(json.dumps(item[1]["system"], sort_keys=True), []).append(item)
+    return [item for group in groups.values() for item in group]
+
+
+def summary(runs: list[RunSpec]) -> dict:
+    """Counts for ``hugebench plan``: runs, cells, knob flips, largest memory estimate."""
+    flips = sum(1 for a, b in zip(runs, runs[1:]) if a.system != b.system)
+    estimates = [r.memory_estimate for r in runs if r.memory_estimate]
+    return {
+        "runs": len(runs),
+        "cells": len({r.cell_id for r in runs}),
+        "warmup_runs": sum(r.warmup for r in runs),
+        "knob_changes": flips,
+        "max_memory_bytes": max(estimates) if estimates else None,
+    }

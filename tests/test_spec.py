@@ -1,0 +1,90 @@
+"""YAML -> ExperimentSpec: coercion, defaults, and errors that name file, line and key."""
+
+from pathlib import Path
+
+import pytest
+
+from hugebench.errors import SpecError
+from hugebench.spec import load_spec, parse_spec
+
+EXPERIMENTS = sorted((Path(__file__).parent.parent / "experiments").glob("*.yaml"))
+
+GOOD = """\
+name: t
+workload: hashlookup
+repetitions: 2
+params: {set_kind: node}
+axes:
+  allocator: [glibc, jemalloc-thp]
+  thp: [never, always]
+  keys: [10k, 2M]
+exclude: [{allocator: glibc, thp: always}]
+baseline: {allocator: glibc, thp: never}
+"""
+
+
+def test_good_spec_is_coerced():
+    spec = parse_spec(GOOD, "t.yaml")
+    assert spec.axes == {"allocator": ("glibc", "jemalloc-thp"), "thp.enabled": ("never", "always"),
+                         "keys": (10_000, 2_000_000)}
+    assert spec.params == {"set_kind": "node"}
+    assert spec.baseline == {"allocator": "glibc", "thp.enabled": "never"}
+    assert spec.exclude == ({"allocator": "glibc", "thp.enabled": "always"},)
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.name)
+def test_shipped_experiments_parse(path):
+    spec = load_spec(path)
+    assert spec.name and spec.axes
+
+
+def _error(text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "exp.yaml")
+    return str(info.value)
+
+
+def test_unknown_top_key_names_file_line_key():
+    msg = _error(GOOD + "repetitons: 3\n")
+    assert "exp.yaml:11" in msg and "'repetitons'" in msg and "allowed keys" in msg
+
+
+def test_bad_thp_value_lists_allowed():
+    msg = _error(GOOD.replace("[never, always]", "[never, sometimes]"))
+    assert "exp.yaml:7" in msg and "axes.thp.1" in msg and "always, madvise, never" in msg
+
+
+def test_unknown_allocator_is_refused():
+    msg = _error(GOOD.replace("jemalloc-thp]", "hoard]"))
+    assert "unknown allocator 'hoard'" in msg and "exp.yaml:6" in msg
+
+
+def test_unknown_param_and_bad_value():
+    assert "unknown parameter" in _error(GOOD.replace("set_kind: node", "setkind: node"))
+    msg = _error(GOOD.replace("set_kind: node", "set_kind: btree"))
+    assert "flat, node" in msg and "params.set_kind" in msg
+
+
+def test_baseline_must_be_on_the_axes():
+    msg = _error(GOOD.replace("baseline: {allocator: glibc, thp: never}", "baseline: {allocator: tcmalloc}"))
+    assert "baseline.allocator" in msg and "not on the axis" in msg
+
+
+def test_duplicate_key_and_bad_yaml():
+    assert "duplicate key 'name'" in _error(GOOD + "name: again\n")
+    assert "not valid YAML" in _error("name: [unclosed\n")
+    assert "must be a mapping" in _error("- a\n- b\n")
+
+
+def test_missing_file_is_a_clean_error(tmp_path):
+    with pytest.raises(SpecError, match="cannot read"):
+        load_spec(tmp_path / "nope.yaml")
+
+
+def test_user_allocator_needs_absolute_path():
+    msg = _error(GOOD + "allocators: {mine: {path: lib.so}}\n")
+    assert "must be absolute" in msg
+
+
+def test_param_and_axis_overlap():
+    assert "both a fixed param and an axis" in _error(GOOD.replace("set_kind: node", "keys: 5"))
