@@ -1,0 +1,136 @@
+"""`hugebench system show|set|restore` (also spelled `hugebench thp ...`). Thin: each command calls one
+function of hugebench.system; a HugebenchError propagates to the main CLI, which turns it into an exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from hugebench.errors import SpecError
+from hugebench.system import SystemState, preflight, restore_from_journal, show
+from hugebench.system.journal import default_journal_path
+
+
+@dataclass(frozen=True)
+class SystemRoots:
+    sys_root: str | None
+    proc_root: str | None
+    journal: str | None
+
+    @property
+    def sys(self) -> str:
+        return self.sys_root or "/sys"
+
+    @property
+    def proc(self) -> str:
+        return self.proc_root or "/proc"
+
+
+@click.group("system")
+@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default=None, help="Where sysfs is (default /sys).")
+@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default=None, help="Where procfs is (default /proc).")
+@click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="Restore journal file.")
+@click.pass_context
+def system(ctx: click.Context, sys_root: str | None, proc_root: str | None, journal: str | None) -> None:
+    """Show, set and restore the huge-page kernel knobs (THP modes, khugepaged, mTHP, hugetlb pools)."""
+    ctx.obj = SystemRoots(sys_root, proc_root, journal)
+
+
+@system.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print the raw dict as JSON.")
+@click.pass_obj
+def show_cmd(roots: SystemRoots, as_json: bool) -> None:
+    """Every knob with its value and choices, the thp_* counters and the hugetlb pools."""
+    state = show(roots.sys, roots.proc)
+    if as_json:
+        click.echo(json.dumps(state, indent=1))
+        return
+    console = Console()
+    console.print(_knob_table(state["knobs"]))
+    console.print(_pool_table(state["hugetlb"]))
+    counters = "  ".join(f"{k.removeprefix('thp_')}={v}" for k, v in state["thp_vmstat"].items() if v)
+    console.print(f"thp_* counters (non-zero): {counters or 'all zero'}")
+
+
+def _knob_table(knobs: dict) -> Table:
+    table = Table("knob", "value", "allowed", box=box.SIMPLE_HEAD, title="huge-page knobs (paths: --json)")
+    table.columns[0].no_wrap = True
+    mthp = {name: knob for name, knob in knobs.items() if name.startswith("thp.mthp.")}
+    for name, knob in knobs.items():
+        if not name.startswith(("thp.mthp.", "hugetlb.")):
+            table.add_row(name, knob["value"], knob["allowed"])
+    if mthp:  # eight near-identical rows would push the rest off the screen: group sizes by value
+        by_value: dict[str, list[str]] = {}
+        for name, knob in mthp.items():
+            by_value.setdefault(knob["value"], []).append(name.removeprefix("thp.mthp."))
+        summary = "; ".join(f"{value}: {' '.join(sizes)}" for value, sizes in by_value.items())
+        table.add_row("thp.mthp.<size>", summary, next(iter(mthp.values()))["allowed"])
+    for name, knob in knobs.items():
+        if name.startswith("hugetlb."):
+            table.add_row(name, knob["value"], knob["allowed"])
+    return table
+
+
+def _pool_table(pools: dict) -> Table:
+    table = Table("hugetlb pool", "nr", "free", "surplus", "resv", box=box.SIMPLE_HEAD)
+    for size, fields in pools.items():
+        table.add_row(size, *(str(fields.get(k, "?")) for k in ("nr", "free", "surplus", "resv")))
+    return table
+
+
+def _parse_assignments(assignments: tuple[str, ...]) -> dict[str, str]:
+    settings = {}
+    for item in assignments:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise SpecError(f"expected NAME=VALUE, got {item!r} (e.g. `hugebench system set thp=always`)")
+        settings[name] = value
+    return settings
+
+
+@system.command("set")
+@click.argument("assignments", nargs=-1, required=True)
+@click.pass_obj
+def set_cmd(roots: SystemRoots, assignments: tuple[str, ...]) -> None:
+    """Set knobs (NAME=VALUE ...), journaled; they stay until `hugebench system restore`."""
+    settings = _parse_assignments(assignments)
+    rerun = "hugebench system set " + " ".join(shlex.quote(a) for a in assignments)
+    preflight([settings], roots.sys, roots.proc, os.geteuid(), rerun=rerun)
+    with SystemState(roots.sys, roots.proc, roots.journal, purpose="set", restore_on_exit=False) as state:
+        readback = state.apply(settings)
+    for name, value in readback.items():
+        click.echo(f"{name} = {value}")
+    journal = roots.journal or default_journal_path()
+    click.echo(f"originals saved in {journal}; put them back with `hugebench system restore`")
+
+
+@system.command("restore")
+@click.option("--force", is_flag=True, help="Restore even though the sweep that changed the knobs still runs.")
+@click.pass_obj
+def restore_cmd(roots: SystemRoots, force: bool) -> None:
+    """Put back the knob values saved in the journal by a sweep that died, or by `system set`."""
+    report = restore_from_journal(roots.journal, roots.sys_root, roots.proc_root, force=force)
+    if not report["found"]:
+        click.echo(f"nothing to restore: no journal at {report['journal']}")
+        return
+    click.echo(f"journal {report['journal']} ({report['purpose']}, {report['owner']}):")
+    for name, change in report["restored"].items():
+        click.echo(f"  restored {name}: {change['from']} -> {change['to']}")
+    for name in report["unchanged"]:
+        click.echo(f"  {name} was already at its saved value")
+    if not report["restored"]:
+        click.echo("  nothing needed restoring")
+
+
+# `hugebench thp show|set|restore`: the same commands under the name people search for.
+thp = click.Group(
+    name="thp", commands=system.commands, params=system.params, callback=system.callback, help=system.help
+)

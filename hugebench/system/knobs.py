@@ -1,0 +1,269 @@
+"""Every huge-page kernel knob as a small object: parse, read, and a write that is verified by reading back.
+
+All I/O goes through a `SysfsIO` so tests can point knobs at a fake /sys tree that behaves like the kernel
+(or misbehaves on purpose). Roots are parameters; nothing here assumes the real /sys or /proc.
+"""
+
+from __future__ import annotations
+
+import difflib
+import errno
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from hugebench.errors import PrivilegeError, SystemStateError
+
+THP_DIR = "kernel/mm/transparent_hugepage"
+HUGETLB_DIR = "kernel/mm/hugepages"
+UINT_MAX = 2**32 - 1
+
+ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
+
+
+class SysfsIO(Protocol):
+    def read_text(self, path: Path) -> str: ...
+
+    def write_text(self, path: Path, text: str) -> None: ...
+
+
+class FileIO:
+    """Plain file I/O. One write() call per value: sysfs handlers see the whole value at once."""
+
+    def read_text(self, path: Path) -> str:
+        with open(path, encoding="ascii") as f:
+            return f.read()
+
+    def write_text(self, path: Path, text: str) -> None:
+        with open(path, "w", encoding="ascii") as f:
+            f.write(text)
+
+
+# Module-level so a test can swap in a fake kernel for everything, including the CLI, in one place.
+default_io: SysfsIO = FileIO()
+
+
+class UnknownKnobError(SystemStateError):
+    """A knob name that this kernel does not have (or that hugebench does not know)."""
+
+
+class KnobValueError(SystemStateError):
+    """A value outside what the knob allows; raised before anything is written."""
+
+
+class HugetlbShortfall(SystemStateError):
+    """The kernel gave fewer (or more) persistent huge pages than asked; the pool now holds `got`."""
+
+    def __init__(self, name: str, path: Path, asked: int, got: int):
+        self.name, self.path, self.asked, self.got = name, path, asked, got
+        super().__init__(
+            f"{name}: asked the kernel for {asked} huge pages in {path}, it gave {got} "
+            f"(too little free memory, or too fragmented: compact memory first, or ask for fewer)"
+        )
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a knob file says: the active value and, for bracketed files, every accepted value."""
+
+    value: str
+    choices: tuple[str, ...] = ()
+
+
+def parse_knob_text(text: str) -> Reading:
+    """`always [madvise] never` -> Reading('madvise', choices); `511` -> Reading('511')."""
+    tokens = text.split()
+    if not tokens:
+        raise ValueError("empty knob file")
+    bracketed = [t for t in tokens if t.startswith("[") and t.endswith("]")]
+    if not bracketed:
+        if len(tokens) != 1:
+            raise ValueError(f"no [active] value in {text.strip()!r}")
+        return Reading(tokens[0])
+    choices = tuple(t.strip("[]") for t in tokens)
+    return Reading(bracketed[0].strip("[]"), choices)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One kernel file. kind: 'choice' (bracketed list), 'int' (bounded integer) or 'pool' (hugetlb pages)."""
+
+    name: str
+    root: Path
+    rel: str
+    kind: str
+    minimum: int = 0
+    maximum: int | None = None
+    io: SysfsIO | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.rel
+
+    @property
+    def is_pool(self) -> bool:
+        return self.kind == "pool"
+
+    def _io(self) -> SysfsIO:
+        return self.io if self.io is not None else default_io
+
+    def reading(self) -> Reading:
+        text = self._io().read_text(self.path)
+        try:
+            reading = parse_knob_text(text)
+        except ValueError as e:
+            raise SystemStateError(f"cannot parse {self.path}: {e}") from None
+        if self.kind != "choice":
+            reading = Reading(str(int(reading.value)))
+        return reading
+
+    def read(self) -> str:
+        return self.reading().value
+
+    def choices(self) -> tuple[str, ...]:
+        return self.reading().choices if self.kind == "choice" else ()
+
+    def allowed(self) -> str:
+        """Human description of the accepted values, for messages and `system show`."""
+        if self.kind == "choice":
+            return " ".join(self.choices())
+        top = "" if self.maximum is None else str(self.maximum)
+        return f"{self.minimum}..{top}"
+
+    def validate(self, value: str | int) -> str:
+        """Normalise `value` or raise KnobValueError listing what is accepted. Writes nothing."""
+        text = str(value).strip()
+        if self.kind == "choice":
+            choices = self.choices()
+            if text not in choices:
+                raise KnobValueError(
+                    f"{self.name}={text!r} is not accepted by {self.path}; choose one of: {', '.join(choices)}"
+                )
+            return text
+        try:
+            number = int(text)
+        except ValueError:
+            raise KnobValueError(f"{self.name}={text!r}: {self.path} takes an integer ({self.allowed()})") from None
+        if number < self.minimum or (self.maximum is not None and number > self.maximum):
+            raise KnobValueError(f"{self.name}={number} is out of range for {self.path} ({self.allowed()})")
+        return str(number)
+
+    def write(self, value: str | int) -> str:
+        """Write, then read back. Returns the read-back value; raises if the kernel did not take it."""
+        wanted = self.validate(value)
+        try:
+            self._io().write_text(self.path, wanted + "\n")
+        except OSError as e:
+            raise self._write_error(wanted, e) from e
+        got = self.read()
+        if got == wanted:
+            return got
+        if self.is_pool:
+            raise HugetlbShortfall(self.name, self.path, int(wanted), int(got))
+        raise SystemStateError(
+            f"the kernel ignored {wanted!r} written to {self.path}: it still reads {got!r}"
+        )
+
+    def _write_error(self, wanted: str, e: OSError) -> SystemStateError | PrivilegeError:
+        if e.errno in (errno.EACCES, errno.EPERM):
+            return PrivilegeError(
+                f"writing {wanted!r} to {self.path} needs root: run hugebench with sudo, or "
+                f"`echo {wanted} | sudo tee {self.path}`"
+            )
+        if e.errno == errno.EROFS:
+            return SystemStateError(f"{self.path} is read-only here (a container?); cannot set {wanted!r}")
+        return SystemStateError(f"the kernel refused {wanted!r} written to {self.path}: {e.strerror}")
+
+
+def _thp_specs(sys_root: Path, pmd_ptes: int) -> list[tuple[str, str, str, int, int | None]]:
+    """(name, path relative to sys_root, kind, min, max) for every THP file that exists."""
+    ptes_max = pmd_ptes - 1
+    specs = [
+        ("thp.enabled", "enabled", "choice", 0, None),
+        ("thp.defrag", "defrag", "choice", 0, None),
+        ("thp.shmem_enabled", "shmem_enabled", "choice", 0, None),
+        ("thp.use_zero_page", "use_zero_page", "int", 0, 1),
+        ("thp.khugepaged.defrag", "khugepaged/defrag", "int", 0, 1),
+        ("thp.khugepaged.max_ptes_none", "khugepaged/max_ptes_none", "int", 0, ptes_max),
+        ("thp.khugepaged.max_ptes_swap", "khugepaged/max_ptes_swap", "int", 0, ptes_max),
+        ("thp.khugepaged.max_ptes_shared", "khugepaged/max_ptes_shared", "int", 0, ptes_max),
+        ("thp.khugepaged.pages_to_scan", "khugepaged/pages_to_scan", "int", 1, UINT_MAX),
+        ("thp.khugepaged.scan_sleep_millisecs", "khugepaged/scan_sleep_millisecs", "int", 0, UINT_MAX),
+        ("thp.khugepaged.alloc_sleep_millisecs", "khugepaged/alloc_sleep_millisecs", "int", 0, UINT_MAX),
+    ]
+    for size_kb in mthp_sizes_kb(sys_root):
+        specs.append((f"thp.mthp.{size_kb}kB", f"hugepages-{size_kb}kB/enabled", "choice", 0, None))
+    return [(n, f"{THP_DIR}/{rel}", kind, lo, hi) for n, rel, kind, lo, hi in specs]
+
+
+def mthp_sizes_kb(sys_root: str | Path) -> list[int]:
+    """Sizes (kB) of the per-size anonymous mTHP controls present, smallest first."""
+    found = []
+    for d in Path(sys_root, THP_DIR).glob("hugepages-*kB"):
+        match = re.fullmatch(r"hugepages-(\d+)kB", d.name)
+        if match and (d / "enabled").exists():
+            found.append(int(match.group(1)))
+    return sorted(found)
+
+
+def _pmd_ptes(sys_root: Path) -> int:
+    """Base pages per PMD huge page (512 on x86-64), which bounds khugepaged's max_ptes_* knobs."""
+    try:
+        pmd_size = int(Path(sys_root, THP_DIR, "hpage_pmd_size").read_text())
+    except (OSError, ValueError):
+        pmd_size = 2 * 1024 * 1024
+    return max(1, pmd_size // os.sysconf("SC_PAGE_SIZE"))
+
+
+def _default_hugepage_kb(proc_root: Path) -> int | None:
+    try:
+        meminfo = Path(proc_root, "meminfo").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^Hugepagesize:\s+(\d+) kB", meminfo, re.M)
+    return int(match.group(1)) if match else None
+
+
+def _hugetlb_knobs(sys_root: Path, proc_root: Path, io: SysfsIO | None) -> list[Knob]:
+    knobs = []
+    # /proc/sys/vm/nr_hugepages is the pool of the *default* huge page size; only call it 2MB when it is.
+    if Path(proc_root, "sys/vm/nr_hugepages").exists() and _default_hugepage_kb(proc_root) in (2048, None):
+        knobs.append(Knob("hugetlb.2MB", proc_root, "sys/vm/nr_hugepages", "pool", io=io))
+    elif Path(sys_root, HUGETLB_DIR, "hugepages-2048kB/nr_hugepages").exists():
+        knobs.append(Knob("hugetlb.2MB", sys_root, f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages", "pool", io=io))
+    if Path(sys_root, HUGETLB_DIR, "hugepages-1048576kB/nr_hugepages").exists():
+        knobs.append(Knob("hugetlb.1GB", sys_root, f"{HUGETLB_DIR}/hugepages-1048576kB/nr_hugepages", "pool", io=io))
+    return knobs
+
+
+def discover_knobs(
+    sys_root: str | Path = "/sys", proc_root: str | Path = "/proc", io: SysfsIO | None = None
+) -> dict[str, Knob]:
+    """Every huge-page knob this kernel has, by name (see ALIASES for short names). None means the real root."""
+    sys_root, proc_root = Path(sys_root or "/sys"), Path(proc_root or "/proc")
+    knobs = {}
+    for name, rel, kind, lo, hi in _thp_specs(sys_root, _pmd_ptes(sys_root)):
+        if (sys_root / rel).exists():
+            knobs[name] = Knob(name, sys_root, rel, kind, lo, hi, io)
+    for knob in _hugetlb_knobs(sys_root, proc_root, io):
+        knobs[knob.name] = knob
+    return knobs
+
+
+def resolve_name(name: str, known: Iterable[str] | Mapping[str, Knob] | None = None) -> str:
+    """Canonical knob name for `name` (aliases allowed); an unknown name lists the known ones."""
+    if known is None:
+        known = discover_knobs()
+    known = list(known)
+    canonical = ALIASES.get(name.strip(), name.strip())
+    if canonical in known:
+        return canonical
+    close = difflib.get_close_matches(canonical, known, n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise UnknownKnobError(
+        f"unknown kernel knob {name!r}{hint}; this kernel has: {', '.join(known)}; "
+        f"aliases: {', '.join(f'{a}={c}' for a, c in ALIASES.items())}"
+    )

@@ -1,0 +1,91 @@
+"""Before a sweep starts: every knob exists, every value is allowed, and we may write what differs.
+
+Without root one change is still possible: THP 'never' for the worker process alone, via
+prctl(PR_SET_THP_DISABLE), which the worker calls on itself.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from hugebench.errors import PrivilegeError, SystemStateError
+from hugebench.system.knobs import Knob, SysfsIO, discover_knobs, resolve_name
+
+PR_SET_THP_DISABLE = 41
+PR_GET_THP_DISABLE = 42
+
+
+def _describe(name: str, value: str) -> str:
+    if name == "thp.enabled":
+        return f"THP mode {value!r}"
+    if name.startswith("hugetlb."):
+        return f"a {name.split('.')[1]} hugetlb pool of {value} pages"
+    return f"{name}={value!r}"
+
+
+def _privilege_error(changes: list[tuple[Knob, str]], rerun: str) -> PrivilegeError:
+    what = ", ".join(_describe(k.name, v) for k, v in changes)
+    verb = "needs" if len(changes) == 1 else "need"
+    commands = "\n".join(f"  echo {v} | sudo tee {k.path}" for k, v in changes)
+    return PrivilegeError(f"{what} {verb} root: run `sudo {rerun}`, or set it yourself:\n{commands}")
+
+
+def preflight(
+    settings_list: Iterable[Mapping[str, str | int]],
+    sys_root: str | Path = "/sys",
+    proc_root: str | Path = "/proc",
+    euid: int | None = None,
+    *,
+    allow_prctl_never: bool = False,
+    rerun: str = "hugebench sweep FILE",
+    io: SysfsIO | None = None,
+) -> dict[str, str]:
+    """Check every settings dict the sweep will apply; raise before anything runs.
+
+    Returns the settings that will be done per process by prctl instead of sysfs: {'thp.enabled': 'never'}
+    when allow_prctl_never is set, we are not root and some cell asks for it; else {}.
+    The orchestrator must then not pass those to SystemState.apply but have the worker call
+    disable_thp_for_this_process().
+    """
+    euid = os.geteuid() if euid is None else euid
+    knobs = discover_knobs(sys_root, proc_root, io)
+    current = {}
+    changes: dict[str, tuple[Knob, str]] = {}
+    by_prctl: dict[str, str] = {}
+    for settings in settings_list:
+        for raw_name, raw_value in settings.items():
+            knob = knobs[resolve_name(raw_name, knobs)]
+            value = knob.validate(raw_value)
+            if knob.name not in current:
+                current[knob.name] = knob.read()
+            if value == current[knob.name]:
+                continue
+            if euid != 0 and allow_prctl_never and knob.name == "thp.enabled" and value == "never":
+                by_prctl[knob.name] = value
+                continue
+            changes.setdefault(f"{knob.name}={value}", (knob, value))
+    if changes and euid != 0:
+        raise _privilege_error(list(changes.values()), rerun)
+    read_only = [k for k, _ in changes.values() if not os.access(k.path, os.W_OK)]
+    if read_only:
+        paths = ", ".join(str(k.path) for k in read_only)
+        raise SystemStateError(f"{paths} not writable even as root (read-only /sys in a container?)")
+    return by_prctl
+
+
+def _prctl(option: int, arg2: int = 0) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.restype = ctypes.c_int
+    zero = ctypes.c_ulong(0)
+    # Unused arguments must be 0: since 6.18, arg3 of PR_SET_THP_DISABLE carries flags.
+    return libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), zero, zero, zero)
+
+
+def disable_thp_for_this_process() -> bool:
+    """THP off for this process and its children (no root needed). True when the kernel confirms it."""
+    if _prctl(PR_SET_THP_DISABLE, 1) != 0:
+        return False
+    return _prctl(PR_GET_THP_DISABLE) == 1

@@ -1,0 +1,208 @@
+"""Shared fixtures and the skip logic for the privilege markers.
+
+`fake_sys` builds a /sys + /proc tree under tmp_path shaped like this machine's kernel 6.18, and installs
+`FakeKernel` as the knob I/O so writes behave like sysfs: a bracketed file takes one of its words and
+re-brackets it, integer files check their range, hugetlb pools grant at most `pool_capacity` pages.
+A test can make it misbehave: `ignore_writes` (the kernel keeps the old value), `refuse_writes` (errno).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+THP = "sys/kernel/mm/transparent_hugepage"
+HUGETLB = "sys/kernel/mm/hugepages"
+MTHP_SIZES_KB = (16, 32, 64, 128, 256, 512, 1024, 2048)
+MTHP_STATS = ("anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge", "split", "swpout")
+
+FAKE_FILES = {
+    f"{THP}/enabled": "always [madvise] never",
+    f"{THP}/defrag": "always defer defer+madvise [madvise] never",
+    f"{THP}/shmem_enabled": "always within_size advise [never] deny force",
+    f"{THP}/hpage_pmd_size": "2097152",
+    f"{THP}/use_zero_page": "1",
+    f"{THP}/khugepaged/defrag": "1",
+    f"{THP}/khugepaged/max_ptes_none": "511",
+    f"{THP}/khugepaged/max_ptes_swap": "64",
+    f"{THP}/khugepaged/max_ptes_shared": "256",
+    f"{THP}/khugepaged/pages_to_scan": "4096",
+    f"{THP}/khugepaged/scan_sleep_millisecs": "10000",
+    f"{THP}/khugepaged/alloc_sleep_millisecs": "60000",
+    f"{THP}/khugepaged/full_scans": "0",
+    f"{THP}/khugepaged/pages_collapsed": "0",
+    # 6.18 has an 8kB directory with shmem_enabled only: it must not become an mTHP knob.
+    f"{THP}/hugepages-8kB/shmem_enabled": "always inherit within_size advise [never]",
+    "proc/sys/vm/nr_hugepages": "0",
+    "proc/sys/vm/nr_overcommit_hugepages": "0",
+    "proc/sys/vm/compact_memory": "",
+    "proc/sys/vm/drop_caches": "",
+    "proc/meminfo": "MemTotal:       24000000 kB\nHugePages_Total:       0\nHugepagesize:       2048 kB\n",
+    "proc/buddyinfo": (
+        "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n"
+        "Node 0, zone    DMA32      1      2      4      2      5      4      3      3      4      2    752 \n"
+        "Node 0, zone   Normal    221   1501    577    340     70     41    173    109     13      9     37 \n"
+    ),
+    "proc/vmstat": "nr_free_pages 1074996\nthp_fault_alloc 32\nthp_fault_fallback 3\nthp_collapse_alloc 0\n",
+}
+INT_LIMITS = {  # what the kernel's store handlers accept (EINVAL otherwise)
+    "use_zero_page": (0, 1),
+    "defrag": (0, 1),
+    "max_ptes_none": (0, 511),
+    "max_ptes_swap": (0, 511),
+    "max_ptes_shared": (0, 511),
+    "pages_to_scan": (1, 2**32 - 1),
+}
+
+
+def _fake_files() -> dict[str, str]:
+    files = dict(FAKE_FILES)
+    for size in MTHP_SIZES_KB:
+        d = f"{THP}/hugepages-{size}kB"
+        active = "inherit" if size == 2048 else "never"
+        choices = ("always", "inherit", "madvise", "never")
+        files[f"{d}/enabled"] = " ".join(f"[{c}]" if c == active else c for c in choices)
+        files[f"{d}/shmem_enabled"] = "always inherit within_size advise [never]"
+        for counter in MTHP_STATS:
+            files[f"{d}/stats/{counter}"] = "0"
+    for size in (2048, 1048576):
+        for name in ("nr", "free", "surplus", "resv", "nr_overcommit"):
+            files[f"{HUGETLB}/hugepages-{size}kB/{name}_hugepages"] = "0"
+    return files
+
+
+class FakeKernel:
+    """A SysfsIO over the fake tree that answers writes the way sysfs does."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.sys_root, self.proc_root = self.root / "sys", self.root / "proc"
+        self.pool_capacity = {"2048kB": 1_000_000, "1048576kB": 1_000_000}
+        self.ignore_writes: set[str] = set()  # relative paths whose writes are silently dropped
+        self.refuse_writes: dict[str, int] = {}  # relative path -> errno
+        self.writes: list[tuple[str, str]] = []
+
+    def build(self) -> FakeKernel:
+        for rel, text in _fake_files().items():
+            path = self.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text + ("\n" if text and not text.endswith("\n") else ""))
+        return self
+
+    def rel(self, path: Path) -> str:
+        return str(Path(path).relative_to(self.root))
+
+    def read(self, rel: str) -> str:
+        return (self.root / rel).read_text().strip()
+
+    def files(self) -> dict[str, str]:
+        """Every file of the fake tree and its content: 'exactly as before' compares these."""
+        return {self.rel(p): p.read_text() for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+    def read_text(self, path: Path) -> str:
+        return Path(path).read_text()
+
+    def write_text(self, path: Path, text: str) -> None:
+        path = Path(path)
+        if self.root not in path.parents:
+            path.write_text(text)
+            return
+        rel, value = self.rel(path), text.strip()
+        self.writes.append((rel, value))
+        if rel in self.refuse_writes:
+            raise OSError(self.refuse_writes[rel], os.strerror(self.refuse_writes[rel]), str(path))
+        if rel in self.ignore_writes:
+            return
+        if rel.endswith("nr_hugepages"):
+            self._resize_pool(rel, int(value))
+        elif "[" in path.read_text():
+            self._choose(path, value)
+        elif path.read_text().strip().lstrip("-").isdigit():
+            self._store_int(path, value)
+        else:
+            path.write_text(text)  # write-only triggers: compact_memory, drop_caches
+
+    def _choose(self, path: Path, value: str) -> None:
+        words = [w.strip("[]") for w in path.read_text().split()]
+        if value not in words:
+            raise OSError(errno.EINVAL, "Invalid argument", str(path))
+        path.write_text(" ".join(f"[{w}]" if w == value else w for w in words) + "\n")
+
+    def _store_int(self, path: Path, value: str) -> None:
+        lo, hi = INT_LIMITS.get(path.name, (0, 2**32 - 1))
+        if not value.isdigit() or not lo <= int(value) <= hi:
+            raise OSError(errno.EINVAL, "Invalid argument", str(path))
+        path.write_text(value + "\n")
+
+    def _resize_pool(self, rel: str, asked: int) -> None:
+        size = "2048kB" if rel.startswith("proc/") else rel.split("/")[-2].removeprefix("hugepages-")
+        got = min(asked, self.pool_capacity[size])
+        targets = [f"{HUGETLB}/hugepages-{size}/nr_hugepages", f"{HUGETLB}/hugepages-{size}/free_hugepages"]
+        if size == "2048kB":  # /proc/sys/vm/nr_hugepages is the default-size pool, the same counter
+            targets.append("proc/sys/vm/nr_hugepages")
+        for target in targets:
+            (self.root / target).write_text(f"{got}\n")
+
+
+@pytest.fixture
+def fake_sys(tmp_path, monkeypatch) -> FakeKernel:
+    """A fake /sys + /proc (fake_sys.sys_root, fake_sys.proc_root) answering like kernel 6.18, installed
+    as the default knob I/O; HUGEBENCH_JOURNAL points into tmp_path so no test touches the real journal."""
+    from hugebench.system import knobs
+
+    kernel = FakeKernel(tmp_path / "fake").build()
+    monkeypatch.setattr(knobs, "default_io", kernel)
+    monkeypatch.setenv("HUGEBENCH_JOURNAL", str(tmp_path / "journal.json"))
+    kernel.journal_path = tmp_path / "journal.json"
+    return kernel
+
+
+# -- markers that skip with a reason -------------------------------------------------------------
+
+REAL_THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _perf_stat(event: str) -> subprocess.CompletedProcess | None:
+    if shutil.which("perf") is None:
+        return None
+    try:
+        return subprocess.run(
+            ["perf", "stat", "-x,", "-e", event, "--", "true"], capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+@functools.cache
+def missing_capability(marker: str) -> str | None:
+    """Why the capability behind `marker` is missing here, or None when it is available."""
+    if marker == "needs_root":
+        return None if os.geteuid() == 0 else "needs root (writes kernel knobs): run the tests with sudo"
+    if marker == "needs_thp":
+        if not REAL_THP_ENABLED.exists():
+            return f"kernel without transparent huge pages ({REAL_THP_ENABLED} missing)"
+        return None if os.access(REAL_THP_ENABLED, os.W_OK) else f"{REAL_THP_ENABLED} is not writable here"
+    if marker == "needs_perf":
+        result = _perf_stat("task-clock")
+        return None if result is not None and result.returncode == 0 else "the perf tool is missing or does not run"
+    if marker == "needs_pmu":
+        result = _perf_stat("cycles")
+        if result is None or result.returncode != 0:
+            return "cannot check the PMU: perf is missing or does not run"
+        first_field = (result.stderr.strip().splitlines() or [""])[-1].split(",")[0]
+        return None if first_field.isdigit() else f"no hardware counters (perf stat -e cycles: {first_field})"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in ("needs_root", "needs_thp", "needs_perf", "needs_pmu"):
+        if item.get_closest_marker(marker) is not None:
+            reason = missing_capability(marker)
+            if reason:
+                pytest.skip(reason)
