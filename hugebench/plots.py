@@ -1,0 +1,186 @@
+"""Figures from a results DataFrame: medians with confidence-interval error bars.
+
+Each function takes a DataFrame (as ``hugebench.load`` returns it) and returns a ``matplotlib.figure.Figure``
+built without pyplot, so nothing needs a display, no global figure state leaks between calls, and a
+notebook user's backend is left alone. Rows that are warm-ups or failed runs never enter a statistic; a
+cell with no successful run is left out of a line (a gap) and marked "failed" on a bar chart.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
+from .report import MetricSpec, build_table, format_axis
+from .stats import as_list, require_columns, summarize
+from .store import PLOTS_DIR
+
+_GREY = "0.45"
+
+
+def line_plot(df: pd.DataFrame, x: str, y: str, hue: str | None = None, col: str | None = None, *,
+              xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
+              logx: bool = False, logy: bool = False, level: float = 0.95) -> Figure:
+    """Median of ``y`` against ``x`` with CI error bars, one line per ``hue`` value, one panel per ``col``.
+
+    E.g. time per malloc/free pair vs threads per allocator, or steady-phase time vs threads per backing.
+    """
+    keys = list(dict.fromkeys([k for k in (col, hue) if k] + [x]))  # hue may repeat col
+    require_columns(df, keys)
+    summary = summarize(df, keys, y, level=level)
+    panels = _levels(summary, col) if col else [None]
+    fig = Figure(figsize=(1.0 + 4.2 * len(panels), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    for ax, panel in zip(axes, panels):
+        rows = summary if col is None else summary[summary[col] == panel]
+        _draw_lines(ax, rows, x, hue)
+        _decorate(ax, xlabel or x, ylabel or y, f"{col} = {format_axis(panel)}" if col else None, logx, logy)
+        _tick_at_values(ax, summary[x])
+    if hue:
+        axes[0].legend(title=hue, fontsize="small")
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: Mapping | None = None, *,
+             ylabel: str | None = None, title: str | None = None, level: float = 0.95) -> Figure:
+    """Grouped bars of the median of ``y`` with CI error bars and, with a baseline, ratio annotations.
+
+    The last ``group_by`` column picks the bar colour inside a group; the others name the groups
+    (e.g. ``["allocator", "thp"]``: one group per allocator, one bar per THP mode). A ratio whose CI
+    contains 1 is written grey with a leading "≈" (no resolved difference).
+    """
+    keys = as_list(group_by)
+    table = build_table(df, keys, [MetricSpec(y)], baseline, primary=y, level=level)
+    inner = keys[-1]
+    outer = keys[:-1]
+    group_labels = _group_labels(table, outer)
+    bar_values = _levels(table, inner)
+    width = 0.8 / max(len(bar_values), 1)
+    fig = Figure(figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2), layout="constrained")
+    ax = fig.subplots()
+    for j, value in enumerate(bar_values):
+        rows = table[table[inner] == value]
+        positions = [group_labels.index(_label(row, outer)) + (j - (len(bar_values) - 1) / 2) * width
+                     for _, row in rows.iterrows()]
+        _draw_bars(ax, rows, positions, width, y, f"C{j}", format_axis(value))
+    ax.set_xticks(range(len(group_labels)), group_labels)
+    _decorate(ax, " / ".join(outer) if outer else "", ylabel or y, title, False, False)
+    ax.legend(title=inner, fontsize="small")
+    ax.margins(y=0.15)
+    if "ratio" in table.columns:
+        where = ", ".join(f"{k}={format_axis(v)}" for k, v in table.attrs["baseline"].items())
+        fig.supxlabel(f"ratio to {where};  ≈ CI of the ratio contains 1;  ? too few runs for a verdict",
+                      fontsize="x-small", color=_GREY)
+    return fig
+
+
+def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
+    """Write ``fig`` as PNG and SVG under ``<results_dir>/plots/``; return the two paths."""
+    directory = Path(results_dir) / PLOTS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "figure"
+    paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
+    fig.savefig(paths[0], dpi=150)
+    fig.savefig(paths[1])
+    return paths
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _draw_lines(ax, rows: pd.DataFrame, x: str, hue: str | None) -> None:
+    for value in _levels(rows, hue) if hue else [None]:
+        line = rows if hue is None else rows[rows[hue] == value]
+        line = line[line["median"].notna()].sort_values(x)
+        if line.empty:
+            continue
+        ax.errorbar(line[x].to_numpy(), line["median"].to_numpy(), yerr=_yerr(line, "median", "ci_lo", "ci_hi"),
+                    marker="o", markersize=4, capsize=3, label=None if value is None else format_axis(value))
+
+
+def _draw_bars(ax, rows: pd.DataFrame, positions, width, y, color, label) -> None:
+    medians = rows[y].to_numpy(float)
+    heights = np.nan_to_num(medians)
+    yerr = _yerr(rows, y, f"{y}.ci_lo", f"{y}.ci_hi")
+    ax.bar(positions, heights, width, yerr=yerr, capsize=3, color=color, label=label)
+    for x, (_, row) in zip(positions, rows.iterrows()):
+        if row["status"] != "ok" or np.isnan(row[y]):
+            ax.text(x, 0, row["status"] if row["status"] != "ok" else "n/a", rotation=90, ha="center",
+                    va="bottom", fontsize="x-small", color=_GREY)
+        elif "ratio" in rows.columns:
+            top = row[f"{y}.ci_hi"] if not pd.isna(row[f"{y}.ci_hi"]) else row[y]
+            text, shade = _ratio_text(row)
+            ax.annotate(text, (x, top), xytext=(0, 3), textcoords="offset points", ha="center",
+                        va="bottom", fontsize="x-small", color=shade)
+
+
+def _ratio_text(row: pd.Series) -> tuple[str, str]:
+    if row["is_baseline"]:
+        return "base", "black"
+    if pd.isna(row["ratio"]):
+        return "", "black"
+    if row["resolved"] is False:
+        return f"≈{row['ratio']:.2f}×", _GREY
+    if row["resolved"] is None:
+        return f"{row['ratio']:.2f}×?", _GREY
+    return f"{row['ratio']:.2f}×", "black"
+
+
+def _yerr(rows: pd.DataFrame, centre: str, lo: str, hi: str) -> np.ndarray:
+    middle = rows[centre].to_numpy(float)
+    below = np.nan_to_num(middle - rows[lo].to_numpy(float))
+    above = np.nan_to_num(rows[hi].to_numpy(float) - middle)
+    return np.vstack([np.clip(below, 0, None), np.clip(above, 0, None)])
+
+
+def _tick_at_values(ax, values: pd.Series) -> None:
+    """Numeric x such as thread counts read best with a tick at each measured value, in plain numbers."""
+    levels = values.dropna().unique()
+    if not pd.api.types.is_numeric_dtype(values) or not 0 < len(levels) <= 12:
+        return
+    ax.set_xticks(sorted(levels), [format_axis(v) for v in sorted(levels)])
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def _decorate(ax, xlabel, ylabel, title, logx, logy) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize="medium")
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def _levels(frame: pd.DataFrame, column: str) -> list:
+    values = frame[column].dropna().unique().tolist()
+    try:
+        return sorted(values)
+    except TypeError:  # mixed types: keep the order of appearance
+        return values
+
+
+def _label(row: pd.Series, columns: Sequence[str]) -> str:
+    return " / ".join(format_axis(row[c]) for c in columns) if columns else ""
+
+
+def _group_labels(table: pd.DataFrame, outer: Sequence[str]) -> list[str]:
+    labels = []
+    for _, row in table.iterrows():
+        label = _label(row, outer)
+        if label not in labels:
+            labels.append(label)
+    return labels

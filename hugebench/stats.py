@@ -1,0 +1,260 @@
+"""Medians, bootstrap confidence intervals and ratios between cells.
+
+Benchmarks on a shared VM are noisy and skewed by bursts from neighbours, so every summary here is a
+median with a percentile-bootstrap confidence interval rather than a mean and a standard deviation.
+Ratios to a baseline are bootstrapped too; when the two cells were measured in the same repetition blocks
+(adjacent in time) the ratio is taken per pair first, which cancels slow drift of the machine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .errors import HugebenchError
+
+# Keys that identify a repetition block: rows of two cells sharing them ran close together in time.
+PAIR_KEYS = ("source", "sweep_id", "repetition")
+SUMMARY_COLUMNS = ["status", "n", "n_failed", "median", "min", "max", "ci_lo", "ci_hi"]
+_MAX_RESAMPLED_VALUES = 4_000_000  # bounds the memory of one vectorised resampling block
+NAN = float("nan")
+
+
+def bootstrap_ci(values, stat: Callable = np.median, level: float = 0.95, n_boot: int = 2000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval of ``stat`` over the finite ``values``.
+
+    ``stat`` must accept ``axis=`` (numpy reductions do). Fewer than two values give ``(nan, nan)``:
+    one number says nothing about its spread. Constant data gives a zero-width interval.
+    """
+    data = _finite(values)
+    if data.size < 2:
+        return NAN, NAN
+    rng = np.random.default_rng(seed)
+    return _interval(_resampled_stats(data, stat, n_boot, rng), level)
+
+
+def ratio_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95, n_boot: int = 2000,
+             seed: int = 0) -> tuple[float, float]:
+    """Confidence interval of ``stat(a) / stat(b)``, resampling ``a`` and ``b`` independently."""
+    a, b = _finite(a_values), _finite(b_values)
+    if a.size < 2 or b.size < 2:
+        return NAN, NAN
+    rng = np.random.default_rng(seed)
+    a_stats = _resampled_stats(a, stat, n_boot, rng)
+    b_stats = _resampled_stats(b, stat, n_boot, rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _interval(a_stats / b_stats, level)
+
+
+def paired_ratio_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95,
+                    n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Confidence interval of ``stat`` of the per-pair ratios ``a[i] / b[i]`` (aligned sequences)."""
+    return bootstrap_ci(pair_ratios(a_values, b_values), stat, level, n_boot, seed)
+
+
+def pair_ratios(a_values, b_values) -> np.ndarray:
+    """``a[i] / b[i]`` for the pairs where both are finite and ``b[i]`` is not zero."""
+    a = np.asarray(a_values, dtype=float)
+    b = np.asarray(b_values, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired values need equal lengths, got {a.size} and {b.size}")
+    keep = np.isfinite(a) & np.isfinite(b) & (b != 0)
+    return a[keep] / b[keep]
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of cell A to cell B with its confidence interval; ``paired`` tells how it was computed."""
+
+    value: float
+    lo: float
+    hi: float
+    paired: bool
+    n: int  # pairs when paired, else the smaller of the two sample sizes
+
+    level: float = 0.95
+
+    @property
+    def resolved(self) -> bool | None:
+        """Whether the data resolve a difference from 1.
+
+        False when the interval contains 1 (no resolved difference). None when there is no interval, or
+        when it excludes 1 but rests on fewer values than :func:`min_runs_for` the level: a bootstrap
+        interval of a median of 3 values is their range, which misses the true median 25% of the time.
+        """
+        if np.isnan(self.lo) or np.isnan(self.hi):
+            return None
+        if self.lo <= 1.0 <= self.hi:
+            return False
+        return True if self.n >= min_runs_for(self.level) else None
+
+
+def min_runs_for(level: float = 0.95) -> int:
+    """Fewest values whose range covers their median with probability >= ``level`` (6 for 95%).
+
+    The range of n values misses the median when all n fall on one side: probability 2 * 0.5**n.
+    No interval built from the values themselves does better, so below this n a "resolved"
+    verdict at ``level`` cannot be honest.
+    """
+    return int(math.ceil(1.0 + math.log2(1.0 / (1.0 - level)) - 1e-12))
+
+
+def compare(a_rows: pd.DataFrame, b_rows: pd.DataFrame, metric: str, level: float = 0.95,
+            n_boot: int = 2000, seed: int = 0) -> Ratio:
+    """Ratio of the median of ``metric`` in ``a_rows`` to that in ``b_rows`` (status-ok rows only).
+
+    Paired by repetition block (:data:`PAIR_KEYS`) when each block holds one row of each side and at
+    least half of the runs pair up; otherwise the two sides are resampled independently.
+    """
+    a_ok, b_ok = ok_rows(a_rows), ok_rows(b_rows)
+    pairs = _paired_values(a_ok, b_ok, metric)
+    if pairs is not None:
+        ratios = pair_ratios(*pairs)
+        lo, hi = bootstrap_ci(ratios, np.median, level, n_boot, seed)
+        value = float(np.median(ratios)) if ratios.size else NAN
+        return Ratio(value, lo, hi, True, int(ratios.size), level)
+    a, b = _finite(_column(a_ok, metric)), _finite(_column(b_ok, metric))
+    lo, hi = ratio_ci(a, b, np.median, level, n_boot, seed)
+    return Ratio(_median_ratio(a, b), lo, hi, False, int(min(a.size, b.size)), level)
+
+
+def summarize(df: pd.DataFrame, group_by: str | Sequence[str], metric: str, level: float = 0.95,
+              n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per cell of ``group_by``: status, n, n_failed, median, min, max, ci_lo, ci_hi of ``metric``.
+
+    Statistics use the status-ok rows with a finite value (``n`` counts them). ``n_failed`` counts the
+    runs that never succeeded (a failure retried successfully on resume is not counted). ``status`` is
+    ``ok`` when any run succeeded, else the most common failure status of the cell.
+    """
+    keys = as_list(group_by)
+    require_columns(df, keys)
+    records = []
+    for key, cell in df.groupby(keys, dropna=False, sort=True):
+        records.append({**dict(zip(keys, key)), **describe_cell(cell, metric, level, n_boot, seed)})
+    return pd.DataFrame.from_records(records, columns=keys + SUMMARY_COLUMNS)
+
+
+def describe_cell(cell: pd.DataFrame, metric: str, level: float = 0.95, n_boot: int = 2000,
+                  seed: int = 0) -> dict:
+    """The summary of one cell's rows; see :func:`summarize`."""
+    ok = ok_rows(cell)
+    values = _finite(_column(ok, metric))
+    lo, hi = bootstrap_ci(values, np.median, level, n_boot, seed)
+    empty = values.size == 0
+    return {
+        "status": "ok" if len(ok) else _most_common_status(cell),
+        "n": int(values.size),
+        "n_failed": int(len(failed_rows(cell))),
+        "median": NAN if empty else float(np.median(values)),
+        "min": NAN if empty else float(values.min()),
+        "max": NAN if empty else float(values.max()),
+        "ci_lo": lo,
+        "ci_hi": hi,
+    }
+
+
+def measured_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that are not warm-up runs (warm-ups only prime caches and allocators)."""
+    if "warmup" not in df.columns:
+        return df
+    return df[~df["warmup"].map(lambda w: w is True or w == 1 or w == "true")]
+
+
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The measured rows whose run succeeded (without a status column, every row counts as successful)."""
+    df = measured_rows(df)
+    if "status" not in df.columns:
+        return df
+    return df[df["status"].isna() | (df["status"] == "ok")]
+
+
+def failed_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Measured rows of runs that did not succeed and were not later retried successfully."""
+    df = measured_rows(df)
+    if "status" not in df.columns:
+        return df.iloc[0:0]
+    failed = df[df["status"].notna() & (df["status"] != "ok")]
+    if "run_id" in df.columns:
+        failed = failed[~failed["run_id"].isin(ok_rows(df)["run_id"])]
+    return failed
+
+
+def as_list(columns: str | Sequence[str] | None) -> list[str]:
+    """A column name or a sequence of them, as a list."""
+    if columns is None:
+        return []
+    return [columns] if isinstance(columns, str) else list(columns)
+
+
+def require_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
+    """Raise a HugebenchError naming the missing columns and the ones that exist."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise HugebenchError(f"no column {', '.join(map(repr, missing))} in the results; "
+                             f"columns are: {', '.join(map(str, df.columns))}")
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _finite(values) -> np.ndarray:
+    try:
+        data = np.asarray(values, dtype=float).ravel()
+    except (TypeError, ValueError):  # strings or other junk among the values count as missing
+        data = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").to_numpy(float)
+    return data[np.isfinite(data)]
+
+
+def _column(df: pd.DataFrame, metric: str) -> pd.Series:
+    return df[metric] if metric in df.columns else pd.Series(NAN, index=df.index)
+
+
+def _resampled_stats(data: np.ndarray, stat: Callable, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    block = max(1, _MAX_RESAMPLED_VALUES // data.size)
+    parts = []
+    for start in range(0, n_boot, block):
+        samples = data[rng.integers(0, data.size, size=(min(block, n_boot - start), data.size))]
+        try:
+            parts.append(np.asarray(stat(samples, axis=1), dtype=float))
+        except TypeError:  # a plain function without axis=
+            parts.append(np.array([stat(row) for row in samples], dtype=float))
+    return np.concatenate(parts)
+
+
+def _interval(stats: np.ndarray, level: float) -> tuple[float, float]:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must be between 0 and 1, got {level}")
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(stats, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+def _median_ratio(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size == 0 or b.size == 0:
+        return NAN
+    denominator = float(np.median(b))
+    return float(np.median(a)) / denominator if denominator != 0 else NAN
+
+
+def _paired_values(a: pd.DataFrame, b: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
+    keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns]
+    if "repetition" not in keys or a.empty or b.empty:
+        return None
+    if a.duplicated(keys).any() or b.duplicated(keys).any():
+        return None  # several rows per block: the cell pools several configurations
+    joined = a[keys + [metric]].merge(b[keys + [metric]], on=keys, suffixes=("_a", "_b")) \
+        if metric in a.columns and metric in b.columns else None
+    if joined is None or len(joined) < 2 or len(joined) < min(len(a), len(b)) / 2:
+        return None
+    return joined[f"{metric}_a"].to_numpy(float), joined[f"{metric}_b"].to_numpy(float)
+
+
+def _most_common_status(cell: pd.DataFrame) -> str:
+    cell = measured_rows(cell)
+    statuses = cell["status"].dropna() if "status" in cell.columns else pd.Series(dtype=object)
+    return str(statuses.mode().iloc[0]) if not statuses.empty else "no runs"
