@@ -1,0 +1,118 @@
+#include "bindings/common.h"
+
+#include <linux/perf_event.h>
+
+#include <string>
+
+#ifndef HB_BUILD_TYPE
+#define HB_BUILD_TYPE "unknown"
+#endif
+#ifndef HB_CXX_COMPILER
+#define HB_CXX_COMPILER "unknown"
+#endif
+#ifndef HB_CXX_FLAGS
+#define HB_CXX_FLAGS ""
+#endif
+
+namespace py = pybind11;
+
+namespace hb {
+
+std::vector<CounterSpec> counter_specs(const std::vector<CounterTuple>& tuples) {
+    std::vector<CounterSpec> specs;
+    specs.reserve(tuples.size());
+    for (const auto& [label, type, config, config1] : tuples) specs.push_back({label, type, config, config1});
+    return specs;
+}
+
+py::dict counters_to_dict(const std::vector<CounterReading>& readings) {
+    py::dict out;
+    for (const auto& r : readings) {
+        py::dict entry;
+        const bool ok = r.ok();
+        entry["value"] = ok ? py::object(py::float_(r.value)) : py::none();
+        entry["raw_value"] = ok ? py::object(py::int_(r.raw_value)) : py::none();
+        entry["time_enabled_ns"] = ok ? py::object(py::int_(r.time_enabled_ns)) : py::none();
+        entry["time_running_ns"] = ok ? py::object(py::int_(r.time_running_ns)) : py::none();
+        entry["error"] = ok ? py::object(py::none()) : py::object(py::str(r.error));
+        out[py::str(r.label)] = entry;
+    }
+    return out;
+}
+
+Hook python_hook(const py::object& callable) {
+    if (callable.is_none()) return {};
+    if (!PyCallable_Check(callable.ptr())) throw py::type_error("hook must be callable or None");
+    const py::handle borrowed = callable;
+    return [borrowed](const char* phase, const char* edge) {
+        py::gil_scoped_acquire gil;
+        borrowed(phase, edge);
+    };
+}
+
+namespace {
+
+py::dict build_info() {
+    const std::string build_type = HB_BUILD_TYPE;
+#ifdef NDEBUG
+    const bool asserts_on = false;
+#else
+    const bool asserts_on = true;
+#endif
+    py::dict info;
+    info["build_type"] = build_type;
+    info["compiler"] = HB_CXX_COMPILER;
+    info["cxx_flags"] = HB_CXX_FLAGS;
+    info["debug"] = asserts_on || build_type == "Debug";
+    return info;
+}
+
+void bind_perf_constants(py::module_& m) {
+    m.attr("PERF_TYPE_HARDWARE") = static_cast<int>(PERF_TYPE_HARDWARE);
+    m.attr("PERF_TYPE_SOFTWARE") = static_cast<int>(PERF_TYPE_SOFTWARE);
+    m.attr("PERF_TYPE_TRACEPOINT") = static_cast<int>(PERF_TYPE_TRACEPOINT);
+    m.attr("PERF_TYPE_HW_CACHE") = static_cast<int>(PERF_TYPE_HW_CACHE);
+    m.attr("PERF_TYPE_RAW") = static_cast<int>(PERF_TYPE_RAW);
+
+    m.attr("PERF_COUNT_HW_CPU_CYCLES") = static_cast<int>(PERF_COUNT_HW_CPU_CYCLES);
+    m.attr("PERF_COUNT_HW_INSTRUCTIONS") = static_cast<int>(PERF_COUNT_HW_INSTRUCTIONS);
+    m.attr("PERF_COUNT_HW_CACHE_REFERENCES") = static_cast<int>(PERF_COUNT_HW_CACHE_REFERENCES);
+    m.attr("PERF_COUNT_HW_CACHE_MISSES") = static_cast<int>(PERF_COUNT_HW_CACHE_MISSES);
+    m.attr("PERF_COUNT_HW_BRANCH_INSTRUCTIONS") = static_cast<int>(PERF_COUNT_HW_BRANCH_INSTRUCTIONS);
+    m.attr("PERF_COUNT_HW_BRANCH_MISSES") = static_cast<int>(PERF_COUNT_HW_BRANCH_MISSES);
+    m.attr("PERF_COUNT_HW_REF_CPU_CYCLES") = static_cast<int>(PERF_COUNT_HW_REF_CPU_CYCLES);
+
+    m.attr("PERF_COUNT_SW_CPU_CLOCK") = static_cast<int>(PERF_COUNT_SW_CPU_CLOCK);
+    m.attr("PERF_COUNT_SW_TASK_CLOCK") = static_cast<int>(PERF_COUNT_SW_TASK_CLOCK);
+    m.attr("PERF_COUNT_SW_PAGE_FAULTS") = static_cast<int>(PERF_COUNT_SW_PAGE_FAULTS);
+    m.attr("PERF_COUNT_SW_CONTEXT_SWITCHES") = static_cast<int>(PERF_COUNT_SW_CONTEXT_SWITCHES);
+    m.attr("PERF_COUNT_SW_CPU_MIGRATIONS") = static_cast<int>(PERF_COUNT_SW_CPU_MIGRATIONS);
+    m.attr("PERF_COUNT_SW_PAGE_FAULTS_MIN") = static_cast<int>(PERF_COUNT_SW_PAGE_FAULTS_MIN);
+    m.attr("PERF_COUNT_SW_PAGE_FAULTS_MAJ") = static_cast<int>(PERF_COUNT_SW_PAGE_FAULTS_MAJ);
+
+    m.attr("PERF_COUNT_HW_CACHE_L1D") = static_cast<int>(PERF_COUNT_HW_CACHE_L1D);
+    m.attr("PERF_COUNT_HW_CACHE_L1I") = static_cast<int>(PERF_COUNT_HW_CACHE_L1I);
+    m.attr("PERF_COUNT_HW_CACHE_LL") = static_cast<int>(PERF_COUNT_HW_CACHE_LL);
+    m.attr("PERF_COUNT_HW_CACHE_DTLB") = static_cast<int>(PERF_COUNT_HW_CACHE_DTLB);
+    m.attr("PERF_COUNT_HW_CACHE_ITLB") = static_cast<int>(PERF_COUNT_HW_CACHE_ITLB);
+    m.attr("PERF_COUNT_HW_CACHE_OP_READ") = static_cast<int>(PERF_COUNT_HW_CACHE_OP_READ);
+    m.attr("PERF_COUNT_HW_CACHE_OP_WRITE") = static_cast<int>(PERF_COUNT_HW_CACHE_OP_WRITE);
+    m.attr("PERF_COUNT_HW_CACHE_RESULT_ACCESS") = static_cast<int>(PERF_COUNT_HW_CACHE_RESULT_ACCESS);
+    m.attr("PERF_COUNT_HW_CACHE_RESULT_MISS") = static_cast<int>(PERF_COUNT_HW_CACHE_RESULT_MISS);
+
+    // The config encoding of PERF_TYPE_HW_CACHE events documented in perf_event_open(2).
+    m.def("perf_hw_cache_config", [](int cache, int op, int result) {
+        return static_cast<uint64_t>(cache) | (static_cast<uint64_t>(op) << 8) | (static_cast<uint64_t>(result) << 16);
+    }, py::arg("cache"), py::arg("op"), py::arg("result"),
+          "config value for a PERF_TYPE_HW_CACHE event: cache | op << 8 | result << 16");
+}
+
+}  // namespace
+
+void bind_common(py::module_& m) {
+    m.def("build_info", &build_info,
+          "How this extension was compiled: build_type, compiler, cxx_flags, debug (True: do not report numbers).");
+    bind_perf_constants(m);
+}
+
+}  // namespace hb

@@ -1,0 +1,301 @@
+#include "workloads/hashlookup.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "common/flat_string_set.h"
+#include "common/hash.h"
+#include "common/rng.h"
+#include "common/thread_team.h"
+#include "common/timing.h"
+#include "common/zipf.h"
+
+namespace hb::hashlookup {
+namespace {
+
+// Separate random streams, so e.g. changing the lookup order never changes the keys.
+constexpr uint64_t kKeyStream = 1;
+constexpr uint64_t kShuffleStream = 2;
+constexpr uint64_t kZipfStream = 3;
+
+constexpr int64_t kMaxThreads = 1024;
+constexpr int64_t kMaxKeyLength = 4096;
+constexpr int64_t kMaxChunks = 1000000;
+
+enum class SetKind { flat, node };
+enum class Order { uniform, zipf };
+
+void require(bool condition, const std::string& message) {
+    if (!condition) throw std::invalid_argument(message);
+}
+
+SetKind parse_set_kind(const std::string& name) {
+    if (name == "flat") return SetKind::flat;
+    if (name == "node") return SetKind::node;
+    throw std::invalid_argument("set_kind must be 'flat' or 'node', got '" + name + "'");
+}
+
+Order parse_order(const std::string& name) {
+    if (name == "uniform") return Order::uniform;
+    if (name == "zipf") return Order::zipf;
+    throw std::invalid_argument("order must be 'uniform' or 'zipf', got '" + name + "'");
+}
+
+uint64_t lookup_count(const Params& p) {
+    return p.lookups == 0 ? static_cast<uint64_t>(p.keys) : static_cast<uint64_t>(p.lookups);
+}
+
+struct StringHash {
+    // Deliberately not noexcept: libstdc++ then stores each node's hash, exactly as it does for
+    // std::hash<std::string>, so "node" has the memory layout of a default unordered_set<string>.
+    size_t operator()(const std::string& s) const { return hash_string(s); }
+};
+
+// std::unordered_set behind the same small interface as FlatStringSet.
+class NodeStringSet {
+public:
+    bool insert(const std::string& key) { return set_.insert(key).second; }
+    const std::string* find(const std::string& key) const {
+        const auto it = set_.find(key);
+        return it == set_.end() ? nullptr : &*it;
+    }
+    size_t size() const { return set_.size(); }
+    size_t capacity() const { return set_.bucket_count(); }
+
+private:
+    std::unordered_set<std::string, StringHash> set_;
+};
+
+// Uniform letters a-z/A-Z: six random bits per try, rejecting 52..63, so ten tries per 64-bit draw.
+class LetterSource {
+public:
+    explicit LetterSource(Rng& rng) : rng_(rng) {}
+    char next() {
+        static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        for (;;) {
+            if (tries_left_ == 0) {
+                bits_ = rng_.next();
+                tries_left_ = 10;
+            }
+            const unsigned value = static_cast<unsigned>(bits_ & 63);
+            bits_ >>= 6;
+            --tries_left_;
+            if (value < 52) return kLetters[value];
+        }
+    }
+
+private:
+    Rng& rng_;
+    uint64_t bits_ = 0;
+    int tries_left_ = 0;
+};
+
+// Start of part `index` when `total` items are split into `parts` near-equal contiguous parts.
+uint64_t slice_begin(uint64_t total, uint64_t parts, uint64_t index) {
+    return static_cast<uint64_t>(static_cast<__uint128_t>(total) * index / parts);
+}
+
+// The uniform order: the shuffled keys front to back, wrapping around when lookups > keys.
+class CyclicCursor {
+public:
+    CyclicCursor(const std::vector<std::string>& keys, uint64_t start)
+        : keys_(keys.data()), size_(keys.size()), next_(start % keys.size()) {}
+    const std::string& next() {
+        const std::string& key = keys_[next_];
+        if (++next_ == size_) next_ = 0;
+        return key;
+    }
+
+private:
+    const std::string* keys_;
+    size_t size_;
+    size_t next_;
+};
+
+// The Zipf order: key indices drawn before the timed phase.
+class IndexedCursor {
+public:
+    IndexedCursor(const std::vector<std::string>& keys, const std::vector<uint32_t>& indices, uint64_t start)
+        : keys_(keys.data()), next_(indices.data() + start) {}
+    const std::string& next() { return keys_[*next_++]; }
+
+private:
+    const std::string* keys_;
+    const uint32_t* next_;
+};
+
+// Per-thread results, cache-line aligned so that neighbouring threads never share a line.
+struct alignas(64) WorkerOutput {
+    uint64_t found = 0;
+    uint64_t checksum = 0;
+    std::vector<double> chunk_ns;  // ns per lookup of each non-empty chunk
+    std::exception_ptr error;
+};
+
+template <class Set, class Cursor>
+void lookup_chunks(const Set& set, Cursor cursor, uint64_t count, uint64_t chunks, WorkerOutput& out) {
+    uint64_t found = 0;
+    uint64_t checksum = 0;
+    for (uint64_t c = 0; c < chunks; ++c) {
+        const uint64_t todo = slice_begin(count, chunks, c + 1) - slice_begin(count, chunks, c);
+        if (todo == 0) continue;
+        const uint64_t start = now_ns();
+        for (uint64_t i = 0; i < todo; ++i) {
+            const std::string* hit = set.find(cursor.next());
+            if (hit != nullptr) {
+                ++found;
+                checksum += hit->size();
+            }
+        }
+        const uint64_t stop = now_ns();
+        out.chunk_ns.push_back(static_cast<double>(stop - start) / static_cast<double>(todo));
+    }
+    do_not_optimize(found);
+    do_not_optimize(checksum);
+    out.found = found;
+    out.checksum = checksum;
+}
+
+struct LookupPlan {
+    const std::vector<std::string>& keys;
+    const std::vector<uint32_t>& zipf_indices;  // empty for the uniform order
+    uint64_t lookups;
+    uint64_t threads;
+    uint64_t chunks;
+};
+
+template <class Set>
+void lookup_share(const Set& set, const LookupPlan& plan, int worker, WorkerOutput& out) {
+    const uint64_t begin = slice_begin(plan.lookups, plan.threads, static_cast<uint64_t>(worker));
+    const uint64_t count = slice_begin(plan.lookups, plan.threads, static_cast<uint64_t>(worker) + 1) - begin;
+    out.chunk_ns.reserve(plan.chunks);  // no allocation inside the timed loop
+    if (plan.zipf_indices.empty())
+        lookup_chunks(set, CyclicCursor(plan.keys, begin), count, plan.chunks, out);
+    else
+        lookup_chunks(set, IndexedCursor(plan.keys, plan.zipf_indices, begin), count, plan.chunks, out);
+}
+
+// Workers exist and wait at the barrier before the phase begins; the timer spans release to last join.
+template <class Set>
+double timed_lookups(const Set& set, const LookupPlan& plan, const Hook& hook, PerfCounters& counters,
+                     std::vector<WorkerOutput>& outputs) {
+    ThreadTeam team(static_cast<int>(plan.threads), [&](int worker) {
+        try {
+            lookup_share(set, plan, worker, outputs[static_cast<size_t>(worker)]);
+        } catch (...) {
+            outputs[static_cast<size_t>(worker)].error = std::current_exception();
+        }
+    });
+    team.wait_until_ready();
+    const double seconds = run_phase(hook, "lookup", [&] { team.start_and_join(); }, &counters);
+    for (const auto& out : outputs)
+        if (out.error) std::rethrow_exception(out.error);
+    return seconds;
+}
+
+void shuffle_keys(std::vector<std::string>& keys, uint64_t seed) {
+    Rng rng(seed, kShuffleStream);
+    for (size_t i = keys.size(); i > 1; --i) std::swap(keys[i - 1], keys[rng.bounded(i)]);
+}
+
+std::vector<uint32_t> draw_zipf_indices(uint64_t keys, uint64_t lookups, double s, uint64_t seed) {
+    Rng rng(seed, kZipfStream);
+    const ZipfSampler zipf(keys, s);
+    std::vector<uint32_t> indices(lookups);
+    for (auto& index : indices) index = static_cast<uint32_t>(zipf(rng) - 1);  // rank 1 -> first shuffled key
+    return indices;
+}
+
+void summarise(const std::vector<WorkerOutput>& outputs, double lookup_seconds, Result& r) {
+    std::vector<double> all_chunks;
+    for (const auto& out : outputs) {
+        r.found += out.found;
+        r.checksum += out.checksum;
+        all_chunks.insert(all_chunks.end(), out.chunk_ns.begin(), out.chunk_ns.end());
+    }
+    r.ns_per_lookup = lookup_seconds * 1e9 / static_cast<double>(r.lookups);
+    r.chunk_ns_median = percentile(all_chunks, 50);
+    r.chunk_ns_p10 = percentile(all_chunks, 10);
+    r.chunk_ns_p90 = percentile(all_chunks, 90);
+}
+
+template <class Set>
+Result run_with(const Params& p, const Hook& hook, PerfCounters& counters) {
+    Result r;
+    r.keys = static_cast<uint64_t>(p.keys);
+    r.lookups = lookup_count(p);
+    r.threads = static_cast<int>(p.threads);
+    r.set_kind = p.set_kind;
+
+    std::vector<std::string> keys;
+    r.phases.emplace_back("generate", run_phase(hook, "generate", [&] {
+        keys = generate_keys(r.keys, p.seed, p.key_min, p.key_max);
+    }));
+    Set set;
+    r.phases.emplace_back("insert", run_phase(hook, "insert", [&] {
+        for (const auto& key : keys) set.insert(key);  // the set owns copies; `keys` become the queries
+    }));
+    std::vector<uint32_t> zipf_indices;
+    r.phases.emplace_back("shuffle", run_phase(hook, "shuffle", [&] {
+        shuffle_keys(keys, p.seed);
+        if (parse_order(p.order) == Order::zipf) zipf_indices = draw_zipf_indices(r.keys, r.lookups, p.zipf_s, p.seed);
+    }));
+
+    std::vector<WorkerOutput> outputs(static_cast<size_t>(p.threads));
+    const LookupPlan plan{keys, zipf_indices, r.lookups, static_cast<uint64_t>(p.threads),
+                          static_cast<uint64_t>(p.chunks)};
+    const double lookup_seconds = timed_lookups(set, plan, hook, counters, outputs);
+    r.phases.emplace_back("lookup", lookup_seconds);
+
+    summarise(outputs, lookup_seconds, r);
+    r.set_size = set.size();
+    r.capacity = set.capacity();
+    r.counters = counters.results();
+    return r;
+}
+
+}  // namespace
+
+void validate(const Params& p) {
+    parse_set_kind(p.set_kind);
+    parse_order(p.order);
+    require(p.keys >= 1 && p.keys <= std::numeric_limits<uint32_t>::max(),
+            "keys must be in [1, 2^32-1], got " + std::to_string(p.keys));
+    require(p.threads >= 1 && p.threads <= kMaxThreads,
+            "threads must be in [1, " + std::to_string(kMaxThreads) + "], got " + std::to_string(p.threads));
+    require(p.lookups >= 0, "lookups must be >= 0 (0 means one per key), got " + std::to_string(p.lookups));
+    require(p.key_min >= 1 && p.key_max <= kMaxKeyLength,
+            "key lengths must be within [1, " + std::to_string(kMaxKeyLength) + "]");
+    require(p.key_min <= p.key_max, "key_min (" + std::to_string(p.key_min) + ") must be <= key_max (" +
+                                        std::to_string(p.key_max) + ")");
+    require(std::isfinite(p.zipf_s) && p.zipf_s >= 0, "zipf_s must be finite and >= 0");
+    require(p.chunks >= 1 && p.chunks <= kMaxChunks,
+            "chunks must be in [1, " + std::to_string(kMaxChunks) + "], got " + std::to_string(p.chunks));
+}
+
+std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max) {
+    require(key_min >= 0 && key_min <= key_max, "key lengths need 0 <= key_min <= key_max");
+    Rng rng(seed, kKeyStream);
+    LetterSource letters(rng);
+    std::vector<std::string> keys;
+    keys.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) {
+        std::string key(static_cast<size_t>(rng.between(key_min, key_max)), '\0');
+        for (char& c : key) c = letters.next();
+        keys.push_back(std::move(key));
+    }
+    return keys;
+}
+
+Result run(const Params& params, const Hook& hook) {
+    validate(params);
+    PerfCounters counters(params.counters);  // opened before any worker exists, so inherit covers them
+    if (parse_set_kind(params.set_kind) == SetKind::flat) return run_with<FlatStringSet>(params, hook, counters);
+    return run_with<NodeStringSet>(params, hook, counters);
+}
+
+}  // namespace hb::hashlookup

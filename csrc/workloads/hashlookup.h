@@ -1,0 +1,58 @@
+// The TLB / huge-page / malloc hash-lookup benchmark: N random short strings in a hash set, then time
+// only point lookups of those keys in a shuffled (or Zipf-skewed) order, from T threads.
+// Keys shorter than 16 bytes live inside std::string (SSO); longer ones are separate malloc blocks,
+// which is why the allocator and huge pages both show up in the lookup time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/perf_counters.h"
+#include "common/phases.h"
+
+namespace hb::hashlookup {
+
+struct Params {
+    int64_t keys = 1000000;
+    std::string set_kind = "flat";  // "flat" (open addressing, written here) or "node" (std::unordered_set)
+    int64_t threads = 1;
+    int64_t lookups = 0;             // 0: one lookup per key
+    int64_t key_min = 10;
+    int64_t key_max = 19;
+    std::string order = "uniform";   // "uniform" (shuffled keys, cycled) or "zipf"
+    double zipf_s = 0.99;
+    int64_t chunks = 64;             // per-thread timing slices, to expose bursts of noise
+    uint64_t seed = 1;
+    std::vector<CounterSpec> counters;  // enabled only around the lookup loop
+};
+
+struct Result {
+    std::vector<std::pair<std::string, double>> phases;  // name -> seconds, in execution order
+    uint64_t keys = 0;
+    uint64_t set_size = 0;       // distinct keys stored
+    uint64_t lookups = 0;
+    uint64_t found = 0;
+    uint64_t checksum = 0;       // sum of the lengths of the found keys, as stored in the set
+    double ns_per_lookup = 0;
+    double chunk_ns_median = 0;  // over all chunks of all threads, ns per lookup within the chunk
+    double chunk_ns_p10 = 0;
+    double chunk_ns_p90 = 0;
+    int threads = 0;
+    std::string set_kind;
+    uint64_t capacity = 0;       // slots (flat) or buckets (node)
+    std::vector<CounterReading> counters;
+};
+
+// Throws std::invalid_argument naming the bad parameter.
+void validate(const Params& params);
+
+// Phases, each between hook(name, "begin") and hook(name, "end"): generate, insert, shuffle, lookup.
+// The hook is only ever called from the calling thread.
+Result run(const Params& params, const Hook& hook = {});
+
+// The keys run() generates for the same arguments (before shuffling).
+std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max);
+
+}  // namespace hb::hashlookup

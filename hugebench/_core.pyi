@@ -1,0 +1,271 @@
+"""Type stubs for the C++ extension ``hugebench._core`` (built from csrc/ by scikit-build-core)."""
+
+from collections.abc import Callable
+from typing import Literal, TypedDict
+
+Hook = Callable[[str, str], None]
+"""hook(phase, edge): called from the calling thread (GIL held) with edge "begin" right before a
+phase's timer starts and "end" right after it stops; never inside a timer."""
+
+CounterSpec = tuple[str, int, int, int]
+"""(label, perf type, config, config1) with the meaning of the same perf_event_attr fields."""
+
+class CounterResult(TypedDict):
+    value: float | None  # raw_value * time_enabled / time_running (multiplexing), None on error
+    raw_value: int | None
+    time_enabled_ns: int | None
+    time_running_ns: int | None
+    error: str | None  # e.g. "perf_event_open failed: No such file or directory (errno 2)"; numbers are None
+
+class HashlookupPhases(TypedDict):
+    generate: float  # seconds
+    insert: float
+    shuffle: float
+    lookup: float  # the timed phase: barrier release to the last worker's join
+
+class HashlookupResult(TypedDict):
+    phases: HashlookupPhases
+    keys: int
+    set_size: int  # distinct keys stored
+    lookups: int
+    found: int
+    checksum: int  # sum of the lengths of the found keys, as stored in the set
+    ns_per_lookup: float  # lookup wall seconds * 1e9 / lookups (aggregate over all threads)
+    chunk_ns_median: float  # per-thread ns per lookup of each chunk, over all chunks of all threads
+    chunk_ns_p10: float
+    chunk_ns_p90: float
+    threads: int
+    set_kind: str
+    capacity: int  # slots (flat) or buckets (node)
+    counters: dict[str, CounterResult]
+
+class BuildInfo(TypedDict):
+    build_type: str
+    compiler: str
+    cxx_flags: str
+    debug: bool  # True: NDEBUG not defined or a Debug build; do not report numbers from it
+
+def hashlookup(
+    *,
+    keys: int,
+    set_kind: Literal["flat", "node"] = "flat",
+    threads: int = 1,
+    lookups: int = 0,
+    key_min: int = 10,
+    key_max: int = 19,
+    order: Literal["uniform", "zipf"] = "uniform",
+    zipf_s: float = 0.99,
+    chunks: int = 64,
+    seed: int = 1,
+    counters: list[CounterSpec] = [],
+    hook: Hook | None = None,
+) -> HashlookupResult:
+    """Random string keys in a hash set; time point lookups only.
+
+    Phases, in order: "generate", "insert", "shuffle", "lookup". Counters are opened at the start and
+    counted only during the lookup phase (all worker threads included). Raises ValueError on bad arguments.
+    """
+
+def generate_keys(n: int, seed: int = 1, key_min: int = 10, key_max: int = 19) -> list[str]:
+    """The keys hashlookup() generates for the same arguments, before shuffling."""
+
+def build_info() -> BuildInfo: ...
+def perf_hw_cache_config(cache: int, op: int, result: int) -> int:
+    """config of a PERF_TYPE_HW_CACHE event: cache | op << 8 | result << 16."""
+
+PERF_TYPE_HARDWARE: int
+PERF_TYPE_SOFTWARE: int
+PERF_TYPE_TRACEPOINT: int
+PERF_TYPE_HW_CACHE: int
+PERF_TYPE_RAW: int
+PERF_COUNT_HW_CPU_CYCLES: int
+PERF_COUNT_HW_INSTRUCTIONS: int
+PERF_COUNT_HW_CACHE_REFERENCES: int
+PERF_COUNT_HW_CACHE_MISSES: int
+PERF_COUNT_HW_BRANCH_INSTRUCTIONS: int
+PERF_COUNT_HW_BRANCH_MISSES: int
+PERF_COUNT_HW_REF_CPU_CYCLES: int
+PERF_COUNT_SW_CPU_CLOCK: int
+PERF_COUNT_SW_TASK_CLOCK: int
+PERF_COUNT_SW_PAGE_FAULTS: int
+PERF_COUNT_SW_CONTEXT_SWITCHES: int
+PERF_COUNT_SW_CPU_MIGRATIONS: int
+PERF_COUNT_SW_PAGE_FAULTS_MIN: int
+PERF_COUNT_SW_PAGE_FAULTS_MAJ: int
+PERF_COUNT_HW_CACHE_L1D: int
+PERF_COUNT_HW_CACHE_L1I: int
+PERF_COUNT_HW_CACHE_LL: int
+PERF_COUNT_HW_CACHE_DTLB: int
+PERF_COUNT_HW_CACHE_ITLB: int
+PERF_COUNT_HW_CACHE_OP_READ: int
+PERF_COUNT_HW_CACHE_OP_WRITE: int
+PERF_COUNT_HW_CACHE_RESULT_ACCESS: int
+PERF_COUNT_HW_CACHE_RESULT_MISS: int
+
+# --- alloctest (csrc/workloads/alloctest.*) ---
+
+import numpy as _np
+
+class AlloctestPhases(TypedDict):
+    setup: float  # seconds: tables, slot arrays, fill of a random half of the slots (steady state)
+    warmup: float  # warmup_iterations picks
+    run: float  # the timed phase: release of the parked workers to the last one's finish
+    teardown: float  # read back (unless touch is "none") and free every live block
+
+class AlloctestResult(TypedDict):
+    phases: AlloctestPhases
+    threads: int
+    allocator_mode: str  # "malloc" | "void"
+    touch: str  # "none" | "write-read" | "full"
+    slots: int  # used: slots_per_thread * threads
+    slots_per_thread: int
+    pareto_exponent: float  # s of p(rank) ~ (rank+1)^-s, fitted so the hottest 20% of slots get 80% of picks
+    mean_size: float  # of the continuous 1/size law on [min_size, max_size + 1)
+    iterations: int  # timed picks = mallocs + frees
+    mallocs: int
+    frees: int
+    pairs: float  # (mallocs + frees) / 2
+    ns_per_pair: float  # = ns_per_pair_thread
+    ns_per_pair_wall: float  # run wall seconds * 1e9 / pairs (all threads' throughput)
+    ns_per_pair_thread: float  # sum of each thread's loop seconds * 1e9 / pairs (cost to the thread)
+    chunk_ns_median: float  # ns per pair within each chunk, over all chunks of all threads
+    chunk_ns_p10: float
+    chunk_ns_p90: float
+    peak_requested_bytes: int  # max live requested bytes over setup..run (exact at 1 thread, sampled above)
+    peak_requested_bytes_bound: int  # sum of per-thread exact peaks, an upper bound
+    live_bytes_end: int  # live requested bytes when the timed phase ended
+    live_blocks_end: int
+    bytes_touched: int  # timed phase: bytes written + bytes read
+    bytes_written: int  # all phases
+    bytes_read: int  # all phases; == bytes_written for write-read, 2x for full, 0 for none
+    checksum: int  # sum (mod 2^64) of every 64-bit word / tail byte read back; same seed -> same value
+    mismatches: int | None  # blocks whose read-back differed (must be 0); None in void mode (shared buffer)
+    counters: dict[str, CounterResult]
+
+def alloctest(
+    *,
+    threads: int = 1,
+    iterations: int = 10_000_000,
+    warmup_iterations: int = 1_000_000,
+    slots: int = 0,
+    total_bytes: int = 1_300_000_000,
+    min_size: int = 8,
+    max_size: int = 65536,
+    touch: Literal["none", "write-read", "full"] = "write-read",
+    allocator_mode: Literal["malloc", "void"] = "malloc",
+    chunks: int = 64,
+    seed: int = 1,
+    counters: list[CounterSpec] = [],
+    hook: Hook | None = None,
+) -> AlloctestResult:
+    """Allocator stress: Pareto-picked slots toggled by malloc/free of 1/size blocks, written and verified.
+
+    slots == 0 derives the slot count from total_bytes (steady state ~ total_bytes live); slots and bytes
+    are split across threads. Phases "setup", "warmup", "run" (timed; counters on), "teardown", all on the
+    same worker threads. Raises ValueError on bad arguments, MemoryError if malloc returns NULL.
+    """
+
+class AlloctestDistributions(TypedDict):
+    slot_counts: _np.ndarray  # uint64, picks per slot id (after the scattering permutation)
+    rank_counts: _np.ndarray  # uint64, picks per popularity rank (0 = hottest)
+    sizes: _np.ndarray  # uint32, one block size per draw
+    pareto_exponent: float
+    mean_size: float
+
+def alloctest_distributions(
+    n_draws: int, slots: int, min_size: int = 8, max_size: int = 65536, seed: int = 1
+) -> AlloctestDistributions:
+    """The slot and size laws exactly as alloctest() draws them (one thread's worth of slots)."""
+
+# -- faultstorm ------------------------------------------------------------------------------------
+
+FaultstormBacking = Literal[
+    "vector",  # std::vector<char>(n): allocator's path, zero-filled in "obtain" (the faults land there)
+    "new",  # new char[n]: allocator's path, untouched (lazy)
+    "malloc",  # malloc(n): allocator's path, untouched (lazy)
+    "mmap-private",  # MAP_PRIVATE|MAP_ANONYMOUS (lazy)
+    "mmap-private-populate",  # ... |MAP_POPULATE
+    "mmap-shared",  # MAP_SHARED|MAP_ANONYMOUS, shmem-backed (lazy)
+    "mmap-shared-populate",  # ... |MAP_POPULATE (the kernel read-populates shared mappings)
+    "madv-hugepage",  # 2 MiB-aligned private mapping + MADV_HUGEPAGE (lazy)
+    "madv-populate",  # private mapping + MADV_POPULATE_WRITE (Linux 5.14+)
+    "hugetlb",  # MAP_HUGETLB|MAP_HUGE_2MB from the explicit pool (lazy within the reservation)
+]
+
+class FaultstormPhases(TypedDict, total=False):
+    obtain: float  # seconds; includes any populate / zero-fill
+    first_touch: float  # only with first_touch=True
+    steady: float  # the timed phase: barrier release to the last worker's join
+    release: float  # munmap / free
+
+class FaultstormResult(TypedDict):
+    phases: FaultstormPhases
+    backing: str
+    map_flags: str  # the flags / madvise really used, e.g. "mmap(MAP_PRIVATE|MAP_ANONYMOUS)+madvise(MADV_POPULATE_WRITE)"
+    buffer_bytes: int
+    page_size: int  # access granularity: the base page
+    mapping_page_size: int  # 2 MiB for hugetlb, else the base page (THP may still upgrade)
+    pages: int  # buffer_bytes / page_size
+    threads: int
+    op_unit: Literal["page-access", "request"]
+    ops: int  # total over threads, in op_unit
+    requests: int  # 0 outside requests mode
+    pages_per_request: int
+    ns_per_op: float  # steady seconds * 1e9 / ops
+    chunks: int  # per thread
+    chunk_ns_median: float  # ns per op within each chunk, over all chunks of all threads
+    chunk_ns_p10: float
+    chunk_ns_p90: float
+    request_ns_p50: float | None  # single-request latency, all threads merged; None outside requests mode
+    request_ns_p90: float | None
+    request_ns_p99: float | None
+    request_ns_max: float | None
+    checksum: int  # sum of every thread's slots read back after the steady phase
+    mismatches: int  # slots that disagree with a replay of the op streams; must be 0
+    counters: dict[str, CounterResult]  # counted during the steady phase only
+    steady_thread_minflt: int  # sums over the worker threads of RUSAGE_THREAD deltas in the steady phase
+    steady_thread_majflt: int
+    steady_thread_utime_s: float
+    steady_thread_stime_s: float
+    steady_thread_cpu_s: float  # CLOCK_THREAD_CPUTIME_ID
+    steady_thread_wall_max_s: float  # the slowest worker's own wall time
+    steady_thread_stime_share: float | None  # stime / (utime + stime); None when both are 0
+
+def faultstorm(
+    *,
+    backing: FaultstormBacking = "mmap-private",
+    buffer_bytes: int = 256 << 20,
+    threads: int = 1,
+    ops_per_thread: int = 1_000_000,
+    write_ratio: float = 0.5,
+    first_touch: bool = False,
+    requests_per_thread: int = 0,
+    request_bytes: int = 1 << 20,
+    chunks: int = 64,
+    seed: int = 1,
+    counters: list[CounterSpec] = [],
+    hook: Hook | None = None,
+) -> FaultstormResult:
+    """Threads hit a buffer at random pages; where the page faults land depends on the backing.
+
+    Phases: "obtain", ["first_touch"], "steady" (timed), "release". Ops mode: each thread does
+    ops_per_thread accesses along its own seeded permutation of the pages (write_ratio of them writes).
+    Requests mode (requests_per_thread > 0): each request reads every cache line of a random
+    request_bytes slice and, with probability write_ratio, writes the thread's slot in each page of it.
+    Raises ValueError on bad arguments; RuntimeError naming the fix when the kernel refuses a backing
+    (hugetlb pool too small, no MADV_POPULATE_WRITE).
+    """
+
+class FaultstormProbe(TypedDict):
+    handle: int
+    address: int  # start of the buffer
+    length: int
+    mapped_bytes: int  # our own mapping's length; 0 when the allocator owns the memory
+    mapping_page_size: int
+    map_flags: str
+
+def faultstorm_probe(backing: FaultstormBacking, buffer_bytes: int) -> FaultstormProbe:
+    """Obtain a buffer as faultstorm() would, write every page once, keep it until faultstorm_release."""
+
+def faultstorm_release(handle: int) -> None:
+    """Give back a faultstorm_probe buffer (ValueError for an unknown or already released handle)."""
