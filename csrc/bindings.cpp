@@ -6,6 +6,8 @@ namespace py = pybind11;
 namespace hb {
 void bind_common(py::module_& m);
 void bind_hashlookup(py::module_& m);
+void bind_alloctest(py::module_& m);
+void bind_faultstorm(py::module_& m);
 // HB-BIND-DECLS (one line per workload above this marker)
 }  // namespace hb
 
@@ -13,5 +15,7 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "hugebench timed workloads (C++)";
     hb::bind_common(m);
     hb::bind_hashlookup(m);
+    hb::bind_alloctest(m);
+    hb::bind_faultstorm(m);
     // HB-BIND-CALLS (one line per workload above this marker)
 }

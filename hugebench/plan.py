@@ -16,6 +16,7 @@ import json
 import random
 from dataclasses import dataclass, field
 
+from . import allocators as alloc_mod
 from . import workloads
 from .spec import ExperimentSpec, is_knob
 
@@ -72,6 +73,8 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
             system[name] = value
         else:
             params[name] = value
+    if alloc_mod.registry(spec.allocators)[cell["allocator"]].mode == "void":
+        params["allocator_mode"] = "void"  # harness-only run: the workload's loop without any malloc
     return {
         "workload": spec.workload,
         "allocator": cell["allocator"],

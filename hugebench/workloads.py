@@ -8,6 +8,7 @@ snapshot /proc and rusage per phase without touching the timed region.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,7 @@ class Workload:
     params: dict[str, Param]
     timed_phase: str
     primary_metric: str
+    ops_column: str = ""  # result column counting the timed phase's operations (for per-op metrics)
     memory_estimate: Any = None  # callable(params) -> bytes, for the plan's memory preflight
     doc: str = ""
     table: tuple = field(default=())
@@ -73,6 +75,25 @@ def _hashlookup_memory(p: dict) -> int:
     # Two copies of each key (the query vector and the set), >15-byte keys heap-allocated, plus slots/nodes.
     per_key = 2 * 32 + 24 + (48 if p["set_kind"] == "node" else 16)
     return int(p["keys"] * per_key * 1.3)
+
+
+def _faultstorm_memory(p: dict) -> int:
+    # The buffer itself, every thread's page permutation (4 B per page, ops mode only) and the check's
+    # one byte per page; hugetlb pages come out of the pool but are memory all the same.
+    buffer = p.get("buffer_bytes", 256 << 20)
+    pages = buffer // 4096
+    permutations = 0 if p.get("requests_per_thread", 0) else p.get("threads", 1) * pages * 4
+    return int(buffer + permutations + pages + (16 << 20))
+
+
+def _alloctest_memory(p: dict) -> int:
+    # Steady state: each slot is full half the time, blocks average the 1/size law's mean; x1.5 covers the
+    # allocator's overhead (jemalloc ~1.3x here) and drift above the mean. Plus 20 B per slot of bookkeeping.
+    lo, hi = p["min_size"], p["max_size"] + 1
+    mean = (hi - lo) / math.log(hi / lo) if hi > lo + 1 else lo
+    slots = p["slots"] or round(2 * p["total_bytes"] / mean)
+    blocks = 0 if p["allocator_mode"] == "void" else slots * mean / 2 * 1.5
+    return int(blocks + slots * 20 + p["threads"] * p["max_size"] + (32 << 20))
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -94,8 +115,64 @@ WORKLOADS: dict[str, Workload] = {
         },
         timed_phase="lookup",
         primary_metric="ns_per_lookup",
+        ops_column="lookups",
         memory_estimate=_hashlookup_memory,
         doc="Random short strings in a hash set; mean point-lookup latency (the TLB experiment).",
+    ),
+    "faultstorm": Workload(
+        name="faultstorm",
+        function="faultstorm",
+        params={
+            "backing": Param(str, "mmap-private",
+                             choices=("vector", "new", "malloc", "mmap-private", "mmap-private-populate",
+                                      "mmap-shared", "mmap-shared-populate", "madv-hugepage", "madv-populate",
+                                      "hugetlb"),
+                             help="how the buffer is obtained (vector zero-fills it in 'obtain'; new/malloc/"
+                                  "mmap-* without populate leave it unmapped)"),
+            "buffer_bytes": Param(int, 256 << 20, minimum=4096, help="buffer size, a multiple of 4 KiB"),
+            "threads": Param(int, 1, minimum=1, help="steady-phase threads (may exceed the cores)"),
+            "ops_per_thread": Param(int, 1_000_000, minimum=1,
+                                    help="page accesses per thread at random page offsets (ops mode)"),
+            "write_ratio": Param(float, 0.5, minimum=0.0, help="share of accesses (or requests) that write"),
+            "first_touch": Param(bool, False, help="one thread writes a byte per page before the steady phase"),
+            "requests_per_thread": Param(int, 0, minimum=0,
+                                         help="> 0: requests mode, each request scans request_bytes"),
+            "request_bytes": Param(int, 1 << 20, minimum=1, help="slice one request scans (requests mode)"),
+            "chunks": Param(int, 64, minimum=1, help="equal slices of each thread's steady phase"),
+            "seed": Param(int, 1, minimum=0, help="seed of the access order"),
+        },
+        timed_phase="steady",
+        primary_metric="ns_per_op",
+        ops_column="ops",
+        memory_estimate=_faultstorm_memory,
+        doc="Threads hit a big buffer at random pages; where its page faults land depends on the backing.",
+    ),
+    "alloctest": Workload(
+        name="alloctest",
+        function="alloctest",
+        params={
+            "threads": Param(int, 1, minimum=1, help="threads, each with its own share of slots and bytes"),
+            "iterations": Param(int, 10_000_000, minimum=1,
+                                help="timed slot picks over all threads (each one malloc or one free)"),
+            "warmup_iterations": Param(int, 1_000_000, minimum=0, help="picks after the fill, before timing"),
+            "slots": Param(int, 0, minimum=0, help="slots over all threads (0: 2 * total_bytes / mean size)"),
+            "total_bytes": Param(int, 1_300_000_000, minimum=1,
+                                 help="steady-state live requested bytes over all threads (when slots is 0)"),
+            "min_size": Param(int, 8, minimum=1, help="smallest block, bytes (p(size) ~ 1/size)"),
+            "max_size": Param(int, 65536, minimum=1, help="largest block, bytes"),
+            "touch": Param(str, "write-read", choices=("none", "write-read", "full"),
+                           help="none; write-read: memset after malloc, verify before free; full: also "
+                                "verify right after the memset"),
+            "allocator_mode": Param(str, "malloc", choices=("malloc", "void"),
+                                    help="void: same loop, no real malloc/free (the harness cost)"),
+            "chunks": Param(int, 64, minimum=1, help="equal slices of each thread's timed phase"),
+            "seed": Param(int, 1, minimum=0, help="seed of the slot picks, sizes and slot permutation"),
+        },
+        timed_phase="run",
+        primary_metric="ns_per_pair",
+        ops_column="pairs",
+        memory_estimate=_alloctest_memory,
+        doc="Pareto-picked slots toggled by malloc/free of 1/size blocks, written and verified (alloc-test).",
     ),
     # HB-WORKLOADS (each workload adds its entry above this marker)
 }
