@@ -1,0 +1,181 @@
+"""``hugebench doctor``: can this machine run the experiments, and what will be missing from the results?
+
+Each check is read-only (nothing is written to the kernel) and says how to fix what it finds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .measure import perf as perf_mod
+from .measure.events import EventChoice, choose_events, read_cpu_info
+
+TLB_LABELS = ("dtlb_load_misses", "stlb_misses", "itlb_misses", "walk_cycles")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's report."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _writable(path: Path) -> bool:
+    """Writable for us: permission bits and a read-write mount (containers often mount /sys read-only)."""
+    if not path.exists() or not os.access(path, os.W_OK):
+        return False
+    try:
+        return not os.statvfs(path).f_flag & os.ST_RDONLY
+    except OSError:
+        return False
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def check_root() -> Check:
+    root = os.geteuid() == 0
+    return Check("root", root, "running as root" if root else f"running as uid {os.geteuid()}",
+                 "" if root else "THP modes and the hugetlb pool need root: run the sweep with sudo")
+
+
+def check_perf(caps: perf_mod.PerfCapabilities) -> Check:
+    if caps.available:
+        detail = f"{caps.perf_path} (perf {caps.perf_version}), perf_event_paranoid={caps.paranoid}"
+        return Check("perf tool", True, detail)
+    return Check("perf tool", False, caps.missing_reason or "perf missing", "apt-get install linux-perf")
+
+
+def check_paranoid(caps: perf_mod.PerfCapabilities) -> Check:
+    level = caps.paranoid
+    ok = os.geteuid() == 0 or (level is not None and level <= 2)
+    detail = f"kernel.perf_event_paranoid={level}" + (" (root: not limited)" if os.geteuid() == 0 else "")
+    return Check("perf permissions", ok, detail, "" if ok else "sysctl kernel.perf_event_paranoid=2 (or run as root)")
+
+
+def check_hardware_counters(caps: perf_mod.PerfCapabilities) -> Check:
+    if caps.pmu_available and caps.pmu_reason is None:
+        return Check("hardware counters", True, f"available (PMU: {', '.join(caps.cpu_pmus) or 'cpu'})")
+    if caps.pmu_available:
+        return Check("hardware counters", True, f"probably available ({caps.pmu_reason})",
+                     "apt-get install linux-perf to probe them")
+    fix = ("run on bare metal or enable vPMU (e.g. -cpu host,pmu=on)" if caps.hypervisor
+           else "check that the kernel's PMU driver loaded (dmesg | grep -i 'performance events')")
+    return Check("hardware counters", False, f"not available ({caps.pmu_reason})", fix)
+
+
+def check_tlb_events(choices: list[EventChoice]) -> Check:
+    tlb = [c for c in choices if c.label in TLB_LABELS]
+    found = [f"{c.label}={c.event}" for c in tlb if c.event]
+    if found:
+        missing = [c.label for c in tlb if not c.event]
+        detail = ", ".join(found) + (f"; missing: {', '.join(missing)}" if missing else "")
+        return Check("TLB events", True, detail)
+    reasons = sorted({c.reason for c in tlb if c.reason})
+    return Check("TLB events", False, "none: " + "; ".join(reasons),
+                 "TLB misses need hardware counters (see above); page faults and huge-page coverage are "
+                 "still measured")
+
+
+def check_thp(sysfs_root: str | Path = "/sys") -> Check:
+    base = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
+    enabled = _read(base / "enabled")
+    if enabled is None:
+        return Check("THP sysfs", False, f"{base} missing", "a kernel built with CONFIG_TRANSPARENT_HUGEPAGE")
+    writable = _writable(base / "enabled") and _writable(base / "defrag")
+    detail = f"enabled: {enabled}; defrag: {_read(base / 'defrag')}; " + ("writable" if writable else "read-only")
+    return Check("THP sysfs", writable, detail, "" if writable else "run as root, with /sys mounted read-write")
+
+
+def _selected(text: str | None) -> str | None:
+    """'always [madvise] never' -> 'madvise'."""
+    if not text or "[" not in text:
+        return None
+    return text.split("[", 1)[1].split("]", 1)[0]
+
+
+def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
+    base = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
+    sizes = sorted(base.glob("hugepages-*kB"), key=lambda d: int(d.name[10:-2]))
+    modes = {d.name[10:]: _selected(_read(d / "enabled")) for d in sizes}
+    modes = {size: mode for size, mode in modes.items() if mode}
+    if not modes:
+        return Check("mTHP sizes", False, "no per-size THP controls", "kernel 6.8 or later for multi-size THP")
+    return Check("mTHP sizes", True, ", ".join(f"{size}: {mode}" for size, mode in modes.items()))
+
+
+def check_hugetlb(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> Check:
+    knob = Path(proc_root) / "sys/vm/nr_hugepages"
+    pools = []
+    for d in sorted((Path(sysfs_root) / "kernel/mm/hugepages").glob("hugepages-*kB")):
+        pools.append(f"{d.name[10:]}: nr={_read(d / 'nr_hugepages')} free={_read(d / 'free_hugepages')}")
+    if not pools and _read(knob) is None:
+        return Check("hugetlb pool", False, "no hugetlb support", "a kernel built with CONFIG_HUGETLBFS")
+    writable = _writable(knob)
+    detail = "; ".join(pools) + f"; {knob} " + ("writable" if writable else "read-only")
+    return Check("hugetlb pool", writable, detail, "" if writable else "run as root to reserve huge pages")
+
+
+def check_core() -> Check:
+    try:
+        from . import _core
+    except ImportError as exc:
+        return Check("_core extension", False, f"not importable: {exc}",
+                     "pip install --no-build-isolation . (builds the C++ extension)")
+    info = dict(_core.build_info())
+    detail = f"{info.get('build_type')} build, {info.get('compiler')}"
+    if info.get("debug") or str(info.get("build_type", "")).lower() == "debug":
+        return Check("_core extension", False, detail + " (numbers would be misleading)",
+                     "reinstall with the default Release build")
+    return Check("_core extension", True, detail)
+
+
+def _as_check(row) -> Check:
+    if isinstance(row, Check):
+        return row
+    if isinstance(row, dict):
+        return Check(str(row.get("name")), bool(row.get("ok", row.get("found"))), str(row.get("detail", "")),
+                     str(row.get("fix", "") or ""))
+    name, ok, detail, fix = (list(row) + ["", "", ""])[:4]
+    return Check(f"allocator {name}", bool(ok), str(detail), str(fix or ""))
+
+
+def allocator_checks() -> list[Check]:
+    """Rows from ``hugebench.allocators.doctor_rows()``; absent module or failure becomes one row."""
+    try:
+        from . import allocators
+    except ImportError:
+        return [Check("allocators", False, "hugebench.allocators not available in this build", "")]
+    try:
+        return [_as_check(row) for row in allocators.doctor_rows()]
+    except Exception as exc:  # a broken discovery must not hide every other check
+        return [Check("allocators", False, f"discovery failed: {exc}", "")]
+
+
+def doctor_report(*, perf_bin: str = "perf", proc_root: str | Path = "/proc",
+                  sysfs_root: str | Path = "/sys") -> list[Check]:
+    """Every check, in the order a user would fix them."""
+    cpu = read_cpu_info(proc_root)
+    caps = perf_mod.detect(perf_bin, cpu=cpu, proc_root=proc_root, sysfs_root=sysfs_root)
+    choices = choose_events(cpu, caps)
+    return [
+        check_root(),
+        check_perf(caps),
+        check_paranoid(caps),
+        check_hardware_counters(caps),
+        check_tlb_events(choices),
+        check_thp(sysfs_root),
+        check_mthp(sysfs_root),
+        check_hugetlb(proc_root, sysfs_root),
+        *allocator_checks(),
+        check_core(),
+    ]

@@ -1,0 +1,326 @@
+"""The perf tool: what this machine can count, the ``perf stat`` wrapper argv, and its CSV output.
+
+``detect()`` runs once per sweep: perf's path and version (or why it is missing), perf_event_paranoid,
+which candidate events ``perf stat`` accepts (one batched probe), and whether a hardware PMU exists at all.
+``parse_perf_csv()`` reads ``perf stat -x,`` output (perf-stat(1), "CSV FORMAT"): optional interval time
+stamp, optional CPU/socket id and CPU count, then value, unit, event, [variance%,] run time, % running,
+metric value, metric unit. Values perf prints are already scaled for multiplexing; we keep the running
+percentage beside them so a reader can see the estimate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .counters import NOT_COUNTED_REASON, Counter, derive, pmu_columns, row_columns  # noqa: F401 (re-exported)
+from .encoding import CounterSpec, counter_specs, resolve_counters  # noqa: F401  (re-exported API)
+from .events import CpuInfo, EventChoice, candidate_events, choose_events, read_cpu_info  # noqa: F401
+
+# The one import a caller needs: detection, the wrapper, parsing, labels, encodings and row columns.
+__all__ = [
+    "PerfCapabilities", "detect", "probe_events", "perf_version", "hypervisor_vendor", "cpu_pmu_devices",
+    "perf_stat_argv", "parse_perf_csv", "by_label", "Counter", "NOT_COUNTED_REASON",
+    "CpuInfo", "EventChoice", "read_cpu_info", "candidate_events", "choose_events",
+    "CounterSpec", "resolve_counters", "counter_specs", "row_columns", "pmu_columns", "derive",
+]
+
+PERF_PACKAGE_HINT = "apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)"
+
+
+@dataclass(frozen=True)
+class PerfCapabilities:
+    """What perf can measure on this machine, found once per sweep."""
+
+    perf_path: str | None
+    perf_version: str | None
+    missing_reason: str | None
+    paranoid: int | None
+    supported: frozenset = field(default_factory=frozenset)
+    unsupported: tuple = ()  # ((event, reason), ...)
+    pmu_available: bool = False
+    pmu_reason: str | None = None
+    hypervisor: str | None = None
+    cpu_pmus: tuple = ()
+
+    @property
+    def available(self) -> bool:
+        """perf itself runs (hardware counters may still be missing: see ``pmu_available``)."""
+        return self.perf_path is not None and self.missing_reason is None
+
+    @property
+    def path(self) -> str | None:
+        return self.perf_path
+
+    def reason_for(self, event: str) -> str | None:
+        return dict(self.unsupported).get(event)
+
+    def including(self, events: list[str]) -> PerfCapabilities:
+        """These capabilities with ``events`` probed too (a YAML override names events detect() never saw)."""
+        known = self.supported | {event for event, _ in self.unsupported}
+        new = [event for event in dict.fromkeys(events) if event not in known]
+        if not new:
+            return self
+        if not self.available:
+            more_supported, more_reasons = set(), {event: self.missing_reason or "perf missing" for event in new}
+        else:
+            more_supported, more_reasons = probe_events(self.perf_path, new)
+        unsupported = tuple(sorted({**dict(self.unsupported), **more_reasons}.items()))
+        return replace(self, supported=self.supported | frozenset(more_supported), unsupported=unsupported)
+
+    def to_dict(self) -> dict:
+        return {
+            "perf_path": self.perf_path, "perf_version": self.perf_version,
+            "missing_reason": self.missing_reason, "paranoid": self.paranoid,
+            "supported": sorted(self.supported), "unsupported": dict(self.unsupported),
+            "pmu_available": self.pmu_available, "pmu_reason": self.pmu_reason,
+            "hypervisor": self.hypervisor, "cpu_pmus": list(self.cpu_pmus),
+        }
+
+
+def read_paranoid(proc_root: str | Path = "/proc") -> int | None:
+    try:
+        return int((Path(proc_root) / "sys/kernel/perf_event_paranoid").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_pmu_devices(sysfs_root: str | Path = "/sys") -> tuple[str, ...]:
+    """Core PMU drivers registered by the kernel: ('cpu',), or ('cpu_atom', 'cpu_core') on hybrid Intel."""
+    base = Path(sysfs_root) / "bus/event_source/devices"
+    return tuple(name for name in ("cpu", "cpu_core", "cpu_atom") if (base / name).exists())
+
+
+def hypervisor_vendor(cpu: CpuInfo, lscpu_text: str | None = None) -> str | None:
+    """'KVM', 'VMware', ... inside a VM (lscpu reads CPUID leaf 0x40000000), 'unknown hypervisor', or None."""
+    if not cpu.hypervisor:
+        return None
+    if lscpu_text is None:
+        lscpu_text = _run_text(["lscpu"]) or ""
+    match = re.search(r"^Hypervisor vendor:\s*(.+)$", lscpu_text, re.MULTILINE)
+    return match.group(1).strip() if match else "unknown hypervisor"
+
+
+def _run_text(argv: list[str], timeout: float = 30) -> str | None:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                              env={**os.environ, "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def perf_version(perf_bin: str = "perf") -> tuple[str | None, str | None, str | None]:
+    """(path, version, missing_reason). Debian's wrapper fails when no perf matches the running kernel."""
+    path = shutil.which(perf_bin)
+    if path is None:
+        return None, None, f"perf not found on PATH; install it: {PERF_PACKAGE_HINT}"
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return path, None, f"{path} --version failed: {exc}"
+    match = re.search(r"perf version (\S+)", proc.stdout)
+    if proc.returncode != 0 or not match:
+        first = (proc.stderr or proc.stdout).strip().splitlines()[:1]
+        return path, None, f"{path} does not run ({first[0] if first else 'no output'}); {PERF_PACKAGE_HINT}"
+    return path, match.group(1), None
+
+
+def perf_stat_argv(perf_bin: str, events: list[str], out_path: str | Path) -> list[str]:
+    """``perf stat`` prefix that writes CSV counts of ``events`` to ``out_path``; append the command to it.
+
+    Run it with LC_ALL=C (or at least LC_NUMERIC=C): perf prints decimals in the locale's format.
+    """
+    if not events:
+        raise ValueError("perf stat needs at least one event (without -e it would pick its own defaults)")
+    return [perf_bin, "stat", "-x,", "--no-big-num", "-o", str(out_path), "-e", ",".join(events), "--"]
+
+
+def probe_events(perf_bin: str, events: list[str]) -> tuple[set[str], dict[str, str]]:
+    """Which events ``perf stat`` can count here: (supported, {event: reason}).
+
+    One batched ``perf stat -x, -e a,b,c true``; an unknown name makes perf reject the whole list, so only
+    then each event is tried alone to tell which one it was.
+    """
+    ok, counters, error = _stat_true(perf_bin, events)
+    if not ok and len(events) == 1:
+        return set(), {events[0]: error}
+    supported: set[str] = set()
+    reasons: dict[str, str] = {}
+    if not ok:
+        for event in events:
+            one_supported, one_reasons = probe_events(perf_bin, [event])
+            supported |= one_supported
+            reasons.update(one_reasons)
+        return supported, reasons
+    for event in events:
+        counter = counters.get(event)
+        if counter is None:
+            reasons[event] = "missing from perf stat output"
+        elif counter.value is None and counter.reason != NOT_COUNTED_REASON:
+            reasons[event] = counter.reason
+        else:
+            supported.add(event)
+    return supported, reasons
+
+
+def _stat_true(perf_bin: str, events: list[str]) -> tuple[bool, dict, str]:
+    with tempfile.TemporaryDirectory(prefix="hb-perf-probe-") as tmp:
+        out = Path(tmp) / "stat.csv"
+        argv = perf_stat_argv(perf_bin, events, out) + ["true"]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
+                                  env={**os.environ, "LC_ALL": "C"})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, {}, f"perf stat failed: {exc}"
+        text = out.read_text() if out.exists() else ""
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+        why = "no such event for this CPU in this perf (event syntax error)" if "syntax error" in proc.stderr else \
+            (lines[0] if lines else f"perf stat exited {proc.returncode}")
+        return False, {}, why
+    return True, parse_perf_csv(text), ""
+
+
+def _pmu_verdict(supported: set[str], reasons: dict[str, str], hypervisor: str | None,
+                 cpu_pmus: tuple, perf_ok: bool) -> tuple[bool, str | None]:
+    if perf_ok and "cycles" in supported:
+        return True, None
+    if hypervisor and not cpu_pmus:
+        return False, f"{hypervisor} guest without vPMU"
+    if not cpu_pmus:
+        return False, "no CPU PMU driver (/sys/bus/event_source/devices/cpu missing)"
+    if not perf_ok:
+        return True, "perf missing; a CPU PMU driver is registered, so in-process counters may work"
+    return False, f"cycles not countable: {reasons.get('cycles', 'not probed')}"
+
+
+def detect(perf_bin: str = "perf", candidates: list[str] | None = None, *, cpu: CpuInfo | None = None,
+           proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> PerfCapabilities:
+    """Find what perf can count here. ``candidates`` defaults to every event the CPU's profile could use."""
+    cpu = cpu or read_cpu_info(proc_root)
+    path, version, missing = perf_version(perf_bin)
+    events = list(dict.fromkeys(["cycles", *(candidates or candidate_events(cpu))]))
+    supported: set[str] = set()
+    if missing is None:
+        supported, reasons = probe_events(path, events)
+    else:
+        reasons = {event: missing for event in events}
+    hypervisor = hypervisor_vendor(cpu)
+    cpu_pmus = cpu_pmu_devices(sysfs_root)
+    pmu_ok, pmu_reason = _pmu_verdict(supported, reasons, hypervisor, cpu_pmus, missing is None)
+    return PerfCapabilities(path, version, missing, read_paranoid(proc_root), frozenset(supported),
+                            tuple(sorted(reasons.items())), pmu_ok, pmu_reason, hypervisor, cpu_pmus)
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _rejoin_pmu_events(fields: list[str], sep: str) -> list[str]:
+    """Glue back event names perf printed with the separator inside, e.g. 'cpu/event=0x8,umask=0xe/'."""
+    out: list[str] = []
+    i = 0
+    while i < len(fields):
+        merged = None
+        if re.match(r"^[\w.-]+/", fields[i]) and fields[i].count("/") % 2:
+            for j in range(i + 1, len(fields)):
+                candidate = sep.join(fields[i:j + 1])
+                if re.match(r"^[\w.-]+/[^/]*/[A-Za-z:]*$", candidate):
+                    merged, i = candidate, j + 1
+                    break
+        if merged is None:
+            merged, i = fields[i], i + 1
+        out.append(merged)
+    return out
+
+
+def _is_value(text: str) -> bool:
+    return text in ("<not supported>", "<not counted>") or _float(text) is not None
+
+
+def _value_index(fields: list[str]) -> int | None:
+    """Where the counter value sits after the optional time stamp / CPU id / CPU count columns."""
+    for i in range(min(4, len(fields) - 2)):
+        value, unit, event = fields[i], fields[i + 1], fields[i + 2]
+        if _is_value(value) and not _is_value(unit) and event and not _is_value(event):
+            return i
+    return None
+
+
+def _parse_row(fields: list[str]) -> tuple[str, Counter] | None:
+    i = _value_index(fields)
+    if i is None:
+        return None
+    raw_value, unit, event = fields[i], fields[i + 1], fields[i + 2]
+    rest = fields[i + 3:]
+    variance = None
+    if rest and rest[0].endswith("%"):  # -r N: perf 6.x prints the variance right after the event
+        variance, rest = _float(rest[0][:-1]), rest[1:]
+    pct = _float(rest[1]) if len(rest) > 1 else None
+    if raw_value == "<not supported>":
+        return event, Counter(None, unit, pct, reason="not supported (perf stat: <not supported>)")
+    if raw_value == "<not counted>":
+        return event, Counter(None, unit, pct, reason=NOT_COUNTED_REASON)
+    value = float(raw_value)
+    if unit == "msec":
+        value, unit = value * 1e6, "ns"
+    multiplexed = pct is not None and pct < 100.0
+    return event, Counter(value, unit, pct, multiplexed, None, variance)
+
+
+def _merge(a: Counter, b: Counter) -> Counter:
+    """Rows of one event from several CPUs, intervals or hybrid core types add up."""
+    if b.value is None:
+        return Counter(a.value, a.unit, a.running_pct, a.multiplexed, a.reason, None, a.rows + 1)
+    if a.value is None:
+        return Counter(b.value, b.unit, b.running_pct, b.multiplexed, None, None, a.rows + 1)
+    pcts = [p for p in (a.running_pct, b.running_pct) if p is not None]
+    return Counter(a.value + b.value, a.unit, min(pcts) if pcts else None,
+                   a.multiplexed or b.multiplexed, None, None, a.rows + 1)
+
+
+def _plain_name(event: str) -> str:
+    """'cpu_core/cycles/' -> 'cycles' (hybrid PMU prefix); raw 'cpu/event=0x8/' stays as it is."""
+    match = re.fullmatch(r"cpu(?:_core|_atom)?/([^=/]+)/", event)
+    return match.group(1) if match else event
+
+
+def parse_perf_csv(text: str, choices: list[EventChoice] | None = None,
+                   sep: str = ",") -> dict[str, Counter]:
+    """Parse ``perf stat -x<sep>`` output into {event: Counter}, or {label: Counter} when given choices.
+
+    With ``choices``, every label appears: unsupported ones carry the choice's reason, and an event perf
+    did not print gets "missing from perf output".
+    """
+    by_event: dict[str, Counter] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parsed = _parse_row(_rejoin_pmu_events([f.strip() for f in line.split(sep)], sep))
+        if parsed is None:
+            continue
+        event, counter = _plain_name(parsed[0]), parsed[1]
+        by_event[event] = _merge(by_event[event], counter) if event in by_event else counter
+    return by_event if choices is None else by_label(choices, by_event)
+
+
+def by_label(choices: list[EventChoice], by_event: dict[str, Counter]) -> dict[str, Counter]:
+    """Re-key parsed counters by column label, keeping a reason for each label that has no value."""
+    lower = {name.lower(): c for name, c in by_event.items()}
+    out: dict[str, Counter] = {}
+    for choice in choices:
+        if choice.event is None:
+            out[choice.label] = Counter(None, reason=choice.reason)
+            continue
+        counter = by_event.get(choice.event) or lower.get(choice.event.lower())
+        out[choice.label] = counter or Counter(None, reason=f"{choice.event} missing from perf output")
+    return out

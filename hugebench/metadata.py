@@ -1,0 +1,246 @@
+"""The machine a sweep ran on, recorded once per sweep so that every number can be traced to its context.
+
+Nothing here changes the system; every read degrades to None or a string saying what is unknown and why,
+because a missing detail must never stop a sweep. ``proc_root``/``sysfs_root`` are injectable for tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+from . import __version__
+from .measure import perf as perf_mod
+from .measure.events import CpuInfo, read_cpu_info
+
+# Flags that matter for paging experiments: 1 GiB pages, PCID (cheaper TLB flushes), INVPCID, LA57 (5-level).
+PAGING_FLAGS = ("pse", "pdpe1gb", "pcid", "invpcid", "la57", "hypervisor")
+
+
+def cpu_info(proc_root: str | Path = "/proc") -> CpuInfo:
+    """CPU 0's identity (vendor, family/model/stepping, flags) from /proc/cpuinfo."""
+    return read_cpu_info(proc_root)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _run(argv: list[str], timeout: float = 20) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                              env={**os.environ, "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _size_bytes(text: str | None) -> int | None:
+    """'48K' / '2048K' / '300M' (sysfs cache sizes) -> bytes."""
+    match = re.fullmatch(r"(\d+)\s*([KMG]?)i?B?", text or "")
+    if not match:
+        return None
+    return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2)]
+
+
+def caches(sysfs_root: str | Path = "/sys", cpu: int = 0) -> list[dict]:
+    """CPU ``cpu``'s caches from sysfs: level, type, size in bytes, ways, line size, sharing CPUs."""
+    base = Path(sysfs_root) / f"devices/system/cpu/cpu{cpu}/cache"
+    out = []
+    for index in sorted(base.glob("index*"), key=lambda p: int(p.name[5:] or 0)):
+        def field(name: str, i=index) -> str | None:
+            return _read(i / name)
+        level = field("level")
+        ways = field("ways_of_associativity")
+        line = field("coherency_line_size")
+        out.append({
+            "level": int(level) if level and level.isdigit() else None,
+            "type": field("type"),
+            "size_bytes": _size_bytes(field("size")),
+            "ways": int(ways) if ways and ways.isdigit() else None,
+            "line_bytes": int(line) if line and line.isdigit() else None,
+            "shared_cpu_list": field("shared_cpu_list"),
+        })
+    return out
+
+
+def tlb_info(proc_root: str | Path = "/proc", cpuid_text: str | None = None) -> dict:
+    """TLB geometry where the system tells it: AMD's 'TLB size' in /proc/cpuinfo, else the cpuid tool."""
+    cpuinfo = _read(Path(proc_root) / "cpuinfo") or ""
+    match = re.search(r"^TLB size\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+    if match:
+        return {"source": "/proc/cpuinfo", "entries": [f"TLB size: {match.group(1).strip()}"]}
+    if cpuid_text is None:
+        cpuid_text = _run(["cpuid", "-1"])
+    if cpuid_text:
+        lines = [ln.strip() for ln in cpuid_text.splitlines() if "TLB" in ln or "tlb" in ln]
+        if lines:
+            return {"source": "cpuid -1", "entries": list(dict.fromkeys(lines))}
+    return {"source": None, "entries": [],
+            "unknown": "TLB geometry unknown: /proc/cpuinfo has no 'TLB size' (Intel) and the 'cpuid' tool "
+                       "is not installed (apt-get install cpuid)"}
+
+
+def _lscpu_topology(lscpu_text: str | None) -> dict:
+    fields = {}
+    for line in (lscpu_text or "").splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+
+    def as_int(key: str) -> int | None:
+        value = fields.get(key, "")
+        return int(value) if value.isdigit() else None
+
+    threads_per_core, cores_per_socket, sockets = (as_int("Thread(s) per core"),
+                                                   as_int("Core(s) per socket"), as_int("Socket(s)"))
+    cores = cores_per_socket * sockets if cores_per_socket and sockets else None
+    return {"sockets": sockets, "cores": cores, "threads_per_core": threads_per_core,
+            "numa_nodes": as_int("NUMA node(s)")}
+
+
+def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) -> dict:
+    """CPU identity and topology."""
+    cpu = cpu_info(proc_root)
+    if lscpu_text is None:
+        lscpu_text = _run(["lscpu"])
+    topo = _lscpu_topology(lscpu_text)
+    return {
+        "vendor": cpu.vendor, "vendor_id": cpu.vendor_id, "model_name": cpu.model_name,
+        "family": cpu.family, "model": cpu.model, "stepping": cpu.stepping, "microarch": cpu.microarch,
+        **topo,
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)),
+        "hypervisor": perf_mod.hypervisor_vendor(cpu, lscpu_text or ""),
+        "paging_flags": [f for f in PAGING_FLAGS if f in cpu.flags],
+    }
+
+
+def _meminfo_total(proc_root: str | Path) -> int | None:
+    text = _read(Path(proc_root) / "meminfo") or ""
+    match = re.search(r"^MemTotal:\s+(\d+) kB", text, re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def _selected(text: str | None) -> str | None:
+    """'always [madvise] never' -> 'madvise' (plain values are returned as they are)."""
+    if text is None:
+        return None
+    match = re.search(r"\[([^\]]+)\]", text)
+    return match.group(1) if match else text
+
+
+def memory_context(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> dict:
+    """Memory size, base and huge page sizes, THP/mTHP modes and hugetlb pools (read only)."""
+    thp = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
+    pmd = _read(thp / "hpage_pmd_size")
+    mthp = {d.name.removeprefix("hugepages-"): _selected(_read(d / "enabled"))
+            for d in sorted(thp.glob("hugepages-*kB"), key=lambda d: int(d.name[10:-2]))}
+    pools = {}
+    for d in sorted((Path(sysfs_root) / "kernel/mm/hugepages").glob("hugepages-*kB")):
+        pools[d.name.removeprefix("hugepages-")] = {
+            "nr": _int(_read(d / "nr_hugepages")), "free": _int(_read(d / "free_hugepages"))}
+    return {
+        "total_bytes": _meminfo_total(proc_root),
+        "page_size": os.sysconf("SC_PAGE_SIZE"),
+        "hpage_pmd_size": _int(pmd),
+        "thp": {
+            "enabled": _selected(_read(thp / "enabled")),
+            "defrag": _selected(_read(thp / "defrag")),
+            "shmem_enabled": _selected(_read(thp / "shmem_enabled")),
+            "khugepaged_defrag": _selected(_read(thp / "khugepaged/defrag")),
+            "use_zero_page": _selected(_read(thp / "use_zero_page")),
+            "mthp": {size: mode for size, mode in mthp.items() if mode is not None},
+        },
+        "hugetlb_pools": pools,
+    }
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.lstrip("-").isdigit() else None
+
+
+def source_dir() -> Path | None:
+    """Where this hugebench came from: the package's parent when run from a checkout, else the directory
+    pip recorded in direct_url.json (PEP 610) when it was installed from a local path."""
+    package_parent = Path(__file__).resolve().parent.parent
+    if "site-packages" not in package_parent.parts and (package_parent / "pyproject.toml").exists():
+        return package_parent
+    try:
+        from importlib.metadata import distribution
+
+        direct = json.loads(distribution("hugebench").read_text("direct_url.json") or "{}")
+    except Exception:  # no metadata, not installed from a URL, unreadable JSON: nothing to say
+        return None
+    url = direct.get("url", "")
+    return Path(url.removeprefix("file://")) if url.startswith("file://") else None
+
+
+def git_state(directory: Path | None) -> dict:
+    """HEAD sha and whether the tree has uncommitted changes; None when it is not a git checkout.
+
+    For an installed package this is the source directory *now*, which may have moved on since the build.
+    """
+    if directory is None or shutil.which("git") is None:
+        return {"git_sha": None, "git_dirty": None}
+    sha = _run(["git", "-C", str(directory), "rev-parse", "HEAD"])
+    if not sha:
+        return {"git_sha": None, "git_dirty": None}
+    status = _run(["git", "-C", str(directory), "status", "--porcelain", "--untracked-files=no"])
+    return {"git_sha": sha.strip(), "git_dirty": bool(status.strip()) if status is not None else None}
+
+
+def core_build_info() -> dict | str:
+    """``_core.build_info()`` (build type, compiler, flags), or why it is unavailable."""
+    try:
+        from . import _core
+    except ImportError as exc:
+        return f"_core not importable: {exc}"
+    try:
+        return dict(_core.build_info())
+    except Exception as exc:  # an extension from another engineer's half build: report, do not fail
+        return f"_core.build_info() failed: {exc}"
+
+
+def software_context() -> dict:
+    """Kernel, libc, Python, hugebench and its provenance."""
+    uname = platform.uname()
+    src = source_dir()
+    return {
+        "kernel": {"release": uname.release, "version": uname.version, "machine": uname.machine},
+        "glibc": os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else None,
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
+        "hugebench": {"version": __version__, "source_dir": str(src) if src else None, **git_state(src),
+                      "core_build": core_build_info()},
+    }
+
+
+def machine_context(allocators: dict | None = None, *, perf_caps=None, proc_root: str | Path = "/proc",
+                    sysfs_root: str | Path = "/sys") -> dict:
+    """Everything about the machine worth storing once per sweep (JSON-serialisable).
+
+    Keys: hostname, cpu, caches, tlb, memory, kernel, glibc, python, hugebench, perf, allocators.
+    ``perf_caps`` (a ``PerfCapabilities``) avoids probing perf a second time when the caller already did.
+    """
+    if perf_caps is None:
+        perf_caps = perf_mod.detect(proc_root=proc_root, sysfs_root=sysfs_root)
+    return {
+        "hostname": socket.gethostname(),
+        "cpu": cpu_context(proc_root),
+        "caches": caches(sysfs_root),
+        "tlb": tlb_info(proc_root),
+        "memory": memory_context(proc_root, sysfs_root),
+        **software_context(),
+        "perf": perf_caps.to_dict(),
+        "allocators": allocators,
+    }
