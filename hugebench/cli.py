@@ -1,0 +1,109 @@
+"""The ``hugebench`` command. Thin commands: parse options, call one core function, print its result.
+
+Every HugebenchError becomes a clean one-paragraph message and its exit code here, in one place.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import HugebenchError
+from .system import Terminated
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except HugebenchError as exc:
+            click.echo(f"hugebench: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except Terminated as exc:  # SIGTERM/SIGHUP: knobs were restored on the way out
+            click.echo(f"hugebench: stopped by signal {exc.signum}; kernel knobs restored", err=True)
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="hugebench")
+def main():
+    """How much would huge pages and a better malloc buy my workload, on this machine?"""
+
+
+def _default_out(spec) -> Path:
+    return Path("results") / spec.name
+
+
+@main.command()
+@click.argument("experiment", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
+              help="results directory (default: results/<experiment name>); re-running resumes it")
+@click.option("-q", "--quiet", is_flag=True, help="no progress bar (CI)")
+@click.option("--perf", "perf_mode", type=click.Choice(["auto", "off"]), default=None,
+              help="whole-process perf stat (default: the YAML's 'perf', auto)")
+@click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
+def sweep(experiment, out, quiet, perf_mode, fmt):
+    """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
+    from . import plan as plan_mod
+    from . import spec as spec_mod
+    from .orchestrator import SweepOptions, run_sweep
+    from .report import report
+
+    spec = spec_mod.load_spec(experiment)
+    out = out or _default_out(spec)
+    result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(out=out, quiet=quiet, perf=perf_mode,
+                                                                  spec_source=experiment))
+    click.echo(report(out, fmt=fmt))
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
+    click.echo(f"{result.rows_written} runs this time ({statuses or 'none'}), "
+               f"{result.skipped_done} already done; results in {out}")
+
+
+@main.command()
+@click.argument("experiment", type=click.Path(dir_okay=False))
+@click.option("--runs", "show_runs", is_flag=True, help="list every run in order")
+def plan(experiment, show_runs):
+    """Print the runs a sweep of EXPERIMENT would do, without running anything."""
+    from . import plan as plan_mod
+    from . import spec as spec_mod
+    from .report import format_bytes
+
+    spec = spec_mod.load_spec(experiment)
+    runs = plan_mod.plan(spec)
+    s = plan_mod.summary(runs)
+    mem = format_bytes(s["max_memory_bytes"]) if s["max_memory_bytes"] else "unknown"
+    click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {spec.repetitions} repetitions "
+               f"(+{s['warmup_runs']} warm-up), {s['knob_changes']} kernel knob changes, "
+               f"largest run needs ~{mem}")
+    if show_runs:
+        for r in runs:
+            cell = " ".join(f"{k}={v}" for k, v in r.cell.items())
+            tag = "warmup" if r.warmup else f"rep {r.repetition}"
+            click.echo(f"{r.order_index:5d} {r.run_id} {tag:7s} {cell}")
+
+
+@main.command()
+@click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
+def report(results, fmt):
+    """Reprint the report of a results directory without re-running anything."""
+    from .report import report as build
+
+    click.echo(build(results, fmt=fmt))
+
+
+def _add_optional_commands():
+    from .cli_doctor import doctor
+    from .cli_system import system, thp
+
+    main.add_command(system)
+    main.add_command(thp)
+    main.add_command(doctor)
+
+
+_add_optional_commands()
+
+if __name__ == "__main__":
+    main()

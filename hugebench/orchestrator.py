@@ -1,0 +1,261 @@
+"""Run a plan: kernel state, the worker's environment, the perf wrapper, timeouts, rows, resume, progress.
+
+Each run is a fresh ``python -m hugebench.worker`` process; whatever happens to it (crash, signal, timeout,
+OOM kill, bad reply) becomes one row with a ``status`` and the sweep goes on. Every finished row is appended
+to the store at once, so an interrupted sweep loses nothing and a re-run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import preflight as pf
+from .measure import perf as perf_mod
+from .measure import procfs
+from .plan import RunSpec
+from .store import ResultStore
+from .system import SystemState, read_buddyinfo
+
+SCHEMA_VERSION = 1
+STDERR_TAIL = 4000
+# Variables a worker inherits; everything else (notably LD_PRELOAD and allocator knobs of the parent's own
+# environment) is dropped so that only what the run asks for is in force.
+_ENV_WHITELIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
+                  "USER", "LOGNAME", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+@dataclass
+class SweepOptions:
+    """How to run a planned sweep (CLI flags land here)."""
+
+    out: Path
+    quiet: bool = False
+    perf: object = None  # None: from the spec; "off"/"auto"/list overrides it
+    sys_root: str = "/sys"
+    proc_root: str = "/proc"
+    journal: Path | None = None
+    python: str = sys.executable
+    progress: Callable | None = None  # progress(run, row, done, total) for custom front ends
+    spec_source: str = "FILE"  # named in the fix of a privilege error
+
+
+@dataclass
+class SweepResult:
+    sweep_id: str
+    out: Path
+    rows_written: int = 0
+    skipped_done: int = 0
+    failed: int = 0
+    wall_s: float = 0.0
+    worker_wall_s: float = 0.0
+    statuses: dict = field(default_factory=dict)
+
+
+def worker_environment(alloc_env: dict, base: dict | None = None) -> dict:
+    """The worker's environment: the whitelisted part of ``base`` plus the allocator's variables."""
+    base = os.environ if base is None else base
+    env = {k: v for k, v in base.items() if k in _ENV_WHITELIST or k.startswith("LC_")}
+    env.update(alloc_env)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["LC_ALL"] = "C"  # perf prints numbers in the locale; `-x,` output must stay parseable
+    return env
+
+
+def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
+    """Preflight everything, then run every planned run not already in the store."""
+    store = ResultStore(options.out)
+    checked = pf.preflight(spec, runs, store, options)
+    sweep_id = checked.sweep_id
+    store.write_context(sweep_id, checked.context)
+    result = SweepResult(sweep_id, Path(options.out))
+    todo = [r for r in runs if r.run_id not in checked.done]
+    result.skipped_done = len(runs) - len(todo)
+    started = time.perf_counter()
+    with SystemState(options.sys_root, options.proc_root, options.journal) as state:
+        reporter = _progress(options, len(todo))
+        try:
+            for i, run in enumerate(todo):
+                row = _one_run(run, checked, state, options, sweep_id)
+                store.append(row)
+                _tally(result, row)
+                reporter(run, row, i + 1)
+        finally:
+            reporter.close()
+            result.wall_s = time.perf_counter() - started
+            store.update_context(sweep_id, ended_at=_now(), sweep_wall_s=result.wall_s,
+                                 worker_wall_s_sum=result.worker_wall_s, rows_written=result.rows_written)
+    return result
+
+
+def _tally(result: SweepResult, row: dict) -> None:
+    result.rows_written += 1
+    result.worker_wall_s += row.get("wall_s") or 0.0
+    result.statuses[row["status"]] = result.statuses.get(row["status"], 0) + 1
+    if row["status"] != "ok":
+        result.failed += 1
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def base_row(run: RunSpec, sweep_id: str) -> dict:
+    """The identifying columns every row has, success or failure."""
+    row = {
+        "schema_version": SCHEMA_VERSION, "run_id": run.run_id, "cell_id": run.cell_id, "sweep_id": sweep_id,
+        "experiment": run.experiment, "workload": run.workload, "repetition": run.repetition,
+        "order_index": run.order_index, "warmup": run.warmup, "status": "ok", "error": None,
+        "stderr_tail": None, "started_at": _now(), "wall_s": None,
+    }
+    row.update(run.cell)
+    row.update({f"param.{k}": v for k, v in run.params.items()})
+    return row
+
+
+def _one_run(run: RunSpec, checked, state, options: SweepOptions, sweep_id: str) -> dict:
+    row = base_row(run, sweep_id)
+    skip = checked.skip.get(run.cell_id)
+    if skip:
+        row.update(status="skipped", error=skip)
+        return row
+    try:
+        knobs = state.apply(checked.system_for(run))
+    except Exception as exc:  # a knob the kernel refused fails this run, not the sweep
+        row.update(status="failed", error=f"kernel state: {exc}")
+        return row
+    if checked.condition_memory:
+        pf.condition_memory(checked.condition_memory, options.proc_root)
+    row.update({f"knob.{k}": v for k, v in state.snapshot().items()})
+    row.update(_buddy_columns(options.proc_root))
+    row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
+    row.update(execute(run, checked, options))
+    return row
+
+
+def _buddy_columns(proc_root: str) -> dict:
+    try:
+        info = read_buddyinfo(proc_root)
+    except OSError:
+        return {}
+    return {"buddy.free_2mib_blocks": info.get("free_2mib_blocks")}
+
+
+def execute(run: RunSpec, checked, options: SweepOptions) -> dict:
+    """Launch one worker (under perf stat when enabled) and turn whatever happens into row fields."""
+    alloc = checked.allocators[run.allocator]
+    with tempfile.TemporaryDirectory(prefix="hb-run-") as tmp:
+        request_path, reply_path = Path(tmp, "request.json"), Path(tmp, "reply.json")
+        request = {
+            "run": run.to_dict(),
+            "allocator": alloc,
+            "counters": checked.counter_specs,
+            "thp_prctl_disable": run.run_id in checked.prctl_never,
+        }
+        request_path.write_text(json.dumps(request, default=str))
+        argv = [options.python, "-m", "hugebench.worker", "--request", str(request_path),
+                "--reply", str(reply_path)]
+        perf_out = Path(tmp, "perf.csv")
+        alloc_env = dict(alloc.get("env") or {})
+        if alloc.get("path"):
+            alloc_env["LD_PRELOAD"] = alloc["path"]
+        if checked.perf_events:
+            # perf itself must not run under the allocator under test: `env` sets it for the worker only.
+            argv = perf_mod.perf_stat_argv(checked.perf_bin, checked.perf_events, str(perf_out)) + \
+                ["env"] + [f"{k}={v}" for k, v in alloc_env.items()] + argv
+            alloc_env = {}
+        fields = _spawn(argv, worker_environment(alloc_env), run.timeout, tmp, options.proc_root)
+        fields.update(_read_reply(reply_path, fields))
+        if checked.perf_events:
+            fields.update(_perf_columns(perf_out, checked))
+        return fields
+
+
+def _spawn(argv, env, timeout, cwd, proc_root) -> dict:
+    stderr_path = Path(cwd, "stderr.txt")
+    oom_before = procfs.read_vmstat(proc_root).get("oom_kill", 0)
+    t0 = time.perf_counter()
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=err,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            code, timed_out = proc.wait(), True
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)  # Ctrl-C / SIGTERM: never leave a worker behind
+            proc.wait()
+            raise
+    wall = time.perf_counter() - t0
+    tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode(errors="replace") or None
+    fields = {"wall_s": wall, "exit_code": code, "stderr_tail": tail}
+    if timed_out:
+        fields.update(status="timeout", error=f"worker ran past its timeout of {timeout:g} s and was killed")
+    elif code < 0 or code > 128:
+        sig = -code if code < 0 else code - 128
+        oom = procfs.read_vmstat(proc_root).get("oom_kill", 0) > oom_before
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        status = "oom" if oom and sig == signal.SIGKILL else "crashed"
+        why = "killed by the OOM killer" if status == "oom" else f"worker died of signal {name}"
+        fields.update(status=status, error=why)
+    return fields
+
+
+def _read_reply(path: Path, fields: dict) -> dict:
+    if fields.get("status"):
+        return {}
+    try:
+        reply = json.loads(path.read_text())
+    except (OSError, ValueError):
+        code = fields.get("exit_code")
+        return {"status": "failed", "error": f"worker exited with code {code} without a reply"}
+    if reply.get("status") != "ok":
+        return {"status": "failed", "error": reply.get("error") or "worker reported failure"}
+    out = dict(reply["row"])
+    if fields.get("exit_code"):
+        out.update(status="failed", error=f"worker replied but exited with code {fields['exit_code']}")
+    return out
+
+
+def _perf_columns(path: Path, checked) -> dict:
+    try:
+        text = path.read_text()
+    except OSError:
+        return {f"perf.{e.label}.reason": "perf stat wrote no output" for e in checked.perf_choices}
+    counters = perf_mod.parse_perf_csv(text)
+    return perf_mod.row_columns("perf", perf_mod.by_label(checked.perf_choices, counters))
+
+
+class _NullProgress:
+    def __call__(self, run, row, done):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(options: SweepOptions, total: int):
+    if options.progress is not None:
+        fn = options.progress
+
+        class _Custom(_NullProgress):
+            def __call__(self, run, row, done):
+                fn(run, row, done, total)
+
+        return _Custom()
+    if options.quiet:
+        return _NullProgress()
+    from .progress import RichProgress
+
+    return RichProgress(total)

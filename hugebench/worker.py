@@ -1,0 +1,139 @@
+"""Child entry point: run ONE RunSpec through ``_core`` in this fresh process and write one JSON reply.
+
+    python -m hugebench.worker --request REQUEST.json --reply REPLY.json
+
+The parent built this process's environment (LD_PRELOAD and the allocator's knobs), so the allocator and
+the THP mode are in force from the first instruction. The worker proves what it runs under (the mapped
+malloc library, the THP-disable prctl), snapshots /proc around each phase through the workload's hook, and
+replies with a flat dict of metrics. The reply goes to a file, not stdout, so nothing a library prints can
+corrupt it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import traceback
+
+from . import allocators, workloads
+from .measure import procfs
+from .measure.counters import derive, pmu_columns
+from .measure.encoding import CounterSpec
+
+
+def _flatten_core_result(result: dict) -> dict:
+    """_core's nested dict -> flat row columns (phase.<name>.s, pmu.<label>...)."""
+    row = {}
+    for key, value in result.items():
+        if key == "phases":
+            for phase, seconds in value.items():
+                row[f"phase.{phase}.s"] = seconds
+        elif key == "counters":
+            continue  # turned into pmu.* columns with their reasons by measure.counters.pmu_columns
+        elif isinstance(value, (int, float, str, bool)) or value is None:
+            row[key] = value
+        elif isinstance(value, (list, tuple)) and len(value) <= 64:
+            row[key] = list(value)
+    return row
+
+
+def _apply_process_thp(request: dict) -> dict:
+    """THP 'never' without root: PR_SET_THP_DISABLE for this process, verified."""
+    if not request.get("thp_prctl_disable"):
+        return {}
+    from .system import disable_thp_for_this_process
+
+    if not disable_thp_for_this_process():
+        raise RuntimeError("PR_SET_THP_DISABLE did not take effect; THP 'never' cannot be had without root here")
+    return {"thp_prctl_disabled": True}
+
+
+def _verify_allocator(request: dict) -> dict:
+    alloc = request["allocator"]
+    entry = allocators.Allocator(alloc["name"], alloc.get("path"), alloc.get("env") or {}, mode=alloc["mode"])
+    with open("/proc/self/maps") as f:
+        mapped = allocators.verify_mapped(entry, alloc.get("path"), f.read())
+    knobs = {k: os.environ.get(k) for k in (alloc.get("env") or {})}
+    missing = [k for k, v in (alloc.get("env") or {}).items() if knobs[k] != v]
+    if missing:
+        raise RuntimeError(f"allocator knob(s) {', '.join(missing)} not in the worker's environment")
+    return {"allocator_mapped": mapped}
+
+
+def run(request: dict) -> dict:
+    """Execute the request; return the flat metric row (raises on any failure)."""
+    row = _apply_process_thp(request)
+    row.update(_verify_allocator(request))
+    spec = request["run"]
+    workload = workloads.get(spec["workload"])
+    from . import _core
+
+    if _core.build_info().get("debug"):
+        raise RuntimeError("hugebench._core is a Debug build; numbers from it would be misleading. "
+                           "Reinstall with the default (Release) build")
+    recorder = procfs.PhaseRecorder(timed_phase=workload.timed_phase)
+    resolved = [CounterSpec(**c) for c in request.get("counters") or []]
+    counters = [c.as_tuple() for c in resolved if c.reason is None]
+    vm_before = procfs.read_vmstat()
+    t0 = time.perf_counter()
+    result = getattr(_core, workload.function)(**spec["params"], counters=counters, hook=recorder)
+    row["workload_wall_s"] = time.perf_counter() - t0
+    row.update(_flatten_core_result(result))
+    row.update(pmu_columns(resolved, result.get("counters")))
+    row.update(recorder.metrics())
+    row.update(_process_totals(vm_before))
+    row.update(_derived(row, workload))
+    return row
+
+
+def _derived(row: dict, workload) -> dict:
+    """Per-operation metrics from the timed phase's own counters (NaN where a counter is missing)."""
+    ops = row.get(workload.ops_column) or math.nan
+    elapsed_ns = (row.get(f"phase.{workload.timed_phase}.s") or math.nan) * 1e9
+    derived = derive(row, ops, row.get("peak_rss_bytes") or math.nan, elapsed_ns=elapsed_ns, source="pmu")
+    derived.pop("ns_per_op", None)  # each workload reports its own primary latency
+    return derived
+
+
+def _process_totals(vm_before: dict) -> dict:
+    status = procfs.read_status()
+    usage = procfs.rusage_snapshot()
+    totals = {
+        "peak_rss_bytes": status.get("VmHWM"),
+        "minflt": usage["minflt"],
+        "majflt": usage["majflt"],
+        "utime_s": usage["utime_s"],
+        "stime_s": usage["stime_s"],
+    }
+    delta = procfs.vmstat_delta(vm_before, procfs.read_vmstat(), procfs.THP_VMSTAT)
+    totals.update({f"vmstat.{k}": v for k, v in delta.items()})
+    return totals
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hugebench.worker")
+    parser.add_argument("--request", required=True)
+    parser.add_argument("--reply", required=True)
+    args = parser.parse_args(argv)
+    with open(args.request) as f:
+        request = json.load(f)
+    try:
+        reply = {"status": "ok", "row": run(request)}
+        code = 0
+    except Exception as exc:  # the reply carries the failure; the parent turns it into a failed row
+        traceback.print_exc(file=sys.stderr)
+        reply = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        code = 1
+    tmp = args.reply + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(reply, f, default=str)
+    os.replace(tmp, args.reply)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
