@@ -165,6 +165,8 @@ def _context(spec, runs, checked: Checked, machine: dict) -> dict:
         "axes": list(spec.axes),
         "baseline": spec.baseline,
         "primary_metric": workload.primary_metric,
+        "metrics": [dict(zip(("column", "label", "fmt"), m)) for m in workload.metrics],
+        "plots": [list(p) for p in workload.plots],
         "hugebench_version": __version__,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "planned_runs": len(runs),

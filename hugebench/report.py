@@ -53,6 +53,10 @@ class MetricSpec:
         return asdict(self)
 
 
+# Column headers of the usual axes (the article's table says "Allocator | THP | ...").
+AXIS_LABELS = {"allocator": "Allocator", "thp.enabled": "THP", "thp.defrag": "THP defrag", "keys": "Keys",
+               "set_kind": "Set", "threads": "Threads", "backing": "Backing", "order": "Order"}
+
 # Metrics a report shows when neither the caller nor the sweep context names any (those present).
 KNOWN_METRICS = (
     MetricSpec("ns_per_lookup", "Latency ns", ".1f"),
@@ -163,12 +167,24 @@ def report(results_dir: str | os.PathLike, fmt: str = "rich", metrics: Sequence 
         chosen = metrics or context.get("metrics") or default_metrics(rows, main_metric)
         table = build_table(rows, axes, chosen, baseline if baseline is not None else context.get("baseline"),
                             main_metric, level)
+        table = _in_spec_order(table, axes, context.get("spec", {}).get("axes", {}))
         table.attrs["title"] = f"{experiment} ({_workloads(rows)})"
         table.attrs["overhead"] = overhead_lines(rows, contexts)
         tables.append((experiment, table))
     if fmt == "csv":
         return pd.concat([t.assign(experiment=e) for e, t in tables], ignore_index=True).to_csv(index=False)
     return "\n\n".join(render(table, fmt) for _, table in tables)
+
+
+def _in_spec_order(table: pd.DataFrame, keys: Sequence[str], spec_axes: Mapping) -> pd.DataFrame:
+    """Rows in the order the YAML lists each axis's values (never/madvise/always), not alphabetical."""
+    def rank(column: pd.Series) -> pd.Series:
+        order = {str(v): i for i, v in enumerate(spec_axes.get(column.name) or [])}
+        return column.map(lambda v: order.get(str(v), len(order)))
+
+    ordered = table.sort_values(list(keys), key=rank, kind="stable").reset_index(drop=True)
+    ordered.attrs = table.attrs
+    return ordered
 
 
 def overhead_lines(rows: pd.DataFrame, contexts: Mapping[str, dict]) -> list[str]:
@@ -315,7 +331,7 @@ def _display(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     notes = {column: i + 1 for i, column in enumerate(attrs.get("na_reasons", {}))}
     show_status = (table["status"] != "ok").any() or (table["n_failed"] > 0).any()
     has_ratio = "ratio" in table.columns
-    headers = list(keys) + ["n"] + (["status"] if show_status else [])
+    headers = [AXIS_LABELS.get(k, k) for k in keys] + ["n"] + (["status"] if show_status else [])
     headers += [spec.title + (f" [{notes[spec.column]}]" if spec.column in notes else "") for spec in specs]
     headers += ["vs baseline", "resolved"] if has_ratio else []
     rows = []

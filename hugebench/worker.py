@@ -79,6 +79,7 @@ def run(request: dict) -> dict:
     resolved = [CounterSpec(**c) for c in request.get("counters") or []]
     counters = [c.as_tuple() for c in resolved if c.reason is None]
     vm_before = procfs.read_vmstat()
+    row["rss_before_workload_bytes"] = procfs.read_status().get("VmRSS")
     t0 = time.perf_counter()
     result = getattr(_core, workload.function)(**spec["params"], counters=counters, hook=recorder)
     row["workload_wall_s"] = time.perf_counter() - t0
@@ -87,6 +88,8 @@ def run(request: dict) -> dict:
     row.update(recorder.metrics())
     row.update(_process_totals(vm_before))
     row.update(_derived(row, workload))
+    if workload.extra_metrics:
+        row.update(workload.extra_metrics(row))
     return row
 
 
@@ -96,6 +99,11 @@ def _derived(row: dict, workload) -> dict:
     elapsed_ns = (row.get(f"phase.{workload.timed_phase}.s") or math.nan) * 1e9
     derived = derive(row, ops, row.get("peak_rss_bytes") or math.nan, elapsed_ns=elapsed_ns, source="pmu")
     derived.pop("ns_per_op", None)  # each workload reports its own primary latency
+    inputs = {"cycles_per_op": "cycles", "stlb_misses_per_1k_ops": "stlb_misses", "walk_cycles_share": "walk_cycles",
+              "faults_per_gib": "page_faults"}
+    for name, counter in inputs.items():
+        if name in derived and math.isnan(derived[name]):
+            derived[f"{name}.reason"] = row.get(f"pmu.{counter}.reason") or "input missing"
     return derived
 
 

@@ -68,7 +68,30 @@ class Workload:
     ops_column: str = ""  # result column counting the timed phase's operations (for per-op metrics)
     memory_estimate: Any = None  # callable(params) -> bytes, for the plan's memory preflight
     doc: str = ""
-    table: tuple = field(default=())
+    metrics: tuple = ()  # report columns: (column, label, fmt) — the primary metric first
+    plots: tuple = ()  # (x, y, hue) line plots written by `hugebench report --plots`
+    extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
+
+
+_COMMON_METRICS = (
+    ("hp_coverage", "HP coverage", ".0%"),
+    ("peak_rss_bytes", "Peak RSS", "bytes"),
+    ("minflt", "Minor faults", "si"),
+)
+
+
+def _alloctest_extra(row: dict) -> dict:
+    """Memory overhead = peak RSS / peak bytes requested (RSS in real bytes from /proc, any page size).
+
+    ``memory_overhead_net`` first takes away the RSS the worker had before the workload started (the
+    interpreter and libraries), which matters at small sizes.
+    """
+    requested = row.get("peak_requested_bytes") or 0
+    peak, before = row.get("peak_rss_bytes"), row.get("rss_before_workload_bytes")
+    if not requested or peak is None or row.get("allocator_mode") == "void":
+        return {"memory_overhead": None, "memory_overhead_net": None}
+    return {"memory_overhead": peak / requested,
+            "memory_overhead_net": (peak - (before or 0)) / requested}
 
 
 def _hashlookup_memory(p: dict) -> int:
@@ -118,6 +141,8 @@ WORKLOADS: dict[str, Workload] = {
         ops_column="lookups",
         memory_estimate=_hashlookup_memory,
         doc="Random short strings in a hash set; mean point-lookup latency (the TLB experiment).",
+        metrics=(("ns_per_lookup", "Latency ns", ".1f"), ("cycles_per_op", "Cycles/lookup", ".0f"),
+                 ("stlb_misses_per_1k_ops", "STLB misses/1k", ".1f")) + _COMMON_METRICS,
     ),
     "faultstorm": Workload(
         name="faultstorm",
@@ -146,6 +171,10 @@ WORKLOADS: dict[str, Workload] = {
         ops_column="ops",
         memory_estimate=_faultstorm_memory,
         doc="Threads hit a big buffer at random pages; where its page faults land depends on the backing.",
+        metrics=(("ns_per_op", "ns/op (steady)", ".1f"), ("phase.steady.minflt", "Steady faults", "si"),
+                 ("steady_thread_stime_share", "Sys share", ".0%"), ("phase.obtain.s", "Obtain s", ".3f"),
+                 ("cycles_per_op", "Cycles/op", ".0f")) + _COMMON_METRICS[:2],
+        plots=(("threads", "phase.steady.s", "backing"), ("threads", "steady_thread_stime_share", "backing")),
     ),
     "alloctest": Workload(
         name="alloctest",
@@ -173,6 +202,10 @@ WORKLOADS: dict[str, Workload] = {
         ops_column="pairs",
         memory_estimate=_alloctest_memory,
         doc="Pareto-picked slots toggled by malloc/free of 1/size blocks, written and verified (alloc-test).",
+        metrics=(("ns_per_pair", "ns/pair", ".1f"), ("cycles_per_op", "Cycles/pair", ".0f"),
+                 ("memory_overhead", "RSS/requested", ".2f"), ("stime_s", "Sys s", ".2f")) + _COMMON_METRICS,
+        plots=(("threads", "ns_per_pair", "allocator"), ("threads", "memory_overhead", "allocator")),
+        extra_metrics=_alloctest_extra,
     ),
     # HB-WORKLOADS (each workload adds its entry above this marker)
 }
