@@ -54,7 +54,7 @@ class MetricSpec:
 
 
 # Column headers of the usual axes (the article's table says "Allocator | THP | ...").
-AXIS_LABELS = {"allocator": "Allocator", "thp.enabled": "THP", "thp.defrag": "THP defrag", "keys": "Keys",
+AXIS_LABELS = {"allocator": "Allocator", "thp": "THP", "thp.enabled": "THP", "thp.defrag": "THP defrag", "keys": "Keys",
                "set_kind": "Set", "threads": "Threads", "backing": "Backing", "order": "Order"}
 
 # Metrics a report shows when neither the caller nor the sweep context names any (those present).

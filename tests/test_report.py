@@ -125,7 +125,7 @@ def test_sample_store_is_labelled_synthetic_and_reproducible(tmp_path):
 def test_markdown_report_of_the_sample_store():
     text = report(SAMPLE, "markdown")
     assert text.index("### tlb-sample (hashlookup)") < text.index("### alloc-sample (alloctest)")
-    header = "| allocator | thp | n | status | Latency ns | Cycles [1] | STLB misses [2] | Huge-page coverage |"
+    header = "| Allocator | THP | n | status | Latency ns | Cycles [1] | STLB misses [2] | Huge-page coverage |"
     assert header in text
     lines = {tuple(c.strip() for c in line.strip("|").split("|")[:4]): line for line in text.splitlines()
              if line.startswith("| ")}
@@ -139,13 +139,13 @@ def test_markdown_report_of_the_sample_store():
     assert "[2] STLB misses (pmu.stlb_misses): n/a, not supported." in text
     assert "Orchestration overhead of sweep tlb-sample-0001:" in text and "= 1.08x." in text
     # The second experiment names no metrics in its context: the primary metric comes first.
-    assert "| allocator | threads | n | ns_per_pair | Peak RSS | vs baseline | resolved |" in text
+    assert "| Allocator | Threads | n | ns_per_pair | Peak RSS | vs baseline | resolved |" in text
     assert "Sweep alloc-sample-0001: no end recorded" in text
 
 
 def test_rich_report_of_the_sample_store():
     text = report(SAMPLE, "rich")
-    assert "tlb-sample (hashlookup)" in text and "┃ allocator ┃ thp" in text
+    assert "tlb-sample (hashlookup)" in text and "┃ Allocator ┃ THP" in text
     row = next(line for line in text.splitlines() if line.startswith("│ jemalloc  │ never"))
     assert "│ n/a " in row and row.rstrip().endswith("│ no       │")
     assert "[1] Cycles (pmu.cycles): n/a, not supported." in text
@@ -162,7 +162,7 @@ def test_csv_report_is_machine_readable():
 
 def test_report_arguments_override_the_context():
     text = report(SAMPLE, "markdown", group_by=["allocator"], metrics=["ns_per_lookup", "ns_per_pair"])
-    assert "| allocator | n | status | Latency ns | ns_per_pair [1] |" in text
+    assert "| Allocator | n | status | Latency ns | ns_per_pair [1] |" in text
     # Pooled cells have several runs per block, so the ratio is unpaired and its interval wide.
     assert "| jemalloc | 12 | ok |" in text
 
