@@ -44,7 +44,10 @@ def _default_out(spec) -> Path:
 @click.option("--perf", "perf_mode", type=click.Choice(["auto", "off"]), default=None,
               help="whole-process perf stat (default: the YAML's 'perf', auto)")
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
-def sweep(experiment, out, quiet, perf_mode, fmt):
+@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
+@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+@click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
+def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
     from . import plan as plan_mod
     from . import spec as spec_mod
@@ -53,8 +56,9 @@ def sweep(experiment, out, quiet, perf_mode, fmt):
 
     spec = spec_mod.load_spec(experiment)
     out = out or _default_out(spec)
-    result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(out=out, quiet=quiet, perf=perf_mode,
-                                                                  spec_source=experiment))
+    result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(
+        out=out, quiet=quiet, perf=perf_mode, spec_source=experiment, sys_root=sys_root, proc_root=proc_root,
+        journal=journal))
     click.echo(report(out, fmt=fmt))
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
     click.echo(f"{result.rows_written} runs this time ({statuses or 'none'}), "

@@ -206,3 +206,41 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             reason = missing_capability(marker)
             if reason:
                 pytest.skip(reason)
+
+
+# -- the machine is left as found ------------------------------------------------------------------
+
+_GUARDED = ("/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/defrag",
+            "/proc/sys/vm/nr_hugepages")
+
+
+def _read_guarded() -> dict[str, str]:
+    out = {}
+    for path in _GUARDED:
+        try:
+            out[path] = Path(path).read_text().strip()
+        except OSError:
+            pass
+    return out
+
+
+def _other_sweep_running() -> bool:
+    """A live sweep outside the tests owns the default journal: it may change THP while we run."""
+    from hugebench.system.journal import default_journal_path, read_journal
+
+    try:
+        record = read_journal(default_journal_path())
+    except Exception:
+        return False
+    return record is not None and record.owner_alive()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def machine_left_as_found():
+    """After the whole test session THP and the hugetlb pool must read exactly as before it."""
+    before = _read_guarded()
+    yield
+    after = _read_guarded()
+    if after != before and not _other_sweep_running():
+        changed = {p: (before.get(p), after.get(p)) for p in before if before.get(p) != after.get(p)}
+        pytest.fail(f"the tests left kernel settings changed (before, after): {changed}")

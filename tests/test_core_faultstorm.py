@@ -211,9 +211,22 @@ def test_lazy_backings_fault_once_per_page_in_the_steady_phase(backing, threads)
     assert r["steady_thread_stime_s"] > 0
 
 
+@pytest.fixture
+def small_pages():
+    """4 KiB pages for this process whatever THP mode the machine is in (PR_SET_THP_DISABLE), so that
+    fault counts per page are exact; undone afterwards."""
+    from hugebench.system import disable_thp_for_this_process
+    from hugebench.system.preflight import PR_SET_THP_DISABLE, _prctl
+
+    if not disable_thp_for_this_process():
+        pytest.skip("PR_SET_THP_DISABLE is not available on this kernel")
+    yield
+    _prctl(PR_SET_THP_DISABLE, 0)
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("backing", POPULATED)
-def test_populated_backings_take_no_faults_in_the_steady_phase(backing, threads):
+def test_populated_backings_take_no_faults_in_the_steady_phase(backing, threads, small_pages):
     r, hook = storm(backing, threads=threads)
     assert r["mismatches"] == 0
     assert r["steady_thread_minflt"] <= 16 * threads  # a few stack pages, never the buffer's
@@ -222,7 +235,7 @@ def test_populated_backings_take_no_faults_in_the_steady_phase(backing, threads)
         assert hook.minflt["obtain"] >= 0.95 * LAZY_PAGES
 
 
-def test_first_touch_moves_the_faults_out_of_the_steady_phase():
+def test_first_touch_moves_the_faults_out_of_the_steady_phase(small_pages):
     r, hook = storm("mmap-private", first_touch=True, threads=2)
     assert hook.order == ["obtain", "first_touch", "steady", "release"]
     assert list(r["phases"]) == hook.order

@@ -115,3 +115,17 @@ def test_worker_environment_drops_parent_allocator_settings():
     env = worker_environment({"LD_PRELOAD": "/lib/je.so"}, base)
     assert env["LD_PRELOAD"] == "/lib/je.so" and "MALLOC_CONF" not in env
     assert env["PATH"] == "/bin" and env["LC_ALL"] == "C"
+
+
+@pytest.mark.needs_perf
+def test_phase_counters_exclude_setup(tmp_path):
+    """In-process counters cover only the lookups; perf stat covers the whole worker (startup, key generation)."""
+    text = TINY.replace("perf: off", "perf: auto").replace("[glibc, jemalloc]", "[glibc]")
+    text = text.replace("keys: 3000", "keys: 200000").replace("set_kind: [flat, node]", "set_kind: [flat]")
+    _sweep(text.replace("repetitions: 2", "repetitions: 1"), tmp_path)
+    row = load(tmp_path / "res").iloc[0]
+    assert row["pmu.task_clock"] > 0 and row["perf.task_clock"] > 0
+    assert row["pmu.task_clock"] < 0.5 * row["perf.task_clock"]
+    assert row["pmu.page_faults"] < 0.05 * row["perf.page_faults"]
+    # The phase recorder agrees: the lookup phase faults far less than key generation and insertion.
+    assert row["phase.lookup.minflt"] < 0.05 * (row["phase.generate.minflt"] + row["phase.insert.minflt"])
