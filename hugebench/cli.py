@@ -52,14 +52,13 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal):
     from . import plan as plan_mod
     from . import spec as spec_mod
     from .orchestrator import SweepOptions, run_sweep
-    from .report import report
 
     spec = spec_mod.load_spec(experiment)
     out = out or _default_out(spec)
     result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(
         out=out, quiet=quiet, perf=perf_mode, spec_source=experiment, sys_root=sys_root, proc_root=proc_root,
         journal=journal))
-    click.echo(report(out, fmt=fmt))
+    _print_report(out, fmt, plots=True)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
     click.echo(f"{result.rows_written} runs this time ({statuses or 'none'}), "
                f"{result.skipped_done} already done; results in {out}")
@@ -68,19 +67,24 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal):
 @main.command()
 @click.argument("experiment", type=click.Path(dir_okay=False))
 @click.option("--runs", "show_runs", is_flag=True, help="list every run in order")
-def plan(experiment, show_runs):
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
+              help="results directory whose stored runs refine the time estimate (default: results/<name>)")
+def plan(experiment, show_runs, out):
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
     from . import plan as plan_mod
     from . import spec as spec_mod
     from .report import format_bytes
+    from .store import measured_wall_times
 
     spec = spec_mod.load_spec(experiment)
     runs = plan_mod.plan(spec)
-    s = plan_mod.summary(runs)
+    s = plan_mod.summary(runs, measured_wall_times(out or _default_out(spec)))
     mem = format_bytes(s["max_memory_bytes"]) if s["max_memory_bytes"] else "unknown"
+    took = f"~{s['seconds'] / 60:.0f} min" if s["seconds"] else "unknown time"
+    basis = f"{s['measured_cells']} cells from stored runs, the rest" if s["measured_cells"] else "all"
     click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {spec.repetitions} repetitions "
                f"(+{s['warmup_runs']} warm-up), {s['knob_changes']} kernel knob changes, "
-               f"largest run needs ~{mem}")
+               f"largest run needs ~{mem}, {took} ({basis} by the workload's rough model)")
     if show_runs:
         for r in runs:
             cell = " ".join(f"{k}={v}" for k, v in r.cell.items())
@@ -91,11 +95,24 @@ def plan(experiment, show_runs):
 @main.command()
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
-def report(results, fmt):
+@click.option("--plots", is_flag=True, help="also (re)write the PNG/SVG plots into RESULTS/plots")
+def report(results, fmt, plots):
     """Reprint the report of a results directory without re-running anything."""
+    _print_report(results, fmt, plots)
+
+
+def _print_report(results: Path, fmt: str, plots: bool) -> None:
+    from .figures import void_report, write_plots
     from .report import report as build
 
     click.echo(build(results, fmt=fmt))
+    void = void_report(results, fmt)
+    if void:
+        click.echo(void)
+    if plots:
+        files = [p for p in write_plots(results) if p.suffix == ".png"]
+        if files:
+            click.echo(f"plots: {', '.join(str(p) for p in files)}")
 
 
 def _add_optional_commands():

@@ -14,7 +14,7 @@ import hashlib
 import itertools
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import allocators as alloc_mod
 from . import workloads
@@ -38,7 +38,7 @@ class RunSpec:
     timeout: float
     warmup: bool = False
     memory_estimate: int | None = None
-    extra: dict = field(default_factory=dict)
+    time_estimate: float | None = None
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -97,7 +97,7 @@ def plan(spec: ExperimentSpec) -> list[RunSpec]:
         order = _block_order(base, spec, block_no)
         for cell, content, cell_id in order:
             tag = f"w{block_no}" if warm else rep
-            estimate = workload.memory_estimate(content["params"]) if workload.memory_estimate else None
+            params = content["params"]
             runs.append(RunSpec(
                 run_id=_hash([cell_id, tag, spec.seed]),
                 cell_id=cell_id,
@@ -111,7 +111,8 @@ def plan(spec: ExperimentSpec) -> list[RunSpec]:
                 cell=dict(cell),
                 timeout=spec.timeout,
                 warmup=warm,
-                memory_estimate=estimate,
+                memory_estimate=workload.memory_estimate(params) if workload.memory_estimate else None,
+                time_estimate=workload.time_estimate(params) if workload.time_estimate else None,
             ))
     return runs
 
@@ -128,11 +129,19 @@ def _block_order(base: list, spec: ExperimentSpec, block_no: int) -> list:
     return [item for group in groups.values() for item in group]
 
 
-def summary(runs: list[RunSpec]) -> dict:
-    """Counts for ``hugebench plan``: runs, cells, knob flips, largest memory estimate."""
+def summary(runs: list[RunSpec], measured: dict | None = None) -> dict:
+    """Counts for ``hugebench plan``: runs, cells, knob flips, largest memory estimate, estimated time.
+
+    ``measured`` (cell id -> median wall seconds of runs already stored) replaces the workload's rough
+    time model for the cells it knows.
+    """
+    measured = measured or {}
     flips = sum(1 for a, b in zip(runs, runs[1:]) if a.system != b.system)
     estimates = [r.memory_estimate for r in runs if r.memory_estimate]
+    seconds = [measured.get(r.cell_id, r.time_estimate) for r in runs]
     return {
+        "seconds": sum(s for s in seconds if s) if all(s is not None for s in seconds) else None,
+        "measured_cells": len({r.cell_id for r in runs} & set(measured)),
         "runs": len(runs),
         "cells": len({r.cell_id for r in runs}),
         "warmup_runs": sum(r.warmup for r in runs),

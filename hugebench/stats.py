@@ -41,6 +41,16 @@ def bootstrap_ci(values, stat: Callable = np.median, level: float = 0.95, n_boot
 def ratio_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95, n_boot: int = 2000,
              seed: int = 0) -> tuple[float, float]:
     """Confidence interval of ``stat(a) / stat(b)``, resampling ``a`` and ``b`` independently."""
+    return _two_sample_ci(a_values, b_values, np.divide, stat, level, n_boot, seed)
+
+
+def difference_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95, n_boot: int = 2000,
+                  seed: int = 0) -> tuple[float, float]:
+    """Confidence interval of ``stat(a) - stat(b)`` (e.g. allocator minus void-allocator time per pair)."""
+    return _two_sample_ci(a_values, b_values, np.subtract, stat, level, n_boot, seed)
+
+
+def _two_sample_ci(a_values, b_values, combine, stat, level, n_boot, seed) -> tuple[float, float]:
     a, b = _finite(a_values), _finite(b_values)
     if a.size < 2 or b.size < 2:
         return NAN, NAN
@@ -48,7 +58,7 @@ def ratio_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95
     a_stats = _resampled_stats(a, stat, n_boot, rng)
     b_stats = _resampled_stats(b, stat, n_boot, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _interval(a_stats / b_stats, level)
+        return _interval(combine(a_stats, b_stats), level)
 
 
 def paired_ratio_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95,

@@ -330,3 +330,14 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def measured_wall_times(path: str | os.PathLike) -> dict[str, float]:
+    """cell id -> median worker wall seconds of the successful runs stored under ``path`` ({} if none)."""
+    if not Path(path, RUNS_FILE).exists():
+        return {}
+    df = load(path)
+    if df.empty or "wall_s" not in df.columns:
+        return {}
+    ok = df[df["status"] == "ok"]
+    return ok.groupby("cell_id")["wall_s"].median().to_dict()

@@ -71,6 +71,30 @@ class Workload:
     metrics: tuple = ()  # report columns: (column, label, fmt) — the primary metric first
     plots: tuple = ()  # (x, y, hue) line plots written by `hugebench report --plots`
     extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
+    time_estimate: Any = None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
+
+
+STARTUP_S = 0.6  # a worker's interpreter, imports and /proc reads
+
+
+def _hashlookup_time(p: dict) -> float:
+    # Seen on a 2-core KVM guest: ~130 ns/key generating, 320 (flat) or 600 (node) inserting, 70 shuffling,
+    # 150 (flat) or 250 (node) per lookup on one thread.
+    flat = p["set_kind"] == "flat"
+    lookups = p["lookups"] or p["keys"]
+    per_key = 130 + (320 if flat else 600) + 70
+    return STARTUP_S + 1e-9 * (p["keys"] * per_key + lookups * (150 if flat else 250) / min(p["threads"], 2))
+
+
+def _alloctest_time(p: dict) -> float:
+    # ~1.5 us per pick with write-read at 64 KiB max size (glibc, 1 thread), plus filling the steady state.
+    picks = p["iterations"] + p["warmup_iterations"]
+    return STARTUP_S + 1.5e-6 * picks / min(p["threads"], 2) + p["total_bytes"] / 1e9
+
+
+def _faultstorm_time(p: dict) -> float:
+    # ~1 s per GiB obtained and released, ~200 ns per random page access (faulting ones dominate).
+    return STARTUP_S + p["buffer_bytes"] / 2**30 + 2e-7 * p["threads"] * p["ops_per_thread"] / min(p["threads"], 2)
 
 
 _COMMON_METRICS = (
@@ -140,6 +164,7 @@ WORKLOADS: dict[str, Workload] = {
         primary_metric="ns_per_lookup",
         ops_column="lookups",
         memory_estimate=_hashlookup_memory,
+        time_estimate=_hashlookup_time,
         doc="Random short strings in a hash set; mean point-lookup latency (the TLB experiment).",
         metrics=(("ns_per_lookup", "Latency ns", ".1f"), ("cycles_per_op", "Cycles/lookup", ".0f"),
                  ("stlb_misses_per_1k_ops", "STLB misses/1k", ".1f")) + _COMMON_METRICS,
@@ -170,6 +195,7 @@ WORKLOADS: dict[str, Workload] = {
         primary_metric="ns_per_op",
         ops_column="ops",
         memory_estimate=_faultstorm_memory,
+        time_estimate=_faultstorm_time,
         doc="Threads hit a big buffer at random pages; where its page faults land depends on the backing.",
         metrics=(("ns_per_op", "ns/op (steady)", ".1f"), ("phase.steady.minflt", "Steady faults", "si"),
                  ("steady_thread_stime_share", "Sys share", ".0%"), ("phase.obtain.s", "Obtain s", ".3f"),
@@ -201,6 +227,7 @@ WORKLOADS: dict[str, Workload] = {
         primary_metric="ns_per_pair",
         ops_column="pairs",
         memory_estimate=_alloctest_memory,
+        time_estimate=_alloctest_time,
         doc="Pareto-picked slots toggled by malloc/free of 1/size blocks, written and verified (alloc-test).",
         metrics=(("ns_per_pair", "ns/pair", ".1f"), ("cycles_per_op", "Cycles/pair", ".0f"),
                  ("memory_overhead", "RSS/requested", ".2f"), ("stime_s", "Sys s", ".2f")) + _COMMON_METRICS,

@@ -1,0 +1,47 @@
+"""Void-allocator compensation and the plots a results directory gets."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hugebench.figures import render_void, void_compensation, write_plots
+from hugebench.stats import difference_ci
+
+SAMPLE = Path(__file__).parent / "data" / "sample_results"
+
+
+def _rows(allocator, threads, values):
+    return [{"allocator": allocator, "threads": threads, "status": "ok", "ns_per_pair": v, "warmup": False,
+             "repetition": i} for i, v in enumerate(values)]
+
+
+def test_difference_ci_brackets_the_true_difference():
+    rng = np.random.default_rng(1)
+    a, b = 100 + rng.normal(0, 1, 50), 40 + rng.normal(0, 1, 50)
+    lo, hi = difference_ci(a, b)
+    assert lo < 60 < hi and hi - lo < 2
+    assert np.isnan(difference_ci([1.0], [2.0, 3.0])[0])
+
+
+def test_void_compensation_subtracts_the_matching_void_cell():
+    df = pd.DataFrame(_rows("void", 1, [10, 11, 12]) + _rows("void", 2, [20, 21, 22]) +
+                      _rows("glibc", 1, [50, 51, 52]) + _rows("glibc", 2, [90, 91, 92]))
+    table = void_compensation(df, ["allocator", "threads"]).set_index(["allocator", "threads"])
+    assert table.loc[("glibc", 1), "difference"] == 40 and table.loc[("glibc", 2), "difference"] == 70
+    assert table.loc[("glibc", 1), "ci_lo"] <= 40 <= table.loc[("glibc", 1), "ci_hi"]
+    text = render_void(void_compensation(df, ["allocator", "threads"]), "markdown")
+    assert "| glibc | 1 | 3/3 | 51.0 | 11.0 | 40.0 [" in text
+
+
+def test_plots_of_the_sample_store(tmp_path):
+    pytest.importorskip("matplotlib")
+    results = tmp_path / "res"
+    shutil.copytree(SAMPLE, results)
+    files = write_plots(results)
+    names = {p.name for p in files}
+    assert any(n.startswith("alloc-sample-ns_per_pair-vs-threads") for n in names)
+    assert any(n.startswith("tlb-sample-latency") and n.endswith(".png") for n in names)
+    assert all(p.stat().st_size > 1000 for p in files)
