@@ -88,3 +88,13 @@ def test_user_allocator_needs_absolute_path():
 
 def test_param_and_axis_overlap():
     assert "both a fixed param and an axis" in _error(GOOD.replace("set_kind: node", "keys: 5"))
+
+
+def test_readme_example_parses():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = readme.split("### The experiment file")[1].split("```yaml\n")[1].split("```")[0]
+    spec = parse_spec(block, "README.md")
+    assert spec.axes["thp.enabled"] == ("never", "madvise", "always") and spec.order == "interleaved"
+    assert spec.system == {"thp.defrag": "defer", "thp.khugepaged.max_ptes_none": 0}
+    msg = _error(block.replace("[never, madvise, always]", "[never, alwyas, always]"))
+    assert "key 'axes.thp.1': THP mode must be one of always, madvise, never; got 'alwyas'" in msg
