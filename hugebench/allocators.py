@@ -17,11 +17,11 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._util import run_text
 from .errors import SpecError, ToolMissingError
 
 # Libraries whose presence in a process's maps means "a non-glibc malloc is active".
@@ -143,10 +143,7 @@ def user_allocator(name: str, entry: Mapping) -> Allocator:
 
 @functools.lru_cache(maxsize=None)
 def _ldconfig_paths() -> dict[str, str]:
-    try:
-        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
+    out = run_text(["ldconfig", "-p"], timeout=10) or run_text(["/sbin/ldconfig", "-p"], timeout=10) or ""
     table = {}
     for line in out.splitlines():
         m = re.match(r"\s*(\S+) \(([^)]*)\) => (\S+)", line)
@@ -171,14 +168,9 @@ def find_library(library: str) -> Path | None:
 
 def library_version(package: str | None, path: Path | None) -> str | None:
     """Debian package version when known, else the version in the real file name (libx.so.4.5.10)."""
-    if package:
-        try:
-            out = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package],
-                                 capture_output=True, text=True, timeout=10)
-            if out.returncode == 0 and out.stdout.strip():
-                return out.stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+    version = run_text(["dpkg-query", "-W", "-f", "${Version}", package], timeout=10) if package else None
+    if version and version.strip():
+        return version.strip()
     if path is not None:
         m = re.search(r"\.so\.([\d.]+)$", os.path.realpath(path))
         if m:

@@ -12,12 +12,12 @@ import platform
 import re
 import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 from . import __version__
 from .measure import perf as perf_mod
 from .measure.events import CpuInfo, read_cpu_info
+from ._util import run_text
 
 # Flags that matter for paging experiments: 1 GiB pages, PCID (cheaper TLB flushes), INVPCID, LA57 (5-level).
 PAGING_FLAGS = ("pse", "pdpe1gb", "pcid", "invpcid", "la57", "hypervisor")
@@ -33,17 +33,6 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
-
-
-def _run(argv: list[str], timeout: float = 20) -> str | None:
-    if shutil.which(argv[0]) is None:
-        return None
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                              env={**os.environ, "LC_ALL": "C"})
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
 
 
 def _size_bytes(text: str | None) -> int | None:
@@ -82,7 +71,7 @@ def tlb_info(proc_root: str | Path = "/proc", cpuid_text: str | None = None) -> 
     if match:
         return {"source": "/proc/cpuinfo", "entries": [f"TLB size: {match.group(1).strip()}"]}
     if cpuid_text is None:
-        cpuid_text = _run(["cpuid", "-1"])
+        cpuid_text = run_text(["cpuid", "-1"])
     if cpuid_text:
         lines = [ln.strip() for ln in cpuid_text.splitlines() if "TLB" in ln or "tlb" in ln]
         if lines:
@@ -113,7 +102,7 @@ def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) 
     """CPU identity and topology."""
     cpu = cpu_info(proc_root)
     if lscpu_text is None:
-        lscpu_text = _run(["lscpu"])
+        lscpu_text = run_text(["lscpu"])
     topo = _lscpu_topology(lscpu_text)
     return {
         "vendor": cpu.vendor, "vendor_id": cpu.vendor_id, "model_name": cpu.model_name,
@@ -193,10 +182,10 @@ def git_state(directory: Path | None) -> dict:
     """
     if directory is None or shutil.which("git") is None:
         return {"git_sha": None, "git_dirty": None}
-    sha = _run(["git", "-C", str(directory), "rev-parse", "HEAD"])
+    sha = run_text(["git", "-C", str(directory), "rev-parse", "HEAD"])
     if not sha:
         return {"git_sha": None, "git_dirty": None}
-    status = _run(["git", "-C", str(directory), "status", "--porcelain", "--untracked-files=no"])
+    status = run_text(["git", "-C", str(directory), "status", "--porcelain", "--untracked-files=no"])
     return {"git_sha": sha.strip(), "git_dirty": bool(status.strip()) if status is not None else None}
 
 

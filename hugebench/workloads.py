@@ -9,7 +9,7 @@ snapshot /proc and rusage per phase without touching the timed region.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 

@@ -1,7 +1,6 @@
 """The analysis notebook runs top to bottom on the committed sample results (no Jupyter needed)."""
 
 import json
-import os
 import shutil
 from pathlib import Path
 

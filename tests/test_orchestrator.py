@@ -1,7 +1,5 @@
 """The sweep engine end to end: real tiny runs, failures as rows, resume, and the environment a worker gets."""
 
-import json
-import os
 import stat
 
 import pytest

@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench.cli import main
-from hugebench.system import SystemState
 
 TESTS_DIR = Path(__file__).resolve().parent
 THP = "/sys/kernel/mm/transparent_hugepage"

@@ -21,6 +21,7 @@ from pathlib import Path
 from .counters import NOT_COUNTED_REASON, Counter, derive, pmu_columns, row_columns  # noqa: F401 (re-exported)
 from .encoding import CounterSpec, counter_specs, resolve_counters  # noqa: F401  (re-exported API)
 from .events import CpuInfo, EventChoice, candidate_events, choose_events, read_cpu_info  # noqa: F401
+from .._util import run_text
 
 # The one import a caller needs: detection, the wrapper, parsing, labels, encodings and row columns.
 __all__ = [
@@ -101,18 +102,9 @@ def hypervisor_vendor(cpu: CpuInfo, lscpu_text: str | None = None) -> str | None
     if not cpu.hypervisor:
         return None
     if lscpu_text is None:
-        lscpu_text = _run_text(["lscpu"]) or ""
+        lscpu_text = run_text(["lscpu"]) or ""
     match = re.search(r"^Hypervisor vendor:\s*(.+)$", lscpu_text, re.MULTILINE)
     return match.group(1).strip() if match else "unknown hypervisor"
-
-
-def _run_text(argv: list[str], timeout: float = 30) -> str | None:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                              env={**os.environ, "LC_ALL": "C"})
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
 
 
 def perf_version(perf_bin: str = "perf") -> tuple[str | None, str | None, str | None]:

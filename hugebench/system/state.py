@@ -16,7 +16,6 @@ from hugebench.system.journal import (
     JournalRecord,
     check_no_stale_journal,
     default_journal_path,
-    journal_path,  # noqa: F401  re-exported: callers resolve the journal the same way SystemState does
     read_journal,
     restore_saved,
     write_journal,
