@@ -30,8 +30,8 @@ SCHEMA_VERSION = 1
 STDERR_TAIL = 4000
 # Variables a worker inherits; everything else (notably LD_PRELOAD and allocator knobs of the parent's own
 # environment) is dropped so that only what the run asks for is in force.
-_ENV_WHITELIST = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
-                  "USER", "LOGNAME", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_ENV_WHITELIST = ("PATH", "LD_LIBRARY_PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONPATH",
+                  "VIRTUAL_ENV", "USER", "LOGNAME", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 @dataclass
