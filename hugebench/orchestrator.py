@@ -117,6 +117,7 @@ def base_row(run: RunSpec, sweep_id: str) -> dict:
         "order_index": run.order_index, "warmup": run.warmup, "status": "ok", "error": None,
         "stderr_tail": None, "started_at": _now(), "wall_s": None,
     }
+    row["allocator"] = run.allocator  # also when the file has no allocator axis
     row.update(run.cell)
     row.update({f"param.{k}": v for k, v in run.params.items()})
     return row

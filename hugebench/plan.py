@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import allocators as alloc_mod
 from . import workloads
-from .spec import ExperimentSpec, is_knob
+from .spec import DEFAULT_ALLOCATOR, ExperimentSpec, is_knob
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,13 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
             system[name] = value
         else:
             params[name] = value
-    if alloc_mod.registry(spec.allocators)[cell["allocator"]].mode == "void":
+    allocator = cell.get("allocator", DEFAULT_ALLOCATOR)
+    if alloc_mod.registry(spec.allocators)[allocator].mode == "void":
         params["allocator_mode"] = "void"  # harness-only run: the workload's loop without any malloc
     return {
         "workload": spec.workload,
-        "allocator": cell["allocator"],
-        "allocator_def": spec.allocators.get(cell["allocator"]),
+        "allocator": allocator,
+        "allocator_def": spec.allocators.get(allocator),
         "params": params,
         "system": system,
     }

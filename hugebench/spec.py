@@ -31,6 +31,7 @@ from . import workloads
 from .errors import SpecError
 
 THP_MODES = ("always", "madvise", "never")
+DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
 KNOB_PREFIXES = ("thp", "hugetlb")
 PERF_MODES = ("auto", "off")
 
@@ -332,7 +333,6 @@ def _axes(data, workload, table, where) -> dict:
         if name in axes:
             raise where.error(path, f"axis {name!r} is given twice (thp is thp.enabled)")
         axes[name] = checked
-    axes.setdefault("allocator", ("glibc",))
     return axes
 
 
