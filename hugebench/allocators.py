@@ -48,6 +48,7 @@ class Allocator:
     package: str | None = None
     mode: str = "malloc"  # "void" = harness-only run (no allocator at all)
     description: str = ""
+    expect: Mapping[str, object] = field(default_factory=dict)  # probe_knobs() values the knobs must produce
 
     def resolve(self) -> Path | None:
         """Absolute, existing path of the library (None for glibc/void); ToolMissingError with the fix otherwise."""
@@ -82,6 +83,7 @@ class Allocator:
             "version": library_version(self.package, path),
             "env": dict(self.env),
             "mode": self.mode,
+            "expect": dict(self.expect),
         }
 
 
@@ -93,12 +95,13 @@ def _builtin() -> dict[str, Allocator]:
                   description="glibc with MADV_HUGEPAGE on its heaps"),
         Allocator("jemalloc", jemalloc, package="libjemalloc2"),
         Allocator("jemalloc-thp", jemalloc, env={"MALLOC_CONF": "thp:always,metadata_thp:always"},
-                  package="libjemalloc2", description="jemalloc asking THP for its extents and metadata"),
+                  package="libjemalloc2", description="jemalloc asking THP for its extents and metadata",
+                  expect={"jemalloc.opt.thp": "always", "jemalloc.opt.metadata_thp": "always"}),
         Allocator("tcmalloc", tcmalloc, package="libtcmalloc-minimal4",
                   description="gperftools TCMalloc (not the huge-page-aware Google TCMalloc)"),
         Allocator("mimalloc", mimalloc, package="libmimalloc2.0"),
         Allocator("mimalloc-large", mimalloc, env={"MIMALLOC_LARGE_OS_PAGES": "1"}, package="libmimalloc2.0",
-                  description="mimalloc with large (2 MiB) OS pages"),
+                  description="mimalloc with large (2 MiB) OS pages", expect={"mimalloc.large_os_pages": True}),
         Allocator("void", mode="void", description="no allocator: the harness cost of alloc-test"),
     ]
     return {a.name: a for a in entries}
@@ -208,6 +211,35 @@ def verify_mapped(allocator: Allocator, expected_path: str | None, maps_text: st
     if others:
         raise RuntimeError(f"allocator {allocator.name!r}: {', '.join(others)} is mapped besides {real}")
     return real
+
+
+def probe_knobs() -> dict[str, object]:
+    """Ask the malloc mapped in THIS process what its knobs are set to (jemalloc mallctl, mimalloc options).
+
+    Proves that e.g. MALLOC_CONF or MIMALLOC_LARGE_OS_PAGES was read, not just set. Empty for glibc.
+    """
+    import ctypes
+
+    me = ctypes.CDLL(None)
+    found: dict[str, object] = {}
+    if hasattr(me, "mallctl"):
+        for opt in ("opt.thp", "opt.metadata_thp"):
+            value, size = ctypes.c_char_p(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_char_p))
+            if me.mallctl(opt.encode(), ctypes.byref(value), ctypes.byref(size), None, 0) == 0 and value.value:
+                found[f"jemalloc.{opt}"] = value.value.decode()
+    if hasattr(me, "mi_option_is_enabled") and hasattr(me, "mi_version"):
+        version = me.mi_version()
+        found["mimalloc.version"] = version
+        if 200 <= version < 300:  # mi_option_large_os_pages is option 6 throughout mimalloc 2.x
+            found["mimalloc.large_os_pages"] = bool(me.mi_option_is_enabled(6))
+    return found
+
+
+def check_expected(allocator_name: str, expect: Mapping[str, object], probed: Mapping[str, object]) -> None:
+    """RuntimeError naming each knob the allocator did not take up (e.g. an env name this version ignores)."""
+    wrong = [f"{k} is {probed.get(k, 'unknown')!r}, expected {v!r}" for k, v in expect.items() if probed.get(k) != v]
+    if wrong:
+        raise RuntimeError(f"allocator {allocator_name!r}: its knobs did not take effect: {'; '.join(wrong)}")
 
 
 def check_all(names, table: Mapping[str, Allocator]) -> dict[str, dict]:

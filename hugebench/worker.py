@@ -61,7 +61,9 @@ def _verify_allocator(request: dict) -> dict:
     missing = [k for k, v in (alloc.get("env") or {}).items() if knobs[k] != v]
     if missing:
         raise RuntimeError(f"allocator knob(s) {', '.join(missing)} not in the worker's environment")
-    return {"allocator_mapped": mapped}
+    probed = allocators.probe_knobs()
+    allocators.check_expected(alloc["name"], alloc.get("expect") or {}, probed)
+    return {"allocator_mapped": mapped, **{f"allocator.{k}": v for k, v in probed.items()}}
 
 
 def run(request: dict) -> dict:

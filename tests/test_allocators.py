@@ -66,3 +66,31 @@ def test_debian_allocators_installed(name):
     info = alloc.describe()
     assert info["path"].endswith(".so") or ".so." in info["path"]
     assert info["version"]
+
+
+def test_expected_knobs_are_checked():
+    am.check_expected("x", {"jemalloc.opt.thp": "always"}, {"jemalloc.opt.thp": "always"})
+    with pytest.raises(RuntimeError, match="did not take effect: jemalloc.opt.thp is 'default'"):
+        am.check_expected("x", {"jemalloc.opt.thp": "always"}, {"jemalloc.opt.thp": "default"})
+
+
+@pytest.mark.parametrize("name,env,key,value", [
+    ("jemalloc", {"MALLOC_CONF": "thp:always,metadata_thp:always"}, "jemalloc.opt.thp", "always"),
+    ("jemalloc", {}, "jemalloc.opt.thp", "default"),
+    ("mimalloc", {"MIMALLOC_LARGE_OS_PAGES": "1"}, "mimalloc.large_os_pages", True),
+    ("mimalloc", {"MIMALLOC_ALLOW_LARGE_OS_PAGES": "1"}, "mimalloc.large_os_pages", False),
+])
+def test_probe_reads_the_knobs_the_library_really_took(name, env, key, value):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path = am.find_library(am.BUILTIN[name].library)
+    if path is None:
+        pytest.skip(f"{name} not installed")
+    code = "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
+    env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}, "LD_PRELOAD": str(path), **env}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd="/",
+                         check=True).stdout
+    assert json.loads(out)[key] == value
