@@ -127,3 +127,17 @@ def test_phase_counters_exclude_setup(tmp_path):
     assert row["pmu.page_faults"] < 0.05 * row["perf.page_faults"]
     # The phase recorder agrees: the lookup phase faults far less than key generation and insertion.
     assert row["phase.lookup.minflt"] < 0.05 * (row["phase.generate.minflt"] + row["phase.insert.minflt"])
+
+
+@pytest.mark.needs_perf
+@pytest.mark.needs_pmu
+def test_hardware_counters_on_a_machine_with_a_pmu(tmp_path):
+    """Where the PMU counts, cycles appear for the timed phase and the whole process, phase < process."""
+    text = TINY.replace("perf: off", "perf: auto").replace("[glibc, jemalloc]", "[glibc]")
+    text = text.replace("keys: 3000", "keys: 200000").replace("set_kind: [flat, node]", "set_kind: [flat]")
+    _sweep(text.replace("repetitions: 2", "repetitions: 1"), tmp_path)
+    row = load(tmp_path / "res").iloc[0]
+    assert row["pmu.cycles"] > 0 and row["pmu.instructions"] > 0 and row["perf.cycles"] > row["pmu.cycles"]
+    assert row["cycles_per_op"] > 0
+    for label in ("dtlb_load_misses", "stlb_misses"):  # a value, or why not — never both, never neither
+        assert (row[f"pmu.{label}"] > 0) != bool(row.get(f"pmu.{label}.reason"))
