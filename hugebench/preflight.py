@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from . import __version__
 from . import allocators as alloc_mod
 from . import metadata
-from .errors import SpecError
+from .errors import PrivilegeError, SpecError
 from .measure import perf as perf_mod
 from .measure.encoding import resolve_counters
 from . import system
@@ -59,6 +59,9 @@ def preflight(spec, runs, store, options) -> Checked:
         info["mode"] = table[name].mode
     _check_void(spec, runs, allocs)
     prctl = _check_system(runs, options)
+    if spec.condition_memory and os.geteuid() != 0:
+        raise PrivilegeError(f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
+                             f"which needs root: run `sudo hugebench sweep {spec.source}`, or remove condition_memory")
     perf_info = _perf_setup(spec, options)
     ctx_machine = metadata.machine_context(allocators=allocs)
     sweep_id = _sweep_id(spec)
