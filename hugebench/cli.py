@@ -36,6 +36,20 @@ def _default_out(spec) -> Path:
     return Path("results") / spec.name
 
 
+def _load(experiment: str, repetitions: int | None):
+    """The spec of EXPERIMENT, with a --repetitions flag beating the file's value."""
+    import dataclasses
+
+    from . import spec as spec_mod
+
+    spec = spec_mod.load_spec(experiment)
+    return dataclasses.replace(spec, repetitions=repetitions) if repetitions else spec
+
+
+_repetitions = click.option("-r", "--repetitions", type=click.IntRange(min=1), default=None,
+                            help="runs per cell (overrides the file; more later resumes the same sweep)")
+
+
 @main.command()
 @click.argument("experiment", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
@@ -47,13 +61,13 @@ def _default_out(spec) -> Path:
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
-def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal):
+@_repetitions
+def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, repetitions):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
     from . import plan as plan_mod
-    from . import spec as spec_mod
     from .orchestrator import SweepOptions, run_sweep
 
-    spec = spec_mod.load_spec(experiment)
+    spec = _load(experiment, repetitions)
     out = out or _default_out(spec)
     result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(
         out=out, quiet=quiet, perf=perf_mode, spec_source=experiment, sys_root=sys_root, proc_root=proc_root,
@@ -69,14 +83,14 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal):
 @click.option("--runs", "show_runs", is_flag=True, help="list every run in order")
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
               help="results directory whose stored runs refine the time estimate (default: results/<name>)")
-def plan(experiment, show_runs, out):
+@_repetitions
+def plan(experiment, show_runs, out, repetitions):
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
     from . import plan as plan_mod
-    from . import spec as spec_mod
     from .report import format_bytes
     from .store import measured_wall_times
 
-    spec = spec_mod.load_spec(experiment)
+    spec = _load(experiment, repetitions)
     runs = plan_mod.plan(spec)
     s = plan_mod.summary(runs, measured_wall_times(out or _default_out(spec)))
     mem = format_bytes(s["max_memory_bytes"]) if s["max_memory_bytes"] else "unknown"

@@ -86,3 +86,8 @@ def test_small_sweep_prints_the_table(tmp_path):
                   HUGEBENCH_JOURNAL=str(tmp_path / "j.json"))
     assert result.exit_code == 0, result.output
     assert "| Allocator | n | Latency ns |" in result.output and "1 runs this time (1 ok)" in result.output
+
+
+def test_repetitions_flag_beats_the_file(tmp_path):
+    result = _run(["plan", _yaml(tmp_path, GOOD + "repetitions: 2\n"), "-r", "5"])
+    assert result.exit_code == 0 and "5 runs = 1 cells x 5 repetitions" in result.output
