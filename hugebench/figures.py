@@ -41,13 +41,12 @@ def write_plots(results_dir: str | os.PathLike) -> list[Path]:
         context = next((c for c in contexts.values() if c.get("experiment") == experiment), {})
         axes = context.get("axes") or []
         workload = workloads.get(rows["workload"].iloc[0])
-        for x, y, hue in workload.plots:
+        for x, y, hue, label in workload.plots:
             if x not in rows.columns or y not in rows.columns or rows[y].isna().all():
                 continue
             col = _facet(axes, rows, {x, hue})
-            labels = dict(workload.metrics and [(m[0], m[1]) for m in workload.metrics])
-            fig = line_plot(rows, x, y, hue, col, xlabel=AXIS_LABELS.get(x, x), ylabel=labels.get(y, y),
-                            title=f"{experiment}: {labels.get(y, y)}")
+            fig = line_plot(rows, x, y, hue, col, xlabel=AXIS_LABELS.get(x, x), ylabel=label,
+                            title=f"{experiment}: {label}")
             written += save(fig, results_dir, f"{experiment}-{y}-vs-{x}")
         thp = next((c for c in ("thp.enabled", "thp") if c in rows.columns), None)
         if workload.name == "hashlookup" and thp and "allocator" in rows.columns:

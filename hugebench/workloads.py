@@ -69,7 +69,7 @@ class Workload:
     memory_estimate: Any = None  # callable(params) -> bytes, for the plan's memory preflight
     doc: str = ""
     metrics: tuple = ()  # report columns: (column, label, fmt) — the primary metric first
-    plots: tuple = ()  # (x, y, hue) line plots written by `hugebench report --plots`
+    plots: tuple = ()  # (x, y, hue, y label) line plots written by `hugebench report --plots`
     extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
     time_estimate: Any = None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
 
@@ -200,7 +200,8 @@ WORKLOADS: dict[str, Workload] = {
         metrics=(("ns_per_op", "ns/op (steady)", ".1f"), ("phase.steady.minflt", "Steady faults", "si"),
                  ("steady_thread_stime_share", "Sys share", ".0%"), ("phase.obtain.s", "Obtain s", ".3f"),
                  ("cycles_per_op", "Cycles/op", ".0f")) + _COMMON_METRICS[:2],
-        plots=(("threads", "phase.steady.s", "backing"), ("threads", "steady_thread_stime_share", "backing")),
+        plots=(("threads", "phase.steady.s", "backing", "Steady phase (s)"),
+               ("threads", "steady_thread_stime_share", "backing", "System-time share of the steady phase")),
     ),
     "alloctest": Workload(
         name="alloctest",
@@ -231,7 +232,8 @@ WORKLOADS: dict[str, Workload] = {
         doc="Pareto-picked slots toggled by malloc/free of 1/size blocks, written and verified (alloc-test).",
         metrics=(("ns_per_pair", "ns/pair", ".1f"), ("cycles_per_op", "Cycles/pair", ".0f"),
                  ("memory_overhead", "RSS/requested", ".2f"), ("stime_s", "Sys s", ".2f")) + _COMMON_METRICS,
-        plots=(("threads", "ns_per_pair", "allocator"), ("threads", "memory_overhead", "allocator")),
+        plots=(("threads", "ns_per_pair", "allocator", "ns per malloc/free pair"),
+               ("threads", "memory_overhead", "allocator", "Peak RSS / peak bytes requested")),
         extra_metrics=_alloctest_extra,
     ),
     # HB-WORKLOADS (each workload adds its entry above this marker)
