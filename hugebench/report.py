@@ -150,8 +150,9 @@ def report(results_dir: str | os.PathLike, fmt: str = "rich", metrics: Sequence 
     """Rebuild the report of a results directory from the store alone, one table per experiment.
 
     ``group_by``, ``baseline``, ``metrics`` and ``primary`` default to the sweep context's ``axes``,
-    ``baseline``, ``metrics`` and ``primary_metric`` (without ``metrics`` in the context: the primary
-    metric, then the :data:`KNOWN_METRICS` present in the rows); an argument given here wins.
+    ``baseline``, ``metrics`` and ``primary_metric``; without ``metrics`` in the context, to the columns the
+    workload registry names, else the primary metric and the :data:`KNOWN_METRICS` present in the rows.
+    An argument given here wins.
     """
     df = load(results_dir)
     if df.empty:
@@ -164,7 +165,7 @@ def report(results_dir: str | os.PathLike, fmt: str = "rich", metrics: Sequence 
         if not axes:
             raise HugebenchError(f"{results_dir}: no sweep context names the axes of {experiment!r}; pass group_by")
         main_metric = primary or context.get("primary_metric")
-        chosen = metrics or context.get("metrics") or default_metrics(rows, main_metric)
+        chosen = metrics or context.get("metrics") or _workload_metrics(rows) or default_metrics(rows, main_metric)
         table = build_table(rows, axes, chosen, baseline if baseline is not None else context.get("baseline"),
                             main_metric, level)
         table = _in_spec_order(table, axes, context.get("spec", {}).get("axes", {}))
@@ -174,6 +175,16 @@ def report(results_dir: str | os.PathLike, fmt: str = "rich", metrics: Sequence 
     if fmt == "csv":
         return pd.concat([t.assign(experiment=e) for e, t in tables], ignore_index=True).to_csv(index=False)
     return "\n\n".join(render(table, fmt) for _, table in tables)
+
+
+def _workload_metrics(rows: pd.DataFrame) -> list[dict]:
+    """The report columns this version of hugebench defines for the rows' workload (none if unknown)."""
+    from .workloads import WORKLOADS
+
+    names = rows["workload"].dropna().unique() if "workload" in rows.columns else []
+    if len(names) != 1 or names[0] not in WORKLOADS:
+        return []
+    return [dict(zip(("column", "label", "fmt"), m)) for m in WORKLOADS[names[0]].metrics]
 
 
 def _in_spec_order(table: pd.DataFrame, keys: Sequence[str], spec_axes: Mapping) -> pd.DataFrame:
