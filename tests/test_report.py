@@ -138,8 +138,8 @@ def test_markdown_report_of_the_sample_store():
     assert "[1] Cycles (pmu.cycles): n/a, not supported." in text
     assert "[2] STLB misses (pmu.stlb_misses): n/a, not supported." in text
     assert "Orchestration overhead of sweep tlb-sample-0001:" in text and "= 1.08x." in text
-    # The second experiment names no metrics in its context: the primary metric comes first.
-    assert "| Allocator | Threads | n | ns/pair | p10 chunk ns [1] |" in text  # the registry's alloctest columns
+    # The second experiment names no metrics in its context: the registry's columns for its workload.
+    assert "| Allocator | Threads | n | ns/pair | p10 chunk ns [1] |" in text
     assert "Sweep alloc-sample-0001: no end recorded" in text
 
 
