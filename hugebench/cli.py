@@ -110,16 +110,18 @@ def plan(experiment, show_runs, out, repetitions):
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
 @click.option("--plots", is_flag=True, help="also (re)write the PNG/SVG plots into RESULTS/plots")
-def report(results, fmt, plots):
+@click.option("--primary", default=None, metavar="COLUMN",
+              help="metric that gets the CI and the ratio to the baseline (e.g. chunk_ns_p10)")
+def report(results, fmt, plots, primary):
     """Reprint the report of a results directory without re-running anything."""
-    _print_report(results, fmt, plots)
+    _print_report(results, fmt, plots, primary)
 
 
-def _print_report(results: Path, fmt: str, plots: bool) -> None:
+def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = None) -> None:
     from .figures import void_report, write_plots
     from .report import report as build
 
-    click.echo(build(results, fmt=fmt))
+    click.echo(build(results, fmt=fmt, primary=primary))
     void = void_report(results, fmt)
     if void:
         click.echo(void)

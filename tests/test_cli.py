@@ -91,3 +91,8 @@ def test_small_sweep_prints_the_table(tmp_path):
 def test_repetitions_flag_beats_the_file(tmp_path):
     result = _run(["plan", _yaml(tmp_path, GOOD + "repetitions: 2\n"), "-r", "5"])
     assert result.exit_code == 0 and "5 runs = 1 cells x 5 repetitions" in result.output
+
+
+def test_report_with_another_primary_metric():
+    result = _run(["report", str(SAMPLE), "--format", "markdown", "--primary", "peak_rss_bytes"])
+    assert result.exit_code == 0 and "median ratio of Peak RSS" in result.output
