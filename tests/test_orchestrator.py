@@ -115,13 +115,18 @@ def test_worker_environment_drops_parent_allocator_settings():
     assert env["PATH"] == "/bin" and env["LC_ALL"] == "C"
 
 
-@pytest.mark.needs_perf
-def test_phase_counters_exclude_setup(tmp_path):
-    """In-process counters cover only the lookups; perf stat covers the whole worker (startup, key generation)."""
+def _one_counted_run(tmp_path):
+    """One 200k-key glibc run with perf stat and in-process counters; its row."""
     text = TINY.replace("perf: off", "perf: auto").replace("[glibc, jemalloc]", "[glibc]")
     text = text.replace("keys: 3000", "keys: 200000").replace("set_kind: [flat, node]", "set_kind: [flat]")
     _sweep(text.replace("repetitions: 2", "repetitions: 1"), tmp_path)
-    row = load(tmp_path / "res").iloc[0]
+    return load(tmp_path / "res").iloc[0]
+
+
+@pytest.mark.needs_perf
+def test_phase_counters_exclude_setup(tmp_path):
+    """In-process counters cover only the lookups; perf stat covers the whole worker (startup, key generation)."""
+    row = _one_counted_run(tmp_path)
     assert row["pmu.task_clock"] > 0 and row["perf.task_clock"] > 0
     assert row["pmu.task_clock"] < 0.5 * row["perf.task_clock"]
     assert row["pmu.page_faults"] < 0.05 * row["perf.page_faults"]
@@ -133,10 +138,7 @@ def test_phase_counters_exclude_setup(tmp_path):
 @pytest.mark.needs_pmu
 def test_hardware_counters_on_a_machine_with_a_pmu(tmp_path):
     """Where the PMU counts, cycles appear for the timed phase and the whole process, phase < process."""
-    text = TINY.replace("perf: off", "perf: auto").replace("[glibc, jemalloc]", "[glibc]")
-    text = text.replace("keys: 3000", "keys: 200000").replace("set_kind: [flat, node]", "set_kind: [flat]")
-    _sweep(text.replace("repetitions: 2", "repetitions: 1"), tmp_path)
-    row = load(tmp_path / "res").iloc[0]
+    row = _one_counted_run(tmp_path)
     assert row["pmu.cycles"] > 0 and row["pmu.instructions"] > 0 and row["perf.cycles"] > row["pmu.cycles"]
     assert row["cycles_per_op"] > 0
     for label in ("dtlb_load_misses", "stlb_misses"):  # a value, or why not — never both, never neither
