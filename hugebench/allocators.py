@@ -191,7 +191,7 @@ def mapped_libraries(maps_text: str) -> set[str]:
     return libs
 
 
-def verify_mapped(allocator: Allocator, expected_path: str | None, maps_text: str) -> str:
+def verify_mapped(name: str, expected_path: str | None, maps_text: str) -> str:
     """Check the allocator really is the one mapped; return the mapped malloc library ('glibc' if none).
 
     Raises RuntimeError naming what is mapped instead — the worker turns it into a loud failed run.
@@ -200,16 +200,16 @@ def verify_mapped(allocator: Allocator, expected_path: str | None, maps_text: st
     foreign = sorted(p for p in mapped if KNOWN_MALLOC_LIBS.search(os.path.basename(p)))
     if expected_path is None:
         if foreign:
-            raise RuntimeError(f"allocator {allocator.name!r} expects glibc malloc, but {', '.join(foreign)} "
+            raise RuntimeError(f"allocator {name!r} expects glibc malloc, but {', '.join(foreign)} "
                                "is mapped (LD_PRELOAD leaking from the environment?)")
         return "glibc"
     real = os.path.realpath(expected_path)
     if real not in mapped:
-        raise RuntimeError(f"allocator {allocator.name!r}: {real} is not mapped in the worker "
+        raise RuntimeError(f"allocator {name!r}: {real} is not mapped in the worker "
                            f"(mapped malloc libraries: {', '.join(foreign) or 'none'}); LD_PRELOAD did not take")
     others = [p for p in foreign if p != real]
     if others:
-        raise RuntimeError(f"allocator {allocator.name!r}: {', '.join(others)} is mapped besides {real}")
+        raise RuntimeError(f"allocator {name!r}: {', '.join(others)} is mapped besides {real}")
     return real
 
 
