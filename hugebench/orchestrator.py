@@ -144,11 +144,15 @@ def _one_run(run: RunSpec, checked, state, options: SweepOptions, sweep_id: str)
 
 
 def _buddy_columns(proc_root: str) -> dict:
+    """Free blocks per order over all zones before the run (huge-page supply), and free 2 MiB blocks."""
     try:
         info = read_buddyinfo(proc_root)
     except OSError:
         return {}
-    return {"buddy.free_2mib_blocks": info.get("free_2mib_blocks")}
+    orders = [sum(counts) for counts in zip(*info.get("zones", {}).values())]
+    columns = {f"buddy.order{n}": count for n, count in enumerate(orders)}
+    columns["buddy.free_2mib_blocks"] = info.get("free_2mib_blocks")
+    return columns
 
 
 def execute(run: RunSpec, checked, options: SweepOptions) -> dict:

@@ -58,3 +58,20 @@ def test_unknown_knob_is_refused_before_anything_runs(fake_sys, tmp_path):
     with pytest.raises(HugebenchError, match="thp.mthp.3kB"):
         _sweep(fake_sys, tmp_path, "axes:\n  thp.mthp.3kB: [never]\n")
     assert not (tmp_path / "res" / "runs.jsonl").exists()
+
+
+def test_without_root_thp_never_comes_from_prctl_in_the_worker(fake_sys, tmp_path, monkeypatch):
+    """A non-root sweep asking THP 'never' leaves sysfs alone and disables THP in the worker itself."""
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    before = fake_sys.files()
+    result, df = _sweep(fake_sys, tmp_path, "axes:\n  thp: [never]\n")
+    assert result.statuses == {"ok": 1}
+    assert df["thp_prctl_disabled"].iloc[0] == True  # noqa: E712 (a numpy bool)
+    assert df["knob.thp.enabled"].iloc[0] == "madvise" and fake_sys.files() == before
+
+
+def test_rows_record_the_free_page_orders_before_each_run(fake_sys, tmp_path):
+    _, df = _sweep(fake_sys, tmp_path, "axes:\n  thp: [madvise]\n")
+    row = df.iloc[0]
+    assert row["buddy.order0"] == 0 + 1 + 221 and row["buddy.order10"] == 3 + 752 + 37
+    assert row["buddy.free_2mib_blocks"] > 0
