@@ -40,13 +40,14 @@ def write_plots(results_dir: str | os.PathLike) -> list[Path]:
     for experiment, rows in df.groupby("experiment"):
         context = next((c for c in contexts.values() if c.get("experiment") == experiment), {})
         axes = context.get("axes") or []
+        order = context.get("spec", {}).get("axes", {})
         workload = workloads.get(rows["workload"].iloc[0])
         for x, y, hue, label in workload.plots:
             if x not in rows.columns or y not in rows.columns or rows[y].isna().all():
                 continue
             col = _facet(axes, rows, {x, hue})
             fig = line_plot(rows, x, y, hue, col, xlabel=AXIS_LABELS.get(x, x), ylabel=label,
-                            title=f"{experiment}: {label}")
+                            title=f"{experiment}: {label}", order=order)
             written += save(fig, results_dir, f"{experiment}-{y}-vs-{x}")
         thp = next((c for c in ("thp.enabled", "thp") if c in rows.columns), None)
         if workload.name == "hashlookup" and thp and "allocator" in rows.columns:
@@ -54,7 +55,7 @@ def write_plots(results_dir: str | os.PathLike) -> list[Path]:
                 suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
                 fig = bar_plot(part, ["allocator", thp], workload.primary_metric,
                                context.get("baseline"), ylabel="ns per lookup",
-                               title=f"{experiment}{suffix}: lookup latency")
+                               title=f"{experiment}{suffix}: lookup latency", order=order)
                 written += save(fig, results_dir, f"{experiment}-latency{suffix}")
     return written
 

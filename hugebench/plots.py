@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from .report import MetricSpec, build_table, format_axis
+from .report import MetricSpec, _in_spec_order, build_table, format_axis
 from .stats import as_list, require_columns, summarize
 from .store import PLOTS_DIR
 
@@ -27,20 +27,22 @@ _GREY = "0.45"
 
 def line_plot(df: pd.DataFrame, x: str, y: str, hue: str | None = None, col: str | None = None, *,
               xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
-              logx: bool = False, logy: bool = False, level: float = 0.95) -> Figure:
+              logx: bool = False, logy: bool = False, level: float = 0.95,
+              order: Mapping[str, Sequence] | None = None) -> Figure:
     """Median of ``y`` against ``x`` with CI error bars, one line per ``hue`` value, one panel per ``col``.
 
     E.g. time per malloc/free pair vs threads per allocator, or steady-phase time vs threads per backing.
+    ``order`` (axis -> values, e.g. the YAML's) orders panels and lines; otherwise they are sorted.
     """
     keys = list(dict.fromkeys([k for k in (col, hue) if k] + [x]))  # hue may repeat col
     require_columns(df, keys)
     summary = summarize(df, keys, y, level=level)
-    panels = _levels(summary, col) if col else [None]
+    panels = _levels(summary, col, order) if col else [None]
     fig = Figure(figsize=(1.0 + 4.2 * len(panels), 3.8), layout="constrained")
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
     for ax, panel in zip(axes, panels):
         rows = summary if col is None else summary[summary[col] == panel]
-        _draw_lines(ax, rows, x, hue)
+        _draw_lines(ax, rows, x, hue, order)
         _decorate(ax, xlabel or x, ylabel or y, f"{col} = {format_axis(panel)}" if col else None, logx, logy)
         _tick_at_values(ax, summary[x])
     if hue:
@@ -53,7 +55,8 @@ def line_plot(df: pd.DataFrame, x: str, y: str, hue: str | None = None, col: str
 
 
 def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: Mapping | None = None, *,
-             ylabel: str | None = None, title: str | None = None, level: float = 0.95) -> Figure:
+             ylabel: str | None = None, title: str | None = None, level: float = 0.95,
+             order: Mapping[str, Sequence] | None = None) -> Figure:
     """Grouped bars of the median of ``y`` with CI error bars and, with a baseline, ratio annotations.
 
     The last ``group_by`` column picks the bar colour inside a group; the others name the groups
@@ -62,10 +65,12 @@ def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: 
     """
     keys = as_list(group_by)
     table = build_table(df, keys, [MetricSpec(y)], baseline, primary=y, level=level)
+    if order:
+        table = _in_spec_order(table, keys, order)
     inner = keys[-1]
     outer = keys[:-1]
     group_labels = _group_labels(table, outer)
-    bar_values = _levels(table, inner)
+    bar_values = _levels(table, inner, order)
     width = 0.8 / max(len(bar_values), 1)
     fig = Figure(figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2), layout="constrained")
     ax = fig.subplots()
@@ -99,8 +104,8 @@ def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def _draw_lines(ax, rows: pd.DataFrame, x: str, hue: str | None) -> None:
-    for value in _levels(rows, hue) if hue else [None]:
+def _draw_lines(ax, rows: pd.DataFrame, x: str, hue: str | None, order: Mapping | None = None) -> None:
+    for value in _levels(rows, hue, order) if hue else [None]:
         line = rows if hue is None else rows[rows[hue] == value]
         line = line[line["median"].notna()].sort_values(x)
         if line.empty:
@@ -165,8 +170,11 @@ def _decorate(ax, xlabel, ylabel, title, logx, logy) -> None:
     ax.grid(True, axis="y", alpha=0.3)
 
 
-def _levels(frame: pd.DataFrame, column: str) -> list:
+def _levels(frame: pd.DataFrame, column: str, order: Mapping | None = None) -> list:
     values = frame[column].dropna().unique().tolist()
+    wanted = [str(v) for v in (order or {}).get(column) or []]
+    if wanted:
+        return sorted(values, key=lambda v: wanted.index(str(v)) if str(v) in wanted else len(wanted))
     try:
         return sorted(values)
     except TypeError:  # mixed types: keep the order of appearance

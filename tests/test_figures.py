@@ -45,3 +45,12 @@ def test_plots_of_the_sample_store(tmp_path):
     assert any(n.startswith("alloc-sample-ns_per_pair-vs-threads") for n in names)
     assert any(n.startswith("tlb-sample-latency") and n.endswith(".png") for n in names)
     assert all(p.stat().st_size > 1000 for p in files)
+
+
+def test_plot_levels_follow_the_yaml_order():
+    from hugebench.plots import _levels
+
+    frame = pd.DataFrame({"thp.enabled": ["always", "never", "madvise", "never"]})
+    assert _levels(frame, "thp.enabled") == ["always", "madvise", "never"]
+    assert _levels(frame, "thp.enabled", {"thp.enabled": ["never", "madvise", "always"]}) == \
+        ["never", "madvise", "always"]
