@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .measure import perf as perf_mod
 from .measure.events import EventChoice, choose_events, read_cpu_info
+from .system import mthp_sizes_kb, read_active, read_hugetlb_pools
 
 TLB_LABELS = ("dtlb_load_misses", "stlb_misses", "itlb_misses", "walk_cycles")
 
@@ -96,17 +97,9 @@ def check_thp(sysfs_root: str | Path = "/sys") -> Check:
     return Check("THP sysfs", writable, detail, "" if writable else "run as root, with /sys mounted read-write")
 
 
-def _selected(text: str | None) -> str | None:
-    """'always [madvise] never' -> 'madvise'."""
-    if not text or "[" not in text:
-        return None
-    return text.split("[", 1)[1].split("]", 1)[0]
-
-
 def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
     base = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
-    sizes = sorted(base.glob("hugepages-*kB"), key=lambda d: int(d.name[10:-2]))
-    modes = {d.name[10:]: _selected(_read(d / "enabled")) for d in sizes}
+    modes = {f"{kb}kB": read_active(base / f"hugepages-{kb}kB/enabled") for kb in mthp_sizes_kb(sysfs_root)}
     modes = {size: mode for size, mode in modes.items() if mode}
     if not modes:
         return Check("mTHP sizes", False, "no per-size THP controls", "kernel 6.8 or later for multi-size THP")
@@ -115,9 +108,8 @@ def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
 
 def check_hugetlb(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> Check:
     knob = Path(proc_root) / "sys/vm/nr_hugepages"
-    pools = []
-    for d in sorted((Path(sysfs_root) / "kernel/mm/hugepages").glob("hugepages-*kB")):
-        pools.append(f"{d.name[10:]}: nr={_read(d / 'nr_hugepages')} free={_read(d / 'free_hugepages')}")
+    pools = [f"{size}: nr={pool.get('nr')} free={pool.get('free')}"
+             for size, pool in read_hugetlb_pools(sysfs_root).items()]
     if not pools and _read(knob) is None:
         return Check("hugetlb pool", False, "no hugetlb support", "a kernel built with CONFIG_HUGETLBFS")
     writable = _writable(knob)

@@ -18,6 +18,7 @@ from . import __version__
 from .measure import perf as perf_mod
 from .measure.events import CpuInfo, read_cpu_info
 from ._util import run_text
+from .system import mthp_sizes_kb, read_active, read_hugetlb_pools
 
 # Flags that matter for paging experiments: 1 GiB pages, PCID (cheaper TLB flushes), INVPCID, LA57 (5-level).
 PAGING_FLAGS = ("pse", "pdpe1gb", "pcid", "invpcid", "la57", "hypervisor")
@@ -121,34 +122,23 @@ def _meminfo_total(proc_root: str | Path) -> int | None:
     return int(match.group(1)) * 1024 if match else None
 
 
-def _selected(text: str | None) -> str | None:
-    """'always [madvise] never' -> 'madvise' (plain values are returned as they are)."""
-    if text is None:
-        return None
-    match = re.search(r"\[([^\]]+)\]", text)
-    return match.group(1) if match else text
-
-
 def memory_context(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> dict:
     """Memory size, base and huge page sizes, THP/mTHP modes and hugetlb pools (read only)."""
     thp = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
     pmd = _read(thp / "hpage_pmd_size")
-    mthp = {d.name.removeprefix("hugepages-"): _selected(_read(d / "enabled"))
-            for d in sorted(thp.glob("hugepages-*kB"), key=lambda d: int(d.name[10:-2]))}
-    pools = {}
-    for d in sorted((Path(sysfs_root) / "kernel/mm/hugepages").glob("hugepages-*kB")):
-        pools[d.name.removeprefix("hugepages-")] = {
-            "nr": _int(_read(d / "nr_hugepages")), "free": _int(_read(d / "free_hugepages"))}
+    mthp = {f"{kb}kB": read_active(thp / f"hugepages-{kb}kB/enabled") for kb in mthp_sizes_kb(sysfs_root)}
+    pools = {size: {"nr": pool.get("nr"), "free": pool.get("free")}
+             for size, pool in read_hugetlb_pools(sysfs_root).items()}
     return {
         "total_bytes": _meminfo_total(proc_root),
         "page_size": os.sysconf("SC_PAGE_SIZE"),
         "hpage_pmd_size": _int(pmd),
         "thp": {
-            "enabled": _selected(_read(thp / "enabled")),
-            "defrag": _selected(_read(thp / "defrag")),
-            "shmem_enabled": _selected(_read(thp / "shmem_enabled")),
-            "khugepaged_defrag": _selected(_read(thp / "khugepaged/defrag")),
-            "use_zero_page": _selected(_read(thp / "use_zero_page")),
+            "enabled": read_active(thp / "enabled"),
+            "defrag": read_active(thp / "defrag"),
+            "shmem_enabled": read_active(thp / "shmem_enabled"),
+            "khugepaged_defrag": read_active(thp / "khugepaged/defrag"),
+            "use_zero_page": read_active(thp / "use_zero_page"),
             "mthp": {size: mode for size, mode in mthp.items() if mode is not None},
         },
         "hugetlb_pools": pools,

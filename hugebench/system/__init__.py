@@ -7,6 +7,8 @@ from hugebench.system.knobs import (
     KnobValueError,
     UnknownKnobError,
     discover_knobs,
+    mthp_sizes_kb,
+    read_active,
     resolve_name,
 )
 from hugebench.system.memory import (
@@ -34,6 +36,8 @@ __all__ = [
     "disable_thp_for_this_process",
     "journal_path",
     "discover_knobs",
+    "mthp_sizes_kb",
+    "read_active",
     "preflight",
     "read_buddyinfo",
     "read_hugetlb_pools",

@@ -87,6 +87,14 @@ def parse_knob_text(text: str) -> Reading:
     return Reading(bracketed[0].strip("[]"), choices)
 
 
+def read_active(path: str | Path) -> str | None:
+    """The active value of a knob file ('madvise' of 'always [madvise] never', '511'); None if unreadable."""
+    try:
+        return parse_knob_text(Path(path).read_text()).value
+    except (OSError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class Knob:
     """One kernel file. kind: 'choice' (bracketed list), 'int' (bounded integer) or 'pool' (hugetlb pages)."""
