@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hugebench.errors import SpecError
-from hugebench.system import SystemState, preflight, restore_from_journal, show
+from hugebench.system import SystemState, check_privileges, restore_from_journal, show
 from hugebench.system.journal import default_journal_path
 
 
@@ -103,7 +103,7 @@ def set_cmd(roots: SystemRoots, assignments: tuple[str, ...]) -> None:
     """Set knobs (NAME=VALUE ...), journaled; they stay until `hugebench system restore`."""
     settings = _parse_assignments(assignments)
     rerun = "hugebench system set " + " ".join(shlex.quote(a) for a in assignments)
-    preflight([settings], roots.sys, roots.proc, os.geteuid(), rerun=rerun)
+    check_privileges([settings], roots.sys, roots.proc, os.geteuid(), rerun=rerun)
     with SystemState(roots.sys, roots.proc, roots.journal, purpose="set", restore_on_exit=False) as state:
         readback = state.apply(settings)
     for name, value in readback.items():

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .measure import perf as perf_mod
-from .measure.events import EventChoice, choose_events, read_cpu_info
-from .system import mthp_sizes_kb, read_active, read_hugetlb_pools
+from . import kernel
+from .measure.events import EventChoice, choose_events
 
 TLB_LABELS = ("dtlb_load_misses", "stlb_misses", "itlb_misses", "walk_cycles")
 
@@ -24,23 +24,6 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
-
-
-def _writable(path: Path) -> bool:
-    """Writable for us: permission bits and a read-write mount (containers often mount /sys read-only)."""
-    if not path.exists() or not os.access(path, os.W_OK):
-        return False
-    try:
-        return not os.statvfs(path).f_flag & os.ST_RDONLY
-    except OSError:
-        return False
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
 
 
 def check_root() -> Check:
@@ -88,19 +71,17 @@ def check_tlb_events(choices: list[EventChoice]) -> Check:
 
 
 def check_thp(sysfs_root: str | Path = "/sys") -> Check:
-    base = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
-    enabled = _read(base / "enabled")
+    base = Path(sysfs_root) / kernel.THP_DIR
+    enabled = kernel.read_optional(base / "enabled")
     if enabled is None:
         return Check("THP sysfs", False, f"{base} missing", "a kernel built with CONFIG_TRANSPARENT_HUGEPAGE")
-    writable = _writable(base / "enabled") and _writable(base / "defrag")
-    detail = f"enabled: {enabled}; defrag: {_read(base / 'defrag')}; " + ("writable" if writable else "read-only")
+    writable = kernel.writable(base / "enabled") and kernel.writable(base / "defrag")
+    detail = f"enabled: {enabled}; defrag: {kernel.read_optional(base / 'defrag')}; " + ("writable" if writable else "read-only")
     return Check("THP sysfs", writable, detail, "" if writable else "run as root, with /sys mounted read-write")
 
 
 def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
-    base = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
-    modes = {f"{kb}kB": read_active(base / f"hugepages-{kb}kB/enabled") for kb in mthp_sizes_kb(sysfs_root)}
-    modes = {size: mode for size, mode in modes.items() if mode}
+    modes = kernel.mthp_modes(sysfs_root)
     if not modes:
         return Check("mTHP sizes", False, "no per-size THP controls", "kernel 6.8 or later for multi-size THP")
     return Check("mTHP sizes", True, ", ".join(f"{size}: {mode}" for size, mode in modes.items()))
@@ -109,10 +90,10 @@ def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
 def check_hugetlb(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> Check:
     knob = Path(proc_root) / "sys/vm/nr_hugepages"
     pools = [f"{size}: nr={pool.get('nr')} free={pool.get('free')}"
-             for size, pool in read_hugetlb_pools(sysfs_root).items()]
-    if not pools and _read(knob) is None:
+             for size, pool in kernel.read_hugetlb_pools(sysfs_root).items()]
+    if not pools and kernel.read_optional(knob) is None:
         return Check("hugetlb pool", False, "no hugetlb support", "a kernel built with CONFIG_HUGETLBFS")
-    writable = _writable(knob)
+    writable = kernel.writable(knob)
     detail = "; ".join(pools) + f"; {knob} " + ("writable" if writable else "read-only")
     return Check("hugetlb pool", writable, detail, "" if writable else "run as root to reserve huge pages")
 
@@ -156,7 +137,7 @@ def allocator_checks() -> list[Check]:
 def doctor_report(*, perf_bin: str = "perf", proc_root: str | Path = "/proc",
                   sysfs_root: str | Path = "/sys") -> list[Check]:
     """Every check, in the order a user would fix them."""
-    cpu = read_cpu_info(proc_root)
+    cpu = kernel.read_cpu_info(proc_root)
     caps = perf_mod.detect(perf_bin, cpu=cpu, proc_root=proc_root, sysfs_root=sysfs_root)
     choices = choose_events(cpu, caps)
     return [

@@ -14,11 +14,10 @@ import shutil
 import socket
 from pathlib import Path
 
-from . import __version__
-from .measure import perf as perf_mod
-from .measure.events import CpuInfo, read_cpu_info
+from . import __version__, kernel
 from ._util import run_text
-from .system import mthp_sizes_kb, read_active, read_hugetlb_pools
+from .kernel import CpuInfo
+from .measure import perf as perf_mod
 
 # Flags that matter for paging experiments: 1 GiB pages, PCID (cheaper TLB flushes), INVPCID, LA57 (5-level).
 PAGING_FLAGS = ("pse", "pdpe1gb", "pcid", "invpcid", "la57", "hypervisor")
@@ -26,48 +25,17 @@ PAGING_FLAGS = ("pse", "pdpe1gb", "pcid", "invpcid", "la57", "hypervisor")
 
 def cpu_info(proc_root: str | Path = "/proc") -> CpuInfo:
     """CPU 0's identity (vendor, family/model/stepping, flags) from /proc/cpuinfo."""
-    return read_cpu_info(proc_root)
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def _size_bytes(text: str | None) -> int | None:
-    """'48K' / '2048K' / '300M' (sysfs cache sizes) -> bytes."""
-    match = re.fullmatch(r"(\d+)\s*([KMG]?)i?B?", text or "")
-    if not match:
-        return None
-    return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2)]
+    return kernel.read_cpu_info(proc_root)
 
 
 def caches(sysfs_root: str | Path = "/sys", cpu: int = 0) -> list[dict]:
     """CPU ``cpu``'s caches from sysfs: level, type, size in bytes, ways, line size, sharing CPUs."""
-    base = Path(sysfs_root) / f"devices/system/cpu/cpu{cpu}/cache"
-    out = []
-    for index in sorted(base.glob("index*"), key=lambda p: int(p.name[5:] or 0)):
-        def field(name: str, i=index) -> str | None:
-            return _read(i / name)
-        level = field("level")
-        ways = field("ways_of_associativity")
-        line = field("coherency_line_size")
-        out.append({
-            "level": int(level) if level and level.isdigit() else None,
-            "type": field("type"),
-            "size_bytes": _size_bytes(field("size")),
-            "ways": int(ways) if ways and ways.isdigit() else None,
-            "line_bytes": int(line) if line and line.isdigit() else None,
-            "shared_cpu_list": field("shared_cpu_list"),
-        })
-    return out
+    return kernel.cpu_caches(sysfs_root, cpu)
 
 
 def tlb_info(proc_root: str | Path = "/proc", cpuid_text: str | None = None) -> dict:
     """TLB geometry where the system tells it: AMD's 'TLB size' in /proc/cpuinfo, else the cpuid tool."""
-    cpuinfo = _read(Path(proc_root) / "cpuinfo") or ""
+    cpuinfo = kernel.read_optional(Path(proc_root) / "cpuinfo") or ""
     match = re.search(r"^TLB size\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
     if match:
         return {"source": "/proc/cpuinfo", "entries": [f"TLB size: {match.group(1).strip()}"]}
@@ -116,37 +84,17 @@ def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) 
     }
 
 
-def _meminfo_total(proc_root: str | Path) -> int | None:
-    text = _read(Path(proc_root) / "meminfo") or ""
-    match = re.search(r"^MemTotal:\s+(\d+) kB", text, re.MULTILINE)
-    return int(match.group(1)) * 1024 if match else None
-
-
 def memory_context(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> dict:
     """Memory size, base and huge page sizes, THP/mTHP modes and hugetlb pools (read only)."""
-    thp = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
-    pmd = _read(thp / "hpage_pmd_size")
-    mthp = {f"{kb}kB": read_active(thp / f"hugepages-{kb}kB/enabled") for kb in mthp_sizes_kb(sysfs_root)}
     pools = {size: {"nr": pool.get("nr"), "free": pool.get("free")}
-             for size, pool in read_hugetlb_pools(sysfs_root).items()}
+             for size, pool in kernel.read_hugetlb_pools(sysfs_root).items()}
     return {
-        "total_bytes": _meminfo_total(proc_root),
+        "total_bytes": kernel.mem_total(proc_root),
         "page_size": os.sysconf("SC_PAGE_SIZE"),
-        "hpage_pmd_size": _int(pmd),
-        "thp": {
-            "enabled": read_active(thp / "enabled"),
-            "defrag": read_active(thp / "defrag"),
-            "shmem_enabled": read_active(thp / "shmem_enabled"),
-            "khugepaged_defrag": read_active(thp / "khugepaged/defrag"),
-            "use_zero_page": read_active(thp / "use_zero_page"),
-            "mthp": {size: mode for size, mode in mthp.items() if mode is not None},
-        },
+        "hpage_pmd_size": kernel.hpage_pmd_size(sysfs_root),
+        "thp": {**kernel.thp_modes(sysfs_root), "mthp": kernel.mthp_modes(sysfs_root)},
         "hugetlb_pools": pools,
     }
-
-
-def _int(text: str | None) -> int | None:
-    return int(text) if text and text.lstrip("-").isdigit() else None
 
 
 def source_dir() -> Path | None:

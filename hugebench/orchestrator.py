@@ -19,21 +19,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import preflight as pf
+from . import kernel
+from .environment import env_argv, worker_environment
 from .measure import perf as perf_mod
-from .measure import procfs
 from .plan import RunSpec
+from .setup import SweepSetup, prepare
 from .store import ResultStore
-from .system import SystemState, read_buddyinfo
+from .system import SystemState
 
 SCHEMA_VERSION = 1
 STDERR_TAIL = 4000
-# Variables a worker inherits; everything else (notably LD_PRELOAD and allocator knobs of the parent's own
-# environment) is dropped so that only what the run asks for is in force.
-_ENV_WHITELIST = ("PATH", "LD_LIBRARY_PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONPATH",
-                  "VIRTUAL_ENV", "USER", "LOGNAME", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-
-
 @dataclass
 class SweepOptions:
     """How to run a planned sweep (CLI flags land here)."""
@@ -61,31 +56,21 @@ class SweepResult:
     statuses: dict = field(default_factory=dict)
 
 
-def worker_environment(alloc_env: dict, base: dict | None = None) -> dict:
-    """The worker's environment: the whitelisted part of ``base`` plus the allocator's variables."""
-    base = os.environ if base is None else base
-    env = {k: v for k, v in base.items() if k in _ENV_WHITELIST or k.startswith("LC_")}
-    env.update(alloc_env)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["LC_ALL"] = "C"  # perf prints numbers in the locale; `-x,` output must stay parseable
-    return env
-
-
 def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
     """Preflight everything, then run every planned run not already in the store."""
     store = ResultStore(options.out)
-    checked = pf.preflight(spec, runs, store, options)
-    sweep_id = checked.sweep_id
-    store.write_context(sweep_id, checked.context)
+    setup = prepare(spec, runs, store, options)
+    sweep_id = setup.sweep_id
+    store.write_context(sweep_id, dict(setup.context))
     result = SweepResult(sweep_id, Path(options.out))
-    todo = [r for r in runs if r.run_id not in checked.done]
+    todo = [r for r in runs if r.run_id not in setup.done]
     result.skipped_done = len(runs) - len(todo)
     started = time.perf_counter()
     with SystemState(options.sys_root, options.proc_root, options.journal) as state:
         reporter = _progress(options, len(todo))
         try:
             for i, run in enumerate(todo):
-                row = _one_run(run, checked, state, options, sweep_id)
+                row = _one_run(run, setup, state, options)
                 store.append(row)
                 _tally(result, row)
                 reporter(run, row, i + 1)
@@ -123,30 +108,30 @@ def base_row(run: RunSpec, sweep_id: str) -> dict:
     return row
 
 
-def _one_run(run: RunSpec, checked, state, options: SweepOptions, sweep_id: str) -> dict:
-    row = base_row(run, sweep_id)
-    skip = checked.skip.get(run.cell_id)
+def _one_run(run: RunSpec, setup: SweepSetup, state: SystemState, options: SweepOptions) -> dict:
+    row = base_row(run, setup.sweep_id)
+    skip = setup.skip.get(run.cell_id)
     if skip:
         row.update(status="skipped", error=skip)
         return row
     try:
-        knobs = state.apply(checked.system_for(run))
+        knobs = state.apply(setup.system_for(run))
     except Exception as exc:  # a knob the kernel refused fails this run, not the sweep
         row.update(status="failed", error=f"kernel state: {exc}")
         return row
-    if checked.condition_memory:
-        pf.condition_memory(checked.condition_memory, options.proc_root)
+    if setup.condition_memory:
+        state.condition_memory(**setup.condition_memory)
     row.update({f"knob.{k}": v for k, v in state.snapshot().items()})
     row.update(_buddy_columns(options.proc_root))
     row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
-    row.update(execute(run, checked, options))
+    row.update(execute(run, setup, options))
     return row
 
 
 def _buddy_columns(proc_root: str) -> dict:
     """Free blocks per order over all zones before the run (huge-page supply), and free 2 MiB blocks."""
     try:
-        info = read_buddyinfo(proc_root)
+        info = kernel.read_buddyinfo(proc_root)
     except OSError:
         return {}
     orders = [sum(counts) for counts in zip(*info.get("zones", {}).values())]
@@ -155,39 +140,30 @@ def _buddy_columns(proc_root: str) -> dict:
     return columns
 
 
-def execute(run: RunSpec, checked, options: SweepOptions) -> dict:
+def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
     """Launch one worker (under perf stat when enabled) and turn whatever happens into row fields."""
-    alloc = checked.allocators[run.allocator]
+    alloc_env = setup.allocators[run.allocator].environment()
     with tempfile.TemporaryDirectory(prefix="hb-run-") as tmp:
         request_path, reply_path = Path(tmp, "request.json"), Path(tmp, "reply.json")
-        request = {
-            "run": run.to_dict(),
-            "allocator": alloc,
-            "counters": checked.counter_specs,
-            "thp_prctl_disable": run.run_id in checked.prctl_never,
-        }
-        request_path.write_text(json.dumps(request, default=str))
+        setup.request_for(run).write(request_path)
         argv = [options.python, "-m", "hugebench.worker", "--request", str(request_path),
                 "--reply", str(reply_path)]
         perf_out = Path(tmp, "perf.csv")
-        alloc_env = dict(alloc.get("env") or {})
-        if alloc.get("path"):
-            alloc_env["LD_PRELOAD"] = alloc["path"]
-        if checked.perf_events:
+        if setup.perf:
             # perf itself must not run under the allocator under test: `env` sets it for the worker only.
-            argv = perf_mod.perf_stat_argv(checked.perf_bin, checked.perf_events, str(perf_out)) + \
-                ["env"] + [f"{k}={v}" for k, v in alloc_env.items()] + argv
+            argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + \
+                env_argv(alloc_env) + argv
             alloc_env = {}
         fields = _spawn(argv, worker_environment(alloc_env), run.timeout, tmp, options.proc_root)
         fields.update(_read_reply(reply_path, fields))
-        if checked.perf_events:
-            fields.update(_perf_columns(perf_out, checked))
+        if setup.perf:
+            fields.update(_perf_columns(perf_out, setup.perf.choices))
         return fields
 
 
 def _spawn(argv, env, timeout, cwd, proc_root) -> dict:
     stderr_path = Path(cwd, "stderr.txt")
-    oom_before = procfs.read_vmstat(proc_root).get("oom_kill", 0)
+    oom_before = kernel.read_vmstat(proc_root).get("oom_kill", 0)
     t0 = time.perf_counter()
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=err,
@@ -209,7 +185,7 @@ def _spawn(argv, env, timeout, cwd, proc_root) -> dict:
         fields.update(status="timeout", error=f"worker ran past its timeout of {timeout:g} s and was killed")
     elif code < 0 or code > 128:
         sig = -code if code < 0 else code - 128
-        oom = procfs.read_vmstat(proc_root).get("oom_kill", 0) > oom_before
+        oom = kernel.read_vmstat(proc_root).get("oom_kill", 0) > oom_before
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         status = "oom" if oom and sig == signal.SIGKILL else "crashed"
         why = "killed by the OOM killer" if status == "oom" else f"worker died of signal {name}"
@@ -233,13 +209,13 @@ def _read_reply(path: Path, fields: dict) -> dict:
     return out
 
 
-def _perf_columns(path: Path, checked) -> dict:
+def _perf_columns(path: Path, choices) -> dict:
     try:
         text = path.read_text()
     except OSError:
-        return {f"perf.{e.label}.reason": "perf stat wrote no output" for e in checked.perf_choices}
+        return {f"perf.{e.label}.reason": "perf stat wrote no output" for e in choices}
     counters = perf_mod.parse_perf_csv(text)
-    return perf_mod.row_columns("perf", perf_mod.by_label(checked.perf_choices, counters))
+    return perf_mod.row_columns("perf", perf_mod.by_label(list(choices), counters))
 
 
 class _NullProgress:

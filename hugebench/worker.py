@@ -18,11 +18,35 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import asdict, dataclass, field
 
-from . import allocators, workloads
-from .measure import procfs
+from . import allocators, kernel, workloads
+from .measure import phases
 from .measure.counters import derive, pmu_columns
 from .measure.encoding import CounterSpec
+
+
+@dataclass(frozen=True)
+class WorkerRequest:
+    """What the parent asks of one worker: the run, the allocator it must prove it runs under, the
+    timed-phase counters to open, and whether to turn THP off for itself by prctl."""
+
+    run: dict  # RunSpec.to_dict()
+    allocator: str
+    allocator_path: str | None = None  # the library that must be mapped (None: glibc)
+    allocator_env: dict = field(default_factory=dict)  # knobs that must be in the environment
+    allocator_expect: dict = field(default_factory=dict)  # what probe_knobs() must then report
+    counters: tuple = ()  # CounterSpec dicts
+    thp_prctl_disable: bool = False
+
+    def write(self, path) -> None:
+        with open(path, "w") as f:
+            json.dump(asdict(self), f, default=str)
+
+    @classmethod
+    def read(cls, path) -> WorkerRequest:
+        with open(path) as f:
+            return cls(**json.load(f))
 
 
 def _flatten_core_result(result: dict) -> dict:
@@ -41,9 +65,9 @@ def _flatten_core_result(result: dict) -> dict:
     return row
 
 
-def _apply_process_thp(request: dict) -> dict:
+def _apply_process_thp(request: WorkerRequest) -> dict:
     """THP 'never' without root: PR_SET_THP_DISABLE for this process, verified."""
-    if not request.get("thp_prctl_disable"):
+    if not request.thp_prctl_disable:
         return {}
     from .system import disable_thp_for_this_process
 
@@ -52,35 +76,32 @@ def _apply_process_thp(request: dict) -> dict:
     return {"thp_prctl_disabled": True}
 
 
-def _verify_allocator(request: dict) -> dict:
-    alloc = request["allocator"]
-    with open("/proc/self/maps") as f:
-        mapped = allocators.verify_mapped(alloc["name"], alloc.get("path"), f.read())
-    knobs = {k: os.environ.get(k) for k in (alloc.get("env") or {})}
-    missing = [k for k, v in (alloc.get("env") or {}).items() if knobs[k] != v]
+def _verify_allocator(request: WorkerRequest) -> dict:
+    mapped = allocators.verify_mapped(request.allocator, request.allocator_path, kernel.read_maps())
+    missing = [k for k, v in request.allocator_env.items() if os.environ.get(k) != v]
     if missing:
         raise RuntimeError(f"allocator knob(s) {', '.join(missing)} not in the worker's environment")
     probed = allocators.probe_knobs()
-    allocators.check_expected(alloc["name"], alloc.get("expect") or {}, probed)
+    allocators.check_expected(request.allocator, request.allocator_expect, probed)
     return {"allocator_mapped": mapped, **{f"allocator.{k}": v for k, v in probed.items()}}
 
 
-def run(request: dict) -> dict:
+def run(request: WorkerRequest) -> dict:
     """Execute the request; return the flat metric row (raises on any failure)."""
     row = _apply_process_thp(request)
     row.update(_verify_allocator(request))
-    spec = request["run"]
+    spec = request.run
     workload = workloads.get(spec["workload"])
     from . import _core
 
     if _core.build_info().get("debug"):
         raise RuntimeError("hugebench._core is a Debug build; numbers from it would be misleading. "
                            "Reinstall with the default (Release) build")
-    recorder = procfs.PhaseRecorder(timed_phase=workload.timed_phase)
-    resolved = [CounterSpec(**c) for c in request.get("counters") or []]
+    recorder = phases.PhaseRecorder(timed_phase=workload.timed_phase)
+    resolved = [CounterSpec(**c) for c in request.counters]
     counters = [c.as_tuple() for c in resolved if c.reason is None]
-    vm_before = procfs.read_vmstat()
-    row["rss_before_workload_bytes"] = procfs.read_status().get("VmRSS")
+    vm_before = kernel.read_vmstat()
+    row["rss_before_workload_bytes"] = kernel.read_status().get("VmRSS")
     t0 = time.perf_counter()
     result = getattr(_core, workload.function)(**spec["params"], counters=counters, hook=recorder)
     row["workload_wall_s"] = time.perf_counter() - t0
@@ -109,8 +130,8 @@ def _derived(row: dict, workload) -> dict:
 
 
 def _process_totals(vm_before: dict) -> dict:
-    status = procfs.read_status()
-    usage = procfs.rusage_snapshot()
+    status = kernel.read_status()
+    usage = phases.rusage_snapshot()
     totals = {
         "peak_rss_bytes": status.get("VmHWM"),
         "minflt": usage["minflt"],
@@ -118,7 +139,7 @@ def _process_totals(vm_before: dict) -> dict:
         "utime_s": usage["utime_s"],
         "stime_s": usage["stime_s"],
     }
-    delta = procfs.vmstat_delta(vm_before, procfs.read_vmstat(), procfs.THP_VMSTAT)
+    delta = kernel.counter_delta(vm_before, kernel.read_vmstat(), kernel.THP_VMSTAT)
     totals.update({f"vmstat.{k}": v for k, v in delta.items()})
     return totals
 
@@ -128,8 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--request", required=True)
     parser.add_argument("--reply", required=True)
     args = parser.parse_args(argv)
-    with open(args.request) as f:
-        request = json.load(f)
+    request = WorkerRequest.read(args.request)
     try:
         reply = {"status": "ok", "row": run(request)}
         code = 0

@@ -93,6 +93,8 @@ class FakeKernel:
             path = self.root / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text + ("\n" if text and not text.endswith("\n") else ""))
+        # The CPU is this machine's: perf detection under the fake roots sees the CPU it really runs on.
+        (self.proc_root / "cpuinfo").write_text(Path("/proc/cpuinfo").read_text())
         return self
 
     def rel(self, path: Path) -> str:

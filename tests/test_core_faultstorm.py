@@ -216,7 +216,7 @@ def small_pages():
     """4 KiB pages for this process whatever THP mode the machine is in (PR_SET_THP_DISABLE), so that
     fault counts per page are exact; undone afterwards."""
     from hugebench.system import disable_thp_for_this_process
-    from hugebench.system.preflight import PR_SET_THP_DISABLE, _prctl
+    from hugebench.system.privilege import PR_SET_THP_DISABLE, _prctl
 
     if not disable_thp_for_this_process():
         pytest.skip("PR_SET_THP_DISABLE is not available on this kernel")

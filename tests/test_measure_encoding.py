@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from hugebench.measure import encoding as enc
+from hugebench.kernel import parse_pmu_format
 from hugebench.measure.events import EventChoice
 
 DATA = Path(__file__).parent / "data" / "perf"
@@ -43,14 +44,14 @@ def test_generic_encodings_follow_the_kernel_abi():
 
 
 def test_parse_format_spec():
-    assert enc.parse_format_spec("config:0-7,32-35\n") == [("config", 0, 7), ("config", 32, 35)]
-    assert enc.parse_format_spec("config:23") == [("config", 23, 23)]
-    assert enc.parse_format_spec("config1:0-15") == [("config1", 0, 15)]
+    assert parse_pmu_format("config:0-7,32-35\n") == [("config", 0, 7), ("config", 32, 35)]
+    assert parse_pmu_format("config:23") == [("config", 23, 23)]
+    assert parse_pmu_format("config1:0-15") == [("config1", 0, 15)]
 
 
 def test_encode_terms_intel_and_amd_split_event_field():
-    intel = {k: enc.parse_format_spec(v) for k, v in INTEL_FORMAT.items()}
-    amd = {k: enc.parse_format_spec(v) for k, v in AMD_FORMAT.items()}
+    intel = {k: parse_pmu_format(v) for k, v in INTEL_FORMAT.items()}
+    amd = {k: parse_pmu_format(v) for k, v in AMD_FORMAT.items()}
     walk_active = enc.encode_terms(enc.parse_terms("cmask=1,event=0x8,period=0x186a3,umask=0x10"), intel)
     assert walk_active["config"] == 0x01001008
     assert enc.encode_terms(enc.parse_terms("event=0xd0,umask=0x11,ldlat=3"), intel) == \

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hugebench.measure.events import (SOFTWARE_LABELS, CpuInfo, candidate_events, chosen_events, choose_events,
-                                      label_for_event, override_pairs, parse_cpuinfo, read_cpu_info)
+from hugebench.kernel import CpuInfo, parse_cpuinfo, read_cpu_info
+from hugebench.measure.events import (SOFTWARE_LABELS, candidate_events, chosen_events, choose_events,
+                                      label_for_event, override_pairs)
 
 SOFTWARE = set(SOFTWARE_LABELS.values())
 SKYLAKE = CpuInfo("intel", "GenuineIntel", 6, 0x55, 4, "Intel(R) Xeon(R) Gold 6130")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hugebench.measure import procfs
+from hugebench import kernel
+from hugebench.measure import phases
 
 SMAPS_ROLLUP = """\
 55f0c1b6a000-7ffc62122000 ---p 00000000 00:00 0                          [rollup]
@@ -39,26 +40,26 @@ def fake_proc(tmp_path):
 
 
 def test_smaps_rollup_in_bytes_and_coverage(fake_proc):
-    smaps = procfs.read_smaps_rollup(1234, fake_proc)
+    smaps = kernel.read_smaps_rollup(1234, fake_proc)
     assert smaps["Rss"] == 204800 * 1024
     assert smaps["AnonHugePages"] == 102400 * 1024
     assert smaps["Private_Hugetlb"] == 2048 * 1024
-    assert procfs.coverage(smaps) == pytest.approx(0.5)
-    assert math.isnan(procfs.coverage({"Rss": 0, "AnonHugePages": 0}))
-    assert math.isnan(procfs.coverage({}))
+    assert phases.coverage(smaps) == pytest.approx(0.5)
+    assert math.isnan(phases.coverage({"Rss": 0, "AnonHugePages": 0}))
+    assert math.isnan(phases.coverage({}))
 
 
 def test_status_peak_rss_and_non_kb_fields_skipped(fake_proc):
-    status = procfs.read_status(1234, fake_proc)
+    status = kernel.read_status(1234, fake_proc)
     assert status["VmHWM"] == 300000 * 1024 and status["VmRSS"] == 250000 * 1024
     assert "Threads" not in status and "Name" not in status
 
 
 def test_vmstat_and_delta_with_missing_counter(fake_proc):
-    before = procfs.read_vmstat(fake_proc)
+    before = kernel.read_vmstat(fake_proc)
     assert before["thp_fault_alloc"] == 10
     after = dict(before, thp_fault_alloc=15, thp_split_page=4)
-    delta = procfs.vmstat_delta(before, after, ("thp_fault_alloc", "thp_split_page", "thp_collapse_alloc"))
+    delta = kernel.counter_delta(before, after, ("thp_fault_alloc", "thp_split_page", "thp_collapse_alloc"))
     assert delta["thp_fault_alloc"] == 5 and delta["thp_split_page"] == 3
     assert math.isnan(delta["thp_collapse_alloc"])  # this (fake) kernel lacks it: NaN, not 0
 
@@ -69,31 +70,31 @@ def test_mthp_sizes_and_stats_on_fake_sysfs(tmp_path):
         (base / f"hugepages-{size}" / "stats").mkdir(parents=True)
         (base / f"hugepages-{size}" / "enabled").write_text(mode + "\n")
         (base / f"hugepages-{size}" / "stats" / "anon_fault_alloc").write_text(f"{allocs}\n")
-    assert procfs.active_mthp_sizes(tmp_path) == ("64kB",)
-    stats = procfs.read_mthp_stats(tmp_path, ("64kB",))
+    assert kernel.active_mthp_sizes(tmp_path) == ("64kB",)
+    stats = kernel.read_mthp_stats(tmp_path, ("64kB",))
     assert stats == {"mthp.64kB.anon_fault_alloc": 7}
-    assert procfs.active_mthp_sizes(tmp_path / "none") == ()
+    assert kernel.active_mthp_sizes(tmp_path / "none") == ()
 
 
 def test_real_proc_self():
-    smaps = procfs.read_smaps_rollup()
-    status = procfs.read_status()
+    smaps = kernel.read_smaps_rollup()
+    status = kernel.read_status()
     assert smaps["Rss"] > 0 and "AnonHugePages" in smaps
-    assert 0.0 <= procfs.coverage(smaps) <= 1.0
+    assert 0.0 <= phases.coverage(smaps) <= 1.0
     assert status["VmHWM"] >= status["VmRSS"] > 0
-    vm = procfs.read_vmstat()
+    vm = kernel.read_vmstat()
     assert "thp_fault_alloc" in vm and "pgfault" in vm
 
 
 def test_rusage_units_and_delta():
-    a = procfs.rusage_snapshot()
+    a = phases.rusage_snapshot()
     buf = bytearray(8 << 20)  # 8 MiB, touched by the zero fill
-    b = procfs.rusage_snapshot()
-    delta = procfs.rusage_delta(a, b)
-    assert set(delta) == set(procfs.RUSAGE_KEYS)
+    b = phases.rusage_snapshot()
+    delta = phases.rusage_delta(a, b)
+    assert set(delta) == set(phases.RUSAGE_KEYS)
     assert delta["minflt"] >= 0 and delta["utime_s"] >= 0
     # ru_maxrss is KiB on Linux: in bytes it must match VmHWM to within a page or two
-    assert abs(b["maxrss_bytes"] - procfs.read_status()["VmHWM"]) < (1 << 20)
+    assert abs(b["maxrss_bytes"] - kernel.read_status()["VmHWM"]) < (1 << 20)
     assert delta["maxrss_bytes"] == b["maxrss_bytes"]
     del buf
 
@@ -112,7 +113,7 @@ def touch_small_pages(size: int) -> mmap.mmap:
 
 
 def test_phase_recorder_attributes_faults_to_the_right_phase():
-    rec = procfs.PhaseRecorder(timed_phase="touch")
+    rec = phases.PhaseRecorder(timed_phase="touch")
     rec("idle", "begin")
     rec("idle", "end")
     rec("touch", "begin")
@@ -130,7 +131,7 @@ def test_phase_recorder_attributes_faults_to_the_right_phase():
 
 
 def test_phase_recorder_accumulates_repeated_phases_and_flags_unbalanced_edges():
-    rec = procfs.PhaseRecorder(timed_phase="touch")
+    rec = phases.PhaseRecorder(timed_phase="touch")
     regions = []
     for _ in range(2):
         rec("touch", "begin")
@@ -159,7 +160,7 @@ def _thp_mode() -> str | None:
 @pytest.mark.needs_thp
 @pytest.mark.skipif(_thp_mode() not in ("always", "madvise"), reason="THP is disabled (enabled=never) or absent")
 def test_phase_recorder_sees_huge_pages_of_a_madvised_region():
-    rec = procfs.PhaseRecorder(timed_phase="huge")
+    rec = phases.PhaseRecorder(timed_phase="huge")
     size = 16 << 20
     rec("huge", "begin")
     region = private_anon(size)

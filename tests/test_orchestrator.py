@@ -6,7 +6,8 @@ import pytest
 
 from hugebench import load
 from hugebench import plan as plan_mod
-from hugebench.orchestrator import SweepOptions, run_sweep, worker_environment
+from hugebench.environment import worker_environment
+from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.spec import parse_spec
 
 TINY = """\

@@ -8,7 +8,7 @@ import pytest
 
 from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.system import HugetlbShortfall, KnobValueError, UnknownKnobError, discover_knobs, resolve_name
-from hugebench.system.knobs import parse_knob_text
+from hugebench.kernel import parse_choice as parse_knob_text
 
 THP = "sys/kernel/mm/transparent_hugepage"
 

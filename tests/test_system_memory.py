@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hugebench.errors import PrivilegeError
-from hugebench.system import condition_memory, diff_counters, read_buddyinfo, read_mthp_stats, read_thp_vmstat
+from hugebench.kernel import counter_delta as diff_counters
+from hugebench.kernel import read_buddyinfo, read_mthp_stats, read_thp_vmstat
+from hugebench.system import condition_memory
 
 
 def test_condition_memory_writes_both_triggers(fake_sys):

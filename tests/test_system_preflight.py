@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from hugebench.errors import PrivilegeError
-from hugebench.system import KnobValueError, UnknownKnobError, preflight
+from hugebench.system import KnobValueError, UnknownKnobError, check_privileges
 
 SOURCE_DIR = Path(__file__).resolve().parents[1]
 
 
 def check(fake, settings_list, euid, **kwargs):
-    return preflight(settings_list, fake.sys_root, fake.proc_root, euid=euid, **kwargs)
+    return check_privileges(settings_list, fake.sys_root, fake.proc_root, euid=euid, **kwargs)
 
 
 def test_root_may_change_anything_allowed(fake_sys):

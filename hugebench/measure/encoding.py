@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import kernel
 from .events import EventChoice
 
 # include/uapi/linux/perf_event.h
@@ -70,30 +71,19 @@ class CounterSpec:
 
 
 def read_pmu_format(pmu: str = "cpu", sysfs_root: str | Path = "/sys") -> dict[str, list[tuple[str, int, int]]]:
-    """Bit layout of a PMU's terms: {'event': [('config', 0, 7), ('config', 32, 35)], 'ldlat': [('config1', 0, 15)]}."""
-    fmt_dir = Path(sysfs_root) / "bus/event_source/devices" / pmu / "format"
-    if not fmt_dir.is_dir():
-        raise EncodingError(f"no PMU '{pmu}' in {fmt_dir.parent.parent} (no hardware PMU driver here)")
-    return {f.name: parse_format_spec(f.read_text()) for f in sorted(fmt_dir.iterdir())}
-
-
-def parse_format_spec(text: str) -> list[tuple[str, int, int]]:
-    """Parse a sysfs format file: 'config:0-7,32-35' -> [('config', 0, 7), ('config', 32, 35)]; 'config:23' -> one bit."""
-    field_name, _, ranges = text.strip().partition(":")
-    out = []
-    for part in ranges.split(","):
-        lo, _, hi = part.partition("-")
-        out.append((field_name, int(lo), int(hi or lo)))
-    return out
+    """Bit layout of a PMU's terms (see ``kernel.read_pmu_format``); EncodingError without that PMU."""
+    fmt = kernel.read_pmu_format(pmu, sysfs_root)
+    if fmt is None:
+        raise EncodingError(f"no PMU '{pmu}' in {Path(sysfs_root, kernel.sysfs.PMU_DIR)} (no hardware PMU driver here)")
+    return fmt
 
 
 def pmu_type(pmu: str = "cpu", sysfs_root: str | Path = "/sys") -> int:
-    """perf_event_attr.type of a dynamic PMU (4 for x86 'cpu', i.e. PERF_TYPE_RAW)."""
-    path = Path(sysfs_root) / "bus/event_source/devices" / pmu / "type"
-    try:
-        return int(path.read_text())
-    except OSError:
-        raise EncodingError(f"no PMU '{pmu}' ({path} missing)") from None
+    """perf_event_attr.type of a dynamic PMU; EncodingError without that PMU."""
+    kind = kernel.read_pmu_type(pmu, sysfs_root)
+    if kind is None:
+        raise EncodingError(f"no PMU '{pmu}' ({Path(sysfs_root, kernel.sysfs.PMU_DIR, pmu, 'type')} missing)")
+    return kind
 
 
 def parse_terms(terms: str) -> dict[str, int]:

@@ -18,10 +18,11 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .._util import run_text
+from ..kernel import CpuInfo, cpu_pmu_devices, read_cpu_info, read_paranoid  # noqa: F401 (re-exported)
 from .counters import NOT_COUNTED_REASON, Counter, derive, pmu_columns, row_columns  # noqa: F401 (re-exported)
 from .encoding import CounterSpec, counter_specs, resolve_counters  # noqa: F401  (re-exported API)
-from .events import CpuInfo, EventChoice, candidate_events, choose_events, read_cpu_info  # noqa: F401
-from .._util import run_text
+from .events import EventChoice, candidate_events, choose_events  # noqa: F401
 
 # The one import a caller needs: detection, the wrapper, parsing, labels, encodings and row columns.
 __all__ = [
@@ -82,19 +83,6 @@ class PerfCapabilities:
             "pmu_available": self.pmu_available, "pmu_reason": self.pmu_reason,
             "hypervisor": self.hypervisor, "cpu_pmus": list(self.cpu_pmus),
         }
-
-
-def read_paranoid(proc_root: str | Path = "/proc") -> int | None:
-    try:
-        return int((Path(proc_root) / "sys/kernel/perf_event_paranoid").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def cpu_pmu_devices(sysfs_root: str | Path = "/sys") -> tuple[str, ...]:
-    """Core PMU drivers registered by the kernel: ('cpu',), or ('cpu_atom', 'cpu_core') on hybrid Intel."""
-    base = Path(sysfs_root) / "bus/event_source/devices"
-    return tuple(name for name in ("cpu", "cpu_core", "cpu_atom") if (base / name).exists())
 
 
 def hypervisor_vendor(cpu: CpuInfo, lscpu_text: str | None = None) -> str | None:

@@ -1,4 +1,9 @@
-"""Huge-page kernel knobs: discover, read, verified writes, a crash journal, and restore on every exit."""
+"""Changing the kernel: huge-page knobs with verified writes, a crash journal, restore on every exit,
+memory conditioning, and the privilege checks that come before any of it.
+
+What belongs here: anything that writes /sys or /proc (and the prctl the worker applies to itself).
+What does not: reading for its own sake — every read goes through ``hugebench.kernel``.
+"""
 
 from hugebench.system.journal import check_no_stale_journal, default_journal_path, journal_path, restore_from_journal
 from hugebench.system.knobs import (
@@ -7,19 +12,11 @@ from hugebench.system.knobs import (
     KnobValueError,
     UnknownKnobError,
     discover_knobs,
-    mthp_sizes_kb,
-    read_active,
     resolve_name,
 )
-from hugebench.system.memory import (
-    condition_memory,
-    diff_counters,
-    read_buddyinfo,
-    read_mthp_stats,
-    read_thp_vmstat,
-)
-from hugebench.system.overview import read_hugetlb_pools, show
-from hugebench.system.preflight import disable_thp_for_this_process, preflight
+from hugebench.system.memory import condition_memory
+from hugebench.system.overview import show
+from hugebench.system.privilege import check_privileges, disable_thp_for_this_process
 from hugebench.system.state import SystemState, Terminated
 
 __all__ = [
@@ -30,19 +27,12 @@ __all__ = [
     "Terminated",
     "UnknownKnobError",
     "check_no_stale_journal",
+    "check_privileges",
     "condition_memory",
     "default_journal_path",
-    "diff_counters",
     "disable_thp_for_this_process",
     "journal_path",
     "discover_knobs",
-    "mthp_sizes_kb",
-    "read_active",
-    "preflight",
-    "read_buddyinfo",
-    "read_hugetlb_pools",
-    "read_mthp_stats",
-    "read_thp_vmstat",
     "resolve_name",
     "restore_from_journal",
     "show",

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hugebench.errors import HugebenchError, SystemStateError
+from hugebench.kernel import process_start_ticks
 from hugebench.system.knobs import Knob, SysfsIO, discover_knobs
 
 JOURNAL_FORMAT = 1
@@ -34,16 +35,6 @@ def default_journal_path(euid: int | None = None) -> Path:
 def journal_path(override: str | Path | None = None) -> Path:
     """`override` when given (a CLI option), else default_journal_path()."""
     return Path(override) if override else default_journal_path()
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat); None if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # comm (field 2) may contain spaces and parentheses; the fields after the last ')' start at field 3.
-    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,15 @@ from __future__ import annotations
 import difflib
 import errno
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from hugebench import kernel
 from hugebench.errors import PrivilegeError, SystemStateError
+from hugebench.kernel import HUGETLB_DIR, THP_DIR
 
-THP_DIR = "kernel/mm/transparent_hugepage"
-HUGETLB_DIR = "kernel/mm/hugepages"
 UINT_MAX = 2**32 - 1
 
 ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
@@ -34,8 +33,7 @@ class FileIO:
     """Plain file I/O. One write() call per value: sysfs handlers see the whole value at once."""
 
     def read_text(self, path: Path) -> str:
-        with open(path, encoding="ascii") as f:
-            return f.read()
+        return kernel.read_text(path)
 
     def write_text(self, path: Path, text: str) -> None:
         with open(path, "w", encoding="ascii") as f:
@@ -66,36 +64,6 @@ class HugetlbShortfall(SystemStateError):
 
 
 @dataclass(frozen=True)
-class Reading:
-    """What a knob file says: the active value and, for bracketed files, every accepted value."""
-
-    value: str
-    choices: tuple[str, ...] = ()
-
-
-def parse_knob_text(text: str) -> Reading:
-    """`always [madvise] never` -> Reading('madvise', choices); `511` -> Reading('511')."""
-    tokens = text.split()
-    if not tokens:
-        raise ValueError("empty knob file")
-    bracketed = [t for t in tokens if t.startswith("[") and t.endswith("]")]
-    if not bracketed:
-        if len(tokens) != 1:
-            raise ValueError(f"no [active] value in {text.strip()!r}")
-        return Reading(tokens[0])
-    choices = tuple(t.strip("[]") for t in tokens)
-    return Reading(bracketed[0].strip("[]"), choices)
-
-
-def read_active(path: str | Path) -> str | None:
-    """The active value of a knob file ('madvise' of 'always [madvise] never', '511'); None if unreadable."""
-    try:
-        return parse_knob_text(Path(path).read_text()).value
-    except (OSError, ValueError):
-        return None
-
-
-@dataclass(frozen=True)
 class Knob:
     """One kernel file. kind: 'choice' (bracketed list), 'int' (bounded integer) or 'pool' (hugetlb pages)."""
 
@@ -118,14 +86,14 @@ class Knob:
     def _io(self) -> SysfsIO:
         return self.io if self.io is not None else default_io
 
-    def reading(self) -> Reading:
+    def reading(self) -> kernel.Reading:
         text = self._io().read_text(self.path)
         try:
-            reading = parse_knob_text(text)
+            reading = kernel.parse_choice(text)
         except ValueError as e:
             raise SystemStateError(f"cannot parse {self.path}: {e}") from None
         if self.kind != "choice":
-            reading = Reading(str(int(reading.value)))
+            reading = kernel.Reading(str(int(reading.value)))
         return reading
 
     def read(self) -> str:
@@ -202,43 +170,21 @@ def _thp_specs(sys_root: Path, pmd_ptes: int) -> list[tuple[str, str, str, int, 
         ("thp.khugepaged.scan_sleep_millisecs", "khugepaged/scan_sleep_millisecs", "int", 0, UINT_MAX),
         ("thp.khugepaged.alloc_sleep_millisecs", "khugepaged/alloc_sleep_millisecs", "int", 0, UINT_MAX),
     ]
-    for size_kb in mthp_sizes_kb(sys_root):
+    for size_kb in kernel.mthp_sizes_kb(sys_root):
         specs.append((f"thp.mthp.{size_kb}kB", f"hugepages-{size_kb}kB/enabled", "choice", 0, None))
     return [(n, f"{THP_DIR}/{rel}", kind, lo, hi) for n, rel, kind, lo, hi in specs]
 
 
-def mthp_sizes_kb(sys_root: str | Path) -> list[int]:
-    """Sizes (kB) of the per-size anonymous mTHP controls present, smallest first."""
-    found = []
-    for d in Path(sys_root, THP_DIR).glob("hugepages-*kB"):
-        match = re.fullmatch(r"hugepages-(\d+)kB", d.name)
-        if match and (d / "enabled").exists():
-            found.append(int(match.group(1)))
-    return sorted(found)
-
-
 def _pmd_ptes(sys_root: Path) -> int:
     """Base pages per PMD huge page (512 on x86-64), which bounds khugepaged's max_ptes_* knobs."""
-    try:
-        pmd_size = int(Path(sys_root, THP_DIR, "hpage_pmd_size").read_text())
-    except (OSError, ValueError):
-        pmd_size = 2 * 1024 * 1024
+    pmd_size = kernel.hpage_pmd_size(sys_root) or 2 * 1024 * 1024
     return max(1, pmd_size // os.sysconf("SC_PAGE_SIZE"))
-
-
-def _default_hugepage_kb(proc_root: Path) -> int | None:
-    try:
-        meminfo = Path(proc_root, "meminfo").read_text()
-    except OSError:
-        return None
-    match = re.search(r"^Hugepagesize:\s+(\d+) kB", meminfo, re.M)
-    return int(match.group(1)) if match else None
 
 
 def _hugetlb_knobs(sys_root: Path, proc_root: Path, io: SysfsIO | None) -> list[Knob]:
     knobs = []
     # /proc/sys/vm/nr_hugepages is the pool of the *default* huge page size; only call it 2MB when it is.
-    if Path(proc_root, "sys/vm/nr_hugepages").exists() and _default_hugepage_kb(proc_root) in (2048, None):
+    if Path(proc_root, "sys/vm/nr_hugepages").exists() and kernel.default_hugepage_kb(proc_root) in (2048, None):
         knobs.append(Knob("hugetlb.2MB", proc_root, "sys/vm/nr_hugepages", "pool", io=io))
     elif Path(sys_root, HUGETLB_DIR, "hugepages-2048kB/nr_hugepages").exists():
         knobs.append(Knob("hugetlb.2MB", sys_root, f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages", "pool", io=io))

@@ -20,6 +20,7 @@ from hugebench.system.journal import (
     restore_saved,
     write_journal,
 )
+from hugebench.system.memory import condition_memory
 from hugebench.system.knobs import HugetlbShortfall, KnobValueError, SysfsIO, discover_knobs, resolve_name
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ class SystemState:
         self.journal_path = Path(journal_path) if journal_path is not None else default_journal_path()
         self.purpose = purpose
         self.restore_on_exit = restore_on_exit
+        self.io = io
         self.knobs = discover_knobs(self.sys_root, self.proc_root, io)
         self.restored: dict[str, tuple[str, str]] = {}
         self.restore_errors: dict[str, str] = {}
@@ -136,6 +138,10 @@ class SystemState:
                 f"cannot write the restore journal {self.journal_path} ({e.strerror}); nothing was changed. "
                 f"Point HUGEBENCH_JOURNAL at a writable file"
             ) from e
+
+    def condition_memory(self, compact: bool = False, drop_caches: bool = False) -> dict:
+        """Before a run: drop clean caches and/or compact free memory, for a comparable huge-page supply."""
+        return condition_memory(self.proc_root, compact=compact, drop_caches=drop_caches, io=self.io)
 
     def snapshot(self) -> dict[str, str]:
         """The read-back value of every knob, for each result row."""

@@ -1,4 +1,4 @@
-"""Before a sweep starts: every knob exists, every value is allowed, and we may write what differs.
+"""Privileges: before a sweep starts, every knob exists, every value is allowed, and we may write what differs.
 
 Without root one change is still possible: THP 'never' for the worker process alone, via
 prctl(PR_SET_THP_DISABLE), which the worker calls on itself.
@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from hugebench import kernel
 from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.system.knobs import Knob, SysfsIO, discover_knobs, resolve_name
 
@@ -33,7 +34,7 @@ def _privilege_error(changes: list[tuple[Knob, str]], rerun: str) -> PrivilegeEr
     return PrivilegeError(f"{what} {verb} root: run `sudo {rerun}`, or set it yourself:\n{commands}")
 
 
-def preflight(
+def check_privileges(
     settings_list: Iterable[Mapping[str, str | int]],
     sys_root: str | Path = "/sys",
     proc_root: str | Path = "/proc",
@@ -69,7 +70,7 @@ def preflight(
             changes.setdefault(f"{knob.name}={value}", (knob, value))
     if changes and euid != 0:
         raise _privilege_error(list(changes.values()), rerun)
-    read_only = [k for k, _ in changes.values() if not os.access(k.path, os.W_OK)]
+    read_only = [k for k, _ in changes.values() if not kernel.writable(k.path)]
     if read_only:
         paths = ", ".join(str(k.path) for k in read_only)
         raise SystemStateError(f"{paths} not writable even as root (read-only /sys in a container?)")

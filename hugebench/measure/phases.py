@@ -1,7 +1,7 @@
-"""What the kernel says about a process's memory: smaps_rollup, /proc/vmstat THP counters, rusage, status.
+"""What a phase cost the process and the kernel: rusage, huge-page coverage, and the worker's phase hook.
 
-Every reader takes ``proc_root`` so tests can point it at a fake tree under ``tmp_path``. Sizes are
-returned in bytes (the kernel prints kB, which is KiB). ``PhaseRecorder`` is the worker's per-phase hook.
+The kernel is read through ``hugebench.kernel`` (roots are parameters, so tests use fake trees);
+``PhaseRecorder`` is the worker's per-phase hook. Sizes are bytes.
 """
 
 from __future__ import annotations
@@ -11,116 +11,28 @@ import resource
 import time
 from pathlib import Path
 
-KIB = 1024
-
-# Monotonic system-wide counters worth a delta around a phase. Gauges (nr_*) are left out: a delta of a
-# gauge says little. compact_* shows the direct compaction a defrag=always fault can stall on.
-THP_VMSTAT = (
-    "thp_fault_alloc",
-    "thp_fault_fallback",
-    "thp_fault_fallback_charge",
-    "thp_collapse_alloc",
-    "thp_collapse_alloc_failed",
-    "thp_split_page",
-    "thp_split_page_failed",
-    "thp_deferred_split_page",
-    "thp_split_pmd",
-    "thp_zero_page_alloc",
-    "compact_stall",
-    "compact_fail",
-    "compact_success",
+from hugebench.kernel import (
+    THP_VMSTAT,
+    active_mthp_sizes,
+    read_mthp_stats,
+    read_smaps_rollup,
+    read_vmstat,
 )
 
+KIB = 1024
+MTHP_PHASE_COUNTERS = ("anon_fault_alloc", "anon_fault_fallback")
 RUSAGE_KEYS = ("minflt", "majflt", "utime_s", "stime_s", "nvcsw", "nivcsw", "maxrss_bytes")
-
-
-def _proc_file(pid: int | str, name: str, proc_root: str | Path) -> Path:
-    return Path(proc_root) / str(pid) / name
-
-
-def _parse_kb_lines(text: str) -> dict[str, int]:
-    """Parse 'Key:   123 kB' lines into bytes; lines without a kB unit are skipped."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        key, sep, rest = line.partition(":")
-        parts = rest.split()
-        if sep and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
-            out[key.strip()] = int(parts[0]) * KIB
-    return out
-
-
-def read_smaps_rollup(pid: int | str = "self", proc_root: str | Path = "/proc") -> dict[str, int]:
-    """Return the process's smaps_rollup totals in bytes (Rss, Pss, AnonHugePages, Private_Hugetlb, ...)."""
-    return _parse_kb_lines(_proc_file(pid, "smaps_rollup", proc_root).read_text())
 
 
 def coverage(smaps: dict[str, int]) -> float:
     """Share of resident memory mapped by PMD-sized THPs: AnonHugePages / Rss (NaN when Rss is 0 or absent).
 
-    mTHP (folios smaller than a PMD) are not in AnonHugePages; see ``read_mthp_stats`` for those.
+    mTHP (folios smaller than a PMD) are not in AnonHugePages; see ``kernel.read_mthp_stats`` for those.
     """
     rss = smaps.get("Rss", 0)
     if not rss:
         return math.nan
     return smaps.get("AnonHugePages", 0) / rss
-
-
-def read_status(pid: int | str = "self", proc_root: str | Path = "/proc") -> dict[str, int]:
-    """Return the kB fields of /proc/<pid>/status in bytes: VmHWM (peak RSS), VmRSS, VmPeak, RssAnon, ..."""
-    return _parse_kb_lines(_proc_file(pid, "status", proc_root).read_text())
-
-
-def read_vmstat(proc_root: str | Path = "/proc") -> dict[str, int]:
-    """Return /proc/vmstat as {name: value}."""
-    out: dict[str, int] = {}
-    for line in (Path(proc_root) / "vmstat").read_text().splitlines():
-        name, _, value = line.partition(" ")
-        if value.strip().lstrip("-").isdigit():
-            out[name] = int(value)
-    return out
-
-
-def vmstat_delta(before: dict[str, int], after: dict[str, int], keys=THP_VMSTAT) -> dict[str, float]:
-    """after - before for each key; NaN where this kernel does not have the counter."""
-    return {k: (after[k] - before[k]) if k in before and k in after else math.nan for k in keys}
-
-
-def _bracketed(text: str) -> str | None:
-    """The selected word of a sysfs choice file: 'always [madvise] never' -> 'madvise'."""
-    for word in text.split():
-        if word.startswith("[") and word.endswith("]"):
-            return word[1:-1]
-    return None
-
-
-def active_mthp_sizes(sysfs_root: str | Path = "/sys") -> tuple[str, ...]:
-    """mTHP sizes ('64kB', '2048kB', ...) whose anon setting is not 'never' (kernel 6.8+; else empty)."""
-    base = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
-    sizes = []
-    for size_dir in sorted(base.glob("hugepages-*kB"), key=lambda d: int(d.name[10:-2])):
-        try:
-            mode = _bracketed((size_dir / "enabled").read_text())
-        except OSError:
-            continue
-        if mode not in (None, "never"):
-            sizes.append(size_dir.name.removeprefix("hugepages-"))
-    return tuple(sizes)
-
-
-def read_mthp_stats(sysfs_root: str | Path = "/sys", sizes: tuple[str, ...] | None = None,
-                    names=("anon_fault_alloc", "anon_fault_fallback")) -> dict[str, int]:
-    """System-wide per-size mTHP counters, e.g. {'mthp.64kB.anon_fault_alloc': 12}; sizes=None: all sizes."""
-    base = Path(sysfs_root) / "kernel/mm/transparent_hugepage"
-    if sizes is None:
-        sizes = tuple(d.name.removeprefix("hugepages-") for d in sorted(base.glob("hugepages-*kB")))
-    out: dict[str, int] = {}
-    for size in sizes:
-        for name in names:
-            try:
-                out[f"mthp.{size}.{name}"] = int((base / f"hugepages-{size}" / "stats" / name).read_text())
-            except (OSError, ValueError):
-                continue
-    return out
 
 
 def rusage_snapshot(who: int = resource.RUSAGE_SELF) -> dict[str, float]:
@@ -179,7 +91,7 @@ class PhaseRecorder:
     def _kernel_counters(self) -> dict[str, int]:
         vm = read_vmstat(self._proc)
         counters = {f"vmstat.{k}": vm[k] for k in self._vmstat_keys if k in vm}
-        counters.update(read_mthp_stats(self._sys, self._mthp_sizes))
+        counters.update(read_mthp_stats(self._sys, self._mthp_sizes, MTHP_PHASE_COUNTERS))
         return counters
 
     def _begin(self, phase: str) -> None:

@@ -1,0 +1,34 @@
+"""The one place that builds a worker's environment: a whitelist of the parent's variables plus the
+allocator's (``LD_PRELOAD`` and its knobs).
+
+Nothing else of the parent's environment reaches a worker: a stray ``LD_PRELOAD`` or ``MALLOC_CONF`` of
+the user's shell would otherwise change the allocator under test without a trace in the results.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+# Variables a worker inherits; everything else (notably LD_PRELOAD and allocator knobs of the parent's own
+# environment) is dropped so that only what the run asks for is in force. LD_LIBRARY_PATH stays: a
+# user-built allocator may need it.
+ENV_WHITELIST = ("PATH", "LD_LIBRARY_PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONPATH",
+                 "VIRTUAL_ENV", "USER", "LOGNAME", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def worker_environment(alloc_env: Mapping[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The worker's environment: the whitelisted part of ``base`` (default: ours) plus ``alloc_env``
+    (from ``Allocator.environment()``)."""
+    base = os.environ if base is None else base
+    env = {k: v for k, v in base.items() if k in ENV_WHITELIST or k.startswith("LC_")}
+    env.update(alloc_env)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["LC_ALL"] = "C"  # perf prints numbers in the locale; `-x,` output must stay parseable
+    return env
+
+
+def env_argv(alloc_env: Mapping[str, str]) -> list[str]:
+    """``env VAR=value ...`` putting the allocator's variables in force for the command that follows only
+    (perf itself must not run under the allocator under test)."""
+    return ["env", *(f"{k}={v}" for k, v in alloc_env.items())]

@@ -1,0 +1,133 @@
+"""Pure parsers of /proc and /sys text: no I/O, so every kernel format is tested on strings."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+KIB = 1024
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a knob file says: the active value and, for bracketed files, every accepted value."""
+
+    value: str
+    choices: tuple[str, ...] = ()
+
+
+def parse_choice(text: str) -> Reading:
+    """`always [madvise] never` -> Reading('madvise', choices); `511` -> Reading('511'). ValueError otherwise."""
+    tokens = text.split()
+    if not tokens:
+        raise ValueError("empty knob file")
+    bracketed = [t for t in tokens if t.startswith("[") and t.endswith("]")]
+    if not bracketed:
+        if len(tokens) != 1:
+            raise ValueError(f"no [active] value in {text.strip()!r}")
+        return Reading(tokens[0])
+    choices = tuple(t.strip("[]") for t in tokens)
+    return Reading(bracketed[0].strip("[]"), choices)
+
+
+def selected(text: str | None) -> str | None:
+    """The active value of a knob file's text, or None when there is none to be had."""
+    if text is None:
+        return None
+    try:
+        return parse_choice(text).value
+    except ValueError:
+        return None
+
+
+def parse_kb_fields(text: str) -> dict[str, int]:
+    """'Key:   123 kB' lines (meminfo, smaps_rollup, status) -> {Key: bytes}; lines without kB are skipped."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        key, sep, rest = line.partition(":")
+        parts = rest.split()
+        if sep and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            out[key.strip()] = int(parts[0]) * KIB
+    return out
+
+
+def parse_vmstat(text: str) -> dict[str, int]:
+    """/proc/vmstat -> {name: value}."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if value.strip().lstrip("-").isdigit():
+            out[name] = int(value)
+    return out
+
+
+def counter_delta(before: Mapping[str, int], after: Mapping[str, int],
+                  keys: Iterable[str] | None = None) -> dict[str, float]:
+    """after - before. With ``keys``: one entry per key, NaN where either side lacks it (a counter this
+    kernel does not have). Without: every counter present on both sides."""
+    if keys is None:
+        return {name: after[name] - before[name] for name in after if name in before}
+    return {k: (after[k] - before[k]) if k in before and k in after else math.nan for k in keys}
+
+
+def parse_buddyinfo(text: str) -> dict[str, list[int]]:
+    """/proc/buddyinfo -> {'0/Normal': [free blocks of order 0, 1, ...]}."""
+    zones: dict[str, list[int]] = {}
+    for line in text.splitlines():
+        match = re.match(r"Node\s+(\d+),\s+zone\s+(\S+)\s+(.*)", line)
+        if match:
+            zones[f"{match.group(1)}/{match.group(2)}"] = [int(c) for c in match.group(3).split()]
+    return zones
+
+
+def summarize_buddyinfo(zones: Mapping[str, list[int]], page_bytes: int, huge_bytes: int = 2 << 20) -> dict:
+    """How much free memory could back a huge page right now.
+
+    Returns {'zones': zones, 'free_kib', 'free_2mib_blocks', 'free_2mib_fraction' (share of free memory in
+    blocks of at least ``huge_bytes``)}.
+    """
+    page_kib = page_bytes // KIB
+    huge_order = (huge_bytes // page_bytes).bit_length() - 1
+    free_kib = huge_kib = blocks = 0
+    for counts in zones.values():
+        for order, count in enumerate(counts):
+            kib = count * page_kib << order
+            free_kib += kib
+            if order >= huge_order:
+                huge_kib += kib
+                blocks += count << (order - huge_order)
+    fraction = huge_kib / free_kib if free_kib else 0.0
+    return {"zones": dict(zones), "free_kib": free_kib, "free_2mib_blocks": blocks, "free_2mib_fraction": fraction}
+
+
+def parse_start_ticks(stat_text: str) -> int:
+    """Field 22 of /proc/PID/stat (start time in clock ticks since boot).
+
+    comm (field 2) may contain spaces and parentheses; the fields after the last ')' start at field 3.
+    """
+    return int(stat_text.rsplit(")", 1)[1].split()[19])
+
+
+def parse_pmu_format(text: str) -> list[tuple[str, int, int]]:
+    """A sysfs PMU format file: 'config:0-7,32-35' -> [('config', 0, 7), ('config', 32, 35)]; 'config:23' -> one bit."""
+    field_name, _, ranges = text.strip().partition(":")
+    out = []
+    for part in ranges.split(","):
+        lo, _, hi = part.partition("-")
+        out.append((field_name, int(lo), int(hi or lo)))
+    return out
+
+
+def parse_cache_size(text: str | None) -> int | None:
+    """'48K' / '2048K' / '300M' (sysfs cache sizes) -> bytes."""
+    match = re.fullmatch(r"(\d+)\s*([KMG]?)i?B?", text or "")
+    if not match:
+        return None
+    return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2)]
+
+
+def parse_int(text: str | None) -> int | None:
+    """An integer file's value, or None."""
+    return int(text) if text and text.strip().lstrip("-").isdigit() else None

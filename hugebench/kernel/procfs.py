@@ -1,0 +1,104 @@
+"""Readers of /proc. Each takes ``proc_root`` (and a ``pid``, default "self") and returns plain values."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hugebench.kernel.parse import (
+    parse_buddyinfo,
+    parse_kb_fields,
+    parse_start_ticks,
+    parse_vmstat,
+    summarize_buddyinfo,
+)
+from hugebench.kernel.read import read_optional, read_text
+
+# Monotonic system-wide counters worth a delta around a phase. Gauges (nr_*) are left out: a delta of a
+# gauge says little. compact_* shows the direct compaction a defrag=always fault can stall on.
+THP_VMSTAT = (
+    "thp_fault_alloc",
+    "thp_fault_fallback",
+    "thp_fault_fallback_charge",
+    "thp_collapse_alloc",
+    "thp_collapse_alloc_failed",
+    "thp_split_page",
+    "thp_split_page_failed",
+    "thp_deferred_split_page",
+    "thp_split_pmd",
+    "thp_zero_page_alloc",
+    "compact_stall",
+    "compact_fail",
+    "compact_success",
+)
+
+
+def _pid_file(pid: int | str, name: str, proc_root: str | Path) -> Path:
+    return Path(proc_root) / str(pid) / name
+
+
+def read_smaps_rollup(pid: int | str = "self", proc_root: str | Path = "/proc") -> dict[str, int]:
+    """The process's smaps_rollup totals in bytes (Rss, Pss, AnonHugePages, FilePmdMapped, Private_Hugetlb, ...)."""
+    return parse_kb_fields(read_text(_pid_file(pid, "smaps_rollup", proc_root)))
+
+
+def read_status(pid: int | str = "self", proc_root: str | Path = "/proc") -> dict[str, int]:
+    """The kB fields of /proc/<pid>/status in bytes: VmHWM (peak RSS), VmRSS, VmPeak, RssAnon, ..."""
+    return parse_kb_fields(read_text(_pid_file(pid, "status", proc_root)))
+
+
+def read_maps(pid: int | str = "self", proc_root: str | Path = "/proc") -> str:
+    """The text of /proc/<pid>/maps."""
+    return read_text(_pid_file(pid, "maps", proc_root))
+
+
+def process_start_ticks(pid: int, proc_root: str | Path = "/proc") -> int | None:
+    """Start time of ``pid`` in clock ticks since boot; None if it is gone (tells a reused pid apart)."""
+    text = read_optional(_pid_file(pid, "stat", proc_root))
+    return parse_start_ticks(text) if text else None
+
+
+def read_meminfo(proc_root: str | Path = "/proc") -> dict[str, int]:
+    """/proc/meminfo's kB fields in bytes (MemTotal, MemAvailable, Hugepagesize, ...); {} if unreadable."""
+    text = read_optional(Path(proc_root) / "meminfo")
+    return parse_kb_fields(text) if text else {}
+
+
+def mem_total(proc_root: str | Path = "/proc") -> int | None:
+    return read_meminfo(proc_root).get("MemTotal")
+
+
+def mem_available(proc_root: str | Path = "/proc") -> int | None:
+    return read_meminfo(proc_root).get("MemAvailable")
+
+
+def default_hugepage_kb(proc_root: str | Path = "/proc") -> int | None:
+    """The default hugetlb page size (the one /proc/sys/vm/nr_hugepages sizes), in KiB."""
+    size = read_meminfo(proc_root).get("Hugepagesize")
+    return size // 1024 if size else None
+
+
+def read_vmstat(proc_root: str | Path = "/proc") -> dict[str, int]:
+    """/proc/vmstat as {name: value}."""
+    return parse_vmstat(read_text(Path(proc_root) / "vmstat"))
+
+
+def read_thp_vmstat(proc_root: str | Path = "/proc") -> dict[str, int]:
+    """The thp_* counters of /proc/vmstat."""
+    return {k: v for k, v in read_vmstat(proc_root).items() if k.startswith("thp_")}
+
+
+def read_buddyinfo(proc_root: str | Path = "/proc") -> dict:
+    """Free blocks per order per zone, and how much free memory could back a 2 MiB page right now
+    (see ``parse.summarize_buddyinfo`` for the keys)."""
+    zones = parse_buddyinfo(read_text(Path(proc_root) / "buddyinfo"))
+    return summarize_buddyinfo(zones, os.sysconf("SC_PAGE_SIZE"))
+
+
+def read_paranoid(proc_root: str | Path = "/proc") -> int | None:
+    """kernel.perf_event_paranoid, or None where perf events are not built in."""
+    text = read_optional(Path(proc_root) / "sys/kernel/perf_event_paranoid")
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None

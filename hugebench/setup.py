@@ -1,0 +1,189 @@
+"""The sweep's setup, decided once before the first run: ``prepare()`` -> a frozen ``SweepSetup``.
+
+Bad input is refused here, before anything is measured or written: allocators resolve, kernel knobs exist
+and accept the values, root is there when a knob must change, no stale journal says the machine was left
+changed, the results directory holds only compatible rows. Also decided once: the sweep id, perf (probed
+once, under the sweep's /sys and /proc roots), the timed-phase counters, which cells cannot fit in memory
+(skipped with the reason instead of being OOM-killed) and the context file. Per-run kernel actions (knobs,
+memory conditioning) are not here: they live on ``system.SystemState``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from . import __version__, kernel, metadata, system, workloads
+from . import allocators as alloc_mod
+from .allocators import Allocator
+from .errors import PrivilegeError, SpecError
+from .measure import perf as perf_mod
+from .measure.encoding import resolve_counters
+from .worker import WorkerRequest
+
+# Keep this much of MemAvailable free for the page cache, the parent and the kernel.
+MEMORY_HEADROOM = 0.9
+
+
+@dataclass(frozen=True)
+class PerfWrap:
+    """How every worker of the sweep is wrapped in ``perf stat`` (absent when perf is off or missing)."""
+
+    bin: str
+    events: tuple[str, ...]
+    choices: tuple = ()  # EventChoice per label, to name each column and the reason for a missing one
+
+
+@dataclass(frozen=True)
+class SweepSetup:
+    """Everything a sweep decides once, before its first run; the orchestrator only reads it."""
+
+    sweep_id: str
+    context: Mapping  # the sweep's context file: spec, machine, allocators, perf, skips
+    allocators: Mapping[str, Allocator]  # the resolved allocator of each name the plan uses
+    done: frozenset = frozenset()  # run ids already in the store (resume)
+    skip: Mapping[str, str] = field(default_factory=dict)  # cell_id -> reason
+    prctl_never: frozenset = frozenset()  # run ids that get THP 'never' by prctl, not sysfs
+    counter_specs: tuple = ()  # timed-phase counters, as CounterSpec dicts
+    perf: PerfWrap | None = None
+    condition_memory: Mapping = field(default_factory=dict)
+
+    def system_for(self, run) -> dict:
+        """Kernel knobs to write for a run (THP 'never' done by prctl is left out)."""
+        if run.run_id in self.prctl_never:
+            return {k: v for k, v in run.system.items() if k != "thp.enabled"}
+        return dict(run.system)
+
+    def request_for(self, run) -> WorkerRequest:
+        """The worker's request for one run."""
+        alloc = self.allocators[run.allocator]
+        path = alloc.resolve()
+        return WorkerRequest(run=run.to_dict(), allocator=alloc.name, allocator_path=str(path) if path else None,
+                             allocator_env=dict(alloc.env), allocator_expect=dict(alloc.expect),
+                             counters=self.counter_specs, thp_prctl_disable=run.run_id in self.prctl_never)
+
+
+def prepare(spec, runs, store, options) -> SweepSetup:
+    """Check everything and decide everything once, or raise a HugebenchError saying what to fix.
+
+    Nothing is written to the kernel. perf is probed once, under the sweep's /sys and /proc roots.
+    """
+    system.check_no_stale_journal(system.journal_path(options.journal))
+    _check_compatible(spec, store)
+    table = alloc_mod.registry(spec.allocators)
+    described = alloc_mod.check_all(sorted({r.allocator for r in runs}), table)
+    _check_void(spec, runs, table)
+    prctl = _check_system(runs, options)
+    if spec.condition_memory and os.geteuid() != 0:
+        raise PrivilegeError(f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
+                             f"which needs root: run `sudo hugebench sweep {spec.source}`, or remove condition_memory")
+    cpu = kernel.read_cpu_info(options.proc_root)
+    caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sysfs_root=options.sys_root)
+    counter_specs, perf = _perf_plan(spec, options, cpu, caps)
+    setup = SweepSetup(
+        sweep_id=_sweep_id(spec),
+        context={},
+        allocators={name: table[name] for name in described},
+        done=frozenset(store.completed_run_ids()),
+        skip=_memory_skips(runs, options.proc_root),
+        prctl_never=frozenset(prctl),
+        counter_specs=tuple(counter_specs),
+        perf=perf,
+        condition_memory=dict(spec.condition_memory or {}),
+    )
+    machine = metadata.machine_context(allocators=described, perf_caps=caps, proc_root=options.proc_root,
+                                       sysfs_root=options.sys_root)
+    return dataclasses.replace(setup, context=_context(spec, runs, setup, described, machine))
+
+
+def _sweep_id(spec) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{spec.name}-{stamp}-{os.getpid()}"
+
+
+def _check_compatible(spec, store) -> None:
+    mine = spec.fingerprint()
+    for sweep_id, ctx in store.contexts().items():
+        theirs = (ctx.get("spec_fingerprint"), ctx.get("experiment"))
+        if theirs != (mine, spec.name):
+            raise SpecError(
+                f"results directory {store.path} already holds runs of experiment {theirs[1]!r} (sweep {sweep_id}) "
+                f"made with different fixed settings (workload, params, allocator definitions, system knobs or "
+                f"measurement options); mixing them would make rows incomparable. Use another directory with "
+                f"-o DIR, or restore the previous YAML to resume that sweep.")
+
+
+def _check_void(spec, runs, table) -> None:
+    workload = workloads.get(spec.workload)
+    for run in runs:
+        if table[run.allocator].mode == "void" and "allocator_mode" not in workload.params:
+            raise SpecError(f"{spec.source}: allocator 'void' only applies to workloads with an allocator_mode "
+                            f"parameter (alloctest); {spec.workload} always uses malloc")
+
+
+def _check_system(runs, options) -> set:
+    """Knob names/values and privileges; returns the run ids whose THP 'never' is done by prctl."""
+    settings = [r.system for r in runs]
+    by_prctl = system.check_privileges(settings, options.sys_root, options.proc_root, allow_prctl_never=True,
+                                rerun=f"hugebench sweep {options.spec_source}")
+    if not by_prctl:
+        return set()
+    return {r.run_id for r in runs if r.system.get("thp.enabled") == "never"}
+
+
+def _perf_plan(spec, options, cpu, caps) -> tuple[list[dict], PerfWrap | None]:
+    """Timed-phase counter specs and the perf stat wrapper, from one perf probe."""
+    counter_mode = spec.counters
+    counter_choices = perf_mod.choose_events(cpu, caps, None if counter_mode in ("auto", "off") else counter_mode)
+    counter_specs = [] if counter_mode == "off" else [
+        dataclasses.asdict(c) for c in resolve_counters(counter_choices, perf_bin=caps.path or "perf",
+                                                        sysfs_root=options.sys_root)]
+    mode = options.perf if options.perf is not None else spec.perf
+    if mode == "off" or not caps.available:
+        return counter_specs, None
+    choices = perf_mod.choose_events(cpu, caps, None if mode == "auto" else mode)
+    events = tuple(c.event for c in choices if c.event)
+    return counter_specs, PerfWrap(caps.path, events, tuple(choices))
+
+
+def _memory_skips(runs, proc_root) -> dict:
+    available = kernel.mem_available(proc_root)
+    skips = {}
+    if available is None:
+        return skips
+    for run in runs:
+        need = run.memory_estimate
+        if need and need > available * MEMORY_HEADROOM:
+            skips[run.cell_id] = (f"needs about {need / 2**30:.1f} GiB but only {available / 2**30:.1f} GiB is "
+                                  f"available (MemAvailable); run it on a larger machine or shrink the cell")
+    return skips
+
+
+def _context(spec, runs, setup: SweepSetup, allocators: dict, machine: dict) -> dict:
+    workload = workloads.get(spec.workload)
+    return {
+        "sweep_id": setup.sweep_id,
+        "experiment": spec.name,
+        "workload": spec.workload,
+        "spec": spec.to_dict(),
+        "spec_fingerprint": spec.fingerprint(),
+        "axes": list(spec.axes),
+        "baseline": spec.baseline,
+        "primary_metric": workload.primary_metric,
+        "metrics": [dict(zip(("column", "label", "fmt"), m)) for m in workload.metrics],
+        "plots": [list(p) for p in workload.plots],
+        "hugebench_version": __version__,
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "planned_runs": len(runs),
+        "plan_hash": hashlib.sha1(json.dumps([r.run_id for r in runs]).encode()).hexdigest()[:12],
+        "allocators": allocators,
+        "perf_events": list(setup.perf.events) if setup.perf else [],
+        "counter_specs": list(setup.counter_specs),
+        "skipped_cells": dict(setup.skip),
+        "machine": machine,
+    }
