@@ -118,6 +118,9 @@ def registry(user: Mapping[str, Mapping] | None = None) -> dict[str, Allocator]:
     """
     table = dict(BUILTIN)
     for name, entry in (user or {}).items():
+        if name in BUILTIN:
+            raise SpecError(f"allocator {name!r} is a built-in allocator; give yours another name "
+                            f"(e.g. {name}-custom), or use {{base: {name}, env: ...}} under a new name")
         table[name] = user_allocator(name, entry)
     return table
 
@@ -211,6 +214,40 @@ def verify_mapped(name: str, expected_path: str | None, maps_text: str) -> str:
     if others:
         raise RuntimeError(f"allocator {name!r}: {', '.join(others)} is mapped besides {real}")
     return real
+
+
+def malloc_provider() -> str | None:
+    """Real path of the object that ``malloc`` resolves to in THIS process (dladdr of RTLD_DEFAULT's malloc).
+
+    Being mapped is not enough: a preloaded library that does not define malloc (libz, say) is mapped while
+    glibc still serves every allocation.
+    """
+    import ctypes
+
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+    me = ctypes.CDLL(None)
+    address = ctypes.cast(me.malloc, ctypes.c_void_p)
+    info = DlInfo()
+    if not me.dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.path.realpath(info.dli_fname.decode())
+
+
+def verify_malloc(name: str, expected_path: str | None, provider: str | None) -> str:
+    """Check that malloc resolves into the requested library (glibc's libc for glibc); return where it does."""
+    if provider is None:
+        raise RuntimeError(f"allocator {name!r}: cannot tell which library malloc resolves to (dladdr failed)")
+    if expected_path is None:
+        if not os.path.basename(provider).startswith("libc."):
+            raise RuntimeError(f"allocator {name!r} expects glibc malloc, but malloc resolves to {provider}")
+        return provider
+    if provider != os.path.realpath(expected_path):
+        raise RuntimeError(f"allocator {name!r}: malloc resolves to {provider}, not to {expected_path} "
+                           "(the library is mapped but does not provide malloc: is it an allocator?)")
+    return provider
 
 
 def probe_knobs() -> dict[str, object]:

@@ -6,6 +6,7 @@ Every HugebenchError becomes a clean one-paragraph message and its exit code her
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -16,14 +17,26 @@ from .system import Terminated
 
 class _Group(click.Group):
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except HugebenchError as exc:
-            click.echo(f"hugebench: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except Terminated as exc:  # SIGTERM/SIGHUP: knobs were restored on the way out
-            click.echo(f"hugebench: stopped by signal {exc.signum}; kernel knobs restored", err=True)
-            sys.exit(exc.exit_code)
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                return super().invoke(ctx)
+            except HugebenchError as exc:
+                click.echo(f"hugebench: error: {exc}", err=True)
+                sys.exit(exc.exit_code)
+            except Terminated as exc:  # SIGTERM/SIGHUP: knobs were restored on the way out
+                click.echo(f"hugebench: stopped by signal {exc.signum}; kernel knobs restored", err=True)
+                sys.exit(exc.exit_code)
+            except KeyboardInterrupt:  # Ctrl-C: knobs were restored on the way out; 128 + SIGINT, as shells do
+                click.echo("hugebench: interrupted; kernel knobs restored, finished runs kept", err=True)
+                sys.exit(130)
+            finally:
+                _print_warnings(caught)
+
+
+def _print_warnings(caught) -> None:
+    """Each distinct warning once, as a line of ours (a torn store is read several times per command)."""
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        click.echo(f"hugebench: warning: {message}", err=True)
 
 
 @click.group(cls=_Group)

@@ -8,7 +8,10 @@ the user's shell would otherwise change the allocator under test without a trace
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .errors import ToolMissingError
 
 # Variables a worker inherits; everything else (notably LD_PRELOAD and allocator knobs of the parent's own
 # environment) is dropped so that only what the run asks for is in force. LD_LIBRARY_PATH stays: a
@@ -28,7 +31,16 @@ def worker_environment(alloc_env: Mapping[str, str], base: Mapping[str, str] | N
     return env
 
 
-def env_argv(alloc_env: Mapping[str, str]) -> list[str]:
-    """``env VAR=value ...`` putting the allocator's variables in force for the command that follows only
-    (perf itself must not run under the allocator under test)."""
-    return ["env", *(f"{k}={v}" for k, v in alloc_env.items())]
+def launcher() -> str:
+    """The hb-exec launcher installed beside _core (see csrc/tools/hb_exec.cpp)."""
+    path = Path(__file__).resolve().parent / "hb-exec"
+    if not os.access(path, os.X_OK):
+        raise ToolMissingError(f"{path} is missing: reinstall hugebench (pip install .) to build its launcher")
+    return str(path)
+
+
+def launch_argv(command: Sequence[str], alloc_env: Mapping[str, str], status_path: str | os.PathLike) -> list[str]:
+    """``hb-exec STATUS NAME=VALUE... -- command``: the allocator's variables are in force in the measured
+    process only (perf, when it wraps this, must not run under the allocator under test), and its real exit
+    status and rusage land in ``status_path``."""
+    return [launcher(), str(status_path), *(f"{k}={v}" for k, v in alloc_env.items()), "--", *command]

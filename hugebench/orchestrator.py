@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,15 +21,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import kernel
-from .environment import env_argv, worker_environment
+from .environment import launch_argv, worker_environment
 from .measure import perf as perf_mod
 from .plan import RunSpec
 from .setup import SweepSetup, prepare
 from .store import ResultStore
-from .system import SystemState
+from .system import SweepLock, SystemState, default_lock_path, die_with_parent
 
 SCHEMA_VERSION = 1
 STDERR_TAIL = 4000
+RUN_DIR_PREFIX = "hb-run-"  # + the sweep's pid: a dead sweep's leftovers are recognised and removed
 @dataclass
 class SweepOptions:
     """How to run a planned sweep (CLI flags land here)."""
@@ -42,6 +44,7 @@ class SweepOptions:
     python: str = sys.executable
     progress: Callable | None = None  # progress(run, row, done, total) for custom front ends
     spec_source: str = "FILE"  # named in the fix of a privilege error
+    lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
 
 
 @dataclass
@@ -58,8 +61,14 @@ class SweepResult:
 
 def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
     """Preflight everything, then run every planned run not already in the store."""
+    with SweepLock(options.lock or default_lock_path(options.sys_root), f"experiment {spec.name!r}"):
+        return _run_locked(spec, runs, options)
+
+
+def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
+    remove_stale_run_dirs()
     sweep_id = setup.sweep_id
     store.write_context(sweep_id, dict(setup.context))
     result = SweepResult(sweep_id, Path(options.out))
@@ -121,10 +130,16 @@ def _one_run(run: RunSpec, setup: SweepSetup, state: SystemState, options: Sweep
         return row
     if setup.condition_memory:
         state.condition_memory(**setup.condition_memory)
-    row.update({f"knob.{k}": v for k, v in state.snapshot().items()})
+    before = state.snapshot()
+    row.update({f"knob.{k}": v for k, v in before.items()})
     row.update(_buddy_columns(options.proc_root))
     row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
     row.update(execute(run, setup, options))
+    changed = {k: (v, now) for k, v in before.items() if (now := state.snapshot().get(k)) != v}
+    if changed and row["status"] == "ok":
+        what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
+        row.update(status="disturbed", error=f"kernel settings changed during the run ({what}): "
+                                             "someone else changed them; the row is kept out of statistics")
     return row
 
 
@@ -142,45 +157,50 @@ def _buddy_columns(proc_root: str) -> dict:
 
 def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
     """Launch one worker (under perf stat when enabled) and turn whatever happens into row fields."""
-    alloc_env = setup.allocators[run.allocator].environment()
-    with tempfile.TemporaryDirectory(prefix="hb-run-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-") as tmp:
         request_path, reply_path = Path(tmp, "request.json"), Path(tmp, "reply.json")
+        status_path, perf_out = Path(tmp, "status.json"), Path(tmp, "perf.csv")
         setup.request_for(run).write(request_path)
-        argv = [options.python, "-m", "hugebench.worker", "--request", str(request_path),
-                "--reply", str(reply_path)]
-        perf_out = Path(tmp, "perf.csv")
+        worker = [options.python, "-m", "hugebench.worker", "--request", str(request_path),
+                  "--reply", str(reply_path)]
+        argv = launch_argv(worker, setup.allocators[run.allocator].environment(), status_path)
         if setup.perf:
-            # perf itself must not run under the allocator under test: `env` sets it for the worker only.
-            argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + \
-                env_argv(alloc_env) + argv
-            alloc_env = {}
-        fields = _spawn(argv, worker_environment(alloc_env), run.timeout, tmp, options.proc_root)
+            argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + argv
+        fields = _spawn(argv, worker_environment({}), run.timeout, tmp, options.proc_root, status_path)
         fields.update(_read_reply(reply_path, fields))
         if setup.perf:
             fields.update(_perf_columns(perf_out, setup.perf.choices))
         return fields
 
 
-def _spawn(argv, env, timeout, cwd, proc_root) -> dict:
+def _spawn(argv, env, timeout, cwd, proc_root, status_path: Path) -> dict:
+    """Run argv in its own session; its real end comes from hb-exec's status file (perf hides signals)."""
     stderr_path = Path(cwd, "stderr.txt")
     oom_before = kernel.read_vmstat(proc_root).get("oom_kill", 0)
     t0 = time.perf_counter()
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=err,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=die_with_parent)
         try:
             code = proc.wait(timeout=timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc)
             code, timed_out = proc.wait(), True
         except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)  # Ctrl-C / SIGTERM: never leave a worker behind
+            _kill_group(proc)  # Ctrl-C / SIGTERM: never leave a worker behind
             proc.wait()
             raise
     wall = time.perf_counter() - t0
     tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode(errors="replace") or None
+    ended = _read_status(status_path)
+    if "exit_code" in ended:
+        code = ended["exit_code"]
+    elif "signal" in ended:
+        code = -ended["signal"]
     fields = {"wall_s": wall, "exit_code": code, "stderr_tail": tail}
+    fields.update({f"worker.{k}": v for k, v in ended.items() if k not in ("exit_code", "signal")})
     if timed_out:
         fields.update(status="timeout", error=f"worker ran past its timeout of {timeout:g} s and was killed")
     elif code < 0 or code > 128:
@@ -191,6 +211,33 @@ def _spawn(argv, env, timeout, cwd, proc_root) -> dict:
         why = "killed by the OOM killer" if status == "oom" else f"worker died of signal {name}"
         fields.update(status=status, error=why)
     return fields
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # it ended (and was reaped) just before we got to it
+
+
+def _read_status(path: Path) -> dict:
+    """hb-exec's record of how the worker ended; {} when hb-exec itself was killed (timeout, Ctrl-C)."""
+    try:
+        ended = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return ended if isinstance(ended, dict) else {}
+
+
+def remove_stale_run_dirs(tmp_root: str | None = None) -> list[Path]:
+    """Remove the temporary run directories of sweeps that are gone (killed with -9); return them."""
+    removed = []
+    for path in Path(tmp_root or tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*-*"):
+        pid = path.name.removeprefix(RUN_DIR_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and kernel.process_start_ticks(int(pid)) is None:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def _read_reply(path: Path, fields: dict) -> dict:

@@ -108,7 +108,13 @@ def _sweep_id(spec) -> str:
 
 def _check_compatible(spec, store) -> None:
     mine = spec.fingerprint()
-    for sweep_id, ctx in store.contexts().items():
+    contexts = store.contexts(strict=True)
+    unexplained = sorted({row.get("sweep_id") for row in store.rows()} - set(contexts), key=str)
+    if unexplained:
+        raise SpecError(f"results directory {store.path} holds runs of sweep(s) {', '.join(map(str, unexplained))} "
+                        f"whose context file is missing from {store.sweeps_path}, so nothing proves they were "
+                        f"made with this experiment's settings; use another directory with -o DIR")
+    for sweep_id, ctx in contexts.items():
         theirs = (ctx.get("spec_fingerprint"), ctx.get("experiment"))
         if theirs != (mine, spec.name):
             raise SpecError(

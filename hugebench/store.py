@@ -59,7 +59,7 @@ SCHEMA_VERSION = 1
 RUNS_FILE = "runs.jsonl"
 SWEEPS_DIR = "sweeps"
 PLOTS_DIR = "plots"
-STATUSES = ("ok", "failed", "timeout", "crashed", "oom", "skipped")
+STATUSES = ("ok", "failed", "timeout", "crashed", "oom", "skipped", "disturbed")
 REQUIRED_KEYS = ("run_id", "status")
 # Context fields written at sweep end, read by the report's overhead footer.
 END_FIELDS = ("ended_at", "sweep_wall_s", "worker_wall_s_sum")
@@ -125,15 +125,26 @@ class ResultStore:
         """Ids of the runs that finished with status ``ok``: the ones a resumed sweep may skip."""
         return {row["run_id"] for row in self.rows() if row.get("status") == "ok" and "run_id" in row}
 
-    def contexts(self) -> dict[str, dict]:
-        """Every sweep context, by sweep id, in order of file name."""
+    def contexts(self, strict: bool = False) -> dict[str, dict]:
+        """Every sweep context, by sweep id, in order of file name.
+
+        An unreadable one is skipped with a StoreWarning, or with ``strict`` raises a HugebenchError: a
+        sweep about to add rows must not guess what settings the unreadable one was made with.
+        """
         found = {}
         if not self.sweeps_path.is_dir():
             return found
         for file in sorted(self.sweeps_path.glob("*.json")):
             try:
                 document = _read_json(file)
+                if not isinstance(document, dict):
+                    raise ValueError("not a JSON object")
             except (OSError, ValueError) as exc:
+                if strict:
+                    raise HugebenchError(
+                        f"{file} cannot be read ({exc}), so nothing proves the runs stored in {self.path} were "
+                        f"made with this experiment's settings; use another directory with -o, or move that "
+                        f"results directory away") from None
                 warnings.warn(f"{file}: unreadable context skipped ({exc})", StoreWarning, stacklevel=2)
                 continue
             found[document.get("sweep_id", file.stem)] = document

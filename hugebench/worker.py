@@ -78,12 +78,14 @@ def _apply_process_thp(request: WorkerRequest) -> dict:
 
 def _verify_allocator(request: WorkerRequest) -> dict:
     mapped = allocators.verify_mapped(request.allocator, request.allocator_path, kernel.read_maps())
+    malloc_from = allocators.verify_malloc(request.allocator, request.allocator_path, allocators.malloc_provider())
     missing = [k for k, v in request.allocator_env.items() if os.environ.get(k) != v]
     if missing:
         raise RuntimeError(f"allocator knob(s) {', '.join(missing)} not in the worker's environment")
     probed = allocators.probe_knobs()
     allocators.check_expected(request.allocator, request.allocator_expect, probed)
-    return {"allocator_mapped": mapped, **{f"allocator.{k}": v for k, v in probed.items()}}
+    return {"allocator_mapped": mapped, "allocator_malloc_from": malloc_from,
+            **{f"allocator.{k}": v for k, v in probed.items()}}
 
 
 def run(request: WorkerRequest) -> dict:

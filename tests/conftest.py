@@ -165,6 +165,13 @@ def fake_sys(tmp_path, monkeypatch) -> FakeKernel:
     return kernel
 
 
+@pytest.fixture(autouse=True)
+def _private_sweep_lock(tmp_path, monkeypatch):
+    """Each test's sweeps take their own host lock, so a test never waits for (or refuses) another session's
+    sweep; the lock's own tests point HUGEBENCH_LOCK where they need it."""
+    monkeypatch.setenv("HUGEBENCH_LOCK", str(tmp_path / "hugebench.lock"))
+
+
 # -- markers that skip with a reason -------------------------------------------------------------
 
 REAL_THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")

@@ -55,7 +55,7 @@ def _kill_sweep_mid_run(tmp_path, *, fake, root, sys_root, proc_root, mode, defr
     code = SWEEP.format(tests=str(TESTS_DIR), fake=fake, root=str(root), mode=mode, defrag=defrag,
                         out=str(tmp_path / "res"), journal=str(tmp_path / "journal.json"), sys_root=sys_root,
                         proc_root=proc_root, python=_sleeping_worker(tmp_path))
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)])
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path)  # the installed package
     try:
         deadline = time.monotonic() + 60
         while not ((tmp_path / "worker.pid").exists() and changed()):

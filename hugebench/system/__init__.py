@@ -14,9 +14,10 @@ from hugebench.system.knobs import (
     discover_knobs,
     resolve_name,
 )
+from hugebench.system.lock import SweepLock, default_lock_path
 from hugebench.system.memory import condition_memory
 from hugebench.system.overview import show
-from hugebench.system.privilege import check_privileges, disable_thp_for_this_process
+from hugebench.system.privilege import check_privileges, die_with_parent, disable_thp_for_this_process
 from hugebench.system.state import SystemState, Terminated
 
 __all__ = [
@@ -30,7 +31,10 @@ __all__ = [
     "check_privileges",
     "condition_memory",
     "default_journal_path",
+    "die_with_parent",
     "disable_thp_for_this_process",
+    "SweepLock",
+    "default_lock_path",
     "journal_path",
     "discover_knobs",
     "resolve_name",

@@ -19,6 +19,7 @@ from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.kernel import HUGETLB_DIR, THP_DIR
 
 UINT_MAX = 2**32 - 1
+POOL_MEMORY_SHARE = 0.9  # a hugetlb pool may take at most this share of MemAvailable (+ its current pages)
 
 ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
 
@@ -74,6 +75,8 @@ class Knob:
     minimum: int = 0
     maximum: int | None = None
     io: SysfsIO | None = None
+    page_kb: int = 0  # pools: the huge page size, which bounds the pool by the machine's memory
+    proc_root: Path | None = None  # pools: where /proc/meminfo is
 
     @property
     def path(self) -> Path:
@@ -125,7 +128,24 @@ class Knob:
             raise KnobValueError(f"{self.name}={text!r}: {self.path} takes an integer ({self.allowed()})") from None
         if number < self.minimum or (self.maximum is not None and number > self.maximum):
             raise KnobValueError(f"{self.name}={number} is out of range for {self.path} ({self.allowed()})")
+        if self.is_pool:
+            self._check_pool_fits(number)
         return str(number)
+
+    def _check_pool_fits(self, pages: int) -> None:
+        """Refuse a pool the machine cannot give without running out of memory (the kernel would try)."""
+        meminfo = kernel.read_meminfo(self.proc_root or "/proc")
+        free = meminfo.get("MemAvailable", meminfo.get("MemTotal"))
+        if not free or not self.page_kb:
+            return
+        page = self.page_kb * 1024
+        held = int(self.read()) * page  # what the pool holds now comes back when it is resized
+        most = int((free + held) * POOL_MEMORY_SHARE) // page
+        if pages > most:
+            raise KnobValueError(
+                f"{self.name}={pages} would reserve {pages * page / 2**30:,.1f} GiB of huge pages; this machine "
+                f"can give at most {most} ({most * page / 2**30:,.1f} GiB: {POOL_MEMORY_SHARE:.0%} of its "
+                f"available memory plus what the pool holds now)")
 
     def write(self, value: str | int) -> str:
         """Write, then read back. Returns the read-back value; raises if the kernel did not take it."""
@@ -185,11 +205,14 @@ def _hugetlb_knobs(sys_root: Path, proc_root: Path, io: SysfsIO | None) -> list[
     knobs = []
     # /proc/sys/vm/nr_hugepages is the pool of the *default* huge page size; only call it 2MB when it is.
     if Path(proc_root, "sys/vm/nr_hugepages").exists() and kernel.default_hugepage_kb(proc_root) in (2048, None):
-        knobs.append(Knob("hugetlb.2MB", proc_root, "sys/vm/nr_hugepages", "pool", io=io))
+        knobs.append(Knob("hugetlb.2MB", proc_root, "sys/vm/nr_hugepages", "pool", io=io, page_kb=2048,
+                          proc_root=proc_root))
     elif Path(sys_root, HUGETLB_DIR, "hugepages-2048kB/nr_hugepages").exists():
-        knobs.append(Knob("hugetlb.2MB", sys_root, f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages", "pool", io=io))
+        knobs.append(Knob("hugetlb.2MB", sys_root, f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages", "pool", io=io,
+                          page_kb=2048, proc_root=proc_root))
     if Path(sys_root, HUGETLB_DIR, "hugepages-1048576kB/nr_hugepages").exists():
-        knobs.append(Knob("hugetlb.1GB", sys_root, f"{HUGETLB_DIR}/hugepages-1048576kB/nr_hugepages", "pool", io=io))
+        knobs.append(Knob("hugetlb.1GB", sys_root, f"{HUGETLB_DIR}/hugepages-1048576kB/nr_hugepages", "pool", io=io,
+                          page_kb=1048576, proc_root=proc_root))
     return knobs
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -90,3 +91,12 @@ def disable_thp_for_this_process() -> bool:
     if _prctl(PR_SET_THP_DISABLE, 1) != 0:
         return False
     return _prctl(PR_GET_THP_DISABLE) == 1
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (for a child between fork and exec:
+    a worker must never outlive the sweep that started it, even one killed with -9)."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

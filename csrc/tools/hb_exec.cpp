@@ -1,0 +1,95 @@
+// hb-exec: run one command as a child and record how it really ended.
+//
+//   hb-exec STATUS_FILE [NAME=VALUE ...] -- PROGRAM [ARG ...]
+//
+// Sits between the sweep (or `perf stat`) and the measured process, for two reasons:
+//  * perf stat exits 0 when its workload dies of a signal, so the sweep cannot see a crash or an OOM kill
+//    through it. hb-exec reaps the child with wait4() and writes its exit code or signal, and its rusage,
+//    to STATUS_FILE as one JSON object (replaced atomically), then exits with the child's code (128+signal).
+//  * No process may outlive the sweep: hb-exec dies with its parent (PR_SET_PDEATHSIG) and its child dies
+//    with hb-exec, so a SIGKILL of the sweep takes perf, hb-exec and the worker down with it.
+// NAME=VALUE pairs are set in the child's environment only, so the allocator under test (LD_PRELOAD) is in
+// force in the measured process and in no process around it. Tiny and allocation-light on purpose: perf
+// counts it too.
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+void die_with_parent(pid_t expected_parent) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != expected_parent) _exit(125);  // the parent died before the prctl took
+}
+
+double seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
+
+bool write_status(const char* path, int status, const rusage& ru) {
+    char body[512];
+    const char* how = WIFSIGNALED(status) ? "signal" : "exit_code";
+    int value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+    int n = std::snprintf(body, sizeof body,
+                          "{\"%s\": %d, \"core_dumped\": %s, \"utime_s\": %.6f, \"stime_s\": %.6f, "
+                          "\"maxrss_kib\": %ld, \"minflt\": %ld, \"majflt\": %ld, \"nvcsw\": %ld, "
+                          "\"nivcsw\": %ld}\n",
+                          how, value, (WIFSIGNALED(status) && WCOREDUMP(status)) ? "true" : "false",
+                          seconds(ru.ru_utime), seconds(ru.ru_stime), ru.ru_maxrss, ru.ru_minflt,
+                          ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw);
+    std::string tmp = std::string(path) + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) return false;
+    bool ok = std::fwrite(body, 1, static_cast<size_t>(n), f) == static_cast<size_t>(n);
+    ok = (std::fclose(f) == 0) && ok;
+    return ok && std::rename(tmp.c_str(), path) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int sep = 2;
+    while (sep < argc && std::strcmp(argv[sep], "--") != 0) ++sep;
+    if (argc < 2 || sep + 1 >= argc) {
+        std::fprintf(stderr, "usage: hb-exec STATUS_FILE [NAME=VALUE ...] -- PROGRAM [ARG ...]\n");
+        return 125;
+    }
+    die_with_parent(getppid());
+    pid_t me = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        std::perror("hb-exec: fork");
+        return 125;
+    }
+    if (child == 0) {
+        die_with_parent(me);
+        for (int i = 2; i < sep; ++i) {
+            if (!std::strchr(argv[i], '=') || putenv(argv[i]) != 0) {
+                std::fprintf(stderr, "hb-exec: bad environment assignment '%s'\n", argv[i]);
+                _exit(125);
+            }
+        }
+        execvp(argv[sep + 1], argv + sep + 1);
+        std::fprintf(stderr, "hb-exec: cannot run %s: %s\n", argv[sep + 1], std::strerror(errno));
+        _exit(127);
+    }
+    // Ctrl-C reaches the whole process group; the child decides what it means, we only report it.
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
+    int status = 0;
+    rusage ru{};
+    while (wait4(child, &status, 0, &ru) < 0) {
+        if (errno != EINTR) {
+            std::perror("hb-exec: wait4");
+            return 125;
+        }
+    }
+    if (!write_status(argv[1], status, ru)) std::fprintf(stderr, "hb-exec: cannot write %s\n", argv[1]);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
