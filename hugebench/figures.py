@@ -1,9 +1,9 @@
 """What a results directory adds beyond the main table: its plots, and the void-allocator compensation.
 
-Each workload names its line plots in the registry (e.g. time per malloc/free pair vs threads, one line
-per allocator); hash lookup gets grouped bars of latency per allocator and THP mode. The void table answers
-alloc-test's question: allocator time minus harness time per malloc/free pair, with the uncertainty of
-the difference (a bootstrap of the two medians).
+Each workload names its plots in the registry: line plots (e.g. time per malloc/free pair vs threads, one
+line per allocator) and grouped bars (e.g. hash lookup latency per allocator and THP mode). The void table
+answers alloc-test's question: allocator time minus harness time per malloc/free pair, with the uncertainty
+of the difference (a bootstrap of the two medians).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import workloads
+from .spec import canonical_knob
 from .report import AXIS_LABELS, _in_spec_order, _markdown, _rich, format_axis
 from .stats import difference_ci, ok_rows
 from .store import load, load_contexts
@@ -49,15 +50,22 @@ def write_plots(results_dir: str | os.PathLike) -> list[Path]:
             fig = line_plot(rows, x, y, hue, col, xlabel=AXIS_LABELS.get(x, x), ylabel=label,
                             title=f"{experiment}: {label}", order=order)
             written += save(fig, results_dir, f"{experiment}-{y}-vs-{x}")
-        thp = next((c for c in ("thp.enabled", "thp") if c in rows.columns), None)
-        if workload.name == "hashlookup" and thp and "allocator" in rows.columns:
-            for keys, part in _split(rows, [a for a in axes if a not in ("allocator", thp)]):
+        for bars in workload.bars:
+            groups = [_column(rows, axis) for axis in bars.groups]
+            if None in groups:
+                continue
+            for keys, part in _split(rows, [a for a in axes if a not in groups]):
                 suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
-                fig = bar_plot(part, ["allocator", thp], workload.primary_metric,
-                               context.get("baseline"), ylabel="ns per lookup",
-                               title=f"{experiment}{suffix}: lookup latency", order=order)
-                written += save(fig, results_dir, f"{experiment}-latency{suffix}")
+                fig = bar_plot(part, groups, bars.y, context.get("baseline"), ylabel=bars.label,
+                               title=f"{experiment}{suffix}: {bars.title}", order=order)
+                written += save(fig, results_dir, f"{experiment}-{bars.name}{suffix}")
     return written
+
+
+def _column(rows: pd.DataFrame, axis: str) -> str | None:
+    """The rows' column for an axis the registry names: the axis itself, else its knob shorthand (thp)."""
+    names = [axis] + [c for c in rows.columns if canonical_knob(c) == canonical_knob(axis)]
+    return next((c for c in names if c in rows.columns), None)
 
 
 def _split(rows: pd.DataFrame, axes: list[str]):
