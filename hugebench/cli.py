@@ -131,15 +131,17 @@ def report(results, fmt, plots, primary):
 
 
 def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = None) -> None:
-    from .figures import void_report, write_plots
-    from .report import report as build
+    from .report import load_results, report as build, void_report
 
-    click.echo(build(results, fmt=fmt, primary=primary))
-    void = void_report(results, fmt)
+    loaded = load_results(results)  # once: the table, the void table and the plots share rows and contexts
+    click.echo(build(loaded, fmt=fmt, primary=primary))
+    void = void_report(loaded, fmt)
     if void:
         click.echo(void)
     if plots:
-        files = [p for p in write_plots(results) if p.suffix == ".png"]
+        from .report.figures import write_plots
+
+        files = [p for p in write_plots(loaded) if p.suffix == ".png"]
         if files:
             click.echo(f"plots: {', '.join(str(p) for p in files)}")
 

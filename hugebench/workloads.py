@@ -57,6 +57,21 @@ def parse_count(text: str) -> int:
 
 
 @dataclass(frozen=True)
+class BarPlot:
+    """Grouped bars of the median of ``y`` per cell of ``groups``, annotated with the ratio to the baseline.
+
+    The last group axis picks a bar's colour, the others name the groups; every other sweep axis that varies
+    gets a figure of its own. A knob axis matches its shorthand column too (``thp.enabled`` a ``thp`` column).
+    """
+
+    groups: tuple[str, ...]
+    y: str
+    label: str  # the y axis label
+    title: str  # after "<experiment>: "
+    name: str  # file name: <experiment>-<name>[-<axis><value>...]
+
+
+@dataclass(frozen=True)
 class Workload:
     """A C++ workload: the ``_core`` function name, its parameters and the phase that is timed."""
 
@@ -70,6 +85,7 @@ class Workload:
     doc: str = ""
     metrics: tuple = ()  # report columns: (column, label, fmt) — the primary metric first
     plots: tuple = ()  # (x, y, hue, y label) line plots written by `hugebench report --plots`
+    bars: tuple[BarPlot, ...] = ()  # grouped bar plots written by `hugebench report --plots`
     extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
     time_estimate: Any = None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
 
@@ -169,6 +185,7 @@ WORKLOADS: dict[str, Workload] = {
         metrics=(("ns_per_lookup", "Latency ns", ".1f"), ("chunk_ns_p10", "p10 chunk ns", ".1f"),
                  ("cycles_per_op", "Cycles/lookup", ".0f"),
                  ("stlb_misses_per_1k_ops", "STLB misses/1k", ".1f")) + _COMMON_METRICS,
+        bars=(BarPlot(("allocator", "thp.enabled"), "ns_per_lookup", "ns per lookup", "lookup latency", "latency"),),
     ),
     "faultstorm": Workload(
         name="faultstorm",

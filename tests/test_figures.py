@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hugebench.figures import render_void, void_compensation, write_plots
+from hugebench.report import render_void, void_compensation
+from hugebench.report.figures import write_plots
 from hugebench.stats import difference_ci
 
 SAMPLE = Path(__file__).parent / "data" / "sample_results"
@@ -48,7 +49,7 @@ def test_plots_of_the_sample_store(tmp_path):
 
 
 def test_plot_levels_follow_the_yaml_order():
-    from hugebench.plots import _levels
+    from hugebench.report.figures import _levels
 
     frame = pd.DataFrame({"thp.enabled": ["always", "never", "madvise", "never"]})
     assert _levels(frame, "thp.enabled") == ["always", "madvise", "never"]

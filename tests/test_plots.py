@@ -9,7 +9,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.figure import Figure
 
 import hugebench
-from hugebench import plots
+from hugebench.report import figures as plots
 
 SAMPLE = Path(__file__).parent / "data" / "sample_results"
 

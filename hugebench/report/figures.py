@@ -1,9 +1,11 @@
-"""Figures from a results DataFrame: medians with confidence-interval error bars.
+"""Figures: medians with confidence-interval error bars, and the plots a results directory gets.
 
-Each function takes a DataFrame (as ``hugebench.load`` returns it) and returns a ``matplotlib.figure.Figure``
+Each plot function takes a DataFrame (as ``hugebench.load`` returns it) and returns a ``matplotlib.figure.Figure``
 built without pyplot, so nothing needs a display, no global figure state leaks between calls, and a
 notebook user's backend is left alone. Rows that are warm-ups or failed runs never enter a statistic; a
 cell with no successful run is left out of a line (a gap) and marked "failed" on a bar chart.
+:func:`write_plots` draws what each workload's registry entry declares (``Workload.plots`` lines,
+``Workload.bars`` grouped bars) with the same sweep context as the tables.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from .report import MetricSpec, _in_spec_order, build_table, format_axis
-from .stats import as_list, require_columns, summarize
-from .store import PLOTS_DIR
+from ..spec import canonical_knob
+from ..stats import as_list, ok_rows, require_columns, summarize
+from ..store import PLOTS_DIR
+from .rendering import AXIS_LABELS, format_axis
+from .results import Experiment, Results, as_results
+from .tables import MetricSpec, build_table, in_spec_order
 
 _GREY = "0.45"
 
@@ -66,7 +71,7 @@ def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: 
     keys = as_list(group_by)
     table = build_table(df, keys, [MetricSpec(y)], baseline, primary=y, level=level)
     if order:
-        table = _in_spec_order(table, keys, order)
+        table = in_spec_order(table, keys, order)
     inner = keys[-1]
     outer = keys[:-1]
     group_labels = _group_labels(table, outer)
@@ -99,6 +104,18 @@ def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
     fig.savefig(paths[0], dpi=150)
     fig.savefig(paths[1])
     return paths
+
+
+def write_plots(results_dir: Results | str | os.PathLike) -> list[Path]:
+    """Render every plot the results' workloads declare into ``<results_dir>/plots``; return the files."""
+    results = as_results(results_dir)
+    written: list[Path] = []
+    for experiment in sorted(results.experiments(), key=lambda e: e.name):
+        rows = ok_rows(experiment.rows)
+        if rows.empty or experiment.workload is None:
+            continue
+        written += _line_plots(experiment, rows, results.path) + _bar_plots(experiment, rows, results.path)
+    return written
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -192,3 +209,54 @@ def _group_labels(table: pd.DataFrame, outer: Sequence[str]) -> list[str]:
         if label not in labels:
             labels.append(label)
     return labels
+
+
+def _line_plots(experiment: Experiment, rows: pd.DataFrame, results_dir: Path) -> list[Path]:
+    written = []
+    for x, y, hue, label in experiment.workload.plots:
+        if x not in rows.columns or y not in rows.columns or rows[y].isna().all():
+            continue
+        col = _facet(experiment.axes, rows, {x, hue})
+        fig = line_plot(rows, x, y, hue, col, xlabel=AXIS_LABELS.get(x, x), ylabel=label,
+                        title=f"{experiment.name}: {label}", order=experiment.axis_order)
+        written += save(fig, results_dir, f"{experiment.name}-{y}-vs-{x}")
+    return written
+
+
+def _bar_plots(experiment: Experiment, rows: pd.DataFrame, results_dir: Path) -> list[Path]:
+    written = []
+    for bars in experiment.workload.bars:
+        groups = [_column(rows, axis) for axis in bars.groups]
+        if None in groups:
+            continue
+        for keys, part in _split(rows, [a for a in experiment.axes if a not in groups]):
+            suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
+            fig = bar_plot(part, groups, bars.y, experiment.baseline, ylabel=bars.label,
+                           title=f"{experiment.name}{suffix}: {bars.title}", order=experiment.axis_order)
+            written += save(fig, results_dir, f"{experiment.name}-{bars.name}{suffix}")
+    return written
+
+
+def _facet(axes: list[str], df: pd.DataFrame, used: set[str]) -> str | None:
+    """A second axis to split panels by (THP mode first), if it has more than one value."""
+    for axis in ["thp.enabled"] + axes:
+        if axis in df.columns and axis not in used and df[axis].nunique() > 1:
+            return axis
+    return None
+
+
+def _column(rows: pd.DataFrame, axis: str) -> str | None:
+    """The rows' column for an axis the registry names: the axis itself, else its knob shorthand (thp)."""
+    names = [axis] + [c for c in rows.columns if canonical_knob(c) == canonical_knob(axis)]
+    return next((c for c in names if c in rows.columns), None)
+
+
+def _split(rows: pd.DataFrame, axes: list[str]):
+    """(((axis, value), ...), rows) for each combination of the axes that vary; one part if none do."""
+    varying = [a for a in axes if a in rows.columns and rows[a].nunique() > 1]
+    if not varying:
+        yield (), rows
+        return
+    for values, part in rows.groupby(varying):
+        values = values if isinstance(values, tuple) else (values,)
+        yield tuple(zip(varying, values)), part

@@ -1,0 +1,203 @@
+"""Text from tables: a rich table, GitHub markdown or CSV, with value formats and footnotes.
+
+Tables come from :mod:`.tables` with their metrics, primary metric, baseline and n/a reasons in
+``table.attrs``; nothing here computes a statistic or reads the store.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ..errors import HugebenchError
+from ..stats import min_runs_for
+
+if TYPE_CHECKING:
+    from .tables import MetricSpec
+
+FORMATS = ("rich", "markdown", "csv")
+DASH = "—"
+
+# Column headers of the usual axes (the article's table says "Allocator | THP | ...").
+AXIS_LABELS = {"allocator": "Allocator", "thp": "THP", "thp.enabled": "THP", "thp.defrag": "THP defrag", "keys": "Keys",
+               "set_kind": "Set", "threads": "Threads", "backing": "Backing", "order": "Order"}
+
+
+def format_bytes(value: float) -> str:
+    """Bytes in binary units: 1536 -> "1.5 KiB", 3 * 2**30 -> "3.0 GiB"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+    magnitude, unit = float(value), 0
+    while abs(magnitude) >= 1024 and unit < len(units) - 1:
+        magnitude, unit = magnitude / 1024, unit + 1
+    return f"{magnitude:.0f} B" if unit == 0 else f"{magnitude:.1f} {units[unit]}"
+
+
+def format_si(value: float, unit: str = "", digits: int = 3) -> str:
+    """A number with an SI prefix and ``digits`` significant digits: 1234567 -> "1.23M", 0.00012 -> "120u"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if value == 0:
+        return f"0{unit}"
+    prefixes = {-4: "p", -3: "n", -2: "u", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P"}
+    exponent = min(max(int(math.floor(math.log10(abs(value)) / 3)), -4), 5)
+    scaled = value / 1000.0**exponent
+    if round(abs(scaled), max(digits - 1 - int(math.floor(math.log10(abs(scaled)))), 0)) >= 1000 and exponent < 5:
+        exponent, scaled = exponent + 1, scaled / 1000.0
+    return f"{scaled:.{digits}g}{prefixes[exponent]}{unit}"
+
+
+def format_axis(value) -> str:
+    """Axis values as written in a spec: 10000000 -> "10M", but never a rounded value."""
+    if is_missing(value):
+        return DASH
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        for exponent, prefix in ((3, "G"), (2, "M"), (1, "k")):
+            base = 1000**exponent
+            if abs(value) >= max(base, 10_000) and (int(value) * 100) % base == 0:
+                return f"{int(value) / base:g}{prefix}"
+    return str(value)
+
+
+def is_missing(value) -> bool:
+    """None and NaN are missing (in any of their JSON or pandas forms); a list is a value."""
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list or other container is a value, not a missing one
+        return False
+
+
+def render(table: pd.DataFrame, fmt: str = "rich", width: int | None = None) -> str:
+    """The table as text: a rich table, GitHub markdown, or CSV (numbers unformatted, for machines).
+
+    A rich table takes its natural width unless ``width`` (e.g. the terminal's) makes it wrap.
+    """
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    if fmt not in FORMATS:
+        raise HugebenchError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    headers, rows = _display(table)
+    notes = _footer(table)
+    if fmt == "markdown":
+        return _markdown(table.attrs.get("title"), headers, rows, notes)
+    return _rich(table.attrs.get("title"), headers, rows, notes, width)
+
+
+def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -> str:
+    """The compensation table as text (rich or markdown); CSV gives the numbers."""
+    if table.empty:
+        return ""
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    axes = [c for c in table.columns if c not in ("n", "n_void", "allocator_median", "void_median",
+                                                  "difference", "ci_lo", "ci_hi")]
+    headers = [AXIS_LABELS.get(a, a) for a in axes] + ["n", f"allocator {unit}", f"void {unit}",
+                                                       f"allocator - void {unit} [95% CI]"]
+    body = []
+    for _, r in table.iterrows():
+        ci = "" if np.isnan(r["ci_lo"]) else f" [{r['ci_lo']:.1f}, {r['ci_hi']:.1f}]"
+        body.append([format_axis(r[a]) for a in axes] + [f"{r['n']}/{r['n_void']}", f"{r['allocator_median']:.1f}",
+                                                         f"{r['void_median']:.1f}", f"{r['difference']:.1f}{ci}"])
+    notes = ["Void allocator: the same loop (slot choice, sizes, memset and read-back) against a pre-touched "
+             "buffer; the difference is the allocator's own cost per malloc/free pair."]
+    title = "Allocator cost net of the harness"
+    if fmt == "markdown":
+        return _markdown(title, headers, body, notes)
+    return _rich(title, headers, body, notes, None)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _display(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    attrs = table.attrs
+    keys, specs, primary = attrs["group_by"], attrs["metrics"], attrs["primary"]
+    notes = {column: i + 1 for i, column in enumerate(attrs.get("na_reasons", {}))}
+    show_status = (table["status"] != "ok").any() or (table["n_failed"] > 0).any()
+    has_ratio = "ratio" in table.columns
+    headers = [AXIS_LABELS.get(k, k) for k in keys] + ["n"] + (["status"] if show_status else [])
+    headers += [spec.title + (f" [{notes[spec.column]}]" if spec.column in notes else "") for spec in specs]
+    headers += ["vs baseline", "resolved"] if has_ratio else []
+    rows = []
+    for _, row in table.iterrows():
+        failed = row["status"] != "ok"
+        cells = [format_axis(row[k]) for k in keys] + [_format_n(row)]
+        cells += [row["status"]] if show_status else []
+        cells += [DASH if failed else _format_metric(spec, row, primary) for spec in specs]
+        cells += _format_ratio(row, failed, attrs.get("level", 0.95)) if has_ratio else []
+        rows.append(cells)
+    return headers, rows
+
+
+def _format_metric(spec: MetricSpec, row: pd.Series, primary: str) -> str:
+    text = spec.format(row[spec.column])
+    lo, hi = row.get(f"{primary}.ci_lo"), row.get(f"{primary}.ci_hi")
+    if spec.column == primary and text != "n/a" and not pd.isna(lo):
+        text += f" [{spec.format(lo)}, {spec.format(hi)}]"
+    return text
+
+
+def _format_ratio(row: pd.Series, failed: bool, level: float) -> list[str]:
+    if row["is_baseline"]:
+        return ["baseline", ""]
+    if failed or pd.isna(row["ratio"]):
+        return [DASH, ""]
+    text = f"{row['ratio']:.3f}"
+    if pd.isna(row["ratio.ci_lo"]):
+        return [text, ""]
+    text += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
+    verdict = {True: "yes", False: "no"}.get(row["resolved"], f"n<{min_runs_for(level)}")
+    return [text, verdict]
+
+
+def _format_n(row: pd.Series) -> str:
+    return f"{row['n']} (+{row['n_failed']} failed)" if row["n_failed"] else str(row["n"])
+
+
+def _footer(table: pd.DataFrame) -> list[str]:
+    attrs = table.attrs
+    specs = {spec.column: spec.title for spec in attrs["metrics"]}
+    primary_label = specs.get(attrs["primary"], attrs["primary"])
+    percent = f"{attrs.get('level', 0.95):.0%}"
+    lines = [f"Medians over n successful runs; [lo, hi] = {percent} bootstrap CI of the median."]
+    if "ratio" in table.columns:
+        where = ", ".join(f"{axis}={value}" for axis, value in attrs["baseline"].items())
+        lines.append(f"vs baseline: median ratio of {primary_label} to the cell with {where} (other axes equal), "
+                     f"paired by repetition where possible. resolved: no = the CI contains 1, no resolved "
+                     f"difference; n<{min_runs_for(attrs.get('level', 0.95))} = too few runs for a {percent} verdict.")
+    for number, (column, reason) in enumerate(attrs.get("na_reasons", {}).items(), start=1):
+        lines.append(f"[{number}] {specs.get(column, column)} ({column}): n/a, {reason}.")
+    return lines + list(attrs.get("overhead", []))
+
+
+def _markdown(title, headers, rows, notes) -> str:
+    def line(cells):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    out = [f"### {title}", ""] if title else []
+    out += [line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows]
+    return "\n".join(out + [""] + notes) + "\n"
+
+
+def _rich(title, headers, rows, notes, width) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for header in headers:
+        table.add_column(header, overflow="fold", no_wrap=width is None)
+    for row in rows:
+        table.add_row(*map(str, row))
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width or 10_000, color_system=None, force_terminal=False)
+    console.print(table)
+    for note in notes:
+        console.print(note, markup=False, highlight=False)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"

@@ -1,0 +1,226 @@
+"""Tables from run rows: per cell the median of each metric, a CI, and a ratio to a baseline cell.
+
+A column that could not be measured on this machine (e.g. hardware counters in a VM without a PMU) keeps
+the recorded reason in ``table.attrs["na_reasons"]`` rather than silently disappearing; a cell whose runs
+all failed keeps its status. The void table answers alloc-test's question: allocator time minus harness
+time per malloc/free pair, with the uncertainty of the difference (a bootstrap of the two medians).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import HugebenchError
+from ..stats import as_list, compare, describe_cell, difference_ci, ok_rows, require_columns
+from .rendering import format_bytes, format_si, is_missing
+from .results import sweep_ids
+
+VOID = "void"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric column and how to show it. ``fmt`` is a format spec (".1f", ".0%") or "bytes" / "si"."""
+
+    column: str
+    label: str = ""
+    fmt: str = ".3g"
+    scale: float = 1.0
+
+    @property
+    def title(self) -> str:
+        return self.label or self.column
+
+    def format(self, value) -> str:
+        """The value scaled and formatted; "n/a" for a missing one."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "n/a"
+        value = value * self.scale
+        if self.fmt == "bytes":
+            return format_bytes(value)
+        if self.fmt == "si":
+            return format_si(value)
+        return format(value, self.fmt)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# Metrics a report shows when neither the caller nor the sweep context names any (those present).
+KNOWN_METRICS = (
+    MetricSpec("ns_per_lookup", "Latency ns", ".1f"),
+    MetricSpec("pmu.cycles", "Cycles", "si"),
+    MetricSpec("pmu.stlb_misses", "STLB misses", "si"),
+    MetricSpec("perf.cycles", "Cycles", "si"),
+    MetricSpec("hp_coverage", "Huge-page coverage", ".0%"),
+    MetricSpec("peak_rss_bytes", "Peak RSS", "bytes"),
+    MetricSpec("minflt", "Minor faults", "si"),
+)
+
+
+def as_metric(metric: MetricSpec | Mapping | str) -> MetricSpec:
+    """A MetricSpec from a spec, a context descriptor dict, or a column name (known label if any)."""
+    if isinstance(metric, MetricSpec):
+        return metric
+    if isinstance(metric, Mapping):
+        return MetricSpec(**{k: v for k, v in metric.items() if k in MetricSpec.__dataclass_fields__})
+    known = {spec.column: spec for spec in KNOWN_METRICS}
+    return known.get(metric, MetricSpec(metric))
+
+
+def default_metrics(df: pd.DataFrame, primary: str | None = None) -> list[MetricSpec]:
+    """The primary metric first, then the known metrics that ``df`` has a value or a reason for."""
+    chosen = [as_metric(primary)] if primary else []
+    return chosen + [m for m in KNOWN_METRICS if m.column != primary and _recorded(df, m.column)]
+
+
+def _recorded(df: pd.DataFrame, column: str) -> bool:
+    return any(c in df.columns and df[c].notna().any() for c in (column, f"{column}.reason"))
+
+
+def build_table(df: pd.DataFrame, group_by: str | Sequence[str], metrics: Sequence,
+                baseline: Mapping | None = None, primary: str | None = None, level: float = 0.95,
+                n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per cell: status, n, n_failed, the median of each metric, a CI for ``primary``, and ratios.
+
+    Columns: the ``group_by`` axes, ``status``, ``n``, ``n_failed``, each metric column (median),
+    ``<primary>.ci_lo``/``.ci_hi``; with a baseline also ``is_baseline``, ``ratio``, ``ratio.ci_lo``,
+    ``ratio.ci_hi``, ``ratio.paired``, ``ratio.n`` and ``resolved`` (False where the ratio's CI contains 1;
+    None where there is no CI or too few runs for a verdict, see ``stats.Ratio.resolved``). The baseline
+    cell of a cell is the one with the baseline's values on the baseline axes and the cell's own values
+    on the other axes; baseline axes not in ``group_by`` are ignored. ``primary`` defaults to the first
+    metric and is shown first if ``metrics`` lacks it. ``table.attrs`` keeps the metrics, primary,
+    baseline, level and ``na_reasons`` (metric column -> reason, for columns with no value at all).
+    """
+    keys = as_list(group_by)
+    require_columns(df, keys)
+    specs = [as_metric(m) for m in metrics]
+    if not specs and not primary:
+        raise HugebenchError("build_table needs at least one metric")
+    if df.empty:
+        raise HugebenchError("no runs to tabulate")
+    primary = primary or specs[0].column
+    if primary not in [spec.column for spec in specs]:
+        specs.insert(0, as_metric(primary))
+    base = {axis: value for axis, value in (baseline or {}).items() if axis in keys}
+    cells = list(df.groupby(keys, dropna=False, sort=True))
+    records = []
+    for key, cell in cells:
+        record = dict(zip(keys, key))
+        record.update(_cell_metrics(cell, specs, primary, level, n_boot, seed))
+        if base:
+            record.update(_cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed))
+        records.append(record)
+    table = pd.DataFrame.from_records(records)
+    table.attrs.update(group_by=keys, metrics=specs, primary=primary, baseline=base, level=level,
+                       na_reasons=_na_reasons(df, table, specs))
+    return table
+
+
+def in_spec_order(table: pd.DataFrame, keys: Sequence[str], spec_axes: Mapping) -> pd.DataFrame:
+    """Rows in the order the YAML lists each axis's values (never/madvise/always), not alphabetical."""
+    def rank(column: pd.Series) -> pd.Series:
+        order = {str(v): i for i, v in enumerate(spec_axes.get(column.name) or [])}
+        return column.map(lambda v: order.get(str(v), len(order)))
+
+    ordered = table.sort_values(list(keys), key=rank, kind="stable").reset_index(drop=True)
+    ordered.attrs = table.attrs
+    return ordered
+
+
+def overhead_lines(rows: pd.DataFrame, contexts: Mapping[str, dict]) -> list[str]:
+    """One line per sweep: sweep wall time over the sum of worker wall times (the orchestration cost)."""
+    lines = []
+    for sweep_id in sweep_ids(rows):
+        context = contexts.get(sweep_id, {})
+        sweep_wall, worker_wall = context.get("sweep_wall_s"), context.get("worker_wall_s_sum")
+        if sweep_wall is None or not worker_wall:
+            summed = rows.loc[rows["sweep_id"] == sweep_id, "wall_s"].sum() if "wall_s" in rows else float("nan")
+            lines.append(f"Sweep {sweep_id}: no end recorded (interrupted or running); workers ran {summed:.1f} s.")
+            continue
+        lines.append(f"Orchestration overhead of sweep {sweep_id}: {sweep_wall:.1f} s sweep wall / "
+                     f"{worker_wall:.1f} s in workers = {sweep_wall / worker_wall:.2f}x.")
+    return lines
+
+
+def void_compensation(df: pd.DataFrame, axes: list[str], metric: str = "ns_per_pair",
+                      level: float = 0.95) -> pd.DataFrame:
+    """Per allocator cell: its median, the void cell's median (same other axes) and the difference with a CI."""
+    rows = ok_rows(df)
+    rows = rows[~rows.get("warmup", pd.Series(False, index=rows.index)).fillna(False).astype(bool)]
+    others = [a for a in axes if a != "allocator" and a in rows.columns]
+    void = rows[rows["allocator"] == VOID]
+    records = []
+    for key, cell in rows[rows["allocator"] != VOID].groupby(["allocator"] + others, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        match = void
+        for axis, value in zip(others, key[1:]):
+            match = match[match[axis] == value]
+        a, b = cell[metric].to_numpy(float), match[metric].to_numpy(float)
+        lo, hi = difference_ci(a, b, level=level)
+        records.append({**dict(zip(["allocator"] + others, key)), "n": len(a), "n_void": len(b),
+                        "allocator_median": np.median(a) if len(a) else np.nan,
+                        "void_median": np.median(b) if len(b) else np.nan,
+                        "difference": (np.median(a) - np.median(b)) if len(a) and len(b) else np.nan,
+                        "ci_lo": lo, "ci_hi": hi})
+    return pd.DataFrame.from_records(records)
+
+
+# -- building --------------------------------------------------------------------------------------
+
+
+def _cell_metrics(cell, specs, primary, level, n_boot, seed) -> dict:
+    summary = describe_cell(cell, primary, level, n_boot, seed)
+    record = {"status": summary["status"], "n": summary["n"], "n_failed": summary["n_failed"]}
+    if summary["status"] == "ok" and summary["n"] == 0:
+        record["n"] = int(len(ok_rows(cell)))  # primary not measured: still say how many runs succeeded
+    ok = ok_rows(cell)
+    for spec in specs:
+        values = pd.to_numeric(ok[spec.column], errors="coerce") if spec.column in ok else pd.Series(dtype=float)
+        record[spec.column] = float(values.median()) if values.notna().any() else float("nan")
+    record[f"{primary}.ci_lo"], record[f"{primary}.ci_hi"] = summary["ci_lo"], summary["ci_hi"]
+    return record
+
+
+def _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed) -> dict:
+    wanted = tuple(base.get(axis, record[axis]) for axis in keys)
+    is_baseline = _same_key(tuple(record[axis] for axis in keys), wanted)
+    baseline_cell = next((rows for key, rows in cells if _same_key(key, wanted)), None)
+    if baseline_cell is None:
+        return {"is_baseline": False, "ratio": np.nan, "ratio.ci_lo": np.nan, "ratio.ci_hi": np.nan,
+                "ratio.paired": False, "ratio.n": 0, "resolved": None}
+    ratio = compare(cell, baseline_cell, primary, level, n_boot, seed)
+    return {"is_baseline": is_baseline, "ratio": ratio.value, "ratio.ci_lo": ratio.lo, "ratio.ci_hi": ratio.hi,
+            "ratio.paired": ratio.paired, "ratio.n": ratio.n, "resolved": None if is_baseline else ratio.resolved}
+
+
+def _same_key(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+
+
+def _same_value(a, b) -> bool:
+    """Axis values from JSON and from pandas differ in type (1000 vs 1000.0, None vs NaN)."""
+    if is_missing(a) or is_missing(b):
+        return is_missing(a) and is_missing(b)
+    if isinstance(a, (int, float, np.number)) and isinstance(b, (int, float, np.number)):
+        return float(a) == float(b)
+    return str(a) == str(b)
+
+
+def _na_reasons(df: pd.DataFrame, table: pd.DataFrame, specs: Sequence[MetricSpec]) -> dict[str, str]:
+    reasons = {}
+    for spec in specs:
+        if table[spec.column].notna().any():
+            continue
+        if spec.column not in df.columns:
+            reasons[spec.column] = "not recorded in these runs"
+            continue
+        reason_column = f"{spec.column}.reason"
+        found = df[reason_column].dropna().astype(str) if reason_column in df.columns else pd.Series(dtype=str)
+        reasons[spec.column] = found.mode().iloc[0] if not found.empty else "no value recorded"
+    return reasons
