@@ -5,7 +5,7 @@ Layout of a results directory::
     <results>/
         runs.jsonl              one JSON object per line, one line per run (finished or failed)
         sweeps/<sweep_id>.json  the context of one sweep (machine, spec, axes, baseline, metrics, timing)
-        plots/                  figures written by ``hugebench.plots.save`` (not read back)
+        plots/                  figures written by ``hugebench.report.figures.save`` (not read back)
 
 ``runs.jsonl`` rows (schema_version 1) are flat: nested dicts given to :meth:`ResultStore.append` are
 flattened with ``.`` (``{"smaps": {"Rss": 1}}`` -> ``smaps.Rss``). Every row carries
