@@ -1,21 +1,9 @@
-// pybind11 glue only: each workload registers its own functions from csrc/bindings/<workload>.cpp.
+// pybind11 glue only: each csrc/bindings/<name>.cpp registers its own functions (see bindings/common.h).
 #include <pybind11/pybind11.h>
 
-namespace py = pybind11;
-
-namespace hb {
-void bind_common(py::module_& m);
-void bind_hashlookup(py::module_& m);
-void bind_alloctest(py::module_& m);
-void bind_faultstorm(py::module_& m);
-// HB-BIND-DECLS (one line per workload above this marker)
-}  // namespace hb
+#include "bindings/common.h"
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "hugebench timed workloads (C++)";
-    hb::bind_common(m);
-    hb::bind_hashlookup(m);
-    hb::bind_alloctest(m);
-    hb::bind_faultstorm(m);
-    // HB-BIND-CALLS (one line per workload above this marker)
+    hb::bind_registered(m);
 }

@@ -1,4 +1,9 @@
-"""Type stubs for the C++ extension ``hugebench._core`` (built from csrc/ by scikit-build-core)."""
+"""Type stubs for the C++ extension ``hugebench._core`` (built from csrc/ by scikit-build-core).
+
+A workload's parameter defaults are those of its entry in ``hugebench.workloads.WORKLOADS`` (the binding
+reads them from there when _core is imported), so the stub writes them as ``...``;
+tests/test_core_signatures.py checks names, order, types and choices against the registry.
+"""
 
 from collections.abc import Callable
 from typing import Literal, TypedDict
@@ -47,16 +52,16 @@ class BuildInfo(TypedDict):
 
 def hashlookup(
     *,
-    keys: int,
-    set_kind: Literal["flat", "node"] = "flat",
-    threads: int = 1,
-    lookups: int = 0,
-    key_min: int = 10,
-    key_max: int = 19,
-    order: Literal["uniform", "zipf"] = "uniform",
-    zipf_s: float = 0.99,
-    chunks: int = 64,
-    seed: int = 1,
+    keys: int = ...,
+    set_kind: Literal["flat", "node"] = ...,
+    threads: int = ...,
+    lookups: int = ...,
+    key_min: int = ...,
+    key_max: int = ...,
+    order: Literal["uniform", "zipf"] = ...,
+    zipf_s: float = ...,
+    chunks: int = ...,
+    seed: int = ...,
     counters: list[CounterSpec] = [],
     hook: Hook | None = None,
 ) -> HashlookupResult:
@@ -144,17 +149,17 @@ class AlloctestResult(TypedDict):
 
 def alloctest(
     *,
-    threads: int = 1,
-    iterations: int = 10_000_000,
-    warmup_iterations: int = 1_000_000,
-    slots: int = 0,
-    total_bytes: int = 1_300_000_000,
-    min_size: int = 8,
-    max_size: int = 65536,
-    touch: Literal["none", "write-read", "full"] = "write-read",
-    allocator_mode: Literal["malloc", "void"] = "malloc",
-    chunks: int = 64,
-    seed: int = 1,
+    threads: int = ...,
+    iterations: int = ...,
+    warmup_iterations: int = ...,
+    slots: int = ...,
+    total_bytes: int = ...,
+    min_size: int = ...,
+    max_size: int = ...,
+    touch: Literal["none", "write-read", "full"] = ...,
+    allocator_mode: Literal["malloc", "void"] = ...,
+    chunks: int = ...,
+    seed: int = ...,
     counters: list[CounterSpec] = [],
     hook: Hook | None = None,
 ) -> AlloctestResult:
@@ -233,16 +238,16 @@ class FaultstormResult(TypedDict):
 
 def faultstorm(
     *,
-    backing: FaultstormBacking = "mmap-private",
-    buffer_bytes: int = 256 << 20,
-    threads: int = 1,
-    ops_per_thread: int = 1_000_000,
-    write_ratio: float = 0.5,
-    first_touch: bool = False,
-    requests_per_thread: int = 0,
-    request_bytes: int = 1 << 20,
-    chunks: int = 64,
-    seed: int = 1,
+    backing: FaultstormBacking = ...,
+    buffer_bytes: int = ...,
+    threads: int = ...,
+    ops_per_thread: int = ...,
+    write_ratio: float = ...,
+    first_touch: bool = ...,
+    requests_per_thread: int = ...,
+    request_bytes: int = ...,
+    chunks: int = ...,
+    seed: int = ...,
     counters: list[CounterSpec] = [],
     hook: Hook | None = None,
 ) -> FaultstormResult:

@@ -256,7 +256,6 @@ WORKLOADS: dict[str, Workload] = {
                ("threads", "memory_overhead", "allocator", "Peak RSS / peak bytes requested")),
         extra_metrics=_alloctest_extra,
     ),
-    # HB-WORKLOADS (each workload adds its entry above this marker)
 }
 
 

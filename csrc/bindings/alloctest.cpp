@@ -11,10 +11,8 @@ namespace hb {
 namespace {
 
 py::dict result_to_dict(const alloctest::Result& r) {
-    py::dict phases;
-    for (const auto& [name, seconds] : r.phases) phases[py::str(name)] = seconds;
     py::dict out;
-    out["phases"] = phases;
+    out["phases"] = phases_to_dict(r.phases);
     out["threads"] = r.threads;
     out["allocator_mode"] = r.allocator_mode;
     out["touch"] = r.touch;
@@ -29,9 +27,7 @@ py::dict result_to_dict(const alloctest::Result& r) {
     out["ns_per_pair"] = r.ns_per_pair_thread;
     out["ns_per_pair_wall"] = r.ns_per_pair_wall;
     out["ns_per_pair_thread"] = r.ns_per_pair_thread;
-    out["chunk_ns_median"] = r.chunk_ns_median;
-    out["chunk_ns_p10"] = r.chunk_ns_p10;
-    out["chunk_ns_p90"] = r.chunk_ns_p90;
+    put_chunk_stats(out, r.chunk_ns);
     out["peak_requested_bytes"] = r.peak_requested_bytes;
     out["peak_requested_bytes_bound"] = r.peak_requested_bytes_bound;
     out["live_bytes_end"] = r.live_bytes_end;
@@ -45,22 +41,6 @@ py::dict result_to_dict(const alloctest::Result& r) {
     return out;
 }
 
-py::dict run_alloctest(int64_t threads, int64_t iterations, int64_t warmup_iterations, int64_t slots,
-                       int64_t total_bytes, int64_t min_size, int64_t max_size, const std::string& touch,
-                       const std::string& allocator_mode, int64_t chunks, uint64_t seed,
-                       const std::vector<CounterTuple>& counters, const py::object& hook) {
-    alloctest::Params params{threads, iterations, warmup_iterations, slots, total_bytes, min_size, max_size,
-                             touch, allocator_mode, chunks, seed, counter_specs(counters)};
-    alloctest::validate(params);  // ValueError before any work
-    const Hook cpp_hook = python_hook(hook);
-    alloctest::Result result;
-    {
-        py::gil_scoped_release no_gil;  // the hook takes it back only for its own calls
-        result = alloctest::run(params, cpp_hook);
-    }
-    return result_to_dict(result);
-}
-
 template <class T>
 py::array_t<T> to_array(const std::vector<T>& values) {
     py::array_t<T> out(static_cast<py::ssize_t>(values.size()));
@@ -70,8 +50,10 @@ py::array_t<T> to_array(const std::vector<T>& values) {
 
 py::dict distributions(int64_t draws, int64_t slots, int64_t min_size, int64_t max_size, uint64_t seed) {
     if (draws < 0) throw py::value_error("n_draws must be >= 0");
-    if (slots < 0 || min_size < 1 || max_size < min_size || max_size > (int64_t{1} << 30))
-        throw py::value_error("need slots >= 10 and 1 <= min_size <= max_size <= 2^30");
+    // Only what the unsigned casts below need; alloctest::distributions checks the laws' own limits.
+    if (slots < 0) throw py::value_error("slots must be >= 0, got " + std::to_string(slots));
+    if (min_size < 1 || max_size < min_size || max_size > (int64_t{1} << 30))
+        throw py::value_error("need 1 <= min_size <= max_size <= 2^30");
     alloctest::Distributions d;
     {
         py::gil_scoped_release no_gil;
@@ -90,17 +72,26 @@ py::dict distributions(int64_t draws, int64_t slots, int64_t min_size, int64_t m
 }  // namespace
 
 void bind_alloctest(py::module_& m) {
-    m.def("alloctest", &run_alloctest, py::kw_only(), py::arg("threads") = 1, py::arg("iterations") = 10000000,
-          py::arg("warmup_iterations") = 1000000, py::arg("slots") = 0, py::arg("total_bytes") = 1300000000,
-          py::arg("min_size") = 8, py::arg("max_size") = 65536, py::arg("touch") = "write-read",
-          py::arg("allocator_mode") = "malloc", py::arg("chunks") = 64, py::arg("seed") = 1,
-          py::arg("counters") = std::vector<CounterTuple>{}, py::arg("hook") = py::none(),
-          "Allocator stress: Pareto-picked slots toggled by malloc/free of 1/size-distributed blocks, written and "
-          "verified. Phases setup, warmup, run (timed), teardown.");
+    using P = alloctest::Params;
+    bind_workload(m,
+                  WorkloadBinding<P, alloctest::Result>{
+                      "alloctest",
+                      "Allocator stress: Pareto-picked slots toggled by malloc/free of 1/size-distributed blocks, "
+                      "written and verified. Phases setup, warmup, run (timed), teardown.",
+                      &alloctest::validate, &alloctest::run, &result_to_dict},
+                  field("threads", &P::threads), field("iterations", &P::iterations),
+                  field("warmup_iterations", &P::warmup_iterations), field("slots", &P::slots),
+                  field("total_bytes", &P::total_bytes), field("min_size", &P::min_size),
+                  field("max_size", &P::max_size), field("touch", &P::touch),
+                  field("allocator_mode", &P::allocator_mode), field("chunks", &P::chunks), field("seed", &P::seed));
     m.def("alloctest_distributions", &distributions, py::arg("n_draws"), py::arg("slots"), py::arg("min_size") = 8,
           py::arg("max_size") = 65536, py::arg("seed") = 1,
           "The slot and size laws exactly as alloctest() draws them (one thread's worth of slots), for tests: "
           "slot_counts, rank_counts, sizes (numpy arrays), pareto_exponent, mean_size.");
 }
+
+namespace {
+[[maybe_unused]] const bool registered = register_binding("alloctest", &bind_alloctest);
+}  // namespace
 
 }  // namespace hb

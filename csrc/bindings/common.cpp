@@ -2,6 +2,9 @@
 
 #include <linux/perf_event.h>
 
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 
 #ifndef HB_BUILD_TYPE
@@ -38,6 +41,38 @@ py::dict counters_to_dict(const std::vector<CounterReading>& readings) {
         out[py::str(r.label)] = entry;
     }
     return out;
+}
+
+py::dict phases_to_dict(const std::vector<std::pair<std::string, double>>& phases) {
+    py::dict out;
+    for (const auto& [name, seconds] : phases) out[py::str(name)] = seconds;
+    return out;
+}
+
+void put_chunk_stats(py::dict& out, const ChunkStats& stats) {
+    out["chunk_ns_median"] = stats.median;
+    out["chunk_ns_p10"] = stats.p10;
+    out["chunk_ns_p90"] = stats.p90;
+}
+
+py::dict registry_defaults(const char* function) {
+    const py::dict registry = py::module_::import("hugebench.workloads").attr("WORKLOADS");
+    for (const auto& item : registry) {
+        const py::object workload = py::reinterpret_borrow<py::object>(item.second);
+        if (workload.attr("function").cast<std::string>() != function) continue;
+        py::dict defaults;
+        for (const auto& [name, param] : workload.attr("params").cast<py::dict>()) defaults[name] = param.attr("default");
+        return defaults;
+    }
+    throw std::runtime_error(std::string("hugebench/workloads.py: no workload has function='") + function +
+                             "', which csrc/bindings binds");
+}
+
+py::arg_v registry_arg(const py::dict& defaults, const char* function, const char* name) {
+    if (!defaults.contains(name))
+        throw std::runtime_error(std::string("hugebench/workloads.py: the '") + function +
+                                 "' entry has no param '" + name + "', which csrc/bindings binds; add it there");
+    return py::arg(name) = py::reinterpret_borrow<py::object>(defaults[name]);
 }
 
 Hook python_hook(const py::object& callable) {
@@ -107,12 +142,31 @@ void bind_perf_constants(py::module_& m) {
           "config value for a PERF_TYPE_HW_CACHE event: cache | op << 8 | result << 16");
 }
 
-}  // namespace
+std::vector<std::pair<std::string, BindFunction>>& registered_bindings() {
+    static std::vector<std::pair<std::string, BindFunction>> bindings;  // built before main, read at import
+    return bindings;
+}
 
 void bind_common(py::module_& m) {
     m.def("build_info", &build_info,
           "How this extension was compiled: build_type, compiler, cxx_flags, debug (True: do not report numbers).");
     bind_perf_constants(m);
+}
+
+[[maybe_unused]] const bool registered = register_binding("common", &bind_common);
+
+}  // namespace
+
+bool register_binding(const char* name, BindFunction bind) {
+    registered_bindings().emplace_back(name, bind);
+    return true;
+}
+
+void bind_registered(py::module_& m) {
+    auto bindings = registered_bindings();
+    // The objects' load order is unspecified; name order keeps _core's function order stable.
+    std::sort(bindings.begin(), bindings.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [name, bind] : bindings) bind(m);
 }
 
 }  // namespace hb

@@ -23,10 +23,8 @@ py::dict steady_thread_entries(const faultstorm::ThreadTotals& t, py::dict out) 
 }
 
 py::dict result_to_dict(const faultstorm::Result& r) {
-    py::dict phases;
-    for (const auto& [name, seconds] : r.phases) phases[py::str(name)] = seconds;
     py::dict out;
-    out["phases"] = phases;
+    out["phases"] = phases_to_dict(r.phases);
     out["backing"] = r.backing;
     out["map_flags"] = r.map_flags;
     out["buffer_bytes"] = r.buffer_bytes;
@@ -40,9 +38,7 @@ py::dict result_to_dict(const faultstorm::Result& r) {
     out["pages_per_request"] = r.pages_per_request;
     out["ns_per_op"] = r.ns_per_op;
     out["chunks"] = r.chunks;
-    out["chunk_ns_median"] = r.chunk_ns_median;
-    out["chunk_ns_p10"] = r.chunk_ns_p10;
-    out["chunk_ns_p90"] = r.chunk_ns_p90;
+    put_chunk_stats(out, r.chunk_ns);
     // Not measured outside requests mode: None, not a number.
     const auto request_stat = [&r](double value) {
         return r.requests > 0 ? py::object(py::float_(value)) : py::none();
@@ -55,22 +51,6 @@ py::dict result_to_dict(const faultstorm::Result& r) {
     out["mismatches"] = r.mismatches;
     out["counters"] = counters_to_dict(r.counters);
     return steady_thread_entries(r.steady_thread, out);
-}
-
-py::dict run_faultstorm(const std::string& backing, uint64_t buffer_bytes, int threads, uint64_t ops_per_thread,
-                        double write_ratio, bool first_touch, uint64_t requests_per_thread, uint64_t request_bytes,
-                        int chunks, uint64_t seed, const std::vector<CounterTuple>& counters,
-                        const py::object& hook) {
-    faultstorm::Params params{backing, buffer_bytes, threads, ops_per_thread, write_ratio, first_touch,
-                              requests_per_thread, request_bytes, chunks, seed, counter_specs(counters)};
-    faultstorm::validate(params);  // ValueError before any work
-    const Hook cpp_hook = python_hook(hook);
-    faultstorm::Result result;
-    {
-        py::gil_scoped_release no_gil;  // the hook takes it back only for its own calls
-        result = faultstorm::run(params, cpp_hook);
-    }
-    return result_to_dict(result);
 }
 
 py::dict probe(const std::string& backing, uint64_t buffer_bytes) {
@@ -92,18 +72,26 @@ py::dict probe(const std::string& backing, uint64_t buffer_bytes) {
 }  // namespace
 
 void bind_faultstorm(py::module_& m) {
-    m.def("faultstorm", &run_faultstorm, py::kw_only(), py::arg("backing") = "mmap-private",
-          py::arg("buffer_bytes") = uint64_t{256} << 20, py::arg("threads") = 1,
-          py::arg("ops_per_thread") = 1'000'000, py::arg("write_ratio") = 0.5, py::arg("first_touch") = false,
-          py::arg("requests_per_thread") = 0, py::arg("request_bytes") = uint64_t{1} << 20,
-          py::arg("chunks") = 64, py::arg("seed") = 1, py::arg("counters") = std::vector<CounterTuple>{},
-          py::arg("hook") = py::none(),
-          "Threads hit a buffer at random pages; where the page faults land depends on the backing "
-          "(phases obtain, [first_touch], steady, release).");
+    using P = faultstorm::Params;
+    bind_workload(m,
+                  WorkloadBinding<P, faultstorm::Result>{
+                      "faultstorm",
+                      "Threads hit a buffer at random pages; where the page faults land depends on the backing "
+                      "(phases obtain, [first_touch], steady, release).",
+                      &faultstorm::validate, &faultstorm::run, &result_to_dict},
+                  field("backing", &P::backing), field("buffer_bytes", &P::buffer_bytes),
+                  field("threads", &P::threads), field("ops_per_thread", &P::ops_per_thread),
+                  field("write_ratio", &P::write_ratio), field("first_touch", &P::first_touch),
+                  field("requests_per_thread", &P::requests_per_thread), field("request_bytes", &P::request_bytes),
+                  field("chunks", &P::chunks), field("seed", &P::seed));
     m.def("faultstorm_probe", &probe, py::arg("backing"), py::arg("buffer_bytes"),
           "Obtain a buffer as faultstorm() would, write every page once, keep it until faultstorm_release.");
     m.def("faultstorm_release", &faultstorm::probe_release, py::arg("handle"),
           "Give back a buffer of faultstorm_probe.");
 }
+
+namespace {
+[[maybe_unused]] const bool registered = register_binding("faultstorm", &bind_faultstorm);
+}  // namespace
 
 }  // namespace hb

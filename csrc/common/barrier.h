@@ -6,11 +6,13 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "common/checks.h"
+
 namespace hb {
 
 class StartBarrier {
 public:
-    explicit StartBarrier(int workers) : expected_(workers) {}
+    explicit StartBarrier(ThreadCount workers) : expected_(workers) {}
     StartBarrier(const StartBarrier&) = delete;
     StartBarrier& operator=(const StartBarrier&) = delete;
 
@@ -45,8 +47,8 @@ private:
 
     std::mutex mutex_;
     std::condition_variable changed_;
-    const int expected_;
-    int arrived_ = 0;
+    const ThreadCount expected_;
+    ThreadCount arrived_ = 0;
     State state_ = State::waiting;
 };
 

@@ -15,10 +15,10 @@ class ThreadTeam {
 public:
     // work(index) runs on worker `index` in [0, workers) once start_and_join() is called.
     // It must not throw: catch inside and hand errors back through your own per-worker output.
-    ThreadTeam(int workers, std::function<void(int)> work) : barrier_(workers), work_(std::move(work)) {
+    ThreadTeam(ThreadCount workers, std::function<void(int)> work) : barrier_(workers), work_(std::move(work)) {
         threads_.reserve(static_cast<size_t>(workers));
         try {
-            for (int i = 0; i < workers; ++i) {
+            for (int i = 0; i < static_cast<int>(workers); ++i) {
                 threads_.emplace_back([this, i] {
                     if (barrier_.arrive_and_wait()) work_(i);
                 });

@@ -1,4 +1,4 @@
-// Clock, optimisation barriers and percentiles for the timed regions of every workload.
+// Clock, optimisation barriers, chunking and percentiles for the timed regions of every workload.
 #pragma once
 
 #include <algorithm>
@@ -27,11 +27,17 @@ inline void do_not_optimize(const T& value) {
 
 template <class T>
 inline void do_not_optimize(T& value) {
+#if defined(__clang__)
     if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(void*)) {
         asm volatile("" : "+r,m"(value) : : "memory");
     } else {
         asm volatile("" : "+m"(value) : : "memory");
     }
+#else
+    // Memory only on GCC: given "+r,m", recent GCC may take the register alternative and then treat the
+    // stores to `value` before the barrier as dead (google/benchmark made the same change for GCC).
+    asm volatile("" : "+m"(value) : : "memory");
+#endif
 }
 
 // Forces all pending memory writes to be treated as observed at this point.
@@ -47,6 +53,29 @@ inline double percentile(std::vector<double> values, double q) {
     const size_t above = std::min(below + 1, values.size() - 1);
     const double fraction = position - static_cast<double>(below);
     return values[below] + (values[above] - values[below]) * fraction;
+}
+
+// Start of part `index` when `total` items are split into `parts` near-equal contiguous parts
+// (exact for any total: the product is taken in 128 bits).
+inline uint64_t slice_begin(uint64_t total, uint64_t parts, uint64_t index) {
+    return static_cast<uint64_t>(static_cast<__uint128_t>(total) * index / parts);
+}
+
+// Size of part `index` of that split.
+inline uint64_t slice_size(uint64_t total, uint64_t parts, uint64_t index) {
+    return slice_begin(total, parts, index + 1) - slice_begin(total, parts, index);
+}
+
+// The spread of the per-chunk times of a timed phase (ns per op within each chunk, all threads' chunks
+// together): a burst from a neighbour on a shared machine shows as spread, not as bias.
+struct ChunkStats {
+    double median = 0;
+    double p10 = 0;
+    double p90 = 0;
+};
+
+inline ChunkStats chunk_stats(const std::vector<double>& chunk_ns) {
+    return {percentile(chunk_ns, 50), percentile(chunk_ns, 10), percentile(chunk_ns, 90)};
 }
 
 }  // namespace hb

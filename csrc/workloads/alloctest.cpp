@@ -19,8 +19,6 @@
 namespace hb::alloctest {
 namespace {
 
-constexpr int64_t kMaxThreads = 1024;
-constexpr int64_t kMaxChunks = 1000000;
 constexpr int64_t kMaxBlockSize = int64_t{1} << 30;
 constexpr uint64_t kMinSlotsPerThread = 10;  // so that "the hottest 20%" is at least two slots
 constexpr uint64_t kPublishEvery = 256;      // ops between two publications of a thread's live bytes
@@ -29,12 +27,8 @@ constexpr uint64_t kPublishEvery = 256;      // ops between two publications of 
 constexpr uint64_t kOpsStream = 1;
 constexpr uint64_t kPermutationStream = 1u << 20;
 
-void require(bool condition, const std::string& message) {
-    if (!condition) throw std::invalid_argument(message);
-}
-
 struct Plan {
-    int threads = 1;
+    ThreadCount threads = 1;
     uint64_t slots_per_thread = 0;
     uint32_t min_size = 0;
     uint32_t max_size = 0;
@@ -44,14 +38,8 @@ struct Plan {
     uint64_t seed = 0;
 };
 
-// Start of part `index` when `total` items are split into `parts` near-equal contiguous parts.
-uint64_t slice_begin(uint64_t total, uint64_t parts, uint64_t index) {
-    return static_cast<uint64_t>(static_cast<__uint128_t>(total) * index / parts);
-}
-
 uint64_t share_of(uint64_t total, const Plan& plan, int worker) {
-    const auto t = static_cast<uint64_t>(plan.threads), w = static_cast<uint64_t>(worker);
-    return slice_begin(total, t, w + 1) - slice_begin(total, t, w);
+    return slice_size(total, static_cast<uint64_t>(plan.threads), static_cast<uint64_t>(worker));
 }
 
 struct Tally {
@@ -208,7 +196,7 @@ void Worker::timed_run(uint64_t ops) {
     chunk_ns_per_pair.reserve(plan_.chunks);
     const uint64_t start = now_ns();
     for (uint64_t c = 0; c < plan_.chunks; ++c) {
-        const uint64_t todo = slice_begin(ops, plan_.chunks, c + 1) - slice_begin(ops, plan_.chunks, c);
+        const uint64_t todo = slice_size(ops, plan_.chunks, c);
         if (todo == 0) continue;
         const uint64_t chunk_start = now_ns();
         steps(todo);
@@ -254,7 +242,7 @@ uint64_t slots_per_thread(const Params& p) {
 
 Plan make_plan(const Params& p) {
     Plan plan;
-    plan.threads = static_cast<int>(p.threads);
+    plan.threads = p.threads;
     plan.slots_per_thread = slots_per_thread(p);
     plan.min_size = static_cast<uint32_t>(p.min_size);
     plan.max_size = static_cast<uint32_t>(p.max_size);
@@ -284,9 +272,7 @@ void summarise(const std::vector<std::unique_ptr<Worker>>& workers, double run_s
     r.peak_requested_bytes = static_cast<uint64_t>(std::max(sampled_peak, exact_peak));
     r.ns_per_pair_wall = run_seconds * 1e9 / r.pairs;
     r.ns_per_pair_thread = thread_seconds * 1e9 / r.pairs;
-    r.chunk_ns_median = percentile(chunks, 50);
-    r.chunk_ns_p10 = percentile(chunks, 10);
-    r.chunk_ns_p90 = percentile(chunks, 90);
+    r.chunk_ns = chunk_stats(chunks);
 }
 
 }  // namespace
@@ -307,12 +293,10 @@ AllocatorMode parse_allocator_mode(const std::string& name) {
 void validate(const Params& p) {
     parse_touch(p.touch);
     parse_allocator_mode(p.allocator_mode);
-    require(p.threads >= 1 && p.threads <= kMaxThreads,
-            "threads must be in [1, " + std::to_string(kMaxThreads) + "], got " + std::to_string(p.threads));
+    require_threads(p.threads);
     require(p.iterations >= 1, "iterations must be >= 1, got " + std::to_string(p.iterations));
     require(p.warmup_iterations >= 0, "warmup_iterations must be >= 0, got " + std::to_string(p.warmup_iterations));
-    require(p.chunks >= 1 && p.chunks <= kMaxChunks,
-            "chunks must be in [1, " + std::to_string(kMaxChunks) + "], got " + std::to_string(p.chunks));
+    require_chunks(p.chunks);
     require(p.min_size >= 1, "min_size must be >= 1, got " + std::to_string(p.min_size));
     require(p.max_size >= p.min_size && p.max_size <= kMaxBlockSize,
             "max_size must be in [min_size, 2^30], got " + std::to_string(p.max_size));

@@ -12,8 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/checks.h"
 #include "common/perf_counters.h"
 #include "common/phases.h"
+#include "common/timing.h"
 
 namespace hb::alloctest {
 
@@ -23,29 +25,31 @@ enum class AllocatorMode { malloc, void_ };
 Touch parse_touch(const std::string& name);                   // "none" | "write-read" | "full"
 AllocatorMode parse_allocator_mode(const std::string& name);  // "malloc" | "void"
 
+// No defaults here: the Python registry (hugebench/workloads.py) holds them and the binding passes
+// every field.
 struct Params {
-    int64_t threads = 1;
-    int64_t iterations = 10000000;        // slot picks in the timed phase, over all threads
-    int64_t warmup_iterations = 1000000;  // picks after the fill, before the timed phase (own phase)
-    int64_t slots = 0;                    // over all threads; 0: derived from total_bytes
-    int64_t total_bytes = 1300000000;     // steady-state live bytes over all threads (when slots == 0)
-    int64_t min_size = 8;
-    int64_t max_size = 65536;
+    ThreadCount threads{};
+    int64_t iterations{};                 // slot picks in the timed phase, over all threads
+    int64_t warmup_iterations{};          // picks after the fill, before the timed phase (own phase)
+    int64_t slots{};                      // over all threads; 0: derived from total_bytes
+    int64_t total_bytes{};                // steady-state live bytes over all threads (when slots == 0)
+    int64_t min_size{};
+    int64_t max_size{};
     // none: blocks never touched; write-read: memset after malloc, read back and verified before free;
     // full: write-read plus a verifying read right after the memset (every cache line touched twice at
     // malloc time, once more before free).
-    std::string touch = "write-read";
+    std::string touch;
     // malloc: the process's malloc/free (whatever LD_PRELOAD put there); void: every malloc returns the
     // thread's one pre-touched max_size buffer and free does nothing, i.e. the harness cost alone.
-    std::string allocator_mode = "malloc";
-    int64_t chunks = 64;                  // per-thread timing slices of the timed phase
-    uint64_t seed = 1;
+    std::string allocator_mode;
+    int64_t chunks{};                     // per-thread timing slices of the timed phase
+    uint64_t seed{};
     std::vector<CounterSpec> counters;    // enabled only around the timed phase
 };
 
 struct Result {
     std::vector<std::pair<std::string, double>> phases;  // setup, warmup, run, teardown -> seconds
-    int threads = 0;
+    ThreadCount threads = 0;
     std::string allocator_mode;
     std::string touch;
     uint64_t slots = 0;                // actually used (slots_per_thread * threads)
@@ -59,9 +63,7 @@ struct Result {
     double ns_per_pair_wall = 0;       // run-phase wall seconds * 1e9 / pairs (throughput of all threads)
     double ns_per_pair_thread = 0;     // sum of each thread's own loop seconds * 1e9 / pairs (cost of one
                                        // pair to the thread doing it; excludes thread wake-up latency)
-    double chunk_ns_median = 0;        // over all chunks of all threads, ns per pair within the chunk
-    double chunk_ns_p10 = 0;
-    double chunk_ns_p90 = 0;
+    ChunkStats chunk_ns;               // over all chunks of all threads, ns per pair within the chunk
     // Max over setup, warmup and run of the requested bytes live in all threads together. One thread:
     // exact (checked after every malloc). More: each thread publishes its live bytes every 256 of its ops
     // and then sums everyone's last publication; the max of those sums (and of each thread's exact peak),

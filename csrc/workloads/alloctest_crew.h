@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/checks.h"
+
 namespace hb::alloctest {
 
 enum class Phase { setup, warmup, run, teardown };
@@ -20,10 +22,10 @@ enum class Phase { setup, warmup, run, teardown };
 // Blocking waits, not spinning: on a 2-core VM a spinner would steal the CPU from the working threads.
 class Crew {
 public:
-    Crew(int size, std::function<void(int, Phase)> body) : body_(std::move(body)) {
+    Crew(ThreadCount size, std::function<void(int, Phase)> body) : body_(std::move(body)) {
         try {
             threads_.reserve(static_cast<size_t>(size));
-            for (int i = 0; i < size; ++i) threads_.emplace_back([this, i] { serve(i); });
+            for (int i = 0; i < static_cast<int>(size); ++i) threads_.emplace_back([this, i] { serve(i); });
         } catch (...) {
             stop_and_join();
             throw;
@@ -86,7 +88,7 @@ private:
 // global sum cheaply. One cache line per thread: a publication never invalidates a neighbour's line.
 class LiveBoard {
 public:
-    explicit LiveBoard(int threads) : cells_(static_cast<size_t>(threads)) {}
+    explicit LiveBoard(ThreadCount threads) : cells_(static_cast<size_t>(threads)) {}
     void publish(int worker, int64_t live) { cells_[static_cast<size_t>(worker)].bytes.store(live, std::memory_order_relaxed); }
     int64_t sum() const {
         int64_t total = 0;

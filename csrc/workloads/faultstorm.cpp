@@ -8,10 +8,9 @@
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
-#include <thread>
 
-#include "common/barrier.h"
 #include "common/rng.h"
+#include "common/thread_team.h"
 #include "common/timing.h"
 #include "workloads/faultstorm_buffer.h"
 
@@ -110,7 +109,7 @@ void run_ops(const Layout& l, const Params& p, unsigned t, OpStream& stream, Wor
     const uint64_t offset = l.slot_offset(t);
     uint64_t i = 0;
     for (uint64_t c = 0; c < chunks; ++c) {
-        const uint64_t chunk_end = ops * (c + 1) / chunks;
+        const uint64_t chunk_end = slice_begin(ops, chunks, c + 1);
         const uint64_t chunk_ops = chunk_end - i;
         const uint64_t start = now_ns();
         for (; i < chunk_end; ++i) {
@@ -147,7 +146,7 @@ void run_requests(const Layout& l, const Params& p, unsigned t, uint64_t slice_p
     const uint64_t chunks = std::min<uint64_t>(p.chunks, requests);
     uint64_t r = 0;
     for (uint64_t c = 0; c < chunks; ++c) {
-        const uint64_t chunk_end = requests * (c + 1) / chunks;
+        const uint64_t chunk_end = slice_begin(requests, chunks, c + 1);
         const uint64_t chunk_requests = chunk_end - r;
         const uint64_t chunk_start = now_ns();
         for (; r < chunk_end; ++r) {
@@ -206,16 +205,13 @@ void validate(const Params& p) {
         throw std::invalid_argument("buffer_bytes must be a positive multiple of the page size (" +
                                     std::to_string(page_size) + "), got " + std::to_string(p.buffer_bytes));
     if (p.buffer_bytes / page_size > UINT32_MAX) throw std::invalid_argument("buffer_bytes too large");
-    const uint64_t max_threads = page_size / 8;  // one 8-byte slot per thread per page
-    if (p.threads < 1 || static_cast<uint64_t>(p.threads) > max_threads)
-        throw std::invalid_argument("threads must be in 1.." + std::to_string(max_threads));
-    if (!(p.write_ratio >= 0.0 && p.write_ratio <= 1.0))
-        throw std::invalid_argument("write_ratio must be in [0, 1]");
-    if (p.requests_per_thread == 0 && p.ops_per_thread == 0)
-        throw std::invalid_argument("ops_per_thread must be > 0 (or set requests_per_thread)");
-    if (p.chunks < 1) throw std::invalid_argument("chunks must be >= 1");
-    if (p.requests_per_thread > 0 && p.request_bytes == 0)
-        throw std::invalid_argument("request_bytes must be > 0 in requests mode");
+    // One 8-byte slot per thread per page.
+    require_threads(p.threads, static_cast<ThreadCount>(page_size / 8));
+    require(p.write_ratio >= 0.0 && p.write_ratio <= 1.0, "write_ratio must be in [0, 1]");
+    require(p.requests_per_thread > 0 || p.ops_per_thread > 0,
+            "ops_per_thread must be > 0 (or set requests_per_thread)");
+    require(p.chunks >= 1, "chunks must be >= 1, got " + std::to_string(p.chunks));
+    require(p.requests_per_thread == 0 || p.request_bytes > 0, "request_bytes must be > 0 in requests mode");
     parse_backing(p.backing);
 }
 
@@ -242,37 +238,18 @@ double run_steady(const Layout& l, const Params& p, const Hook& hook, PerfCounte
         r.chunk_ns.reserve(p.chunks);
         r.request_ns.reserve(p.requests_per_thread);
     }
-    StartBarrier barrier(p.threads);
-    std::vector<std::thread> workers;
-    auto body = [&](unsigned t) {
-        WorkerResult& out = results[t];
-        if (!barrier.arrive_and_wait()) return;
+    ThreadTeam team(p.threads, [&](int t) {
+        WorkerResult& out = results[static_cast<size_t>(t)];
+        const auto thread = static_cast<unsigned>(t);
         out.begin = ThreadClock::now();
         if (p.requests_per_thread > 0)
-            run_requests(l, p, t, slice_pages, streams[t], out);
+            run_requests(l, p, thread, slice_pages, streams[thread], out);
         else
-            run_ops(l, p, t, streams[t], out);
+            run_ops(l, p, thread, streams[thread], out);
         out.end = ThreadClock::now();
-    };
-    try {
-        for (int t = 0; t < p.threads; ++t) workers.emplace_back(body, static_cast<unsigned>(t));
-    } catch (...) {
-        barrier.cancel();
-        for (auto& w : workers) w.join();
-        throw;
-    }
-    barrier.wait_until_all_arrived();
-    try {
-        return run_phase(hook, "steady", [&] {
-            barrier.release();
-            for (auto& w : workers) w.join();
-        }, &counters);
-    } catch (...) {  // the hook raised before the release: parked workers must still be joined
-        barrier.cancel();
-        for (auto& w : workers)
-            if (w.joinable()) w.join();
-        throw;
-    }
+    });
+    team.wait_until_ready();
+    return run_phase(hook, "steady", [&] { team.start_and_join(); }, &counters);
 }
 
 void summarise_steady(const std::vector<WorkerResult>& workers, Result& result) {
@@ -286,10 +263,8 @@ void summarise_steady(const std::vector<WorkerResult>& workers, Result& result) 
         add_thread_clocks(w, result.steady_thread);
     }
     do_not_optimize(read_sum);
-    result.chunks = static_cast<int>(workers.front().chunk_ns.size());
-    result.chunk_ns_median = percentile(chunk_ns, 50);
-    result.chunk_ns_p10 = percentile(chunk_ns, 10);
-    result.chunk_ns_p90 = percentile(chunk_ns, 90);
+    result.chunks = static_cast<int64_t>(workers.front().chunk_ns.size());
+    result.chunk_ns = chunk_stats(chunk_ns);
     result.request_ns_p50 = percentile(request_ns, 50);
     result.request_ns_p90 = percentile(request_ns, 90);
     result.request_ns_p99 = percentile(request_ns, 99);

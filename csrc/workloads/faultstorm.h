@@ -18,22 +18,26 @@
 #include <utility>
 #include <vector>
 
+#include "common/checks.h"
 #include "common/perf_counters.h"
 #include "common/phases.h"
+#include "common/timing.h"
 
 namespace hb::faultstorm {
 
+// No defaults here: the Python registry (hugebench/workloads.py) holds them and the binding passes
+// every field.
 struct Params {
-    std::string backing = "mmap-private";
-    uint64_t buffer_bytes = uint64_t{256} << 20;
-    int threads = 1;
-    uint64_t ops_per_thread = 1'000'000;  // ops mode: page accesses per thread
-    double write_ratio = 0.5;             // share of accesses (ops mode) or requests that write
-    bool first_touch = false;
-    uint64_t requests_per_thread = 0;     // > 0 selects requests mode (ops_per_thread is then unused)
-    uint64_t request_bytes = uint64_t{1} << 20;
-    int chunks = 64;
-    uint64_t seed = 1;
+    std::string backing;
+    uint64_t buffer_bytes{};
+    ThreadCount threads{};
+    uint64_t ops_per_thread{};            // ops mode: page accesses per thread
+    double write_ratio{};                 // share of accesses (ops mode) or requests that write
+    bool first_touch{};
+    uint64_t requests_per_thread{};       // > 0 selects requests mode (ops_per_thread is then unused)
+    uint64_t request_bytes{};
+    int64_t chunks{};
+    uint64_t seed{};
     std::vector<CounterSpec> counters;
 };
 
@@ -55,17 +59,15 @@ struct Result {
     uint64_t page_size = 0;          // access granularity (the base page)
     uint64_t mapping_page_size = 0;  // 2 MiB for hugetlb, else the base page
     uint64_t pages = 0;
-    int threads = 0;
+    ThreadCount threads = 0;
     std::string op_unit;             // "page-access" (ops mode) or "request" (requests mode)
     uint64_t ops = 0;                // total over threads, in op_unit
     uint64_t requests = 0;
     uint64_t pages_per_request = 0;
     double steady_s = 0;
     double ns_per_op = 0;
-    int chunks = 0;                  // per thread
-    double chunk_ns_median = 0;      // over all chunks of all threads, ns per op within the chunk
-    double chunk_ns_p10 = 0;
-    double chunk_ns_p90 = 0;
+    int64_t chunks = 0;              // per thread
+    ChunkStats chunk_ns;             // over all chunks of all threads, ns per op within the chunk
     // Latency of single requests, all threads' samples merged (NaN outside requests mode).
     double request_ns_p50 = 0;
     double request_ns_p90 = 0;

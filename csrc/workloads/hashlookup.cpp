@@ -22,16 +22,10 @@ constexpr uint64_t kKeyStream = 1;
 constexpr uint64_t kShuffleStream = 2;
 constexpr uint64_t kZipfStream = 3;
 
-constexpr int64_t kMaxThreads = 1024;
 constexpr int64_t kMaxKeyLength = 4096;
-constexpr int64_t kMaxChunks = 1000000;
 
 enum class SetKind { flat, node };
 enum class Order { uniform, zipf };
-
-void require(bool condition, const std::string& message) {
-    if (!condition) throw std::invalid_argument(message);
-}
 
 SetKind parse_set_kind(const std::string& name) {
     if (name == "flat") return SetKind::flat;
@@ -94,11 +88,6 @@ private:
     int tries_left_ = 0;
 };
 
-// Start of part `index` when `total` items are split into `parts` near-equal contiguous parts.
-uint64_t slice_begin(uint64_t total, uint64_t parts, uint64_t index) {
-    return static_cast<uint64_t>(static_cast<__uint128_t>(total) * index / parts);
-}
-
 // The uniform order: the shuffled keys front to back, wrapping around when lookups > keys.
 class CyclicCursor {
 public:
@@ -141,7 +130,7 @@ void lookup_chunks(const Set& set, Cursor cursor, uint64_t count, uint64_t chunk
     uint64_t found = 0;
     uint64_t checksum = 0;
     for (uint64_t c = 0; c < chunks; ++c) {
-        const uint64_t todo = slice_begin(count, chunks, c + 1) - slice_begin(count, chunks, c);
+        const uint64_t todo = slice_size(count, chunks, c);
         if (todo == 0) continue;
         const uint64_t start = now_ns();
         for (uint64_t i = 0; i < todo; ++i) {
@@ -171,7 +160,7 @@ struct LookupPlan {
 template <class Set>
 void lookup_share(const Set& set, const LookupPlan& plan, int worker, WorkerOutput& out) {
     const uint64_t begin = slice_begin(plan.lookups, plan.threads, static_cast<uint64_t>(worker));
-    const uint64_t count = slice_begin(plan.lookups, plan.threads, static_cast<uint64_t>(worker) + 1) - begin;
+    const uint64_t count = slice_size(plan.lookups, plan.threads, static_cast<uint64_t>(worker));
     out.chunk_ns.reserve(plan.chunks);  // no allocation inside the timed loop
     if (plan.zipf_indices.empty())
         lookup_chunks(set, CyclicCursor(plan.keys, begin), count, plan.chunks, out);
@@ -183,7 +172,7 @@ void lookup_share(const Set& set, const LookupPlan& plan, int worker, WorkerOutp
 template <class Set>
 double timed_lookups(const Set& set, const LookupPlan& plan, const Hook& hook, PerfCounters& counters,
                      std::vector<WorkerOutput>& outputs) {
-    ThreadTeam team(static_cast<int>(plan.threads), [&](int worker) {
+    ThreadTeam team(static_cast<ThreadCount>(plan.threads), [&](int worker) {
         try {
             lookup_share(set, plan, worker, outputs[static_cast<size_t>(worker)]);
         } catch (...) {
@@ -218,9 +207,7 @@ void summarise(const std::vector<WorkerOutput>& outputs, double lookup_seconds, 
         all_chunks.insert(all_chunks.end(), out.chunk_ns.begin(), out.chunk_ns.end());
     }
     r.ns_per_lookup = lookup_seconds * 1e9 / static_cast<double>(r.lookups);
-    r.chunk_ns_median = percentile(all_chunks, 50);
-    r.chunk_ns_p10 = percentile(all_chunks, 10);
-    r.chunk_ns_p90 = percentile(all_chunks, 90);
+    r.chunk_ns = chunk_stats(all_chunks);
 }
 
 template <class Set>
@@ -228,7 +215,7 @@ Result run_with(const Params& p, const Hook& hook, PerfCounters& counters) {
     Result r;
     r.keys = static_cast<uint64_t>(p.keys);
     r.lookups = lookup_count(p);
-    r.threads = static_cast<int>(p.threads);
+    r.threads = p.threads;
     r.set_kind = p.set_kind;
 
     std::vector<std::string> keys;
@@ -265,16 +252,14 @@ void validate(const Params& p) {
     parse_order(p.order);
     require(p.keys >= 1 && p.keys <= std::numeric_limits<uint32_t>::max(),
             "keys must be in [1, 2^32-1], got " + std::to_string(p.keys));
-    require(p.threads >= 1 && p.threads <= kMaxThreads,
-            "threads must be in [1, " + std::to_string(kMaxThreads) + "], got " + std::to_string(p.threads));
+    require_threads(p.threads);
     require(p.lookups >= 0, "lookups must be >= 0 (0 means one per key), got " + std::to_string(p.lookups));
     require(p.key_min >= 1 && p.key_max <= kMaxKeyLength,
             "key lengths must be within [1, " + std::to_string(kMaxKeyLength) + "]");
     require(p.key_min <= p.key_max, "key_min (" + std::to_string(p.key_min) + ") must be <= key_max (" +
                                         std::to_string(p.key_max) + ")");
     require(std::isfinite(p.zipf_s) && p.zipf_s >= 0, "zipf_s must be finite and >= 0");
-    require(p.chunks >= 1 && p.chunks <= kMaxChunks,
-            "chunks must be in [1, " + std::to_string(kMaxChunks) + "], got " + std::to_string(p.chunks));
+    require_chunks(p.chunks);
 }
 
 std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max) {

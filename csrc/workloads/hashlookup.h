@@ -9,22 +9,26 @@
 #include <utility>
 #include <vector>
 
+#include "common/checks.h"
 #include "common/perf_counters.h"
 #include "common/phases.h"
+#include "common/timing.h"
 
 namespace hb::hashlookup {
 
+// No defaults here: the Python registry (hugebench/workloads.py) holds them and the binding passes
+// every field.
 struct Params {
-    int64_t keys = 1000000;
-    std::string set_kind = "flat";  // "flat" (open addressing, written here) or "node" (std::unordered_set)
-    int64_t threads = 1;
-    int64_t lookups = 0;             // 0: one lookup per key
-    int64_t key_min = 10;
-    int64_t key_max = 19;
-    std::string order = "uniform";   // "uniform" (shuffled keys, cycled) or "zipf"
-    double zipf_s = 0.99;
-    int64_t chunks = 64;             // per-thread timing slices, to expose bursts of noise
-    uint64_t seed = 1;
+    int64_t keys{};
+    std::string set_kind;            // "flat" (open addressing, written here) or "node" (std::unordered_set)
+    ThreadCount threads{};
+    int64_t lookups{};               // 0: one lookup per key
+    int64_t key_min{};
+    int64_t key_max{};
+    std::string order;               // "uniform" (shuffled keys, cycled) or "zipf"
+    double zipf_s{};
+    int64_t chunks{};                // per-thread timing slices, to expose bursts of noise
+    uint64_t seed{};
     std::vector<CounterSpec> counters;  // enabled only around the lookup loop
 };
 
@@ -36,10 +40,8 @@ struct Result {
     uint64_t found = 0;
     uint64_t checksum = 0;       // sum of the lengths of the found keys, as stored in the set
     double ns_per_lookup = 0;
-    double chunk_ns_median = 0;  // over all chunks of all threads, ns per lookup within the chunk
-    double chunk_ns_p10 = 0;
-    double chunk_ns_p90 = 0;
-    int threads = 0;
+    ChunkStats chunk_ns;         // over all chunks of all threads, ns per lookup within the chunk
+    ThreadCount threads = 0;
     std::string set_kind;
     uint64_t capacity = 0;       // slots (flat) or buckets (node)
     std::vector<CounterReading> counters;
