@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,14 +21,14 @@ from pathlib import Path
 
 from . import kernel
 from .environment import launch_argv, worker_environment
+from .launch import Launched, tail
 from .measure import perf as perf_mod
 from .plan import RunSpec
 from .setup import SweepSetup, prepare
 from .store import ResultStore
-from .system import SweepLock, SystemState, default_lock_path, die_with_parent
+from .system import SweepLock, SystemState, default_lock_path
 
 SCHEMA_VERSION = 1
-STDERR_TAIL = 4000
 RUN_DIR_PREFIX = "hb-run-"  # + the sweep's pid: a dead sweep's leftovers are recognised and removed
 @dataclass
 class SweepOptions:
@@ -175,33 +174,13 @@ def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
 
 def _spawn(argv, env, timeout, cwd, proc_root, status_path: Path) -> dict:
     """Run argv in its own session; its real end comes from hb-exec's status file (perf hides signals)."""
-    stderr_path = Path(cwd, "stderr.txt")
     oom_before = kernel.read_vmstat(proc_root).get("oom_kill", 0)
-    t0 = time.perf_counter()
-    with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=err,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=die_with_parent)
-        try:
-            code = proc.wait(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            code, timed_out = proc.wait(), True
-        except BaseException:
-            _kill_group(proc)  # Ctrl-C / SIGTERM: never leave a worker behind
-            proc.wait()
-            raise
-    wall = time.perf_counter() - t0
-    tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode(errors="replace") or None
-    ended = _read_status(status_path)
-    if "exit_code" in ended:
-        code = ended["exit_code"]
-    elif "signal" in ended:
-        code = -ended["signal"]
-    fields = {"wall_s": wall, "exit_code": code, "stderr_tail": tail}
-    fields.update({f"worker.{k}": v for k, v in ended.items() if k not in ("exit_code", "signal")})
-    if timed_out:
+    stderr_path = Path(cwd, "stderr.txt")
+    ended = Launched(argv, env, cwd, stdout=stderr_path, status_path=status_path).wait(timeout)
+    fields = {"wall_s": ended.wall_s, "exit_code": ended.code, "stderr_tail": tail(stderr_path)}
+    fields.update({f"worker.{k}": v for k, v in ended.status.items()})
+    code = ended.code
+    if ended.timed_out:
         fields.update(status="timeout", error=f"worker ran past its timeout of {timeout:g} s and was killed")
     elif code < 0 or code > 128:
         sig = -code if code < 0 else code - 128
@@ -211,22 +190,6 @@ def _spawn(argv, env, timeout, cwd, proc_root, status_path: Path) -> dict:
         why = "killed by the OOM killer" if status == "oom" else f"worker died of signal {name}"
         fields.update(status=status, error=why)
     return fields
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # it ended (and was reaped) just before we got to it
-
-
-def _read_status(path: Path) -> dict:
-    """hb-exec's record of how the worker ended; {} when hb-exec itself was killed (timeout, Ctrl-C)."""
-    try:
-        ended = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return ended if isinstance(ended, dict) else {}
 
 
 def remove_stale_run_dirs(tmp_root: str | None = None) -> list[Path]:

@@ -154,12 +154,12 @@ def test_ctrl_c_exits_130(tmp_path, monkeypatch):
     assert result.exit_code == 130 and "interrupted" in result.output
 
 
-def test_killing_an_already_reaped_worker_is_not_an_error():
-    from hugebench.orchestrator import _kill_group
+def test_killing_an_already_reaped_worker_is_not_an_error(tmp_path):
+    from hugebench.launch import Launched
 
-    proc = subprocess.Popen(["true"], start_new_session=True)
-    proc.wait()
-    _kill_group(proc)  # ProcessLookupError is swallowed: Ctrl-C just as a run ended
+    launched = Launched(["true"], {}, tmp_path, stdout=tmp_path / "out")
+    assert launched.wait(10).code == 0
+    launched.kill()  # ProcessLookupError is swallowed: Ctrl-C just as a run ended
 
 
 def test_pool_larger_than_memory_is_refused_before_anything_runs(tmp_path, fake_sys):

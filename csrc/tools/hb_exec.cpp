@@ -7,15 +7,20 @@
 //    through it. hb-exec reaps the child with wait4() and writes its exit code or signal, and its rusage,
 //    to STATUS_FILE as one JSON object (replaced atomically), then exits with the child's code (128+signal).
 //  * No process may outlive the sweep: hb-exec dies with its parent (PR_SET_PDEATHSIG) and its child dies
-//    with hb-exec, so a SIGKILL of the sweep takes perf, hb-exec and the worker down with it.
+//    with hb-exec, so a SIGKILL of the sweep takes perf, hb-exec and the worker down with it. hb-exec is
+//    also a child subreaper: whatever the child leaves running when it ends (a daemon that forked and called
+//    setsid) is reparented to hb-exec, which kills it and counts it in the status ("leftover_processes").
+//  * The child's pid goes to STATUS_FILE.pid as soon as it exists (the runner samples its memory).
 // NAME=VALUE pairs are set in the child's environment only, so the allocator under test (LD_PRELOAD) is in
 // force in the measured process and in no process around it. Tiny and allocation-light on purpose: perf
 // counts it too.
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -32,23 +37,58 @@ void die_with_parent(pid_t expected_parent) {
 
 double seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
 
-bool write_status(const char* path, int status, const rusage& ru) {
-    char body[512];
+bool write_file(const std::string& path, const char* body, size_t n) {
+    std::string tmp = path + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) return false;
+    bool ok = std::fwrite(body, 1, n, f) == n;
+    ok = (std::fclose(f) == 0) && ok;
+    return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// Processes whose parent is us: after the child ended, only orphans reparented to this subreaper.
+int kill_leftovers() {
+    int killed = 0;
+    for (int round = 0; round < 100; ++round) {
+        int found = 0;
+        if (DIR* proc = opendir("/proc")) {
+            while (dirent* entry = readdir(proc)) {
+                if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
+                char path[300], buf[512];
+                std::snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
+                FILE* f = std::fopen(path, "r");
+                if (!f) continue;
+                size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+                std::fclose(f);
+                buf[n] = 0;
+                const char* close = std::strrchr(buf, ')');  // comm may hold spaces and parentheses
+                char state = 0;
+                int ppid = 0;
+                if (!close || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != getpid()) continue;
+                if (state != 'Z' && kill(static_cast<pid_t>(std::atoi(entry->d_name)), SIGKILL) == 0) ++killed;
+                ++found;
+            }
+            closedir(proc);
+        }
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {}
+        if (!found) break;
+        usleep(10000);
+    }
+    return killed;
+}
+
+bool write_status(const char* path, int status, const rusage& ru, int leftovers) {
+    char body[600];
     const char* how = WIFSIGNALED(status) ? "signal" : "exit_code";
     int value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
     int n = std::snprintf(body, sizeof body,
                           "{\"%s\": %d, \"core_dumped\": %s, \"utime_s\": %.6f, \"stime_s\": %.6f, "
                           "\"maxrss_kib\": %ld, \"minflt\": %ld, \"majflt\": %ld, \"nvcsw\": %ld, "
-                          "\"nivcsw\": %ld}\n",
+                          "\"nivcsw\": %ld, \"leftover_processes\": %d}\n",
                           how, value, (WIFSIGNALED(status) && WCOREDUMP(status)) ? "true" : "false",
                           seconds(ru.ru_utime), seconds(ru.ru_stime), ru.ru_maxrss, ru.ru_minflt,
-                          ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw);
-    std::string tmp = std::string(path) + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "w");
-    if (!f) return false;
-    bool ok = std::fwrite(body, 1, static_cast<size_t>(n), f) == static_cast<size_t>(n);
-    ok = (std::fclose(f) == 0) && ok;
-    return ok && std::rename(tmp.c_str(), path) == 0;
+                          ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, leftovers);
+    return n > 0 && write_file(path, body, static_cast<size_t>(n));
 }
 
 }  // namespace
@@ -61,6 +101,7 @@ int main(int argc, char** argv) {
         return 125;
     }
     die_with_parent(getppid());
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t me = getpid();
     pid_t child = fork();
     if (child < 0) {
@@ -79,6 +120,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "hb-exec: cannot run %s: %s\n", argv[sep + 1], std::strerror(errno));
         _exit(127);
     }
+    char pid_text[32];
+    int pid_len = std::snprintf(pid_text, sizeof pid_text, "%d\n", static_cast<int>(child));
+    write_file(std::string(argv[1]) + ".pid", pid_text, static_cast<size_t>(pid_len));
     // Ctrl-C reaches the whole process group; the child decides what it means, we only report it.
     std::signal(SIGINT, SIG_IGN);
     std::signal(SIGTERM, SIG_IGN);
@@ -90,6 +134,7 @@ int main(int argc, char** argv) {
             return 125;
         }
     }
-    if (!write_status(argv[1], status, ru)) std::fprintf(stderr, "hb-exec: cannot write %s\n", argv[1]);
+    int leftovers = kill_leftovers();
+    if (!write_status(argv[1], status, ru, leftovers)) std::fprintf(stderr, "hb-exec: cannot write %s\n", argv[1]);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }

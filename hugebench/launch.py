@@ -1,0 +1,135 @@
+"""Starting and ending the processes of a run: its own session, death with its parent, a timeout, the kill
+of its whole group, and the real end recorded by hb-exec.
+
+Used for every process a sweep starts (the worker, and for ``workload: command`` the measured program, its
+setup command and its load driver), so that all of them end the same way and none outlives the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .system import die_with_parent
+
+TAIL_BYTES = 4000
+
+
+@dataclass
+class Ended:
+    """How a process ended: ``code`` as subprocess reports it (negative: killed by that signal)."""
+
+    code: int
+    wall_s: float
+    timed_out: bool = False
+    status: dict = field(default_factory=dict)  # hb-exec's record: rusage of the tree, leftover processes
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.code >= 0:
+            return None
+        sig = -self.code
+        return signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+
+
+class Launched:
+    """A process started in its own session (its group is what gets killed) that dies with us."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike, *,
+                 stdout: str | os.PathLike, stderr: str | os.PathLike | None = None,
+                 status_path: str | os.PathLike | None = None):
+        self.status_path = Path(status_path) if status_path else None
+        self.started = time.perf_counter()
+        with open(stdout, "wb") as out:
+            err = open(stderr, "wb") if stderr else None
+            try:
+                self.proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
+                                             stdout=out, stderr=err or subprocess.STDOUT,
+                                             start_new_session=True, preexec_fn=die_with_parent)
+            finally:
+                if err:
+                    err.close()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait(self, timeout: float | None, tick: float | None = None,
+             on_tick: Callable[[], None] | None = None) -> Ended:
+        """Wait for the end (calling ``on_tick`` every ``tick`` s meanwhile); past ``timeout`` kill the group.
+
+        On any exception (Ctrl-C, SIGTERM) the group is killed before it propagates.
+        """
+        deadline = None if timeout is None else self.started + timeout
+        try:
+            while True:
+                left = None if deadline is None else deadline - time.perf_counter()
+                step = left if tick is None else (tick if left is None else min(tick, left))
+                if step is not None and step <= 0:
+                    self.kill()
+                    self.proc.wait()
+                    return self._ended(timed_out=True)
+                try:
+                    self.proc.wait(timeout=step)
+                    return self._ended()
+                except subprocess.TimeoutExpired:
+                    if on_tick is not None:
+                        on_tick()
+        except BaseException:
+            self.kill()
+            self.proc.wait()
+            raise
+
+    def stop(self, grace: float = 10.0) -> Ended:
+        """SIGTERM to the group, then SIGKILL after ``grace`` seconds (a server at the end of its run)."""
+        self.signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.proc.wait()
+        return self._ended()
+
+    def signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass  # it ended (and was reaped) just before we got to it
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+
+    def _ended(self, timed_out: bool = False) -> Ended:
+        wall = time.perf_counter() - self.started
+        status = read_status(self.status_path) if self.status_path else {}
+        code = self.proc.returncode
+        if "exit_code" in status:
+            code = status.pop("exit_code")
+        elif "signal" in status:
+            code = -status.pop("signal")
+        return Ended(code=code, wall_s=wall, timed_out=timed_out, status=status)
+
+
+def read_status(path: Path) -> dict:
+    """hb-exec's record of how its child ended; {} when hb-exec itself was killed (timeout, Ctrl-C)."""
+    try:
+        ended = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return ended if isinstance(ended, dict) else {}
+
+
+def tail(path: str | os.PathLike, size: int = TAIL_BYTES) -> str | None:
+    """The last ``size`` bytes of a log, as text (None when empty or missing)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - size))
+            return f.read().decode(errors="replace") or None
+    except OSError:
+        return None
