@@ -127,24 +127,50 @@ def registry(user: Mapping[str, Mapping] | None = None) -> dict[str, Allocator]:
 
 def user_allocator(name: str, entry: Mapping) -> Allocator:
     """Build one user-defined allocator; SpecError names what is wrong."""
+    if not isinstance(entry, Mapping):
+        raise SpecError(f"allocator {name!r}: must be a mapping {{path: /abs/lib.so, env: {{...}}}} or "
+                        f"{{base: NAME, env: {{...}}}}, got {entry!r}")
     unknown = set(entry) - {"path", "env", "base", "description"}
     if unknown:
-        raise SpecError(f"allocator {name!r}: unknown key(s) {', '.join(sorted(unknown))}; "
+        raise SpecError(f"allocator {name!r}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
                         "allowed: path, base, env, description")
-    env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
+    for key in ("path", "base", "description"):
+        if key in entry and not isinstance(entry[key], str):
+            raise SpecError(f"allocator {name!r}: {key} must be a string, got {entry[key]!r}")
+    env = _user_env(name, entry.get("env") or {})
     if "base" in entry:
         base = BUILTIN.get(entry["base"])
         if base is None:
             raise SpecError(f"allocator {name!r}: base {entry['base']!r} is not a built-in allocator; "
                             f"known: {', '.join(BUILTIN)}")
+        if "path" in entry:
+            raise SpecError(f"allocator {name!r}: give 'path' or 'base', not both")
         return Allocator(name, base.library, {**base.env, **env}, base.package, base.mode,
                          entry.get("description", f"{base.name} with {env}"))
     if "path" not in entry:
         raise SpecError(f"allocator {name!r}: give 'path' (an absolute .so path) or 'base' (a built-in)")
-    path = str(entry["path"])
-    if not os.path.isabs(path):
+    path = entry["path"]
+    if not os.path.isabs(path) or "\0" in path:
         raise SpecError(f"allocator {name!r}: path {path!r} must be absolute")
     return Allocator(name, path, env, None, "malloc", entry.get("description", ""))
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _user_env(name: str, env) -> dict[str, str]:
+    """A user allocator's ``env:``: variable names and plain values the worker's environment can take."""
+    if not isinstance(env, Mapping):
+        raise SpecError(f"allocator {name!r}: env must be a mapping VARIABLE: value, got {env!r}")
+    checked = {}
+    for var, value in env.items():
+        if not isinstance(var, str) or not _ENV_NAME.fullmatch(var):
+            raise SpecError(f"allocator {name!r}: env: {var!r} is not an environment variable name")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or "\0" in str(value):
+            raise SpecError(f"allocator {name!r}: env {var} must be a string or a number, got {value!r} "
+                            "(quote yes/no/on/off/true/false)")
+        checked[var] = str(value)
+    return checked
 
 
 @functools.lru_cache(maxsize=None)

@@ -109,8 +109,10 @@ def plan(experiment, show_runs, out, repetitions):
     mem = format_bytes(s["max_memory_bytes"]) if s["max_memory_bytes"] else "unknown"
     took = f"~{s['seconds'] / 60:.0f} min" if s["seconds"] else "unknown time"
     basis = f"{s['measured_cells']} cells from stored runs, the rest" if s["measured_cells"] else "all"
+    knobs = (f"sets kernel knobs {', '.join(s['knobs'])} ({s['knob_changes']} changes between runs)"
+             if s["knobs"] else "no kernel knob changes")
     click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {spec.repetitions} repetitions "
-               f"(+{s['warmup_runs']} warm-up), {s['knob_changes']} kernel knob changes, "
+               f"(+{s['warmup_runs']} warm-up), {knobs}, "
                f"largest run needs ~{mem}, {took} ({basis} by the workload's rough model)")
     if show_runs:
         for r in runs:

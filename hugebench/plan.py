@@ -11,14 +11,15 @@ correlating a knob's cells in time.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import random
 from dataclasses import dataclass
 
 from . import allocators as alloc_mod
 from . import workloads
-from .spec import DEFAULT_ALLOCATOR, ExperimentSpec, is_knob
+from . import spec as spec_mod
+from .errors import SpecError
+from .spec import DEFAULT_ALLOCATOR, MAX_RUNS, ExperimentSpec, is_knob
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,7 @@ def _hash(obj) -> str:
 
 def cells(spec: ExperimentSpec) -> list[dict]:
     """All cells (axis name -> value) of the cartesian product, minus excluded ones, in YAML order."""
-    names = list(spec.axes)
-    out = []
-    for values in itertools.product(*(spec.axes[n] for n in names)):
-        cell = dict(zip(names, values))
-        if any(all(cell.get(k) == v for k, v in ex.items()) for ex in spec.exclude):
-            continue
-        out.append(cell)
-    return out
+    return spec_mod.cells(spec)
 
 
 def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
@@ -88,8 +82,13 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
 def plan(spec: ExperimentSpec) -> list[RunSpec]:
     """Expand the spec into runs: warm-ups first, then one block per repetition in seeded order."""
     workload = workloads.get(spec.workload)
+    planned = cells(spec)
+    total = len(planned) * (spec.warmup + spec.repetitions)
+    if total > MAX_RUNS:  # the file's values are checked at load; this catches a -r flag beyond them
+        raise SpecError(f"{spec.source}: {spec.repetitions} repetitions (+{spec.warmup} warm-up) of "
+                        f"{len(planned)} cells make {total} runs; at most {MAX_RUNS} are allowed")
     base = []
-    for cell in cells(spec):
+    for cell in planned:
         content = _cell_run(spec, cell)
         base.append((cell, content, _hash(content)))
     runs: list[RunSpec] = []
@@ -131,7 +130,8 @@ def _block_order(base: list, spec: ExperimentSpec, block_no: int) -> list:
 
 
 def summary(runs: list[RunSpec], measured: dict | None = None) -> dict:
-    """Counts for ``hugebench plan``: runs, cells, knob flips, largest memory estimate, estimated time.
+    """Counts for ``hugebench plan``: runs, cells, kernel knobs set, knob flips between runs, largest memory
+    estimate, estimated time.
 
     ``measured`` (cell id -> median wall seconds of runs already stored) replaces the workload's rough
     time model for the cells it knows.
@@ -147,5 +147,6 @@ def summary(runs: list[RunSpec], measured: dict | None = None) -> dict:
         "cells": len({r.cell_id for r in runs}),
         "warmup_runs": sum(r.warmup for r in runs),
         "knob_changes": flips,
+        "knobs": sorted({name for r in runs for name in r.system}),  # set before the first run, fixed or not
         "max_memory_bytes": max(estimates) if estimates else None,
     }

@@ -19,7 +19,10 @@ Every error names the file, the line and the key, and says what is allowed. Exam
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +31,24 @@ import yaml
 
 from . import allocators as alloc_mod
 from . import workloads
-from .errors import SpecError
+from .errors import SpecError, ToolMissingError
 
 THP_MODES = ("always", "madvise", "never")
 DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
 KNOB_PREFIXES = ("thp", "hugetlb")
 PERF_MODES = ("auto", "off")
+
+# Limits on what an experiment file may ask for: far above any real experiment, low enough that a hostile or
+# mistaken file is refused in bounded time and memory before anything is planned.
+MAX_FILE_BYTES = 1 << 20
+MAX_NODES = 100_000  # values in the document with aliases expanded
+MAX_DEPTH = 64  # nesting levels
+MAX_REPETITIONS = 10_000
+MAX_WARMUP = 1_000
+MAX_RUNS = 1_000_000  # planned runs: cells x (repetitions + warm-up)
+MAX_TIMEOUT = 7 * 24 * 3600
+MAX_SEED = 2**63 - 1
+MAX_MESSAGE = 500  # characters of an error message (a value echoed back is cut)
 
 _TOP_KEYS = {
     "name": "experiment name (used in results and reports)",
@@ -105,25 +120,111 @@ def canonical_knob(name: str) -> str:
 
 
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys (a silent override would lose a setting)."""
+    """SafeLoader that refuses nesting deeper than MAX_DEPTH while composing (before Python's stack would)."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
-def _construct_mapping(loader, node, deep=False):
-    seen = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise SpecError(f"duplicate key {key!r} at line {key_node.start_mark.line + 1} "
-                            f"(first at line {seen[key]})")
-        seen[key] = key_node.start_mark.line + 1
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+def _scalar_constructor(construct):
+    """Wrap a scalar constructor so a value it cannot read (!!int x, a 5000-digit int, 2020-13-45) is a
+    YAML error with a line instead of a ValueError."""
+
+    def checked(loader, node):
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, IndexError, OverflowError, AttributeError, TypeError) as exc:
+            kind = node.tag.rsplit(":", 1)[-1]
+            raise yaml.constructor.ConstructorError(None, None, f"cannot read {node.value[:40]!r} as {kind}: "
+                                                    f"{str(exc)[:100]}", node.start_mark) from None
+
+    return checked
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+for _tag in ("null", "bool", "int", "float", "timestamp", "binary", "str"):
+    _tag = f"tag:yaml.org,2002:{_tag}"
+    _LineLoader.add_constructor(_tag, _scalar_constructor(yaml.SafeLoader.yaml_constructors[_tag]))
+
+
+def _where_text(source: str, line: int | None, path: tuple) -> str:
+    key = ".".join(_printable(str(p)) for p in path) or "(top level)"
+    if len(key) > 80:
+        key = key[:77] + "..."
+    return f"{source}:{line}: key '{key}'" if line else f"{source}: key '{key}'"
+
+
+def _printable(text: str) -> str:
+    """The text with control characters escaped, so that an error stays one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _check_shape(node, source: str, path: tuple = (), depth: int = 1, memo: dict | None = None) -> tuple:
+    """(values, height) of ``node`` with aliases expanded; SpecError when the document is too big, too deep,
+    recursive, or has a mapping key that is not a string or is given twice.
+
+    Each node is measured once (aliases share nodes), so this is linear in the composed file, not in its
+    expansion: a billion-laughs file is refused after a few thousand steps.
+    """
+    memo = {} if memo is None else memo
+    where = _where_text(source, node.start_mark.line + 1, path)
+    if id(node) in memo and memo[id(node)] is None:
+        raise SpecError(f"{where}: an alias refers to a value that contains it")
+    count, height = memo.get(id(node)) or (1, 1)
+    if id(node) not in memo:
+        memo[id(node)] = None
+        for step, child in _children(node, source, path, depth):
+            child_count, child_height = _check_shape(child, source, path + (step,), depth + 1, memo)
+            count, height = count + child_count, max(height, child_height + 1)
+            if count > MAX_NODES:
+                raise SpecError(f"{where}: holds more than {MAX_NODES} values with its aliases expanded; "
+                                "an experiment file needs far fewer")
+        memo[id(node)] = (count, height)
+    if depth + height - 1 > MAX_DEPTH:
+        raise SpecError(f"{where}: nested deeper than {MAX_DEPTH} levels (aliases expanded)")
+    return count, height
+
+
+def _children(node, source, path, depth):
+    """(key or index, child node) of a node; SpecError for a mapping key that is not a unique string."""
+    if depth >= MAX_DEPTH and isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) and node.value:
+        raise SpecError(f"{_where_text(source, node.start_mark.line + 1, path)}: nested deeper than "
+                        f"{MAX_DEPTH} levels (aliases expanded)")
+    if isinstance(node, yaml.SequenceNode):
+        return list(enumerate(node.value))
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    children, seen = [], {}
+    for key_node, value_node in node.value:
+        line = key_node.start_mark.line + 1
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`; explicit keys override merged ones
+            children.append(("<<", value_node))
+            continue
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+            shown = repr(key_node.value[:40]) if isinstance(key_node, yaml.ScalarNode) else f"a {key_node.id}"
+            raise SpecError(f"{_where_text(source, line, path)}: a mapping key ({_printable(shown)}) is not a "
+                            "string; keys are names (quote it if it is meant as one)")
+        if key_node.value in seen:
+            raise SpecError(f"{_where_text(source, line, path + (key_node.value,))}: duplicate key "
+                            f"{key_node.value!r} (first at line {seen[key_node.value]})")
+        seen[key_node.value] = line
+        children.append((key_node.value, value_node))
+    return children
 
 
 def _key_lines(node, prefix=()) -> dict[tuple, int]:
-    """Map each key path (tuple) in a composed YAML node tree to its 1-based line."""
+    """Map each key path (tuple) in a composed YAML node tree to its 1-based line.
+
+    Only called after _check_shape, which bounds the depth and the number of paths.
+    """
     lines = {}
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
@@ -144,42 +245,70 @@ class _Where:
     def __init__(self, source: str, lines: dict[tuple, int]):
         self.source, self.lines = source, lines
 
-    def error(self, path: tuple, message: str) -> SpecError:
+    def error(self, path: tuple, message: str, cls: type = SpecError) -> SpecError:
         line = None
         for n in range(len(path), 0, -1):
             line = self.lines.get(tuple(path[:n]))
             if line:
                 break
-        key = ".".join(str(p) for p in path) or "(top level)"
-        at = f"{self.source}:{line}" if line else self.source
-        return SpecError(f"{at}: key '{key}': {message}")
+        if len(message) > MAX_MESSAGE:
+            message = message[:MAX_MESSAGE - 3] + "..."
+        return cls(f"{_where_text(self.source, line, path)}: {_printable(message)}")
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
-    """Read and validate a YAML experiment file."""
+    """Read and validate a YAML experiment file (at most MAX_FILE_BYTES of UTF-8 text)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError(f"cannot read experiment file {path}: {exc.strerror}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file "
+                        "(is it the right file?)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise SpecError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+                        "save the file as UTF-8") from None
     return parse_spec(text, str(path))
 
 
 def parse_spec(text: str, source: str = "<string>") -> ExperimentSpec:
     """Validate YAML text; ``source`` is the name used in error messages."""
-    try:
-        node = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)
-    except SpecError as exc:
-        raise SpecError(f"{source}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f"{source}:{mark.line + 1}" if mark else source
-        raise SpecError(f"{at}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    where = _Where(source, _key_lines(node) if node else {})
+    if len(text) > MAX_FILE_BYTES:
+        raise SpecError(f"{source}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file")
+    data, lines = _read_yaml(text, source)
+    where = _Where(source, lines)
     if not isinstance(data, dict):
         raise where.error((), "the file must be a mapping of keys (name, workload, axes, ...)")
     return _validate(data, where)
+
+
+def _read_yaml(text: str, source: str) -> tuple[Any, dict]:
+    """The document and its key lines; the size and shape are checked before anything is built."""
+    loader = None
+    try:
+        loader = _LineLoader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        _check_shape(node, source)
+        return loader.construct_document(node), _key_lines(node)
+    except yaml.reader.ReaderError as exc:  # a control character: the position is in characters
+        line = text[:exc.position].count("\n") + 1
+        raise SpecError(f"{source}:{line}: not valid YAML: character {exc.character:#06x} is not allowed "
+                        "in a YAML file") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"{source}:{mark.line + 1}" if mark else source
+        problem = _printable(str(getattr(exc, "problem", None) or exc))[:MAX_MESSAGE]
+        raise SpecError(f"{at}: not valid YAML: {problem}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def _validate(data: dict, where: _Where) -> ExperimentSpec:
@@ -191,73 +320,85 @@ def _validate(data: dict, where: _Where) -> ExperimentSpec:
         if required not in data:
             raise where.error((), f"missing required key '{required}' ({_TOP_KEYS[required]})")
     wl_name = data["workload"]
-    if wl_name not in workloads.WORKLOADS:
+    if not isinstance(wl_name, str) or wl_name not in workloads.WORKLOADS:
         raise where.error(("workload",), f"unknown workload {wl_name!r}; allowed: {', '.join(workloads.WORKLOADS)}")
     workload = workloads.WORKLOADS[wl_name]
-    user_allocs = _mapping(data, "allocators", where)
-    try:
-        table = alloc_mod.registry(user_allocs)
-    except SpecError as exc:
-        raise where.error(("allocators",), str(exc)) from None
+    user_allocs = _user_allocators(data, where)
+    table = alloc_mod.registry(user_allocs)
     params = {name: _param(workload, name, value, ("params", name), where)
               for name, value in _mapping(data, "params", where).items()}
     axes = _axes(data, workload, table, where)
+    _check_user_paths(user_allocs, table, axes, where)
     overlap = set(params) & set(axes)
     if overlap:
         raise where.error(("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one")
-    system = {canonical_knob(k): _knob_value(k, v, ("system", k), where)
-              for k, v in _mapping(data, "system", where).items()}
-    for name in system:
-        if not is_knob(name):
-            raise where.error(("system", name), "not a kernel knob; knob names start with thp or hugetlb")
     spec = ExperimentSpec(
-        name=_typed(data, "name", str, where),
+        name=_name(data, where),
         workload=wl_name,
         source=where.source,
-        description=str(data.get("description", "")),
-        repetitions=_int(data, "repetitions", 1, 1, where),
-        warmup=_int(data, "warmup", 0, 0, where),
-        seed=_int(data, "seed", 0, 0, where),
+        description=_description(data, where),
+        repetitions=_int(data, "repetitions", 1, 1, MAX_REPETITIONS, where),
+        warmup=_int(data, "warmup", 0, 0, MAX_WARMUP, where),
+        seed=_int(data, "seed", 0, 0, MAX_SEED, where),
         timeout=_timeout(data, where),
         params=params,
         axes=axes,
         exclude=_cells(data, "exclude", axes, where, many=True),
         baseline=_cells(data, "baseline", axes, where, many=False),
         allocators=user_allocs,
-        system=system,
+        system=_system(data, axes, where),
         perf=_perf(data, "perf", where),
         counters=_perf(data, "counters", where),
         order=_choice(data, "order", ("interleaved", "grouped"), "interleaved", where),
         condition_memory=_conditioning(data, where),
     )
+    _check_cells(spec, workload, where)
     return spec
 
 
+_BOOL_HINT = " (YAML reads unquoted yes/no/on/off/true/false as a boolean: quote the word)"
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
 def _mapping(data: dict, key: str, where: _Where) -> dict:
-    value = data.get(key) or {}
+    value = data.get(key)
+    if value is None:
+        return {}
     if not isinstance(value, dict):
         raise where.error((key,), f"must be a mapping ({_TOP_KEYS[key]}), got {type(value).__name__}")
     return value
 
 
-def _typed(data, key, typ, where):
-    value = data[key]
-    if not isinstance(value, typ):
-        raise where.error((key,), f"must be {typ.__name__}, got {value!r}")
+def _name(data, where) -> str:
+    value = data["name"]
+    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value):
+        hint = _BOOL_HINT if isinstance(value, bool) else ""
+        raise where.error(("name",), f"must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter "
+                                     f"or digit (it names the results directory); got {value!r}{hint}")
     return value
 
 
-def _int(data, key, default, minimum, where) -> int:
+def _description(data, where) -> str:
+    value = data.get("description", "")
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise where.error(("description",), f"must be text, got {value!r}{_BOOL_HINT if isinstance(value, bool) else ''}")
+    return str(value)
+
+
+def _int(data, key, default, minimum, maximum, where) -> int:
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise where.error((key,), f"must be an integer >= {minimum}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise where.error((key,), f"must be an integer from {minimum} to {maximum}, got {value!r}")
     return value
 
 
 def _timeout(data, where) -> float:
     value = data.get("timeout", 1800)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise where.error(("timeout",), f"must be a number of seconds > 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
+        raise where.error(("timeout",), f"must be a number of seconds > 0 and <= {MAX_TIMEOUT} (a week), "
+                                        f"got {value!r}")
     return float(value)
 
 
@@ -289,7 +430,10 @@ def _conditioning(data, where) -> dict:
         return {"compact": True, "drop_caches": True}
     if not isinstance(value, dict) or set(value) - {"compact", "drop_caches"}:
         raise where.error(("condition_memory",), "must be false, true or {compact: bool, drop_caches: bool}")
-    return {k: bool(v) for k, v in value.items()}
+    for key, flag in value.items():
+        if not isinstance(flag, bool):
+            raise where.error(("condition_memory", key), f"must be true or false, got {flag!r}")
+    return dict(value)
 
 
 def _param(workload, name, value, path, where):
@@ -304,36 +448,93 @@ def _param(workload, name, value, path, where):
 
 
 def _knob_value(name, value, path, where):
+    if isinstance(value, bool):
+        raise where.error(path, f"a kernel knob value must be a string or an integer, got {value!r}{_BOOL_HINT}")
     if canonical_knob(name) == "thp.enabled" and value not in THP_MODES:
         raise where.error(path, f"THP mode must be one of {', '.join(THP_MODES)}; got {value!r}")
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
+    if not isinstance(value, (str, int)):
         raise where.error(path, f"a kernel knob value must be a string or an integer, got {value!r}")
     return value
 
 
+def _system(data, axes, where) -> dict:
+    system = {}
+    for key, value in _mapping(data, "system", where).items():
+        name = canonical_knob(key)
+        if not is_knob(name):
+            raise where.error(("system", key), "not a kernel knob; knob names start with thp or hugetlb")
+        if name in system:
+            raise where.error(("system", key), f"knob {name!r} is given twice (thp is thp.enabled)")
+        if name in axes:
+            raise where.error(("system", key), f"knob {name!r} is also an axis, whose values would win; keep one")
+        system[name] = _knob_value(key, value, ("system", key), where)
+    return system
+
+
+def _user_allocators(data, where) -> dict:
+    """The ``allocators:`` section, each entry checked."""
+    user = _mapping(data, "allocators", where)
+    for name, entry in user.items():
+        try:
+            alloc_mod.user_allocator(name, entry)
+        except SpecError as exc:
+            raise where.error(("allocators", name), str(exc)) from None
+    return user
+
+
+def _check_user_paths(user: dict, table: dict, axes: dict, where) -> None:
+    """A library path given under ``allocators:`` must exist when the allocator axis uses it.
+
+    Only user paths are checked here: a built-in's library (an apt package) may be missing on the machine
+    that plans; the sweep's preflight refuses it with the package to install.
+    """
+    for name in axes.get("allocator", ()):
+        if "path" in user.get(name, {}):
+            try:
+                table[name].resolve()
+            except ToolMissingError as exc:
+                raise where.error(("allocators", name, "path"), str(exc), cls=ToolMissingError) from None
+
+
 def _axes(data, workload, table, where) -> dict:
+    """name -> tuple of checked values; without any axis, one implicit allocator axis (see below)."""
     axes = {}
     for name, values in _mapping(data, "axes", where).items():
         path = ("axes", name)
         if not isinstance(values, list) or not values:
             raise where.error(path, "must be a non-empty list of values")
-        if len(set(map(str, values))) != len(values):
-            raise where.error(path, "lists a value twice")
         if name == "allocator":
-            for i, v in enumerate(values):
-                if v not in table:
-                    raise where.error(path + (i,), f"unknown allocator {v!r}; allowed: {', '.join(table)} "
-                                                   "(or define it under 'allocators:')")
-            checked = tuple(values)
+            checked = tuple(_allocator(v, path + (i,), table, where) for i, v in enumerate(values))
         elif is_knob(name):
             name = canonical_knob(name)
             checked = tuple(_knob_value(name, v, path + (i,), where) for i, v in enumerate(values))
         else:
             checked = tuple(_param(workload, name, v, path + (i,), where) for i, v in enumerate(values))
+        _no_repeats(values, checked, path, where)
         if name in axes:
             raise where.error(path, f"axis {name!r} is given twice (thp is thp.enabled)")
         axes[name] = checked
-    return axes
+    # A file without axes measures one cell; naming it by its allocator gives the report a column to group
+    # by (it groups by the axes), and the cell's content, hence its id, is the same as without the axis.
+    return axes or {"allocator": (DEFAULT_ALLOCATOR,)}
+
+
+def _allocator(value, path, table, where) -> str:
+    if not isinstance(value, str) or value not in table:
+        raise where.error(path, f"unknown allocator {value!r}; allowed: {', '.join(table)} "
+                                "(or define it under 'allocators:')")
+    return value
+
+
+def _no_repeats(values, checked, path, where) -> None:
+    """Refuse an axis listing one value twice, compared after coercion (1000 and 1k are the same run)."""
+    first = {}
+    for i, value in enumerate(checked):
+        if value in first:
+            j = first[value]
+            same = f" (both are {value!r})" if values[i] != values[j] else ""
+            raise where.error(path + (i,), f"lists a value twice: {values[i]!r} repeats {values[j]!r}{same}")
+        first[value] = i
 
 
 def _cells(data, key, axes, where, many):
@@ -343,7 +544,7 @@ def _cells(data, key, axes, where, many):
     items = raw if many else [raw]
     if many and not isinstance(raw, list):
         raise where.error((key,), "must be a list of partial cells, e.g. [{allocator: glibc, thp: always}]")
-    cells = []
+    parsed = []
     for i, cell in enumerate(items):
         path = (key, i) if many else (key,)
         if not isinstance(cell, dict) or not cell:
@@ -353,14 +554,16 @@ def _cells(data, key, axes, where, many):
             axis = canonical_knob(name) if is_knob(name) else name
             if axis not in axes:
                 raise where.error(path + (name,), f"is not an axis; axes: {', '.join(axes)}")
+            if axis in norm:
+                raise where.error(path + (name,), f"axis {axis!r} is given twice (thp is thp.enabled)")
             allowed = axes[axis]
             coerced = _coerce_like(value, allowed)
             if coerced not in allowed:
                 raise where.error(path + (name,), f"value {value!r} is not on the axis; "
                                                   f"allowed: {', '.join(map(str, allowed))}")
             norm[axis] = coerced
-        cells.append(norm)
-    return tuple(cells) if many else cells[0]
+        parsed.append(norm)
+    return tuple(parsed) if many else parsed[0]
 
 
 def _coerce_like(value, allowed):
@@ -370,3 +573,57 @@ def _coerce_like(value, allowed):
         except ValueError:
             return value
     return value
+
+
+def matches(cell: dict, partial: dict) -> bool:
+    """True when ``cell`` has every value of the partial cell ``partial`` (an exclude entry, the baseline)."""
+    return all(k in cell and cell[k] == v for k, v in partial.items())
+
+
+def cells(spec: ExperimentSpec) -> list[dict]:
+    """All cells (axis name -> value) of the cartesian product, minus excluded ones, in YAML order."""
+    names = list(spec.axes)
+    product = (dict(zip(names, values)) for values in itertools.product(*(spec.axes[n] for n in names)))
+    return [cell for cell in product if not any(matches(cell, ex) for ex in spec.exclude)]
+
+
+def _check_cells(spec: ExperimentSpec, workload, where) -> None:
+    """What only the whole product shows: its size, a plan with no cell, an excluded baseline, min > max."""
+    size = math.prod(len(values) for values in spec.axes.values())
+    if size > MAX_RUNS:
+        raise where.error(("axes",), f"the axes make {size} cells; at most {MAX_RUNS} are allowed")
+    left = cells(spec)
+    if not left:
+        raise where.error(("exclude",), "excludes every cell of the axes; nothing would run")
+    runs = len(left) * (spec.repetitions + spec.warmup)
+    if runs > MAX_RUNS:
+        raise where.error(("repetitions",), f"{spec.repetitions} repetitions (+{spec.warmup} warm-up) of "
+                                            f"{len(left)} cells make {runs} runs; at most {MAX_RUNS} are allowed")
+    if spec.baseline and not any(matches(cell, spec.baseline) for cell in left):
+        raise where.error(("baseline",), "every cell with the baseline's values is excluded by 'exclude:'; "
+                                         "ratios would have nothing to compare with")
+    for low, high in _ordered_params(workload):
+        _check_order(spec, workload, left, low, high, where)
+
+
+def _ordered_params(workload) -> list[tuple[str, str]]:
+    """Parameter pairs that must not cross: key_min <= key_max, min_size <= max_size."""
+    pairs = []
+    for name in workload.params:
+        for low, high in ((("_min", "_max"), ("min_", "max_"))):
+            if name.endswith(low) and name[: -len(low)] + high in workload.params:
+                pairs.append((name, name[: -len(low)] + high))
+            elif name.startswith(low) and high + name[len(low):] in workload.params:
+                pairs.append((name, high + name[len(low):]))
+    return pairs
+
+
+def _check_order(spec, workload, left, low, high, where) -> None:
+    on_axes = low in spec.axes or high in spec.axes
+    for cell in left if on_axes else left[:1]:
+        lo, hi = (cell.get(n, spec.params.get(n, workload.params[n].default)) for n in (low, high))
+        if lo > hi:
+            key = (("axes", low) if low in spec.axes else ("axes", high) if high in spec.axes
+                   else ("params", low if low in spec.params else high))
+            raise where.error(key, f"{low} ({lo}) is larger than {high} ({hi})"
+                                   + (f" in the cell {cell}" if on_axes else "") + f"; {low} must be <= {high}")

@@ -39,6 +39,7 @@ still loads, and so does an old row lacking a newer metric.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -88,7 +89,8 @@ class ResultStore:
         """Write (or replace) the context file of ``sweep_id`` atomically; return its path."""
         document = {"schema_version": SCHEMA_VERSION, **dict(context), "sweep_id": sweep_id}
         target = self._context_path(sweep_id)
-        _atomic_write_json(target, document)
+        with self._writing():
+            _atomic_write_json(target, document)
         return target
 
     def update_context(self, sweep_id: str, **fields: Any) -> dict:
@@ -104,8 +106,9 @@ class ResultStore:
         """Append one run row durably (flushed and fsynced before returning); return the row as stored."""
         stored = _normalise_row(row)
         line = (json.dumps(stored, allow_nan=False, default=_json_default) + "\n").encode()
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        with self._writing():
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             if _ends_torn(fd):
                 line = b"\n" + line  # isolate a torn fragment left by a crash
@@ -114,6 +117,16 @@ class ResultStore:
         finally:
             os.close(fd)
         return stored
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Turn a directory that cannot be created or written (under a file, read-only) into a clean error."""
+        try:
+            yield
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(self.path) else ""
+            raise HugebenchError(f"cannot write the results directory {self.path}: {exc.strerror}{where}; "
+                                 "choose another with -o DIR") from None
 
     # -- reading -----------------------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ snapshot /proc and rusage per phase without touching the timed region.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 
@@ -25,14 +27,19 @@ class Param:
 
     def check(self, name: str, value: Any) -> Any:
         """Return the value coerced to the parameter type, or raise ValueError with the reason."""
-        if self.type is int and isinstance(value, bool):
-            raise ValueError(f"{name} must be an integer, got {value!r}")
-        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
+        if self.type is not bool and isinstance(value, bool):
+            raise ValueError(f"{name} must be {self.type.__name__}, got {value!r} (YAML reads unquoted "
+                             "yes/no/on/off/true/false as a boolean: quote the word)")
+        if self.type is float and isinstance(value, int):
+            value = float(value) if abs(value) < 2**1000 else math.inf
         if self.type is int and isinstance(value, str):
             value = parse_count(value)
         if not isinstance(value, self.type):
             raise ValueError(f"{name} must be {self.type.__name__}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if self.type is int and not -MAX_INT <= value <= MAX_INT:
+            raise ValueError(f"{name} must be at most {MAX_INT} (a 64-bit integer), got {value!r}")
         if self.choices and value not in self.choices:
             raise ValueError(f"{name} must be one of {', '.join(map(str, self.choices))}; got {value!r}")
         if self.minimum is not None and value < self.minimum:
@@ -40,20 +47,25 @@ class Param:
         return value
 
 
+MAX_INT = 2**63 - 1  # what the C++ workloads take
 _SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+_COUNT = re.compile(r"([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*(ki|mi|gi|k|m|g)?")
 
 
 def parse_count(text: str) -> int:
-    """Parse '10M', '1.5G', '64Ki', '4GiB' or '30000' into an int (decimal k/M/G, binary Ki/Mi/Gi)."""
+    """Parse '10M', '1.5G', '64Ki', '4GiB' or '30000' into an int (decimal k/M/G, binary Ki/Mi/Gi).
+
+    Raises ValueError for anything else, including inf, nan and exponents (1e400).
+    """
     s = text.strip().lower().removesuffix("b").replace("_", "")
-    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
-        if s.endswith(suffix):
-            number = float(s[: -len(suffix)])
-            value = number * _SUFFIXES[suffix]
-            if value != int(value):
-                raise ValueError(f"{text!r} is not a whole number")
-            return int(value)
-    return int(s)
+    match = _COUNT.fullmatch(s) if len(s) <= 40 else None
+    if match is None:
+        raise ValueError(f"{text[:40]!r} is not a count like 30000, 10M, 1.5G or 64Ki")
+    sign, number, suffix = match.groups()
+    value = Fraction(number) * _SUFFIXES.get(suffix, 1)
+    if value.denominator != 1:
+        raise ValueError(f"{text!r} is not a whole number")
+    return -int(value) if sign == "-" else int(value)
 
 
 @dataclass(frozen=True)
