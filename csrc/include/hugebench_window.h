@@ -11,6 +11,11 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
+#ifdef O_CLOEXEC /* hidden by a strict -std=c99 */
+#define HUGEBENCH_CLOEXEC_ O_CLOEXEC
+#else
+#define HUGEBENCH_CLOEXEC_ 0
+#endif
 
 static inline void hugebench_window_word_(const char *word, size_t len) {
     const char *ctl = getenv("HUGEBENCH_CTL"), *ack = getenv("HUGEBENCH_ACK");
@@ -18,11 +23,11 @@ static inline void hugebench_window_word_(const char *word, size_t len) {
     int fd;
     if (!ctl || !ack || !*ctl || !*ack) return;
     /* O_NONBLOCK: fails (ENXIO) rather than waits when no supervisor holds the FIFO open */
-    if ((fd = open(ctl, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0) return;
+    if ((fd = open(ctl, O_WRONLY | O_NONBLOCK | HUGEBENCH_CLOEXEC_)) < 0) return;
     fcntl(fd, F_SETFL, 0);
     ssize_t written = write(fd, word, len); /* shorter than PIPE_BUF: one atomic write */
     close(fd);
-    if (written != (ssize_t)len || (fd = open(ack, O_RDONLY | O_CLOEXEC)) < 0) return;
+    if (written != (ssize_t)len || (fd = open(ack, O_RDONLY | HUGEBENCH_CLOEXEC_)) < 0) return;
     while (read(fd, &reply, 1) == 1 && reply != '\n') {}
     close(fd);
 }
