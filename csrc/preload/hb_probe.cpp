@@ -178,6 +178,13 @@ void write_knobs(JsonOut& json) {
     json.end();
 }
 
+// The fields each record starts with: which process wrote it.
+void write_identity(JsonOut& json, int pid, const char* exe) {
+    json.number("pid", pid);
+    json.number("ppid", static_cast<long long>(getppid()));
+    json.text("exe", exe);
+}
+
 void write_probe() {
     char exe[PATH_MAX], malloc_from[PATH_MAX], free_from[PATH_MAX];
     read_exe(exe);
@@ -192,10 +199,8 @@ void write_probe() {
         AtomicFile file(probe_dir, name);
         if (file.fd() < 0) return;
         JsonOut json(file.fd());
-        json.number("pid", pid);
-        json.number("ppid", static_cast<long long>(getppid()));
+        write_identity(json, pid, exe);
         json.number("image", image);
-        json.text("exe", exe);
         json.text("preload", std::getenv("LD_PRELOAD"));
         json.text("malloc", malloc_from);
         json.text("free", free_from);
@@ -249,9 +254,7 @@ void write_exit() {
     AtomicFile file(probe_dir, name);
     if (file.fd() < 0) return;
     JsonOut json(file.fd());
-    json.number("pid", pid);
-    json.number("ppid", static_cast<long long>(getppid()));
-    json.text("exe", exe);
+    write_identity(json, pid, exe);
     if (read_proc("/proc/self/smaps_rollup", text, sizeof text))
         write_kb_fields(json, text, rollup_fields, sizeof rollup_fields / sizeof *rollup_fields);
     if (read_proc("/proc/self/status", text, sizeof text))
