@@ -123,12 +123,20 @@ class AtomicFile {
     // 0 once published under the final name, else an errno value (EEXIST: keep_existing found one there).
     int commit(bool written, bool keep_existing) {
         int error = close(fd_) == 0 && written ? 0 : EIO;
-        if (!error && (keep_existing ? link(tmp_, final_) : rename(tmp_, final_)) != 0) error = errno;
-        if (error || keep_existing) unlink(tmp_);
+        if (!error) error = keep_existing ? publish_new() : (rename(tmp_, final_) == 0 ? 0 : errno);
+        unlink(tmp_);  // left over after a link, or after a failure; gone (ENOENT) after a rename
         return error;
     }
 
   private:
+    // link() never replaces; where the file system has no hard links, rename() unless the name is taken
+    // (only the images of one pid, one after the other, ever compete for a name).
+    int publish_new() {
+        if (link(tmp_, final_) == 0) return 0;
+        if (errno == EEXIST || access(final_, F_OK) == 0) return EEXIST;
+        return rename(tmp_, final_) == 0 ? 0 : errno;
+    }
+
     char final_[PATH_MAX];
     char tmp_[PATH_MAX];
     int fd_ = -1;

@@ -105,9 +105,12 @@ class ControlChannel:
         """Handle the words already sent, stop the thread, close our ends; an open window ends now."""
         if self._thread is None or self._stopped_at is not None:
             return
-        self._stopped_at = time.monotonic()
         os.write(self._fds["wake_w"], b"x")
         self._thread.join(timeout=max(10.0, 2 * self.perf_timeout))
+        self._stopped_at = time.monotonic()
+        if self._thread.is_alive():  # stuck in on_edge: leave it its descriptors rather than pull them away
+            self.errors.append("the control thread did not finish (on_edge still running?)")
+            return
         for fd in self._fds.values():
             os.close(fd)
 

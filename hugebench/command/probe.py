@@ -85,6 +85,7 @@ def verify(name: str, expected_path: str | None, probes: list[dict], expect: Map
     ``expected_path`` is the library that must provide ``malloc`` and ``free`` in every probed process
     (``None``: glibc's ``libc.so.6``); ``expect`` is the allocator's ``expect`` (knob values the first
     process must report). Raises RuntimeError naming the processes where it did not hold.
+    ``allocator_processes`` counts probed program images: a process that execs counts once per program.
     """
     if not probes:
         raise RuntimeError(f"allocator {name!r}: no process of the program wrote a probe file: LD_PRELOAD did not "
