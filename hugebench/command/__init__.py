@@ -1,0 +1,1 @@
+"""The ``command`` workload: any program as the measured process."""
