@@ -198,6 +198,13 @@ def find_library(library: str) -> Path | None:
     return None
 
 
+def glibc_path() -> str | None:
+    """glibc's libc.so.6: preloaded for 'glibc' cells of a program linked against another allocator, so that
+    glibc's malloc wins there too (the probe library then proves it)."""
+    path = find_library("libc.so.6")
+    return str(path) if path else None
+
+
 def library_version(package: str | None, path: Path | None) -> str | None:
     """Debian package version when known, else the version in the real file name (libx.so.4.5.10)."""
     version = run_text(["dpkg-query", "-W", "-f", "${Version}", package], timeout=10) if package else None
@@ -243,23 +250,23 @@ def verify_mapped(name: str, expected_path: str | None, maps_text: str) -> str:
 
 
 def malloc_provider() -> str | None:
-    """Real path of the object that ``malloc`` resolves to in THIS process (dladdr of RTLD_DEFAULT's malloc).
+    """Real path of the object whose ``malloc`` this process's calls reach (the first in the global search
+    order that defines it; a non-PIE executable's canonical PLT stub does not count).
 
     Being mapped is not enough: a preloaded library that does not define malloc (libz, say) is mapped while
-    glibc still serves every allocation.
+    glibc still serves every allocation. Answered by the probe library (csrc/preload/hb_probe.cpp), the same
+    code that answers it inside a program measured by the ``command`` workload.
     """
     import ctypes
 
-    class DlInfo(ctypes.Structure):
-        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
-                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+    from .command.probe import probe_library
 
-    me = ctypes.CDLL(None)
-    address = ctypes.cast(me.malloc, ctypes.c_void_p)
-    info = DlInfo()
-    if not me.dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+    provider = ctypes.CDLL(probe_library()).hb_probe_provider
+    provider.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    out = ctypes.create_string_buffer(4096)
+    if provider(b"malloc", out, len(out)) != 0:
         return None
-    return os.path.realpath(info.dli_fname.decode())
+    return out.value.decode()
 
 
 def verify_malloc(name: str, expected_path: str | None, provider: str | None) -> str:

@@ -62,11 +62,10 @@ class Launched:
 
     def wait(self, timeout: float | None, tick: float | None = None,
              on_tick: Callable[[], None] | None = None) -> Ended:
-        """Wait for the end (calling ``on_tick`` every ``tick`` s meanwhile); past ``timeout`` kill the group.
-
-        On any exception (Ctrl-C, SIGTERM) the group is killed before it propagates.
+        """Wait for the end (calling ``on_tick`` every ``tick`` s meanwhile); ``timeout`` seconds from now,
+        kill the group. On any exception (Ctrl-C, SIGTERM) the group is killed before it propagates.
         """
-        deadline = None if timeout is None else self.started + timeout
+        deadline = None if timeout is None else time.perf_counter() + timeout
         try:
             while True:
                 left = None if deadline is None else deadline - time.perf_counter()
@@ -86,15 +85,17 @@ class Launched:
             self.proc.wait()
             raise
 
-    def stop(self, grace: float = 10.0) -> Ended:
-        """SIGTERM to the group, then SIGKILL after ``grace`` seconds (a server at the end of its run)."""
-        self.signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            self.proc.wait()
-        return self._ended()
+    def stop(self, pid: int | None = None, grace: float = 10.0) -> Ended:
+        """SIGTERM to ``pid`` (default: the group), then SIGKILL to the group after ``grace`` seconds (a server
+        at the end of its run; signalling the server alone lets perf around it write its counts)."""
+        if pid is None:
+            self.signal(signal.SIGTERM)
+        else:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        return self.wait(grace)
 
     def signal(self, sig: int) -> None:
         try:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import kernel
+from . import kernel, workloads
 from .environment import launch_argv, worker_environment
 from .launch import Launched, tail
 from .measure import perf as perf_mod
@@ -162,9 +162,14 @@ def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
         setup.request_for(run).write(request_path)
         worker = [options.python, "-m", "hugebench.worker", "--request", str(request_path),
                   "--reply", str(reply_path)]
-        argv = launch_argv(worker, setup.allocators[run.allocator].environment(), status_path)
-        if setup.perf:
-            argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + argv
+        if workloads.get(run.workload).runner:
+            # The worker supervises a program: the allocator and perf are for the program, which the
+            # worker starts the same way (see hugebench.command.runner), writing perf.csv here too.
+            argv = launch_argv(worker, {}, status_path)
+        else:
+            argv = launch_argv(worker, setup.allocators[run.allocator].environment(), status_path)
+            if setup.perf:
+                argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + argv
         fields = _spawn(argv, worker_environment({}), run.timeout, tmp, options.proc_root, status_path)
         fields.update(_read_reply(reply_path, fields))
         if setup.perf:
@@ -212,7 +217,9 @@ def _read_reply(path: Path, fields: dict) -> dict:
         code = fields.get("exit_code")
         return {"status": "failed", "error": f"worker exited with code {code} without a reply"}
     if reply.get("status") != "ok":
-        return {"status": "failed", "error": reply.get("error") or "worker reported failure"}
+        status = reply.get("status") if reply.get("status") in ("failed", "crashed", "timeout") else "failed"
+        return {"status": status, "error": reply.get("error") or "worker reported failure",
+                "stdout_tail": reply.get("output_tail")}
     out = dict(reply["row"])
     if fields.get("exit_code"):
         out.update(status="failed", error=f"worker replied but exited with code {fields['exit_code']}")

@@ -63,9 +63,12 @@ class SweepSetup:
         """The worker's request for one run."""
         alloc = self.allocators[run.allocator]
         path = alloc.resolve()
+        wraps_program = bool(workloads.get(run.workload).runner) and self.perf is not None
         return WorkerRequest(run=run.to_dict(), allocator=alloc.name, allocator_path=str(path) if path else None,
                              allocator_env=dict(alloc.env), allocator_expect=dict(alloc.expect),
-                             counters=self.counter_specs, thp_prctl_disable=run.run_id in self.prctl_never)
+                             counters=self.counter_specs, thp_prctl_disable=run.run_id in self.prctl_never,
+                             perf_bin=self.perf.bin if wraps_program else None,
+                             perf_events=self.perf.events if wraps_program else ())
 
 
 def prepare(spec, runs, store, options) -> SweepSetup:
@@ -172,6 +175,7 @@ def _memory_skips(runs, proc_root) -> dict:
 
 def _context(spec, runs, setup: SweepSetup, allocators: dict, machine: dict) -> dict:
     workload = workloads.get(spec.workload)
+    primary, metrics, better = workload.report_metrics(spec.params)
     return {
         "sweep_id": setup.sweep_id,
         "experiment": spec.name,
@@ -180,8 +184,9 @@ def _context(spec, runs, setup: SweepSetup, allocators: dict, machine: dict) -> 
         "spec_fingerprint": spec.fingerprint(),
         "axes": list(spec.axes),
         "baseline": spec.baseline,
-        "primary_metric": workload.primary_metric,
-        "metrics": [dict(zip(("column", "label", "fmt"), m)) for m in workload.metrics],
+        "primary_metric": primary,
+        "primary_better": better,
+        "metrics": [dict(zip(("column", "label", "fmt"), m)) for m in metrics],
         "plots": [list(p) for p in workload.plots],
         "hugebench_version": __version__,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -18,6 +18,7 @@ Every error names the file, the line and the key, and says what is allowed. Exam
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -353,7 +354,31 @@ def _validate(data: dict, where: _Where) -> ExperimentSpec:
         condition_memory=_conditioning(data, where),
     )
     _check_cells(spec, workload, where)
-    return spec
+    return _workload_checks(spec, workload, where)
+
+
+def _workload_checks(spec: ExperimentSpec, workload, where) -> ExperimentSpec:
+    """The workload's own checks of its parameters (e.g. a command's argv), once per distinct cell."""
+    if workload.check_params is None and workload.prepare_params is None:
+        return spec
+    base_dir = Path(spec.source).resolve().parent
+    defaults = {name: p.default for name, p in workload.params.items()}
+    prepared = spec.params
+    for cell in cells(spec)[:1000]:
+        params = {**defaults, **spec.params, **{k: v for k, v in cell.items() if k in spec.axes and
+                                                not is_knob(k) and k != "allocator"}}
+        try:
+            if workload.check_params:
+                workload.check_params(params)
+            if workload.prepare_params:
+                done = workload.prepare_params(params, base_dir)
+                prepared = {**prepared, **{k: v for k, v in done.items() if k in spec.params or
+                                           (k not in spec.axes and v != defaults.get(k))}}
+        except ValueError as exc:
+            name = str(exc).split(":", 1)[0].split(".")[0]
+            key = ("axes", name) if name in spec.axes else ("params", name) if name in spec.params else ("params",)
+            raise where.error(key, str(exc)) from None
+    return dataclasses.replace(spec, params=prepared)
 
 
 _BOOL_HINT = " (YAML reads unquoted yes/no/on/off/true/false as a boolean: quote the word)"
@@ -436,8 +461,15 @@ def _conditioning(data, where) -> dict:
     return dict(value)
 
 
+
 def _param(workload, name, value, path, where):
     param = workload.params.get(name)
+    if param is None and workload.open_params:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise where.error(path, "a parameter name must be an identifier (it is used as {name})")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise where.error(path, f"a parameter of your own must be a string or a number, got {value!r}")
+        return value
     if param is None:
         raise where.error(path, f"unknown parameter of workload {workload.name!r}; "
                                 f"allowed: {', '.join(workload.params)}")

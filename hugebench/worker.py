@@ -12,6 +12,7 @@ corrupt it.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -19,6 +20,7 @@ import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from . import allocators, kernel, workloads
 from .measure import phases
@@ -38,6 +40,9 @@ class WorkerRequest:
     allocator_expect: dict = field(default_factory=dict)  # what probe_knobs() must then report
     counters: tuple = ()  # CounterSpec dicts
     thp_prctl_disable: bool = False
+    # For a workload that runs a program (workload.runner): the worker wraps the program, not itself.
+    perf_bin: str | None = None
+    perf_events: tuple = ()
 
     def write(self, path) -> None:
         with open(path, "w") as f:
@@ -91,9 +96,13 @@ def _verify_allocator(request: WorkerRequest) -> dict:
 def run(request: WorkerRequest) -> dict:
     """Execute the request; return the flat metric row (raises on any failure)."""
     row = _apply_process_thp(request)
-    row.update(_verify_allocator(request))
     spec = request.run
     workload = workloads.get(spec["workload"])
+    if workload.runner:  # a program is the measured process; it proves its own allocator (probe library)
+        module, _, function = workload.runner.partition(":")
+        row.update(getattr(importlib.import_module(module), function)(request, Path.cwd()))
+        return row
+    row.update(_verify_allocator(request))
     from . import _core
 
     if _core.build_info().get("debug"):
@@ -156,8 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         reply = {"status": "ok", "row": run(request)}
         code = 0
     except Exception as exc:  # the reply carries the failure; the parent turns it into a failed row
-        traceback.print_exc(file=sys.stderr)
-        reply = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        output = getattr(exc, "output", None)
+        if output is None:  # a program's own failure is its output, not our traceback
+            traceback.print_exc(file=sys.stderr)
+        reply = {"status": getattr(exc, "status", "failed"), "error": f"{type(exc).__name__}: {exc}",
+                 "output_tail": output}
         code = 1
     tmp = args.reply + ".tmp"
     with open(tmp, "w") as f:

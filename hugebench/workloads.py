@@ -100,6 +100,37 @@ class Workload:
     bars: tuple[BarPlot, ...] = ()  # grouped bar plots written by `hugebench report --plots`
     extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
     time_estimate: Any = None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
+    # A workload that runs no _core code: "module:function" the worker calls with (request, its directory).
+    runner: str = ""
+    open_params: bool = False  # parameters beyond `params` are allowed (strings, numbers: {name} fields)
+    check_params: Any = None  # callable(params) raising ValueError, run when the file is loaded
+    prepare_params: Any = None  # callable(params, experiment file's directory) -> params
+    primary_for: Any = None  # callable(params) -> (column, label, fmt, better): a primary metric of the file's
+
+    def report_metrics(self, params: dict) -> tuple[str, tuple, str]:
+        """(primary column, report columns with the primary first, 'lower' or 'higher' is better)."""
+        if self.primary_for is None:
+            return self.primary_metric, self.metrics, "lower"
+        column, label, fmt, better = self.primary_for(params)
+        return column, ((column, label, fmt),) + tuple(m for m in self.metrics if m[0] != column), better
+
+
+def _command_check(params: dict) -> None:
+    from .command.checks import check_params
+
+    check_params(params)
+
+
+def _command_prepare(params: dict, base_dir) -> dict:
+    from .command.checks import prepare
+
+    return prepare(params, base_dir)
+
+
+def _command_primary(params: dict) -> tuple:
+    from .command.checks import primary
+
+    return primary(params)
 
 
 STARTUP_S = 0.6  # a worker's interpreter, imports and /proc reads
@@ -267,6 +298,33 @@ WORKLOADS: dict[str, Workload] = {
         plots=(("threads", "ns_per_pair", "allocator", "ns per malloc/free pair"),
                ("threads", "memory_overhead", "allocator", "Peak RSS / peak bytes requested")),
         extra_metrics=_alloctest_extra,
+    ),
+    "command": Workload(
+        name="command",
+        function="",
+        runner="hugebench.command.runner:run",
+        params={
+            "argv": Param(list, None, help="the program and its arguments, a list; {name} takes a parameter"),
+            "cwd": Param(str, ".", help="working directory, relative to the experiment file"),
+            "env": Param(dict, None, help="added to the program's environment (not the allocator's variables)"),
+            "metric": Param(object, "wall", help="wall | {regex: ..., name: ..., better: higher} | {json: KEY}"),
+            "setup": Param(list, None, help="a command run before each measured run, not measured"),
+            "server": Param(dict, None, help="{argv, ready: {path|port|log}}: the server is measured, argv "
+                                             "is its load driver"),
+            "sample_interval": Param(float, 1.0, minimum=0.05, help="seconds between coverage samples"),
+            "window": Param(str, "process", choices=("process", "markers"),
+                            help="process: the whole run is timed; markers: the program marks its windows"),
+        },
+        timed_phase="window",
+        primary_metric="window_s",
+        doc="Your own program (or a server under a load driver) as the measured process.",
+        metrics=(("window_s", "Window s", ".3f"), ("utime_s", "User s", ".2f"), ("stime_s", "Sys s", ".2f"),
+                 ("hp_coverage", "HP coverage", ".0%"), ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"),
+                 ("peak_rss_bytes", "Peak RSS", "bytes"), ("minflt", "Minor faults", "si")),
+        open_params=True,
+        check_params=_command_check,
+        prepare_params=_command_prepare,
+        primary_for=_command_primary,
     ),
 }
 

@@ -15,6 +15,8 @@
 // (no exceptions, no libstdc++ at run time), no allocation of our own, errno as we found it, silence on any
 // failure (the Python side reports missing files), and files appear whole (written to a temp name, renamed).
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -151,14 +153,42 @@ void read_exe(char (&out)[PATH_MAX]) {
     out[n > 0 ? n : 0] = '\0';
 }
 
-// The real path of the object that defines `symbol` first in the global scope; "" when unknown.
+// Does the object that `address` lies in really define `symbol` there? A non-PIE executable that takes
+// malloc's address has a "canonical PLT entry": dlsym(RTLD_DEFAULT) returns that stub in the executable,
+// whose dynamic symbol is undefined (st_shndx == SHN_UNDEF); the code behind it is elsewhere.
+bool defines(void* address) {
+    Dl_info info{};
+    void* entry = nullptr;
+    if (!address || !dladdr1(address, &info, &entry, RTLD_DL_SYMENT)) return false;
+    const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+    return sym != nullptr && sym->st_shndx != SHN_UNDEF;
+}
+
+void real_name(const char* name, const char* exe, char (&out)[PATH_MAX]) {
+    name = (name && *name) ? name : exe;  // the main program's map has no name
+    if (!realpath(name, out)) std::snprintf(out, sizeof out, "%s", name);
+}
+
+// The real path of the object whose `symbol` the program's calls reach: the first object in the global
+// search order (the program, then LD_PRELOAD, then the libraries it needs) that defines it; "" when unknown.
 void provider_of(const char* symbol, const char* exe, char (&out)[PATH_MAX]) {
     out[0] = '\0';
     void* address = dlsym(RTLD_DEFAULT, symbol);
     Dl_info info{};
-    if (!address || !dladdr(address, &info) || !info.dli_fname) return;
-    const char* name = *info.dli_fname ? info.dli_fname : exe;  // the main program's map has no name
-    if (!realpath(name, out)) std::snprintf(out, sizeof out, "%s", name);
+    if (!address || !dladdr(address, &info)) return;
+    if (defines(address)) return real_name(info.dli_fname, exe, out);
+    void* self = dlopen(nullptr, RTLD_LAZY | RTLD_NOLOAD);
+    link_map* map = nullptr;
+    if (!self || dlinfo(self, RTLD_DI_LINKMAP, &map) != 0) return;
+    for (link_map* object = map ? map->l_next : nullptr; object; object = object->l_next) {  // skip the program
+        void* handle = dlopen(object->l_name, RTLD_LAZY | RTLD_NOLOAD);
+        void* found = handle ? dlsym(handle, symbol) : nullptr;  // searches the object, then its own needs
+        Dl_info where{};
+        if (found && defines(found) && dladdr(found, &where) && where.dli_fname && object->l_name &&
+            std::strcmp(where.dli_fname, object->l_name) == 0) {
+            return real_name(object->l_name, exe, out);
+        }
+    }
 }
 
 // The allocator's own view of its knobs, keyed like hugebench.allocators.probe_knobs().
@@ -288,3 +318,15 @@ __attribute__((destructor, used)) void hb_probe_exit() {
 }
 
 }  // namespace
+
+// The one exported symbol, under a name no program uses: the worker of a built-in workload asks the same
+// question of itself through ctypes (hugebench.allocators.malloc_provider), so both answer it one way.
+extern "C" __attribute__((visibility("default"))) int hb_probe_provider(const char* symbol, char* out,
+                                                                         size_t size) {
+    char exe[PATH_MAX], found[PATH_MAX];
+    read_exe(exe);
+    provider_of(symbol, exe, found);
+    if (!found[0] || std::strlen(found) >= size) return -1;
+    std::memcpy(out, found, std::strlen(found) + 1);
+    return 0;
+}

@@ -10,7 +10,8 @@
 //    with hb-exec, so a SIGKILL of the sweep takes perf, hb-exec and the worker down with it. hb-exec is
 //    also a child subreaper: whatever the child leaves running when it ends (a daemon that forked and called
 //    setsid) is reparented to hb-exec, which kills it and counts it in the status ("leftover_processes").
-//  * The child's pid goes to STATUS_FILE.pid as soon as it exists (the runner samples its memory).
+//  * The child's pid goes to STATUS_FILE.pid as soon as it exists (the runner samples its memory), and its
+//    wall time from fork to exit goes in the status ("wall_s"; perf's own start-up is not in it).
 // NAME=VALUE pairs are set in the child's environment only, so the allocator under test (LD_PRELOAD) is in
 // force in the measured process and in no process around it. Tiny and allocation-light on purpose: perf
 // counts it too.
@@ -26,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace {
@@ -77,17 +79,23 @@ int kill_leftovers() {
     return killed;
 }
 
-bool write_status(const char* path, int status, const rusage& ru, int leftovers) {
-    char body[600];
+double now() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+}
+
+bool write_status(const char* path, int status, const rusage& ru, int leftovers, double wall) {
+    char body[700];
     const char* how = WIFSIGNALED(status) ? "signal" : "exit_code";
     int value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
     int n = std::snprintf(body, sizeof body,
                           "{\"%s\": %d, \"core_dumped\": %s, \"utime_s\": %.6f, \"stime_s\": %.6f, "
                           "\"maxrss_kib\": %ld, \"minflt\": %ld, \"majflt\": %ld, \"nvcsw\": %ld, "
-                          "\"nivcsw\": %ld, \"leftover_processes\": %d}\n",
+                          "\"nivcsw\": %ld, \"leftover_processes\": %d, \"wall_s\": %.6f}\n",
                           how, value, (WIFSIGNALED(status) && WCOREDUMP(status)) ? "true" : "false",
                           seconds(ru.ru_utime), seconds(ru.ru_stime), ru.ru_maxrss, ru.ru_minflt,
-                          ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, leftovers);
+                          ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, leftovers, wall);
     return n > 0 && write_file(path, body, static_cast<size_t>(n));
 }
 
@@ -103,6 +111,7 @@ int main(int argc, char** argv) {
     die_with_parent(getppid());
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t me = getpid();
+    double started = now();
     pid_t child = fork();
     if (child < 0) {
         std::perror("hb-exec: fork");
@@ -134,7 +143,8 @@ int main(int argc, char** argv) {
             return 125;
         }
     }
+    double wall = now() - started;
     int leftovers = kill_leftovers();
-    if (!write_status(argv[1], status, ru, leftovers)) std::fprintf(stderr, "hb-exec: cannot write %s\n", argv[1]);
+    if (!write_status(argv[1], status, ru, leftovers, wall)) std::fprintf(stderr, "hb-exec: cannot write %s\n", argv[1]);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }

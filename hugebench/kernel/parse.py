@@ -110,6 +110,11 @@ def parse_start_ticks(stat_text: str) -> int:
     return int(stat_text.rsplit(")", 1)[1].split()[19])
 
 
+def parse_ppid(stat_text: str) -> int:
+    """Field 4 of /proc/PID/stat (the parent's pid)."""
+    return int(stat_text.rsplit(")", 1)[1].split()[1])
+
+
 def parse_pmu_format(text: str) -> list[tuple[str, int, int]]:
     """A sysfs PMU format file: 'config:0-7,32-35' -> [('config', 0, 7), ('config', 32, 35)]; 'config:23' -> one bit."""
     field_name, _, ranges = text.strip().partition(":")

@@ -8,6 +8,7 @@ from pathlib import Path
 from hugebench.kernel.parse import (
     parse_buddyinfo,
     parse_kb_fields,
+    parse_ppid,
     parse_start_ticks,
     parse_vmstat,
     summarize_buddyinfo,
@@ -102,3 +103,22 @@ def read_paranoid(proc_root: str | Path = "/proc") -> int | None:
         return int(text) if text is not None else None
     except ValueError:
         return None
+
+
+def process_tree(pid: int, proc_root: str | Path = "/proc") -> list[int]:
+    """``pid`` and its living descendants (parents before children); [] when ``pid`` is gone."""
+    children: dict[int, list[int]] = {}
+    for entry in Path(proc_root).iterdir():
+        if not entry.name.isdigit():
+            continue
+        text = read_optional(entry / "stat")
+        if text:
+            children.setdefault(parse_ppid(text), []).append(int(entry.name))
+    if read_optional(_pid_file(pid, "stat", proc_root)) is None:
+        return []
+    tree, queue = [], [pid]
+    while queue:
+        current = queue.pop(0)
+        tree.append(current)
+        queue.extend(sorted(children.get(current, ())))
+    return tree

@@ -111,14 +111,15 @@ def perf_version(perf_bin: str = "perf") -> tuple[str | None, str | None, str | 
     return path, match.group(1), None
 
 
-def perf_stat_argv(perf_bin: str, events: list[str], out_path: str | Path) -> list[str]:
+def perf_stat_argv(perf_bin: str, events: list[str], out_path: str | Path, extra: list[str] = ()) -> list[str]:
     """``perf stat`` prefix that writes CSV counts of ``events`` to ``out_path``; append the command to it.
+    ``extra`` options go before the command (e.g. ``--control fifo:CTL,ACK -D -1``).
 
     Run it with LC_ALL=C (or at least LC_NUMERIC=C): perf prints decimals in the locale's format.
     """
     if not events:
         raise ValueError("perf stat needs at least one event (without -e it would pick its own defaults)")
-    return [perf_bin, "stat", "-x,", "--no-big-num", "-o", str(out_path), "-e", ",".join(events), "--"]
+    return [perf_bin, "stat", "-x,", "--no-big-num", "-o", str(out_path), "-e", ",".join(events), *extra, "--"]
 
 
 def probe_events(perf_bin: str, events: list[str]) -> tuple[set[str], dict[str, str]]:

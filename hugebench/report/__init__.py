@@ -56,6 +56,7 @@ def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics:
                             main_metric, level)
         table = in_spec_order(table, axes, experiment.axis_order)
         table.attrs["title"] = f"{experiment.name} ({_workloads(experiment.rows)})"
+        table.attrs["better"] = experiment.context.get("primary_better", "lower") if not primary else None
         table.attrs["overhead"] = overhead_lines(experiment.rows, results.contexts)
         tables.append((experiment.name, table))
     if fmt == "csv":

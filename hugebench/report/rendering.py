@@ -172,6 +172,9 @@ def _footer(table: pd.DataFrame) -> list[str]:
         lines.append(f"vs baseline: median ratio of {primary_label} to the cell with {where} (other axes equal), "
                      f"paired by repetition where possible. resolved: no = the CI contains 1, no resolved "
                      f"difference; n<{min_runs_for(attrs.get('level', 0.95))} = too few runs for a {percent} verdict.")
+        if attrs.get("better"):
+            gain = "< 1" if attrs["better"] == "lower" else "> 1"
+            lines.append(f"{primary_label}: {attrs['better']} is better, so a ratio {gain} is an improvement.")
     for number, (column, reason) in enumerate(attrs.get("na_reasons", {}).items(), start=1):
         lines.append(f"[{number}] {specs.get(column, column)} ({column}): n/a, {reason}.")
     return lines + list(attrs.get("overhead", []))

@@ -1,0 +1,108 @@
+"""What a `command` experiment must get right before anything runs, and what its report shows first.
+
+Called from the workload registry (``hugebench/workloads.py``) when an experiment file is loaded, so that a
+mistake is reported with its file, line and key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import template
+from .metric import parse_metric
+
+# The allocator's variables: a command's own env must not override what the cell asks for.
+RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_PROBE_DIR", "HUGEBENCH_CTL",
+                "HUGEBENCH_ACK")
+RESERVED_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_")
+SCALARS = (str, int, float)
+
+
+def check_params(params: dict) -> None:
+    """ValueError naming the first parameter that is wrong (argv, env, setup, server, metric, {fields})."""
+    known = set(params)
+    _argv("argv", params.get("argv"))
+    if params.get("setup") is not None:
+        _argv("setup", params["setup"])
+    env = params.get("env") or {}
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, SCALARS) for k, v in env.items()):
+        raise ValueError("env must be a mapping NAME: value of strings or numbers")
+    for name in env:
+        if name in RESERVED_ENV or name.startswith(RESERVED_PREFIXES):
+            raise ValueError(f"env.{name}: the allocator of each cell sets this; define an allocator "
+                             f"under 'allocators:' instead (e.g. {{base: jemalloc, env: {{{name}: ...}}}})")
+    server = params.get("server")
+    if server is not None:
+        _server(server)
+    parse_metric(params.get("metric"))
+    for name in ("argv", "setup", "env", "server", "cwd"):
+        try:
+            template.check(params.get(name), known)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    for name, value in params.items():
+        if name not in ("argv", "setup", "env", "server", "metric") and not isinstance(value, SCALARS + (type(None),)):
+            raise ValueError(f"{name}: a command parameter must be a string or a number, got {value!r}")
+
+
+def prepare(params: dict, base_dir: Path) -> dict:
+    """``cwd`` relative to the experiment file becomes absolute (runs happen in a temporary directory), and
+    the measured program must be one LD_PRELOAD takes effect in (refused now, not measured wrongly)."""
+    cwd = params.get("cwd") or "."
+    if "{" not in cwd:
+        cwd = os.path.normpath(base_dir / cwd)
+        if not Path(cwd).is_dir():
+            raise ValueError(f"cwd {cwd} is not a directory")
+    prepared = {**params, "cwd": cwd}
+    check_program(prepared)
+    return prepared
+
+
+def measured_argv(params: dict) -> list:
+    """The argv of the measured process: the server's when there is one, else the program's."""
+    server = params.get("server")
+    return server["argv"] if server else params["argv"]
+
+
+def check_program(params: dict) -> None:
+    """ValueError when the measured program cannot be run under a preloaded allocator: missing, not
+    executable, static, setuid... A program that ``setup`` may build is only checked when it exists."""
+    from .elf import why_preload_cannot_take
+
+    program, cwd = str(measured_argv(params)[0]), params.get("cwd") or "."
+    if "{" in program or "{" in cwd:
+        return  # depends on an axis value or the run's directory: checked when the run starts
+    if "/" in program and not os.path.isabs(program):
+        program = os.path.join(cwd, program)
+    why = why_preload_cannot_take(program, os.environ.get("PATH"))
+    if why and not (params.get("setup") and not os.path.exists(program)):
+        where = "server.argv" if params.get("server") else "argv"
+        raise ValueError(f"{where}: {why}")
+
+
+def primary(params: dict) -> tuple[str, str, str, str]:
+    """(column, label, format, better) of the metric a command run is scored by."""
+    metric = parse_metric(params.get("metric"))
+    return metric.column, metric.label, ".3f" if metric.kind == "wall" else "si", metric.better
+
+
+def _argv(name: str, value) -> None:
+    if not isinstance(value, list) or not value or not all(isinstance(a, SCALARS) for a in value):
+        raise ValueError(f"{name} must be a non-empty list of strings: the program and its arguments, never "
+                         f"run through a shell (write [sh, -c, '...'] for one); got {value!r}")
+
+
+def _server(server) -> None:
+    if not isinstance(server, dict) or set(server) - {"argv", "ready", "ready_timeout"}:
+        raise ValueError("server must be {argv: [...], ready: {path: ...} | {port: N} | {log: regex}, "
+                         "ready_timeout: seconds}")
+    _argv("server.argv", server.get("argv"))
+    ready = server.get("ready") or {}
+    if not isinstance(ready, dict) or len(ready) > 1 or set(ready) - {"path", "port", "log"}:
+        raise ValueError("server.ready must be one of {path: FILE}, {port: N} (on 127.0.0.1) or {log: REGEX}")
+    if "port" in ready and not (isinstance(ready["port"], int) and 0 < ready["port"] < 65536):
+        raise ValueError(f"server.ready.port must be a TCP port number, got {ready['port']!r}")
+    timeout = server.get("ready_timeout", 60)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 3600:
+        raise ValueError(f"server.ready_timeout must be seconds (0 < t < 3600), got {timeout!r}")

@@ -1,0 +1,299 @@
+"""Run one `command` cell: the user's program (or server + load driver) as the measured process.
+
+The worker process is only the supervisor here: it runs no workload code itself and is not under the
+allocator. It starts ``[perf stat] hb-exec [allocator's LD_PRELOAD + probe] -- program``, samples the
+program tree's huge-page coverage while it runs, marks the timed window (the whole process, the program's
+own enable/disable markers, or the load driver's run), proves from the probe library which malloc each
+process of the program really used, and turns all of it into one flat row.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hugebench import allocators, kernel
+from hugebench.environment import launch_argv
+from hugebench.launch import Ended, Launched, tail
+from hugebench.measure import perf as perf_mod
+from hugebench.measure.phases import coverage
+
+from . import template
+from .metric import WINDOW_COLUMN, Metric, extract, parse_metric
+from .sampler import FIELDS, CoverageSampler
+
+POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
+READY_TIMEOUT_S = 60.0
+STOP_GRACE_S = 10.0
+
+
+class CommandFailed(RuntimeError):
+    """The program (or its setup, server or driver) did not give a measurement; ``status`` and ``tail`` say
+    how it ended and what it printed last."""
+
+    def __init__(self, message: str, status: str = "failed", output: str | None = None):
+        super().__init__(message)
+        self.status, self.output = status, output
+
+
+@dataclass(frozen=True)
+class Command:
+    """The parameters of one command run, substituted."""
+
+    argv: list
+    cwd: str
+    env: dict
+    metric: Metric
+    setup: list | None
+    server: dict | None
+    sample_interval: float
+    window: str  # process | markers
+
+    @classmethod
+    def from_params(cls, params: dict, tmp: Path) -> Command:
+        values = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool))}
+        values.update(tmp=str(tmp), python=sys.executable)
+
+        def sub(value):
+            return template.substitute(value, values)
+
+        server = params.get("server")
+        return cls(argv=sub(list(params["argv"])), cwd=params.get("cwd") or ".", env=sub(dict(params.get("env") or {})),
+                   metric=parse_metric(params.get("metric")), setup=sub(params["setup"]) if params.get("setup") else None,
+                   server=sub(dict(server)) if server else None, sample_interval=float(params.get("sample_interval", 1.0)),
+                   window=params.get("window", "process"))
+
+
+def run(request, workdir: Path) -> dict:
+    """The row of one command run (raises CommandFailed when there is no measurement)."""
+    tmp = workdir / "tmp"
+    tmp.mkdir(exist_ok=True)
+    command = Command.from_params(request.run["params"], tmp)
+    deadline = time.monotonic() + 0.95 * float(request.run["timeout"])  # the worker's own timeout is the net
+    base_env = {**os.environ, **command.env}
+    if command.setup:
+        _run_setup(command, base_env, workdir, deadline)
+    measured = _Measured(request, command, workdir, base_env)
+    vm_before = kernel.read_vmstat()
+    if command.server:
+        row, output = measured.serve(deadline)
+    else:
+        row, output = measured.run_program(deadline)
+    row.update({f"vmstat.{k}": v for k, v in
+                kernel.counter_delta(vm_before, kernel.read_vmstat(), kernel.THP_VMSTAT).items()})
+    value, why = extract(command.metric, output, row.get(WINDOW_COLUMN))
+    row[command.metric.column] = value
+    if why:
+        row[f"{command.metric.column}.reason"] = why
+        raise CommandFailed(why, output=output[-4000:])
+    row["stdout_tail"] = output[-4000:] or None
+    return row
+
+
+def _run_setup(command: Command, env: dict, workdir: Path, deadline: float) -> None:
+    out = workdir / "setup.out"
+    ended = Launched(command.setup, env, command.cwd, stdout=out).wait(max(1.0, deadline - time.monotonic()))
+    if ended.timed_out or ended.code != 0:
+        how = "ran past the run's timeout" if ended.timed_out else _how(ended)
+        raise CommandFailed(f"setup command {command.setup[0]!r} {how}; nothing was measured",
+                            output=tail(out))
+
+
+def _how(ended: Ended) -> str:
+    return f"died of signal {ended.signal_name}" if ended.code < 0 else f"exited with code {ended.code}"
+
+
+class _Measured:
+    """The measured process: launched under the allocator, the probe and perf, sampled while it runs."""
+
+    def __init__(self, request, command: Command, workdir: Path, base_env: dict):
+        from .control import ControlChannel, perf_fifos
+        from .probe import probe_library
+
+        self.request, self.command, self.workdir = request, command, workdir
+        self.probes = workdir / "probes"
+        self.probes.mkdir(exist_ok=True)
+        self.status = workdir / "measured.status"
+        self.sampler = CoverageSampler()
+        preload = [request.allocator_path or allocators.glibc_path(), probe_library()]
+        alloc_env = {**request.allocator_env, "LD_PRELOAD": " ".join(p for p in preload if p),
+                     "HB_PROBE_DIR": str(self.probes)}
+        self.control = None
+        perf_extra: list[str] = []
+        if command.window == "markers":
+            perf_ctl = perf_ack = None
+            if request.perf_bin:  # perf starts disabled and counts the program's windows only
+                perf_ctl, perf_ack, perf_extra = perf_fifos(workdir)
+            self.control = ControlChannel(workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge)
+            alloc_env.update(self.control.env())
+        self.argv = launch_argv(command.argv if not command.server else command.server["argv"], alloc_env,
+                                self.status)
+        if request.perf_bin:
+            self.argv = perf_mod.perf_stat_argv(request.perf_bin, list(request.perf_events),
+                                                str(workdir / "perf.csv"), perf_extra) + self.argv
+        self.env = base_env
+        self.window_end: dict | None = None
+        self._last_sample = 0.0
+
+    def _edge(self, word: str) -> None:
+        if word == "disable":
+            self.window_end = self.sampler.sample()
+
+    # -- a program that runs to its end ----------------------------------------------------------------
+
+    def run_program(self, deadline: float) -> tuple[dict, str]:
+        out = self.workdir / "program.out"
+        launched = self._launch(out)
+        ended = self._watch(launched, deadline)
+        output = _read(out)
+        self._check_end(ended, "the program", output)
+        if self.control and not self.control.windows():
+            raise CommandFailed("window: markers, but the program marked no window (it never wrote 'enable' to "
+                                "$HUGEBENCH_CTL: use hugebench_window.h or hugebench.window)", output=output)
+        window = self.control.window_seconds() if self.control else ended.status.get("wall_s", ended.wall_s)
+        return self._row(ended, window, end=self.window_end if self.control else None), output
+
+    # -- a server under a load driver ------------------------------------------------------------------
+
+    def serve(self, deadline: float) -> tuple[dict, str]:
+        server_out, driver_out = self.workdir / "server.out", self.workdir / "driver.out"
+        launched = self._launch(server_out)
+        try:
+            self._wait_ready(launched, server_out, deadline)
+            driver = Launched(self.command.argv, self.env, self.command.cwd, stdout=driver_out,
+                              status_path=self.workdir / "driver.status")
+            driven = self._sample_while(driver, deadline)
+            self.window_end = self.sampler.sample()  # the server's state at the end of the timed window
+        except BaseException:
+            launched.kill()
+            launched.proc.wait()
+            raise
+        ended = launched.stop(self._pid(), STOP_GRACE_S)
+        output = _read(driver_out)
+        if driven.timed_out or driven.code != 0:
+            status = "timeout" if driven.timed_out else "failed"
+            raise CommandFailed(f"the load driver {self.command.argv[0]!r} "
+                                f"{'ran past the timeout' if driven.timed_out else _how(driven)}", status, output)
+        if ended.code not in (0, 128 + 15, -15) and not ended.timed_out:
+            raise CommandFailed(f"the server {_how(ended)} before it was stopped", "crashed" if ended.code < 0
+                                else "failed", _read(server_out))
+        self._check_leftovers(ended)
+        window = driven.status.get("wall_s", driven.wall_s)
+        row = self._row(ended, window, end=self.window_end)
+        row["server_stop_s"] = ended.wall_s
+        return row, output
+
+    def _wait_ready(self, launched: Launched, server_out: Path, deadline: float) -> None:
+        ready = self.command.server.get("ready") or {}
+        limit = min(deadline, time.monotonic() + float(self.command.server.get("ready_timeout", READY_TIMEOUT_S)))
+        while not _is_ready(ready, server_out):
+            if launched.proc.poll() is not None:
+                ended = launched.wait(1)
+                raise CommandFailed(f"the server {_how(ended)} before it was ready", output=_read(server_out))
+            if time.monotonic() > limit:
+                launched.kill()
+                raise CommandFailed(f"the server was not ready ({ready}) within "
+                                    f"{self.command.server.get('ready_timeout', READY_TIMEOUT_S)} s",
+                                    "timeout", _read(server_out))
+            self._tick()
+            time.sleep(POLL_S)
+
+    # -- shared --------------------------------------------------------------------------------------
+
+    def _launch(self, out: Path) -> Launched:
+        if self.control:
+            self.control.start()
+        return Launched(self.argv, self.env, self.command.cwd, stdout=out, status_path=self.status)
+
+    def _watch(self, launched: Launched, deadline: float) -> Ended:
+        try:
+            return self._sample_while(launched, deadline)
+        finally:
+            if self.control:
+                self.control.stop()
+
+    def _sample_while(self, launched: Launched, deadline: float) -> Ended:
+        return launched.wait(max(0.1, deadline - time.monotonic()), tick=POLL_S, on_tick=self._tick)
+
+    def _tick(self) -> None:
+        if self.sampler.pid is None:
+            self.sampler.pid = self._pid()
+        now = time.monotonic()
+        if self.sampler.pid is not None and now - self._last_sample >= self.command.sample_interval:
+            self._last_sample = now
+            self.sampler.sample()
+
+    def _pid(self) -> int | None:
+        return _read_pid(self.status)
+
+    def _check_end(self, ended: Ended, what: str, output: str) -> None:
+        if ended.timed_out:
+            raise CommandFailed(f"{what} ran past the run's timeout and was killed", "timeout", output)
+        if ended.code != 0:
+            raise CommandFailed(f"{what} {_how(ended)}", "crashed" if ended.code < 0 else "failed", output)
+        self._check_leftovers(ended)
+
+    def _check_leftovers(self, ended: Ended) -> None:
+        left = ended.status.get("leftover_processes") or 0
+        if left:
+            raise CommandFailed(f"the program left {left} process(es) running after it ended (a daemon?); they "
+                                "were killed. Measure a program that stays in the foreground (e.g. a server's "
+                                "--daemonize no)")
+
+    def _row(self, ended: Ended, window: float, end: dict | None) -> dict:
+        from .probe import read_exits, read_probes, verify
+
+        probes = read_probes(self.probes)
+        row = verify(self.request.allocator, self.request.allocator_path, probes, self.request.allocator_expect)
+        end = end or _sum_exits(read_exits(self.probes)) or self.sampler.last or {}
+        row[WINDOW_COLUMN] = window
+        if self.control:
+            row["windows"] = len(self.control.windows())
+        status = ended.status
+        row.update({"utime_s": status.get("utime_s"), "stime_s": status.get("stime_s"),
+                    "minflt": status.get("minflt"), "majflt": status.get("majflt"),
+                    "peak_rss_bytes": status["maxrss_kib"] * 1024 if "maxrss_kib" in status else None,
+                    "process_wall_s": status.get("wall_s", ended.wall_s)})
+        for key in FIELDS:
+            row[f"smaps.{key}"] = end.get(key)
+        row["hp_coverage"] = coverage(end) if end else None
+        row.update(self.sampler.summary())
+        return row
+
+
+def _sum_exits(exits: dict) -> dict:
+    """The program's coverage at its end: each process's smaps at its own exit, summed over the tree (a
+    compiler driver is small; the cc1plus it ran is what matters)."""
+    return {key: sum(e.get(key) or 0 for e in exits.values()) for key in FIELDS} if exits else {}
+
+
+def _read_pid(status: Path) -> int | None:
+    """The measured process's pid, which hb-exec writes beside its status file once it has forked."""
+    text = _read(Path(f"{status}.pid")).strip()
+    return int(text) if text.isdigit() else None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_ready(ready: dict, server_out: Path) -> bool:
+    """A server is ready when its socket file exists, its TCP port on loopback accepts, or its log matches."""
+    if "path" in ready:
+        return Path(ready["path"]).exists()
+    if "port" in ready:
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            return s.connect_ex(("127.0.0.1", int(ready["port"]))) == 0
+    if "log" in ready:
+        import re
+
+        return re.search(ready["log"], _read(server_out), re.MULTILINE) is not None
+    return True

@@ -1,0 +1,68 @@
+"""Huge-page coverage of a running program, sampled: its process tree's smaps_rollup every ``interval``.
+
+Reading smaps_rollup walks the target's page tables under its mmap lock, so sampling costs the program
+something (its page faults wait while a read is in progress). The sampler times every read and the row
+reports it (``sampler.read_s``, ``sampler.samples``); the README shows what it costs at 1 s and faster.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from hugebench import kernel
+
+FIELDS = ("Rss", "AnonHugePages", "FilePmdMapped", "ShmemPmdMapped", "Private_Hugetlb", "Shared_Hugetlb")
+
+
+@dataclass
+class CoverageSampler:
+    """Samples the tree below ``pid`` (set once the program has one) on each ``sample()``."""
+
+    proc_root: str = "/proc"
+    pid: int | None = None
+    samples: list[tuple[float, dict]] = field(default_factory=list)
+    read_s: float = 0.0
+
+    def sample(self) -> dict | None:
+        """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
+        if self.pid is None:
+            return None
+        started = time.perf_counter()
+        total = dict.fromkeys(FIELDS, 0)
+        found = False
+        for pid in kernel.process_tree(self.pid, self.proc_root):
+            try:
+                smaps = kernel.read_smaps_rollup(pid, self.proc_root)
+            except OSError:
+                continue  # ended between the listing and the read, or a kernel thread
+            found = True
+            for key in FIELDS:
+                total[key] += smaps.get(key, 0)
+        self.read_s += time.perf_counter() - started
+        if not found:
+            return None
+        self.samples.append((time.monotonic(), total))
+        return total
+
+    def summary(self, prefix: str = "sampled.") -> dict:
+        """Peak and time-weighted coverage over the samples (each weighted by the time until the next)."""
+        out = {"sampler.samples": len(self.samples), "sampler.read_s": self.read_s}
+        if not self.samples:
+            return out
+        for key in FIELDS:
+            out[f"{prefix}peak.{key}"] = max(s[key] for _, s in self.samples)
+        times = [t for t, _ in self.samples]
+        weights = [b - a for a, b in zip(times, times[1:])] + [0.0]
+        if sum(weights) == 0:
+            weights = [1.0] * len(self.samples)
+        rss = sum(w * s["Rss"] for w, (_, s) in zip(weights, self.samples))
+        huge = sum(w * s["AnonHugePages"] for w, (_, s) in zip(weights, self.samples))
+        out["hp_coverage_tw"] = huge / rss if rss else None
+        out[f"{prefix}peak.coverage"] = max((s["AnonHugePages"] / s["Rss"] for _, s in self.samples if s["Rss"]),
+                                            default=None)
+        return out
+
+    @property
+    def last(self) -> dict | None:
+        return self.samples[-1][1] if self.samples else None
