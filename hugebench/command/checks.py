@@ -88,6 +88,9 @@ def primary(params: dict) -> tuple[str, str, str, str]:
 
 
 def _argv(name: str, value) -> None:
+    if isinstance(value, list) and any(isinstance(a, bool) for a in value):
+        raise ValueError(f"{name} holds a boolean (YAML reads unquoted true/false/yes/no/on/off as one): "
+                         f"quote it, e.g. [\"true\"] or give the path /bin/true")
     if not isinstance(value, list) or not value or not all(isinstance(a, SCALARS) for a in value):
         raise ValueError(f"{name} must be a non-empty list of strings: the program and its arguments, never "
                          f"run through a shell (write [sh, -c, '...'] for one); got {value!r}")
