@@ -29,6 +29,7 @@ from .store import ResultStore
 from .system import SweepLock, SystemState, default_lock_path
 
 SCHEMA_VERSION = 1
+SUPERVISOR_GRACE_S = 30.0  # a program's worker: its start-up, the server's stop and the reply, past the timeout
 RUN_DIR_PREFIX = "hb-run-"  # + the sweep's pid: a dead sweep's leftovers are recognised and removed
 @dataclass
 class SweepOptions:
@@ -162,15 +163,18 @@ def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
         setup.request_for(run).write(request_path)
         worker = [options.python, "-m", "hugebench.worker", "--request", str(request_path),
                   "--reply", str(reply_path)]
+        timeout = run.timeout
         if workloads.get(run.workload).runner:
             # The worker supervises a program: the allocator and perf are for the program, which the
-            # worker starts the same way (see hugebench.command.runner), writing perf.csv here too.
+            # worker starts the same way (see hugebench.command.runner), writing perf.csv here too. The
+            # worker enforces the run's timeout on the program; this one only catches a stuck worker.
             argv = launch_argv(worker, {}, status_path)
+            timeout += SUPERVISOR_GRACE_S
         else:
             argv = launch_argv(worker, setup.allocators[run.allocator].environment(), status_path)
             if setup.perf:
                 argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + argv
-        fields = _spawn(argv, worker_environment({}), run.timeout, tmp, options.proc_root, status_path)
+        fields = _spawn(argv, worker_environment({}), timeout, tmp, options.proc_root, status_path)
         fields.update(_read_reply(reply_path, fields))
         if setup.perf:
             fields.update(_perf_columns(perf_out, setup.perf.choices))
