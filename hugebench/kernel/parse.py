@@ -53,6 +53,15 @@ def parse_kb_fields(text: str) -> dict[str, int]:
     return out
 
 
+def parse_status_number(text: str, key: str) -> int | None:
+    """The value of a unitless 'Key:<tab>N' line of /proc/PID/status (THP_enabled, Threads), or None."""
+    for line in text.splitlines():
+        name, sep, rest = line.partition(":")
+        if sep and name == key and rest.strip().isdigit():
+            return int(rest.strip())
+    return None
+
+
 def parse_vmstat(text: str) -> dict[str, int]:
     """/proc/vmstat -> {name: value}."""
     out: dict[str, int] = {}

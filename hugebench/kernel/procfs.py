@@ -10,6 +10,7 @@ from hugebench.kernel.parse import (
     parse_kb_fields,
     parse_ppid,
     parse_start_ticks,
+    parse_status_number,
     parse_vmstat,
     summarize_buddyinfo,
 )
@@ -46,6 +47,14 @@ def read_smaps_rollup(pid: int | str = "self", proc_root: str | Path = "/proc") 
 def read_status(pid: int | str = "self", proc_root: str | Path = "/proc") -> dict[str, int]:
     """The kB fields of /proc/<pid>/status in bytes: VmHWM (peak RSS), VmRSS, VmPeak, RssAnon, ..."""
     return parse_kb_fields(read_text(_pid_file(pid, "status", proc_root)))
+
+
+def process_thp_enabled(pid: int | str = "self", proc_root: str | Path = "/proc") -> bool | None:
+    """False when THP is disabled for the process by prctl(PR_SET_THP_DISABLE), which its children inherit
+    across fork and exec (status 'THP_enabled: 0'); None where the kernel does not say."""
+    text = read_optional(_pid_file(pid, "status", proc_root))
+    value = parse_status_number(text, "THP_enabled") if text else None
+    return None if value is None else value != 0
 
 
 def read_maps(pid: int | str = "self", proc_root: str | Path = "/proc") -> str:
