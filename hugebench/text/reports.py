@@ -69,20 +69,17 @@ def interior(start: int, end: int, huge: int = HUGE) -> tuple[int, int, int, int
     return lo, hi, lo - start, end - hi
 
 
-def _load(path: Path) -> dict | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _records(directory: Path, pattern: re.Pattern, glob: str) -> dict[tuple[int, int], dict]:
+    """(pid, image) -> the JSON object of each file named like ``pattern``; unreadable files are skipped
+    (the library writes whole files or none, so a broken one is not ours)."""
     found = {}
     for path in directory.glob(glob):
         match = pattern.fullmatch(path.name)
-        record = _load(path) if match else None
-        if record is not None:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8", errors="replace")) if match else None
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict):
             found[(int(match.group(1)), int(match.group(2) or 0))] = record
     return found
 
