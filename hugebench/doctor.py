@@ -112,6 +112,22 @@ def check_core() -> Check:
     return Check("_core extension", True, detail)
 
 
+def check_native_tools() -> list[Check]:
+    """The launcher and the preload libraries built with the package (a half-installed tree lacks them)."""
+    from .command.probe import probe_library
+    from .environment import launcher
+    from .errors import ToolMissingError
+
+    checks = []
+    for name, locate, what in (("hb-exec", launcher, "every run's launcher: real exit status, no orphans"),
+                               ("libhbprobe.so", probe_library, "command workload: which malloc a program used")):
+        try:
+            checks.append(Check(name, True, f"{locate()} ({what})"))
+        except ToolMissingError as exc:
+            checks.append(Check(name, False, str(exc), "pip install --no-build-isolation . (builds it)"))
+    return checks
+
+
 def _as_check(row) -> Check:
     if isinstance(row, Check):
         return row
@@ -151,4 +167,5 @@ def doctor_report(*, perf_bin: str = "perf", proc_root: str | Path = "/proc",
         check_hugetlb(proc_root, sysfs_root),
         *allocator_checks(),
         check_core(),
+        *check_native_tools(),
     ]

@@ -44,3 +44,25 @@ def launch_argv(command: Sequence[str], alloc_env: Mapping[str, str], status_pat
     process only (perf, when it wraps this, must not run under the allocator under test), and its real exit
     status and rusage land in ``status_path``."""
     return [launcher(), str(status_path), *(f"{k}={v}" for k, v in alloc_env.items()), "--", *command]
+
+
+def measured_environment(alloc_env: Mapping[str, str], *, probe_dir: str | os.PathLike | None = None,
+                         text_pages: str | None = None, text_dir: str | os.PathLike | None = None) -> dict[str, str]:
+    """The variables of the measured process itself: the allocator's (its library first in LD_PRELOAD, so
+    its malloc wins), then hugebench's probe library (which malloc really served it) and its text library
+    (the program's text on huge pages, ``text_pages``), each with the directory it reports into."""
+    env = dict(alloc_env)
+    preload = env.get("LD_PRELOAD", "").split()
+    if probe_dir is not None:
+        from .command.probe import probe_library
+
+        preload.append(probe_library())
+        env["HB_PROBE_DIR"] = str(probe_dir)
+    if text_pages is not None:
+        from .text import text_library
+
+        preload.append(text_library())
+        env.update(HB_TEXT_PAGES=text_pages, HB_TEXT_REPORT_DIR=str(text_dir))
+    if preload:
+        env["LD_PRELOAD"] = " ".join(preload)
+    return env

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import kernel, workloads
-from .environment import launch_argv, worker_environment
+from .environment import launch_argv, measured_environment, worker_environment
 from .launch import Launched, tail
 from .measure import perf as perf_mod
 from .plan import RunSpec
@@ -163,22 +163,45 @@ def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
         setup.request_for(run).write(request_path)
         worker = [options.python, "-m", "hugebench.worker", "--request", str(request_path),
                   "--reply", str(reply_path)]
-        timeout = run.timeout
+        timeout, text_dir, page_cache = run.timeout, Path(tmp, "text"), {}
         if workloads.get(run.workload).runner:
-            # The worker supervises a program: the allocator and perf are for the program, which the
-            # worker starts the same way (see hugebench.command.runner), writing perf.csv here too. The
+            # The worker supervises a program: the allocator, perf and the text library are for the program,
+            # which the worker starts the same way (see hugebench.command.runner), reporting here too. The
             # worker enforces the run's timeout on the program; this one only catches a stuck worker.
             argv = launch_argv(worker, {}, status_path)
             timeout += SUPERVISOR_GRACE_S
         else:
-            argv = launch_argv(worker, setup.allocators[run.allocator].environment(), status_path)
+            if run.text_pages:
+                from . import text
+
+                text_dir.mkdir()
+                page_cache = text.prepare_page_cache(os.path.realpath(options.python), run.text_pages)
+            env = measured_environment(setup.allocators[run.allocator].environment(), text_pages=run.text_pages,
+                                       text_dir=text_dir)
+            argv = launch_argv(worker, env, status_path)
             if setup.perf:
                 argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + argv
         fields = _spawn(argv, worker_environment({}), timeout, tmp, options.proc_root, status_path)
         fields.update(_read_reply(reply_path, fields))
         if setup.perf:
             fields.update(_perf_columns(perf_out, setup.perf.choices))
+        if run.text_pages:
+            fields.update(page_cache)
+            fields.update(_text_columns(run.text_pages, text_dir, fields))
         return fields
+
+
+def _text_columns(mode: str, text_dir: Path, fields: dict) -> dict:
+    """Where the program's text really was (each process's own report); a mode that did not take fails the
+    run, also when everything else went well."""
+    from . import text
+
+    try:
+        return text.verify(mode, text.read_reports(text_dir))
+    except RuntimeError as exc:
+        if fields.get("status", "ok") != "ok":
+            return {}  # the run already failed for its own reason
+        return {"status": "failed", "error": f"text_pages {mode}: {exc}"}
 
 
 def _spawn(argv, env, timeout, cwd, proc_root, status_path: Path) -> dict:

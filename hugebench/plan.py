@@ -19,7 +19,7 @@ from . import allocators as alloc_mod
 from . import workloads
 from . import spec as spec_mod
 from .errors import SpecError
-from .spec import DEFAULT_ALLOCATOR, MAX_RUNS, ExperimentSpec, is_knob
+from .spec import DEFAULT_ALLOCATOR, TEXT_AXIS, MAX_RUNS, ExperimentSpec, is_knob
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class RunSpec:
     warmup: bool = False
     memory_estimate: int | None = None
     time_estimate: float | None = None
+    text_pages: str | None = None  # off | thp | hugetlb | file-thp: where the program's text goes (None: untouched)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -61,7 +62,7 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     params.update(spec.params)
     system = dict(spec.system)
     for name, value in cell.items():
-        if name == "allocator":
+        if name in ("allocator", TEXT_AXIS):
             continue
         if is_knob(name):
             system[name] = value
@@ -70,13 +71,16 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     allocator = cell.get("allocator", DEFAULT_ALLOCATOR)
     if alloc_mod.registry(spec.allocators)[allocator].mode == "void":
         params["allocator_mode"] = "void"  # harness-only run: the workload's loop without any malloc
-    return {
+    content = {
         "workload": spec.workload,
         "allocator": allocator,
         "allocator_def": spec.allocators.get(allocator),
         "params": params,
         "system": system,
     }
+    if TEXT_AXIS in cell:  # only then: cells without the axis keep the ids they always had
+        content[TEXT_AXIS] = cell[TEXT_AXIS]
+    return content
 
 
 def plan(spec: ExperimentSpec) -> list[RunSpec]:
@@ -106,6 +110,7 @@ def plan(spec: ExperimentSpec) -> list[RunSpec]:
                 repetition=rep,
                 order_index=len(runs),
                 allocator=content["allocator"],
+                text_pages=content.get(TEXT_AXIS),
                 params=content["params"],
                 system=content["system"],
                 cell=dict(cell),

@@ -68,7 +68,8 @@ class SweepSetup:
                              allocator_env=dict(alloc.env), allocator_expect=dict(alloc.expect),
                              counters=self.counter_specs, thp_prctl_disable=run.run_id in self.prctl_never,
                              perf_bin=self.perf.bin if wraps_program else None,
-                             perf_events=self.perf.events if wraps_program else ())
+                             perf_events=self.perf.events if wraps_program else (),
+                             text_pages=run.text_pages)
 
 
 def prepare(spec, runs, store, options) -> SweepSetup:
@@ -93,7 +94,7 @@ def prepare(spec, runs, store, options) -> SweepSetup:
         context={},
         allocators={name: table[name] for name in described},
         done=frozenset(store.completed_run_ids()),
-        skip=_memory_skips(runs, options.proc_root),
+        skip={**_memory_skips(runs, options.proc_root), **_text_skips(runs, options)},
         prctl_never=frozenset(prctl),
         counter_specs=tuple(counter_specs),
         perf=perf,
@@ -171,6 +172,29 @@ def _memory_skips(runs, proc_root) -> dict:
             skips[run.cell_id] = (f"needs about {need / 2**30:.1f} GiB but only {available / 2**30:.1f} GiB is "
                                   f"available (MemAvailable); run it on a larger machine or shrink the cell")
     return skips
+
+
+def _text_skips(runs, options) -> dict:
+    """Cells whose text_pages mode cannot work: the sweep is refused when the kernel (or, for a built-in
+    workload, the interpreter that runs it) cannot do it at all; a cell whose own THP mode rules it out
+    is skipped with the reason. Per run, the text library's reports prove what happened."""
+    modes = sorted({r.text_pages for r in runs if r.text_pages})
+    if not modes:
+        return {}
+    from . import text
+
+    pool_set = any(int(r.system.get("hugetlb.2MB", 0) or 0) > 0 for r in runs)
+    built_in = not workloads.get(runs[0].workload).runner
+    for mode in modes:
+        binary = os.path.realpath(options.python) if built_in else None
+        why = text.check_mode(mode, options.sys_root, options.proc_root, binary)
+        if not why or (mode == "thp" and "'never'" in why) or (mode == "hugetlb" and pool_set and "free" in why):
+            continue  # the sweep itself switches THP on, or sizes the pool, for the cells that need it
+        hint = " (size the pool in the experiment: system: {hugetlb.2MB: N})" if mode == "hugetlb" else ""
+        raise SpecError(f"{options.spec_source}: text_pages {mode!r} cannot work here: {why}{hint}")
+    now = kernel.thp_modes(options.sys_root)["enabled"]
+    return {r.cell_id: "text_pages thp needs THP 'madvise' or 'always'; this cell has THP 'never'"
+            for r in runs if r.text_pages == "thp" and r.system.get("thp.enabled", now) == "never"}
 
 
 def _context(spec, runs, setup: SweepSetup, allocators: dict, machine: dict) -> dict:

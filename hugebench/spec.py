@@ -36,6 +36,9 @@ from .errors import SpecError, ToolMissingError
 
 THP_MODES = ("always", "madvise", "never")
 DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
+# Where the measured program's text lives (hugebench.text); like the allocator, set in its environment.
+TEXT_AXIS = "text_pages"
+TEXT_MODES = ("off", "thp", "hugetlb", "file-thp")
 KNOB_PREFIXES = ("thp", "hugetlb")
 PERF_MODES = ("auto", "off")
 
@@ -366,7 +369,7 @@ def _workload_checks(spec: ExperimentSpec, workload, where) -> ExperimentSpec:
     prepared = spec.params
     for cell in cells(spec)[:1000]:
         params = {**defaults, **spec.params, **{k: v for k, v in cell.items() if k in spec.axes and
-                                                not is_knob(k) and k != "allocator"}}
+                                                not is_knob(k) and k not in ("allocator", TEXT_AXIS)}}
         try:
             if workload.check_params:
                 workload.check_params(params)
@@ -537,6 +540,8 @@ def _axes(data, workload, table, where) -> dict:
             raise where.error(path, "must be a non-empty list of values")
         if name == "allocator":
             checked = tuple(_allocator(v, path + (i,), table, where) for i, v in enumerate(values))
+        elif name == TEXT_AXIS:
+            checked = tuple(_text_mode(v, path + (i,), where) for i, v in enumerate(values))
         elif is_knob(name):
             name = canonical_knob(name)
             checked = tuple(_knob_value(name, v, path + (i,), where) for i, v in enumerate(values))
@@ -549,6 +554,13 @@ def _axes(data, workload, table, where) -> dict:
     # A file without axes measures one cell; naming it by its allocator gives the report a column to group
     # by (it groups by the axes), and the cell's content, hence its id, is the same as without the axis.
     return axes or {"allocator": (DEFAULT_ALLOCATOR,)}
+
+
+def _text_mode(value, path, where) -> str:
+    if value not in TEXT_MODES:
+        raise where.error(path, f"text_pages must be one of {', '.join(TEXT_MODES)}; got {value!r}"
+                                + (_BOOL_HINT if isinstance(value, bool) else ""))
+    return value
 
 
 def _allocator(value, path, table, where) -> str:

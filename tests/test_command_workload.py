@@ -164,15 +164,16 @@ def test_program_failures_become_rows_with_reason_and_output(tmp_path, program, 
 
 
 def test_a_server_that_never_becomes_ready(tmp_path):
-    path = _experiment(tmp_path, """\
+    duration = f"60.{os.getpid()}"  # names this test's server alone (other test sessions may run at once)
+    path = _experiment(tmp_path, f"""\
         timeout: 20
         params:
-          server: {argv: [sleep, "60"], ready: {path: "{tmp}/never.sock"}, ready_timeout: 1}
+          server: {{argv: [sleep, "{duration}"], ready: {{path: "{{tmp}}/never.sock"}}, ready_timeout: 1}}
           argv: [/bin/true]
         """)
     result, df = _sweep(path, tmp_path)
     assert result.statuses == {"timeout": 1} and "not ready" in df.iloc[0]["error"]
-    assert not _left_behind("sleep 60")
+    assert not _left_behind(f"sleep {duration}")
 
 
 def test_markers_time_only_the_marked_window(tmp_path):

@@ -22,12 +22,15 @@ def by_label(choices):
 def test_intel_skylake_picks_the_first_supported_candidate():
     supported = SOFTWARE | {"cycles", "instructions", "dtlb_load_misses.miss_causes_a_walk",
                             "dtlb_load_misses.walk_completed", "itlb_misses.walk_completed",
-                            "dtlb_load_misses.walk_active", "mem_inst_retired.stlb_miss_loads", "dTLB-load-misses"}
+                            "dtlb_load_misses.walk_active", "mem_inst_retired.stlb_miss_loads", "dTLB-load-misses",
+                            "itlb_misses.walk_completed_4k", "frontend_retired.itlb_miss"}
     c = by_label(choose_events(SKYLAKE, supported))
     assert c["dtlb_load_misses"].event == "dtlb_load_misses.miss_causes_a_walk"
     assert c["stlb_misses"].event == "dtlb_load_misses.walk_completed"
     assert c["itlb_misses"].event == "itlb_misses.walk_completed"
     assert c["walk_cycles"].event == "dtlb_load_misses.walk_active"
+    assert c["itlb_misses_4k"].event == "itlb_misses.walk_completed_4k"
+    assert c["itlb_frontend_misses"].event == "frontend_retired.itlb_miss"
     assert c["cycles"].event == "cycles" and c["task_clock"].event == "task-clock"
     assert all(ch.reason is None for ch in c.values())
     assert SKYLAKE.microarch == "skylake-family"

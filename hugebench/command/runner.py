@@ -10,6 +10,7 @@ process of the program really used, and turns all of it into one flat row.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hugebench import allocators, kernel
-from hugebench.environment import launch_argv
+from hugebench.environment import launch_argv, measured_environment
 from hugebench.launch import Ended, Launched, tail
 from hugebench.measure import perf as perf_mod
 from hugebench.measure.phases import coverage
@@ -112,16 +113,20 @@ class _Measured:
 
     def __init__(self, request, command: Command, workdir: Path, base_env: dict):
         from .control import ControlChannel, perf_fifos
-        from .probe import probe_library
 
         self.request, self.command, self.workdir = request, command, workdir
         self.probes = workdir / "probes"
         self.probes.mkdir(exist_ok=True)
         self.status = workdir / "measured.status"
         self.sampler = CoverageSampler()
-        preload = [request.allocator_path or allocators.glibc_path(), probe_library()]
-        alloc_env = {**request.allocator_env, "LD_PRELOAD": " ".join(p for p in preload if p),
-                     "HB_PROBE_DIR": str(self.probes)}
+        # glibc cells preload libc itself, so that glibc's malloc wins over one the program is linked with
+        library = request.allocator_path or allocators.glibc_path()
+        alloc_env = measured_environment({**request.allocator_env, "LD_PRELOAD": library or ""},
+                                         probe_dir=self.probes, text_pages=request.text_pages,
+                                         text_dir=workdir / "text")
+        if request.text_pages:
+            self.page_cache = prepare_text(command.server["argv"][0] if command.server else command.argv[0],
+                                           command.cwd, request.text_pages, workdir / "text")
         self.control = None
         perf_extra: list[str] = []
         if command.window == "markers":
@@ -138,6 +143,7 @@ class _Measured:
         self.env = base_env
         self.window_end: dict | None = None
         self._last_sample = 0.0
+        self.page_cache: dict = getattr(self, "page_cache", {})
 
     def _edge(self, word: str) -> None:
         if word == "disable":
@@ -172,6 +178,9 @@ class _Measured:
             launched.kill()
             launched.proc.wait()
             raise
+        finally:
+            if self.control:
+                self.control.stop()
         ended = launched.stop(self._pid(), STOP_GRACE_S)
         output = _read(driver_out)
         if driven.timed_out or driven.code != 0:
@@ -182,7 +191,7 @@ class _Measured:
             raise CommandFailed(f"the server {_how(ended)} before it was stopped", "crashed" if ended.code < 0
                                 else "failed", _read(server_out))
         self._check_leftovers(ended)
-        window = driven.status.get("wall_s", driven.wall_s)
+        window = self.control.window_seconds() if self.control else driven.status.get("wall_s", driven.wall_s)
         row = self._row(ended, window, end=self.window_end)
         row["server_stop_s"] = ended.wall_s
         return row, output
@@ -262,7 +271,17 @@ class _Measured:
             row[f"smaps.{key}"] = end.get(key)
         row["hp_coverage"] = coverage(end) if end else None
         row.update(self.sampler.summary())
+        row.update(self.page_cache)
         return row
+
+
+def prepare_text(program: str, cwd: str, mode: str, text_dir: Path) -> dict:
+    """Page cache of the program's binary put in the same state before every run (see hugebench.text)."""
+    from hugebench.text import prepare_page_cache
+
+    text_dir.mkdir(exist_ok=True)
+    path = program if "/" in program else (shutil.which(program) or program)
+    return prepare_page_cache(os.path.realpath(os.path.join(cwd, path)), mode)
 
 
 def _sum_exits(exits: dict) -> dict:

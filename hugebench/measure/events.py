@@ -24,6 +24,9 @@ EVENT_MEANING = {
     "dtlb_load_misses.walk_completed": "load page walks that completed, any page size (incl. speculative)",
     "mem_inst_retired.stlb_miss_loads": "retired loads that missed the STLB",
     "itlb_misses.walk_completed": "code page walks that completed, any page size",
+    "itlb_misses.walk_completed_4k": "code page walks that completed to a 4 KiB page (text on small pages)",
+    "frontend_retired.itlb_miss": "retired instructions whose fetch missed the iTLB (precise)",
+    "bp_l1_tlb_miss_l2_tlb_miss.if4k": "instruction fetches missing L1 and L2 iTLB, to a 4 KiB page",
     "dtlb_load_misses.walk_active": "cycles with at least one load page walk in progress",
     "dtlb_load_misses.walk_duration": "cycles the page miss handler was busy with load walks",
     "ls_l1_d_tlb_miss.all": "L1 dTLB misses, all page sizes (L2 TLB hits and misses)",
@@ -60,6 +63,8 @@ HARDWARE_PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
                              "dTLB-load-misses"),
         "stlb_misses": ("dtlb_load_misses.walk_completed", "mem_inst_retired.stlb_miss_loads"),
         "itlb_misses": ("itlb_misses.walk_completed", "iTLB-load-misses"),
+        "itlb_misses_4k": ("itlb_misses.walk_completed_4k",),
+        "itlb_frontend_misses": ("frontend_retired.itlb_miss",),
         "walk_cycles": ("dtlb_load_misses.walk_active", "dtlb_load_misses.walk_duration"),
     },
     "amd": {
@@ -69,6 +74,8 @@ HARDWARE_PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
         "stlb_misses": ("ls_l1_d_tlb_miss.all_l2_miss",),
         "itlb_misses": ("bp_l1_tlb_miss_l2_tlb_miss", "bp_l1_tlb_miss_l2_tlb_miss.all",
                         "bp_l1_tlb_miss_l2_miss", "iTLB-load-misses"),
+        "itlb_misses_4k": ("bp_l1_tlb_miss_l2_tlb_miss.if4k",),
+        "itlb_frontend_misses": (),
         "walk_cycles": (),
     },
     "other": {
@@ -77,6 +84,8 @@ HARDWARE_PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
         "dtlb_load_misses": ("dTLB-load-misses",),
         "stlb_misses": (),
         "itlb_misses": ("iTLB-load-misses",),
+        "itlb_misses_4k": (),
+        "itlb_frontend_misses": (),
         "walk_cycles": (),
     },
 }
@@ -84,6 +93,9 @@ _EMPTY_REASONS = {
     ("amd", "walk_cycles"): _NO_AMD_WALK_CYCLES,
     ("other", "stlb_misses"): "no generic perf event for second-level TLB misses on this vendor",
     ("other", "walk_cycles"): "no generic perf event for page-walk cycles on this vendor",
+    ("other", "itlb_misses_4k"): "no generic perf event for iTLB walks by page size on this vendor",
+    ("other", "itlb_frontend_misses"): "no generic perf event for retired iTLB-missing fetches on this vendor",
+    ("amd", "itlb_frontend_misses"): "AMD has no retired-instruction iTLB-miss event; see itlb_misses(_4k)",
 }
 
 
