@@ -387,41 +387,52 @@ void subtract_in_process_void(const Params& params, const Plan& plan, Result& r)
 
 }  // namespace
 
+namespace {
+// The value `name` stands for among `choices`; otherwise "<param> must be 'a', 'b' or 'c', got '<name>'".
+template <class Value, size_t N>
+Value parse_choice(const char* param, const std::string& name, const std::pair<const char*, Value> (&choices)[N]) {
+    std::string allowed;
+    for (size_t i = 0; i < N; ++i) {
+        if (name == choices[i].first) return choices[i].second;
+        allowed += (i == 0 ? "'" : i + 1 == N ? " or '" : ", '") + std::string(choices[i].first) + "'";
+    }
+    throw std::invalid_argument(std::string(param) + " must be " + allowed + ", got '" + name + "'");
+}
+}  // namespace
+
 Touch parse_touch(const std::string& name) {
-    if (name == "none") return Touch::none;
-    if (name == "write-read") return Touch::write_read;
-    if (name == "full") return Touch::full;
-    throw std::invalid_argument("touch must be 'none', 'write-read' or 'full', got '" + name + "'");
+    static const std::pair<const char*, Touch> choices[] = {
+        {"none", Touch::none}, {"write-read", Touch::write_read}, {"full", Touch::full}};
+    return parse_choice("touch", name, choices);
 }
 
 AllocatorMode parse_allocator_mode(const std::string& name) {
-    if (name == "malloc") return AllocatorMode::malloc;
-    if (name == "void") return AllocatorMode::void_;
-    throw std::invalid_argument("allocator_mode must be 'malloc' or 'void', got '" + name + "'");
+    static const std::pair<const char*, AllocatorMode> choices[] = {{"malloc", AllocatorMode::malloc},
+                                                                     {"void", AllocatorMode::void_}};
+    return parse_choice("allocator_mode", name, choices);
 }
 
 VoidRun parse_void_run(const std::string& name) {
-    if (name == "separate") return VoidRun::separate;
-    if (name == "in-process") return VoidRun::in_process;
-    throw std::invalid_argument("void_run must be 'separate' or 'in-process', got '" + name + "'");
+    static const std::pair<const char*, VoidRun> choices[] = {{"separate", VoidRun::separate},
+                                                               {"in-process", VoidRun::in_process}};
+    return parse_choice("void_run", name, choices);
 }
 
 SizeLawKind parse_size_law(const std::string& name) {
-    if (name == "bands") return SizeLawKind::bands;
-    if (name == "inverse") return SizeLawKind::inverse;
-    throw std::invalid_argument("size_law must be 'bands' or 'inverse', got '" + name + "'");
+    static const std::pair<const char*, SizeLawKind> choices[] = {{"bands", SizeLawKind::bands},
+                                                                   {"inverse", SizeLawKind::inverse}};
+    return parse_choice("size_law", name, choices);
 }
 
 SlotLawKind parse_slot_law(const std::string& name) {
-    if (name == "pareto6") return SlotLawKind::pareto6;
-    if (name == "powerlaw") return SlotLawKind::powerlaw;
-    throw std::invalid_argument("slot_law must be 'pareto6' or 'powerlaw', got '" + name + "'");
+    static const std::pair<const char*, SlotLawKind> choices[] = {{"pareto6", SlotLawKind::pareto6},
+                                                                   {"powerlaw", SlotLawKind::powerlaw}};
+    return parse_choice("slot_law", name, choices);
 }
 
 bool parse_hot_slots_scattered(const std::string& name) {
-    if (name == "contiguous") return false;
-    if (name == "scattered") return true;
-    throw std::invalid_argument("hot_slots must be 'contiguous' or 'scattered', got '" + name + "'");
+    static const std::pair<const char*, bool> choices[] = {{"contiguous", false}, {"scattered", true}};
+    return parse_choice("hot_slots", name, choices);
 }
 
 namespace {
