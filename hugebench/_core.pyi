@@ -120,12 +120,20 @@ class AlloctestPhases(TypedDict):
 class AlloctestResult(TypedDict):
     phases: AlloctestPhases
     threads: int
+    cores: int  # hardware threads (std::thread::hardware_concurrency)
+    oversubscribed: bool  # threads > cores
     allocator_mode: str  # "malloc" | "void"
     touch: str  # "none" | "write-read" | "full"
+    size_law: str  # "bands" | "inverse"
+    slot_law: str  # "pareto6" | "powerlaw"
+    hot_slots: str  # "contiguous" | "scattered"
+    void_run: str  # "separate" | "in-process"
     slots: int  # used: slots_per_thread * threads
     slots_per_thread: int
-    pareto_exponent: float  # s of p(rank) ~ (rank+1)^-s, fitted so the hottest 20% of slots get 80% of picks
-    mean_size: float  # of the continuous 1/size law on [min_size, max_size + 1)
+    pareto_exponent: float | None  # powerlaw: s of p(rank) ~ (rank+1)^-s fitted to 80/20; pareto6: None
+    mean_size: float  # of the size law (bands ~45.5 B at 64 KiB; inverse: continuous law on [min, max + 1))
+    realised_mean_size: float  # requested bytes / mallocs in the timed phase
+    hot_share: float  # share of timed picks that went to the hottest 0.16% of slots (pareto6 ~0.65, powerlaw ~0.37)
     iterations: int  # timed picks = mallocs + frees
     mallocs: int
     frees: int
@@ -133,6 +141,16 @@ class AlloctestResult(TypedDict):
     ns_per_pair: float  # = ns_per_pair_thread
     ns_per_pair_wall: float  # run wall seconds * 1e9 / pairs (all threads' throughput)
     ns_per_pair_thread: float  # sum of each thread's loop seconds * 1e9 / pairs (cost to the thread)
+    ns_per_op: float  # ns_per_pair_thread / 2 (an operation is one malloc or one free)
+    whole_s: float  # the original's clock: thread start, setup (fill), warmup, run, teardown, join
+    whole_ops: int  # warmup + timed operations of all threads
+    ms_per_mop: float  # the original's unit: whole_s in ms per million whole_ops (gross; net of void below)
+    void_whole_s: float | None  # void_run "in-process" only: the void pass's whole_s
+    void_ms_per_mop: float | None
+    void_ns_per_op: float | None
+    ns_per_op_net: float | None  # ns_per_op - void_ns_per_op
+    ns_per_pair_net: float | None
+    ms_per_mop_net: float | None  # ms_per_mop - void_ms_per_mop (the figure beside the article's chart)
     chunk_ns_median: float  # ns per pair within each chunk, over all chunks of all threads
     chunk_ns_p10: float
     chunk_ns_p90: float
@@ -151,34 +169,50 @@ def alloctest(
     *,
     threads: int = ...,
     iterations: int = ...,
+    iterations_per: Literal["thread", "total"] = ...,
     warmup_iterations: int = ...,
     slots: int = ...,
+    slots_per: Literal["total", "thread"] = ...,
     total_bytes: int = ...,
+    size_law: Literal["bands", "inverse"] = ...,
+    slot_law: Literal["pareto6", "powerlaw"] = ...,
+    hot_slots: Literal["contiguous", "scattered"] = ...,
     min_size: int = ...,
     max_size: int = ...,
     touch: Literal["none", "write-read", "full"] = ...,
     allocator_mode: Literal["malloc", "void"] = ...,
+    void_run: Literal["separate", "in-process"] = ...,
     chunks: int = ...,
     seed: int = ...,
     counters: list[CounterSpec] = [],
     hook: Hook | None = None,
 ) -> AlloctestResult:
-    """Allocator stress: Pareto-picked slots toggled by malloc/free of 1/size blocks, written and verified.
+    """Allocator stress after ITHare's alloc-test: 80/20-picked slots toggled by malloc/free, blocks verified.
 
-    slots == 0 derives the slot count from total_bytes (steady state ~ total_bytes live); slots and bytes
-    are split across threads. Phases "setup", "warmup", "run" (timed; counters on), "teardown", all on the
+    Defaults (from the registry) are the original program's: 2^25 slots in total, 100M operations per
+    thread, power-of-two size bands, six-level 80/20 slot law with the hot slots first. slots == 0 derives
+    the slot count from total_bytes (steady state ~ total_bytes live, over all threads). Phases "setup", "warmup", "run" (timed; counters on), "teardown", all on the
     same worker threads. Raises ValueError on bad arguments, MemoryError if malloc returns NULL.
     """
 
 class AlloctestDistributions(TypedDict):
-    slot_counts: _np.ndarray  # uint64, picks per slot id (after the scattering permutation)
+    slot_counts: _np.ndarray  # uint64, picks per slot id (after the scattering permutation, if scattered)
     rank_counts: _np.ndarray  # uint64, picks per popularity rank (0 = hottest)
     sizes: _np.ndarray  # uint32, one block size per draw
-    pareto_exponent: float
+    pareto_exponent: float | None  # None for pareto6
     mean_size: float
+    hot_share: float  # picks of the hottest 0.16% of slots (by rank)
+    hot_slots: int  # how many slots that is
 
 def alloctest_distributions(
-    n_draws: int, slots: int, min_size: int = 8, max_size: int = 65536, seed: int = 1
+    n_draws: int,
+    slots: int,
+    min_size: int = 5,
+    max_size: int = 65536,
+    seed: int = 1,
+    size_law: Literal["bands", "inverse"] = "bands",
+    slot_law: Literal["pareto6", "powerlaw"] = "pareto6",
+    hot_slots: Literal["contiguous", "scattered"] = "contiguous",
 ) -> AlloctestDistributions:
     """The slot and size laws exactly as alloctest() draws them (one thread's worth of slots)."""
 

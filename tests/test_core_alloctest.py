@@ -3,21 +3,31 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
 
 from hugebench import _core, workloads
 
-SMALL = dict(iterations=40_000, warmup_iterations=5_000, total_bytes=16 << 20, chunks=8)
+# The old laws (this project's defaults before issue 14), at 16 MiB live, 40k picks over all threads.
+INVERSE = dict(size_law="inverse", slot_law="powerlaw", hot_slots="scattered", min_size=8)
+SMALL = dict(INVERSE, iterations=40_000, iterations_per="total", warmup_iterations=5_000, slots=0,
+             total_bytes=16 << 20, chunks=8)
+# The original's laws and counting (slots in total, operations per thread) at a small size.
+ORIGINAL_SMALL = dict(slots=200_000, iterations=100_000, chunks=8)
 PHASES = ["setup", "warmup", "run", "teardown"]
 RESULT_KEYS = {
-    "phases", "threads", "allocator_mode", "touch", "slots", "slots_per_thread", "pareto_exponent", "mean_size",
-    "iterations", "mallocs", "frees", "pairs", "ns_per_pair", "ns_per_pair_wall", "ns_per_pair_thread",
+    "phases", "threads", "cores", "oversubscribed", "allocator_mode", "touch", "size_law", "slot_law", "hot_slots",
+    "void_run", "slots", "slots_per_thread", "pareto_exponent", "mean_size", "realised_mean_size", "hot_share",
+    "iterations", "mallocs", "frees", "pairs", "ns_per_pair", "ns_per_pair_wall", "ns_per_pair_thread", "ns_per_op",
+    "whole_s", "whole_ops", "ms_per_mop", "void_whole_s", "void_ms_per_mop", "void_ns_per_op", "ns_per_op_net",
+    "ns_per_pair_net", "ms_per_mop_net",
     "chunk_ns_median", "chunk_ns_p10", "chunk_ns_p90", "peak_requested_bytes", "peak_requested_bytes_bound",
     "live_bytes_end", "live_blocks_end", "bytes_touched", "bytes_written", "bytes_read", "checksum",
     "mismatches", "counters",
 }
+
 
 
 def top_share(counts: np.ndarray, fraction: float) -> float:
@@ -33,12 +43,75 @@ def vm_rss_bytes() -> int:
     raise AssertionError("no VmRSS in /proc/self/status")
 
 
-# --- the two laws -------------------------------------------------------------------------------------
+# --- the original's laws (the defaults) --------------------------------------------------------------
+
+
+def test_band_sizes_halve_band_by_band_and_average_45_bytes():
+    d = _core.alloctest_distributions(4_000_000, 1000, seed=4)
+    sizes = d["sizes"].astype(np.int64)
+    assert sizes.min() == 5 and 60_000 < sizes.max() <= 65536
+    # Band k = (2^k, 2^(k+1)]: probability 2^-(k-1) for k = 2..14, the last band (32K, 64K] 2^-13.
+    band = np.ceil(np.log2(sizes)).astype(int) - 1
+    counts = np.bincount(band, minlength=16)[2:16] / len(sizes)
+    expected = np.array([2.0 ** -(k - 1) for k in range(2, 15)] + [2.0 ** -13])
+    assert expected.sum() == pytest.approx(1.0)
+    tolerance = 4 * np.sqrt(expected / len(sizes)) + 1e-4  # ~4 sigma of a binomial share
+    assert np.all(np.abs(counts - expected) < tolerance), (counts, expected)
+    # Uniform within a band: the lower and upper halves of (4, 8] and (256, 512] hold the same mass.
+    assert np.mean(sizes[band == 2] <= 6) == pytest.approx(0.5, abs=0.01)
+    assert np.mean(sizes[band == 8] <= 384) == pytest.approx(0.5, abs=0.02)
+    assert d["mean_size"] == pytest.approx(45.5, abs=0.01)
+    assert sizes.mean() == pytest.approx(45.5, rel=0.03)
+
+
+@pytest.mark.parametrize("fraction, share", [(0.000064, 0.262), (0.0016, 0.655), (0.017, 0.90), (0.2, 0.99)])
+def test_six_level_pareto_shares(fraction, share):
+    slots = 1 << 20
+    d = _core.alloctest_distributions(4_000_000, slots, seed=5)
+    counts = d["slot_counts"]
+    assert counts.sum() == 4_000_000
+    assert counts[: int(round(fraction * slots))].sum() / counts.sum() == pytest.approx(share, abs=0.01)
+
+
+def test_hot_share_reports_the_hottest_0_16_percent():
+    slots = 1 << 20
+    d = _core.alloctest_distributions(2_000_000, slots, seed=6)
+    assert d["hot_slots"] == round(0.0016 * slots)
+    assert d["hot_share"] == pytest.approx(d["slot_counts"][: d["hot_slots"]].sum() / 2_000_000)
+    assert d["hot_share"] == pytest.approx(0.655, abs=0.01)
+    assert d["pareto_exponent"] is None
+    old = _core.alloctest_distributions(2_000_000, slots, seed=6, **INVERSE)
+    assert old["hot_share"] == pytest.approx(0.37, abs=0.02)  # the old law's hottest 0.16%: ~37%
+
+
+def test_hot_slots_are_the_lowest_indices_when_contiguous():
+    d = _core.alloctest_distributions(1_000_000, 100_000, seed=2)
+    assert np.array_equal(d["slot_counts"], d["rank_counts"])  # no permutation
+    counts = d["slot_counts"]
+    # Seven contiguous groups, hotter first: mean picks per slot never rises with the index.
+    edges = np.cumsum([0, 6, 154, 1536, 8192, 24576, 39322])
+    means = [counts[a:b].mean() for a, b in zip(edges[:-1], edges[1:])] + [counts[edges[-1]:].mean()]
+    assert all(a > b for a, b in zip(means, means[1:])), means
+    scattered = _core.alloctest_distributions(1_000_000, 100_000, seed=2, hot_slots="scattered")
+    assert np.array_equal(np.sort(scattered["slot_counts"]), np.sort(counts))  # same law, other places
+    assert scattered["slot_counts"][:160].sum() < 0.05 * 1_000_000
+
+
+def test_every_law_combination_draws():
+    for size_law in ("bands", "inverse"):
+        for slot_law in ("pareto6", "powerlaw"):
+            for hot in ("contiguous", "scattered"):
+                d = _core.alloctest_distributions(10_000, 1000, min_size=5, size_law=size_law, slot_law=slot_law,
+                                                  hot_slots=hot)
+                assert d["slot_counts"].sum() == 10_000 and d["sizes"].min() >= 5
+
+
+# --- the old laws (size_law inverse, slot_law powerlaw, hot_slots scattered) -------------------------
 
 
 @pytest.mark.parametrize("slots", [1000, 100_000])
 def test_hottest_fifth_of_slots_gets_four_fifths_of_picks(slots):
-    d = _core.alloctest_distributions(2_000_000, slots, seed=5)
+    d = _core.alloctest_distributions(2_000_000, slots, seed=5, **INVERSE)
     assert d["slot_counts"].sum() == d["rank_counts"].sum() == 2_000_000
     assert top_share(d["slot_counts"], 0.2) == pytest.approx(0.8, abs=0.015)
     # The law is by rank (rank 0 hottest), so the first fifth of the ranks carries the 80%.
@@ -48,16 +121,16 @@ def test_hottest_fifth_of_slots_gets_four_fifths_of_picks(slots):
 
 
 def test_hot_slots_are_scattered_not_packed():
-    d = _core.alloctest_distributions(1_000_000, 1000, seed=2)
+    d = _core.alloctest_distributions(1_000_000, 1000, seed=2, **INVERSE)
     hottest = np.argsort(d["slot_counts"])[::-1][:200]
     assert set(hottest) != set(range(200))
     assert 380 < hottest.mean() < 620  # a uniform sample of 200 ids out of 1000 has mean ~500 +- 20
-    other_seed = _core.alloctest_distributions(1_000_000, 1000, seed=3)
+    other_seed = _core.alloctest_distributions(1_000_000, 1000, seed=3, **INVERSE)
     assert set(np.argsort(other_seed["slot_counts"])[::-1][:20]) != set(hottest[:20])
 
 
 def test_sizes_follow_one_over_size():
-    d = _core.alloctest_distributions(1_000_000, 1000, min_size=8, max_size=65536, seed=4)
+    d = _core.alloctest_distributions(1_000_000, 1000, max_size=65536, seed=4, **INVERSE)
     sizes = d["sizes"]
     assert sizes.min() == 8 and 60_000 < sizes.max() <= 65536
     # p(size) ~ 1/size: each of the 13 octaves [8*2^k, 8*2^(k+1)) holds the same probability mass.
@@ -67,7 +140,7 @@ def test_sizes_follow_one_over_size():
 
 
 def test_single_size_law_draws_that_size():
-    d = _core.alloctest_distributions(10_000, 50, min_size=100, max_size=100)
+    d = _core.alloctest_distributions(10_000, 50, **{**INVERSE, "min_size": 100}, max_size=100)
     assert set(np.unique(d["sizes"])) == {100}
 
 
@@ -109,7 +182,7 @@ def test_checksum_is_reproducible_and_depends_on_the_seed():
 
 
 def test_steady_state_holds_about_total_bytes():
-    r = _core.alloctest(iterations=50_000, warmup_iterations=0, total_bytes=64 << 20)
+    r = _core.alloctest(**INVERSE, iterations=50_000, warmup_iterations=0, slots=0, total_bytes=64 << 20)
     assert r["slots"] == pytest.approx(2 * (64 << 20) / r["mean_size"], abs=2)
     assert 0.9 * (64 << 20) < r["peak_requested_bytes"] < 1.2 * (64 << 20)
     assert r["live_bytes_end"] <= r["peak_requested_bytes"] == r["peak_requested_bytes_bound"]
@@ -127,6 +200,64 @@ def test_two_threads_split_the_budget():
 def test_explicit_slots_override_total_bytes():
     r = _core.alloctest(slots=3000, total_bytes=1, threads=2, iterations=10_000, warmup_iterations=0)
     assert (r["slots"], r["slots_per_thread"]) == (3000, 1500)
+    r = _core.alloctest(slots=3000, slots_per="thread", threads=2, iterations=10_000)
+    assert (r["slots"], r["slots_per_thread"]) == (6000, 3000)
+
+
+# --- the original's defaults: counts, units, realised laws ---------------------------------------------
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_operations_are_per_thread_and_slots_in_total_by_default(threads):
+    r = _core.alloctest(threads=threads, warmup_iterations=1000, **ORIGINAL_SMALL)
+    assert r["iterations"] == r["mallocs"] + r["frees"] == threads * ORIGINAL_SMALL["iterations"]
+    assert r["whole_ops"] == threads * (ORIGINAL_SMALL["iterations"] + 1000)
+    assert r["slots"] == ORIGINAL_SMALL["slots"] and r["slots_per_thread"] == ORIGINAL_SMALL["slots"] // threads
+    total = _core.alloctest(threads=threads, iterations_per="total", **{**ORIGINAL_SMALL, "iterations": 30_001})
+    assert total["iterations"] == total["whole_ops"] == 30_001
+    assert r["mismatches"] == 0 and r["bytes_read"] == r["bytes_written"] > 0
+
+
+def test_rows_record_the_realised_laws():
+    r = _core.alloctest(**{**ORIGINAL_SMALL, "slots": 1 << 20, "iterations": 1_000_000})
+    assert (r["size_law"], r["slot_law"], r["hot_slots"]) == ("bands", "pareto6", "contiguous")
+    assert r["mean_size"] == pytest.approx(45.5)
+    assert r["realised_mean_size"] == pytest.approx(45.5, rel=0.1)  # heavy tail: 64 KiB blocks are 1 in 16k
+    assert r["hot_share"] == pytest.approx(0.655, abs=0.01)
+    old = _core.alloctest(**SMALL)
+    assert old["realised_mean_size"] == pytest.approx(old["mean_size"], rel=0.15) and old["mean_size"] > 5000
+    assert old["hot_share"] < 0.5
+
+
+def test_both_units_are_reported_and_agree():
+    r = _core.alloctest(threads=2, **ORIGINAL_SMALL)
+    assert r["ns_per_op"] == pytest.approx(r["ns_per_pair"] / 2)
+    phases = sum(r["phases"].values())
+    assert phases <= r["whole_s"] < phases + 0.5  # plus thread start and join only
+    assert r["ms_per_mop"] == pytest.approx(r["whole_s"] * 1e3 / (r["whole_ops"] / 1e6))
+    # The whole run includes the fill and teardown, so per operation it costs more than the loop alone.
+    assert r["ms_per_mop"] * 1e-3 * 1e9 / 1e6 > r["ns_per_pair_wall"] / 2
+    assert r["void_run"] == "separate" and r["ms_per_mop_net"] is None and r["ns_per_op_net"] is None
+
+
+def test_in_process_void_run_reports_net_figures():
+    r = _core.alloctest(void_run="in-process", **ORIGINAL_SMALL)
+    assert r["void_run"] == "in-process" and r["allocator_mode"] == "malloc" and r["mismatches"] == 0
+    assert r["void_whole_s"] > 0 and r["void_ns_per_op"] > 0
+    assert r["ns_per_op_net"] == pytest.approx(r["ns_per_op"] - r["void_ns_per_op"])
+    assert r["ns_per_pair_net"] == pytest.approx(2 * r["ns_per_op_net"])
+    assert r["ms_per_mop_net"] == pytest.approx(r["ms_per_mop"] - r["void_ms_per_mop"])
+    with pytest.raises(ValueError, match="in-process"):
+        _core.alloctest(void_run="in-process", allocator_mode="void", **ORIGINAL_SMALL)
+
+
+def test_threads_up_to_twice_the_cores_and_oversubscription_recorded():
+    cores = os.cpu_count()  # the extension counts hardware threads the same way
+    r = _core.alloctest(threads=cores + 1, **{**ORIGINAL_SMALL, "iterations": 2000})
+    assert (r["cores"], r["oversubscribed"]) == (cores, True)
+    assert _core.alloctest(threads=1, **{**ORIGINAL_SMALL, "iterations": 2000})["oversubscribed"] is False
+    with pytest.raises(ValueError, match="twice"):
+        _core.alloctest(threads=2 * cores + 1, **ORIGINAL_SMALL)
 
 
 def test_timing_numbers_are_consistent():
@@ -202,16 +333,20 @@ def test_an_exception_in_the_hook_propagates_and_frees_the_blocks():
     dict(threads=0), dict(iterations=0), dict(warmup_iterations=-1), dict(chunks=0), dict(min_size=0),
     dict(min_size=100, max_size=99), dict(max_size=(1 << 30) + 1), dict(touch="sometimes"),
     dict(allocator_mode="jemalloc"), dict(slots=-1), dict(slots=5), dict(total_bytes=0),
-    dict(slots=30, threads=4),
+    dict(slots=15, threads=2), dict(threads=1000), dict(size_law="uniform"), dict(slot_law="zipf"), dict(hot_slots="packed"),
+    dict(iterations_per="process"), dict(slots_per="socket"), dict(void_run="later"),
+    dict(size_law="bands", min_size=8), dict(size_law="bands", min_size=5, max_size=60000),
+    dict(size_law="bands", min_size=5, max_size=8),
 ])
 def test_invalid_arguments_raise_value_error(bad):
     with pytest.raises(ValueError):
         _core.alloctest(**{**SMALL, **bad})
 
 
-@pytest.mark.parametrize("bad", [dict(n_draws=-1), dict(slots=5), dict(min_size=0), dict(max_size=4)])
+@pytest.mark.parametrize("bad", [dict(n_draws=-1), dict(slots=5), dict(min_size=0), dict(max_size=4),
+                                 dict(size_law="bands"), dict(slot_law="x")])
 def test_invalid_distribution_arguments_raise_value_error(bad):
-    args = dict(n_draws=10, slots=100, min_size=8, max_size=64, seed=1)
+    args = dict(n_draws=10, slots=100, min_size=8, max_size=64, seed=1, size_law="inverse")
     with pytest.raises(ValueError):
         _core.alloctest_distributions(**{**args, **bad})
 
@@ -222,10 +357,20 @@ def test_invalid_distribution_arguments_raise_value_error(bad):
 def test_registry_defaults_are_accepted_by_core_and_estimate_memory():
     entry = workloads.get("alloctest")
     defaults = {name: p.default for name, p in entry.params.items()}
-    small = {**defaults, **SMALL}
+    assert (defaults["slots"], defaults["iterations"]) == (1 << 25, 100_000_000)
+    assert (defaults["slots_per"], defaults["iterations_per"], defaults["warmup_iterations"]) == ("total", "thread", 0)
+    assert (defaults["size_law"], defaults["slot_law"], defaults["hot_slots"]) == ("bands", "pareto6", "contiguous")
+    small = {**defaults, **ORIGINAL_SMALL}
     assert set(r := _core.alloctest(**small)) == RESULT_KEYS
     assert entry.timed_phase in r["phases"] and entry.primary_metric in r
+    for metric, _, _ in entry.metrics[:6]:
+        assert metric in r, metric
+    # The original's footprint: ~16.8M live blocks of ~45.5 B (~0.76 GB) + a 16 B-per-slot table (~0.54 GB).
     full = entry.memory_estimate(defaults)
-    assert defaults["total_bytes"] < full < 2.5 * defaults["total_bytes"]
-    assert entry.memory_estimate({**defaults, "allocator_mode": "void"}) < 64 << 20
-    assert math.isfinite(entry.memory_estimate({**defaults, "min_size": 64, "max_size": 64}))
+    assert 1.3e9 < full < 2.5e9
+    void = entry.memory_estimate({**defaults, "allocator_mode": "void"})
+    assert (1 << 25) * 16 < void < (1 << 25) * 16 + (64 << 20)  # the slot table stays
+    old = {**defaults, **INVERSE, "slots": 0, "total_bytes": 1_300_000_000}
+    assert 1.3e9 < entry.memory_estimate(old) < 2.5 * 1.3e9
+    assert math.isfinite(entry.memory_estimate({**old, "min_size": 64, "max_size": 64}))
+    assert entry.time_estimate(defaults) > entry.time_estimate({**defaults, "iterations": 1_000_000})

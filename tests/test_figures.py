@@ -37,6 +37,15 @@ def test_void_compensation_subtracts_the_matching_void_cell():
     assert "| glibc | 1 | 3/3 | 51.0 | 11.0 | 40.0 [" in text
 
 
+def test_void_compensation_in_the_original_alloc_test_unit():
+    df = pd.DataFrame(_rows("void", 1, [10, 11, 12]) + _rows("glibc", 1, [50, 51, 52]))
+    df["ms_per_mop"] = df["ns_per_pair"] * 3
+    table = void_compensation(df, ["allocator", "threads"], "ms_per_mop")
+    assert table.set_index("allocator").loc["glibc", "difference"] == 120
+    text = render_void(table, "markdown", "ms/Mop")
+    assert "alloc-test's unit" in text and "| glibc | 1 | 3/3 | 153.0 | 33.0 | 120.0 [" in text
+
+
 def test_plots_of_the_sample_store(tmp_path):
     pytest.importorskip("matplotlib")
     results = tmp_path / "res"

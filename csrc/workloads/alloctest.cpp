@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 #include "common/rng.h"
 #include "common/timing.h"
@@ -22,6 +23,7 @@ namespace {
 constexpr int64_t kMaxBlockSize = int64_t{1} << 30;
 constexpr uint64_t kMinSlotsPerThread = 10;  // so that "the hottest 20%" is at least two slots
 constexpr uint64_t kPublishEvery = 256;      // ops between two publications of a thread's live bytes
+constexpr uint32_t kInProcessVoidBlock = 16u << 20;  // the original's void allocator: one 16 MiB block
 
 // Separate random streams per thread and purpose, so e.g. the permutation never shifts the op sequence.
 constexpr uint64_t kOpsStream = 1;
@@ -30,20 +32,31 @@ constexpr uint64_t kPermutationStream = 1u << 20;
 struct Plan {
     ThreadCount threads = 1;
     uint64_t slots_per_thread = 0;
+    bool ops_per_thread = true;  // iterations and warmup are per thread (else split over the threads)
     uint32_t min_size = 0;
     uint32_t max_size = 0;
+    SizeLawKind size_law = SizeLawKind::bands;
+    SlotLawKind slot_law = SlotLawKind::pareto6;
+    bool scattered = false;
     Touch touch = Touch::write_read;
     AllocatorMode mode = AllocatorMode::malloc;
+    // The void allocator's one block: this project's is max_size bytes, pre-touched in setup (so no page
+    // fault lands in the loop); the original's is 16 MiB from the allocator under test, never touched first.
+    uint32_t void_block_bytes = 0;
+    bool pretouch_void_block = true;
     uint64_t chunks = 1;
     uint64_t seed = 0;
 };
 
-uint64_t share_of(uint64_t total, const Plan& plan, int worker) {
-    return slice_size(total, static_cast<uint64_t>(plan.threads), static_cast<uint64_t>(worker));
+uint64_t share_of(uint64_t count, const Plan& plan, int worker) {
+    if (plan.ops_per_thread) return count;
+    return slice_size(count, static_cast<uint64_t>(plan.threads), static_cast<uint64_t>(worker));
 }
 
 struct Tally {
     uint64_t mallocs = 0, frees = 0;
+    uint64_t bytes_requested = 0;  // sum of the sizes malloc'd
+    uint64_t hot_picks = 0;        // picks of the hottest kHotFraction of the slots
     uint64_t bytes_written = 0, bytes_read = 0;
     uint64_t checksum = 0, broken_blocks = 0;
 };
@@ -99,22 +112,19 @@ private:
     const int index_;
     LiveBoard& board_;
     Rng rng_;
-    std::unique_ptr<RankLaw> ranks_;
-    std::unique_ptr<SizeLaw> sizes_;
-    std::vector<uint32_t> slot_of_rank_;  // random permutation: hot ranks land on scattered slots
+    std::unique_ptr<Laws> laws_;
     std::vector<Slot> slots_;
-    unsigned char* void_block_ = nullptr;  // the void allocator's only block, max_size bytes, pre-touched
+    unsigned char* void_block_ = nullptr;  // the void allocator's only block
 };
 
 void Worker::setup() {
-    ranks_ = std::make_unique<RankLaw>(plan_.slots_per_thread);
-    sizes_ = std::make_unique<SizeLaw>(plan_.min_size, plan_.max_size);
-    slot_of_rank_ = scattering_permutation(plan_.slots_per_thread, Rng(plan_.seed, kPermutationStream + index_));
-    slots_.assign(plan_.slots_per_thread, Slot{});
+    laws_ = std::make_unique<Laws>(plan_.size_law, plan_.slot_law, plan_.scattered, plan_.slots_per_thread,
+                                   plan_.min_size, plan_.max_size, Rng(plan_.seed, kPermutationStream + index_));
+    slots_.assign(plan_.slots_per_thread, Slot{});  // the slot table comes from the allocator under test
     if (plan_.mode == AllocatorMode::void_) {
-        void_block_ = static_cast<unsigned char*>(std::malloc(plan_.max_size));
+        void_block_ = static_cast<unsigned char*>(std::malloc(plan_.void_block_bytes));
         if (void_block_ == nullptr) throw std::bad_alloc();
-        std::memset(void_block_, 0xA5, plan_.max_size);
+        if (plan_.pretouch_void_block) std::memset(void_block_, 0xA5, plan_.void_block_bytes);
     }
     with_modes(plan_.mode, plan_.touch, [this](auto is_void, auto touch) {
         this->template fill_as<decltype(is_void)::value, decltype(touch)::value>();
@@ -128,7 +138,7 @@ void Worker::fill_as() {
     uint64_t bits = 0;
     for (uint32_t id = 0; id < slots_.size(); ++id) {
         if (id % 64 == 0) bits = rng_.next();
-        if ((bits >> (id % 64)) & 1) acquire<kVoid, kTouch>(slots_[id], id, sizes_->draw(static_cast<uint32_t>(rng_.next())));
+        if ((bits >> (id % 64)) & 1) acquire<kVoid, kTouch>(slots_[id], id, laws_->size(rng_.next()));
         if (id % kPublishEvery == 0) publish_and_sample();
     }
     publish_and_sample();
@@ -145,13 +155,13 @@ void Worker::steps_as(uint64_t ops) {
     for (uint64_t done = 0; done < ops;) {
         const uint64_t batch = std::min(ops - done, kPublishEvery);
         for (uint64_t i = 0; i < batch; ++i) {
-            const uint64_t bits = rng_.next();  // low half: the slot, high half: the size
-            const uint32_t id = slot_of_rank_[ranks_->draw(static_cast<uint32_t>(bits))];
-            Slot& slot = slots_[id];
+            const Pick pick = laws_->pick(rng_.next());  // one draw for the slot; another for a size if needed
+            tally.hot_picks += laws_->is_hot(pick) ? 1 : 0;
+            Slot& slot = slots_[pick.slot];
             if (slot.block != nullptr)
-                release<kVoid, kTouch>(slot, id);
+                release<kVoid, kTouch>(slot, pick.slot);
             else
-                acquire<kVoid, kTouch>(slot, id, sizes_->draw(static_cast<uint32_t>(bits >> 32)));
+                acquire<kVoid, kTouch>(slot, pick.slot, laws_->size(rng_.next()));
         }
         done += batch;
         publish_and_sample();
@@ -169,6 +179,7 @@ void Worker::acquire(Slot& slot, uint32_t id, uint32_t size) {
     }
     if constexpr (kTouch == Touch::full) check(slot, id);  // second touch of every line, while still hot
     ++tally.mallocs;
+    tally.bytes_requested += size;
     ++live_blocks;
     live += size;
     if (live > peak) peak = live;
@@ -224,7 +235,7 @@ void Worker::release_all() {
     std::free(void_block_);
     void_block_ = nullptr;
     std::vector<Slot>().swap(slots_);
-    std::vector<uint32_t>().swap(slot_of_rank_);
+    laws_.reset();
 }
 
 void Worker::publish_and_sample() {
@@ -234,8 +245,16 @@ void Worker::publish_and_sample() {
     if (global > sampled_peak) sampled_peak = global;
 }
 
+bool per_thread(const std::string& scope, const char* name) {
+    if (scope == "thread") return true;
+    if (scope == "total") return false;
+    throw std::invalid_argument(std::string(name) + " must be 'thread' or 'total', got '" + scope + "'");
+}
+
 uint64_t slots_per_thread(const Params& p) {
-    const double mean = SizeLaw::mean_of(static_cast<uint32_t>(p.min_size), static_cast<uint32_t>(p.max_size));
+    if (p.slots > 0 && per_thread(p.slots_per, "slots_per")) return static_cast<uint64_t>(p.slots);
+    const double mean = Laws::mean_size(parse_size_law(p.size_law), static_cast<uint32_t>(p.min_size),
+                                        static_cast<uint32_t>(p.max_size));
     const double total = p.slots > 0 ? static_cast<double>(p.slots) : std::round(2.0 * static_cast<double>(p.total_bytes) / mean);
     return static_cast<uint64_t>(total) / static_cast<uint64_t>(p.threads);
 }
@@ -244,14 +263,29 @@ Plan make_plan(const Params& p) {
     Plan plan;
     plan.threads = p.threads;
     plan.slots_per_thread = slots_per_thread(p);
+    plan.ops_per_thread = per_thread(p.iterations_per, "iterations_per");
     plan.min_size = static_cast<uint32_t>(p.min_size);
     plan.max_size = static_cast<uint32_t>(p.max_size);
+    plan.size_law = parse_size_law(p.size_law);
+    plan.slot_law = parse_slot_law(p.slot_law);
+    plan.scattered = parse_hot_slots_scattered(p.hot_slots);
     plan.touch = parse_touch(p.touch);
     plan.mode = parse_allocator_mode(p.allocator_mode);
+    plan.void_block_bytes = plan.max_size;
     plan.chunks = static_cast<uint64_t>(p.chunks);
     plan.seed = p.seed;
     return plan;
 }
+
+// The original's void allocator, run right after the real run with the same parameters.
+Plan in_process_void_plan(Plan plan) {
+    plan.mode = AllocatorMode::void_;
+    plan.void_block_bytes = std::max(plan.max_size, kInProcessVoidBlock);
+    plan.pretouch_void_block = false;
+    return plan;
+}
+
+unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 void rethrow_first_error(const std::vector<std::unique_ptr<Worker>>& workers) {
     for (const auto& w : workers)
@@ -272,84 +306,62 @@ void summarise(const std::vector<std::unique_ptr<Worker>>& workers, double run_s
     r.peak_requested_bytes = static_cast<uint64_t>(std::max(sampled_peak, exact_peak));
     r.ns_per_pair_wall = run_seconds * 1e9 / r.pairs;
     r.ns_per_pair_thread = thread_seconds * 1e9 / r.pairs;
+    r.ns_per_op = r.ns_per_pair_thread / 2.0;
     r.chunk_ns = chunk_stats(chunks);
 }
 
-}  // namespace
-
-Touch parse_touch(const std::string& name) {
-    if (name == "none") return Touch::none;
-    if (name == "write-read") return Touch::write_read;
-    if (name == "full") return Touch::full;
-    throw std::invalid_argument("touch must be 'none', 'write-read' or 'full', got '" + name + "'");
+WholeRun whole_run(double seconds, uint64_t ops) {
+    return {seconds, ops, seconds * 1e3 * 1e6 / static_cast<double>(ops)};
 }
 
-AllocatorMode parse_allocator_mode(const std::string& name) {
-    if (name == "malloc") return AllocatorMode::malloc;
-    if (name == "void") return AllocatorMode::void_;
-    throw std::invalid_argument("allocator_mode must be 'malloc' or 'void', got '" + name + "'");
-}
-
-void validate(const Params& p) {
-    parse_touch(p.touch);
-    parse_allocator_mode(p.allocator_mode);
-    require_threads(p.threads);
-    require(p.iterations >= 1, "iterations must be >= 1, got " + std::to_string(p.iterations));
-    require(p.warmup_iterations >= 0, "warmup_iterations must be >= 0, got " + std::to_string(p.warmup_iterations));
-    require_chunks(p.chunks);
-    require(p.min_size >= 1, "min_size must be >= 1, got " + std::to_string(p.min_size));
-    require(p.max_size >= p.min_size && p.max_size <= kMaxBlockSize,
-            "max_size must be in [min_size, 2^30], got " + std::to_string(p.max_size));
-    require(p.slots >= 0, "slots must be >= 0 (0: derived from total_bytes), got " + std::to_string(p.slots));
-    require(p.slots > 0 || p.total_bytes >= 1, "total_bytes must be >= 1 when slots is 0 (derived from it)");
-    const uint64_t per_thread = slots_per_thread(p);
-    require(per_thread >= kMinSlotsPerThread,
-            "too few slots: " + std::to_string(per_thread) + " per thread, need >= " +
-                std::to_string(kMinSlotsPerThread) + " (raise slots or total_bytes, or lower threads)");
-    require(per_thread <= std::numeric_limits<uint32_t>::max(), "too many slots per thread (max 2^32-1)");
-}
-
-Result run(const Params& params, const Hook& hook) {
-    validate(params);
-    const Plan plan = make_plan(params);
-    PerfCounters counters(params.counters);  // opened before any worker exists, so inherit covers them
+// One run from thread start to join. The whole-run clock (the original's figure) sums thread start, the
+// phases and the join, so the hook's /proc snapshots between phases never count.
+Result run_pass(const Params& params, const Plan& plan, const Hook& hook, const std::vector<CounterSpec>& specs) {
+    PerfCounters counters(specs);  // opened before any worker exists, so inherit covers them
     LiveBoard board(plan.threads);
     std::vector<std::unique_ptr<Worker>> workers;
     for (int i = 0; i < plan.threads; ++i) workers.push_back(std::make_unique<Worker>(plan, i, board));
     const auto warmup_ops = static_cast<uint64_t>(params.warmup_iterations);
     const auto run_ops = static_cast<uint64_t>(params.iterations);
+    const uint64_t start = now_ns();
     Crew crew(plan.threads, [&](int i, Phase phase) {
-        const uint64_t total = phase == Phase::warmup ? warmup_ops : phase == Phase::run ? run_ops : 0;
-        workers[static_cast<size_t>(i)]->perform(phase, share_of(total, plan, i));
+        const uint64_t count = phase == Phase::warmup ? warmup_ops : phase == Phase::run ? run_ops : 0;
+        workers[static_cast<size_t>(i)]->perform(phase, share_of(count, plan, i));
     });
+    double whole_seconds = static_cast<double>(now_ns() - start) * 1e-9;
 
     Result r;
     auto phase = [&](const char* name, Phase which, PerfCounters* pc) {
         r.phases.emplace_back(name, run_phase(hook, name, [&] { crew.run(which); }, pc));
+        whole_seconds += r.phases.back().second;
         rethrow_first_error(workers);  // the workers' destructors free what is left
     };
     phase("setup", Phase::setup, nullptr);
     phase("warmup", Phase::warmup, nullptr);
     phase("run", Phase::run, &counters);
+    uint64_t hot = 0, requested = 0;
     for (const auto& w : workers) {
         r.mallocs += w->tally.mallocs - w->at_run_start.mallocs;
         r.frees += w->tally.frees - w->at_run_start.frees;
+        hot += w->tally.hot_picks - w->at_run_start.hot_picks;
+        requested += w->tally.bytes_requested - w->at_run_start.bytes_requested;
         r.bytes_touched += (w->tally.bytes_written - w->at_run_start.bytes_written) +
                            (w->tally.bytes_read - w->at_run_start.bytes_read);
         r.live_bytes_end += static_cast<uint64_t>(w->live);
         r.live_blocks_end += w->live_blocks;
     }
     phase("teardown", Phase::teardown, nullptr);
+    const uint64_t join_start = now_ns();
+    crew.join();
+    whole_seconds += static_cast<double>(now_ns() - join_start) * 1e-9;
 
-    r.threads = plan.threads;
-    r.allocator_mode = params.allocator_mode;
-    r.touch = params.touch;
-    r.slots_per_thread = plan.slots_per_thread;
-    r.slots = plan.slots_per_thread * static_cast<uint64_t>(plan.threads);
-    r.pareto_exponent = RankLaw(plan.slots_per_thread).exponent();
-    r.mean_size = SizeLaw::mean_of(plan.min_size, plan.max_size);
     r.iterations = r.mallocs + r.frees;
     r.pairs = static_cast<double>(r.iterations) / 2.0;
+    r.realised_mean_size = r.mallocs ? static_cast<double>(requested) / static_cast<double>(r.mallocs) : 0.0;
+    r.hot_share = static_cast<double>(hot) / static_cast<double>(r.iterations);
+    uint64_t warmup_total = 0;
+    for (int i = 0; i < plan.threads; ++i) warmup_total += share_of(warmup_ops, plan, i);
+    r.whole = whole_run(whole_seconds, r.iterations + warmup_total);
     uint64_t broken = 0;
     for (const auto& w : workers) {
         r.bytes_written += w->tally.bytes_written;
@@ -364,28 +376,159 @@ Result run(const Params& params, const Hook& hook) {
     return r;
 }
 
-Distributions distributions(uint64_t draws, uint64_t slots, uint32_t min_size, uint32_t max_size, uint64_t seed) {
+void subtract_in_process_void(const Params& params, const Plan& plan, Result& r) {
+    const Result v = run_pass(params, in_process_void_plan(plan), Hook{}, {});
+    r.void_whole = v.whole;
+    r.void_ns_per_op = v.ns_per_op;
+    r.ns_per_op_net = r.ns_per_op - v.ns_per_op;
+    r.ns_per_pair_net = r.ns_per_pair_thread - v.ns_per_pair_thread;
+    r.ms_per_mop_net = r.whole.ms_per_mop - v.whole.ms_per_mop;
+}
+
+}  // namespace
+
+namespace {
+// The value `name` stands for among `choices`; otherwise "<param> must be 'a', 'b' or 'c', got '<name>'".
+template <class Value, size_t N>
+Value parse_choice(const char* param, const std::string& name, const std::pair<const char*, Value> (&choices)[N]) {
+    std::string allowed;
+    for (size_t i = 0; i < N; ++i) {
+        if (name == choices[i].first) return choices[i].second;
+        allowed += (i == 0 ? "'" : i + 1 == N ? " or '" : ", '") + std::string(choices[i].first) + "'";
+    }
+    throw std::invalid_argument(std::string(param) + " must be " + allowed + ", got '" + name + "'");
+}
+}  // namespace
+
+Touch parse_touch(const std::string& name) {
+    static const std::pair<const char*, Touch> choices[] = {
+        {"none", Touch::none}, {"write-read", Touch::write_read}, {"full", Touch::full}};
+    return parse_choice("touch", name, choices);
+}
+
+AllocatorMode parse_allocator_mode(const std::string& name) {
+    static const std::pair<const char*, AllocatorMode> choices[] = {{"malloc", AllocatorMode::malloc},
+                                                                     {"void", AllocatorMode::void_}};
+    return parse_choice("allocator_mode", name, choices);
+}
+
+VoidRun parse_void_run(const std::string& name) {
+    static const std::pair<const char*, VoidRun> choices[] = {{"separate", VoidRun::separate},
+                                                               {"in-process", VoidRun::in_process}};
+    return parse_choice("void_run", name, choices);
+}
+
+SizeLawKind parse_size_law(const std::string& name) {
+    static const std::pair<const char*, SizeLawKind> choices[] = {{"bands", SizeLawKind::bands},
+                                                                   {"inverse", SizeLawKind::inverse}};
+    return parse_choice("size_law", name, choices);
+}
+
+SlotLawKind parse_slot_law(const std::string& name) {
+    static const std::pair<const char*, SlotLawKind> choices[] = {{"pareto6", SlotLawKind::pareto6},
+                                                                   {"powerlaw", SlotLawKind::powerlaw}};
+    return parse_choice("slot_law", name, choices);
+}
+
+bool parse_hot_slots_scattered(const std::string& name) {
+    static const std::pair<const char*, bool> choices[] = {{"contiguous", false}, {"scattered", true}};
+    return parse_choice("hot_slots", name, choices);
+}
+
+namespace {
+void validate_sizes(SizeLawKind law, int64_t min_size, int64_t max_size) {
+    if (law == SizeLawKind::bands) {
+        require(BandSizeLaw::valid_max(static_cast<uint64_t>(std::max<int64_t>(max_size, 0))),
+                "size_law 'bands' needs max_size a power of two in [16, 2^30], got " + std::to_string(max_size));
+        require(min_size == BandSizeLaw::kMinSize,
+                "size_law 'bands' draws sizes from 5 B (its first band is (4, 8]): min_size must be 5, got " +
+                    std::to_string(min_size) + " (min_size applies to size_law 'inverse')");
+        return;
+    }
+    require(min_size >= 1, "min_size must be >= 1, got " + std::to_string(min_size));
+    require(max_size >= min_size && max_size <= kMaxBlockSize,
+            "max_size must be in [min_size, 2^30], got " + std::to_string(max_size));
+}
+}  // namespace
+
+void validate(const Params& p) {
+    parse_touch(p.touch);
+    parse_allocator_mode(p.allocator_mode);
+    parse_void_run(p.void_run);
+    parse_slot_law(p.slot_law);
+    parse_hot_slots_scattered(p.hot_slots);
+    per_thread(p.iterations_per, "iterations_per");
+    per_thread(p.slots_per, "slots_per");
+    const auto cores = static_cast<ThreadCount>(hardware_threads());
+    require(p.threads >= 1 && p.threads <= 2 * cores,
+            "threads must be in [1, " + std::to_string(2 * cores) + "] (up to twice the " + std::to_string(cores) +
+                " hardware threads), got " + std::to_string(p.threads));
+    require(p.iterations >= 1, "iterations must be >= 1, got " + std::to_string(p.iterations));
+    require(p.warmup_iterations >= 0, "warmup_iterations must be >= 0, got " + std::to_string(p.warmup_iterations));
+    require(p.iterations_per == "thread" || p.iterations >= p.threads,
+            "iterations (over all threads) must be >= threads, got " + std::to_string(p.iterations));
+    require_chunks(p.chunks);
+    validate_sizes(parse_size_law(p.size_law), p.min_size, p.max_size);
+    require(p.allocator_mode == "malloc" || p.void_run == "separate",
+            "void_run 'in-process' runs its own void pass: use it with allocator_mode 'malloc'");
+    require(p.slots >= 0, "slots must be >= 0 (0: derived from total_bytes), got " + std::to_string(p.slots));
+    require(p.slots > 0 || p.total_bytes >= 1, "total_bytes must be >= 1 when slots is 0 (derived from it)");
+    const uint64_t per_thread_slots = slots_per_thread(p);
+    require(per_thread_slots >= kMinSlotsPerThread,
+            "too few slots: " + std::to_string(per_thread_slots) + " per thread, need >= " +
+                std::to_string(kMinSlotsPerThread) + " (raise slots or total_bytes, or lower threads)");
+    require(per_thread_slots <= std::numeric_limits<uint32_t>::max(), "too many slots per thread (max 2^32-1)");
+}
+
+Result run(const Params& params, const Hook& hook) {
+    validate(params);
+    const Plan plan = make_plan(params);
+    Result r = run_pass(params, plan, hook, params.counters);
+    const double nan = std::nan("");
+    r.void_whole = {nan, 0, nan};
+    r.void_ns_per_op = r.ns_per_op_net = r.ns_per_pair_net = r.ms_per_mop_net = nan;
+    if (parse_void_run(params.void_run) == VoidRun::in_process) subtract_in_process_void(params, plan, r);
+    r.threads = plan.threads;
+    r.cores = hardware_threads();
+    r.oversubscribed = plan.threads > static_cast<ThreadCount>(r.cores);
+    r.allocator_mode = params.allocator_mode;
+    r.touch = params.touch;
+    r.size_law = params.size_law;
+    r.slot_law = params.slot_law;
+    r.hot_slots = params.hot_slots;
+    r.void_run = params.void_run;
+    r.slots_per_thread = plan.slots_per_thread;
+    r.slots = plan.slots_per_thread * static_cast<uint64_t>(plan.threads);
+    r.pareto_exponent = plan.slot_law == SlotLawKind::powerlaw ? RankLaw(plan.slots_per_thread).exponent() : nan;
+    r.mean_size = Laws::mean_size(plan.size_law, plan.min_size, plan.max_size);
+    return r;
+}
+
+Distributions distributions(uint64_t draws, uint64_t slots, uint32_t min_size, uint32_t max_size, uint64_t seed,
+                            const LawChoice& choice) {
     require(slots >= kMinSlotsPerThread && slots <= std::numeric_limits<uint32_t>::max(),
             "slots must be in [" + std::to_string(kMinSlotsPerThread) + ", 2^32-1]");
-    require(min_size >= 1 && max_size >= min_size && max_size <= kMaxBlockSize,
-            "need 1 <= min_size <= max_size <= 2^30");
-    const RankLaw ranks(slots);
-    const SizeLaw sizes(min_size, max_size);
-    const std::vector<uint32_t> slot_of_rank = scattering_permutation(slots, Rng(seed, kPermutationStream));
+    const SizeLawKind size_law = parse_size_law(choice.size_law);
+    validate_sizes(size_law, min_size, max_size);
+    const Laws laws(size_law, parse_slot_law(choice.slot_law), parse_hot_slots_scattered(choice.hot_slots), slots,
+                    min_size, max_size, Rng(seed, kPermutationStream));
     Rng rng(seed, kOpsStream);
     Distributions d;
     d.slot_counts.assign(slots, 0);
     d.rank_counts.assign(slots, 0);
     d.sizes.reserve(draws);
+    uint64_t hot = 0;
     for (uint64_t i = 0; i < draws; ++i) {
-        const uint64_t bits = rng.next();  // split exactly as the workload splits it
-        const uint32_t rank = ranks.draw(static_cast<uint32_t>(bits));
-        ++d.rank_counts[rank];
-        ++d.slot_counts[slot_of_rank[rank]];
-        d.sizes.push_back(sizes.draw(static_cast<uint32_t>(bits >> 32)));
+        const Pick pick = laws.pick(rng.next());  // drawn as the workload draws them
+        ++d.rank_counts[pick.rank];
+        ++d.slot_counts[pick.slot];
+        hot += laws.is_hot(pick) ? 1 : 0;
+        d.sizes.push_back(laws.size(rng.next()));
     }
-    d.pareto_exponent = ranks.exponent();
-    d.mean_size = SizeLaw::mean_of(min_size, max_size);
+    d.pareto_exponent = laws.exponent();
+    d.mean_size = Laws::mean_size(size_law, min_size, max_size);
+    d.hot_share = draws ? static_cast<double>(hot) / static_cast<double>(draws) : 0.0;
+    d.hot_slots = laws.hot_limit();
     return d;
 }
 

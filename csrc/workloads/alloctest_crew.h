@@ -45,6 +45,9 @@ public:
         changed_.wait(lock, [this] { return done_ == threads_.size(); });
     }
 
+    // Stop the workers and join them (the destructor does it too); part of the original's whole-run time.
+    void join() { stop_and_join(); }
+
 private:
     void serve(int worker) {
         uint64_t seen = 0;

@@ -1,11 +1,22 @@
-// The two random laws of the alloctest workload, each drawn from 32 random bits with one table read and
-// one multiply-add (no pow/exp/log per draw), so the harness stays cheap next to malloc/free.
+// The random laws of the alloctest workload, each drawn from one 64-bit random word with a few table
+// reads, shifts and multiplies (no pow/exp/log per draw), so the harness stays cheap next to malloc/free.
+//
+// Two families:
+//   * ITHare's alloc-test as its published program implements it (the defaults): sizes in power-of-two
+//     bands whose probability halves from band to band (BandSizeLaw), slots by a six-level 80/20 split
+//     whose hot slots are the lowest indices (Pareto6Law).
+//   * The laws its article describes in prose (this project's earlier defaults): p(size) ~ 1/size
+//     (SizeLaw) and a continuous rank law fitted to 80/20 (RankLaw), hot slots scattered by a permutation.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "common/rng.h"
@@ -118,5 +129,152 @@ inline std::vector<uint32_t> scattering_permutation(uint64_t n, Rng rng) {
     for (uint64_t i = n; i > 1; --i) std::swap(slot_of_rank[i - 1], slot_of_rank[rng.bounded(i)]);
     return slot_of_rank;
 }
+
+// Sizes in bands (2^k, 2^(k+1)] for k = 2 .. m-1 with max_size = 2^m: band k has probability 2^-(k-1),
+// except the last, which takes what is left (2^-(m-3), the same as the one before it); uniform within a band.
+// So sizes run 5 .. max_size, half of them 5..8 B, and each band holds about the same number of bytes
+// (per byte size the density falls as 1/s^2). The band is the number of trailing zeros of a uniform draw in
+// [1, 2^(m-3)], the offset in the band the next k bits.
+class BandSizeLaw {
+public:
+    static constexpr uint32_t kMinSize = 5;  // 2^2 + 1
+
+    explicit BandSizeLaw(uint32_t max_size) : band_bits_(log2_exact(max_size) - 3) {}
+
+    uint32_t draw(uint64_t bits) const {
+        const uint64_t pick = (bits & ((uint64_t{1} << band_bits_) - 1)) + 1;
+        const int k = __builtin_ctzll(pick) + 2;
+        const uint64_t offset = (bits >> band_bits_) & ((uint64_t{1} << k) - 1);
+        return static_cast<uint32_t>((uint64_t{1} << k) + 1 + offset);
+    }
+
+    // Probability of band k (sizes (2^k, 2^(k+1)]) for max_size = 2^m.
+    static double band_probability(int k, int m) {
+        if (k < 2 || k > m - 1) return 0.0;
+        return std::ldexp(1.0, -(std::min(k, m - 2) - 1));
+    }
+
+    static double mean_of(uint32_t max_size) {
+        const int m = log2_exact(max_size);
+        double mean = 0;
+        for (int k = 2; k <= m - 1; ++k) mean += band_probability(k, m) * (1.5 * std::ldexp(1.0, k) + 0.5);
+        return mean;
+    }
+
+    static bool valid_max(uint64_t max_size) {
+        return max_size >= 16 && max_size <= (uint64_t{1} << 30) && (max_size & (max_size - 1)) == 0;
+    }
+
+private:
+    static int log2_exact(uint64_t v) { return 63 - __builtin_clzll(v); }
+    int band_bits_;
+};
+
+// ITHare's "six-level 80/20": at each of six levels the pick stays in the hot 20% of the current range
+// with probability 0.8. Grouping the 2^6 leaves by how many levels went hot gives seven contiguous groups,
+// hottest first at the lowest indices: group g (g = 0..6 levels that went cold) holds
+// C(6,g) 0.2^(6-g) 0.8^g of the slots and receives C(6,g) 0.8^(6-g) 0.2^g of the picks, uniform inside.
+// Shares: the hottest 0.0064% of slots get 26.2%, 0.16% -> 65.5%, 1.7% -> 90.3%, 9.8% -> 98.3%.
+// The group is chosen branch-free from the low 32 bits, the slot inside it from the high 32 bits.
+class Pareto6Law {
+public:
+    static constexpr int kGroups = 7;
+
+    explicit Pareto6Law(uint64_t n) {
+        double picks = 0, slots = 0;
+        begin_[0] = 0;
+        for (int g = 0; g < kGroups - 1; ++g) {
+            picks += pick_share(g);
+            slots += slot_share(g);
+            thresholds_[g] = static_cast<uint32_t>(std::min(picks * 0x1.0p32, 4294967295.0));
+            // At least one slot per group (matters below ~16k slots only), the last group takes the rest.
+            begin_[g + 1] = std::max<uint64_t>(begin_[g] + 1, static_cast<uint64_t>(slots * static_cast<double>(n)));
+        }
+        begin_[kGroups] = n;
+        for (int g = 0; g < kGroups; ++g) size_[g] = begin_[g + 1] - begin_[g];
+    }
+
+    uint32_t draw(uint64_t bits) const {
+        const auto low = static_cast<uint32_t>(bits);
+        int g = 0;
+        for (int i = 0; i < kGroups - 1; ++i) g += low >= thresholds_[i];
+        return static_cast<uint32_t>(begin_[g] + (((bits >> 32) * size_[g]) >> 32));
+    }
+
+    static double pick_share(int g) { return binomial(g) * std::pow(0.8, 6 - g) * std::pow(0.2, g); }
+    static double slot_share(int g) { return binomial(g) * std::pow(0.2, 6 - g) * std::pow(0.8, g); }
+
+private:
+    static double binomial(int g) {
+        static constexpr double c[kGroups] = {1, 6, 15, 20, 15, 6, 1};
+        return c[g];
+    }
+    uint32_t thresholds_[kGroups - 1] = {};
+    uint64_t begin_[kGroups + 1] = {};
+    uint64_t size_[kGroups] = {};
+};
+
+enum class SizeLawKind { bands, inverse };
+enum class SlotLawKind { pareto6, powerlaw };
+
+SizeLawKind parse_size_law(const std::string& name);  // "bands" | "inverse"
+SlotLawKind parse_slot_law(const std::string& name);  // "pareto6" | "powerlaw"
+bool parse_hot_slots_scattered(const std::string& name);  // "contiguous" -> false | "scattered" -> true
+
+// The hottest this fraction of the slots (by the slot law's ranking) is what every row reports the share
+// of picks of: the issue-14 marker that tells which laws produced a row (pareto6 ~65%, powerlaw ~37%).
+constexpr double kHotFraction = 0.0016;
+
+struct Pick {
+    uint32_t slot;  // index into the thread's slot array
+    uint32_t rank;  // popularity rank under the slot law (0 hottest); == slot when hot slots are contiguous
+};
+
+// One thread's slot law, size law and (scattered only) rank -> slot permutation, chosen at run time.
+// The branches on the law kinds are the same at every draw, so the CPU predicts them for free.
+class Laws {
+public:
+    Laws(SizeLawKind size_kind, SlotLawKind slot_kind, bool scattered, uint64_t slots, uint32_t min_size,
+         uint32_t max_size, Rng permutation_rng)
+        : size_kind_(size_kind), slot_kind_(slot_kind), scattered_(scattered),
+          hot_limit_(static_cast<uint64_t>(std::llround(kHotFraction * static_cast<double>(slots)))) {
+        if (slot_kind == SlotLawKind::pareto6) pareto_ = std::make_unique<Pareto6Law>(slots);
+        else ranks_ = std::make_unique<RankLaw>(slots);
+        if (size_kind == SizeLawKind::bands) bands_ = std::make_unique<BandSizeLaw>(max_size);
+        else inverse_ = std::make_unique<SizeLaw>(min_size, max_size);
+        if (scattered) slot_of_rank_ = scattering_permutation(slots, permutation_rng);
+    }
+
+    Pick pick(uint64_t bits) const {
+        const uint32_t rank = slot_kind_ == SlotLawKind::pareto6 ? pareto_->draw(bits)
+                                                                 : ranks_->draw(static_cast<uint32_t>(bits));
+        return {scattered_ ? slot_of_rank_[rank] : rank, rank};
+    }
+
+    uint32_t size(uint64_t bits) const {
+        return size_kind_ == SizeLawKind::bands ? bands_->draw(bits) : inverse_->draw(static_cast<uint32_t>(bits));
+    }
+
+    bool is_hot(const Pick& p) const { return p.rank < hot_limit_; }
+    uint64_t hot_limit() const { return hot_limit_; }
+
+    // s of the powerlaw's p(rank) ~ (rank+1)^-s; NaN for pareto6 (a step law, no exponent).
+    double exponent() const { return ranks_ ? ranks_->exponent() : std::nan(""); }
+
+    static double mean_size(SizeLawKind kind, uint32_t min_size, uint32_t max_size) {
+        return kind == SizeLawKind::bands ? BandSizeLaw::mean_of(max_size) : SizeLaw::mean_of(min_size, max_size);
+    }
+
+private:
+    SizeLawKind size_kind_;
+    SlotLawKind slot_kind_;
+    bool scattered_;
+    uint64_t hot_limit_;
+    std::unique_ptr<Pareto6Law> pareto_;
+    std::unique_ptr<RankLaw> ranks_;
+    std::unique_ptr<BandSizeLaw> bands_;
+    std::unique_ptr<SizeLaw> inverse_;
+    std::vector<uint32_t> slot_of_rank_;
+};
 
 }  // namespace hb::alloctest
