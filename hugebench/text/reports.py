@@ -144,8 +144,9 @@ def verify(mode: str, reports: list[dict], threshold: float = 0.9) -> dict:
 
     thp, hugetlb, file-thp: at least ``threshold`` of each interior on huge pages (AnonHugePages,
     FilePmdMapped or hugetlb, from smaps at exit, else right after load). off: (almost) none. Raises
-    RuntimeError naming the processes where it did not hold. The columns describe the main process (the
-    first image that reported); ``text.coverage`` is NaN when its text has no interior.
+    RuntimeError naming the processes where it did not hold. The columns describe the image with the most
+    text (cc1plus, not the g++ driver that ran it; the first image on a tie); ``text.coverage`` is NaN when
+    its text has no interior, and ``text.image`` names it.
     """
     if mode not in MODES:
         raise ValueError(f"unknown text_pages mode {mode!r}: one of {', '.join(MODES)}")
@@ -157,7 +158,7 @@ def verify(mode: str, reports: list[dict], threshold: float = 0.9) -> dict:
     if wrong:
         shown = "; ".join(wrong[:5]) + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
         raise RuntimeError(f"text_pages {mode!r} did not hold in {len(wrong)} of {len(loaded)} processes: {shown}")
-    main = loaded[0]
+    main = max(loaded, key=lambda r: r["text_end"] - r["text_start"])  # max() keeps the first on a tie
     size = _interior_bytes(main)
     huge, source = _huge_bytes(main)
     return {
@@ -172,4 +173,5 @@ def verify(mode: str, reports: list[dict], threshold: float = 0.9) -> dict:
         "text.action": main["action"],
         "text.seconds": main.get("seconds"),
         "text.processes": len(reports),
+        "text.image": main.get("exe"),
     }
