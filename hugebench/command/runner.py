@@ -124,9 +124,9 @@ class _Measured:
         alloc_env = measured_environment({**request.allocator_env, "LD_PRELOAD": library or ""},
                                          probe_dir=self.probes, text_pages=request.text_pages,
                                          text_dir=workdir / "text")
-        if request.text_pages:
-            self.page_cache = prepare_text(command.server["argv"][0] if command.server else command.argv[0],
-                                           command.cwd, request.text_pages, workdir / "text")
+        program = command.server["argv"] if command.server else command.argv
+        self.page_cache = (prepare_text(program[0], command.cwd, request.text_pages, workdir / "text")
+                           if request.text_pages else {})
         self.control = None
         perf_extra: list[str] = []
         if command.window == "markers":
@@ -135,15 +135,13 @@ class _Measured:
                 perf_ctl, perf_ack, perf_extra = perf_fifos(workdir)
             self.control = ControlChannel(workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge)
             alloc_env.update(self.control.env())
-        self.argv = launch_argv(command.argv if not command.server else command.server["argv"], alloc_env,
-                                self.status)
+        self.argv = launch_argv(program, alloc_env, self.status)
         if request.perf_bin:
             self.argv = perf_mod.perf_stat_argv(request.perf_bin, list(request.perf_events),
                                                 str(workdir / "perf.csv"), perf_extra) + self.argv
         self.env = base_env
         self.window_end: dict | None = None
         self._last_sample = 0.0
-        self.page_cache: dict = getattr(self, "page_cache", {})
 
     def _edge(self, word: str) -> None:
         if word == "disable":
