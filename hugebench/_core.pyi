@@ -41,7 +41,8 @@ class HashlookupResult(TypedDict):
     chunk_ns_p90: float
     threads: int
     set_kind: str
-    capacity: int  # slots (flat) or buckets (node)
+    hash: str
+    capacity: int  # slots, or buckets for node
     counters: dict[str, CounterResult]
 
 class BuildInfo(TypedDict):
@@ -49,11 +50,14 @@ class BuildInfo(TypedDict):
     compiler: str
     cxx_flags: str
     debug: bool  # True: NDEBUG not defined or a Debug build; do not report numbers from it
+    set_kinds: list[str]  # hashlookup set kinds compiled in (flat, node, and robin/absl/boost where found)
+    hashes: list[str]  # hashlookup hashes compiled in (own, and xxh3 where found)
 
 def hashlookup(
     *,
     keys: int = ...,
-    set_kind: Literal["flat", "node"] = ...,
+    set_kind: Literal["flat", "node", "robin", "absl", "boost"] = ...,
+    hash: Literal["own", "xxh3"] = ...,
     threads: int = ...,
     lookups: int = ...,
     key_min: int = ...,
@@ -73,6 +77,13 @@ def hashlookup(
 
 def generate_keys(n: int, seed: int = 1, key_min: int = 10, key_max: int = 19) -> list[str]:
     """The keys hashlookup() generates for the same arguments, before shuffling."""
+
+class HashlookupMembership(TypedDict):
+    set_size: int
+    found: list[bool]  # one per query
+
+def hashlookup_membership(set_kind: str, hash: str, keys: list[str], queries: list[str]) -> HashlookupMembership:
+    """For tests: insert keys into a set of that kind and hash, then report set_size and which queries it finds."""
 
 def build_info() -> BuildInfo: ...
 def perf_hw_cache_config(cache: int, op: int, result: int) -> int:

@@ -128,6 +128,22 @@ def check_native_tools() -> list[Check]:
     return checks
 
 
+def check_set_kinds() -> Check:
+    """hashlookup's set kinds and hashes in this build; the package that adds each missing one."""
+    from . import _core, workloads
+
+    try:
+        info = _core.build_info()
+    except Exception as exc:  # check_core reports an unusable extension
+        return Check("hash sets", False, f"unknown ({exc})")
+    kinds, hashes = info.get("set_kinds", ["flat", "node"]), info.get("hashes", ["own"])
+    missing = [workloads.SET_PACKAGES[k] for k in workloads.SET_KINDS if k not in kinds]
+    missing += [workloads.HASH_PACKAGES[h] for h in workloads.HASHES if h not in hashes]
+    detail = f"set kinds {', '.join(kinds)}; hashes {', '.join(hashes)}"
+    fix = f"apt-get install {' '.join(missing)}, then pip install --no-build-isolation ." if missing else ""
+    return Check("hash sets", not missing, detail, fix)
+
+
 def _as_check(row) -> Check:
     if isinstance(row, Check):
         return row
@@ -168,4 +184,5 @@ def doctor_report(*, perf_bin: str = "perf", proc_root: str | Path = "/proc",
         *allocator_checks(),
         check_core(),
         *check_native_tools(),
+        check_set_kinds(),
     ]

@@ -145,13 +145,36 @@ def _command_primary(params: dict) -> tuple:
 STARTUP_S = 0.6  # a worker's interpreter, imports and /proc reads
 
 
+# hashlookup's set kinds and hashes, with the Debian package that provides each optional one.
+SET_KINDS = ("flat", "node", "robin", "absl", "boost")
+HASHES = ("own", "xxh3")
+SET_PACKAGES = {"robin": "robin-map-dev", "absl": "libabsl-dev", "boost": "libboost1.81-dev"}
+HASH_PACKAGES = {"xxh3": "libxxhash-dev"}
+
+# Seen on a 2-core KVM guest at 10M keys (ns per key): inserting, and one lookup on one thread.
+_SET_INSERT_NS = {"flat": 450, "node": 700, "robin": 550, "absl": 500, "boost": 450}
+_SET_LOOKUP_NS = {"flat": 200, "node": 300, "robin": 200, "absl": 250, "boost": 220}
+
+
 def _hashlookup_time(p: dict) -> float:
-    # Seen on a 2-core KVM guest: ~130 ns/key generating, 320 (flat) or 600 (node) inserting, 70 shuffling,
-    # 150 (flat) or 250 (node) per lookup on one thread.
-    flat = p["set_kind"] == "flat"
+    # ~130 ns/key generating and 70 shuffling, plus the set kind's insert and lookup.
+    kind = p["set_kind"]
     lookups = p["lookups"] or p["keys"]
-    per_key = 130 + (320 if flat else 600) + 70
-    return STARTUP_S + 1e-9 * (p["keys"] * per_key + lookups * (150 if flat else 250) / min(p["threads"], 2))
+    per_key = 130 + _SET_INSERT_NS[kind] + 70
+    return STARTUP_S + 1e-9 * (p["keys"] * per_key + lookups * _SET_LOOKUP_NS[kind] / min(p["threads"], 2))
+
+
+def _hashlookup_check(p: dict) -> None:
+    """Refuse a set kind or hash this build of _core lacks, naming the package that provides it."""
+    from . import _core
+
+    info = _core.build_info()
+    for name, built, packages in (("set_kind", info.get("set_kinds", ["flat", "node"]), SET_PACKAGES),
+                                  ("hash", info.get("hashes", ["own"]), HASH_PACKAGES)):
+        if p[name] not in built:
+            raise ValueError(f"{name}: {p[name]!r} is not in this build of hugebench._core (it has "
+                             f"{', '.join(built)}): apt-get install {packages[p[name]]}, then rebuild with "
+                             f"pip install --no-build-isolation .")
 
 
 def _alloctest_slots(p: dict) -> int:
@@ -229,10 +252,16 @@ def _alloctest_memory(p: dict) -> int:
     return int(blocks + table + p.get("threads", 1) * void_block + (32 << 20))
 
 
+_SET_SLOT_BYTES = {"flat": 33, "node": 48, "robin": 40, "absl": 33, "boost": 33}  # per slot or node
+_SET_SLOTS_PER_KEY = {"flat": 4, "node": 1, "robin": 4, "absl": 2, "boost": 2}  # worst case, growing
+
+
 def _hashlookup_memory(p: dict) -> int:
-    # Two copies of each key (the query vector and the set), >15-byte keys heap-allocated, plus slots/nodes.
-    per_key = 2 * 32 + 24 + (48 if p["set_kind"] == "node" else 16)
-    return int(p["keys"] * per_key * 1.3)
+    # Two copies of each key (the query vector and the set), >15-byte keys heap-allocated, plus slots/nodes
+    # (at worst just after a doubling, old and new tables both alive: 4 slots per key at max load 1/2).
+    kind = p["set_kind"]
+    per_key = 2 * 32 + 24 + _SET_SLOTS_PER_KEY[kind] * _SET_SLOT_BYTES[kind] + (16 if kind == "node" else 0)
+    return int(p["keys"] * per_key * 1.1)
 
 
 def _faultstorm_memory(p: dict) -> int:
@@ -250,8 +279,11 @@ WORKLOADS: dict[str, Workload] = {
         function="hashlookup",
         params={
             "keys": Param(int, 1_000_000, minimum=1, help="number of distinct random keys"),
-            "set_kind": Param(str, "flat", choices=("flat", "node"),
-                              help="flat: open-addressing set written here; node: std::unordered_set"),
+            "set_kind": Param(str, "flat", choices=SET_KINDS,
+                              help="flat: open-addressing set written here; node: std::unordered_set; robin: "
+                                   "tsl::robin_set; absl: absl::flat_hash_set; boost: boost::unordered_flat_set "
+                                   "(the last three where the build found them: _core.build_info())"),
+            "hash": Param(str, "own", choices=HASHES, help="own: hugebench's mum-style hash; xxh3: XXH3-64"),
             "threads": Param(int, 1, minimum=1, help="lookup threads over the shared read-only set"),
             "lookups": Param(int, 0, minimum=0, help="lookups in the timed phase (0: one per key)"),
             "key_min": Param(int, 10, minimum=1, help="shortest key, bytes"),
@@ -266,6 +298,7 @@ WORKLOADS: dict[str, Workload] = {
         ops_column="lookups",
         memory_estimate=_hashlookup_memory,
         time_estimate=_hashlookup_time,
+        check_params=_hashlookup_check,
         doc="Random short strings in a hash set; mean point-lookup latency (the TLB experiment).",
         metrics=(("ns_per_lookup", "Latency ns", ".1f"), ("chunk_ns_p10", "p10 chunk ns", ".1f"),
                  ("cycles_per_op", "Cycles/lookup", ".0f"),

@@ -314,7 +314,8 @@ def test_hook_sees_every_phase_in_order_and_counters_cover_the_run():
     # task-clock counts both workers (inherit) during the run only: the CPU time the process spent in that
     # phase (on-CPU time both ways, so a loaded machine that deschedules the workers changes neither).
     run_cpu = cpu[("run", "end")] - cpu[("run", "begin")]
-    assert task["value"] * 1e-9 == pytest.approx(run_cpu, rel=0.3, abs=0.02)
+    assert task["value"] * 1e-9 >= 0.6 * run_cpu - 0.02  # both workers counted, not one
+    assert task["value"] * 1e-9 <= 1.3 * run_cpu + 0.02
     # ...and never more than the workers' own loop time: setup is not in it.
     assert task["value"] * 1e-9 <= r["ns_per_pair_thread"] * r["pairs"] * 1e-9 * 1.2 + 0.02
 

@@ -87,6 +87,16 @@ Hook python_hook(const py::object& callable) {
 
 namespace {
 
+py::list split_list(const std::string& text) {
+    py::list out;
+    for (size_t start = 0; start < text.size();) {
+        const size_t end = std::min(text.find(',', start), text.size());
+        out.append(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
 py::dict build_info() {
     const std::string build_type = HB_BUILD_TYPE;
 #ifdef NDEBUG
@@ -99,6 +109,8 @@ py::dict build_info() {
     info["compiler"] = HB_CXX_COMPILER;
     info["cxx_flags"] = HB_CXX_FLAGS;
     info["debug"] = asserts_on || build_type == "Debug";
+    info["set_kinds"] = split_list(HB_SET_KINDS);  // hashlookup's set kinds and hashes compiled in
+    info["hashes"] = split_list(HB_HASHES);
     return info;
 }
 
@@ -149,7 +161,8 @@ std::vector<std::pair<std::string, BindFunction>>& registered_bindings() {
 
 void bind_common(py::module_& m) {
     m.def("build_info", &build_info,
-          "How this extension was compiled: build_type, compiler, cxx_flags, debug (True: do not report numbers).");
+          "How this extension was compiled: build_type, compiler, cxx_flags, debug (True: do not report numbers), "
+          "set_kinds and hashes (hashlookup's, as found by CMake).");
     bind_perf_constants(m);
 }
 

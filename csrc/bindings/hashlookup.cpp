@@ -21,6 +21,7 @@ py::dict result_to_dict(const hashlookup::Result& r) {
     put_chunk_stats(out, r.chunk_ns);
     out["threads"] = r.threads;
     out["set_kind"] = r.set_kind;
+    out["hash"] = r.hash;
     out["capacity"] = r.capacity;
     out["counters"] = counters_to_dict(r.counters);
     return out;
@@ -39,6 +40,19 @@ py::list generate_keys(int64_t n, uint64_t seed, int64_t key_min, int64_t key_ma
     return out;
 }
 
+py::dict membership(const std::string& set_kind, const std::string& hash, const std::vector<std::string>& keys,
+                    const std::vector<std::string>& queries) {
+    hashlookup::Membership m;
+    {
+        py::gil_scoped_release no_gil;
+        m = hashlookup::membership(set_kind, hash, keys, queries);
+    }
+    py::dict out;
+    out["set_size"] = m.set_size;
+    out["found"] = py::cast(m.found);
+    return out;
+}
+
 }  // namespace
 
 void bind_hashlookup(py::module_& m) {
@@ -49,12 +63,16 @@ void bind_hashlookup(py::module_& m) {
                       "Random string keys in a hash set; time point lookups only (phases generate, insert, "
                       "shuffle, lookup).",
                       &hashlookup::validate, &hashlookup::run, &result_to_dict},
-                  field("keys", &P::keys), field("set_kind", &P::set_kind), field("threads", &P::threads),
+                  field("keys", &P::keys), field("set_kind", &P::set_kind), field("hash", &P::hash),
+                  field("threads", &P::threads),
                   field("lookups", &P::lookups), field("key_min", &P::key_min), field("key_max", &P::key_max),
                   field("order", &P::order), field("zipf_s", &P::zipf_s), field("chunks", &P::chunks),
                   field("seed", &P::seed));
     m.def("generate_keys", &generate_keys, py::arg("n"), py::arg("seed") = 1, py::arg("key_min") = 10,
           py::arg("key_max") = 19, "The keys hashlookup() generates for the same arguments, before shuffling.");
+    m.def("hashlookup_membership", &membership, py::arg("set_kind"), py::arg("hash"), py::arg("keys"),
+          py::arg("queries"),
+          "For tests: insert keys into a set of that kind and hash, then report set_size and which queries it finds.");
 }
 
 namespace {

@@ -78,4 +78,12 @@ inline uint64_t hash_bytes(const void* data, size_t len, uint64_t seed = 0) {
 
 inline uint64_t hash_string(std::string_view s, uint64_t seed = 0) { return hash_bytes(s.data(), s.size(), seed); }
 
+// hash_string as the hash functor of a set (set kinds take `hash`: "own" is this one).
+// Deliberately not noexcept: libstdc++ then stores each node's hash, exactly as it does for
+// std::hash<std::string>, so std::unordered_set has the memory layout of a default one.
+struct OwnHash {
+    using is_avalanching = void;  // every output bit depends on every input bit: Boost adds no mixing step
+    size_t operator()(std::string_view s) const { return hash_string(s); }
+};
+
 }  // namespace hb

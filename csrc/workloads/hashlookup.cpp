@@ -5,14 +5,12 @@
 #include <exception>
 #include <limits>
 #include <stdexcept>
-#include <unordered_set>
 
-#include "common/flat_string_set.h"
-#include "common/hash.h"
 #include "common/rng.h"
 #include "common/thread_team.h"
 #include "common/timing.h"
 #include "common/zipf.h"
+#include "workloads/hashlookup_sets.h"
 
 namespace hb::hashlookup {
 namespace {
@@ -24,13 +22,59 @@ constexpr uint64_t kZipfStream = 3;
 
 constexpr int64_t kMaxKeyLength = 4096;
 
-enum class SetKind { flat, node };
+enum class SetKind { flat, node, robin, absl, boost };
+enum class HashKind { own, xxh3 };
 enum class Order { uniform, zipf };
 
+// Every kind the registry lists, with the Debian package that provides it (for the refusal below).
+struct KindName {
+    SetKind kind;
+    const char* name;
+    bool built;
+    const char* package;
+};
+constexpr KindName kSetKinds[] = {
+    {SetKind::flat, "flat", true, ""},
+    {SetKind::node, "node", true, ""},
+#ifdef HB_HAVE_ROBIN
+    {SetKind::robin, "robin", true, "robin-map-dev"},
+#else
+    {SetKind::robin, "robin", false, "robin-map-dev"},
+#endif
+#ifdef HB_HAVE_ABSL
+    {SetKind::absl, "absl", true, "libabsl-dev"},
+#else
+    {SetKind::absl, "absl", false, "libabsl-dev"},
+#endif
+#ifdef HB_HAVE_BOOST_UNORDERED
+    {SetKind::boost, "boost", true, "libboost1.81-dev"},
+#else
+    {SetKind::boost, "boost", false, "libboost1.81-dev"},
+#endif
+};
+
+std::string not_built(const std::string& what, const std::string& name, const char* package) {
+    return what + " '" + name + "' is not in this build of hugebench._core: apt-get install " + package +
+           ", then rebuild (pip install --no-build-isolation .)";
+}
+
 SetKind parse_set_kind(const std::string& name) {
-    if (name == "flat") return SetKind::flat;
-    if (name == "node") return SetKind::node;
-    throw std::invalid_argument("set_kind must be 'flat' or 'node', got '" + name + "'");
+    for (const auto& k : kSetKinds) {
+        if (name != k.name) continue;
+        if (!k.built) throw std::invalid_argument(not_built("set_kind", name, k.package));
+        return k.kind;
+    }
+    throw std::invalid_argument("set_kind must be one of flat, node, robin, absl, boost; got '" + name + "'");
+}
+
+HashKind parse_hash(const std::string& name) {
+    if (name == "own") return HashKind::own;
+#ifdef HB_HAVE_XXHASH
+    if (name == "xxh3") return HashKind::xxh3;
+#else
+    if (name == "xxh3") throw std::invalid_argument(not_built("hash", name, "libxxhash-dev"));
+#endif
+    throw std::invalid_argument("hash must be 'own' or 'xxh3', got '" + name + "'");
 }
 
 Order parse_order(const std::string& name) {
@@ -43,49 +87,28 @@ uint64_t lookup_count(const Params& p) {
     return p.lookups == 0 ? static_cast<uint64_t>(p.keys) : static_cast<uint64_t>(p.lookups);
 }
 
-struct StringHash {
-    // Deliberately not noexcept: libstdc++ then stores each node's hash, exactly as it does for
-    // std::hash<std::string>, so "node" has the memory layout of a default unordered_set<string>.
-    size_t operator()(const std::string& s) const { return hash_string(s); }
-};
-
-// std::unordered_set behind the same small interface as FlatStringSet.
-class NodeStringSet {
-public:
-    bool insert(const std::string& key) { return set_.insert(key).second; }
-    const std::string* find(const std::string& key) const {
-        const auto it = set_.find(key);
-        return it == set_.end() ? nullptr : &*it;
-    }
-    size_t size() const { return set_.size(); }
-    size_t capacity() const { return set_.bucket_count(); }
-
-private:
-    std::unordered_set<std::string, StringHash> set_;
-};
-
-// Uniform letters a-z/A-Z: six random bits per try, rejecting 52..63, so ten tries per 64-bit draw.
+// Letters a-z/A-Z, eight per 64-bit draw: each is the high part of (state * 52), the low part carries
+// on. 52^8 < 2^46, so the bias of any letter is below 2^-18; no rejection branch (the old 6-bit
+// rejection sampler mispredicted on one letter in five and made 60M keys take over 10 s).
 class LetterSource {
 public:
     explicit LetterSource(Rng& rng) : rng_(rng) {}
     char next() {
         static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-        for (;;) {
-            if (tries_left_ == 0) {
-                bits_ = rng_.next();
-                tries_left_ = 10;
-            }
-            const unsigned value = static_cast<unsigned>(bits_ & 63);
-            bits_ >>= 6;
-            --tries_left_;
-            if (value < 52) return kLetters[value];
+        if (left_ == 0) {
+            state_ = rng_.next();
+            left_ = 8;
         }
+        --left_;
+        const __uint128_t product = static_cast<__uint128_t>(state_) * 52;
+        state_ = static_cast<uint64_t>(product);
+        return kLetters[static_cast<unsigned>(product >> 64)];
     }
 
 private:
     Rng& rng_;
-    uint64_t bits_ = 0;
-    int tries_left_ = 0;
+    uint64_t state_ = 0;
+    int left_ = 0;
 };
 
 // The uniform order: the shuffled keys front to back, wrapping around when lookups > keys.
@@ -217,6 +240,7 @@ Result run_with(const Params& p, const Hook& hook, PerfCounters& counters) {
     r.lookups = lookup_count(p);
     r.threads = p.threads;
     r.set_kind = p.set_kind;
+    r.hash = p.hash;
 
     std::vector<std::string> keys;
     r.phases.emplace_back("generate", run_phase(hook, "generate", [&] {
@@ -249,6 +273,7 @@ Result run_with(const Params& p, const Hook& hook, PerfCounters& counters) {
 
 void validate(const Params& p) {
     parse_set_kind(p.set_kind);
+    parse_hash(p.hash);
     parse_order(p.order);
     require(p.keys >= 1 && p.keys <= std::numeric_limits<uint32_t>::max(),
             "keys must be in [1, 2^32-1], got " + std::to_string(p.keys));
@@ -269,18 +294,73 @@ std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t ke
     std::vector<std::string> keys;
     keys.reserve(count);
     for (uint64_t i = 0; i < count; ++i) {
-        std::string key(static_cast<size_t>(rng.between(key_min, key_max)), '\0');
+        std::string& key = keys.emplace_back(static_cast<size_t>(rng.between(key_min, key_max)), '\0');
         for (char& c : key) c = letters.next();
-        keys.push_back(std::move(key));
     }
     return keys;
 }
 
+namespace {
+
+template <class Set>
+struct SetType {
+    using type = Set;
+};
+
+// Calls f(SetType<Set>{}) with the Set type of (kind, hash).
+template <template <class> class SetOf, class F>
+decltype(auto) with_hash(HashKind hash, F&& f) {
+#ifdef HB_HAVE_XXHASH
+    if (hash == HashKind::xxh3) return f(SetType<SetOf<Xxh3Hash>>{});
+#endif
+    (void)hash;
+    return f(SetType<SetOf<OwnHash>>{});
+}
+
+template <class F>
+decltype(auto) with_set(const std::string& set_kind, const std::string& hash_name, F&& f) {
+    const HashKind hash = parse_hash(hash_name);
+    switch (parse_set_kind(set_kind)) {
+#ifdef HB_HAVE_ROBIN
+        case SetKind::robin: return with_hash<RobinSet>(hash, f);
+#endif
+#ifdef HB_HAVE_ABSL
+        case SetKind::absl: return with_hash<AbslSet>(hash, f);
+#endif
+#ifdef HB_HAVE_BOOST_UNORDERED
+        case SetKind::boost: return with_hash<BoostSet>(hash, f);
+#endif
+        case SetKind::node: return with_hash<NodeSet>(hash, f);
+        default: return with_hash<FlatStringSet>(hash, f);  // flat (parse_set_kind refused the unbuilt ones)
+    }
+}
+
+}  // namespace
+
 Result run(const Params& params, const Hook& hook) {
     validate(params);
     PerfCounters counters(params.counters);  // opened before any worker exists, so inherit covers them
-    if (parse_set_kind(params.set_kind) == SetKind::flat) return run_with<FlatStringSet>(params, hook, counters);
-    return run_with<NodeStringSet>(params, hook, counters);
+    return with_set(params.set_kind, params.hash,
+                    [&](auto set_type) {
+        return run_with<typename decltype(set_type)::type>(params, hook, counters);
+    });
+}
+
+Membership membership(const std::string& set_kind, const std::string& hash, const std::vector<std::string>& keys,
+                      const std::vector<std::string>& queries) {
+    return with_set(set_kind, hash, [&](auto set_type) {
+        typename decltype(set_type)::type set;
+        for (const auto& key : keys) set.insert(key);
+        Membership out;
+        out.set_size = set.size();
+        out.found.reserve(queries.size());
+        for (const auto& query : queries) {
+            const std::string* hit = set.find(query);
+            if (hit != nullptr && *hit != query) throw std::logic_error("find returned a different key");
+            out.found.push_back(hit != nullptr);
+        }
+        return out;
+    });
 }
 
 }  // namespace hb::hashlookup

@@ -20,7 +20,10 @@ namespace hb::hashlookup {
 // every field.
 struct Params {
     int64_t keys{};
-    std::string set_kind;            // "flat" (open addressing, written here) or "node" (std::unordered_set)
+    std::string set_kind;            // "flat" (open addressing, written here), "node" (std::unordered_set),
+                                     // "robin" (tsl::robin_set), "absl" (absl::flat_hash_set),
+                                     // "boost" (boost::unordered_flat_set); the last three only where built
+    std::string hash;                // "own" (common/hash.h) or "xxh3" (libxxhash, where built)
     ThreadCount threads{};
     int64_t lookups{};               // 0: one lookup per key
     int64_t key_min{};
@@ -43,7 +46,8 @@ struct Result {
     ChunkStats chunk_ns;         // over all chunks of all threads, ns per lookup within the chunk
     ThreadCount threads = 0;
     std::string set_kind;
-    uint64_t capacity = 0;       // slots (flat) or buckets (node)
+    std::string hash;
+    uint64_t capacity = 0;       // slots, or buckets for node
     std::vector<CounterReading> counters;
 };
 
@@ -53,6 +57,14 @@ void validate(const Params& params);
 // Phases, each between hook(name, "begin") and hook(name, "end"): generate, insert, shuffle, lookup.
 // The hook is only ever called from the calling thread.
 Result run(const Params& params, const Hook& hook = {});
+
+// For tests: a set of `set_kind` with `keys` inserted, then which of `queries` it finds.
+struct Membership {
+    uint64_t set_size = 0;
+    std::vector<bool> found;
+};
+Membership membership(const std::string& set_kind, const std::string& hash, const std::vector<std::string>& keys,
+                      const std::vector<std::string>& queries);
 
 // The keys run() generates for the same arguments (before shuffling).
 std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max);
