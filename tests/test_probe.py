@@ -157,3 +157,25 @@ def test_pool_trial_puts_every_pool_back(fake_sys):
     assert "asked the kernel for 1 huge pages" in answers["hugetlb.1GB"]
     assert (two_mb.read_text(), one_gb.read_text()) == before
     assert not fake_sys.journal_path.exists()
+
+
+def test_doctor_and_latency_bars_use_the_cached_probe(tmp_path, monkeypatch):
+    from hugebench import doctor
+    from hugebench.probe import cache
+    from hugebench.probe.figure import underlay_bars
+    from hugebench.report.figures import bar_plot
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert "not measured" in doctor.check_probe().detail
+    all_curves = curves_mod.curves(_rows({"4k": {4 * MIB: 100, 1 << 30: 400}, "thp": {4 * MIB: 90, 1 << 30: 300}}))
+    summary = {"curves": [{"pattern": c.pattern, "backing": c.backing, "points": c.points, "refused": c.refused}
+                          for c in all_curves], "verdict": curves_mod.reach_verdict(all_curves).to_dict(),
+               "best_saving": curves_mod.best_saving(all_curves)}
+    cache.write_summary(cache.cache_dir(), summary)
+    assert "save at most 25%" in doctor.check_probe().detail
+    cells = pd.DataFrame({"status": "ok", "warmup": False, "allocator": ["glibc", "glibc", "tcmalloc"],
+                          "ns_per_lookup": [120.0, 125.0, 100.0], "peak_rss_bytes": [64 * MIB] * 3})
+    fig = bar_plot(cells, ["allocator"], "ns_per_lookup")
+    assert underlay_bars(fig.axes[0], cells, cache.read_summary())
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any(t.startswith("probe 4k") for t in texts) and any(t.startswith("probe thp") for t in texts)

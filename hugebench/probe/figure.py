@@ -71,3 +71,27 @@ def draw_under(ax, summary: dict, pattern: str = "chase") -> bool:
                 label=f"probe {curve['backing']}")
         drawn = True
     return drawn
+
+
+def underlay_bars(ax, rows, summary: dict | None, size_column: str = "peak_rss_bytes") -> bool:
+    """Under a latency bar chart: the probe's 4 KiB and huge-page chase latency at the cells' working set
+    (their median peak RSS), as horizontal grey lines. Returns whether anything was drawn."""
+    import numpy as np
+
+    from .curves import Curve
+
+    if not summary or size_column not in rows or rows[size_column].dropna().empty:
+        return False
+    size = float(np.median(rows[size_column].dropna()))
+    drawn = False
+    for curve in summary.get("curves", []):
+        if curve["pattern"] != "chase" or not curve["points"]:
+            continue
+        ns = Curve("chase", curve["backing"], curve["points"]).at(size)
+        if ns is None:
+            continue
+        ax.axhline(ns, color="0.55", lw=0.9, ls="--" if curve["backing"] == "4k" else ":", zorder=0)
+        ax.annotate(f"probe {curve['backing']} {ns:.0f} ns", (1.0, ns), xycoords=("axes fraction", "data"),
+                    ha="right", va="bottom", fontsize="xx-small", color="0.45")
+        drawn = True
+    return drawn
