@@ -319,3 +319,50 @@ def faultstorm_probe(backing: FaultstormBacking, buffer_bytes: int) -> Faultstor
 
 def faultstorm_release(handle: int) -> None:
     """Give back a faultstorm_probe buffer (ValueError for an unknown or already released handle)."""
+
+class TlbprobePhases(TypedDict):
+    populate: float  # seconds: map the buffer, one write per 4 KiB
+    build: float  # link the cycle, untimed warm-up walk
+    chase: float  # the timed phase
+
+class TlbprobeResult(TypedDict):
+    phases: TlbprobePhases
+    backing: str
+    pattern: str
+    map_flags: str
+    working_set_bytes: int
+    mapped_bytes: int
+    mapping_page_size: int  # page size asked for (4 KiB for 4k and thp; THP coverage is checked from smaps)
+    nodes: int
+    node_stride_bytes: int
+    chains: int
+    accesses: int
+    ns_per_access: float
+    chunks: int
+    chunk_ns_median: float
+    chunk_ns_p10: float
+    chunk_ns_p90: float
+    checksum: int
+    counters: dict[str, CounterResult]
+
+def tlbprobe(
+    *,
+    backing: Literal["4k", "thp", "hugetlb-2m", "hugetlb-1g"] = ...,
+    working_set_bytes: int = ...,
+    pattern: Literal["chase", "mlp", "reach"] = ...,
+    chains: int = ...,
+    accesses: int = ...,
+    max_nodes: int = ...,
+    chunks: int = ...,
+    seed: int = ...,
+    counters: list[CounterSpec] = [],
+    hook: Hook | None = None,
+) -> TlbprobeResult:
+    """Dependent loads along one random cycle of nodes over a buffer of the given page size.
+
+    Phases "populate", "build", "chase" (timed). Raises ValueError on bad arguments, RuntimeError when the
+    kernel refuses the mapping (an empty hugetlb pool).
+    """
+
+def tlbprobe_cycle(nodes: int, seed: int = 1) -> list[int]:
+    """next[i] of the cycle tlbprobe() links for this many nodes and seed: one cycle through all nodes."""

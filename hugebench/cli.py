@@ -150,11 +150,13 @@ def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = No
 
 def _add_optional_commands():
     from .cli_doctor import doctor
+    from .cli_probe import probe
     from .cli_system import system, thp
 
     main.add_command(system)
     main.add_command(thp)
     main.add_command(doctor)
+    main.add_command(probe)
 
 
 _add_optional_commands()

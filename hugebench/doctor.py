@@ -98,6 +98,20 @@ def check_hugetlb(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sy
     return Check("hugetlb pool", writable, detail, "" if writable else "run as root to reserve huge pages")
 
 
+def check_probe() -> Check:
+    """What huge pages can save at most here, from this machine's cached `hugebench probe`."""
+    from .probe.cache import read_summary
+    from .probe.text import saving_line
+
+    summary = read_summary()
+    if summary is None:
+        return Check("huge-page ceiling", True, "not measured on this machine yet",
+                     "hugebench probe (a few minutes; sizes hugetlb pools temporarily)")
+    verdict = summary["verdict"]
+    return Check("huge-page ceiling", True, f"{saving_line(summary)}; TLB reach extended: {verdict['answer']} "
+                 f"(probe of {summary.get('measured_at', '?')})")
+
+
 def check_core() -> Check:
     try:
         from . import _core
@@ -181,6 +195,7 @@ def doctor_report(*, perf_bin: str = "perf", proc_root: str | Path = "/proc",
         check_thp(sysfs_root),
         check_mthp(sysfs_root),
         check_hugetlb(proc_root, sysfs_root),
+        check_probe(),
         *allocator_checks(),
         check_core(),
         *check_native_tools(),

@@ -114,6 +114,7 @@ def run(request: WorkerRequest) -> dict:
     counters = [c.as_tuple() for c in resolved if c.reason is None]
     vm_before = kernel.read_vmstat()
     row["rss_before_workload_bytes"] = kernel.read_status().get("VmRSS")
+    row["anon_huge_before_workload_bytes"] = kernel.read_smaps_rollup().get("AnonHugePages")
     t0 = time.perf_counter()
     result = getattr(_core, workload.function)(**spec["params"], counters=counters, hook=recorder)
     row["workload_wall_s"] = time.perf_counter() - t0

@@ -28,6 +28,7 @@ from .results import Experiment, Results, as_results
 from .tables import MetricSpec, build_table, in_spec_order
 
 _GREY = "0.45"
+PROBE_UNDERLAY = ("hashlookup",)  # workloads whose latency bars get the probe's curves underneath
 
 
 def line_plot(df: pd.DataFrame, x: str, y: str, hue: str | None = None, col: str | None = None, *,
@@ -233,8 +234,19 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame, results_dir: Path) ->
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
             fig = bar_plot(part, groups, bars.y, experiment.baseline, ylabel=bars.label,
                            title=f"{experiment.name}{suffix}: {bars.title}", order=experiment.axis_order)
+            _probe_underlay(fig, experiment, part)
             written += save(fig, results_dir, f"{experiment.name}-{bars.name}{suffix}")
     return written
+
+
+def _probe_underlay(fig, experiment: Experiment, rows: pd.DataFrame) -> None:
+    """Latency of a random access on this machine (the cached `hugebench probe`) under the measured cells."""
+    if experiment.workload.name not in PROBE_UNDERLAY:
+        return
+    from ..probe.cache import read_summary
+    from ..probe.figure import underlay_bars
+
+    underlay_bars(fig.axes[0], rows, read_summary())
 
 
 def _facet(axes: list[str], df: pd.DataFrame, used: set[str]) -> str | None:
