@@ -84,6 +84,17 @@ class BarPlot:
 
 
 @dataclass(frozen=True)
+class RatioTable:
+    """An extra report table: each column's median as a ratio to the baseline cell, with its CI, and a flag on
+    the cells where both ``flag`` columns rise (e.g. more time in malloc *and* more throughput)."""
+
+    columns: tuple[tuple[str, str], ...]  # (column, label)
+    title: str
+    flag: tuple[str, str] = ()  # (cost column, gain column)
+    flag_label: str = "flag"
+
+
+@dataclass(frozen=True)
 class Workload:
     """A C++ workload: the ``_core`` function name, its parameters and the phase that is timed."""
 
@@ -98,6 +109,7 @@ class Workload:
     metrics: tuple = ()  # report columns: (column, label, fmt) — the primary metric first
     plots: tuple = ()  # (x, y, hue, y label) line plots written by `hugebench report --plots`
     bars: tuple[BarPlot, ...] = ()  # grouped bar plots written by `hugebench report --plots`
+    ratio_tables: tuple[RatioTable, ...] = ()  # extra tables of `hugebench report` (ratios to the baseline)
     extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
     time_estimate: Any = None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
     # A workload that runs no _core code: "module:function" the worker calls with (request, its directory).
@@ -433,6 +445,12 @@ WORKLOADS: dict[str, Workload] = {
                  ("vmstat.thp_fault_alloc", "THP faults", "si"), ("vmstat.thp_split_pmd", "PMD splits", "si")),
         primary_for=lambda params: ("requests_per_s", "Requests/s", ".0f", "higher"),
         extra_metrics=_fleet_extra,
+        ratio_tables=(RatioTable((("alloc_time_share", "Time in alloc"), ("requests_per_s", "Requests/s"),
+                                  ("request_ns_p99", "p99"), ("peak_rss_bytes", "Peak RSS"),
+                                  ("fragmentation", "Fragmentation"), ("hp_coverage_tw", "HP coverage")),
+                                 "the Temeraire trade-off, each as a ratio to the baseline [95% CI]",
+                                 flag=("alloc_time_share", "requests_per_s"),
+                                 flag_label="more malloc, more req/s"),),
     ),
     "codetlb": Workload(
         name="codetlb",

@@ -129,3 +129,23 @@ def test_hpa_minimum_duration(tmp_path):
         spec.load_spec(path)
     path.write_text("name: f\nworkload: fleet\nparams: {duration_s: 12}\naxes: {allocator: [glibc, jemalloc-hpa]}\n")
     spec.load_spec(path)
+
+
+def test_tradeoff_table_flags_more_malloc_more_throughput():
+    import pandas as pd
+
+    from hugebench.report.tables import ratio_table, render_ratio_table
+    from hugebench.workloads import WORKLOADS
+
+    spec_ = WORKLOADS["fleet"].ratio_tables[0]
+    rows = []
+    for rep in range(3):
+        rows.append({"allocator": "glibc", "status": "ok", "alloc_time_share": 0.027, "requests_per_s": 100 + rep})
+        rows.append({"allocator": "hpa", "status": "ok", "alloc_time_share": 0.035, "requests_per_s": 104 + rep})
+        rows.append({"allocator": "slow", "status": "ok", "alloc_time_share": 0.035, "requests_per_s": 90 + rep})
+    table = ratio_table(pd.DataFrame(rows), ["allocator"], {"allocator": "glibc"}, spec_)
+    flags = dict(zip(table["allocator"], table["flag"]))
+    assert flags == {"glibc": False, "hpa": True, "slow": False}
+    assert table.set_index("allocator").loc["hpa", "alloc_time_share"] == pytest.approx(0.035 / 0.027)
+    text = render_ratio_table(table, ["allocator"], spec_)
+    assert "**yes**" in text and "Temeraire" in text
