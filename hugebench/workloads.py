@@ -84,6 +84,21 @@ class BarPlot:
 
 
 @dataclass(frozen=True)
+class XYPlot:
+    """One mark per run, not a median: ``kind`` "series" draws each run's list columns ``y`` against ``x`` (a
+    time series), "scatter" one point per run. Coloured by ``hue``; a figure per other varying axis."""
+
+    kind: str  # "series" or "scatter"
+    x: str
+    y: str
+    hue: str
+    xlabel: str
+    ylabel: str
+    title: str
+    name: str
+
+
+@dataclass(frozen=True)
 class RatioTable:
     """An extra report table: each column's median as a ratio to the baseline cell, with its CI, and a flag on
     the cells where both ``flag`` columns rise (e.g. more time in malloc *and* more throughput)."""
@@ -109,6 +124,7 @@ class Workload:
     metrics: tuple = ()  # report columns: (column, label, fmt) — the primary metric first
     plots: tuple = ()  # (x, y, hue, y label) line plots written by `hugebench report --plots`
     bars: tuple[BarPlot, ...] = ()  # grouped bar plots written by `hugebench report --plots`
+    xy_plots: tuple[XYPlot, ...] = ()  # per-run series and scatter plots written by `hugebench report --plots`
     ratio_tables: tuple[RatioTable, ...] = ()  # extra tables of `hugebench report` (ratios to the baseline)
     extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
     time_estimate: Any = None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
@@ -445,6 +461,12 @@ WORKLOADS: dict[str, Workload] = {
                  ("vmstat.thp_fault_alloc", "THP faults", "si"), ("vmstat.thp_split_pmd", "PMD splits", "si")),
         primary_for=lambda params: ("requests_per_s", "Requests/s", ".0f", "higher"),
         extra_metrics=_fleet_extra,
+        xy_plots=(XYPlot("series", "series_t_s", "series_coverage", "allocator", "seconds since the grow phase",
+                         "AnonHugePages / Rss", "huge-page coverage over time", "coverage"),
+                  XYPlot("series", "series_t_s", "series_rss_bytes", "allocator", "seconds since the grow phase",
+                         "Rss (bytes)", "RSS over time", "rss"),
+                  XYPlot("scatter", "alloc_time_share", "requests_per_s", "allocator", "time in malloc/free (share)",
+                         "requests/s", "throughput vs time in the allocator", "tradeoff")),
         ratio_tables=(RatioTable((("alloc_time_share", "Time in alloc"), ("requests_per_s", "Requests/s"),
                                   ("request_ns_p99", "p99"), ("peak_rss_bytes", "Peak RSS"),
                                   ("fragmentation", "Fragmentation"), ("hp_coverage_tw", "HP coverage")),

@@ -149,3 +149,19 @@ def test_tradeoff_table_flags_more_malloc_more_throughput():
     assert table.set_index("allocator").loc["hpa", "alloc_time_share"] == pytest.approx(0.035 / 0.027)
     text = render_ratio_table(table, ["allocator"], spec_)
     assert "**yes**" in text and "Temeraire" in text
+
+
+def test_series_and_scatter_plots_draw_one_mark_per_run():
+    import pandas as pd
+
+    from hugebench.report.figures import xy_plot
+    from hugebench.workloads import WORKLOADS
+
+    rows = pd.DataFrame([{"allocator": a, "series_t_s": [0.0, 1.0, 2.0], "series_coverage": [0.0, 0.5, None],
+                          "series_rss_bytes": [1, 2, 3], "alloc_time_share": 0.03 + i / 100,
+                          "requests_per_s": 100.0 + i} for i, a in enumerate(["glibc", "jemalloc-hpa", "glibc"])])
+    series, rss, scatter = WORKLOADS["fleet"].xy_plots
+    fig = xy_plot(rows, series)
+    assert len(fig.axes[0].lines) == 3 and len(fig.axes[0].get_legend().texts) == 2
+    fig = xy_plot(rows, scatter, title="t")
+    assert len(fig.axes[0].collections) == 3
