@@ -332,9 +332,9 @@ class FleetResult(TypedDict):
     frees: int
     steady_mallocs: int  # peak + churn: requests * (temporaries + replacements)
     steady_frees: int
-    lookups: int
-    replacements: int
-    temporaries: int
+    lookups_done: int  # named apart from the parameters: a row holds both
+    replacements_done: int
+    temporaries_done: int
     alloc_calls: int  # malloc + free calls in peak + churn
     alloc_calls_timed: int  # ~ alloc_calls / alloc_sample_every
     alloc_time_s: float | None  # estimated time in malloc/free over all threads (None when not sampled)

@@ -11,6 +11,7 @@ from hugebench import _core, allocators, spec
 from hugebench.errors import SpecError
 from hugebench.fleet import fleet_metrics, fragmentation, time_weighted
 from hugebench.measure.phases import PhaseRecorder
+from hugebench.workloads import WORKLOADS
 
 SMALL = {"objects": 2000, "duration_s": 0.2, "sample_interval_s": 0.05, "chunks": 4}
 
@@ -25,7 +26,8 @@ def test_request_accounting():
     r, _ = _run(threads=2, temporaries=3, replacements=2, lookups=5, shrink_fraction=0.75)
     n = r["requests"]
     assert n > 0 and n == r["requests_peak"] + r["requests_churn"]
-    assert r["lookups"] == 5 * n and r["replacements"] == 2 * n and r["temporaries"] == 3 * n
+    assert r["lookups_done"] == 5 * n and r["replacements_done"] == 2 * n and r["temporaries_done"] == 3 * n
+    assert set(r) & set(WORKLOADS["fleet"].params) == {"threads"}  # a result key must not hide an axis value
     assert r["steady_mallocs"] == r["steady_frees"] == 5 * n
     assert r["objects_peak"] == 2000 and r["objects_after_shrink"] == 2 * 250  # each thread keeps a quarter
     assert r["mallocs"] == 2000 + r["steady_mallocs"]  # grow + requests; the shrink and teardown only free
@@ -37,7 +39,7 @@ def test_request_accounting():
 
 def test_k0_is_the_allocator_only_loop():
     r, _ = _run(lookups=0)
-    assert r["lookups"] == 0 and r["requests"] > 0 and r["steady_mallocs"] == 5 * r["requests"]
+    assert r["lookups_done"] == 0 and r["requests"] > 0 and r["steady_mallocs"] == 5 * r["requests"]
 
 
 def test_peak_live_bytes_and_size_mix():

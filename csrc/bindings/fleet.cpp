@@ -35,9 +35,9 @@ py::dict result_to_dict(const fleet::Result& r) {
     out["frees"] = r.frees;
     out["steady_mallocs"] = r.steady_mallocs;
     out["steady_frees"] = r.steady_frees;
-    out["lookups"] = r.lookups;
-    out["replacements"] = r.replacements;
-    out["temporaries"] = r.temporaries;
+    out["lookups_done"] = r.lookups;
+    out["replacements_done"] = r.replacements;
+    out["temporaries_done"] = r.temporaries;
     out["alloc_calls"] = r.alloc_calls;
     out["alloc_calls_timed"] = r.alloc_calls_timed;
     out["alloc_time_s"] = number_or_none(r.alloc_time_s);
