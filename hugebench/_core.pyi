@@ -366,3 +366,76 @@ def tlbprobe(
 
 def tlbprobe_cycle(nodes: int, seed: int = 1) -> list[int]:
     """next[i] of the cycle tlbprobe() links for this many nodes and seed: one cycle through all nodes."""
+
+# -- fleet -----------------------------------------------------------------------------------------
+
+class FleetResult(TypedDict):
+    phases: dict[str, float]  # grow, peak, shrink, churn, teardown (seconds)
+    threads: int
+    mean_size: float  # of size_mix
+    requests: int  # peak + churn
+    requests_peak: int
+    requests_churn: int
+    steady_s: float  # peak + churn wall seconds
+    requests_per_s: float
+    request_ns_mean: float
+    request_ns_p50: float | None  # per request, from a ~3%-resolution histogram of all threads
+    request_ns_p90: float | None
+    request_ns_p99: float | None
+    request_ns_p999: float | None
+    chunk_ns_median: float  # ns per request within each time chunk
+    chunk_ns_p10: float
+    chunk_ns_p90: float
+    mallocs: int  # all phases
+    frees: int
+    steady_mallocs: int  # peak + churn: requests * (temporaries + replacements)
+    steady_frees: int
+    lookups_done: int  # named apart from the parameters: a row holds both
+    replacements_done: int
+    temporaries_done: int
+    alloc_calls: int  # malloc + free calls in peak + churn
+    alloc_calls_timed: int  # ~ alloc_calls / alloc_sample_every
+    alloc_time_s: float | None  # estimated time in malloc/free over all threads (None when not sampled)
+    alloc_time_share: float | None  # of threads * steady_s
+    alloc_clock_overhead_ns: float  # taken off each timed call
+    tsc_ghz: float
+    objects_peak: int
+    objects_after_shrink: int
+    peak_live_bytes: int  # sum of the threads' peaks of requested bytes (objects + temporaries)
+    live_bytes_after_shrink: int
+    live_bytes_end: int
+    series_t_s: list[float]  # since the grow phase started, one entry per hook(phase, "sample")
+    series_phase: list[str]
+    series_live_bytes: list[int]
+    series_requests: list[int]
+    checksum: int
+    mismatches: int  # header or line words that did not read back as written
+    counters: dict[str, CounterResult]
+
+def fleet(
+    *,
+    threads: int = ...,
+    objects: int = ...,
+    size_mix: str = ...,
+    lookups: int = ...,
+    replacements: int = ...,
+    temporaries: int = ...,
+    temp_max_bytes: int = ...,
+    duration_s: float = ...,
+    peak_share: float = ...,
+    shrink_fraction: float = ...,
+    alloc_sample_every: int = ...,
+    sample_interval_s: float = ...,
+    chunks: int = ...,
+    seed: int = ...,
+    counters: list[CounterSpec] = [],
+    hook: Hook | None = None,
+) -> FleetResult:
+    """A request loop over a live object set: temporaries, K lookups, R replacements per request.
+
+    Phases "grow", "peak", "shrink", "churn" (timed), "teardown"; hook(phase, "sample") every
+    sample_interval_s during peak and churn and once after the shrink.
+    """
+
+def fleet_size_mean(size_mix: str) -> float:
+    """Mean object size of a size_mix string (ValueError when it does not parse)."""

@@ -5,6 +5,11 @@ The built-in entries know Debian's packages. Huge-page-aware variants are the sa
 * ``jemalloc-thp``: ``MALLOC_CONF=thp:always,metadata_thp:always``
 * ``mimalloc-large``: ``MIMALLOC_LARGE_OS_PAGES=1`` — mimalloc 2.0.9 reads this name (its option is
   ``large_os_pages``); ``MIMALLOC_ALLOW_LARGE_OS_PAGES`` is silently ignored by that version.
+* ``jemalloc-hpa``: ``MALLOC_CONF=hpa:true`` — jemalloc 5.3's huge-page allocator (the closest packaged
+  relative of TCMalloc's Temeraire), verified by ``mallctl("opt.hpa")``. It hugifies a 2 MiB pageslab only
+  after the slab has stayed nearly full for ``hpa_hugify_delay_ms`` (10 s by default), so a run shorter than
+  that plus a margin shows none of it: :meth:`Allocator.min_duration_s`, enforced on ``duration_s`` when a
+  spec is loaded.
 * ``glibc-hugetlb``: ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (madvise(MADV_HUGEPAGE) on glibc's heaps;
   it only changes anything when THP ``enabled`` is ``madvise``).
 
@@ -50,6 +55,10 @@ class Allocator:
     description: str = ""
     expect: Mapping[str, object] = field(default_factory=dict)  # probe_knobs() values the knobs must produce
 
+    def min_duration_s(self) -> float:
+        """Shortest run that shows this allocator's steady behaviour (jemalloc's HPA: hugify delay + margin)."""
+        return hpa_min_duration_s(self.env)
+
     def resolve(self) -> Path | None:
         """Absolute, existing path of the library (None for glibc/void); ToolMissingError with the fix otherwise."""
         if self.library is None:
@@ -87,6 +96,18 @@ class Allocator:
         }
 
 
+HPA_DEFAULT_DELAY_MS = 10_000  # jemalloc 5.3's opt.hpa_hugify_delay_ms
+HPA_MARGIN_S = 2.0  # after the delay: a purge/hugify pass runs on the next allocator call (no background thread)
+
+
+def hpa_min_duration_s(env: Mapping[str, str]) -> float:
+    """Seconds a run needs under MALLOC_CONF with hpa:true (0 without it): hugify delay + margin."""
+    conf = dict(item.split(":", 1) for item in env.get("MALLOC_CONF", "").split(",") if ":" in item)
+    if conf.get("hpa") != "true":
+        return 0.0
+    return int(conf.get("hpa_hugify_delay_ms", HPA_DEFAULT_DELAY_MS)) / 1000 + HPA_MARGIN_S
+
+
 def _builtin() -> dict[str, Allocator]:
     jemalloc, tcmalloc, mimalloc = "libjemalloc.so.2", "libtcmalloc_minimal.so.4", "libmimalloc.so.2"
     entries = [
@@ -97,6 +118,9 @@ def _builtin() -> dict[str, Allocator]:
         Allocator("jemalloc-thp", jemalloc, env={"MALLOC_CONF": "thp:always,metadata_thp:always"},
                   package="libjemalloc2", description="jemalloc asking THP for its extents and metadata",
                   expect={"jemalloc.opt.thp": "always", "jemalloc.opt.metadata_thp": "always"}),
+        Allocator("jemalloc-hpa", jemalloc, env={"MALLOC_CONF": "hpa:true"}, package="libjemalloc2",
+                  description="jemalloc 5.3's huge-page allocator (HPA), hugify delay 10 s",
+                  expect={"jemalloc.opt.hpa": True}),
         Allocator("tcmalloc", tcmalloc, package="libtcmalloc-minimal4",
                   description="gperftools TCMalloc (not the huge-page-aware Google TCMalloc)"),
         Allocator("mimalloc", mimalloc, package="libmimalloc2.0"),
@@ -297,6 +321,12 @@ def probe_knobs() -> dict[str, object]:
             value, size = ctypes.c_char_p(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_char_p))
             if me.mallctl(opt.encode(), ctypes.byref(value), ctypes.byref(size), None, 0) == 0 and value.value:
                 found[f"jemalloc.{opt}"] = value.value.decode()
+        flag, size = ctypes.c_bool(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_bool))
+        if me.mallctl(b"opt.hpa", ctypes.byref(flag), ctypes.byref(size), None, 0) == 0:
+            found["jemalloc.opt.hpa"] = bool(flag.value)
+            delay, size = ctypes.c_uint64(), ctypes.c_size_t(8)
+            if flag.value and me.mallctl(b"opt.hpa_hugify_delay_ms", ctypes.byref(delay), ctypes.byref(size), None, 0) == 0:
+                found["jemalloc.opt.hpa_hugify_delay_ms"] = delay.value
     if hasattr(me, "mi_option_is_enabled") and hasattr(me, "mi_version"):
         version = me.mi_version()
         found["mimalloc.version"] = version

@@ -468,6 +468,22 @@ def _check_cells(spec: ExperimentSpec, workload, where) -> None:
                                          "ratios would have nothing to compare with")
     for low, high in _ordered_params(workload):
         _check_order(spec, workload, left, low, high, where)
+    _check_min_duration(spec, workload, left, where)
+
+
+def _check_min_duration(spec: ExperimentSpec, workload, left, where) -> None:
+    """A duration-bounded workload must run at least as long as each allocator needs (jemalloc's HPA delay)."""
+    if "duration_s" not in workload.params:
+        return
+    table = alloc_mod.registry(spec.allocators)
+    default = spec.params.get("duration_s", workload.params["duration_s"].default)
+    for cell in left:
+        allocator = table[cell.get("allocator", DEFAULT_ALLOCATOR)]
+        duration, need = cell.get("duration_s", default), allocator.min_duration_s()
+        if duration < need:
+            key = ("axes", "duration_s") if "duration_s" in spec.axes else ("params", "duration_s")
+            raise where.error(key, f"{duration} s is too short for allocator {allocator.name!r}: it hugifies only "
+                                   f"after hpa_hugify_delay_ms, so runs need duration_s >= {need:g} s")
 
 
 def _ordered_params(workload) -> list[tuple[str, str]]:

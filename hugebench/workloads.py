@@ -84,6 +84,32 @@ class BarPlot:
 
 
 @dataclass(frozen=True)
+class XYPlot:
+    """One mark per run, not a median: ``kind`` "series" draws each run's list columns ``y`` against ``x`` (a
+    time series), "scatter" one point per run. Coloured by ``hue``; a figure per other varying axis."""
+
+    kind: str  # "series" or "scatter"
+    x: str
+    y: str
+    hue: str
+    xlabel: str
+    ylabel: str
+    title: str
+    name: str
+
+
+@dataclass(frozen=True)
+class RatioTable:
+    """An extra report table: each column's median as a ratio to the baseline cell, with its CI, and a flag on
+    the cells where both ``flag`` columns rise (e.g. more time in malloc *and* more throughput)."""
+
+    columns: tuple[tuple[str, str], ...]  # (column, label)
+    title: str
+    flag: tuple[str, str] = ()  # (cost column, gain column)
+    flag_label: str = "flag"
+
+
+@dataclass(frozen=True)
 class Workload:
     """A C++ workload: the ``_core`` function name, its parameters and the phase that is timed."""
 
@@ -98,6 +124,8 @@ class Workload:
     metrics: tuple = ()  # report columns: (column, label, fmt) — the primary metric first
     plots: tuple = ()  # (x, y, hue, y label) line plots written by `hugebench report --plots`
     bars: tuple[BarPlot, ...] = ()  # grouped bar plots written by `hugebench report --plots`
+    xy_plots: tuple[XYPlot, ...] = ()  # per-run series and scatter plots written by `hugebench report --plots`
+    ratio_tables: tuple[RatioTable, ...] = ()  # extra tables of `hugebench report` (ratios to the baseline)
     extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
     time_estimate: Any = None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
     # A workload that runs no _core code: "module:function" the worker calls with (request, its directory).
@@ -297,6 +325,36 @@ def _tlbprobe_extra(row: dict) -> dict:
     return page_check(row)
 
 
+FLEET_SIZE_MIX = "64:55,256:25,1024:12,8192:6,65536:1.8,1048576:0.2"  # mostly small, a tail to 1 MiB
+
+
+def _fleet_mean_size(p: dict) -> float:
+    """Mean object size of ``size_mix`` (classes "max:weight", sizes uniform in (previous max, max])."""
+    lo, total, weighted = 16, 0.0, 0.0
+    for item in p.get("size_mix", FLEET_SIZE_MIX).split(","):
+        hi, weight = item.split(":")
+        total += float(weight)
+        weighted += float(weight) * (lo + int(hi)) / 2
+        lo = int(hi) + 1
+    return weighted / total
+
+
+def _fleet_memory(p: dict) -> int:
+    # The peak live set, x1.5 for allocator overhead and fragmentation, the object table, the interpreter.
+    return int(p["objects"] * (_fleet_mean_size(p) * 1.5 + 24) + (64 << 20))
+
+
+def _fleet_time(p: dict) -> float:
+    # Duration-bounded; the grow phase writes a word per 64-byte line (~1 GB/s here) and teardown frees.
+    return STARTUP_S + p["duration_s"] + 2e-9 * p["objects"] * _fleet_mean_size(p) + 1e-6 * p["objects"]
+
+
+def _fleet_extra(row: dict) -> dict:
+    from .fleet import fleet_metrics
+
+    return fleet_metrics(row)
+
+
 WORKLOADS: dict[str, Workload] = {
     "hashlookup": Workload(
         name="hashlookup",
@@ -422,6 +480,56 @@ WORKLOADS: dict[str, Workload] = {
         plots=(("threads", "ns_per_pair", "allocator", "ns per malloc/free pair"),
                ("threads", "memory_overhead", "allocator", "Peak RSS / peak bytes requested")),
         extra_metrics=_alloctest_extra,
+    ),
+    "fleet": Workload(
+        name="fleet",
+        function="fleet",
+        params={
+            "threads": Param(int, 1, minimum=1, help="request threads, each with its own share of the objects"),
+            "objects": Param(int, 200_000, minimum=1, help="live objects at the peak, over all threads"),
+            "size_mix": Param(str, FLEET_SIZE_MIX,
+                              help="object sizes: classes max_bytes:weight, uniform in (previous max, max], from 16 B"),
+            "lookups": Param(int, 16, minimum=0,
+                             help="K: reads per request into random live objects (header + one line); "
+                                  "0 = the allocator-only microbenchmark"),
+            "replacements": Param(int, 1, minimum=0, help="R: objects freed and replaced per request"),
+            "temporaries": Param(int, 4, minimum=0, help="short-lived blocks each request allocates and frees"),
+            "temp_max_bytes": Param(int, 1024, minimum=16, help="temporaries are uniform in [16, temp_max_bytes]"),
+            "duration_s": Param(float, 20.0, minimum=0.1, help="seconds of requests (peak + churn phases)"),
+            "peak_share": Param(float, 0.5, minimum=0.0, help="share of duration_s before the shrink"),
+            "shrink_fraction": Param(float, 0.75, minimum=0.0, help="share of the objects the shrink frees"),
+            "alloc_sample_every": Param(int, 64, minimum=0,
+                                        help="time one malloc/free in this many (random gaps; 0 = off)"),
+            "sample_interval_s": Param(float, 1.0, minimum=0.01,
+                                       help="seconds between smaps_rollup samples (at most ~60 per run)"),
+            "chunks": Param(int, 20, minimum=1, help="time slices of each steady phase, per thread"),
+            "seed": Param(int, 1, minimum=0, help="seed of sizes, picks and sampling gaps"),
+        },
+        timed_phase="churn",
+        primary_metric="requests_per_s",
+        ops_column="requests",
+        memory_estimate=_fleet_memory,
+        time_estimate=_fleet_time,
+        doc="Temeraire's fleet view: requests over a live object set; throughput beside time in malloc.",
+        metrics=(("requests_per_s", "Requests/s", ".0f"), ("request_ns_p50", "p50 ns", ".0f"),
+                 ("request_ns_p99", "p99 ns", ".0f"), ("alloc_time_share", "Time in alloc", ".1%"),
+                 ("peak_rss_bytes", "Peak RSS", "bytes"), ("fragmentation", "Fragmentation", ".2f"),
+                 ("rss_returned_share", "Returned", ".0%"), ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"),
+                 ("vmstat.thp_fault_alloc", "THP faults", "si"), ("vmstat.thp_split_pmd", "PMD splits", "si")),
+        primary_for=lambda params: ("requests_per_s", "Requests/s", ".0f", "higher"),
+        extra_metrics=_fleet_extra,
+        xy_plots=(XYPlot("series", "series_t_s", "series_coverage", "allocator", "seconds since the grow phase",
+                         "AnonHugePages / Rss", "huge-page coverage over time", "coverage"),
+                  XYPlot("series", "series_t_s", "series_rss_bytes", "allocator", "seconds since the grow phase",
+                         "Rss (bytes)", "RSS over time", "rss"),
+                  XYPlot("scatter", "alloc_time_share", "requests_per_s", "allocator", "time in malloc/free (share)",
+                         "requests/s", "throughput vs time in the allocator", "tradeoff")),
+        ratio_tables=(RatioTable((("alloc_time_share", "Time in alloc"), ("requests_per_s", "Requests/s"),
+                                  ("request_ns_p99", "p99"), ("peak_rss_bytes", "Peak RSS"),
+                                  ("fragmentation", "Fragmentation"), ("hp_coverage_tw", "HP coverage")),
+                                 "the Temeraire trade-off, each as a ratio to the baseline [95% CI]",
+                                 flag=("alloc_time_share", "requests_per_s"),
+                                 flag_label="more malloc, more req/s"),),
     ),
     "codetlb": Workload(
         name="codetlb",

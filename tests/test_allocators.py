@@ -75,6 +75,9 @@ def test_expected_knobs_are_checked():
 @pytest.mark.parametrize("name,env,key,value", [
     ("jemalloc", {"MALLOC_CONF": "thp:always,metadata_thp:always"}, "jemalloc.opt.thp", "always"),
     ("jemalloc", {}, "jemalloc.opt.thp", "default"),
+    ("jemalloc", {"MALLOC_CONF": "hpa:true"}, "jemalloc.opt.hpa", True),
+    ("jemalloc", {"MALLOC_CONF": "hpa:true,hpa_hugify_delay_ms:500"}, "jemalloc.opt.hpa_hugify_delay_ms", 500),
+    ("jemalloc", {}, "jemalloc.opt.hpa", False),
     ("mimalloc", {"MIMALLOC_LARGE_OS_PAGES": "1"}, "mimalloc.large_os_pages", True),
     ("mimalloc", {"MIMALLOC_ALLOW_LARGE_OS_PAGES": "1"}, "mimalloc.large_os_pages", False),
 ])

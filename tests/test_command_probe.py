@@ -75,7 +75,7 @@ def test_glibc_serves_a_program_without_allocator(tmp_path, probe_dir):
         verify("jemalloc", _library("libjemalloc.so.2"), [probe], {})
 
 
-@pytest.mark.parametrize("name", ["jemalloc", "jemalloc-thp", "mimalloc", "mimalloc-large"])
+@pytest.mark.parametrize("name", ["jemalloc", "jemalloc-thp", "jemalloc-hpa", "mimalloc", "mimalloc-large"])
 def test_the_probe_sees_what_probe_knobs_sees(tmp_path, probe_dir, name):
     """In the same process, the C probe and Python's probe_knobs() agree on the provider and every knob."""
     alloc = BUILTIN[name]

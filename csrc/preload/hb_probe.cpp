@@ -204,6 +204,15 @@ void write_knobs(JsonOut& json) {
             std::snprintf(key, sizeof key, "jemalloc.%s", option);
             if (mallctl(option, &value, &size, nullptr, 0) == 0 && value) json.text(key, value);
         }
+        bool hpa = false;  // jemalloc 5.3's huge-page allocator; its hugify delay only when it is on
+        size_t size = sizeof hpa;
+        if (mallctl("opt.hpa", &hpa, &size, nullptr, 0) == 0) {
+            json.boolean("jemalloc.opt.hpa", hpa);
+            uint64_t delay = 0;
+            size = sizeof delay;
+            if (hpa && mallctl("opt.hpa_hugify_delay_ms", &delay, &size, nullptr, 0) == 0)
+                json.number("jemalloc.opt.hpa_hugify_delay_ms", static_cast<long long>(delay));
+        }
     }
     auto version = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "mi_version"));
     auto enabled = reinterpret_cast<bool (*)(int)>(dlsym(RTLD_DEFAULT, "mi_option_is_enabled"));

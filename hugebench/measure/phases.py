@@ -65,6 +65,10 @@ class PhaseRecorder:
     ``phase.lookup.vmstat.thp_fault_alloc`` (system-wide), ``phase.lookup.smaps.AnonHugePages``, and for
     the timed phase (else the last phase that ended) ``smaps.Rss``, ``smaps.AnonHugePages``, ``hp_coverage``.
     A phase that runs more than once accumulates its deltas; its smaps are those of its last end.
+
+    Edge ``"sample"`` (a workload's time series, e.g. fleet's) reads smaps_rollup only, timed: the
+    ``series_rss_bytes`` / ``series_anon_huge_bytes`` lists, ``sampler.samples``, ``sampler.read_s`` (sum)
+    and ``sampler.read_max_s`` say what the series cost.
     """
 
     def __init__(self, timed_phase: str | None = None, *, pid: int | str = "self",
@@ -79,14 +83,24 @@ class PhaseRecorder:
         self._metrics: dict[str, float] = {}
         self._row_smaps: dict[str, int] | None = None
         self.phases: list[str] = []
+        self._series: list[tuple[int, int]] = []
+        self._read_s: list[float] = []
 
     def __call__(self, phase: str, edge: str) -> None:
         if edge == "begin":
             self._begin(phase)
         elif edge == "end":
             self._end(phase)
+        elif edge == "sample":
+            self._sample()
         else:
-            raise ValueError(f"phase hook edge must be 'begin' or 'end', got {edge!r}")
+            raise ValueError(f"phase hook edge must be 'begin', 'end' or 'sample', got {edge!r}")
+
+    def _sample(self) -> None:
+        started = time.perf_counter()
+        smaps = read_smaps_rollup(self._pid, self._proc)
+        self._read_s.append(time.perf_counter() - started)
+        self._series.append((smaps.get("Rss", 0), smaps.get("AnonHugePages", 0)))
 
     def _kernel_counters(self) -> dict[str, int]:
         vm = read_vmstat(self._proc)
@@ -134,4 +148,10 @@ class PhaseRecorder:
                         "Private_Hugetlb", "Shared_Hugetlb", "Anonymous"):
                 out[f"smaps.{key}"] = self._row_smaps.get(key, 0)
             out["hp_coverage"] = coverage(self._row_smaps)
+        if self._series:
+            out["series_rss_bytes"] = [rss for rss, _ in self._series]
+            out["series_anon_huge_bytes"] = [huge for _, huge in self._series]
+            out["sampler.samples"] = len(self._series)
+            out["sampler.read_s"] = sum(self._read_s)
+            out["sampler.read_max_s"] = max(self._read_s)
         return out

@@ -27,7 +27,7 @@ from ..errors import HugebenchError
 from .rendering import AXIS_LABELS, DASH, FORMATS, format_axis, format_bytes, format_si, render, render_void
 from .results import Experiment, Results, as_results, load_results, sweep_context
 from .tables import (KNOWN_METRICS, VOID, MetricSpec, as_metric, build_table, default_metrics, in_spec_order,
-                     overhead_lines, void_compensation)
+                     overhead_lines, ratio_table, render_ratio_table, void_compensation)
 
 
 def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics: Sequence | None = None,
@@ -43,7 +43,7 @@ def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics:
     results = as_results(results_dir)
     if results.rows.empty:
         raise HugebenchError(f"{results.path}: no runs recorded yet")
-    tables = []
+    tables, extras = [], []
     for experiment in results.experiments():
         axes = group_by or experiment.axes
         if not axes:
@@ -59,9 +59,11 @@ def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics:
         table.attrs["better"] = experiment.context.get("primary_better", "lower") if not primary else None
         table.attrs["overhead"] = overhead_lines(experiment.rows, results.contexts)
         tables.append((experiment.name, table))
+        extras += [render_ratio_table(ratio_table(experiment.rows, axes, experiment.baseline, spec, level), axes, spec)
+                   for spec in (experiment.workload.ratio_tables if experiment.workload else ())]
     if fmt == "csv":
         return pd.concat([t.assign(experiment=e) for e, t in tables], ignore_index=True).to_csv(index=False)
-    return "\n\n".join(render(table, fmt) for _, table in tables)
+    return "\n\n".join([render(table, fmt) for _, table in tables] + extras)
 
 
 WHOLE_RUN = "ms_per_mop"  # alloc-test's own figure: the whole run in ms per million operations

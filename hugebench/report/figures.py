@@ -116,6 +116,40 @@ def write_plots(results_dir: Results | str | os.PathLike) -> list[Path]:
         if rows.empty or experiment.workload is None:
             continue
         written += _line_plots(experiment, rows, results.path) + _bar_plots(experiment, rows, results.path)
+        written += _xy_plots(experiment, rows, results.path)
+    return written
+
+
+def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping | None = None) -> Figure:
+    """Each run as a line (``plot.kind`` "series": list columns) or a point ("scatter"), coloured by ``plot.hue``."""
+    fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = fig.subplots()
+    colors = {v: f"C{i}" for i, v in enumerate(_levels(df, plot.hue, order))}
+    for value, color in colors.items():
+        runs, label = df[df[plot.hue] == value], format_axis(value)
+        for _, run in runs.iterrows():
+            xs, ys = run[plot.x], run[plot.y]
+            if plot.kind == "series" and isinstance(xs, list) and isinstance(ys, list) and len(xs) == len(ys):
+                ax.plot(xs, [np.nan if v is None else v for v in ys], color=color, alpha=0.8, label=label)
+            elif plot.kind == "scatter" and pd.notna(xs) and pd.notna(ys):
+                ax.scatter([xs], [ys], color=color, s=18, label=label)
+            label = None  # one legend entry per hue value
+    _decorate(ax, plot.xlabel, plot.ylabel, None, False, False)
+    ax.legend(title=plot.hue, fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _xy_plots(experiment: Experiment, rows: pd.DataFrame, results_dir: Path) -> list[Path]:
+    written = []
+    for plot in experiment.workload.xy_plots:
+        if not {plot.x, plot.y, plot.hue} <= set(rows.columns):
+            continue
+        for keys, part in _split(rows, [a for a in experiment.axes if a != plot.hue]):
+            suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
+            fig = xy_plot(part, plot, title=f"{experiment.name}{suffix}: {plot.title}", order=experiment.axis_order)
+            written += save(fig, results_dir, f"{experiment.name}-{plot.name}{suffix}")
     return written
 
 

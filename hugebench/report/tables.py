@@ -224,3 +224,46 @@ def _na_reasons(df: pd.DataFrame, table: pd.DataFrame, specs: Sequence[MetricSpe
         found = df[reason_column].dropna().astype(str) if reason_column in df.columns else pd.Series(dtype=str)
         reasons[spec.column] = found.mode().iloc[0] if not found.empty else "no value recorded"
     return reasons
+
+
+# -- ratio tables (declared in a workload's registry entry) ----------------------------------------
+
+
+def ratio_table(df: pd.DataFrame, axes: Sequence[str], baseline: Mapping, spec, level: float = 0.95,
+                n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per cell: each of ``spec.columns`` as a ratio to the baseline cell (``<col>``, ``.ci_lo``,
+    ``.ci_hi``, ``.resolved``) and ``flag``: True where both ``spec.flag`` ratios are above 1 (their CIs are in
+    the ``.resolved`` columns)."""
+    keys = as_list(axes)
+    base = {axis: value for axis, value in (baseline or {}).items() if axis in keys}
+    cells = list(ok_rows(df).groupby(keys, dropna=False, sort=True))
+    records = []
+    for key, cell in cells:
+        record = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        wanted = tuple(base.get(axis, record[axis]) for axis in keys)
+        base_cell = next((rows for k, rows in cells if _same_key(k if isinstance(k, tuple) else (k,), wanted)), None)
+        for column, _ in spec.columns:
+            ratio = (compare(cell, base_cell, column, level, n_boot, seed)
+                     if base_cell is not None and column in cell and cell[column].notna().any() else None)
+            record[column] = ratio.value if ratio else np.nan
+            record[f"{column}.ci_lo"], record[f"{column}.ci_hi"] = (ratio.lo, ratio.hi) if ratio else (np.nan, np.nan)
+            record[f"{column}.resolved"] = ratio.resolved if ratio else None
+        cost, gain = spec.flag or (None, None)
+        record["flag"] = bool(cost and record.get(cost, np.nan) > 1 and record.get(gain, np.nan) > 1)
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def render_ratio_table(table: pd.DataFrame, axes: Sequence[str], spec) -> str:
+    """Markdown: the axes, then "ratio [lo, hi]" per column, then the flag."""
+    head = [*axes, *(label for _, label in spec.columns), spec.flag_label]
+    lines = [f"{spec.title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for _, row in table.iterrows():
+        cells = [str(row[a]) for a in axes]
+        for column, _ in spec.columns:
+            value, lo, hi = row[column], row[f"{column}.ci_lo"], row[f"{column}.ci_hi"]
+            text = "n/a" if is_missing(value) else f"{value:.2f}"
+            cells.append(text if is_missing(lo) else f"{text} [{lo:.2f}, {hi:.2f}]")
+        cells.append("**yes**" if row["flag"] else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
