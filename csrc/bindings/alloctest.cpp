@@ -12,10 +12,6 @@ namespace py = pybind11;
 namespace hb {
 namespace {
 
-py::object number_or_none(double value) {
-    return std::isnan(value) ? py::object(py::none()) : py::object(py::float_(value));
-}
-
 py::dict result_to_dict(const alloctest::Result& r) {
     py::dict out;
     out["phases"] = phases_to_dict(r.phases);

@@ -3,6 +3,7 @@
 #include <linux/perf_event.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -53,6 +54,10 @@ void put_chunk_stats(py::dict& out, const ChunkStats& stats) {
     out["chunk_ns_median"] = stats.median;
     out["chunk_ns_p10"] = stats.p10;
     out["chunk_ns_p90"] = stats.p90;
+}
+
+py::object number_or_none(double value) {
+    return std::isnan(value) ? py::object(py::none()) : py::object(py::float_(value));
 }
 
 py::dict registry_defaults(const char* function) {

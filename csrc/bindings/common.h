@@ -45,6 +45,9 @@ pybind11::dict phases_to_dict(const std::vector<std::pair<std::string, double>>&
 // Sets out["chunk_ns_median"], out["chunk_ns_p10"], out["chunk_ns_p90"].
 void put_chunk_stats(pybind11::dict& out, const ChunkStats& stats);
 
+// A measurement that could not be made (NaN) crosses into Python as None, never as a number.
+pybind11::object number_or_none(double value);
+
 // An empty Hook for None; otherwise a Hook that takes the GIL around each call. `callable` must outlive
 // the returned Hook (it is borrowed, so copying the Hook never touches Python reference counts).
 Hook python_hook(const pybind11::object& callable);
