@@ -184,14 +184,15 @@ def _text_skips(runs, options) -> dict:
     from . import text
 
     pool_set = any(int(r.system.get("hugetlb.2MB", 0) or 0) > 0 for r in runs)
+    thp_set = any("thp.enabled" in r.system for r in runs)
     built_in = not workloads.get(runs[0].workload).runner
     for mode in modes:
         binary = os.path.realpath(options.python) if built_in else None
-        why = text.check_mode(mode, options.sys_root, options.proc_root, binary)
-        if not why or (mode == "thp" and "'never'" in why) or (mode == "hugetlb" and pool_set and "free" in why):
-            continue  # the sweep itself switches THP on, or sizes the pool, for the cells that need it
-        hint = " (size the pool in the experiment: system: {hugetlb.2MB: N})" if mode == "hugetlb" else ""
-        raise SpecError(f"{options.spec_source}: text_pages {mode!r} cannot work here: {why}{hint}")
+        why = text.check_mode(mode, options.sys_root, options.proc_root, binary, sweep_sets_thp=thp_set,
+                              sweep_sizes_pool=pool_set)
+        if why:
+            hint = " (size the pool in the experiment: system: {hugetlb.2MB: N})" if mode == "hugetlb" else ""
+            raise SpecError(f"{options.spec_source}: text_pages {mode!r} cannot work here: {why}{hint}")
     now = kernel.thp_modes(options.sys_root)["enabled"]
     return {r.cell_id: "text_pages thp needs THP 'madvise' or 'always'; this cell has THP 'never'"
             for r in runs if r.text_pages == "thp" and r.system.get("thp.enabled", now) == "never"}

@@ -134,11 +134,12 @@ class Workload:
     check_params: Any = None  # callable(params) raising ValueError, run when the file is loaded
     prepare_params: Any = None  # callable(params, experiment file's directory) -> params
     primary_for: Any = None  # callable(params) -> (column, label, fmt, better): a primary metric of the file's
+    better: str = "lower"  # which direction of primary_metric is an improvement (higher for throughput)
 
     def report_metrics(self, params: dict) -> tuple[str, tuple, str]:
         """(primary column, report columns with the primary first, 'lower' or 'higher' is better)."""
         if self.primary_for is None:
-            return self.primary_metric, self.metrics, "lower"
+            return self.primary_metric, self.metrics, self.better
         column, label, fmt, better = self.primary_for(params)
         return column, ((column, label, fmt),) + tuple(m for m in self.metrics if m[0] != column), better
 
@@ -516,7 +517,7 @@ WORKLOADS: dict[str, Workload] = {
                  ("peak_rss_bytes", "Peak RSS", "bytes"), ("fragmentation", "Fragmentation", ".2f"),
                  ("rss_returned_share", "Returned", ".0%"), ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"),
                  ("vmstat.thp_fault_alloc", "THP faults", "si"), ("vmstat.thp_split_pmd", "PMD splits", "si")),
-        primary_for=lambda params: ("requests_per_s", "Requests/s", ".0f", "higher"),
+        better="higher",
         extra_metrics=_fleet_extra,
         xy_plots=(XYPlot("series", "series_t_s", "series_coverage", "allocator", "seconds since the grow phase",
                          "AnonHugePages / Rss", "huge-page coverage over time", "coverage"),

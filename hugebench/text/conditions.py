@@ -150,8 +150,8 @@ def _file_thp_self_test(directory: str) -> str | None:
     return None
 
 
-def _binary_refusal(mode: str, segment: TextSegment, sys_root: str | Path) -> str | None:
-    if mode == "hugetlb":
+def _binary_refusal(mode: str, segment: TextSegment, sys_root: str | Path, pool_sized: bool) -> str | None:
+    if mode == "hugetlb" and not pool_sized:
         pool = read_hugetlb_pools(sys_root).get("2048kB", {})
         needed, available = segment.hugetlb_pages(), pool.get("free", 0) - pool.get("resv", 0)
         if needed > available:
@@ -166,14 +166,14 @@ def _binary_refusal(mode: str, segment: TextSegment, sys_root: str | Path) -> st
     return None
 
 
-def _kernel_refusal(mode: str, sys_root: str | Path, proc_root: str | Path) -> str | None:
+def _kernel_refusal(mode: str, sys_root: str | Path, proc_root: str | Path, thp_set: bool) -> str | None:
     if mode in ("thp", "file-thp") and process_thp_enabled("self", proc_root) is False:
         return "THP is disabled for this process and its children (prctl PR_SET_THP_DISABLE)"
     if mode == "thp":
         enabled = thp_modes(sys_root)["enabled"]
         if enabled is None:
             return "the kernel has no transparent huge pages"
-        if enabled == "never" or mthp_modes(sys_root).get("2048kB") == "never":
+        if not thp_set and (enabled == "never" or mthp_modes(sys_root).get("2048kB") == "never"):
             return "transparent_hugepage/enabled is 'never' (or hugepages-2048kB is): MADV_HUGEPAGE gets no THP"
     if mode == "hugetlb" and "2048kB" not in read_hugetlb_pools(sys_root):
         return "the kernel has no 2 MiB hugetlb pool"
@@ -181,7 +181,8 @@ def _kernel_refusal(mode: str, sys_root: str | Path, proc_root: str | Path) -> s
 
 
 def check_mode(mode: str, sys_root: str | Path = "/sys", proc_root: str | Path = "/proc",
-               binary: str | os.PathLike | None = None) -> str | None:
+               binary: str | os.PathLike | None = None, *, sweep_sets_thp: bool = False,
+               sweep_sizes_pool: bool = False) -> str | None:
     """Why ``mode`` cannot work on this machine (and, given ``binary``, for that program); None when it can.
 
     thp: THP 'never' or disabled for us. hugetlb: no 2 MiB pool, or fewer free pages than the binary's
@@ -193,13 +194,13 @@ def check_mode(mode: str, sys_root: str | Path = "/sys", proc_root: str | Path =
         return f"unknown text_pages mode {mode!r}: one of {', '.join(MODES)}"
     if mode == "off":
         return None
-    why = _kernel_refusal(mode, sys_root, proc_root)
+    why = _kernel_refusal(mode, sys_root, proc_root, sweep_sets_thp)
     if why:
         return why
     segment = read_text_segment(binary) if binary is not None else None
     if segment is not None:
-        why = _binary_refusal(mode, segment, sys_root)
-    elif mode == "hugetlb":
+        why = _binary_refusal(mode, segment, sys_root, sweep_sizes_pool)
+    elif mode == "hugetlb" and not sweep_sizes_pool:
         pool = read_hugetlb_pools(sys_root)["2048kB"]
         why = None if pool.get("free", 0) > pool.get("resv", 0) else "the 2 MiB hugetlb pool has no free page"
     if why or mode != "file-thp":
