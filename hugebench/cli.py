@@ -49,13 +49,13 @@ def _default_out(spec) -> Path:
     return Path("results") / spec.name
 
 
-def _load(experiment: str, repetitions: int | None):
+def _load(experiment: str, repetitions: int | None, local: bool = True):
     """The spec of EXPERIMENT, with a --repetitions flag beating the file's value."""
     import dataclasses
 
     from . import spec as spec_mod
 
-    spec = spec_mod.load_spec(experiment)
+    spec = spec_mod.load_spec(experiment, local)
     return dataclasses.replace(spec, repetitions=repetitions) if repetitions else spec
 
 
@@ -74,17 +74,25 @@ _repetitions = click.option("-r", "--repetitions", type=click.IntRange(min=1), d
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="run on Dask workers: tcp://HOST:8786 (a running scheduler) or ssh://h1,h2 (beats cluster:)")
+@click.option("--machines", type=click.Choice(["each", "spread"]), default=None,
+              help="cluster: every cell on every machine (each), or blocks over identical machines (spread)")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="cluster: machines to wait for")
 @_repetitions
-def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, repetitions):
+def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, cluster, machines, workers,
+          repetitions):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
     from . import plan as plan_mod
+    from .cluster.config import resolve
     from .orchestrator import SweepOptions, run_sweep
 
-    spec = _load(experiment, repetitions)
+    spec = _load(experiment, repetitions, local=cluster is None)
+    config = resolve(spec.cluster, cluster, machines, workers, experiment)
     out = out or _default_out(spec)
     result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(
         out=out, quiet=quiet, perf=perf_mode, spec_source=experiment, sys_root=sys_root, proc_root=proc_root,
-        journal=journal))
+        journal=journal, cluster=config))
     _print_report(out, fmt, plots=True)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
     click.echo(f"{result.rows_written} runs this time ({statuses or 'none'}), "
@@ -152,11 +160,13 @@ def _add_optional_commands():
     from .cli_doctor import doctor
     from .cli_probe import probe
     from .cli_system import system, thp
+    from .cluster.serve import worker
 
     main.add_command(system)
     main.add_command(thp)
     main.add_command(doctor)
     main.add_command(probe)
+    main.add_command(worker)
 
 
 _add_optional_commands()

@@ -45,6 +45,7 @@ class SweepOptions:
     progress: Callable | None = None  # progress(run, row, done, total) for custom front ends
     spec_source: str = "FILE"  # named in the fix of a privilege error
     lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
+    cluster: object = None  # a hugebench.cluster.ClusterConfig: run on Dask workers, keep the store here
 
 
 @dataclass
@@ -60,7 +61,12 @@ class SweepResult:
 
 
 def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
-    """Preflight everything, then run every planned run not already in the store."""
+    """Preflight everything, then run every planned run not already in the store (here, or on the cluster
+    named by ``options.cluster``)."""
+    if options.cluster is not None:
+        from .cluster import run_cluster_sweep
+
+        return run_cluster_sweep(spec, runs, options)
     with SweepLock(options.lock or default_lock_path(options.sys_root), f"experiment {spec.name!r}"):
         return _run_locked(spec, runs, options)
 
@@ -69,25 +75,40 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
     remove_stale_run_dirs()
-    sweep_id = setup.sweep_id
-    store.write_context(sweep_id, dict(setup.context))
-    result = SweepResult(sweep_id, Path(options.out))
-    todo = [r for r in runs if r.run_id not in setup.done]
+    store.write_context(setup.sweep_id, dict(setup.context))
+    with SystemState(options.sys_root, options.proc_root, options.journal) as state:
+        def execute_runs(todo):
+            for run in todo:
+                yield run, _one_run(run, setup, state, options)
+
+        result = SweepResult(setup.sweep_id, Path(options.out))
+        return record_runs(store, runs, setup.done, execute_runs, options, result)
+
+
+def record_runs(store: ResultStore, runs: list[RunSpec], done, execute_runs: Callable, options: SweepOptions,
+                result: SweepResult, context_ids: tuple[str, ...] = ()) -> SweepResult:
+    """The one loop of every sweep, local or on a cluster: hand the runs the store lacks to
+    ``execute_runs(todo)`` (an iterator of ``(run, row)``, in whatever order they finish), append each row at
+    once, and at the end write the end fields into each context (``context_ids``, default the sweep's own;
+    a cluster sweep has one per machine, whose worker wall time is that machine's rows')."""
+    todo = [r for r in runs if r.run_id not in done]
     result.skipped_done = len(runs) - len(todo)
     started = time.perf_counter()
-    with SystemState(options.sys_root, options.proc_root, options.journal) as state:
-        reporter = _progress(options, len(todo))
-        try:
-            for i, run in enumerate(todo):
-                row = _one_run(run, setup, state, options)
-                store.append(row)
-                _tally(result, row)
-                reporter(run, row, i + 1)
-        finally:
-            reporter.close()
-            result.wall_s = time.perf_counter() - started
+    worker_wall = dict.fromkeys(context_ids or (result.sweep_id,), 0.0)
+    reporter = _progress(options, len(todo))
+    try:
+        for i, (run, row) in enumerate(execute_runs(todo)):
+            store.append(row)
+            _tally(result, row)
+            if row["sweep_id"] in worker_wall:
+                worker_wall[row["sweep_id"]] += row.get("wall_s") or 0.0
+            reporter(run, row, i + 1)
+    finally:
+        reporter.close()
+        result.wall_s = time.perf_counter() - started
+        for sweep_id in context_ids or (result.sweep_id,):
             store.update_context(sweep_id, ended_at=_now(), sweep_wall_s=result.wall_s,
-                                 worker_wall_s_sum=result.worker_wall_s, rows_written=result.rows_written)
+                                 worker_wall_s_sum=worker_wall[sweep_id], rows_written=result.rows_written)
     return result
 
 

@@ -77,8 +77,15 @@ def prepare(spec, runs, store, options) -> SweepSetup:
 
     Nothing is written to the kernel. perf is probed once, under the sweep's /sys and /proc roots.
     """
-    system.check_no_stale_journal(system.journal_path(options.journal))
     _check_compatible(spec, store)
+    setup = prepare_machine(spec, runs, options, _sweep_id(spec))
+    return dataclasses.replace(setup, done=frozenset(store.completed_run_ids()))
+
+
+def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
+    """The part of ``prepare`` that concerns the machine that will run ``runs`` (a cluster worker does it
+    for its own machine): no stale journal, allocators, knobs and privileges, perf, skips, context."""
+    system.check_no_stale_journal(system.journal_path(options.journal))
     table = alloc_mod.registry(spec.allocators)
     described = alloc_mod.check_all(sorted({r.allocator for r in runs}), table)
     _check_void(spec, runs, table)
@@ -90,10 +97,9 @@ def prepare(spec, runs, store, options) -> SweepSetup:
     caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sysfs_root=options.sys_root)
     counter_specs, perf = _perf_plan(spec, options, cpu, caps)
     setup = SweepSetup(
-        sweep_id=_sweep_id(spec),
+        sweep_id=sweep_id,
         context={},
         allocators={name: table[name] for name in described},
-        done=frozenset(store.completed_run_ids()),
         skip={**_memory_skips(runs, options.proc_root), **_text_skips(runs, options)},
         prctl_never=frozenset(prctl),
         counter_specs=tuple(counter_specs),
@@ -102,7 +108,7 @@ def prepare(spec, runs, store, options) -> SweepSetup:
     )
     machine = metadata.machine_context(allocators=described, perf_caps=caps, proc_root=options.proc_root,
                                        sysfs_root=options.sys_root)
-    return dataclasses.replace(setup, context=_context(spec, runs, setup, described, machine))
+    return dataclasses.replace(setup, context=context(spec, runs, setup, described, machine))
 
 
 def _sweep_id(spec) -> str:
@@ -198,7 +204,8 @@ def _text_skips(runs, options) -> dict:
             for r in runs if r.text_pages == "thp" and r.system.get("thp.enabled", now) == "never"}
 
 
-def _context(spec, runs, setup: SweepSetup, allocators: dict, machine: dict) -> dict:
+def context(spec, runs, setup: SweepSetup, allocators: dict, machine: dict) -> dict:
+    """The sweep's context file (``sweeps/<id>.json``): spec, metrics, plan, allocators, perf, machine."""
     workload = workloads.get(spec.workload)
     primary, metrics, better = workload.report_metrics(spec.params)
     return {

@@ -32,6 +32,7 @@ from typing import Any
 from . import allocators as alloc_mod
 from . import workloads
 from .errors import SpecError, ToolMissingError
+from .cluster.config import parse_block as parse_cluster
 from .text import MODES as TEXT_MODES
 from .yamlsafe import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, Where, read_text, read_yaml  # noqa: F401 (limits re-exported)
 
@@ -68,6 +69,7 @@ _TOP_KEYS = {
     "counters": "in-process counters around the timed phase: auto | off | list of labels",
     "order": "interleaved (default: blocks of one run per cell, shuffled) | grouped (fewest knob flips)",
     "condition_memory": "before each run: {compact: bool, drop_caches: bool} or false",
+    "cluster": "run on several machines: {scheduler: tcp://HOST:8786 or ssh: [h1, h2], machines: each|spread}",
 }
 
 
@@ -93,6 +95,7 @@ class ExperimentSpec:
     counters: Any = "auto"
     order: str = "interleaved"
     condition_memory: dict = field(default_factory=dict)
+    cluster: dict = field(default_factory=dict)  # where it runs, not what: outside the fingerprint
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -119,23 +122,24 @@ def canonical_knob(name: str) -> str:
     return "thp.enabled" if name == "thp" else name
 
 
-def load_spec(path: str | Path) -> ExperimentSpec:
+def load_spec(path: str | Path, local: bool = True) -> ExperimentSpec:
     """Read and validate a YAML experiment file (at most MAX_FILE_BYTES of UTF-8 text)."""
-    return parse_spec(read_text(path), str(path))
+    return parse_spec(read_text(path), str(path), local)
 
 
-def parse_spec(text: str, source: str = "<string>") -> ExperimentSpec:
-    """Validate YAML text; ``source`` is the name used in error messages."""
+def parse_spec(text: str, source: str = "<string>", local: bool = True) -> ExperimentSpec:
+    """Validate YAML text; ``source`` is the name used in error messages. ``local=False`` (a sweep on other
+    machines, as does a ``cluster:`` block) leaves the allocator paths to the machines that run them."""
     if len(text) > MAX_FILE_BYTES:
         raise SpecError(f"{source}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file")
     data, lines = read_yaml(text, source)
     where = Where(source, lines)
     if not isinstance(data, dict):
         raise where.error((), "the file must be a mapping of keys (name, workload, axes, ...)")
-    return _validate(data, where)
+    return _validate(data, where, local)
 
 
-def _validate(data: dict, where: Where) -> ExperimentSpec:
+def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
     for key in data:
         if key not in _TOP_KEYS:
             allowed = ", ".join(_TOP_KEYS)
@@ -152,7 +156,9 @@ def _validate(data: dict, where: Where) -> ExperimentSpec:
     params = {name: _param(workload, name, value, ("params", name), where)
               for name, value in _mapping(data, "params", where).items()}
     axes = _axes(data, workload, table, where)
-    _check_user_paths(user_allocs, table, axes, where)
+    cluster = parse_cluster(data.get("cluster"), where)
+    if local and not cluster:
+        _check_user_paths(user_allocs, table, axes, where)
     overlap = set(params) & set(axes)
     if overlap:
         raise where.error(("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one")
@@ -175,6 +181,7 @@ def _validate(data: dict, where: Where) -> ExperimentSpec:
         counters=_perf(data, "counters", where),
         order=_choice(data, "order", ("interleaved", "grouped"), "interleaved", where),
         condition_memory=_conditioning(data, where),
+        cluster=cluster,
     )
     _check_cells(spec, workload, where)
     return _workload_checks(spec, workload, where)

@@ -1,0 +1,241 @@
+"""The worker's side of a cluster sweep: one machine, one run at a time, its own knobs, journal and lock.
+
+``MachinePlugin`` is a Dask worker plugin. For the part of a sweep its machine runs it does what a local sweep
+does, with the same pieces: ``setup.prepare_machine`` (preflight on *this* machine), the host-wide
+``SweepLock``, ``SystemState`` (journal before the first write, restore at the end) and
+``orchestrator._one_run``. The part ends — knobs restored, lock dropped — when the client says so, when the
+machine has been idle for ``idle_s``, when another sweep's part starts, or when the worker shuts down.
+
+Preflight is per machine: a run whose allocator is missing here, or whose knob this kernel lacks or refuses,
+becomes a failed row saying so, and the rest of the machine's runs go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from .. import allocators as alloc_mod
+from .. import metadata, system
+from ..errors import HugebenchError
+from ..orchestrator import SweepOptions, _one_run, base_row, remove_stale_run_dirs
+from ..setup import SweepSetup, context, prepare_machine
+from ..system import SweepLock, SystemState, default_lock_path
+from .config import RESOURCE, host_resource, safe_host
+
+log = logging.getLogger(__name__)
+
+PLUGIN_NAME = "hugebench-machine"
+
+
+@dataclass(frozen=True)
+class Part:
+    """What a machine needs to run its part of a sweep (sent with each task, so a restarted worker can
+    prepare again): the spec, the machine's runs, the sweep id and the CLI's perf override."""
+
+    sweep_id: str  # the client's; the machine's is sweep_id + "." + host
+    spec: object
+    runs: tuple
+    perf: object = None
+    spec_source: str = "FILE"
+
+
+@dataclass
+class _Prepared:
+    sweep_id: str
+    setup: SweepSetup | None
+    failures: dict  # run_id -> why this machine cannot run it
+    context: dict
+    options: SweepOptions
+    lock: SweepLock | None = None
+    state: SystemState | None = None
+
+
+class MachinePlugin(WorkerPlugin):
+    """Installed on each hugebench worker (``hugebench worker``, or registered by the client for SSHCluster)."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, host: str | None = None, sys_root: str = "/sys", proc_root: str = "/proc",
+                 journal: str | None = None, lock: str | None = None, python: str = sys.executable,
+                 idle_s: float = 30.0):
+        self.host = safe_host(host) if host else None
+        self.sys_root, self.proc_root, self.journal = sys_root, proc_root, journal
+        self.lock_path = lock
+        self.python = python
+        self.idle_s = idle_s
+        self._mutex = threading.RLock()
+        self._part: _Prepared | None = None
+        self._timer: threading.Timer | None = None
+
+    # -- worker life ---------------------------------------------------------------------------
+
+    async def setup(self, worker):
+        self.host = self.host or safe_host(socket.gethostname())
+        wanted = host_resource(self.host)
+        if wanted not in (worker.state.total_resources or {}):  # registered by a client (SSHCluster)
+            await worker.set_resources(**{RESOURCE: 1, wanted: 1})
+
+    def teardown(self, worker):
+        self.release()
+
+    # -- the tasks' entry points ---------------------------------------------------------------
+
+    def preflight(self, part: Part) -> dict:
+        """Prepare this machine for its part; return its sweep id, context and the runs it cannot do."""
+        with self._mutex:
+            prepared = self._prepared(part)
+            return {"host": self.host, "sweep_id": prepared.sweep_id, "context": prepared.context,
+                    "failures": dict(prepared.failures)}
+
+    def run(self, part: Part, run) -> dict:
+        """One run on this machine, as a local sweep runs it; always a row."""
+        with self._mutex:
+            self._cancel_timer()
+            try:
+                prepared = self._prepared(part)
+                row = self._row(prepared, run)
+            finally:
+                self._arm_timer()
+        row["host"] = self.host
+        return row
+
+    def release(self, sweep_id: str | None = None) -> dict:
+        """End this machine's part (of ``sweep_id``, or whatever part is open): restore knobs, drop the lock."""
+        with self._mutex:
+            self._cancel_timer()
+            part = self._part
+            if part is None or (sweep_id is not None and not part.sweep_id.startswith(f"{sweep_id}.")):
+                return {"host": self.host, "released": None}
+            self._part = None
+            try:
+                if part.state is not None:
+                    part.state.__exit__(None, None, None)
+            finally:
+                if part.lock is not None:
+                    part.lock.__exit__(None, None, None)
+            restored = part.state.restored if part.state is not None else {}
+            return {"host": self.host, "released": part.sweep_id, "restored": restored}
+
+    # -- inside ----------------------------------------------------------------------------------
+
+    def _prepared(self, part: Part) -> _Prepared:
+        sweep_id = f"{part.sweep_id}.{self.host}"
+        if self._part is not None and self._part.sweep_id == sweep_id:
+            return self._part
+        self.release()  # another sweep's part was still open (its client died): end it first
+        options = SweepOptions(out=Path("."), quiet=True, perf=part.perf, sys_root=self.sys_root,
+                               proc_root=self.proc_root, journal=self.journal, python=self.python,
+                               spec_source=part.spec_source)
+        remove_stale_run_dirs()
+        setup, failures, ctx = machine_preflight(part.spec, list(part.runs), options, sweep_id)
+        ctx["cluster_host"] = self.host
+        self._part = _Prepared(sweep_id, setup, failures, ctx, options)
+        return self._part
+
+    def _row(self, prepared: _Prepared, run) -> dict:
+        why = prepared.failures.get(run.run_id)
+        if why is None and prepared.setup is None:
+            why = "this machine could not prepare the sweep"
+        if why is None:
+            why = self._enter(prepared)
+        if why is not None:
+            row = base_row(run, prepared.sweep_id)
+            row.update(status="failed", error=why)
+            return row
+        return _one_run(run, prepared.setup, prepared.state, prepared.options)
+
+    def _enter(self, prepared: _Prepared) -> str | None:
+        """Take the machine's sweep lock and open its SystemState once per part; the reason if not."""
+        if prepared.state is not None:
+            return None
+        options = prepared.options
+        lock = SweepLock(self.lock_path or default_lock_path(options.sys_root),
+                         f"cluster sweep {prepared.sweep_id} (worker {self.host})")
+        try:
+            lock.__enter__()
+        except HugebenchError as exc:
+            return f"on {self.host}: {exc}"
+        try:
+            state = SystemState(options.sys_root, options.proc_root, options.journal).__enter__()
+        except BaseException as exc:
+            lock.__exit__(None, None, None)
+            if isinstance(exc, HugebenchError):
+                return f"on {self.host}: {exc}"
+            raise
+        prepared.lock, prepared.state = lock, state
+        return None
+
+    def _arm_timer(self) -> None:
+        self._timer = threading.Timer(self.idle_s, self.release)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def machine_preflight(spec, runs: list, options: SweepOptions, sweep_id: str):
+    """``prepare_machine`` on this machine, but a run it cannot do fails alone: -> (setup or None,
+    {run_id: reason}, context). A problem of the whole machine (a stale journal, ...) fails all its runs."""
+    failures: dict[str, str] = {}
+    table = alloc_mod.registry(spec.allocators)
+    for name in sorted({r.allocator for r in runs}):
+        try:
+            table[name].resolve()
+        except HugebenchError as exc:
+            failures.update({r.run_id: f"not on this machine: {exc}" for r in runs if r.allocator == name})
+    for settings in {_key(r.system) for r in runs}:
+        try:
+            system.check_privileges([dict(settings)], options.sys_root, options.proc_root, allow_prctl_never=True,
+                                    rerun=f"hugebench worker ... (as root), then the sweep")
+        except HugebenchError as exc:
+            failures.update({r.run_id: f"kernel state on this machine: {exc}" for r in runs
+                             if _key(r.system) == settings})
+    left = [r for r in runs if r.run_id not in failures]
+    setup = None
+    try:
+        if left:
+            setup = prepare_machine(spec, left, options, sweep_id)
+    except HugebenchError as exc:
+        failures.update({r.run_id: f"this machine cannot run the sweep: {exc}" for r in left})
+    if setup is not None:
+        return setup, failures, dict(setup.context)
+    bare = SweepSetup(sweep_id=sweep_id, context={}, allocators={})
+    machine = metadata.machine_context(proc_root=options.proc_root, sysfs_root=options.sys_root)
+    return None, failures, context(spec, runs, bare, {}, machine)
+
+
+def _key(settings: dict) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in settings.items()))
+
+
+def _plugin() -> MachinePlugin:
+    from distributed import get_worker
+
+    plugin = get_worker().plugins.get(PLUGIN_NAME)
+    if plugin is None:
+        raise HugebenchError("this Dask worker has no hugebench plugin: start it with `hugebench worker`")
+    return plugin
+
+
+# Task functions: module-level, so Dask sends them by name (the worker has hugebench installed).
+
+def preflight_task(part: Part) -> dict:
+    return _plugin().preflight(part)
+
+
+def run_task(part: Part, run) -> dict:
+    return _plugin().run(part, run)
+
+
+def release_task(sweep_id: str) -> dict:
+    return _plugin().release(sweep_id)

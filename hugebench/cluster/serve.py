@@ -1,0 +1,49 @@
+"""``hugebench worker SCHEDULER``: a Dask worker for one machine — one thread, the resources ``machine`` and
+``host:<name>``, and the machine plugin; SIGTERM, SIGINT and SIGHUP close it, which restores the knobs."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+
+import click
+
+from .config import RESOURCE, host_resource, safe_host
+
+
+@click.command("worker")
+@click.argument("scheduler")
+@click.option("--host-name", default=None, help="name of this machine in results (default: its host name)")
+@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
+@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+@click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
+@click.option("--lock", "lock", envvar="HUGEBENCH_LOCK", default=None, help="host-wide sweep lock file")
+@click.option("--idle-restore", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="seconds without a run after which this machine's knobs are restored and its lock dropped")
+@click.option("--death-timeout", type=click.FloatRange(min=1), default=None,
+              help="exit when the scheduler has been unreachable this long (default: keep trying)")
+def worker(scheduler, host_name, sys_root, proc_root, journal, lock, idle_restore, death_timeout):
+    """Serve this machine to the Dask scheduler at SCHEDULER (tcp://HOST:8786) for cluster sweeps."""
+    try:
+        from .machine import MachinePlugin
+    except ImportError:
+        raise click.ClickException("hugebench worker needs Dask: pip install 'hugebench[cluster]'") from None
+    host = safe_host(host_name or socket.gethostname())
+    plugin = MachinePlugin(host, sys_root=sys_root, proc_root=proc_root, journal=journal, lock=lock,
+                           python=sys.executable, idle_s=idle_restore)
+    asyncio.run(serve(scheduler, host, plugin, death_timeout))
+
+
+async def serve(scheduler: str, host: str, plugin, death_timeout: float | None) -> None:
+    """Run the worker until it is closed (by the scheduler, a signal, or a lost scheduler)."""
+    from distributed import Worker
+
+    worker = Worker(scheduler, name=host, nthreads=1, resources={RESOURCE: 1, host_resource(host): 1},
+                    plugins=[plugin], death_timeout=death_timeout)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, lambda: asyncio.ensure_future(worker.close()))
+    await worker
+    await worker.finished()

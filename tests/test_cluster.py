@@ -1,0 +1,235 @@
+"""Cluster sweeps on a real Dask scheduler and real `hugebench worker` processes on loopback.
+
+Each worker stands for one machine: its own fake /sys and /proc (FakeKernel, installed in the worker process
+the way test_sweep_crash does it), journal, lock and host name. The client is the real `hugebench sweep
+--cluster` in its own process, so it can be killed like a user's would be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install '.[cluster]'")
+
+from conftest import FakeKernel  # noqa: E402
+
+from hugebench.cli import main  # noqa: E402
+from hugebench.store import ResultStore, load  # noqa: E402
+
+TESTS_DIR = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+THP_ENABLED = "sys/kernel/mm/transparent_hugepage/enabled"
+
+WORKER = """
+import sys
+sys.path.insert(0, {tests!r})
+from conftest import FakeKernel
+from hugebench import allocators
+from hugebench.system import knobs
+knobs.default_io = FakeKernel({root!r})
+hidden = {hidden!r}   # libraries this fake machine does not have
+real_find = allocators.find_library
+allocators.find_library = lambda lib: None if any(h in str(lib) for h in hidden) else real_find(lib)
+from hugebench.cli import main
+main(sys.argv[1:], prog_name="hugebench")
+"""
+
+SPEC = """
+name: lab
+workload: hashlookup
+repetitions: {reps}
+timeout: 60
+perf: off
+counters: off
+params: {{keys: 2000, lookups: 20000}}
+axes:
+  allocator: {allocators}
+  thp: [always, never]
+baseline: {{allocator: glibc, thp: never}}
+"""
+
+
+class Lab:
+    """A scheduler and the workers started on it; every process is ended by the fixture."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp = tmp_path
+        self.procs: list[subprocess.Popen] = []
+        scheduler_file = tmp_path / "scheduler.json"
+        self.scheduler = self._start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                                      "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                                      str(scheduler_file)], "scheduler")
+        self.address = json.loads(_wait_for(lambda: scheduler_file.exists() and scheduler_file.read_text()
+                                            or None, "the scheduler file"))["address"]
+        self.machines: dict[str, FakeKernel] = {}
+
+    def _start(self, argv, name, **kw) -> subprocess.Popen:
+        log = open(self.tmp / f"{name}.log", "ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp, **kw)
+        self.procs.append(proc)
+        return proc
+
+    def machine(self, host: str) -> FakeKernel:
+        if host not in self.machines:
+            self.machines[host] = FakeKernel(self.tmp / host).build()
+        return self.machines[host]
+
+    def journal(self, host: str) -> Path:
+        return self.tmp / f"{host}.journal.json"
+
+    def worker(self, host: str, hidden: tuple = ()) -> subprocess.Popen:
+        kernel = self.machine(host)
+        code = WORKER.format(tests=str(TESTS_DIR), root=str(kernel.root), hidden=list(hidden))
+        argv = [sys.executable, "-c", textwrap.dedent(code), "worker", self.address, "--host-name", host,
+                "--sys-root", str(kernel.sys_root), "--proc-root", str(kernel.proc_root),
+                "--journal", str(self.journal(host)), "--lock", str(self.tmp / f"{host}.lock"),
+                "--idle-restore", "3", "--death-timeout", "30"]
+        return self._start(argv, f"worker-{host}")
+
+    def wait_for_hosts(self, *hosts: str) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=30) as client:
+            def joined():
+                info = client.scheduler_info()["workers"].values()
+                return set(hosts) <= {w.get("name") for w in info} or None
+            _wait_for(joined, f"workers {hosts}")
+
+    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True):
+        argv = [str(BIN / "hugebench"), "sweep", str(spec), "--cluster", self.address, "-q", "-o", str(out),
+                "--format", "csv", *extra]
+        proc = self._start(argv, "client", env={**os.environ, "COLUMNS": "200"})
+        if not wait:
+            return proc
+        proc.wait(timeout=120)
+        return proc.returncode, (self.tmp / "client.log").read_text()
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+def _wait_for(check, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    monkeypatch.delenv("HUGEBENCH_LOCK", raising=False)
+    monkeypatch.delenv("HUGEBENCH_JOURNAL", raising=False)
+    lab = Lab(tmp_path)
+    try:
+        yield lab
+    finally:
+        lab.close()
+
+
+def _spec(tmp_path, reps=1, allocators=("glibc",)) -> Path:
+    path = tmp_path / "lab.yaml"
+    path.write_text(SPEC.format(reps=reps, allocators=json.dumps(list(allocators))))
+    return path
+
+
+def _rows(out: Path) -> list[dict]:
+    return ResultStore(out).rows()
+
+
+def test_a_sweep_runs_on_both_machines_with_a_host_axis(lab, tmp_path):
+    before = {h: lab.machine(h).files() for h in ("lab-a", "lab-b")}
+    lab.worker("lab-a")
+    lab.worker("lab-b", hidden=("libjemalloc",))  # this machine lacks jemalloc
+    lab.wait_for_hosts("lab-a", "lab-b")
+    out = tmp_path / "res"
+    code, log = lab.sweep(_spec(tmp_path, allocators=("glibc", "jemalloc")), out, "--workers", "2")
+    assert code == 0, log
+    rows = _rows(out)
+    assert len(rows) == 8 and len({r["run_id"] for r in rows}) == 8  # 4 cells x 2 machines, each once
+    by = {(r["host"], r["allocator"], r["thp.enabled"]): r for r in rows}
+    assert {h for h, _, _ in by} == {"lab-a", "lab-b"}
+    assert all(r["status"] == "ok" for r in rows if r["host"] == "lab-a" or r["allocator"] == "glibc"), log
+    for thp in ("always", "never"):
+        failed = by[("lab-b", "jemalloc", thp)]
+        assert failed["status"] == "failed" and "libjemalloc.so.2 not found" in failed["error"]
+        assert "not on this machine" in failed["error"]
+    ok = by[("lab-a", "glibc", "always")]
+    assert ok["knob.thp.enabled"] == "always" and ok["sweep_id"].endswith(".lab-a")
+    # per-machine provenance, host as an axis, one frame with a host column
+    contexts = ResultStore(out).contexts()
+    assert sorted(c["cluster_host"] for c in contexts.values()) == ["lab-a", "lab-b"]
+    assert all(c["axes"][-1] == "host" and c["machine"] for c in contexts.values())
+    frame = load(out)
+    assert set(frame["host"]) == {"lab-a", "lab-b"}
+    assert "host" in log.splitlines()[0]  # the report has a host column
+    # each machine was put back as it was, and its journal is gone
+    for host in ("lab-a", "lab-b"):
+        assert lab.machine(host).files() == before[host]
+        assert not lab.journal(host).exists()
+
+
+def _host_rows(out: Path, host: str) -> list[dict]:
+    return [r for r in _rows(out) if r.get("host") == host] if (out / "runs.jsonl").exists() else []
+
+
+def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp_path, monkeypatch):
+    original = lab.machine("lab-a").files()
+    worker_a = lab.worker("lab-a")
+    lab.worker("lab-b")
+    lab.wait_for_hosts("lab-a", "lab-b")
+    out, spec = tmp_path / "res", _spec(tmp_path, reps=4)
+    client = lab.sweep(spec, out, "--workers", "2", wait=False)
+
+    # Machine A dies with SIGKILL mid-sweep, its knobs changed and its journal on disk.
+    _wait_for(lambda: _host_rows(out, "lab-a"), "a first row from lab-a")
+    worker_a.send_signal(signal.SIGKILL)
+    worker_a.wait(timeout=10)
+    assert lab.journal("lab-a").exists()
+    assert lab.machine("lab-a").files() != original
+    done_before = len(_host_rows(out, "lab-a"))
+    assert done_before < 8
+
+    # `hugebench system restore` puts machine A back exactly as it was.
+    monkeypatch.setattr("hugebench.system.knobs.default_io", FakeKernel(lab.machine("lab-a").root))
+    kernel = lab.machine("lab-a")
+    restored = CliRunner().invoke(main, ["system", "--sys-root", str(kernel.sys_root), "--proc-root",
+                                         str(kernel.proc_root), "--journal", str(lab.journal("lab-a")), "restore"])
+    assert restored.exit_code == 0, restored.output
+    assert "restored thp.enabled" in restored.output
+    assert lab.machine("lab-a").files() == original and not lab.journal("lab-a").exists()
+
+    # A's runs were re-queued: a new worker for machine A picks them up while the client waits.
+    lab.worker("lab-a")
+    _wait_for(lambda: len(_host_rows(out, "lab-a")) > done_before, "lab-a's re-queued runs")
+
+    # The client dies with SIGKILL mid-sweep; running the same command again finishes the sweep.
+    if client.poll() is None:
+        client.send_signal(signal.SIGKILL)
+        client.wait(timeout=10)
+    code, log = lab.sweep(spec, out, "--workers", "2")
+    assert code == 0, log
+    rows = _rows(out)
+    ok = [r["run_id"] for r in rows if r["status"] == "ok"]
+    assert len(ok) == 16 and len(set(ok)) == 16, log  # 2 cells x 4 repetitions x 2 machines, each once
+    assert {r["host"] for r in rows} == {"lab-a", "lab-b"}
