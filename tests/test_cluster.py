@@ -59,6 +59,19 @@ baseline: {{allocator: glibc, thp: never}}
 """
 
 
+CLIENT = """
+import sys
+from hugebench import plan, spec
+from hugebench.cluster.config import resolve
+from hugebench.orchestrator import SweepOptions, run_sweep
+path, address, out, machines = (sys.argv[1:] + [None])[:4]
+s = spec.load_spec(path, local=False)
+cluster = resolve(s.cluster, address, machines, None, path)
+result = run_sweep(s, plan.plan(s), SweepOptions(out=out, quiet=True, spec_source=path, cluster=cluster))
+print(result.statuses)
+"""
+
+
 class Lab:
     """A scheduler and the workers started on it; every process is ended by the fixture."""
 
@@ -72,6 +85,7 @@ class Lab:
         self.address = json.loads(_wait_for(lambda: scheduler_file.exists() and scheduler_file.read_text()
                                             or None, "the scheduler file"))["address"]
         self.machines: dict[str, FakeKernel] = {}
+        self.workers: dict[str, subprocess.Popen] = {}
 
     def _start(self, argv, name, **kw) -> subprocess.Popen:
         log = open(self.tmp / f"{name}.log", "ab")
@@ -94,7 +108,8 @@ class Lab:
                 "--sys-root", str(kernel.sys_root), "--proc-root", str(kernel.proc_root),
                 "--journal", str(self.journal(host)), "--lock", str(self.tmp / f"{host}.lock"),
                 "--idle-restore", "3", "--death-timeout", "30"]
-        return self._start(argv, f"worker-{host}")
+        self.workers[host] = self._start(argv, f"worker-{host}")
+        return self.workers[host]
 
     def wait_for_hosts(self, *hosts: str) -> None:
         from distributed import Client
@@ -105,9 +120,13 @@ class Lab:
                 return set(hosts) <= {w.get("name") for w in info} or None
             _wait_for(joined, f"workers {hosts}")
 
-    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True):
+    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True, report: bool = True):
+        """`hugebench sweep --cluster` (or, without the report and plots, which take seconds, the same
+        run_sweep call it makes)."""
         argv = [str(BIN / "hugebench"), "sweep", str(spec), "--cluster", self.address, "-q", "-o", str(out),
                 "--format", "csv", *extra]
+        if not report:
+            argv = [sys.executable, "-c", textwrap.dedent(CLIENT), str(spec), self.address, str(out), *extra]
         proc = self._start(argv, "client", env={**os.environ, "COLUMNS": "200"})
         if not wait:
             return proc
@@ -136,15 +155,24 @@ def _wait_for(check, what: str, timeout: float = 60.0):
         time.sleep(0.1)
 
 
-@pytest.fixture
-def lab(tmp_path, monkeypatch):
-    monkeypatch.delenv("HUGEBENCH_LOCK", raising=False)
-    monkeypatch.delenv("HUGEBENCH_JOURNAL", raising=False)
-    lab = Lab(tmp_path)
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """Machines lab-a and lab-b (which lacks jemalloc) on one scheduler, shared by the tests of this module."""
+    lab = Lab(tmp_path_factory.mktemp("lab"))
     try:
+        lab.worker("lab-a")
+        lab.worker("lab-b", hidden=("libjemalloc",))
+        lab.wait_for_hosts("lab-a", "lab-b")
         yield lab
     finally:
         lab.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_test_lock(monkeypatch):
+    """Workers and clients get their locks and journals from their flags, never from this test's env."""
+    monkeypatch.delenv("HUGEBENCH_LOCK", raising=False)
+    monkeypatch.delenv("HUGEBENCH_JOURNAL", raising=False)
 
 
 def _spec(tmp_path, reps=1, allocators=("glibc",)) -> Path:
@@ -159,11 +187,8 @@ def _rows(out: Path) -> list[dict]:
 
 def test_a_sweep_runs_on_both_machines_with_a_host_axis(lab, tmp_path):
     before = {h: lab.machine(h).files() for h in ("lab-a", "lab-b")}
-    lab.worker("lab-a")
-    lab.worker("lab-b", hidden=("libjemalloc",))  # this machine lacks jemalloc
-    lab.wait_for_hosts("lab-a", "lab-b")
     out = tmp_path / "res"
-    code, log = lab.sweep(_spec(tmp_path, allocators=("glibc", "jemalloc")), out, "--workers", "2")
+    code, log = lab.sweep(_spec(tmp_path, allocators=("glibc", "jemalloc")), out)
     assert code == 0, log
     rows = _rows(out)
     assert len(rows) == 8 and len({r["run_id"] for r in rows}) == 8  # 4 cells x 2 machines, each once
@@ -189,17 +214,54 @@ def test_a_sweep_runs_on_both_machines_with_a_host_axis(lab, tmp_path):
         assert not lab.journal(host).exists()
 
 
+def test_spread_gives_whole_repetition_blocks_to_identical_machines(lab, tmp_path):
+    out = tmp_path / "res"
+    code, log = lab.sweep(_spec(tmp_path, reps=2), out, "spread", report=False)
+    assert code == 0, log
+    rows = _rows(out)
+    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows), log
+    hosts_of_block = {r["repetition"]: {x["host"] for x in rows if x["repetition"] == r["repetition"]} for r in rows}
+    assert sorted(map(sorted, hosts_of_block.values())) == [["lab-a"], ["lab-b"]]  # one machine per block
+    assert all(r["cell_id"] == x["cell_id"] for r in rows for x in rows if r["thp.enabled"] == x["thp.enabled"])
+    assert all("host" not in c["axes"] for c in ResultStore(out).contexts().values())
+
+
+def test_spread_refuses_machines_that_differ(lab, tmp_path):
+    cpuinfo = lab.machine("lab-b").proc_root / "cpuinfo"
+    text = cpuinfo.read_text()
+    cpuinfo.write_text(text.replace("model name\t: ", "model name\t: Other CPU "))
+    try:
+        code, log = lab.sweep(_spec(tmp_path), tmp_path / "res", "--machines", "spread")
+    finally:
+        cpuinfo.write_text(text)
+    assert code != 0
+    assert "machines: spread needs identical machines, but their CPU model differs" in log
+    assert "Traceback" not in log and not (tmp_path / "res" / "runs.jsonl").exists()
+
+
+def test_a_machine_busy_with_another_sweep_fails_its_runs_not_the_sweep(lab, tmp_path):
+    from hugebench.system import SweepLock
+
+    with SweepLock(lab.tmp / "lab-a.lock", "a local sweep beside the worker"):
+        code, log = lab.sweep(_spec(tmp_path), tmp_path / "res", report=False)
+    assert code == 0, log
+    rows = _rows(tmp_path / "res")
+    assert {r["host"]: r["status"] for r in rows} == {"lab-a": "failed", "lab-b": "ok"}
+    busy = next(r for r in rows if r["host"] == "lab-a")
+    assert "another sweep is running on this machine" in busy["error"] and "a local sweep" in busy["error"]
+    assert not lab.journal("lab-a").exists()
+
+
 def _host_rows(out: Path, host: str) -> list[dict]:
     return [r for r in _rows(out) if r.get("host") == host] if (out / "runs.jsonl").exists() else []
 
 
+# Last in the module: it kills the shared lab's worker for lab-a (and leaves a new one in its place).
 def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp_path, monkeypatch):
     original = lab.machine("lab-a").files()
-    worker_a = lab.worker("lab-a")
-    lab.worker("lab-b")
-    lab.wait_for_hosts("lab-a", "lab-b")
-    out, spec = tmp_path / "res", _spec(tmp_path, reps=4)
-    client = lab.sweep(spec, out, "--workers", "2", wait=False)
+    worker_a = lab.workers["lab-a"]
+    out, spec = tmp_path / "res", _spec(tmp_path, reps=3)
+    client = lab.sweep(spec, out, wait=False, report=False)
 
     # Machine A dies with SIGKILL mid-sweep, its knobs changed and its journal on disk.
     _wait_for(lambda: _host_rows(out, "lab-a"), "a first row from lab-a")
@@ -208,7 +270,7 @@ def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp
     assert lab.journal("lab-a").exists()
     assert lab.machine("lab-a").files() != original
     done_before = len(_host_rows(out, "lab-a"))
-    assert done_before < 8
+    assert done_before < 6
 
     # `hugebench system restore` puts machine A back exactly as it was.
     monkeypatch.setattr("hugebench.system.knobs.default_io", FakeKernel(lab.machine("lab-a").root))
@@ -227,9 +289,9 @@ def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp
     if client.poll() is None:
         client.send_signal(signal.SIGKILL)
         client.wait(timeout=10)
-    code, log = lab.sweep(spec, out, "--workers", "2")
+    code, log = lab.sweep(spec, out, report=False)
     assert code == 0, log
     rows = _rows(out)
     ok = [r["run_id"] for r in rows if r["status"] == "ok"]
-    assert len(ok) == 16 and len(set(ok)) == 16, log  # 2 cells x 4 repetitions x 2 machines, each once
+    assert len(ok) == 12 and len(set(ok)) == 12, log  # 2 cells x 3 repetitions x 2 machines, each once
     assert {r["host"] for r in rows} == {"lab-a", "lab-b"}

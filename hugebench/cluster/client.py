@@ -26,7 +26,7 @@ from ..plan import _hash
 from ..setup import _check_compatible, _sweep_id
 from ..store import ResultStore
 from .config import HOST_PREFIX, RESOURCE, ClusterConfig, host_resource
-from .machine import MachinePlugin, Part, preflight_task, release_task, run_task
+from .machine import AdoptPlugin, Part, preflight_task, release_task, run_task
 
 RELEASE_TIMEOUT_S = 60.0
 
@@ -132,6 +132,7 @@ def _connect(config: ClusterConfig):
             raise HugebenchError(f"cannot reach the Dask scheduler at {config.scheduler} ({exc}); start one with "
                                  f"`dask scheduler` and a `hugebench worker` per machine") from None
         with client:
+            _adopt(client)
             yield client
         return
     from distributed import SSHCluster
@@ -139,9 +140,13 @@ def _connect(config: ClusterConfig):
     cluster = SSHCluster([config.ssh[0], *config.ssh], scheduler_options={"dashboard_address": None},
                          worker_options={"nthreads": 1, "resources": {RESOURCE: 1}})
     with cluster, Client(cluster) as client:
-        register = getattr(client, "register_plugin", None) or client.register_worker_plugin
-        register(MachinePlugin(), name=MachinePlugin.name)
+        _adopt(client)
         yield client
+
+
+def _adopt(client) -> None:
+    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
+    register(AdoptPlugin(), name=AdoptPlugin.name)
 
 
 def _hosts(client, config: ClusterConfig) -> list[str]:

@@ -13,6 +13,7 @@ becomes a failed row saying so, and the rest of the machine's runs go on.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 import threading
@@ -62,11 +63,14 @@ class MachinePlugin(WorkerPlugin):
 
     name = PLUGIN_NAME
 
-    def __init__(self, host: str | None = None, sys_root: str = "/sys", proc_root: str = "/proc",
+    def __init__(self, host: str | None = None, sys_root: str | None = None, proc_root: str | None = None,
                  journal: str | None = None, lock: str | None = None, python: str = sys.executable,
                  idle_s: float = 30.0):
+        # Unset: what the worker's environment says, as for the hugebench commands (HUGEBENCH_SYS_ROOT, ...).
         self.host = safe_host(host) if host else None
-        self.sys_root, self.proc_root, self.journal = sys_root, proc_root, journal
+        self.sys_root = sys_root or os.environ.get("HUGEBENCH_SYS_ROOT") or "/sys"
+        self.proc_root = proc_root or os.environ.get("HUGEBENCH_PROC_ROOT") or "/proc"
+        self.journal = journal or os.environ.get("HUGEBENCH_JOURNAL")
         self.lock_path = lock
         self.python = python
         self.idle_s = idle_s
@@ -181,6 +185,18 @@ class MachinePlugin(WorkerPlugin):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+class AdoptPlugin(WorkerPlugin):
+    """Registered by the client on every worker: a plain Dask worker started with the resource machine=1
+    (SSHCluster, dask-jobqueue, ``dask worker --nthreads 1 --resources machine=1``) becomes a hugebench
+    machine named by its host name; a ``hugebench worker`` already is one and is left alone."""
+
+    name = "hugebench-adopt"
+
+    async def setup(self, worker):
+        if PLUGIN_NAME not in worker.plugins and worker.state.total_resources.get(RESOURCE):
+            await worker.plugin_add(MachinePlugin(), name=PLUGIN_NAME)
 
 
 def machine_preflight(spec, runs: list, options: SweepOptions, sweep_id: str):
