@@ -1,0 +1,93 @@
+"""The `cluster:` block and the --cluster flag: checked at load with file:line: key errors; no Dask needed."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from hugebench import plan, spec
+from hugebench.cli import main
+from hugebench.cluster.client import check_identical, on_host, place
+from hugebench.cluster.config import ClusterConfig, resolve
+from hugebench.errors import HugebenchError, SpecError
+
+BASE = """name: c
+workload: hashlookup
+repetitions: 2
+params: {keys: 1000}
+axes: {thp: [always, never]}
+"""
+
+
+def _parse(extra: str):
+    return spec.parse_spec(BASE + extra, "c.yaml")
+
+
+def test_a_cluster_block_is_read_and_left_out_of_the_fingerprint():
+    s = _parse("cluster:\n  scheduler: tcp://lab1:8786\n  machines: spread\n  workers: 3\n")
+    assert s.cluster == {"scheduler": "tcp://lab1:8786", "machines": "spread", "workers": 3}
+    assert s.fingerprint() == _parse("").fingerprint()
+    assert resolve(s.cluster, None, None, None, "c.yaml") == ClusterConfig("tcp://lab1:8786", (), "spread", 3)
+
+
+@pytest.mark.parametrize("block, where", [
+    ("cluster:\n  scheduler: lab1\n", "c.yaml:7: key 'cluster.scheduler': must be an address like tcp://lab1:8786"),
+    ("cluster:\n  ssh: [a, b]\n  machines: both\n", "c.yaml:8: key 'cluster.machines': must be one of each, spread"),
+    ("cluster:\n  scheduler: tcp://a:1\n  ssh: [a]\n", "give exactly one of scheduler"),
+    ("cluster:\n  schedular: tcp://a:1\n", "c.yaml:7: key 'cluster.schedular': unknown key"),
+    ("cluster:\n  ssh: a,b\n", "key 'cluster.ssh': must be a non-empty list of host names"),
+    ("cluster:\n  scheduler: tcp://a:1\n  workers: 0\n", "key 'cluster.workers': must be an integer from 1"),
+    ("cluster: yes\n", "c.yaml:6: key 'cluster': must be a mapping"),
+])
+def test_a_bad_cluster_block_is_refused_with_file_line_and_key(block, where):
+    with pytest.raises(SpecError) as err:
+        _parse(block)
+    assert where in str(err.value)
+
+
+def test_the_flags_beat_the_block():
+    block = {"scheduler": "tcp://lab1:8786", "machines": "each"}
+    config = resolve(block, "ssh://h1,h2", "spread", 2, "c.yaml")
+    assert config == ClusterConfig(None, ("h1", "h2"), "spread", 2)
+    assert resolve({}, None, None, None, "c.yaml") is None
+    with pytest.raises(SpecError, match="--machines/--workers need a cluster"):
+        resolve({}, None, "spread", None, "c.yaml")
+
+
+def test_the_sweep_command_refuses_a_bad_cluster_flag_before_anything_runs(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE)
+    result = CliRunner().invoke(main, ["sweep", str(path), "--cluster", "lab1:8786", "-o", str(tmp_path / "r")])
+    assert result.exit_code != 0
+    assert "cluster scheduler: must be an address like tcp://lab1:8786" in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_user_allocator_path_is_left_to_the_machines_of_a_cluster():
+    text = BASE.replace("axes: {thp: [always, never]}", "axes: {allocator: [mine]}") + \
+        "allocators: {mine: {path: /nowhere/libmine.so}}\n"
+    with pytest.raises(HugebenchError, match="c.yaml:6: key .allocators.mine.path.: .*libmine.so"):
+        spec.parse_spec(text, "c.yaml")
+    assert spec.parse_spec(text, "c.yaml", local=False).allocators == {"mine": {"path": "/nowhere/libmine.so"}}
+    assert spec.parse_spec(text + "cluster: {scheduler: 'tcp://a:1'}\n", "c.yaml").cluster
+
+
+def test_each_makes_ids_per_host_and_spread_gives_blocks_in_turn():
+    runs = plan.plan(_parse(""))  # 2 cells x 2 repetitions
+    each = place(runs, ["a", "b"], "each")
+    assert [r.cell["host"] for r in each["a"]] == ["a"] * 4
+    ids = {r.run_id for rs in each.values() for r in rs}
+    assert len(ids) == 8 and not ids & {r.run_id for r in runs}
+    assert on_host(runs[0], "a").run_id == each["a"][0].run_id  # stable: resume finds them again
+    spread = place(runs, ["a", "b"], "spread")
+    assert [{r.repetition for r in spread[h]} for h in ("a", "b")] == [{0}, {1}]
+    assert {r.run_id for rs in spread.values() for r in rs} == {r.run_id for r in runs}
+
+
+def test_spread_names_what_differs():
+    machine = {"cpu": {"model_name": "X"}, "kernel": {"release": "6.1"},
+               "memory": {"hpage_pmd_size": 2097152, "thp": {"enabled": "madvise", "mthp": {}}}}
+    check_identical({"a": machine, "b": machine})
+    other = {**machine, "kernel": {"release": "6.18"}}
+    with pytest.raises(SpecError, match="their kernel differs: a has '6.1', b has '6.18'"):
+        check_identical({"a": machine, "b": other})
