@@ -40,8 +40,12 @@ knobs.default_io = FakeKernel({root!r})
 hidden = {hidden!r}   # libraries this fake machine does not have
 real_find = allocators.find_library
 allocators.find_library = lambda lib: None if any(h in str(lib) for h in hidden) else real_find(lib)
-from hugebench.cli import main
-main(sys.argv[1:], prog_name="hugebench")
+if {plain!r}:  # a plain Dask worker, as dask-jobqueue or SSHCluster start them
+    from distributed.cli.dask_worker import main
+    main(sys.argv[1:])
+else:
+    from hugebench.cli import main
+    main(sys.argv[1:], prog_name="hugebench")
 """
 
 SPEC = """
@@ -66,7 +70,7 @@ from hugebench.cluster.config import resolve
 from hugebench.orchestrator import SweepOptions, run_sweep
 path, address, out, machines = (sys.argv[1:] + [None])[:4]
 s = spec.load_spec(path, local=False)
-cluster = resolve(s.cluster, address, machines, None, path)
+cluster = resolve(s.cluster, address, machines, 2, path)
 result = run_sweep(s, plan.plan(s), SweepOptions(out=out, quiet=True, spec_source=path, cluster=cluster))
 print(result.statuses)
 """
@@ -101,14 +105,24 @@ class Lab:
     def journal(self, host: str) -> Path:
         return self.tmp / f"{host}.journal.json"
 
-    def worker(self, host: str, hidden: tuple = ()) -> subprocess.Popen:
+    def worker(self, host: str, hidden: tuple = (), plain: bool = False) -> subprocess.Popen:
+        """`hugebench worker` for fake machine ``host`` (or, ``plain``, `dask worker --resources machine=1`
+        told its machine by the environment)."""
         kernel = self.machine(host)
-        code = WORKER.format(tests=str(TESTS_DIR), root=str(kernel.root), hidden=list(hidden))
-        argv = [sys.executable, "-c", textwrap.dedent(code), "worker", self.address, "--host-name", host,
-                "--sys-root", str(kernel.sys_root), "--proc-root", str(kernel.proc_root),
-                "--journal", str(self.journal(host)), "--lock", str(self.tmp / f"{host}.lock"),
-                "--idle-restore", "3", "--death-timeout", "30"]
-        self.workers[host] = self._start(argv, f"worker-{host}")
+        code = textwrap.dedent(WORKER.format(tests=str(TESTS_DIR), root=str(kernel.root), hidden=list(hidden),
+                                             plain=plain))
+        roots = {"HUGEBENCH_SYS_ROOT": str(kernel.sys_root), "HUGEBENCH_PROC_ROOT": str(kernel.proc_root),
+                 "HUGEBENCH_JOURNAL": str(self.journal(host)), "HUGEBENCH_LOCK": str(self.tmp / f"{host}.lock"),
+                 "HUGEBENCH_HOST_NAME": host}
+        if plain:
+            argv = [sys.executable, "-c", code, self.address, "--name", host, "--nthreads", "1", "--no-nanny",
+                    "--resources", "machine=1", "--death-timeout", "30", "--no-dashboard"]
+        else:
+            argv = [sys.executable, "-c", code, "worker", self.address, "--host-name", host, "--sys-root",
+                    str(kernel.sys_root), "--proc-root", str(kernel.proc_root), "--journal", str(self.journal(host)),
+                    "--lock", roots["HUGEBENCH_LOCK"], "--idle-restore", "3", "--death-timeout", "30"]
+            roots = {}
+        self.workers[host] = self._start(argv, f"worker-{host}", env={**os.environ, **roots})
         return self.workers[host]
 
     def wait_for_hosts(self, *hosts: str) -> None:
@@ -157,11 +171,12 @@ def _wait_for(check, what: str, timeout: float = 60.0):
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """Machines lab-a and lab-b (which lacks jemalloc) on one scheduler, shared by the tests of this module."""
+    """Machines lab-a (`hugebench worker`) and lab-b (a plain Dask worker with machine=1, which lacks jemalloc)
+    on one scheduler, shared by the tests of this module."""
     lab = Lab(tmp_path_factory.mktemp("lab"))
     try:
         lab.worker("lab-a")
-        lab.worker("lab-b", hidden=("libjemalloc",))
+        lab.worker("lab-b", hidden=("libjemalloc",), plain=True)  # adopted by the client
         lab.wait_for_hosts("lab-a", "lab-b")
         yield lab
     finally:
@@ -188,7 +203,7 @@ def _rows(out: Path) -> list[dict]:
 def test_a_sweep_runs_on_both_machines_with_a_host_axis(lab, tmp_path):
     before = {h: lab.machine(h).files() for h in ("lab-a", "lab-b")}
     out = tmp_path / "res"
-    code, log = lab.sweep(_spec(tmp_path, allocators=("glibc", "jemalloc")), out)
+    code, log = lab.sweep(_spec(tmp_path, allocators=("glibc", "jemalloc")), out, "--workers", "2")
     assert code == 0, log
     rows = _rows(out)
     assert len(rows) == 8 and len({r["run_id"] for r in rows}) == 8  # 4 cells x 2 machines, each once

@@ -67,6 +67,7 @@ class MachinePlugin(WorkerPlugin):
                  journal: str | None = None, lock: str | None = None, python: str = sys.executable,
                  idle_s: float = 30.0):
         # Unset: what the worker's environment says, as for the hugebench commands (HUGEBENCH_SYS_ROOT, ...).
+        host = host or os.environ.get("HUGEBENCH_HOST_NAME")
         self.host = safe_host(host) if host else None
         self.sys_root = sys_root or os.environ.get("HUGEBENCH_SYS_ROOT") or "/sys"
         self.proc_root = proc_root or os.environ.get("HUGEBENCH_PROC_ROOT") or "/proc"

@@ -15,7 +15,7 @@ from .config import RESOURCE, host_resource, safe_host
 
 @click.command("worker")
 @click.argument("scheduler")
-@click.option("--host-name", default=None, help="name of this machine in results (default: its host name)")
+@click.option("--host-name", envvar="HUGEBENCH_HOST_NAME", default=None, help="name of this machine in results (default: its host name)")
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", help="where sysfs is (tests: a fake tree)")
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", help="where procfs is")
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
