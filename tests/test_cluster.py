@@ -147,16 +147,20 @@ class Lab:
         proc.wait(timeout=120)
         return proc.returncode, (self.tmp / "client.log").read_text()
 
-    def close(self) -> None:
-        for proc in reversed(self.procs):
+    def close(self) -> list[str]:
+        """Stop every process, clients and workers first (workers restore their machines), the scheduler last;
+        return the ones that had to be killed."""
+        killed = []
+        for proc in [p for p in reversed(self.procs) if p is not self.scheduler] + [self.scheduler]:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        for proc in reversed(self.procs):
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
+                killed.append(" ".join(map(str, proc.args[-12:])))
                 proc.kill()
                 proc.wait(timeout=5)
+        return killed
 
 
 def _wait_for(check, what: str, timeout: float = 60.0):
@@ -180,7 +184,10 @@ def lab(tmp_path_factory):
         lab.wait_for_hosts("lab-a", "lab-b")
         yield lab
     finally:
-        lab.close()
+        killed = lab.close()
+    assert not killed, f"did not stop on SIGTERM: {killed}"
+    for host in lab.machines:  # stopped workers leave their machines as found
+        assert not lab.journal(host).exists(), host
 
 
 @pytest.fixture(autouse=True)
@@ -310,3 +317,12 @@ def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp
     ok = [r["run_id"] for r in rows if r["status"] == "ok"]
     assert len(ok) == 12 and len(set(ok)) == 12, log  # 2 cells x 3 repetitions x 2 machines, each once
     assert {r["host"] for r in rows} == {"lab-a", "lab-b"}
+
+    # A worker stopped with SIGTERM mid-sweep ends its part: machine A is restored, no journal is left.
+    client = lab.sweep(_spec(tmp_path, reps=3), tmp_path / "res2", wait=False, report=False)
+    _wait_for(lambda: _host_rows(tmp_path / "res2", "lab-a") and lab.journal("lab-a").exists(), "lab-a mid-sweep")
+    lab.workers["lab-a"].send_signal(signal.SIGTERM)
+    assert lab.workers["lab-a"].wait(timeout=30) == 0
+    assert lab.machine("lab-a").files() == original and not lab.journal("lab-a").exists()
+    client.send_signal(signal.SIGKILL)
+    client.wait(timeout=10)
