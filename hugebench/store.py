@@ -169,16 +169,17 @@ class ResultStore:
         return self.sweeps_path / f"{sweep_id}.json"
 
 
-def load(*paths: str | os.PathLike) -> pd.DataFrame:
+def load(*paths: str | os.PathLike, hosts: bool = True) -> pd.DataFrame:
     """Load results directories or ``runs.jsonl`` files into one DataFrame, one row per run.
 
     Several sources (sweeps, machines) are concatenated; a ``source`` column names the results
-    directory each row came from. Unknown columns are kept; a column missing from one source is NaN for
+    directory each row came from, a ``host`` column the machine (for a local sweep's rows, from its context:
+    ``hosts=False`` leaves them without, for a caller that reads the contexts itself). Unknown columns are kept; a column missing from one source is NaN for
     its rows. Columns whose values are all numbers (or null) are numeric; null is NaN.
     """
     if not paths:
         raise HugebenchError("load() needs at least one results directory or runs.jsonl file")
-    frames = [_load_one(_runs_file(p)) for p in paths]
+    frames = [_load_one(_runs_file(p), hosts) for p in paths]
     frame = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
     return _numeric_columns(frame)
 
@@ -225,10 +226,25 @@ def _runs_file(path: str | os.PathLike) -> Path:
     raise HugebenchError(f"{path}: no such results directory or runs file")
 
 
-def _load_one(runs_file: Path) -> pd.DataFrame:
+def _load_one(runs_file: Path, hosts: bool = True) -> pd.DataFrame:
     rows = list(_iter_rows(runs_file)) if runs_file.exists() else []
     frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=["run_id", "status"])
     frame["source"] = str(runs_file.parent)
+    return _with_host(frame, runs_file.parent) if hosts else frame
+
+
+def _with_host(frame: pd.DataFrame, directory: Path) -> pd.DataFrame:
+    """Every row names its machine: a cluster sweep's rows carry ``host``; a local sweep's get the host name
+    its context recorded (``machine.hostname``), so stores of several machines load into one frame."""
+    if frame.empty or "sweep_id" not in frame.columns:
+        return frame
+    if "host" in frame.columns and frame["host"].notna().all():
+        return frame
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreWarning)  # the report reads contexts too, and says so once
+        contexts = ResultStore(directory).contexts()
+    recorded = frame["sweep_id"].map({s: (c.get("machine") or {}).get("hostname") for s, c in contexts.items()})
+    frame["host"] = frame["host"].fillna(recorded) if "host" in frame.columns else recorded
     return frame
 
 

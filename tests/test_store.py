@@ -139,6 +139,18 @@ def test_load_of_several_sweeps_in_one_directory(tmp_path):
     assert sorted(df["sweep_id"]) == ["s1", "s2"] and set(store.contexts()) == {"s1", "s2"}
 
 
+def test_load_names_the_machine_of_every_row(tmp_path):
+    for machine in ("m1", "m2"):  # two local sweeps on two machines: the host name comes from each context
+        store = ResultStore(tmp_path / machine)
+        store.write_context(f"s-{machine}", {"machine": {"hostname": f"box-{machine}"}})
+        store.append({**row(f"{machine}-r"), "sweep_id": f"s-{machine}"})
+    cluster = ResultStore(tmp_path / "c")  # a cluster sweep's rows say which machine ran them
+    cluster.write_context("s.lab-a", {"machine": {"hostname": "lab-a.example"}})
+    cluster.append({**row("c-r"), "sweep_id": "s.lab-a", "host": "lab-a"})
+    df = load(tmp_path / "m1", tmp_path / "m2", tmp_path / "c")
+    assert df["host"].tolist() == ["box-m1", "box-m2", "lab-a"]
+
+
 def test_load_errors(tmp_path):
     with pytest.raises(HugebenchError, match="at least one"):
         load()

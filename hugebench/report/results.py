@@ -69,7 +69,7 @@ class Results:
 
 def load_results(results_dir: str | os.PathLike) -> Results:
     """Read the rows and the sweep contexts of a results directory (or of a runs file's directory)."""
-    return Results(Path(results_dir), store.load(results_dir), store.load_contexts(results_dir))
+    return Results(Path(results_dir), store.load(results_dir, hosts=False), store.load_contexts(results_dir))
 
 
 def as_results(source: Results | str | os.PathLike) -> Results:
