@@ -176,8 +176,17 @@ def _pinned(host: str) -> dict:
 
 
 def _preflight(client, parts: dict) -> dict:
+    """Each machine checks its part (a run it cannot do becomes a failed row later, not an error here)."""
     futures = {h: client.submit(preflight_task, part, resources=_pinned(h), pure=False) for h, part in parts.items()}
-    return {h: f.result() for h, f in futures.items()}
+    prepared = {}
+    for host, future in futures.items():
+        try:
+            prepared[host] = future.result()
+        except HugebenchError:
+            raise
+        except Exception as exc:  # a bug or a broken install on that machine: say where, without a traceback
+            raise HugebenchError(f"machine {host} could not prepare the sweep: {type(exc).__name__}: {exc}") from None
+    return prepared
 
 
 def _execute(client, parts: dict, todo: list, host_of: dict):
