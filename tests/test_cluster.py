@@ -278,6 +278,25 @@ def _host_rows(out: Path, host: str) -> list[dict]:
     return [r for r in _rows(out) if r.get("host") == host] if (out / "runs.jsonl").exists() else []
 
 
+def test_a_machine_without_a_knob_fails_the_runs_that_need_it(lab, tmp_path):
+    knob = lab.machine("lab-b").sys_root / "kernel/mm/transparent_hugepage/khugepaged/defrag"
+    text = knob.read_text()
+    knob.unlink()  # lab-b's kernel has no khugepaged defrag knob
+    try:
+        spec = _spec(tmp_path)
+        spec.write_text(spec.read_text() + "system: {thp.khugepaged.defrag: 0}\n")
+        code, log = lab.sweep(spec, tmp_path / "res", report=False)
+    finally:
+        knob.write_text(text)
+    assert code == 0, log
+    rows = _rows(tmp_path / "res")
+    assert {(r["host"], r["status"]) for r in rows} == {("lab-a", "ok"), ("lab-b", "failed")}
+    assert all("kernel state on this machine" in r["error"] and "khugepaged.defrag" in r["error"]
+               for r in rows if r["host"] == "lab-b")
+    assert {r["knob.thp.khugepaged.defrag"] for r in rows if r["host"] == "lab-a"} == {"0"}
+    assert lab.machine("lab-a").read("sys/kernel/mm/transparent_hugepage/khugepaged/defrag") == "1"
+
+
 # Last in the module: it kills the shared lab's worker for lab-a (and leaves a new one in its place).
 def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp_path, monkeypatch):
     original = lab.machine("lab-a").files()
