@@ -82,27 +82,30 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
                 yield run, _one_run(run, setup, state, options)
 
         result = SweepResult(setup.sweep_id, Path(options.out))
-        return record_runs(store, runs, setup.done, execute_runs, options, result)
+        todo = sum(r.run_id not in setup.done for r in runs)
+        return record_runs(store, [runs], setup.done, execute_runs, options, result, todo)
 
 
-def record_runs(store: ResultStore, runs: list[RunSpec], done, execute_runs: Callable, options: SweepOptions,
-                result: SweepResult, context_ids: tuple[str, ...] = ()) -> SweepResult:
-    """The one loop of every sweep, local or on a cluster: hand the runs the store lacks to
-    ``execute_runs(todo)`` (an iterator of ``(run, row)``, in whatever order they finish), append each row at
-    once, and at the end write the end fields into each context (``context_ids``, default the sweep's own;
-    a cluster sweep has one per machine, whose worker wall time is that machine's rows')."""
-    todo = [r for r in runs if r.run_id not in done]
-    result.skipped_done = len(runs) - len(todo)
+def record_runs(store: ResultStore, batches, done, execute_runs: Callable, options: SweepOptions,
+                result: SweepResult, total: int, context_ids: tuple[str, ...] = ()) -> SweepResult:
+    """The one loop of every sweep, local or on a cluster: for each batch of runs (one batch: the plan; a
+    generator may add more as results come in), hand the runs the store lacks to ``execute_runs(todo)`` (an
+    iterator of ``(run, row)``, in whatever order they finish) and append each row at once. At the end, the
+    end fields go into each context (``context_ids``, default the sweep's own; a cluster sweep has one per
+    machine, whose worker wall time is that machine's rows'). ``total``: the runs the progress bar expects."""
     started = time.perf_counter()
     worker_wall = dict.fromkeys(context_ids or (result.sweep_id,), 0.0)
-    reporter = _progress(options, len(todo))
+    reporter = _progress(options, total)
     try:
-        for i, (run, row) in enumerate(execute_runs(todo)):
-            store.append(row)
-            _tally(result, row)
-            if row["sweep_id"] in worker_wall:
-                worker_wall[row["sweep_id"]] += row.get("wall_s") or 0.0
-            reporter(run, row, i + 1)
+        for batch in batches:
+            todo = [r for r in batch if r.run_id not in done]
+            result.skipped_done += len(batch) - len(todo)
+            for run, row in execute_runs(todo):
+                store.append(row)
+                _tally(result, row)
+                if row["sweep_id"] in worker_wall:
+                    worker_wall[row["sweep_id"]] += row.get("wall_s") or 0.0
+                reporter(run, row, result.rows_written)
     finally:
         reporter.close()
         result.wall_s = time.perf_counter() - started

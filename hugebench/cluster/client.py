@@ -53,8 +53,9 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
             def execute_runs(todo):
                 return _execute(client, parts, todo, host_of)
 
-            result = SweepResult(sweep_id, Path(options.out))
-            return record_runs(store, planned, store.completed_run_ids(), execute_runs, options, result,
+            result, done = SweepResult(sweep_id, Path(options.out)), store.completed_run_ids()
+            todo = sum(r.run_id not in done for r in planned)
+            return record_runs(store, [planned], done, execute_runs, options, result, todo,
                                tuple(p["sweep_id"] for p in prepared.values()))
         finally:
             _release(client, hosts, sweep_id)

@@ -51,7 +51,7 @@ class Part:
 class _Prepared:
     sweep_id: str
     setup: SweepSetup | None
-    failures: dict  # run_id -> why this machine cannot run it
+    failures: dict  # cell_id -> why this machine cannot run it (any repetition, also one planned later)
     context: dict
     options: SweepOptions
     lock: SweepLock | None = None
@@ -145,7 +145,7 @@ class MachinePlugin(WorkerPlugin):
         return self._part
 
     def _row(self, prepared: _Prepared, run) -> dict:
-        why = prepared.failures.get(run.run_id)
+        why = prepared.failures.get(run.cell_id)
         if why is None and prepared.setup is None:
             why = "this machine could not prepare the sweep"
         if why is None:
@@ -201,29 +201,29 @@ class AdoptPlugin(WorkerPlugin):
 
 
 def machine_preflight(spec, runs: list, options: SweepOptions, sweep_id: str):
-    """``prepare_machine`` on this machine, but a run it cannot do fails alone: -> (setup or None,
-    {run_id: reason}, context). A problem of the whole machine (a stale journal, ...) fails all its runs."""
+    """``prepare_machine`` on this machine, but a cell it cannot do fails alone: -> (setup or None,
+    {cell_id: reason}, context). A problem of the whole machine (a stale journal, ...) fails all its runs."""
     failures: dict[str, str] = {}
     table = alloc_mod.registry(spec.allocators)
     for name in sorted({r.allocator for r in runs}):
         try:
             table[name].resolve()
         except HugebenchError as exc:
-            failures.update({r.run_id: f"not on this machine: {exc}" for r in runs if r.allocator == name})
+            failures.update({r.cell_id: f"not on this machine: {exc}" for r in runs if r.allocator == name})
     for settings in {_key(r.system) for r in runs}:
         try:
             system.check_privileges([dict(settings)], options.sys_root, options.proc_root, allow_prctl_never=True,
                                     rerun=f"hugebench worker ... (as root), then the sweep")
         except HugebenchError as exc:
-            failures.update({r.run_id: f"kernel state on this machine: {exc}" for r in runs
+            failures.update({r.cell_id: f"kernel state on this machine: {exc}" for r in runs
                              if _key(r.system) == settings})
-    left = [r for r in runs if r.run_id not in failures]
+    left = [r for r in runs if r.cell_id not in failures]
     setup = None
     try:
         if left:
             setup = prepare_machine(spec, left, options, sweep_id)
     except HugebenchError as exc:
-        failures.update({r.run_id: f"this machine cannot run the sweep: {exc}" for r in left})
+        failures.update({r.cell_id: f"this machine cannot run the sweep: {exc}" for r in left})
     if setup is not None:
         return setup, failures, dict(setup.context)
     bare = SweepSetup(sweep_id=sweep_id, context={}, allocators={})
