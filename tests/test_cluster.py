@@ -238,12 +238,14 @@ def test_a_sweep_runs_on_both_machines_with_a_host_axis(lab, tmp_path):
 
 def test_spread_gives_whole_repetition_blocks_to_identical_machines(lab, tmp_path):
     out = tmp_path / "res"
-    code, log = lab.sweep(_spec(tmp_path, reps=2), out, "spread", report=False)
+    code, log = lab.sweep(_spec(tmp_path, reps=3), out, "spread", report=False)
     assert code == 0, log
     rows = _rows(out)
-    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows), log
+    assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), log
     hosts_of_block = {r["repetition"]: {x["host"] for x in rows if x["repetition"] == r["repetition"]} for r in rows}
-    assert sorted(map(sorted, hosts_of_block.values())) == [["lab-a"], ["lab-b"]]  # one machine per block
+    assert all(len(hosts) == 1 for hosts in hosts_of_block.values())  # a block's pairs stay on one machine
+    assert set.union(*hosts_of_block.values()) == {"lab-a", "lab-b"}
+    assert all(r["sweep_id"].endswith("." + r["host"]) for r in rows)  # pairs are made within a sweep id
     assert all(r["cell_id"] == x["cell_id"] for r in rows for x in rows if r["thp.enabled"] == x["thp.enabled"])
     assert all("host" not in c["axes"] for c in ResultStore(out).contexts().values())
 

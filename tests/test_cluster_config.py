@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from hugebench import plan, spec
 from hugebench.cli import main
-from hugebench.cluster.client import check_identical, on_host, place
+from hugebench.cluster.client import blocks, check_identical, on_host, place
 from hugebench.cluster.config import ClusterConfig, resolve
 from hugebench.errors import HugebenchError, SpecError
 
@@ -72,16 +72,16 @@ def test_a_user_allocator_path_is_left_to_the_machines_of_a_cluster():
     assert spec.parse_spec(text + "cluster: {scheduler: 'tcp://a:1'}\n", "c.yaml").cluster
 
 
-def test_each_makes_ids_per_host_and_spread_gives_blocks_in_turn():
+def test_each_makes_ids_per_host_and_spread_hands_out_whole_blocks():
     runs = plan.plan(_parse(""))  # 2 cells x 2 repetitions
-    each = place(runs, ["a", "b"], "each")
+    each = place(runs, ["a", "b"])
     assert [r.cell["host"] for r in each["a"]] == ["a"] * 4
     ids = {r.run_id for rs in each.values() for r in rs}
     assert len(ids) == 8 and not ids & {r.run_id for r in runs}
     assert on_host(runs[0], "a").run_id == each["a"][0].run_id  # stable: resume finds them again
-    spread = place(runs, ["a", "b"], "spread")
-    assert [{r.repetition for r in spread[h]} for h in ("a", "b")] == [{0}, {1}]
-    assert {r.run_id for rs in spread.values() for r in rs} == {r.run_id for r in runs}
+    by_block = blocks(runs)  # spread hands out whole blocks: one run of each cell
+    assert [{r.repetition for r in b} for b in by_block] == [{0}, {1}]
+    assert [len({r.cell_id for r in b}) for b in by_block] == [2, 2]
 
 
 def test_spread_names_what_differs():

@@ -9,8 +9,9 @@ joins again (the scheduler re-queues them); the client keeps waiting.
 
 ``machines: each`` runs every cell on every machine: run and cell ids include the host, and ``host`` is an
 axis of the results (ratios stay within one machine). ``machines: spread`` gives whole repetition blocks to
-machines in turn; the machines must be identical as the metadata describes them (CPU model, kernel, THP
-support), and each machine's rows carry its own sweep id, so pairs of a ratio never cross machines.
+machines as they become free; the machines must be identical as the metadata describes them (CPU model,
+kernel, THP support), and each machine's rows carry its own sweep id, so pairs of a ratio never cross
+machines.
 """
 
 from __future__ import annotations
@@ -39,18 +40,21 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
     sweep_id = _sweep_id(spec)
     with _connect(config) as client:
         hosts = _hosts(client, config)
-        placed = place(runs, hosts, config.machines)
+        spread = config.machines == "spread"
+        placed = {h: runs for h in hosts} if spread else place(runs, hosts)
         parts = {h: Part(sweep_id, spec, tuple(rs), options.perf, options.spec_source) for h, rs in placed.items()}
         try:
             prepared = _preflight(client, parts)
-            if config.machines == "spread":
+            if spread:
                 check_identical({h: p["context"].get("machine") or {} for h, p in prepared.items()})
             for host, pre in prepared.items():
                 store.write_context(pre["sweep_id"], cluster_context(pre["context"], config, hosts, sweep_id))
+            planned = runs if spread else [r for h in hosts for r in placed[h]]
             host_of = {r.run_id: h for h, rs in placed.items() for r in rs}
-            planned = [r for h in hosts for r in placed[h]]
 
             def execute_runs(todo):
+                if spread:
+                    return _execute_spread(client, parts, todo, hosts)
                 return _execute(client, parts, todo, host_of)
 
             result, done = SweepResult(sweep_id, Path(options.out)), store.completed_run_ids()
@@ -64,16 +68,18 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
 # -- placing runs on machines ----------------------------------------------------------------------
 
 
-def place(runs: list, hosts: list[str], mode: str) -> dict[str, list]:
-    """host -> its runs. ``each``: every run on every host, ids made per host; ``spread``: repetition block
-    b (warm-up blocks included) on hosts[b % len(hosts)], ids unchanged."""
-    if mode == "each":
-        return {h: [on_host(r, h) for r in runs] for h in hosts}
+def place(runs: list, hosts: list[str]) -> dict[str, list]:
+    """``each``: host -> every run, as that host does it (ids made per host)."""
+    return {h: [on_host(r, h) for r in runs] for h in hosts}
+
+
+def blocks(runs: list) -> list[list]:
+    """The runs by repetition block (warm-up blocks too), in plan order: a block holds one run of each cell."""
     cells = len({r.cell_id for r in runs}) or 1
-    placed: dict[str, list] = {h: [] for h in hosts}
+    grouped: dict[int, list] = {}
     for run in runs:
-        placed[hosts[(run.order_index // cells) % len(hosts)]].append(run)
-    return placed
+        grouped.setdefault(run.order_index // cells, []).append(run)
+    return [grouped[b] for b in sorted(grouped)]
 
 
 def on_host(run, host: str):
@@ -191,24 +197,55 @@ def _preflight(client, parts: dict) -> dict:
 
 
 def _execute(client, parts: dict, todo: list, host_of: dict):
-    """Submit each run to its machine (in plan order), yield ``(run, row)`` as they finish."""
+    """``each``: submit each run to its machine (in plan order), yield ``(run, row)`` as they finish."""
     from distributed import as_completed
 
-    futures = {}
-    for run in todo:
-        host = host_of[run.run_id]
-        future = client.submit(run_task, parts[host], run, key=f"hb-{parts[host].sweep_id}-{run.run_id}",
-                               resources=_pinned(host), priority=-run.order_index, pure=False)
-        futures[future] = run
+    futures = {_submit(client, parts, run, host_of[run.run_id]): run for run in todo}
     for future in as_completed(futures):
         run = futures.pop(future)
-        try:
-            row = future.result()
-        except Exception as exc:  # the task itself failed (its worker died too often, ...): a failed row
-            row = base_row(run, f"{parts[host_of[run.run_id]].sweep_id}.{host_of[run.run_id]}")
-            row.update(status="failed", error=f"cluster task: {type(exc).__name__}: {exc}", host=host_of[run.run_id])
-        future.release()
-        yield run, row
+        yield run, _row(future, run, parts, host_of[run.run_id])
+
+
+def _execute_spread(client, parts: dict, todo: list, hosts: list[str]):
+    """``spread``: a whole block to a machine at a time (so a block's pairs stay within it), the next block to
+    whichever machine finishes its block first; a machine that dies keeps only its current block waiting."""
+    from distributed import as_completed
+
+    pending, owner, left = blocks(todo), {}, {}
+    finished = as_completed()
+
+    def give(host):
+        left[host] = set()
+        if pending:
+            for run in pending.pop(0):
+                future = _submit(client, parts, run, host)
+                owner[future] = run, host
+                left[host].add(future)
+                finished.add(future)
+
+    for host in hosts:
+        give(host)
+    for future in finished:
+        run, host = owner.pop(future)
+        left[host].discard(future)
+        if not left[host]:
+            give(host)
+        yield run, _row(future, run, parts, host)
+
+
+def _submit(client, parts: dict, run, host: str):
+    return client.submit(run_task, parts[host], run, key=f"hb-{parts[host].sweep_id}-{run.run_id}",
+                         resources=_pinned(host), priority=-run.order_index, pure=False)
+
+
+def _row(future, run, parts: dict, host: str) -> dict:
+    try:
+        row = future.result()
+    except Exception as exc:  # the task itself failed (its worker died too often, ...): a failed row
+        row = base_row(run, f"{parts[host].sweep_id}.{host}")
+        row.update(status="failed", error=f"cluster task: {type(exc).__name__}: {exc}", host=host)
+    future.release()
+    return row
 
 
 def _release(client, hosts: list[str], sweep_id: str) -> None:
