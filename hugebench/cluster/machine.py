@@ -59,7 +59,8 @@ class _Prepared:
 
 
 class MachinePlugin(WorkerPlugin):
-    """Installed on each hugebench worker (``hugebench worker``, or registered by the client for SSHCluster)."""
+    """Installed on each hugebench worker: by ``hugebench worker``, or by ``AdoptPlugin`` on a plain Dask worker
+    (host name, roots, journal and lock then come from the HUGEBENCH_* environment, as for the commands)."""
 
     name = PLUGIN_NAME
 
