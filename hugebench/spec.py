@@ -14,6 +14,10 @@ Every error names the file, the line and the key, and says what is allowed. Exam
     baseline: {allocator: glibc, thp: never}
     allocators: {tcmalloc-google: {path: /opt/tcmalloc/libtcmalloc.so}}
     system: {thp.defrag: madvise}            # kernel knobs fixed for the whole sweep
+    expected: {source: a paper, claims: [{cell: {allocator: glibc, thp: never, keys: 10M}, value: 105}]}
+
+``repetitions: {auto: {min: 6, max: 12, target: 0.05}}`` makes the number of blocks adaptive
+(``hugebench.adaptive``); ``expected:`` holds published numbers the report gives a verdict on.
 """
 
 from __future__ import annotations

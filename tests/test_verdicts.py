@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -69,7 +71,7 @@ def test_expected_needs_a_source_and_claims():
 
 @pytest.mark.parametrize("name", ["article", "faults", "alloc"])
 def test_shipped_experiments_carry_claims(name):
-    expected = load_spec(f"experiments/{name}.yaml").expected
+    expected = load_spec(Path(__file__).parent.parent / "experiments" / f"{name}.yaml").expected
     assert expected["source"] and expected["claims"]
     assert all(c["ratio"] or c["value"] for c in expected["claims"])
 

@@ -114,10 +114,11 @@ def render_verdicts(table: pd.DataFrame, fmt: str = "rich") -> str:
         mark = f" [{sources.index(row['source']) + 1}]" if row["source"] in sources else ""
         body.append([f"{row['claim']}{mark}", row["metric"], row["published"], row["measured"], row["n"],
                      row["verdict"], row["why"] + (f" ({row['note']})" if isinstance(row["note"], str) else "")])
-    notes = ["Verdicts: magnitude within the CI (the published number is inside the measured CI, and for a ratio "
-             "the CI excludes 1 on its side) > direction holds (CI excludes 1 on the published side) > "
-             "contradicted (CI on the other side of 1; a value outside the CI) | not resolved (missing or failed "
-             "cell, no CI, too few runs, or a ratio's CI containing 1). Ratios are cell / vs, paired by block."]
+    notes = ["Verdicts: magnitude within the CI = the published number is inside the measured CI (for a ratio, "
+             "a CI that excludes 1 on the published side); direction holds = the CI excludes 1 on the published "
+             "side; contradicted = the CI lies on the other side of 1, or a value outside it; not resolved = a "
+             "missing or failed cell, no CI, too few runs, or a ratio's CI containing 1. Ratios are cell / vs, "
+             "paired by repetition block."]
     notes += [f"[{i}] {source}" for i, source in enumerate(sources, start=1)]
     return render_rows(table.attrs.get("title"), headers, body, notes, fmt)
 
