@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import kernel, workloads
+from . import adaptive, kernel, workloads
 from .environment import launch_argv, measured_environment, worker_environment
 from .launch import Launched, tail
 from .measure import perf as perf_mod
-from .plan import RunSpec
+from .plan import RunSpec, block as plan_block
 from .setup import SweepSetup, prepare
 from .store import ResultStore
 from .system import SweepLock, SystemState, default_lock_path
@@ -72,17 +72,19 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
     sweep_id = setup.sweep_id
     store.write_context(sweep_id, dict(setup.context))
     result = SweepResult(sweep_id, Path(options.out))
-    todo = [r for r in runs if r.run_id not in setup.done]
-    result.skipped_done = len(runs) - len(todo)
     started = time.perf_counter()
     with SystemState(options.sys_root, options.proc_root, options.journal) as state:
-        reporter = _progress(options, len(todo))
+        reporter = _progress(options, adaptive.max_runs(spec, runs) - len(setup.done & {r.run_id for r in runs}))
         try:
-            for i, run in enumerate(todo):
-                row = _one_run(run, setup, state, options)
-                store.append(row)
-                _tally(result, row)
-                reporter(run, row, i + 1)
+            # The planned runs, then, with repetitions: auto, blocks of the cells still too wide (hugebench.adaptive).
+            for batch in adaptive.batches(spec, runs, store.rows, plan_block):
+                todo = [r for r in batch if r.run_id not in setup.done]
+                result.skipped_done += len(batch) - len(todo)
+                for run in todo:
+                    row = _one_run(run, setup, state, options)
+                    store.append(row)
+                    _tally(result, row)
+                    reporter(run, row, result.rows_written)
         finally:
             reporter.close()
             result.wall_s = time.perf_counter() - started
