@@ -56,7 +56,7 @@ def _load(experiment: str, repetitions: int | None, local: bool = True):
     from . import spec as spec_mod
 
     spec = spec_mod.load_spec(experiment, local)
-    return dataclasses.replace(spec, repetitions=repetitions) if repetitions else spec
+    return dataclasses.replace(spec, repetitions=repetitions, adaptive={}) if repetitions else spec
 
 
 _repetitions = click.option("-r", "--repetitions", type=click.IntRange(min=1), default=None,
@@ -119,7 +119,12 @@ def plan(experiment, show_runs, out, repetitions):
     basis = f"{s['measured_cells']} cells from stored runs, the rest" if s["measured_cells"] else "all"
     knobs = (f"sets kernel knobs {', '.join(s['knobs'])} ({s['knob_changes']} changes between runs)"
              if s["knobs"] else "no kernel knob changes")
-    click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {spec.repetitions} repetitions "
+    reps = f"{spec.repetitions} repetitions"
+    if spec.adaptive:  # repetitions: auto: the plan above is its least; the most is every block up to max
+        most = plan_mod.summary(plan_mod.plan(spec, spec.adaptive["max"]), measured_wall_times(out or _default_out(spec)))
+        reps = (f"{spec.repetitions}..{spec.adaptive['max']} repetitions (auto; at most {most['runs']} runs"
+                + (f", ~{most['seconds'] / 60:.0f} min" if most["seconds"] else "") + ")")
+    click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {reps} "
                f"(+{s['warmup_runs']} warm-up), {knobs}, "
                f"largest run needs ~{mem}, {took} ({basis} by the workload's rough model)")
     if show_runs:

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import kernel, workloads
+from . import adaptive, kernel, workloads
 from .environment import launch_argv, measured_environment, worker_environment
 from .launch import Launched, tail
 from .measure import perf as perf_mod
-from .plan import RunSpec
+from .plan import RunSpec, block as plan_block
 from .setup import SweepSetup, prepare
 from .store import ResultStore
 from .system import SweepLock, SystemState, default_lock_path
@@ -82,8 +82,10 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
                 yield run, _one_run(run, setup, state, options)
 
         result = SweepResult(setup.sweep_id, Path(options.out))
-        todo = sum(r.run_id not in setup.done for r in runs)
-        return record_runs(store, [runs], setup.done, execute_runs, options, result, todo)
+        # The planned runs, then, with repetitions: auto, blocks of the cells still too wide (hugebench.adaptive).
+        batches = adaptive.batches(spec, runs, store.rows, plan_block)
+        total = adaptive.max_runs(spec, runs) - len(setup.done & {r.run_id for r in runs})
+        return record_runs(store, batches, setup.done, execute_runs, options, result, total)
 
 
 def record_runs(store: ResultStore, batches, done, execute_runs: Callable, options: SweepOptions,

@@ -83,23 +83,38 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     return content
 
 
-def plan(spec: ExperimentSpec) -> list[RunSpec]:
-    """Expand the spec into runs: warm-ups first, then one block per repetition in seeded order."""
-    workload = workloads.get(spec.workload)
-    planned = cells(spec)
-    total = len(planned) * (spec.warmup + spec.repetitions)
+def plan(spec: ExperimentSpec, repetitions: int | None = None) -> list[RunSpec]:
+    """Expand the spec into runs: warm-ups first, then one block per repetition in seeded order.
+
+    ``repetitions`` (default: the spec's; with ``repetitions: {auto: ...}`` the blocks always run) plans more
+    or fewer blocks: block r has the same runs, ids and order whatever the number of blocks.
+    """
+    reps = spec.repetitions if repetitions is None else repetitions
+    total = len(cells(spec)) * (spec.warmup + reps)
     if total > MAX_RUNS:  # the file's values are checked at load; this catches a -r flag beyond them
-        raise SpecError(f"{spec.source}: {spec.repetitions} repetitions (+{spec.warmup} warm-up) of "
-                        f"{len(planned)} cells make {total} runs; at most {MAX_RUNS} are allowed")
+        raise SpecError(f"{spec.source}: {reps} repetitions (+{spec.warmup} warm-up) of "
+                        f"{total // (spec.warmup + reps)} cells make {total} runs; at most {MAX_RUNS} are allowed")
+    blocks = [(-1, True)] * spec.warmup + [(r, False) for r in range(reps)]
+    return _runs(spec, list(enumerate(blocks)))
+
+
+def block(spec: ExperimentSpec, repetition: int, cell_ids=None) -> list[RunSpec]:
+    """The runs of repetition block ``repetition`` (as :func:`plan` with more blocks has them), optionally only
+    those of the cells ``cell_ids``, in the block's order (adaptive repetitions add blocks this way)."""
+    runs = _runs(spec, [(spec.warmup + repetition, (repetition, False))])
+    return [run for run in runs if cell_ids is None or run.cell_id in cell_ids]
+
+
+def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
+    workload = workloads.get(spec.workload)
     base = []
-    for cell in planned:
+    for cell in cells(spec):
         content = _cell_run(spec, cell)
         base.append((cell, content, _hash(content)))
     runs: list[RunSpec] = []
-    blocks = [(-1, True)] * spec.warmup + [(r, False) for r in range(spec.repetitions)]
-    for block_no, (rep, warm) in enumerate(blocks):
+    for block_no, (rep, warm) in blocks:
         order = _block_order(base, spec, block_no)
-        for cell, content, cell_id in order:
+        for position, (cell, content, cell_id) in enumerate(order):
             tag = f"w{block_no}" if warm else rep
             params = content["params"]
             runs.append(RunSpec(
@@ -108,7 +123,7 @@ def plan(spec: ExperimentSpec) -> list[RunSpec]:
                 experiment=spec.name,
                 workload=spec.workload,
                 repetition=rep,
-                order_index=len(runs),
+                order_index=block_no * len(base) + position,
                 allocator=content["allocator"],
                 text_pages=content.get(TEXT_AXIS),
                 params=content["params"],

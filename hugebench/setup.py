@@ -48,14 +48,14 @@ class SweepSetup:
     allocators: Mapping[str, Allocator]  # the resolved allocator of each name the plan uses
     done: frozenset = frozenset()  # run ids already in the store (resume)
     skip: Mapping[str, str] = field(default_factory=dict)  # cell_id -> reason
-    prctl_never: frozenset = frozenset()  # run ids that get THP 'never' by prctl, not sysfs
+    prctl_never: frozenset = frozenset()  # cell ids whose THP 'never' is done by prctl, not sysfs (any block)
     counter_specs: tuple = ()  # timed-phase counters, as CounterSpec dicts
     perf: PerfWrap | None = None
     condition_memory: Mapping = field(default_factory=dict)
 
     def system_for(self, run) -> dict:
         """Kernel knobs to write for a run (THP 'never' done by prctl is left out)."""
-        if run.run_id in self.prctl_never:
+        if run.cell_id in self.prctl_never:
             return {k: v for k, v in run.system.items() if k != "thp.enabled"}
         return dict(run.system)
 
@@ -66,7 +66,7 @@ class SweepSetup:
         wraps_program = bool(workloads.get(run.workload).runner) and self.perf is not None
         return WorkerRequest(run=run.to_dict(), allocator=alloc.name, allocator_path=str(path) if path else None,
                              allocator_env=dict(alloc.env), allocator_expect=dict(alloc.expect),
-                             counters=self.counter_specs, thp_prctl_disable=run.run_id in self.prctl_never,
+                             counters=self.counter_specs, thp_prctl_disable=run.cell_id in self.prctl_never,
                              perf_bin=self.perf.bin if wraps_program else None,
                              perf_events=self.perf.events if wraps_program else (),
                              text_pages=run.text_pages)
@@ -143,13 +143,13 @@ def _check_void(spec, runs, table) -> None:
 
 
 def _check_system(runs, options) -> set:
-    """Knob names/values and privileges; returns the run ids whose THP 'never' is done by prctl."""
+    """Knob names/values and privileges; returns the cell ids whose THP 'never' is done by prctl."""
     settings = [r.system for r in runs]
     by_prctl = system.check_privileges(settings, options.sys_root, options.proc_root, allow_prctl_never=True,
                                 rerun=f"hugebench sweep {options.spec_source}")
     if not by_prctl:
         return set()
-    return {r.run_id for r in runs if r.system.get("thp.enabled") == "never"}
+    return {r.cell_id for r in runs if r.system.get("thp.enabled") == "never"}
 
 
 def _perf_plan(spec, options, cpu, caps) -> tuple[list[dict], PerfWrap | None]:

@@ -14,6 +14,10 @@ Every error names the file, the line and the key, and says what is allowed. Exam
     baseline: {allocator: glibc, thp: never}
     allocators: {tcmalloc-google: {path: /opt/tcmalloc/libtcmalloc.so}}
     system: {thp.defrag: madvise}            # kernel knobs fixed for the whole sweep
+    expected: {source: a paper, claims: [{cell: {allocator: glibc, thp: never, keys: 10M}, value: 105}]}
+
+``repetitions: {auto: {min: 6, max: 12, target: 0.05}}`` makes the number of blocks adaptive
+(``hugebench.adaptive``); ``expected:`` holds published numbers the report gives a verdict on.
 """
 
 from __future__ import annotations
@@ -69,8 +73,21 @@ _TOP_KEYS = {
     "counters": "in-process counters around the timed phase: auto | off | list of labels",
     "order": "interleaved (default: blocks of one run per cell, shuffled) | grouped (fewest knob flips)",
     "condition_memory": "before each run: {compact: bool, drop_caches: bool} or false",
+    "expected": "published numbers this experiment reproduces: {source: TEXT, metric: COLUMN, claims: [...]}",
     "cluster": "run on several machines: {scheduler: tcp://HOST:8786 or ssh: [h1, h2], machines: each|spread}",
 }
+_AUTO_KEYS = {"min": "blocks always run (int >= 3; default 6, the fewest for a 95% verdict)",
+              "max": "most blocks, i.e. most runs of any cell (int >= min)",
+              "target": "stop a cell once its CI is narrower than this share of its median (0 < x < 1, e.g. 0.03)",
+              "metric": "column whose median's CI is judged (default: the workload's primary metric)"}
+_EXPECTED_KEYS = {"source": "where the numbers were published (citation text, required)",
+                  "metric": "column the numbers are of (default: the workload's primary metric)",
+                  "claims": "list of claims: {cell: {...}, value: N} or {cell: {...}, vs: {...}, ratio: R}"}
+_CLAIM_KEYS = {"name": "label shown in the report", "cell": "the cell the claim is about (one cell)",
+               "vs": "the cell it is compared with (a ratio claim)", "ratio": "published ratio cell / vs",
+               "value": "published value of cell", "vs_value": "published value of vs (ratio = value / vs_value)",
+               "metric": "column (default: expected.metric)", "source": "citation of this claim (default: "
+               "expected.source)", "note": "free text shown with the claim"}
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,10 @@ class ExperimentSpec:
     counters: Any = "auto"
     order: str = "interleaved"
     condition_memory: dict = field(default_factory=dict)
+    # repetitions: {auto: ...}: blocks keep being added up to adaptive["max"] while some cell's CI is wider than
+    # adaptive["target"] (hugebench.adaptive); ``repetitions`` is then the blocks always run (adaptive["min"]).
+    adaptive: dict = field(default_factory=dict)
+    expected: dict = field(default_factory=dict)  # {source, metric, claims: ({name, cell, vs, ratio, value, ...},)}
     cluster: dict = field(default_factory=dict)  # where it runs, not what: outside the fingerprint
 
     def to_dict(self) -> dict:
@@ -162,12 +183,14 @@ def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
     overlap = set(params) & set(axes)
     if overlap:
         raise where.error(("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one")
+    adaptive = _adaptive(data, workload, params, where)
     spec = ExperimentSpec(
         name=_name(data, where),
         workload=wl_name,
         source=where.source,
         description=_description(data, where),
-        repetitions=_int(data, "repetitions", 1, 1, MAX_REPETITIONS, where),
+        repetitions=adaptive["min"] if adaptive else _int(data, "repetitions", 1, 1, MAX_REPETITIONS, where),
+        adaptive=adaptive,
         warmup=_int(data, "warmup", 0, 0, MAX_WARMUP, where),
         seed=_int(data, "seed", 0, 0, MAX_SEED, where),
         timeout=_timeout(data, where),
@@ -184,6 +207,7 @@ def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
         cluster=cluster,
     )
     _check_cells(spec, workload, where)
+    spec = dataclasses.replace(spec, expected=_expected(data, spec, workload, where))
     return _workload_checks(spec, workload, where)
 
 
@@ -290,6 +314,134 @@ def _conditioning(data, where) -> dict:
             raise where.error(("condition_memory", key), f"must be true or false, got {flag!r}")
     return dict(value)
 
+
+
+AUTO_MIN_DEFAULT = 6  # stats.min_runs_for(0.95): fewer values cannot give a 95% interval of a median
+
+
+def _adaptive(data, workload, params, where) -> dict:
+    """``repetitions: {auto: {min, max, target, metric}}`` checked; {} for a fixed number of repetitions."""
+    value = data.get("repetitions")
+    if value == "auto":
+        raise where.error(("repetitions",), "auto needs its bounds: {auto: {max: 12, target: 0.03}} "
+                                            f"(min defaults to {AUTO_MIN_DEFAULT})")
+    if not isinstance(value, dict):
+        return {}
+    if list(value) != ["auto"] or not isinstance(value["auto"], dict):
+        raise where.error(("repetitions",), "must be an integer, or {auto: {min: N, max: N, target: F}}")
+    auto, path = value["auto"], ("repetitions", "auto")
+    _known_keys(auto, _AUTO_KEYS, path, where)
+    for required in ("max", "target"):
+        if required not in auto:
+            raise where.error(path, f"missing '{required}' ({_AUTO_KEYS[required]})")
+    low = auto.get("min", AUTO_MIN_DEFAULT)
+    if isinstance(low, bool) or not isinstance(low, int) or not 3 <= low <= MAX_REPETITIONS:
+        raise where.error(path + ("min",), f"must be an integer from 3 to {MAX_REPETITIONS} (with fewer runs the "
+                                           f"CI of a median is a short range that misses it often), got {low!r}")
+    high = auto["max"]
+    if isinstance(high, bool) or not isinstance(high, int) or not low <= high <= MAX_REPETITIONS:
+        raise where.error(path + ("max",), f"must be an integer from min ({low}) to {MAX_REPETITIONS}, got {high!r}")
+    target = auto["target"]
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 1:
+        raise where.error(path + ("target",), f"must be a share of the median between 0 and 1 (0.03 = 3%), "
+                                              f"got {target!r}")
+    metric = _metric(auto.get("metric"), path + ("metric",), workload, params, where)
+    return {"min": low, "max": high, "target": float(target), "metric": metric}
+
+
+def workload_metrics(workload, params: dict) -> list[str]:
+    """The metric columns a workload's rows are known to carry: report columns, plotted and ratio columns."""
+    try:
+        primary, metrics, _ = workload.report_metrics(params)
+    except (ValueError, KeyError, TypeError):  # a command's metric is checked with its params, not here
+        primary, metrics = workload.primary_metric, workload.metrics
+    names = [primary, *(m[0] for m in metrics), *(p[1] for p in workload.plots), *(b.y for b in workload.bars),
+             *(x.y for x in workload.xy_plots), *(c for t in workload.ratio_tables for c, _ in t.columns)]
+    return list(dict.fromkeys(names))
+
+
+def _metric(value, path, workload, params, where) -> str:
+    known = workload_metrics(workload, params)
+    if value is None:
+        return known[0]
+    if value not in known:
+        raise where.error(path, f"workload {workload.name!r} has no metric {value!r}; known: {', '.join(known)}")
+    return value
+
+
+def _known_keys(mapping: dict, allowed: dict, path, where) -> None:
+    for key in mapping:
+        if key not in allowed:
+            raise where.error(path + (key,), f"unknown key; allowed keys: {', '.join(allowed)}")
+
+
+def _text(mapping, key, path, where, required=False):
+    value = mapping.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise where.error(path + (key,), f"must be non-empty text, got {value!r}")
+    return value.strip()
+
+
+def _expected(data, spec, workload, where) -> dict:
+    """``expected:``: published numbers, each claim naming exactly one cell (and one to compare with)."""
+    raw = data.get("expected")
+    if raw is None:
+        return {}
+    path = ("expected",)
+    if not isinstance(raw, dict):
+        raise where.error(path, "must be a mapping {source: TEXT, metric: COLUMN, claims: [...]}")
+    _known_keys(raw, _EXPECTED_KEYS, path, where)
+    source = _text(raw, "source", path, where, required=True)
+    metric = _metric(raw.get("metric"), path + ("metric",), workload, spec.params, where)
+    claims = raw.get("claims")
+    if not isinstance(claims, list) or not claims:
+        raise where.error(path + ("claims",), f"must be a non-empty list ({_EXPECTED_KEYS['claims']})")
+    left = cells(spec)
+    parsed = tuple(_claim(claim, path + ("claims", i), spec, workload, left, metric, where)
+                   for i, claim in enumerate(claims))
+    return {"source": source, "metric": metric, "claims": parsed}
+
+
+def _claim(raw, path, spec, workload, left, metric, where) -> dict:
+    if not isinstance(raw, dict):
+        raise where.error(path, "must be a mapping, e.g. {cell: {...}, value: 81} or {cell: {...}, vs: {...}, ratio: 0.77}")
+    _known_keys(raw, _CLAIM_KEYS, path, where)
+    if "cell" not in raw:
+        raise where.error(path, "missing 'cell' (the cell the published number is about)")
+    cell = _one_cell(raw["cell"], path + ("cell",), spec, left, where)
+    vs = _one_cell(raw["vs"], path + ("vs",), spec, left, where) if raw.get("vs") is not None else None
+    if vs == cell:
+        raise where.error(path + ("vs",), "is the same cell as 'cell'; a ratio needs two different cells")
+    numbers = {key: _published(raw, key, path, where) for key in ("ratio", "value", "vs_value") if key in raw}
+    if vs is None and set(numbers) != {"value"}:
+        raise where.error(path, "without 'vs' a claim gives exactly 'value' (the published value of its cell)")
+    if vs is not None and set(numbers) not in ({"ratio"}, {"value", "vs_value"}):
+        raise where.error(path, "with 'vs' a claim gives either 'ratio' (cell / vs) or both 'value' and 'vs_value'")
+    ratio = numbers.get("ratio") or (numbers["value"] / numbers["vs_value"] if vs is not None else None)
+    return {"name": _text(raw, "name", path, where), "cell": cell, "vs": vs, "ratio": ratio,
+            "value": numbers.get("value"), "vs_value": numbers.get("vs_value"),
+            "metric": _metric(raw.get("metric", metric), path + ("metric",), workload, spec.params, where),
+            "source": _text(raw, "source", path, where), "note": _text(raw, "note", path, where)}
+
+
+def _one_cell(raw, path, spec, left, where) -> dict:
+    partial = _partial_cell(raw, path, spec.axes, where)
+    found = [cell for cell in left if matches(cell, partial)]
+    if not found:
+        raise where.error(path, "matches no cell of the sweep (every cell with these values is excluded)")
+    if len(found) > 1:
+        open_axes = [axis for axis in spec.axes if axis not in partial and len(spec.axes[axis]) > 1]
+        raise where.error(path, f"matches {len(found)} cells; give a value for {', '.join(open_axes)} too")
+    return found[0]
+
+
+def _published(raw, key, path, where) -> float:
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise where.error(path + (key,), f"must be a positive number (as published), got {value!r}")
+    return float(value)
 
 
 def _param(workload, name, value, path, where):
@@ -415,26 +567,28 @@ def _cells(data, key, axes, where, many):
     items = raw if many else [raw]
     if many and not isinstance(raw, list):
         raise where.error((key,), "must be a list of partial cells, e.g. [{allocator: glibc, thp: always}]")
-    parsed = []
-    for i, cell in enumerate(items):
-        path = (key, i) if many else (key,)
-        if not isinstance(cell, dict) or not cell:
-            raise where.error(path, "must be a mapping axis -> value, e.g. {allocator: glibc, thp: never}")
-        norm = {}
-        for name, value in cell.items():
-            axis = canonical_knob(name) if is_knob(name) else name
-            if axis not in axes:
-                raise where.error(path + (name,), f"is not an axis; axes: {', '.join(axes)}")
-            if axis in norm:
-                raise where.error(path + (name,), f"axis {axis!r} is given twice (thp is thp.enabled)")
-            allowed = axes[axis]
-            coerced = _coerce_like(value, allowed)
-            if coerced not in allowed:
-                raise where.error(path + (name,), f"value {value!r} is not on the axis; "
-                                                  f"allowed: {', '.join(map(str, allowed))}")
-            norm[axis] = coerced
-        parsed.append(norm)
+    parsed = [_partial_cell(cell, (key, i) if many else (key,), axes, where) for i, cell in enumerate(items)]
     return tuple(parsed) if many else parsed[0]
+
+
+def _partial_cell(cell, path, axes, where) -> dict:
+    """A mapping axis -> value with every value on its axis (coerced: '10M' -> 10000000; thp -> thp.enabled)."""
+    if not isinstance(cell, dict) or not cell:
+        raise where.error(path, "must be a mapping axis -> value, e.g. {allocator: glibc, thp: never}")
+    norm = {}
+    for name, value in cell.items():
+        axis = canonical_knob(name) if isinstance(name, str) and is_knob(name) else name
+        if axis not in axes:
+            raise where.error(path + (name,), f"is not an axis; axes: {', '.join(axes)}")
+        if axis in norm:
+            raise where.error(path + (name,), f"axis {axis!r} is given twice (thp is thp.enabled)")
+        allowed = axes[axis]
+        coerced = _coerce_like(value, allowed)
+        if coerced not in allowed:
+            raise where.error(path + (name,), f"value {value!r} is not on the axis; "
+                                              f"allowed: {', '.join(map(str, allowed))}")
+        norm[axis] = coerced
+    return norm
 
 
 def _coerce_like(value, allowed):
@@ -466,9 +620,10 @@ def _check_cells(spec: ExperimentSpec, workload, where) -> None:
     left = cells(spec)
     if not left:
         raise where.error(("exclude",), "excludes every cell of the axes; nothing would run")
-    runs = len(left) * (spec.repetitions + spec.warmup)
+    blocks = spec.adaptive.get("max", spec.repetitions)
+    runs = len(left) * (blocks + spec.warmup)
     if runs > MAX_RUNS:
-        raise where.error(("repetitions",), f"{spec.repetitions} repetitions (+{spec.warmup} warm-up) of "
+        raise where.error(("repetitions",), f"{blocks} repetitions (+{spec.warmup} warm-up) of "
                                             f"{len(left)} cells make {runs} runs; at most {MAX_RUNS} are allowed")
     if spec.baseline and not any(matches(cell, spec.baseline) for cell in left):
         raise where.error(("baseline",), "every cell with the baseline's values is excluded by 'exclude:'; "

@@ -238,10 +238,13 @@ def test_a_sweep_runs_on_both_machines_with_a_host_axis(lab, tmp_path):
 
 def test_spread_gives_whole_repetition_blocks_to_identical_machines(lab, tmp_path):
     out = tmp_path / "res"
-    code, log = lab.sweep(_spec(tmp_path, reps=3), out, "spread", report=False)
+    # repetitions: auto adds a 4th block (a target no tiny run meets), placed like the others
+    code, log = lab.sweep(_spec(tmp_path, reps="{auto: {min: 3, max: 4, target: 0.0001}}"), out, "spread",
+                          report=False)
     assert code == 0, log
     rows = _rows(out)
-    assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), log
+    assert len(rows) == 8 and all(r["status"] == "ok" for r in rows), log
+    assert sorted({r["repetition"] for r in rows}) == [0, 1, 2, 3]
     hosts_of_block = {r["repetition"]: {x["host"] for x in rows if x["repetition"] == r["repetition"]} for r in rows}
     assert all(len(hosts) == 1 for hosts in hosts_of_block.values())  # a block's pairs stay on one machine
     assert set.union(*hosts_of_block.values()) == {"lab-a", "lab-b"}

@@ -91,3 +91,22 @@ def test_spread_names_what_differs():
     other = {**machine, "kernel": {"release": "6.18"}}
     with pytest.raises(SpecError, match="their kernel differs: a has '6.1', b has '6.18'"):
         check_identical({"a": machine, "b": other})
+
+
+def test_blocks_are_whole_also_for_warm_ups_and_adaptive_blocks_of_some_cells():
+    s = _parse("warmup: 1\n")
+    runs = plan.plan(s)  # a warm-up block, then repetitions 0 and 1, of 2 cells
+    assert [[r.repetition for r in b] for b in blocks(runs)] == [[-1, -1], [0, 0], [1, 1]]
+    extra = plan.block(s, 5, {runs[0].cell_id})  # repetitions: auto adds a block of the cells still too wide
+    assert [[r.repetition for r in b] for b in blocks(extra)] == [[5]]
+
+
+def test_adaptive_repetitions_need_spread_on_a_cluster(tmp_path):
+    from hugebench.cluster.client import run_cluster_sweep
+    from hugebench.orchestrator import SweepOptions
+
+    s = spec.parse_spec(BASE.replace("repetitions: 2", "repetitions: {auto: {min: 3, max: 6, target: 0.05}}"),
+                        "c.yaml")
+    options = SweepOptions(out=tmp_path / "r", cluster=ClusterConfig("tcp://127.0.0.1:1"))
+    with pytest.raises(SpecError, match="repetitions: auto needs machines: spread"):
+        run_cluster_sweep(s, plan.plan(s), options)

@@ -72,6 +72,13 @@ def test_page_check_of_4k_and_hugetlb():
     assert math.isnan(page_check({"backing": "thp"})["buffer_hp_coverage"])
 
 
+def test_a_private_hugetlb_page_the_kernel_files_as_shared_counts():
+    """A reused 1 GiB folio can show under Shared_Hugetlb of a MAP_PRIVATE mapping (seen on this kernel)."""
+    row = {"backing": "hugetlb-1g", "mapped_bytes": 1 << 30, "phase.chase.smaps.Private_Hugetlb": 0,
+           "phase.chase.smaps.Shared_Hugetlb": 1 << 30}
+    assert page_check(row) == {"buffer_hp_coverage": 1.0, "page_check": "ok"}
+
+
 def _rows(points: dict, pattern="chase", reps=3, check=None):
     """points: backing -> {size: ns}; rows as the store loads them."""
     rows = []

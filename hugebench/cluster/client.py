@@ -21,9 +21,10 @@ import dataclasses
 import time
 from pathlib import Path
 
+from .. import adaptive
 from ..errors import HugebenchError, SpecError
 from ..orchestrator import SweepResult, base_row, record_runs
-from ..plan import _hash
+from ..plan import _hash, block as plan_block
 from ..setup import _check_compatible, _sweep_id
 from ..store import ResultStore
 from .config import HOST_PREFIX, RESOURCE, ClusterConfig, host_resource
@@ -35,6 +36,9 @@ RELEASE_TIMEOUT_S = 60.0
 def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
     """Run ``runs`` on the cluster ``options.cluster``; rows go to ``options.out`` as in a local sweep."""
     config: ClusterConfig = options.cluster
+    if spec.adaptive and config.machines == "each":
+        raise SpecError(f"{spec.source}: repetitions: auto needs machines: spread on a cluster (with machines: "
+                        "each, every machine would need its own decisions); give a number of repetitions")
     store = ResultStore(options.out)
     _check_compatible(spec, store)
     sweep_id = _sweep_id(spec)
@@ -58,8 +62,12 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
                 return _execute(client, parts, todo, host_of)
 
             result, done = SweepResult(sweep_id, Path(options.out)), store.completed_run_ids()
-            todo = sum(r.run_id not in done for r in planned)
-            return record_runs(store, [planned], done, execute_runs, options, result, todo,
+            if spread:  # run ids are the plan's: repetitions: auto adds blocks exactly as in a local sweep
+                batches = adaptive.batches(spec, runs, store.rows, plan_block)
+                total = adaptive.max_runs(spec, runs) - len(done & {r.run_id for r in runs})
+            else:
+                batches, total = [planned], sum(r.run_id not in done for r in planned)
+            return record_runs(store, batches, done, execute_runs, options, result, total,
                                tuple(p["sweep_id"] for p in prepared.values()))
         finally:
             _release(client, hosts, sweep_id)
@@ -74,11 +82,12 @@ def place(runs: list, hosts: list[str]) -> dict[str, list]:
 
 
 def blocks(runs: list) -> list[list]:
-    """The runs by repetition block (warm-up blocks too), in plan order: a block holds one run of each cell."""
+    """The runs by repetition block (each warm-up block too), in plan order: at most one run of each cell."""
     cells = len({r.cell_id for r in runs}) or 1
-    grouped: dict[int, list] = {}
-    for run in runs:
-        grouped.setdefault(run.order_index // cells, []).append(run)
+    grouped: dict[tuple, list] = {}
+    for run in runs:  # warm-ups all have repetition -1 and come first, one whole block of cells after another
+        key = (0, run.order_index // cells) if run.warmup else (1, run.repetition)
+        grouped.setdefault(key, []).append(run)
     return [grouped[b] for b in sorted(grouped)]
 
 

@@ -18,7 +18,11 @@ def buffer_coverage(row: dict) -> float:
     if not mapped:
         return math.nan
     if str(row.get("backing", "")).startswith("hugetlb"):
-        huge = row.get("phase.chase.smaps.Private_Hugetlb")
+        # Both: smaps files a private hugetlb page under Shared_Hugetlb when the kernel's mapcount heuristic
+        # says "maybe mapped shared" (seen here on 1 GiB pages reused from the pool by the next run). The
+        # process has no other hugetlb mapping, so the sum is the buffer's.
+        parts = [row.get(f"phase.chase.smaps.{k}_Hugetlb") for k in ("Private", "Shared")]
+        huge = None if all(p is None for p in parts) else sum(p or 0 for p in parts)
     else:
         after = row.get("phase.chase.smaps.AnonHugePages")
         huge = None if after is None else after - (row.get("anon_huge_before_workload_bytes") or 0)

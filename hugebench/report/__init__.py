@@ -23,9 +23,11 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from ..adaptive import describe as describe_adaptive, values_by_cell
 from ..errors import HugebenchError
 from .rendering import AXIS_LABELS, DASH, FORMATS, format_axis, format_bytes, format_si, render, render_void
 from .results import Experiment, Results, as_results, load_results, sweep_context
+from .verdicts import VERDICTS, claim_verdicts, render_verdicts, verdict_table
 from .tables import (KNOWN_METRICS, VOID, MetricSpec, as_metric, build_table, default_metrics, in_spec_order,
                      overhead_lines, ratio_table, render_ratio_table, void_compensation)
 
@@ -61,6 +63,10 @@ def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics:
         tables.append((experiment.name, table))
         extras += [render_ratio_table(ratio_table(experiment.rows, axes, experiment.baseline, spec, level), axes, spec)
                    for spec in (experiment.workload.ratio_tables if experiment.workload else ())]
+        table.attrs["overhead"] += adaptive_lines(experiment)
+        verdicts = verdict_table(experiment, level)
+        if verdicts is not None and fmt != "csv":
+            extras.append(render_verdicts(verdicts, fmt))
     if fmt == "csv":
         return pd.concat([t.assign(experiment=e) for e, t in tables], ignore_index=True).to_csv(index=False)
     return "\n\n".join([render(table, fmt) for _, table in tables] + extras)
@@ -88,6 +94,17 @@ def void_report(results_dir: Results | str | os.PathLike, fmt: str = "rich") -> 
     return "\n".join(t for t in out if t)
 
 
+def adaptive_lines(experiment: Experiment) -> list[str]:
+    """With ``repetitions: auto``: how many runs each cell took and how many reached the precision target."""
+    rule = (experiment.context.get("spec") or {}).get("adaptive")
+    if not rule or "cell_id" not in experiment.rows.columns:
+        return []
+    records = experiment.rows.to_dict("records")
+    cells = list(dict.fromkeys(experiment.rows["cell_id"].dropna()))
+    line = describe_adaptive(values_by_cell(records, cells, rule["metric"], rule["max"]), rule)
+    return [line] if line else []
+
+
 def _workload_metrics(experiment: Experiment) -> list[dict]:
     """The report columns this version of hugebench defines for the rows' workload (none if unknown)."""
     workload = experiment.workload
@@ -98,7 +115,8 @@ def _workloads(rows: pd.DataFrame) -> str:
     return ", ".join(map(str, rows["workload"].dropna().unique())) if "workload" in rows.columns else "?"
 
 
-__all__ = ["AXIS_LABELS", "DASH", "FORMATS", "KNOWN_METRICS", "VOID", "Experiment", "MetricSpec", "Results",
-           "as_metric", "as_results", "build_table", "default_metrics", "format_axis", "format_bytes", "format_si",
-           "in_spec_order", "load_results", "overhead_lines", "render", "render_void", "report", "sweep_context",
-           "void_compensation", "void_report"]
+__all__ = ["AXIS_LABELS", "DASH", "FORMATS", "KNOWN_METRICS", "VERDICTS", "VOID", "Experiment", "MetricSpec",
+           "Results", "adaptive_lines", "as_metric", "as_results", "build_table", "claim_verdicts", "default_metrics",
+           "format_axis", "format_bytes", "format_si", "in_spec_order", "load_results", "overhead_lines", "render",
+           "render_verdicts", "render_void", "report", "sweep_context", "verdict_table", "void_compensation",
+           "void_report"]

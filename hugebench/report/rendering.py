@@ -117,6 +117,14 @@ def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -
     return _rich(title, headers, body, notes, None)
 
 
+def render_rows(title: str | None, headers: list[str], rows: list[list], notes: list[str], fmt: str = "rich",
+                width: int | None = None) -> str:
+    """Cells already formatted as text (a verdict table, ...) as a rich table or GitHub markdown, with notes."""
+    if fmt == "markdown":
+        return _markdown(title, headers, rows, notes)
+    return _rich(title, headers, rows, notes, width)
+
+
 # -- helpers -------------------------------------------------------------------------------------
 
 
