@@ -85,9 +85,12 @@ def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: 
     for j, value in enumerate(bar_values):
         rows = table[table[inner] == value]
         _draw_bars(ax, rows, [slots[i] for i in rows.index], width, y, f"C{j}", format_axis(value))
-    ax.set_xticks(range(len(group_labels)), group_labels)
-    _decorate(ax, " / ".join(outer) if outer else "", ylabel or y, title, False, False)
-    ax.legend(title=inner, fontsize="small")
+    if outer:
+        ax.set_xticks(range(len(group_labels)), group_labels)
+        ax.legend(title=inner, fontsize="small")
+    else:  # one axis: each bar names its own value (an empty group label and a legend said it less directly)
+        ax.set_xticks([slots[i] for i in table.index], [format_axis(v) for v in table[inner]])
+    _decorate(ax, " / ".join(outer) if outer else inner, ylabel or y, title, False, False)
     ax.margins(y=0.15)
     if "ratio" in table.columns:
         where = ", ".join(f"{k}={format_axis(v)}" for k, v in table.attrs["baseline"].items())
