@@ -221,14 +221,16 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
     if mode is None or "hp_coverage" not in rows.columns or not keys:
         return []
     always = rows[rows[mode].astype(str) == "always"]
-    flags = []
+    short = []
     for key, cell in always.groupby(keys, sort=False, dropna=False):
         coverage = pd.to_numeric(cell["hp_coverage"], errors="coerce").dropna()
         if len(coverage) and coverage.median() < COVERAGE_EXPECTED:
             label = cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), keys)
-            flags.append(Flag(f"{label}: huge-page coverage {coverage.median():.0%} under THP always "
-                              f"(below {COVERAGE_EXPECTED:.0%}: part of the memory stayed on 4 KiB pages)"))
-    return flags
+            short.append(f"{label} ({coverage.median():.0%})")
+    if not short:
+        return []
+    return [Flag(f"huge-page coverage under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory stayed on "
+                 f"4 KiB pages) in {len(short)} cell(s): " + "; ".join(short))]
 
 
 def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
