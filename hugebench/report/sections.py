@@ -181,18 +181,30 @@ def cell_label(row: pd.Series, axes: Sequence[str]) -> str:
     return ", ".join(f"{axis}={format_axis(row[axis])}" for axis in axes)
 
 
+def varying_axes(table: pd.DataFrame, axes: Sequence[str]) -> list[str]:
+    """The axes whose value differs between the table's rows (all of them if none does): enough to name a cell."""
+    varying = [a for a in axes if a in table.columns and table[a].astype(str).nunique() > 1]
+    return varying or list(axes)
+
+
+def listing(items: Sequence[str], limit: int = 8) -> str:
+    """Items joined by "; ", the first ``limit`` of them and how many more."""
+    shown = "; ".join(items[:limit])
+    return shown + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+
+
 def table_flags(table: pd.DataFrame) -> list[Flag]:
     """What the table shows as status, "no", "n<6" and footnotes, said in words."""
-    attrs, axes = table.attrs, table.attrs["group_by"]
+    attrs, axes = table.attrs, varying_axes(table, table.attrs["group_by"])
     flags = []
     failed = table[table["status"] != "ok"]
     if len(failed):
-        flags.append(Flag(f"{len(failed)} cell(s) without a successful run: " + "; ".join(
-            f"{cell_label(r, axes)} ({r['status']})" for _, r in failed.iterrows()), True))
+        flags.append(Flag(f"{len(failed)} cell(s) without a successful run: " + listing(
+            [f"{cell_label(r, axes)} ({r['status']})" for _, r in failed.iterrows()]), True))
     partly = table[(table["status"] == "ok") & (table["n_failed"] > 0)]
     if len(partly):
-        flags.append(Flag("runs failed in " + "; ".join(
-            f"{cell_label(r, axes)} ({r['n_failed']} of {r['n'] + r['n_failed']})" for _, r in partly.iterrows()),
+        flags.append(Flag("runs failed in " + listing(
+            [f"{cell_label(r, axes)} ({r['n_failed']} of {r['n'] + r['n_failed']})" for _, r in partly.iterrows()]),
             True))
     if "ratio" in table.columns:
         compared = table[~table["is_baseline"].astype(bool) & table["ratio"].notna()]
@@ -200,11 +212,11 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
         if len(few):
             flags.append(Flag(f"{len(few)} ratio(s) rest on fewer than {min_runs_for(attrs.get('level', 0.95))} "
                               f"runs, too few for a verdict (n<{min_runs_for(attrs.get('level', 0.95))}): "
-                              + "; ".join(cell_label(r, axes) for _, r in few.iterrows()), True))
+                              + listing([cell_label(r, axes) for _, r in few.iterrows()]), True))
         unresolved = compared[compared["resolved"].map(verdict) == "no"]
         if len(unresolved):
             flags.append(Flag(f"{len(unresolved)} ratio(s) not resolved (the CI contains 1): "
-                              + "; ".join(cell_label(r, axes) for _, r in unresolved.iterrows()), True))
+                              + listing([cell_label(r, axes) for _, r in unresolved.iterrows()]), True))
     titles = {spec.column: spec.title for spec in attrs["metrics"]}
     by_reason: dict[str, list[str]] = {}
     for column, reason in attrs.get("na_reasons", {}).items():
@@ -220,22 +232,23 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
     keys = [a for a in axes if a in rows.columns]
     if mode is None or "hp_coverage" not in rows.columns or not keys:
         return []
+    named = varying_axes(rows, keys)
     always = rows[rows[mode].astype(str) == "always"]
     short = []
     for key, cell in always.groupby(keys, sort=False, dropna=False):
         coverage = pd.to_numeric(cell["hp_coverage"], errors="coerce").dropna()
         if len(coverage) and coverage.median() < COVERAGE_EXPECTED:
-            label = cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), keys)
+            label = cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named)
             short.append(f"{label} ({coverage.median():.0%})")
     if not short:
         return []
     return [Flag(f"huge-page coverage under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory stayed on "
-                 f"4 KiB pages) in {len(short)} cell(s): " + "; ".join(short))]
+                 f"4 KiB pages) in {len(short)} cell(s): " + listing(short))]
 
 
 def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
     """A few sentences of what the table found: size, best and worst cell against the baseline, verdicts."""
-    attrs, axes = table.attrs, table.attrs["group_by"]
+    attrs, axes = table.attrs, varying_axes(table, table.attrs["group_by"])
     spec = next(s for s in attrs["metrics"] if s.column == attrs["primary"])
     measured = ok_rows(experiment.rows)
     failed = int((table["n_failed"]).sum())
