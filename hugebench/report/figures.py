@@ -209,7 +209,8 @@ def _xy_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fig
             continue
         for keys, part in _split(rows, [a for a in experiment.axes if a != plot.hue]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
-            fig = xy_plot(part, plot, title=f"{experiment.name}{suffix}: {plot.title}", order=experiment.axis_order)
+            fig = xy_plot(part, plot, title=f"{_part_title(experiment.name, keys)}: {plot.title}",
+                          order=experiment.axis_order)
             drawn.append((f"{experiment.name}-{plot.name}{suffix}", fig))
     return drawn
 
@@ -328,7 +329,7 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fi
         for keys, part in _split(rows, [a for a in experiment.axes if a not in groups]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
             fig = bar_plot(part, groups, bars.y, experiment.baseline, ylabel=bars.label,
-                           title=f"{experiment.name}{suffix}: {bars.title}", order=experiment.axis_order)
+                           title=f"{_part_title(experiment.name, keys)}: {bars.title}", order=experiment.axis_order)
             _probe_underlay(fig, experiment, part)
             drawn.append((f"{experiment.name}-{bars.name}{suffix}", fig))
     return drawn
@@ -356,6 +357,11 @@ def _column(rows: pd.DataFrame, axis: str) -> str | None:
     """The rows' column for an axis the registry names: the axis itself, else its knob shorthand (thp)."""
     names = [axis] + [c for c in rows.columns if canonical_knob(c) == canonical_knob(axis)]
     return next((c for c in names if c in rows.columns), None)
+
+
+def _part_title(name: str, keys) -> str:
+    """"quick, set_kind=flat" for the part of an experiment a figure shows (its file name says "quick-set_kindflat")."""
+    return ", ".join([name] + [f"{k}={format_axis(v)}" for k, v in keys])
 
 
 def _split(rows: pd.DataFrame, axes: list[str]):

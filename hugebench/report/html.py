@@ -17,6 +17,7 @@ from pathlib import Path
 from .sections import Report, Section
 
 TEMPLATE = "report.html.j2"
+WIDE_INCHES = 7.5  # a figure wider than this gets the page's whole width, narrower ones go two to a row
 
 
 def render_html(report: Report) -> str:
@@ -62,8 +63,8 @@ def _part(section: Section, anchor: str, markup) -> dict:
         "warnings": section.warnings, "notes": section.notes,
         "headers": [str(c) for c in table.columns] if table is not None else [],
         "rows": [list(map(_cell, row)) for row in table.itertuples(index=False)] if table is not None else [],
-        "figures": [{"name": name, "svg": markup(svg_markup(fig, f"{anchor}-{_slug(name)}"))}
-                    for name, fig in section.figures],
+        "figures": [{"name": name, "svg": markup(svg_markup(fig, f"{anchor}-{_slug(name)}")),
+                     "wide": fig.get_figwidth() > WIDE_INCHES} for name, fig in section.figures],
     }
 
 

@@ -239,9 +239,10 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
         coverage = pd.to_numeric(cell["hp_coverage"], errors="coerce").dropna()
         if len(coverage) and coverage.median() < COVERAGE_EXPECTED:
             label = cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named)
-            short.append(f"{label} ({coverage.median():.0%})")
+            short.append((coverage.median(), f"{label} ({coverage.median():.0%})"))
     if not short:
         return []
+    short = [text for _, text in sorted(short, key=lambda item: item[0])]  # the largest shortfall first
     return [Flag(f"huge-page coverage under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory stayed on "
                  f"4 KiB pages) in {len(short)} cell(s): " + listing(short))]
 
