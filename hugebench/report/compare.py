@@ -20,7 +20,7 @@ from ..stats import Ratio, describe_cell, min_runs_for, ok_rows, ratio_ci
 from .provenance import machine_facts, provenance_sections
 from .rendering import DASH, display_frame, format_axis, is_missing
 from .results import Experiment, Results, sweep_ids
-from .sections import Flag, Report, Section, verdict
+from .sections import Flag, Report, Section, varying_axes, verdict
 from .tables import as_metric, in_spec_order
 
 
@@ -69,12 +69,17 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
     data = in_spec_order(pd.DataFrame.from_records(records, columns=_columns(keys)), keys, a.axis_order)
     spec = as_metric(next((m for m in a.context.get("metrics") or [] if m.get("column") == metric), metric))
     better = a.context.get("primary_better", "lower") if not primary else None
-    section = Section(f"{a.name}: {spec.title}, B / A", _display(data, keys, spec, level), data=data,
+    fixed = [k for k in keys if k.startswith("param.") and k not in varying_axes(data, keys)]
+    shown = [k for k in keys if k not in fixed]
+    section = Section(f"{a.name}: {spec.title}, B / A", _display(data, shown, spec, level), data=data,
                       experiment=a.name, kind="compare")
     section.notes = [f"A and B: median [{level:.0%} bootstrap CI] of {spec.title} ({metric}) over n successful runs. "
                      "B / A: ratio of the medians; its CI resamples each side independently (the two sides' runs "
                      "were not interleaved). resolved: no = the CI contains 1; "
                      f"n<{min_runs_for(level)} = too few runs on a side for a verdict."]
+    if fixed and not data.empty:
+        section.notes.append("Fixed parameters, the same for every cell on both sides: " + ", ".join(
+            f"{k.removeprefix('param.')}={format_axis(data[k].iloc[0])}" for k in fixed) + ".")
     if better:
         section.notes.append(f"{spec.title}: {better} is better, so B / A {'< 1' if better == 'lower' else '> 1'} "
                              "means B is better.")
@@ -83,9 +88,10 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
     if figures and not data.empty:
         from .figures import ratio_plot
 
-        section.figures = [(f"compare-{a.name}", ratio_plot(data, [_cell_text(k, keys) for k in
-                                                                   data[keys].itertuples(index=False)],
-                                                            title=f"{a.name}: {spec.title}, B / A"))]
+        named = varying_axes(data, shown)
+        labels = [" / ".join(map(format_axis, k)) for k in data[named].itertuples(index=False)]
+        section.figures = [(f"compare-{a.name}", ratio_plot(data, labels, title=f"{a.name}: {spec.title}, B / A",
+                                                            ylabel=" / ".join(named)))]
     return section, lonely
 
 

@@ -129,12 +129,12 @@ def fit_lines(parts: Sequence[str], width_pt: float, size="x-small", sep: str = 
     return "\n".join(lines)
 
 
-def ratio_plot(data: pd.DataFrame, labels: Sequence[str], *, title: str | None = None) -> Figure:
+def ratio_plot(data: pd.DataFrame, labels: Sequence[str], *, title: str | None = None, ylabel: str = "") -> Figure:
     """One row per cell: the ratio (``ratio``, ``ratio.ci_lo``, ``ratio.ci_hi``) as a point with its CI, a line at 1.
 
     Used by ``hugebench compare`` for B / A; a ratio whose CI contains 1 is drawn grey.
     """
-    fig = Figure(figsize=(7.0, 1.4 + 0.32 * len(labels)), layout="constrained")
+    fig = Figure(figsize=(7.0, 1.4 + 0.26 * len(labels)), layout="constrained")
     ax = fig.subplots()
     ys = np.arange(len(labels))[::-1]
     xerr = _yerr(data, "ratio", "ratio.ci_lo", "ratio.ci_hi")
@@ -146,6 +146,7 @@ def ratio_plot(data: pd.DataFrame, labels: Sequence[str], *, title: str | None =
     ax.set_yticks(ys, labels, fontsize="small")
     ax.set_ylim(-0.7, len(labels) - 0.3)
     ax.set_xlabel("B / A (grey: the CI contains 1 or too few runs)")
+    ax.set_ylabel(ylabel)
     ax.grid(True, axis="x", alpha=0.3)
     if title:
         ax.set_title(title, fontsize="medium")
