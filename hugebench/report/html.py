@@ -14,6 +14,7 @@ import os
 import re
 from pathlib import Path
 
+from .rendering import cell_text
 from .sections import Report, Section
 
 TEMPLATE = "report.html.j2"
@@ -62,16 +63,10 @@ def _part(section: Section, anchor: str, markup) -> dict:
         "anchor": anchor, "title": section.title, "kind": section.kind or "table", "summary": section.summary,
         "warnings": section.warnings, "notes": section.notes,
         "headers": [str(c) for c in table.columns] if table is not None else [],
-        "rows": [list(map(_cell, row)) for row in table.itertuples(index=False)] if table is not None else [],
+        "rows": [list(map(cell_text, row)) for row in table.itertuples(index=False)] if table is not None else [],
         "figures": [{"name": name, "svg": markup(svg_markup(fig, f"{anchor}-{_slug(name)}")),
                      "wide": fig.get_figwidth() > WIDE_INCHES} for name, fig in section.figures],
     }
-
-
-def _cell(value) -> str:
-    from .rendering import cell_text
-
-    return cell_text(value)
 
 
 def _slug(name: str) -> str:
