@@ -18,8 +18,10 @@ import pandas as pd
 
 from ..errors import HugebenchError
 from ..stats import min_runs_for, ok_rows
-from .rendering import display_frame, is_missing
+from .rendering import display_frame, is_missing, table_text, void_text
 from .results import Experiment, Results
+from .tables import (VOID, build_table, default_metrics, in_spec_order, overhead_lines, ratio_display, ratio_table,
+                     void_compensation)
 
 COVERAGE_EXPECTED = 0.9  # a THP `always` cell below this share of its RSS on huge pages is flagged
 
@@ -97,9 +99,6 @@ def build_report(results: Results, options: Options = Options()) -> Report:
 
 def main_table_section(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """The article-style table: medians, the primary metric's CI, the ratio to the baseline."""
-    from .rendering import table_text
-    from .tables import build_table, default_metrics, in_spec_order, overhead_lines
-
     axes = list(options.group_by or experiment.axes)
     if not axes:
         raise HugebenchError(f"{results.path}: no sweep context names the axes of {experiment.name!r}; "
@@ -126,8 +125,6 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
 
 def ratio_table_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """The workload's extra ratio tables (e.g. fleet's Temeraire trade-off)."""
-    from .tables import ratio_display, ratio_table
-
     workload, axes = experiment.workload, list(options.group_by or experiment.axes)
     out = []
     for spec in workload.ratio_tables if workload else ():
@@ -139,9 +136,6 @@ def ratio_table_sections(experiment: Experiment, results: Results, options: Opti
 
 def void_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """alloc-test's allocator cost net of the harness (the void allocator), in both of its units."""
-    from .rendering import void_text
-    from .tables import VOID, in_spec_order, void_compensation
-
     rows = experiment.rows
     if "allocator" not in rows.columns or not (rows["allocator"] == VOID).any():
         return []
