@@ -140,19 +140,26 @@ def plan(experiment, show_runs, out, repetitions):
 @click.option("--plots", is_flag=True, help="also (re)write the PNG/SVG plots into RESULTS/plots")
 @click.option("--primary", default=None, metavar="COLUMN",
               help="metric that gets the CI and the ratio to the baseline (e.g. chunk_ns_p10)")
-def report(results, fmt, plots, primary):
+@click.option("--html", "html", is_flag=False, flag_value="", default=None, metavar="[FILE]",
+              help="write one self-contained HTML page (tables, plots, warnings, provenance) to FILE "
+                   "(default RESULTS/report.html) instead of printing the tables")
+def report(results, fmt, plots, primary, html):
     """Reprint the report of a results directory without re-running anything."""
-    _print_report(results, fmt, plots, primary)
+    _print_report(results, fmt, plots, primary, html)
 
 
-def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = None) -> None:
-    from .report import load_results, report as build, void_report
+def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = None, html: str | None = None) -> None:
+    from .report import Options, build_report, load_results, report as build
 
-    loaded = load_results(results)  # once: the table, the void table and the plots share rows and contexts
-    click.echo(build(loaded, fmt=fmt, primary=primary))
-    void = void_report(loaded, fmt)
-    if void:
-        click.echo(void)
+    loaded = load_results(results)  # once: the tables, the page and the plots share rows and contexts
+    if html is not None:
+        from .report.html import write_html
+
+        page = build_report(loaded, Options(primary=primary, figures=True))
+        path = write_html(page, Path(html) if html else results / "report.html")
+        click.echo(f"report: {path} ({len(page.sections)} sections, {len(page.warnings)} warnings)")
+    else:
+        click.echo(build(loaded, fmt=fmt, primary=primary))
     if plots:
         from .report.figures import write_plots
 
@@ -162,11 +169,13 @@ def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = No
 
 
 def _add_optional_commands():
+    from .cli_compare import compare
     from .cli_doctor import doctor
     from .cli_probe import probe
     from .cli_system import system, thp
     from .cluster.serve import worker
 
+    main.add_command(compare)
     main.add_command(system)
     main.add_command(thp)
     main.add_command(doctor)

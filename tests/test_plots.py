@@ -74,3 +74,50 @@ def test_save_writes_png_and_svg(tmp_path, sample):
     assert png == tmp_path / "plots" / "alloc_ns_per_pair.png" and svg.suffix == ".svg"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+
+
+def _drawn(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def test_an_excluded_cell_leaves_no_gap_in_its_group(sample):
+    rows = sample["tlb-sample"]
+    rows = rows[~((rows["allocator"] == "jemalloc") & (rows["thp"] == "never"))]  # as `exclude:` would
+    fig = plots.bar_plot(rows, ["allocator", "thp"], "ns_per_lookup", baseline={"allocator": "glibc", "thp": "never"})
+    centres = sorted(round(bar.get_x() + bar.get_width() / 2, 6) for c in fig.axes[0].containers
+                     if isinstance(c, BarContainer) for bar in c)
+    width = 0.4
+    assert centres == [round(c, 6) for c in (-width / 2, width / 2, 1.0, 2 - width / 2, 2 + width / 2)], \
+        "jemalloc's one bar sits on its group's centre; mimalloc's failed cell keeps its slot"
+
+
+def test_the_ratio_legend_under_a_narrow_plot_stays_inside_the_figure(sample):
+    rows = sample["tlb-sample"]
+    fig = plots.bar_plot(rows[rows["allocator"] == "glibc"], ["allocator", "thp"], "ns_per_lookup",
+                         baseline={"allocator": "glibc", "thp": "never"})
+    assert fig.get_figwidth() <= 4.5 and "\n" in fig.get_supxlabel()
+    renderer = _drawn(fig)
+    box = fig._supxlabel.get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+
+
+def test_probe_labels_sit_beside_the_plot_not_on_the_last_group(sample):
+    from hugebench.probe.figure import underlay_bars
+
+    rows = sample["tlb-sample"].assign(peak_rss_bytes=180e6)
+    fig = plots.bar_plot(rows, ["allocator", "thp"], "ns_per_lookup", baseline={"allocator": "glibc", "thp": "never"})
+    points = [{"working_set_bytes": 4 << 20, "median": 60.0}, {"working_set_bytes": 1 << 30, "median": 120.0}]
+    summary = {"curves": [{"pattern": "chase", "backing": "4k", "points": points},
+                          {"pattern": "chase", "backing": "thp", "points": [dict(p, median=p["median"] * 0.99)
+                                                                             for p in points]}]}
+    assert underlay_bars(fig.axes[0], rows, summary)
+    renderer = _drawn(fig)
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if t.get_text().startswith("probe ")]
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert len(boxes) == 2 and all(b.x0 >= ax.bbox.x1 and b.x1 <= fig.bbox.width for b in boxes)
+    assert not boxes[0].overlaps(boxes[1]), "two close probe lines: their labels are moved apart"

@@ -83,15 +83,18 @@ def underlay_bars(ax, rows, summary: dict | None, size_column: str = "peak_rss_b
     if not summary or size_column not in rows or rows[size_column].dropna().empty:
         return False
     size = float(np.median(rows[size_column].dropna()))
-    drawn = False
+    levels = []
     for curve in summary.get("curves", []):
-        if curve["pattern"] != "chase" or not curve["points"]:
-            continue
-        ns = Curve("chase", curve["backing"], curve["points"]).at(size)
-        if ns is None:
-            continue
-        ax.axhline(ns, color="0.55", lw=0.9, ls="--" if curve["backing"] == "4k" else ":", zorder=0)
-        ax.annotate(f"probe {curve['backing']} {ns:.0f} ns", (1.0, ns), xycoords=("axes fraction", "data"),
-                    ha="right", va="bottom", fontsize="xx-small", color="0.45")
-        drawn = True
-    return drawn
+        ns = Curve("chase", curve["backing"], curve["points"]).at(size) if curve["pattern"] == "chase" else None
+        if ns is not None:
+            ax.axhline(ns, color="0.55", lw=0.9, ls="--" if curve["backing"] == "4k" else ":", zorder=0)
+            levels.append((ns, curve["backing"]))
+    # Labelled beside the plot, right of the axes: inside they ran into the last group's bars and the legend.
+    bottom, top = ax.get_ylim()
+    previous, shift = None, 0
+    for ns, backing in sorted(levels):
+        shift = shift + 7 if previous is not None and (ns - previous) < 0.04 * (top - bottom) else 0
+        ax.annotate(f"probe {backing} {ns:.0f} ns", (1.0, ns), xycoords=("axes fraction", "data"), xytext=(3, shift),
+                    textcoords="offset points", ha="left", va="center", fontsize="xx-small", color="0.45")
+        previous = ns
+    return bool(levels)

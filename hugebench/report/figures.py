@@ -25,6 +25,7 @@ from ..stats import as_list, ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
 from .rendering import AXIS_LABELS, format_axis
 from .results import Experiment, Results, as_results
+from .sections import verdict
 from .tables import MetricSpec, build_table, in_spec_order
 
 _GREY = "0.45"
@@ -80,19 +81,75 @@ def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: 
     width = 0.8 / max(len(bar_values), 1)
     fig = Figure(figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2), layout="constrained")
     ax = fig.subplots()
+    slots = _bar_slots(table, outer, inner, group_labels, bar_values, width)
     for j, value in enumerate(bar_values):
         rows = table[table[inner] == value]
-        positions = [group_labels.index(_label(row, outer)) + (j - (len(bar_values) - 1) / 2) * width
-                     for _, row in rows.iterrows()]
-        _draw_bars(ax, rows, positions, width, y, f"C{j}", format_axis(value))
-    ax.set_xticks(range(len(group_labels)), group_labels)
-    _decorate(ax, " / ".join(outer) if outer else "", ylabel or y, title, False, False)
-    ax.legend(title=inner, fontsize="small")
+        _draw_bars(ax, rows, [slots[i] for i in rows.index], width, y, f"C{j}", format_axis(value))
+    if outer:
+        ax.set_xticks(range(len(group_labels)), group_labels)
+        ax.legend(title=inner, fontsize="small")
+    else:  # one axis: each bar names its own value (an empty group label and a legend said it less directly)
+        ax.set_xticks([slots[i] for i in table.index], [format_axis(v) for v in table[inner]])
+    _decorate(ax, " / ".join(outer) if outer else inner, ylabel or y, title, False, False)
     ax.margins(y=0.15)
     if "ratio" in table.columns:
         where = ", ".join(f"{k}={format_axis(v)}" for k, v in table.attrs["baseline"].items())
-        fig.supxlabel(f"ratio to {where};  ≈ CI of the ratio contains 1;  ? too few runs for a verdict",
-                      fontsize="x-small", color=_GREY)
+        parts = [f"ratio to {where}", "≈ CI of the ratio contains 1", "? too few runs for a verdict"]
+        fig.supxlabel(fit_lines(parts, fig.get_figwidth() * 72, "x-small"), fontsize="x-small", color=_GREY)
+    return fig
+
+
+def _bar_slots(table: pd.DataFrame, outer, inner, group_labels, bar_values, width) -> dict:
+    """x of each table row's bar: the bars a group has are centred on it, so a cell the experiment excluded
+    leaves no hole (a cell that ran and failed keeps its slot: it is a row, marked "failed")."""
+    slots = {}
+    for group in group_labels:
+        members = [i for i, row in table.iterrows() if _label(row, outer) == group]
+        members.sort(key=lambda i: bar_values.index(table.at[i, inner]))
+        centre = group_labels.index(group)
+        for k, i in enumerate(members):
+            slots[i] = centre + (k - (len(members) - 1) / 2) * width
+    return slots
+
+
+def fit_lines(parts: Sequence[str], width_pt: float, size="x-small", sep: str = ";  ") -> str:
+    """``parts`` joined by ``sep``, broken into lines that fit ``width_pt`` points at font ``size`` (a legend
+    under a narrow figure must not run off both edges)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    measure, font = TextToPath(), FontProperties(size=size)
+    lines: list[str] = []
+    for part in parts:
+        candidate = f"{lines[-1]}{sep}{part}" if lines else part
+        if lines and measure.get_text_width_height_descent(candidate, font, ismath=False)[0] <= 0.92 * width_pt:
+            lines[-1] = candidate
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def ratio_plot(data: pd.DataFrame, labels: Sequence[str], *, title: str | None = None, ylabel: str = "") -> Figure:
+    """One row per cell: the ratio (``ratio``, ``ratio.ci_lo``, ``ratio.ci_hi``) as a point with its CI, a line at 1.
+
+    Used by ``hugebench compare`` for B / A; a ratio whose CI contains 1 is drawn grey.
+    """
+    fig = Figure(figsize=(7.0, 1.4 + 0.26 * len(labels)), layout="constrained")
+    ax = fig.subplots()
+    ys = np.arange(len(labels))[::-1]
+    xerr = _yerr(data, "ratio", "ratio.ci_lo", "ratio.ci_hi")
+    colours = ["C0" if verdict(resolved) == "yes" else _GREY for resolved in data["resolved"]]
+    for y, x, lo, hi, colour in zip(ys, data["ratio"].to_numpy(float), xerr[0], xerr[1], colours):
+        if not np.isnan(x):
+            ax.errorbar([x], [y], xerr=[[lo], [hi]], fmt="o", color=colour, capsize=3, markersize=4)
+    ax.axvline(1.0, color="0.3", lw=0.8, ls="--")
+    ax.set_yticks(ys, labels, fontsize="small")
+    ax.set_ylim(-0.7, len(labels) - 0.3)
+    ax.set_xlabel("B / A (grey: the CI contains 1 or too few runs)")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, axis="x", alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize="medium")
     return fig
 
 
@@ -112,12 +169,17 @@ def write_plots(results_dir: Results | str | os.PathLike) -> list[Path]:
     results = as_results(results_dir)
     written: list[Path] = []
     for experiment in sorted(results.experiments(), key=lambda e: e.name):
-        rows = ok_rows(experiment.rows)
-        if rows.empty or experiment.workload is None:
-            continue
-        written += _line_plots(experiment, rows, results.path) + _bar_plots(experiment, rows, results.path)
-        written += _xy_plots(experiment, rows, results.path)
+        for name, fig in experiment_figures(experiment):
+            written += save(fig, results.path, name)
     return written
+
+
+def experiment_figures(experiment: Experiment) -> list[tuple[str, Figure]]:
+    """(file stem, figure) of every plot the experiment's workload declares: lines, grouped bars, per-run marks."""
+    rows = ok_rows(experiment.rows)
+    if rows.empty or experiment.workload is None:
+        return []
+    return _line_plots(experiment, rows) + _bar_plots(experiment, rows) + _xy_plots(experiment, rows)
 
 
 def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping | None = None) -> Figure:
@@ -141,16 +203,17 @@ def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping 
     return fig
 
 
-def _xy_plots(experiment: Experiment, rows: pd.DataFrame, results_dir: Path) -> list[Path]:
-    written = []
+def _xy_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
+    drawn = []
     for plot in experiment.workload.xy_plots:
         if not {plot.x, plot.y, plot.hue} <= set(rows.columns):
             continue
         for keys, part in _split(rows, [a for a in experiment.axes if a != plot.hue]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
-            fig = xy_plot(part, plot, title=f"{experiment.name}{suffix}: {plot.title}", order=experiment.axis_order)
-            written += save(fig, results_dir, f"{experiment.name}-{plot.name}{suffix}")
-    return written
+            fig = xy_plot(part, plot, title=f"{_part_title(experiment.name, keys)}: {plot.title}",
+                          order=experiment.axis_order)
+            drawn.append((f"{experiment.name}-{plot.name}{suffix}", fig))
+    return drawn
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -246,20 +309,20 @@ def _group_labels(table: pd.DataFrame, outer: Sequence[str]) -> list[str]:
     return labels
 
 
-def _line_plots(experiment: Experiment, rows: pd.DataFrame, results_dir: Path) -> list[Path]:
-    written = []
+def _line_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
+    drawn = []
     for x, y, hue, label in experiment.workload.plots:
         if x not in rows.columns or y not in rows.columns or rows[y].isna().all():
             continue
         col = _facet(experiment.axes, rows, {x, hue})
         fig = line_plot(rows, x, y, hue, col, xlabel=AXIS_LABELS.get(x, x), ylabel=label,
                         title=f"{experiment.name}: {label}", order=experiment.axis_order)
-        written += save(fig, results_dir, f"{experiment.name}-{y}-vs-{x}")
-    return written
+        drawn.append((f"{experiment.name}-{y}-vs-{x}", fig))
+    return drawn
 
 
-def _bar_plots(experiment: Experiment, rows: pd.DataFrame, results_dir: Path) -> list[Path]:
-    written = []
+def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
+    drawn = []
     for bars in experiment.workload.bars:
         groups = [_column(rows, axis) for axis in bars.groups]
         if None in groups:
@@ -267,10 +330,10 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame, results_dir: Path) ->
         for keys, part in _split(rows, [a for a in experiment.axes if a not in groups]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
             fig = bar_plot(part, groups, bars.y, experiment.baseline, ylabel=bars.label,
-                           title=f"{experiment.name}{suffix}: {bars.title}", order=experiment.axis_order)
+                           title=f"{_part_title(experiment.name, keys)}: {bars.title}", order=experiment.axis_order)
             _probe_underlay(fig, experiment, part)
-            written += save(fig, results_dir, f"{experiment.name}-{bars.name}{suffix}")
-    return written
+            drawn.append((f"{experiment.name}-{bars.name}{suffix}", fig))
+    return drawn
 
 
 def _probe_underlay(fig, experiment: Experiment, rows: pd.DataFrame) -> None:
@@ -295,6 +358,11 @@ def _column(rows: pd.DataFrame, axis: str) -> str | None:
     """The rows' column for an axis the registry names: the axis itself, else its knob shorthand (thp)."""
     names = [axis] + [c for c in rows.columns if canonical_knob(c) == canonical_knob(axis)]
     return next((c for c in names if c in rows.columns), None)
+
+
+def _part_title(name: str, keys) -> str:
+    """"quick, set_kind=flat" for the part of an experiment a figure shows (its file name says "quick-set_kindflat")."""
+    return ", ".join([name] + [f"{k}={format_axis(v)}" for k, v in keys])
 
 
 def _split(rows: pd.DataFrame, axes: list[str]):

@@ -81,13 +81,15 @@ def render(table: pd.DataFrame, fmt: str = "rich", width: int | None = None) -> 
     """
     if fmt == "csv":
         return table.to_csv(index=False)
-    if fmt not in FORMATS:
-        raise HugebenchError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    _check_format(fmt)
+    headers, rows, notes = table_text(table)
+    return _text(fmt, table.attrs.get("title"), headers, rows, notes, width)
+
+
+def table_text(table: pd.DataFrame) -> tuple[list[str], list[list[str]], list[str]]:
+    """(headers, rows of cell text, footnotes) of a table from :func:`.tables.build_table`."""
     headers, rows = _display(table)
-    notes = _footer(table)
-    if fmt == "markdown":
-        return _markdown(table.attrs.get("title"), headers, rows, notes)
-    return _rich(table.attrs.get("title"), headers, rows, notes, width)
+    return headers, rows, _footer(table)
 
 
 def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -> str:
@@ -96,6 +98,11 @@ def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -
         return ""
     if fmt == "csv":
         return table.to_csv(index=False)
+    return _text(fmt, *void_text(table, unit), None)
+
+
+def void_text(table: pd.DataFrame, unit: str = "ns/pair") -> tuple[str, list[str], list[list[str]], list[str]]:
+    """(title, headers, rows, notes) of a compensation table from :func:`.tables.void_compensation`."""
     axes = [c for c in table.columns if c not in ("n", "n_void", "allocator_median", "void_median",
                                                   "difference", "ci_lo", "ci_hi")]
     headers = [AXIS_LABELS.get(a, a) for a in axes] + ["n", f"allocator {unit}", f"void {unit}",
@@ -112,14 +119,49 @@ def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -
              "The original alloc-test's figure: the whole run (thread start, fill, loop, free-all, join) in ms per "
              "million operations, minus the same for the void allocator (here a separate process)."]
     title = "Allocator cost net of the harness" + (" (whole run, alloc-test's unit)" if whole else "")
-    if fmt == "markdown":
-        return _markdown(title, headers, body, notes)
-    return _rich(title, headers, body, notes, None)
+    return title, headers, body, notes
 
 
-def render_rows(title: str | None, headers: list[str], rows: list[list], notes: list[str], fmt: str = "rich",
-                width: int | None = None) -> str:
-    """Cells already formatted as text (a verdict table, ...) as a rich table or GitHub markdown, with notes."""
+def render_section(section, fmt: str = "rich", width: int | None = None) -> str:
+    """One :class:`.sections.Section` as rich or markdown text: title, table, notes, and the warnings
+    the table does not already show."""
+    _check_format(fmt)
+    notes = list(section.notes) + [f"warning: {flag.text}" for flag in section.warnings if not flag.in_table]
+    if section.table is None:
+        return _text(fmt, section.title, [], [], notes, width)
+    rows = [[cell_text(v) for v in row] for row in section.table.itertuples(index=False)]
+    return _text(fmt, section.title, [str(c) for c in section.table.columns], rows, notes, width)
+
+
+def render_sections(sections, fmt: str = "rich", width: int | None = None) -> str:
+    """Sections one after the other, a blank line between them."""
+    return "\n\n".join(render_section(s, fmt, width) for s in sections)
+
+
+def display_frame(headers, rows) -> pd.DataFrame:
+    """A table of display text (headers may repeat, e.g. two counters both called "Cycles")."""
+    frame = pd.DataFrame([list(map(str, r)) for r in rows], columns=range(len(headers)), dtype=object)
+    frame.columns = list(headers)
+    return frame
+
+
+def cell_text(value) -> str:
+    """A table cell as text: display strings as they are, numbers compactly, missing values as a dash."""
+    if isinstance(value, str):
+        return value
+    if is_missing(value):
+        return DASH
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise HugebenchError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+def _text(fmt, title, headers, rows, notes, width) -> str:
     if fmt == "markdown":
         return _markdown(title, headers, rows, notes)
     return _rich(title, headers, rows, notes, width)
@@ -197,7 +239,8 @@ def _markdown(title, headers, rows, notes) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
     out = [f"### {title}", ""] if title else []
-    out += [line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows]
+    if headers:
+        out += [line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows]
     return "\n".join(out + [""] + notes) + "\n"
 
 
@@ -212,7 +255,10 @@ def _rich(title, headers, rows, notes, width) -> str:
         table.add_row(*map(str, row))
     buffer = io.StringIO()
     console = Console(file=buffer, width=width or 10_000, color_system=None, force_terminal=False)
-    console.print(table)
+    if headers:
+        console.print(table)
+    elif title:
+        console.print(title, markup=False, highlight=False)
     for note in notes:
         console.print(note, markup=False, highlight=False)
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import HugebenchError
 from ..stats import as_list, compare, describe_cell, difference_ci, ok_rows, require_columns
-from .rendering import format_bytes, format_si, is_missing
+from .rendering import display_frame, format_bytes, format_si, is_missing
 from .results import sweep_ids
 
 VOID = "void"
@@ -254,16 +254,25 @@ def ratio_table(df: pd.DataFrame, axes: Sequence[str], baseline: Mapping, spec, 
     return pd.DataFrame.from_records(records)
 
 
-def render_ratio_table(table: pd.DataFrame, axes: Sequence[str], spec) -> str:
-    """Markdown: the axes, then "ratio [lo, hi]" per column, then the flag."""
+def ratio_display(table: pd.DataFrame, axes: Sequence[str], spec) -> pd.DataFrame:
+    """The ratio table as display text: the axes, then "ratio [lo, hi]" per column, then the flag."""
     head = [*axes, *(label for _, label in spec.columns), spec.flag_label]
-    lines = [f"{spec.title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    body = []
     for _, row in table.iterrows():
         cells = [str(row[a]) for a in axes]
         for column, _ in spec.columns:
             value, lo, hi = row[column], row[f"{column}.ci_lo"], row[f"{column}.ci_hi"]
             text = "n/a" if is_missing(value) else f"{value:.2f}"
             cells.append(text if is_missing(lo) else f"{text} [{lo:.2f}, {hi:.2f}]")
-        cells.append("**yes**" if row["flag"] else "")
-        lines.append("| " + " | ".join(cells) + " |")
+        cells.append("yes" if row["flag"] else "")
+        body.append(cells)
+    return display_frame(head, body)
+
+
+def render_ratio_table(table: pd.DataFrame, axes: Sequence[str], spec) -> str:
+    """Markdown: the axes, then "ratio [lo, hi]" per column, then the flag."""
+    shown = ratio_display(table, axes, spec)
+    lines = [f"{spec.title}", "", "| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
+    lines += ["| " + " | ".join([*row[:-1], "**yes**" if row[-1] else ""]) + " |"
+              for row in shown.itertuples(index=False)]
     return "\n".join(lines)

@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ..stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
-from .rendering import format_axis, render_rows
+from .rendering import display_frame, format_axis, render_section
 from .results import Experiment
+from .sections import Flag, Section
 from .tables import _same_value
 
 MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED = (
@@ -102,10 +103,15 @@ def verdict_table(experiment: Experiment, level: float = 0.95) -> pd.DataFrame |
     return table
 
 
-def render_verdicts(table: pd.DataFrame, fmt: str = "rich") -> str:
-    """The verdict table as text (rich or markdown); CSV gives the numbers."""
-    if fmt == "csv":
-        return table.to_csv(index=False)
+def verdict_sections(experiment: Experiment, results, options) -> list[Section]:
+    """The expected-vs-observed table as a report section (every format renders it); none without claims."""
+    table = verdict_table(experiment, options.level)
+    return [] if table is None else [verdict_section(table, experiment.name)]
+
+
+def verdict_section(table: pd.DataFrame, experiment: str | None = None) -> Section:
+    """A computed verdict table (:func:`claim_verdicts`) as a section: display text, notes, the claims not
+    upheld as warnings."""
     sources = list(dict.fromkeys(s for s in table["source"] if isinstance(s, str)))
     headers = ["Claim", "Metric", "Published", f"Measured [{table.attrs.get('level', 0.95):.0%} CI]", "n", "Verdict",
                "Why"]
@@ -120,7 +126,19 @@ def render_verdicts(table: pd.DataFrame, fmt: str = "rich") -> str:
              "missing or failed cell, no CI, too few runs, or a ratio's CI containing 1. Ratios are cell / vs, "
              "paired by repetition block."]
     notes += [f"[{i}] {source}" for i, source in enumerate(sources, start=1)]
-    return render_rows(table.attrs.get("title"), headers, body, notes, fmt)
+    counts = table["verdict"].value_counts()
+    summary = [f"{len(table)} published claim(s): " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts)]
+    warnings = [Flag(f"claim {row['claim']}: {row['verdict']} ({row['why']})", in_table=True)
+                for _, row in table.iterrows() if row["verdict"] in (CONTRADICTED, NOT_RESOLVED)]
+    return Section(table.attrs.get("title") or "expected vs observed", display_frame(headers, body), notes, warnings,
+                   summary, data=table, experiment=experiment, kind="verdicts")
+
+
+def render_verdicts(table: pd.DataFrame, fmt: str = "rich") -> str:
+    """The verdict table of :func:`claim_verdicts` as text (rich or markdown); CSV gives the numbers."""
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    return render_section(verdict_section(table), fmt)
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -5,7 +5,12 @@ report: a baseline cell, a resolved speed-up, a difference too small to resolve,
 failed, a cell with one timeout, a warm-up row with an absurd value (must be ignored), hardware counters
 that are null with the reason "not supported", slow drift between repetition blocks (which pairing
 cancels), and a second experiment in the same directory without report descriptors or an end time.
-Every context file says ``"synthetic": true``. Run from the repository root:
+Every context file says ``"synthetic": true``.
+
+Two more stores: ``sample_results_b`` is tlb-sample on "another machine" (another kernel; one cell
+faster, cells only one side has) for ``hugebench compare``; ``sample_workloads`` holds one small experiment
+per other workload (faultstorm, command, fleet, tlbprobe) for the notebook and the HTML report. Run from the
+repository root:
 
     .venv/bin/python tests/data/make_sample_results.py
 """
@@ -40,11 +45,11 @@ def _base_row(sweep_id, experiment, workload, cell, repetition, order_index, war
     }
 
 
-def _tlb_metrics(rng, cell, repetition) -> dict:
-    speed = {("glibc", "never"): 1.0, ("glibc", "always"): 0.74,
-             ("jemalloc", "always"): 0.77, ("mimalloc", "always"): 0.72,
-             # no real difference: alternately 2% above and below the baseline, so its CI must contain 1
-             ("jemalloc", "never"): 1.0 + 0.02 * (-1) ** repetition}[(cell["allocator"], cell["thp"])]
+def _tlb_metrics(rng, cell, repetition, speeds=None) -> dict:
+    speed = (speeds or {
+        ("glibc", "never"): 1.0, ("glibc", "always"): 0.74, ("jemalloc", "always"): 0.77, ("mimalloc", "always"): 0.72,
+        # no real difference: alternately 2% above and below the baseline, so its CI must contain 1
+        ("jemalloc", "never"): 1.0 + 0.02 * (-1) ** repetition})[(cell["allocator"], cell["thp"])]
     drift = 1.0 + 0.06 * max(repetition, 0)  # the machine slows down block by block; pairing cancels it
     ns = 80.0 * speed * drift * rng.lognormal(0, 0.005)
     rss = 180e6 * rng.uniform(0.99, 1.01)
@@ -100,7 +105,7 @@ def _alloc_rows(rng) -> list[dict]:
 def _context(sweep_id, experiment, workload, axes, baseline, primary, **extra) -> dict:
     return {
         "synthetic": True, "note": NOTE, "experiment": experiment, "workload": workload,
-        "machine": {"hostname": "synthetic-test-data", "note": NOTE},
+        "machine": extra.pop("machine", {"hostname": "synthetic-test-data", "note": NOTE}),
         "spec": {"name": experiment, "workload": workload, "note": NOTE},
         "axes": axes, "baseline": baseline, "primary_metric": primary,
         "hugebench_version": "0.1.0", "started_at": START, **extra,
@@ -118,10 +123,11 @@ def main(out: Path = OUT) -> None:
                    {"column": "peak_rss_bytes", "label": "Peak RSS", "fmt": "bytes", "scale": 1.0}]
     store.write_context("tlb-sample-0001", _context(
         "tlb-sample-0001", "tlb-sample", "hashlookup", ["allocator", "thp"],
-        {"allocator": "glibc", "thp": "never"}, "ns_per_lookup", metrics=tlb_metrics))
+        {"allocator": "glibc", "thp": "never"}, "ns_per_lookup", metrics=tlb_metrics,
+        machine=_machine("synthetic-a", "6.1.0-synthetic")))
     store.write_context("alloc-sample-0001", _context(
         "alloc-sample-0001", "alloc-sample", "alloctest", ["allocator", "threads"],
-        {"allocator": "glibc"}, "ns_per_pair"))
+        {"allocator": "glibc"}, "ns_per_pair", machine=_machine("synthetic-a", "6.1.0-synthetic")))
     tlb = _tlb_rows(rng)
     for row in tlb + _alloc_rows(rng):
         store.append(row)
@@ -130,5 +136,131 @@ def main(out: Path = OUT) -> None:
                          sweep_wall_s=round(worker_wall * 1.08, 3), worker_wall_s_sum=worker_wall)
 
 
+# -- a second "machine" for `hugebench compare` ---------------------------------------------------------
+
+OUT_B = Path(__file__).parent / "sample_results_b"
+
+
+def _machine(host: str, kernel: str) -> dict:
+    return {"hostname": host, "note": NOTE, "kernel": {"release": kernel, "machine": "x86_64"},
+            "cpu": {"model_name": "Synthetic CPU", "cores": 2, "logical_cpus": 2, "hypervisor": "KVM"},
+            "memory": {"total_bytes": 8 << 30, "thp": {"enabled": "madvise", "defrag": "madvise"}},
+            "glibc": "glibc 2.36", "perf": {"pmu_available": False, "pmu_reason": "KVM guest without vPMU"}}
+
+
+def main_b(out: Path = OUT_B) -> None:
+    """tlb-sample again on "another machine" (newer kernel): glibc/always ~1/3 faster, the others alike, jemalloc/never not run, a
+    tcmalloc/always cell A lacks; so compare finds matches, resolved and unresolved ratios and unmatched cells."""
+    shutil.rmtree(out, ignore_errors=True)
+    store = ResultStore(out)
+    rng = np.random.default_rng(20240202)
+    sweep_id, experiment = "tlb-sample-b-0001", "tlb-sample"
+    store.write_context(sweep_id, _context(sweep_id, experiment, "hashlookup", ["allocator", "thp"],
+                                           {"allocator": "glibc", "thp": "never"}, "ns_per_lookup",
+                                           machine=_machine("synthetic-b", "6.19.0-synthetic")))
+    speeds = {("glibc", "never"): 1.0, ("glibc", "always"): 0.50, ("jemalloc", "always"): 0.70,
+              ("mimalloc", "always"): 0.73, ("tcmalloc", "always"): 0.75}
+    cells = [{"allocator": a, "thp": t, "keys": 1_000_000} for a, t in speeds]
+    order = 0
+    for repetition in range(6):
+        for cell in [cells[i] for i in rng.permutation(len(cells))]:
+            row = _base_row(sweep_id, experiment, "hashlookup", cell, repetition, order)
+            row.update(_tlb_metrics(rng, cell, repetition, speeds))
+            store.append(row)
+            order += 1
+    store.update_context(sweep_id, ended_at="2024-02-02T00:02:00+00:00", sweep_wall_s=130.0, worker_wall_s_sum=120.0)
+
+
+# -- one small experiment per other workload, for the notebook ------------------------------------------
+
+OUT_WORKLOADS = Path(__file__).parent / "sample_workloads"
+
+
+def _experiment(store, rng, name, workload, axes, baseline, primary, metrics_of, repetitions=3, **extra) -> None:
+    """Write a context and ``repetitions`` interleaved blocks of the cartesian product of ``axes``."""
+    import itertools
+
+    sweep_id = f"{name}-0001"
+    store.write_context(sweep_id, _context(sweep_id, name, workload, list(axes), baseline, primary,
+                                           spec={"name": name, "workload": workload, "note": NOTE,
+                                                 "axes": {k: list(v) for k, v in axes.items()}}, **extra))
+    cells = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    order = 0
+    for repetition in range(repetitions):
+        for cell in [cells[i] for i in rng.permutation(len(cells))]:
+            row = _base_row(sweep_id, name, workload, cell, repetition, order)
+            row.update(metrics_of(cell, repetition))
+            store.append(row)
+            order += 1
+    store.update_context(sweep_id, ended_at="2024-03-01T00:01:00+00:00", sweep_wall_s=60.0, worker_wall_s_sum=55.0)
+
+
+def _faults(rng):
+    def metrics(cell, repetition):
+        lazy = cell["backing"] == "malloc"
+        ns = (1000.0 if lazy else 48.0) / cell["threads"] ** 0.7 * rng.lognormal(0, 0.04)
+        return {"ns_per_op": ns, "phase.steady.s": ns * 2e6 / 1e9, "phase.obtain.s": 0.01 if lazy else 1.2,
+                "phase.steady.minflt": int(1.29e6 if lazy else 2), "steady_thread_stime_share": 0.87 if lazy else 0.0,
+                "hp_coverage": 0.0, "knob.thp.enabled": "madvise", "peak_rss_bytes": 4 << 30, "wall_s": 3.0}
+    return metrics
+
+
+def _command(rng):
+    def metrics(cell, repetition):
+        huge = cell["thp"] == "always"
+        wall = (2.0 if cell["allocator"] == "glibc" else 1.85) * (0.93 if huge else 1.0) * rng.lognormal(0, 0.01)
+        return {"window_s": wall, "utime_s": wall * 0.9, "stime_s": wall * 0.08, "hp_coverage": 0.6 if huge else 0.0,
+                "peak_rss_bytes": int(300e6), "minflt": int(2e4 if huge else 7e4), "knob.thp.enabled": cell["thp"],
+                "allocator_malloc_from": "/usr/lib/x86_64-linux-gnu/" + (
+                    "libc.so.6" if cell["allocator"] == "glibc" else "libjemalloc.so.2"), "wall_s": wall + 0.3}
+    return metrics
+
+
+def _fleet(rng):
+    def metrics(cell, repetition):
+        hpa = cell["allocator"] == "jemalloc-hpa"
+        t = [0.5 * i for i in range(6)]
+        coverage = [min(0.9, 0.2 * i) if hpa else 0.1 for i in range(6)]
+        rss = [int(200e6 * (1 + 0.1 * i - (0.3 if i > 3 else 0))) for i in range(6)]
+        return {"requests_per_s": (1.04e6 if hpa else 1.0e6) * rng.lognormal(0, 0.01),
+                "request_ns_p50": 800.0, "request_ns_p99": 4000.0 * rng.lognormal(0, 0.05),
+                "alloc_time_share": (0.035 if hpa else 0.027) * rng.lognormal(0, 0.02),
+                "peak_rss_bytes": max(rss), "fragmentation": 1.3 if hpa else 1.2, "rss_returned_share": 0.3,
+                "hp_coverage_tw": float(np.mean(coverage)), "knob.thp.enabled": cell["thp.enabled"],
+                "series_t_s": t, "series_coverage": coverage, "series_rss_bytes": rss, "wall_s": 3.5}
+    return metrics
+
+
+def _probe(rng):
+    def metrics(cell, repetition):
+        size, huge = cell["working_set_bytes"], cell["backing"] != "4k"
+        steps = np.log2(size / (4 << 20))
+        if cell["pattern"] == "reach":  # lines stay cached: only 4 KiB pages pay for translation as the set grows
+            ns = 7.0 * (1.0 if huge else 1 + 0.1 * steps) * rng.lognormal(0, 0.02)
+        else:
+            ns = 30.0 * (1 + steps) * (0.7 if huge and size > (16 << 20) else 1.0) * rng.lognormal(0, 0.02)
+        return {"ns_per_access": ns, "page_check": "ok", "buffer_hp_coverage": 0.99 if huge else 0.0, "wall_s": 1.0}
+    return metrics
+
+
+def main_workloads(out: Path = OUT_WORKLOADS) -> None:
+    shutil.rmtree(out, ignore_errors=True)
+    store, rng = ResultStore(out), np.random.default_rng(20240301)
+    _experiment(store, rng, "faults-sample", "faultstorm", {"backing": ["malloc", "mmap-private-populate"],
+                                                            "threads": [1, 2, 4]}, {"backing": "malloc"},
+                "ns_per_op", _faults(rng))
+    _experiment(store, rng, "gcc-sample", "command", {"allocator": ["glibc", "jemalloc"], "thp": ["never", "always"]},
+                {"allocator": "glibc", "thp": "never"}, "window_s", _command(rng), primary_better="lower")
+    _experiment(store, rng, "fleet-sample", "fleet", {"allocator": ["glibc", "jemalloc-hpa"],
+                                                      "thp.enabled": ["always"]}, {"allocator": "glibc"},
+                "requests_per_s", _fleet(rng), primary_better="higher")
+    _experiment(store, rng, "probe-sample", "tlbprobe", {"pattern": ["chase", "reach"], "backing": ["4k", "thp"],
+                                                         "working_set_bytes": [4 << 20, 64 << 20, 256 << 20]},
+                {"backing": "4k"},
+                "ns_per_access", _probe(rng))
+
+
 if __name__ == "__main__":
     main()
+    main_b()
+    main_workloads()

@@ -1,0 +1,223 @@
+"""Two results directories side by side: matching cells, each side's median and CI, and the B/A ratio.
+
+Two stores are two machines, two versions of an allocator, or before and after a kernel upgrade. A cell of
+A matches a cell of B when the experiment name, every axis value and every fixed workload parameter
+(``param.*``) are equal. The runs of the two sides were not interleaved, so the ratio's CI resamples each
+side on its own (no pairing by repetition block). What one side has and the other lacks is listed, and so is
+every fact of the machine context that differs. The result is a :class:`.sections.Report`, rendered like
+any other report (terminal, markdown, HTML).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import HugebenchError
+from ..stats import Ratio, describe_cell, min_runs_for, ok_rows, ratio_ci
+from .provenance import machine_facts, provenance_sections
+from .rendering import DASH, display_frame, format_axis, is_missing
+from .results import Experiment, Results, sweep_ids
+from .sections import Flag, Report, Section, varying_axes, verdict
+from .tables import as_metric, in_spec_order
+
+
+def compare_report(a: Results, b: Results, primary: str | None = None, level: float = 0.95,
+                   figures: bool = False) -> Report:
+    """The comparison of ``b`` against ``a``: one section per experiment both have, the unmatched cells,
+    and the machine facts that differ."""
+    if a.rows.empty or b.rows.empty:
+        raise HugebenchError(f"{a.path if a.rows.empty else b.path}: no runs recorded yet")
+    a_exps = {e.name: e for e in a.experiments()}
+    b_exps = {e.name: e for e in b.experiments()}
+    sections, unmatched = [], []
+    for name in [n for n in a_exps if n in b_exps]:
+        section, lonely = _experiment_section(a_exps[name], b_exps[name], primary, level, figures)
+        sections.append(section)
+        unmatched += lonely
+    for side, mine, other in (("A", a_exps, b_exps), ("B", b_exps, a_exps)):
+        unmatched += [[side, name, "(the whole experiment)"] for name in mine if name not in other]
+    sections.append(_unmatched_section(unmatched))
+    sections.append(_context_section(a, b))
+    provenance = [_labelled(s, "A") for s in provenance_sections(a)] + [_labelled(s, "B") for s in
+                                                                        provenance_sections(b)]
+    return Report(f"hugebench compare: A = {a.path}, B = {b.path}", sections, provenance)
+
+
+def cell_keys(a: Experiment, b: Experiment) -> list[str]:
+    """The columns that identify a cell on both sides: the axes, then the fixed parameters both recorded."""
+    axes = list(dict.fromkeys(a.axes + b.axes))
+    axes = [k for k in axes if k in a.rows.columns and k in b.rows.columns]
+    params = sorted(c for c in set(a.rows.columns) & set(b.rows.columns)
+                    if c.startswith("param.") and c.removeprefix("param.") not in axes)
+    return axes + params
+
+
+def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -> tuple[Section, list]:
+    keys = cell_keys(a, b)
+    if not keys:
+        raise HugebenchError(f"experiment {a.name!r}: no axis names its cells on both sides")
+    metric = primary or a.primary_metric or b.primary_metric
+    if metric is None:
+        raise HugebenchError(f"experiment {a.name!r}: no primary metric recorded; pass --primary")
+    a_cells, b_cells = _cells(a.rows, keys), _cells(b.rows, keys)
+    records = [_record(key, a_cells[key], b_cells[key], keys, metric, level) for key in a_cells if key in b_cells]
+    lonely = [[side, a.name, _cell_text(key, keys)] for side, mine, other in
+              (("A", a_cells, b_cells), ("B", b_cells, a_cells)) for key in mine if key not in other]
+    data = in_spec_order(pd.DataFrame.from_records(records, columns=_columns(keys)), keys, a.axis_order)
+    spec = as_metric(next((m for m in a.context.get("metrics") or [] if m.get("column") == metric), metric))
+    better = a.context.get("primary_better", "lower") if not primary else None
+    fixed = [k for k in keys if k.startswith("param.") and k not in varying_axes(data, keys)]
+    shown = [k for k in keys if k not in fixed]
+    section = Section(f"{a.name}: {spec.title}, B / A", _display(data, shown, spec, level), data=data,
+                      experiment=a.name, kind="compare")
+    section.notes = [f"A and B: median [{level:.0%} bootstrap CI] of {spec.title} ({metric}) over n successful runs. "
+                     "B / A: ratio of the medians; its CI resamples each side independently (the two sides' runs "
+                     "were not interleaved). resolved: no = the CI contains 1; "
+                     f"n<{min_runs_for(level)} = too few runs on a side for a verdict."]
+    if fixed and not data.empty:
+        section.notes.append("Fixed parameters, the same for every cell on both sides: " + ", ".join(
+            f"{k.removeprefix('param.')}={format_axis(data[k].iloc[0])}" for k in fixed) + ".")
+    if better:
+        section.notes.append(f"{spec.title}: {better} is better, so B / A {'< 1' if better == 'lower' else '> 1'} "
+                             "means B is better.")
+    section.summary = _summary(data, keys, better, level)
+    section.warnings = _flags(data, keys, a, b, level)
+    if figures and not data.empty:
+        from .figures import ratio_plot
+
+        named = varying_axes(data, shown)
+        labels = [" / ".join(map(format_axis, k)) for k in data[named].itertuples(index=False)]
+        section.figures = [(f"compare-{a.name}", ratio_plot(data, labels, title=f"{a.name}: {spec.title}, B / A",
+                                                            ylabel=" / ".join(named)))]
+    return section, lonely
+
+
+def _columns(keys: Sequence[str]) -> list[str]:
+    return [*keys, "a.n", "a.median", "a.ci_lo", "a.ci_hi", "b.n", "b.median", "b.ci_lo", "b.ci_hi",
+            "ratio", "ratio.ci_lo", "ratio.ci_hi", "resolved"]
+
+
+def _cells(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, pd.DataFrame]:
+    """Cell key (normalised values) -> the cell's measured rows (failed ones included, for n_failed)."""
+    cells = {}
+    for key, cell in rows.groupby(list(keys), dropna=False, sort=False):
+        cells[tuple(_normal(v) for v in (key if isinstance(key, tuple) else (key,)))] = cell
+    return cells
+
+
+def _normal(value):
+    """1000 and 1000.0, None and NaN are the same axis value on both sides; lists compare as text."""
+    if is_missing(value):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.number)):
+        return float(value)
+    return str(value)
+
+
+def _record(key, a_cell, b_cell, keys, metric, level) -> dict:
+    a_sum, b_sum = describe_cell(a_cell, metric, level), describe_cell(b_cell, metric, level)
+    a_vals, b_vals = _values(a_cell, metric), _values(b_cell, metric)
+    value = b_sum["median"] / a_sum["median"] if a_sum["median"] else float("nan")
+    lo, hi = ratio_ci(b_vals, a_vals, level=level)
+    resolved = Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved
+    return {**dict(zip(keys, key)), "a.n": a_sum["n"], "a.median": a_sum["median"], "a.ci_lo": a_sum["ci_lo"],
+            "a.ci_hi": a_sum["ci_hi"], "b.n": b_sum["n"], "b.median": b_sum["median"], "b.ci_lo": b_sum["ci_lo"],
+            "b.ci_hi": b_sum["ci_hi"], "ratio": value, "ratio.ci_lo": lo, "ratio.ci_hi": hi, "resolved": resolved}
+
+
+def _values(cell: pd.DataFrame, metric: str) -> np.ndarray:
+    ok = ok_rows(cell)
+    values = pd.to_numeric(ok[metric], errors="coerce") if metric in ok.columns else pd.Series(dtype=float)
+    return values.dropna().to_numpy(float)
+
+
+def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:
+    from .rendering import AXIS_LABELS
+
+    def side(row, s):
+        if row[f"{s}.n"] == 0:
+            return DASH
+        text = spec.format(row[f"{s}.median"])
+        return text if np.isnan(row[f"{s}.ci_lo"]) else f"{text} [{spec.format(row[f'{s}.ci_lo'])}, " \
+                                                         f"{spec.format(row[f'{s}.ci_hi'])}]"
+
+    body = []
+    for _, row in data.iterrows():
+        ratio = DASH if np.isnan(row["ratio"]) else f"{row['ratio']:.3f}"
+        if not np.isnan(row["ratio.ci_lo"]):
+            ratio += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
+        said = verdict(row["resolved"]) or f"n<{min_runs_for(level)}"
+        body.append([format_axis(row[k]) for k in keys] + [row["a.n"], side(row, "a"), row["b.n"], side(row, "b"),
+                                                           ratio, said if ratio != DASH else ""])
+    headers = [AXIS_LABELS.get(k, k) for k in keys] + ["n A", "A", "n B", "B", "B / A", "resolved"]
+    return display_frame(headers, body)
+
+
+def _cell_text(key, keys) -> str:
+    return ", ".join(f"{k}={format_axis(v)}" for k, v in zip(keys, key))
+
+
+def _summary(data: pd.DataFrame, keys, better, level) -> list[str]:
+    if data.empty:
+        return ["No cell matches between A and B."]
+    known = data[data["ratio"].notna()]
+    lines = [f"{len(data)} matching cells; B / A from {known['ratio'].min():.3f} to {known['ratio'].max():.3f} "
+             f"(median {known['ratio'].median():.3f})." if len(known) else f"{len(data)} matching cells, no ratio."]
+    resolved = known[known["resolved"].map(verdict) == "yes"]
+    if better and len(resolved):
+        gain = resolved["ratio"] < 1 if better == "lower" else resolved["ratio"] > 1
+        lines.append(f"At {level:.0%}: B is better in {int(gain.sum())} cell(s) and worse in {int((~gain).sum())}; "
+                     f"{len(known) - len(resolved)} cell(s) show no resolved difference.")
+    else:
+        lines.append(f"{len(resolved)} of {len(known)} differences are resolved at {level:.0%}.")
+    return lines
+
+
+def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> list[Flag]:
+    flags = []
+    few = data[data["resolved"].isna() & data["ratio"].notna()]
+    if len(few):
+        flags.append(Flag(f"{len(few)} cell(s) with too few runs for a verdict (n<{min_runs_for(level)})", True))
+    for side, exp in (("A", a), ("B", b)):
+        if exp.context.get("synthetic"):
+            flags.append(Flag(f"{side} is synthetic test data, not a measurement"))
+    a_params, b_params = (a.context.get("spec") or {}).get("params"), (b.context.get("spec") or {}).get("params")
+    if a_params is not None and b_params is not None and a_params != b_params:
+        flags.append(Flag(f"fixed parameters differ: A {a_params}, B {b_params}"))
+    return flags
+
+
+def _unmatched_section(unmatched: list) -> Section:
+    table = display_frame(["only in", "experiment", "cell"], unmatched) if unmatched else None
+    notes = [] if unmatched else ["Every cell of A has a match in B and the other way round."]
+    return Section("Cells without a match", table, notes, kind="unmatched", data=pd.DataFrame(
+        unmatched, columns=["side", "experiment", "cell"]))
+
+
+def _context_section(a: Results, b: Results) -> Section:
+    fa, fb = _facts(a), _facts(b)
+    labels = list(dict.fromkeys(list(fa) + list(fb)))
+    differ = [[label, fa.get(label, DASH), fb.get(label, DASH)] for label in labels if fa.get(label) != fb.get(label)]
+    same = len(labels) - len(differ)
+    notes = [f"{same} other fact(s) of the machine context are the same on both sides."]
+    if not differ:
+        return Section("Machine context", None, ["The machine context is the same on both sides."], kind="context")
+    return Section("Machine context that differs", display_frame(["", "A", "B"], differ), notes, kind="context")
+
+
+def _facts(results: Results) -> dict[str, str]:
+    """The machine facts of a store: each fact as its latest sweep recorded it."""
+    facts: dict[str, str] = {}
+    for sweep_id in sweep_ids(results.rows):
+        facts.update(machine_facts(results.contexts.get(sweep_id, {})))
+    return facts
+
+
+def _labelled(section: Section, side: str) -> Section:
+    section.title = f"{side}: {section.title}"
+    return section

@@ -1,0 +1,73 @@
+"""A report as one self-contained HTML page: tables, inline SVG plots, warnings, summaries, provenance.
+
+The page references nothing outside itself (no scripts, style sheets, fonts or images to fetch): figures are
+matplotlib's SVG inlined with their text kept as text, the style sheet is in the page. It is rendered by a
+Jinja2 template with autoescaping on, so text from the results (allocator names, error messages, paths)
+can never become markup; only the SVG that matplotlib wrote is inserted as it is.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import os
+import re
+from pathlib import Path
+
+from .rendering import cell_text
+from .sections import Report, Section
+
+TEMPLATE = "report.html.j2"
+WIDE_INCHES = 7.5  # a figure wider than this gets the page's whole width, narrower ones go two to a row
+
+
+def render_html(report: Report) -> str:
+    """The page of ``report``, as text."""
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("hugebench.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    parts = [_part(section, f"s{i}", Markup) for i, section in enumerate(report.sections)]
+    provenance = [_part(section, f"p{i}", Markup) for i, section in enumerate(report.provenance)]
+    from .. import __version__
+
+    return env.get_template(TEMPLATE).render(
+        title=report.title, sections=parts, provenance=provenance, warnings=report.warnings,
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), version=__version__)
+
+
+def write_html(report: Report, path: str | os.PathLike) -> Path:
+    """Write the page of ``report`` to ``path`` (parents created); return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(report), encoding="utf-8")
+    return path
+
+
+def svg_markup(fig, name: str) -> str:
+    """The figure as an inline ``<svg>`` element: text kept as text (no glyph paths), no XML prologue and no
+    RDF metadata, ids salted with ``name`` so several figures in one page never share an id."""
+    from matplotlib import rc_context
+
+    buffer = io.StringIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    text = buffer.getvalue()
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text[text.index("<svg"):], count=1, flags=re.S)
+
+
+def _part(section: Section, anchor: str, markup) -> dict:
+    table = section.table
+    return {
+        "anchor": anchor, "title": section.title, "kind": section.kind or "table", "summary": section.summary,
+        "warnings": section.warnings, "notes": section.notes,
+        "headers": [str(c) for c in table.columns] if table is not None else [],
+        "rows": [list(map(cell_text, row)) for row in table.itertuples(index=False)] if table is not None else [],
+        "figures": [{"name": name, "svg": markup(svg_markup(fig, f"{anchor}-{_slug(name)}")),
+                     "wide": fig.get_figwidth() > WIDE_INCHES} for name, fig in section.figures],
+    }
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "figure"

@@ -1,0 +1,139 @@
+"""What the numbers were measured on and with, as report sections: sweeps, machine, allocators, knobs.
+
+Everything here is read from what the sweep recorded (``sweeps/<id>.json`` and the rows' ``knob.*`` and
+``allocator*`` columns); nothing is read from the machine the report is made on. :func:`machine_facts`
+flattens one sweep's machine context into labelled text, so ``compare`` can say what differs between two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ..stats import ok_rows
+from .rendering import DASH, display_frame, format_bytes, is_missing
+from .results import Results, sweep_ids
+from .sections import Flag, Section
+
+
+def provenance_sections(results: Results) -> list[Section]:
+    """Sweeps, the machine of each, the allocators (with what each run proved) and the kernel knobs read back."""
+    sections = [_sweeps(results), _machines(results), _allocators(results), _knobs(results)]
+    return [s for s in sections if s is not None]
+
+
+def machine_facts(context: Mapping) -> dict[str, str]:
+    """One sweep's machine and build as label -> text (CPU, kernel, memory, THP at start, perf, versions)."""
+    machine = context.get("machine") or {}
+    cpu, memory, perf = machine.get("cpu") or {}, machine.get("memory") or {}, machine.get("perf") or {}
+    hb, kernel = machine.get("hugebench") or {}, machine.get("kernel") or {}
+    build = hb.get("core_build") or {}
+    thp = memory.get("thp") or {}
+    facts = {
+        "host": machine.get("hostname"),
+        "CPU": " ".join(str(v) for v in (cpu.get("model_name"), cpu.get("microarch") and f"({cpu['microarch']})")
+                        if v),
+        "cores": cpu.get("cores") and f"{cpu.get('cores')} cores, {cpu.get('logical_cpus')} logical CPUs",
+        "hypervisor": cpu.get("hypervisor") or ("none" if cpu else None),
+        "TLB": "; ".join((machine.get("tlb") or {}).get("entries") or []) or None,
+        "caches": _caches(machine.get("caches") or []),
+        "memory": memory.get("total_bytes") and format_bytes(memory["total_bytes"]),
+        "kernel": kernel.get("release"),
+        "THP at start": thp and f"enabled={thp.get('enabled')}, defrag={thp.get('defrag')}",
+        "hugetlb pools at start": _pools(memory.get("hugetlb_pools") or {}),
+        "glibc": machine.get("glibc"),
+        "python": (machine.get("python") or {}).get("version"),
+        "perf": perf.get("perf_version") or perf.get("missing_reason"),
+        "hardware counters": ("available" if perf.get("pmu_available") else
+                              f"not available: {perf.get('pmu_reason')}") if perf else None,
+        "hugebench": hb.get("version") or context.get("hugebench_version"),
+        "git": hb.get("git_sha") and (hb["git_sha"][:12] + (" (dirty)" if hb.get("git_dirty") else "")),
+        "core build": build and f"{build.get('build_type')}, {build.get('compiler')}, {str(build.get('cxx_flags')).strip()}",
+    }
+    return {label: str(value) for label, value in facts.items() if value}
+
+
+def _sweeps(results: Results) -> Section | None:
+    ids = sweep_ids(results.rows)
+    if not ids:
+        return None
+    body = []
+    for sweep_id in ids:
+        context = results.contexts.get(sweep_id, {})
+        spec = context.get("spec") or {}
+        rows = results.rows[results.rows["sweep_id"].astype(str) == sweep_id]
+        system = ", ".join(f"{k}={v}" for k, v in (spec.get("system") or {}).items()) or DASH
+        body.append([sweep_id, context.get("experiment", DASH), spec.get("source", DASH),
+                     context.get("started_at", DASH), context.get("ended_at", "not recorded"),
+                     f"{len(ok_rows(rows))} ok of {len(rows)}", context.get("hugebench_version", DASH), system])
+    table = display_frame(["sweep", "experiment", "file", "started", "ended", "runs", "hugebench", "system knobs"],
+                          body)
+    flags = []
+    if any(c.get("synthetic") for c in results.contexts.values()):
+        flags.append(Flag("synthetic test data: these rows were generated, not measured"))
+    return Section("Sweeps", table, warnings=flags, kind="context")
+
+
+def _machines(results: Results) -> Section | None:
+    """One column per distinct machine context (usually one), labelled by its first sweep."""
+    columns: dict[str, dict] = {}
+    for sweep_id in sweep_ids(results.rows):
+        facts = machine_facts(results.contexts.get(sweep_id, {}))
+        if facts and facts not in columns.values():
+            columns[sweep_id] = facts
+    if not columns:
+        return None
+    labels = list(dict.fromkeys(label for facts in columns.values() for label in facts))
+    body = [[label] + [facts.get(label, DASH) for facts in columns.values()] for label in labels]
+    return Section("Machine", display_frame([""] + list(columns), body), kind="context")
+
+
+def _allocators(results: Results) -> Section | None:
+    """Per allocator: the library and settings the sweep resolved, and what the runs found mapped and used."""
+    rows = ok_rows(results.rows)
+    if "allocator" not in rows.columns:
+        return None
+    resolved: dict[str, dict] = {}
+    for context in results.contexts.values():
+        resolved.update(context.get("allocators") or {})
+    proofs = [c for c in rows.columns if c in ("allocator_mapped", "allocator_malloc_from") or
+              c.startswith("allocator.")]
+    body = []
+    for name in rows["allocator"].dropna().unique():
+        info = resolved.get(str(name), {})
+        mine = rows[rows["allocator"] == name]
+        seen = "; ".join(f"{column}: {_values(mine[column])}" for column in proofs if mine[column].notna().any())
+        env = " ".join(f"{k}={v}" for k, v in (info.get("env") or {}).items())
+        body.append([str(name), info.get("path") or "(libc)", info.get("version") or DASH, env or DASH,
+                     seen or "nothing recorded"])
+    notes = ["found in the runs: what each worker saw mapped, where its malloc resolved, and the allocator's own "
+             "view of its knobs (distinct values over the successful runs)."]
+    return Section("Allocators", display_frame(["allocator", "library", "version", "environment",
+                                                "found in the runs"], body), notes, kind="context")
+
+
+def _knobs(results: Results) -> Section | None:
+    """Every kernel knob the rows read back after applying the cell's settings, with the values seen."""
+    rows = ok_rows(results.rows)
+    knobs = sorted(c for c in rows.columns if c.startswith("knob.") and rows[c].notna().any())
+    if not knobs:
+        return None
+    body = [[k.removeprefix("knob."), _values(rows[k])] for k in knobs]
+    return Section("Kernel knobs read back", display_frame(["knob", "values in the runs"], body),
+                   ["each run reads every knob back after its cell's settings were applied."], kind="context")
+
+
+def _values(column: pd.Series) -> str:
+    values = [v for v in column.unique() if not is_missing(v)]
+    return ", ".join(str(v) for v in values[:8]) + (f" (+{len(values) - 8} more)" if len(values) > 8 else "")
+
+
+def _caches(caches: list) -> str | None:
+    parts = [f"L{c.get('level')}{(c.get('type') or '')[:1].lower() if c.get('level') == 1 else ''} "
+             f"{format_bytes(c.get('size_bytes'))}" for c in caches if c.get("size_bytes")]
+    return ", ".join(parts) or None
+
+
+def _pools(pools: Mapping) -> str | None:
+    return ", ".join(f"{size}: {p.get('nr')}" for size, p in pools.items()) or None

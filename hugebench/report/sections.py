@@ -1,0 +1,313 @@
+"""The report as data: a list of sections that every output format renders the same way.
+
+A :class:`Section` is a title, a table as a reader sees it (a DataFrame of display text, headers included),
+footnotes, warnings, a generated summary and figures. :func:`build_report` turns a results store into a
+:class:`Report`; ``rendering`` prints its sections as rich or markdown text, ``html`` as one self-contained
+page. A new kind of table (e.g. expected-vs-observed verdicts) is a function ``(experiment, options) ->
+[Section]`` appended to :data:`EXPERIMENT_SECTIONS`: it then appears in the terminal, markdown and HTML
+reports alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..adaptive import describe as describe_adaptive, values_by_cell
+from ..errors import HugebenchError
+from ..stats import min_runs_for, ok_rows
+from .rendering import display_frame, is_missing, table_text, void_text
+from .results import Experiment, Results
+from .tables import (VOID, build_table, default_metrics, in_spec_order, overhead_lines, ratio_display, ratio_table,
+                     void_compensation)
+
+COVERAGE_EXPECTED = 0.9  # a THP `always` cell below this share of its RSS on huge pages is flagged
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A warning a reader must not miss. ``in_table``: the table already shows it (a failed status, "no",
+    "n<6", a footnote), so text formats do not repeat it; the HTML page lists every flag."""
+
+    text: str
+    in_table: bool = False
+
+
+@dataclass
+class Section:
+    """One titled part of a report. ``table`` holds display text (None: prose only); ``data`` the numbers
+    behind it (CSV, notebooks); ``figures`` (name, matplotlib Figure) pairs, drawn only when asked for."""
+
+    title: str
+    table: pd.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+    warnings: list[Flag] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    figures: list = field(default_factory=list)
+    data: pd.DataFrame | None = None
+    experiment: str | None = None
+    kind: str = ""  # "main" (the experiment's table), "ratio", "void", "context", ... for callers that pick
+
+
+@dataclass
+class Report:
+    """Sections in reading order; ``provenance`` (sweeps, machine, allocators, knobs) closes the HTML page."""
+
+    title: str
+    sections: list[Section]
+    provenance: list[Section] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[Flag]:
+        return [w for s in self.sections + self.provenance for w in s.warnings]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the caller asked for; ``None`` means the sweep context's value."""
+
+    metrics: Sequence | None = None
+    group_by: Sequence[str] | None = None
+    baseline: Mapping | None = None
+    primary: str | None = None
+    level: float = 0.95
+    figures: bool = False
+
+
+def key_value_section(title: str, facts: Mapping[str, object], **kwargs) -> Section:
+    """A two-column table of facts (machine context, provenance)."""
+    return Section(title, display_frame(["", "value"], [[k, v] for k, v in facts.items()]), **kwargs)
+
+
+# -- the report of a results store -----------------------------------------------------------------
+
+
+def build_report(results: Results, options: Options = Options()) -> Report:
+    """Every experiment's sections (main table, extra tables, void compensation, ...) and the provenance."""
+    if results.rows.empty:
+        raise HugebenchError(f"{results.path}: no runs recorded yet")
+    sections = []
+    for experiment in results.experiments():
+        for build in EXPERIMENT_SECTIONS:
+            sections += build(experiment, results, options)
+    from .provenance import provenance_sections
+
+    return Report(f"hugebench report: {results.path}", sections, provenance_sections(results))
+
+
+def main_table_section(experiment: Experiment, results: Results, options: Options) -> list[Section]:
+    """The article-style table: medians, the primary metric's CI, the ratio to the baseline."""
+    axes = list(options.group_by or experiment.axes)
+    if not axes:
+        raise HugebenchError(f"{results.path}: no sweep context names the axes of {experiment.name!r}; "
+                             f"pass group_by")
+    primary = options.primary or experiment.primary_metric
+    chosen = (options.metrics or experiment.context.get("metrics") or _workload_metrics(experiment)
+              or default_metrics(experiment.rows, primary))
+    baseline = options.baseline if options.baseline is not None else experiment.baseline
+    table = build_table(experiment.rows, axes, chosen, baseline, primary, options.level)
+    table = in_spec_order(table, axes, experiment.axis_order)
+    table.attrs["title"] = f"{experiment.name} ({_workloads(experiment.rows)})"
+    table.attrs["better"] = experiment.context.get("primary_better", "lower") if not options.primary else None
+    table.attrs["overhead"] = overhead_lines(experiment.rows, results.contexts) + adaptive_lines(experiment)
+    headers, rows, notes = table_text(table)
+    section = Section(table.attrs["title"], display_frame(headers, rows), notes, data=table,
+                      experiment=experiment.name, summary=summary_lines(table, experiment), kind="main")
+    section.warnings = table_flags(table) + coverage_flags(experiment, axes)
+    if options.figures:
+        from .figures import experiment_figures
+
+        section.figures = experiment_figures(experiment)
+    return [section]
+
+
+def ratio_table_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
+    """The workload's extra ratio tables (e.g. fleet's Temeraire trade-off)."""
+    workload, axes = experiment.workload, list(options.group_by or experiment.axes)
+    out = []
+    for spec in workload.ratio_tables if workload else ():
+        table = ratio_table(experiment.rows, axes, experiment.baseline, spec, options.level)
+        out.append(Section(spec.title, ratio_display(table, axes, spec), data=table, experiment=experiment.name,
+                           kind="ratio"))
+    return out
+
+
+def void_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
+    """alloc-test's allocator cost net of the harness (the void allocator), in both of its units."""
+    rows = experiment.rows
+    if "allocator" not in rows.columns or not (rows["allocator"] == VOID).any():
+        return []
+    axes = experiment.axes or ["allocator"]
+    out = []
+    for metric, unit in ((experiment.primary_metric or "ns_per_pair", "ns/pair"), (WHOLE_RUN, "ms/Mop")):
+        if metric not in rows.columns or (metric == WHOLE_RUN and not rows[metric].notna().any()):
+            continue
+        table = void_compensation(rows, axes, metric)
+        if table.empty:
+            continue
+        table = in_spec_order(table, [a for a in axes if a in table.columns], experiment.axis_order)
+        title, headers, body, notes = void_text(table, unit)
+        out.append(Section(title, display_frame(headers, body), notes, data=table, experiment=experiment.name,
+                           kind="void"))
+    return out
+
+
+WHOLE_RUN = "ms_per_mop"  # alloc-test's own figure: the whole run in ms per million operations
+
+def expected_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
+    """The experiment's ``expected:`` claims, each with its verdict (``verdicts``, which builds on this module)."""
+    from .verdicts import verdict_sections
+
+    return verdict_sections(experiment, results, options)
+
+
+def adaptive_lines(experiment: Experiment) -> list[str]:
+    """With ``repetitions: auto``: how many runs each cell took and how many reached the precision target."""
+    rule = (experiment.context.get("spec") or {}).get("adaptive")
+    if not rule or "cell_id" not in experiment.rows.columns:
+        return []
+    records = experiment.rows.to_dict("records")
+    cells = list(dict.fromkeys(experiment.rows["cell_id"].dropna()))
+    line = describe_adaptive(values_by_cell(records, cells, rule["metric"], rule["max"]), rule)
+    return [line] if line else []
+
+
+# Per experiment, in reading order. Append a builder here and its sections appear in every format.
+EXPERIMENT_SECTIONS: list[Callable[[Experiment, Results, Options], list[Section]]] = [
+    main_table_section, expected_sections, ratio_table_sections, void_sections]
+
+
+# -- warnings and summaries (from the numbers, never from prose) ------------------------------------
+
+
+def verdict(resolved) -> str | None:
+    """"yes", "no" or None (no verdict) of a ``resolved`` value as tables hold it (bool, numpy bool, None, NaN)."""
+    return {True: "yes", False: "no"}.get(resolved) if not is_missing(resolved) else None
+
+
+def cell_label(row: pd.Series, axes: Sequence[str]) -> str:
+    from .rendering import format_axis
+
+    return ", ".join(f"{axis}={format_axis(row[axis])}" for axis in axes)
+
+
+def varying_axes(table: pd.DataFrame, axes: Sequence[str]) -> list[str]:
+    """The axes whose value differs between the table's rows (all of them if none does): enough to name a cell."""
+    varying = [a for a in axes if a in table.columns and table[a].astype(str).nunique() > 1]
+    return varying or list(axes)
+
+
+def listing(items: Sequence[str], limit: int = 8) -> str:
+    """Items joined by "; ", the first ``limit`` of them and how many more."""
+    shown = "; ".join(items[:limit])
+    return shown + (f"; and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def table_flags(table: pd.DataFrame) -> list[Flag]:
+    """What the table shows as status, "no", "n<6" and footnotes, said in words."""
+    attrs, axes = table.attrs, varying_axes(table, table.attrs["group_by"])
+    flags = []
+    failed = table[table["status"] != "ok"]
+    if len(failed):
+        flags.append(Flag(f"{len(failed)} cell(s) without a successful run: " + listing(
+            [f"{cell_label(r, axes)} ({r['status']})" for _, r in failed.iterrows()]), True))
+    partly = table[(table["status"] == "ok") & (table["n_failed"] > 0)]
+    if len(partly):
+        flags.append(Flag("runs failed in " + listing(
+            [f"{cell_label(r, axes)} ({r['n_failed']} of {r['n'] + r['n_failed']})" for _, r in partly.iterrows()]),
+            True))
+    if "ratio" in table.columns:
+        compared = table[~table["is_baseline"].astype(bool) & table["ratio"].notna()]
+        few = compared[compared["resolved"].isna()]
+        if len(few):
+            flags.append(Flag(f"{len(few)} ratio(s) rest on fewer than {min_runs_for(attrs.get('level', 0.95))} "
+                              f"runs, too few for a verdict (n<{min_runs_for(attrs.get('level', 0.95))}): "
+                              + listing([cell_label(r, axes) for _, r in few.iterrows()]), True))
+        unresolved = compared[compared["resolved"].map(verdict) == "no"]
+        if len(unresolved):
+            flags.append(Flag(f"{len(unresolved)} ratio(s) not resolved (the CI contains 1): "
+                              + listing([cell_label(r, axes) for _, r in unresolved.iterrows()]), True))
+    titles = {spec.column: spec.title for spec in attrs["metrics"]}
+    by_reason: dict[str, list[str]] = {}
+    for column, reason in attrs.get("na_reasons", {}).items():
+        by_reason.setdefault(reason, []).append(f"{titles.get(column, column)} ({column})")
+    flags += [Flag(f"n/a, {reason}: {', '.join(columns)}", True) for reason, columns in by_reason.items()]
+    return flags
+
+
+def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
+    """Cells run with THP `always` whose median huge-page coverage stayed below :data:`COVERAGE_EXPECTED`."""
+    rows = ok_rows(experiment.rows)
+    mode = next((c for c in ("knob.thp.enabled", "thp.enabled", "thp") if c in rows.columns), None)
+    keys = [a for a in axes if a in rows.columns]
+    if mode is None or "hp_coverage" not in rows.columns or not keys:
+        return []
+    named = varying_axes(rows, keys)
+    always = rows[rows[mode].astype(str) == "always"]
+    short = []
+    for key, cell in always.groupby(keys, sort=False, dropna=False):
+        coverage = pd.to_numeric(cell["hp_coverage"], errors="coerce").dropna()
+        if len(coverage) and coverage.median() < COVERAGE_EXPECTED:
+            label = cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named)
+            short.append((coverage.median(), f"{label} ({coverage.median():.0%})"))
+    if not short:
+        return []
+    short = [text for _, text in sorted(short, key=lambda item: item[0])]  # the largest shortfall first
+    return [Flag(f"huge-page coverage under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory stayed on "
+                 f"4 KiB pages) in {len(short)} cell(s): " + listing(short))]
+
+
+def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
+    """A few sentences of what the table found: size, best and worst cell against the baseline, verdicts."""
+    attrs, axes = table.attrs, varying_axes(table, table.attrs["group_by"])
+    spec = next(s for s in attrs["metrics"] if s.column == attrs["primary"])
+    measured = ok_rows(experiment.rows)
+    failed = int((table["n_failed"]).sum())
+    lines = [f"{len(table)} cells, {len(measured)} successful runs" + (f", {failed} failed" if failed else "")
+             + f"; primary metric {spec.title} ({attrs['primary']}"
+             + (f", {attrs['better']} is better)." if attrs.get("better") else ").")]
+    if "ratio" not in table.columns:
+        return lines + _extremes_without_baseline(table, spec, axes)
+    compared = table[~table["is_baseline"].astype(bool) & table["ratio"].notna() & (table["status"] == "ok")]
+    if compared.empty:
+        return lines + ["No cell could be compared with the baseline."]
+    order = compared.sort_values("ratio", ascending=attrs.get("better", "lower") != "higher")
+    best, worst = order.iloc[0], order.iloc[-1]
+    lines.append(f"Best against the baseline: {cell_label(best, axes)}, {_ratio_phrase(best, spec, attrs['primary'])}.")
+    if len(order) > 1:
+        lines.append(f"Worst: {cell_label(worst, axes)}, {_ratio_phrase(worst, spec, attrs['primary'])}.")
+    verdicts = compared["resolved"].map(lambda v: verdict(v) or "few")
+    lines.append(f"{(verdicts == 'yes').sum()} of {len(compared)} differences from the baseline are resolved at "
+                 f"{attrs.get('level', 0.95):.0%} ({(verdicts == 'no').sum()} not resolved, "
+                 f"{(verdicts == 'few').sum()} with too few runs or no CI).")
+    return lines
+
+
+def _ratio_phrase(row: pd.Series, spec, primary: str) -> str:
+    text = f"{spec.format(row[primary])}, {row['ratio']:.3f}x the baseline"
+    if not np.isnan(row["ratio.ci_lo"]):
+        text += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
+    return text + {True: ", resolved", False: ", not resolved (the CI contains 1)"}.get(
+        row["resolved"], ", too few runs for a verdict")
+
+
+def _extremes_without_baseline(table: pd.DataFrame, spec, axes) -> list[str]:
+    ok = table[(table["status"] == "ok") & table[spec.column].notna()].sort_values(spec.column)
+    if ok.empty:
+        return ["No cell has a value of the primary metric."]
+    low, high = ok.iloc[0], ok.iloc[-1]
+    return [f"Lowest {spec.title}: {cell_label(low, axes)} ({spec.format(low[spec.column])}); highest: "
+            f"{cell_label(high, axes)} ({spec.format(high[spec.column])}). No baseline, so no ratios."]
+
+
+def _workload_metrics(experiment: Experiment) -> list[dict]:
+    """The report columns this version of hugebench defines for the rows' workload (none if unknown)."""
+    workload = experiment.workload
+    return [dict(zip(("column", "label", "fmt"), m)) for m in workload.metrics] if workload else []
+
+
+def _workloads(rows: pd.DataFrame) -> str:
+    return ", ".join(map(str, rows["workload"].dropna().unique())) if "workload" in rows.columns else "?"
