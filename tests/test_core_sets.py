@@ -50,7 +50,7 @@ def test_xxh3_and_own_hash_agree_on_set_contents(set_kind):
 
 
 def test_flat_survives_many_growths_and_wrapping_windows():
-    # Tiny keys collide in fingerprint often; 50k inserts grow the table from 16 slots a dozen times.
+    # Tiny keys collide in fingerprint often; 50k inserts grow the table from one group of 15 slots a dozen times, and absent keys walk overflowed groups.
     keys = [format(i, "x") for i in range(50000)]
     m = _core.hashlookup_membership("flat", "own", keys + keys, keys + ["g", "zz"])
     assert m["set_size"] == 50000 and m["found"] == [True] * 50000 + [False, False]
