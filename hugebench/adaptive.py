@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .stats import _finite, bootstrap_ci
+from .stats import bootstrap_ci, finite
 
 
 def relative_width(values: Sequence[float], level: float = 0.95) -> float:
     """Width of the bootstrap CI of the median over the median (inf when it cannot be known: < 2 values, 0)."""
-    data = _finite(values)
+    data = finite(values)
     if data.size < 2:
         return math.inf
     lo, hi = bootstrap_ci(data, np.median, level)
@@ -41,7 +41,7 @@ def relative_width(values: Sequence[float], level: float = 0.95) -> float:
 def too_wide(values_by_cell: Mapping[str, Sequence[float]], target: float, level: float = 0.95) -> list[str]:
     """Cells (ids) whose median's CI is wider than ``target`` x the median; cells without any value are left out."""
     return [cell for cell, values in values_by_cell.items()
-            if _finite(values).size and relative_width(values, level) > target]
+            if finite(values).size and relative_width(values, level) > target]
 
 
 def next_cells(values_by_cell: Mapping[str, Sequence[float]], rule: Mapping, block: int,
@@ -55,7 +55,7 @@ def next_cells(values_by_cell: Mapping[str, Sequence[float]], rule: Mapping, blo
     wide = too_wide(values_by_cell, rule["target"], level)
     chosen = set(wide)
     for cell in wide:
-        chosen.update(p for p in (partners or {}).get(cell, ()) if _finite(values_by_cell.get(p, ())).size)
+        chosen.update(p for p in (partners or {}).get(cell, ()) if finite(values_by_cell.get(p, ())).size)
     return [cell for cell in values_by_cell if cell in chosen]  # in plan order
 
 
@@ -123,10 +123,10 @@ def max_runs(spec, runs: list) -> int:
 
 def describe(values: Mapping[str, Sequence[float]], rule: Mapping, level: float = 0.95) -> str:
     """One line for the report: runs per cell and how many cells reached the target or stopped at max."""
-    counts = [_finite(v).size for v in values.values()]
+    counts = [finite(v).size for v in values.values()]
     if not counts:
         return ""
-    tight = sum(1 for v in values.values() if _finite(v).size and relative_width(v, level) <= rule["target"])
+    tight = sum(1 for v in values.values() if finite(v).size and relative_width(v, level) <= rule["target"])
     at_max = sum(1 for n in counts if n >= rule["max"])
     return (f"repetitions auto (min {rule['min']}, max {rule['max']}, target: 95% CI of the median of "
             f"{rule['metric']} within {rule['target']:.0%} of it): {min(counts)}-{max(counts)} runs per cell "

@@ -31,7 +31,7 @@ def bootstrap_ci(values, stat: Callable = np.median, level: float = 0.95, n_boot
     ``stat`` must accept ``axis=`` (numpy reductions do). Fewer than two values give ``(nan, nan)``:
     one number says nothing about its spread. Constant data gives a zero-width interval.
     """
-    data = _finite(values)
+    data = finite(values)
     if data.size < 2:
         return NAN, NAN
     rng = np.random.default_rng(seed)
@@ -51,7 +51,7 @@ def difference_ci(a_values, b_values, stat: Callable = np.median, level: float =
 
 
 def _two_sample_ci(a_values, b_values, combine, stat, level, n_boot, seed) -> tuple[float, float]:
-    a, b = _finite(a_values), _finite(b_values)
+    a, b = finite(a_values), finite(b_values)
     if a.size < 2 or b.size < 2:
         return NAN, NAN
     rng = np.random.default_rng(seed)
@@ -128,7 +128,7 @@ def compare(a_rows: pd.DataFrame, b_rows: pd.DataFrame, metric: str, level: floa
         lo, hi = bootstrap_ci(ratios, np.median, level, n_boot, seed)
         value = float(np.median(ratios)) if ratios.size else NAN
         return Ratio(value, lo, hi, True, int(ratios.size), level)
-    a, b = _finite(_column(a_ok, metric)), _finite(_column(b_ok, metric))
+    a, b = finite(_column(a_ok, metric)), finite(_column(b_ok, metric))
     lo, hi = ratio_ci(a, b, np.median, level, n_boot, seed)
     return Ratio(_median_ratio(a, b), lo, hi, False, int(min(a.size, b.size)), level)
 
@@ -153,7 +153,7 @@ def describe_cell(cell: pd.DataFrame, metric: str, level: float = 0.95, n_boot: 
                   seed: int = 0) -> dict:
     """The summary of one cell's rows; see :func:`summarize`."""
     ok = ok_rows(cell)
-    values = _finite(_column(ok, metric))
+    values = finite(_column(ok, metric))
     lo, hi = bootstrap_ci(values, np.median, level, n_boot, seed)
     empty = values.size == 0
     return {
@@ -212,7 +212,8 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def _finite(values) -> np.ndarray:
+def finite(values) -> np.ndarray:
+    """The finite numbers among values (NaN, inf, strings and other junk dropped), as a float array."""
     try:
         data = np.asarray(values, dtype=float).ravel()
     except (TypeError, ValueError):  # strings or other junk among the values count as missing

@@ -18,10 +18,10 @@ import pandas as pd
 from ..errors import HugebenchError
 from ..stats import Ratio, describe_cell, min_runs_for, ok_rows, ratio_ci
 from .provenance import machine_facts, provenance_sections
-from .rendering import DASH, display_frame, format_axis, is_missing
+from .rendering import DASH, display_frame, format_axis
 from .results import Experiment, Results, sweep_ids
 from .sections import Flag, Report, Section, varying_axes, verdict
-from .tables import as_metric, in_spec_order
+from .tables import as_metric, axis_key, in_spec_order
 
 
 def compare_report(a: Results, b: Results, primary: str | None = None, level: float = 0.95,
@@ -104,19 +104,8 @@ def _cells(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, pd.DataFrame]
     """Cell key (normalised values) -> the cell's measured rows (failed ones included, for n_failed)."""
     cells = {}
     for key, cell in rows.groupby(list(keys), dropna=False, sort=False):
-        cells[tuple(_normal(v) for v in (key if isinstance(key, tuple) else (key,)))] = cell
+        cells[tuple(axis_key(v) for v in (key if isinstance(key, tuple) else (key,)))] = cell
     return cells
-
-
-def _normal(value):
-    """1000 and 1000.0, None and NaN are the same axis value on both sides; lists compare as text."""
-    if is_missing(value):
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, float, np.number)):
-        return float(value)
-    return str(value)
 
 
 def _record(key, a_cell, b_cell, keys, metric, level) -> dict:

@@ -200,16 +200,23 @@ def _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed) -
 
 
 def _same_key(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
 
 
-def _same_value(a, b) -> bool:
-    """Axis values from JSON and from pandas differ in type (1000 vs 1000.0, None vs NaN)."""
-    if is_missing(a) or is_missing(b):
-        return is_missing(a) and is_missing(b)
-    if isinstance(a, (int, float, np.number)) and isinstance(b, (int, float, np.number)):
-        return float(a) == float(b)
-    return str(a) == str(b)
+def axis_key(value):
+    """An axis value as it compares: values from JSON and from pandas differ in type (1000 vs 1000.0, None vs
+    NaN, numpy bools), lists compare as text."""
+    if is_missing(value):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.number)):
+        return float(value)
+    return str(value)
+
+
+def same_value(a, b) -> bool:
+    return axis_key(a) == axis_key(b)
 
 
 def _na_reasons(df: pd.DataFrame, table: pd.DataFrame, specs: Sequence[MetricSpec]) -> dict[str, str]:

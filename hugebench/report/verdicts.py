@@ -28,7 +28,7 @@ from ..stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
 from .rendering import display_frame, format_axis, render_section
 from .results import Experiment
 from .sections import Flag, Section
-from .tables import _same_value
+from .tables import same_value
 
 MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED = (
     "magnitude within the CI", "direction holds", "contradicted", "not resolved")
@@ -192,7 +192,7 @@ def _select(rows: pd.DataFrame, cell: Mapping) -> pd.DataFrame:
     for axis, value in cell.items():
         if axis not in rows.columns:
             return rows.iloc[0:0]
-        mask &= rows[axis].map(lambda v, want=value: _same_value(v, want))
+        mask &= rows[axis].map(lambda v, want=value: same_value(v, want))
     return rows[mask]
 
 
@@ -201,7 +201,7 @@ def _label(claim: Mapping) -> str:
     text = " ".join(f"{axis}={format_axis(value)}" for axis, value in cell.items())
     if vs:
         text += " vs " + " ".join(f"{axis}={format_axis(value)}" for axis, value in vs.items()
-                                  if not _same_value(value, cell.get(axis)))
+                                  if not same_value(value, cell.get(axis)))
     return text
 
 
