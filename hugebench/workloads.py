@@ -281,13 +281,14 @@ def _alloctest_memory(p: dict) -> int:
     return int(blocks + table + p.get("threads", 1) * void_block + (32 << 20))
 
 
-_SET_SLOT_BYTES = {"flat": 33, "node": 48, "robin": 40, "absl": 33, "boost": 33}  # per slot or node
-_SET_SLOTS_PER_KEY = {"flat": 2, "node": 1, "robin": 4, "absl": 2, "boost": 2}  # worst case, growing
+_SET_SLOT_BYTES = {"flat": 32, "node": 48, "robin": 40, "absl": 33, "boost": 33}  # per slot or node
+_SET_SLOTS_PER_KEY = {"flat": 2.7, "node": 1, "robin": 4, "absl": 2.3, "boost": 2.3}  # 2 / max load: just grown
 
 
 def _hashlookup_memory(p: dict) -> int:
     # Two copies of each key (the query vector and the set), >15-byte keys heap-allocated, plus slots/nodes
-    # (at worst just after a doubling, old and new tables both alive: 4 slots per key at max load 1/2, 2 at 7/8).
+    # (the table just doubled: 2 / max load slots per key, 4 at max load 1/2 (robin), 2.7 at 3/4 (flat), 2.3 at
+    # 7/8 (absl, boost); the old table is freed by then, measured peaks stay below this).
     kind = p["set_kind"]
     per_key = 2 * 32 + 24 + _SET_SLOTS_PER_KEY[kind] * _SET_SLOT_BYTES[kind] + (16 if kind == "node" else 0)
     return int(p["keys"] * per_key * 1.1)

@@ -62,11 +62,12 @@ def test_generated_keys_are_letters_within_bounds_and_seeded():
     assert keys != _core.generate_keys(5000, seed=10, key_min=10, key_max=19)
 
 
-def test_flat_capacity_is_groups_of_15_at_most_seven_eighths_full():
-    r = _core.hashlookup(keys=10000, set_kind="flat")
-    groups, rest = divmod(r["capacity"], 15)
-    assert rest == 0 and groups & (groups - 1) == 0
-    assert r["capacity"] * 7 / 16 < r["set_size"] <= r["capacity"] * 7 / 8
+@pytest.mark.parametrize("keys", [12, 10000, 12288, 12289])
+def test_flat_capacity_is_a_power_of_two_at_most_three_quarters_full(keys):
+    r = _core.hashlookup(keys=keys, set_kind="flat", key_min=12, key_max=19)
+    capacity = r["capacity"]
+    assert capacity >= 16 and capacity & (capacity - 1) == 0
+    assert capacity * 3 / 8 < r["set_size"] <= capacity * 3 / 4
 
 
 def test_phases_and_chunk_statistics():

@@ -50,10 +50,20 @@ def test_xxh3_and_own_hash_agree_on_set_contents(set_kind):
 
 
 def test_flat_survives_many_growths_and_wrapping_windows():
-    # Tiny keys collide in fingerprint often; 50k inserts grow the table from one group of 15 slots a dozen times, and absent keys walk overflowed groups.
+    # Tiny keys collide in their home slot often; 50k inserts grow the table from 16 slots a dozen times, and
+    # absent keys walk the clusters to the next vacant slot (wrapping at the end of the array).
     keys = [format(i, "x") for i in range(50000)]
     m = _core.hashlookup_membership("flat", "own", keys + keys, keys + ["g", "zz"])
     assert m["set_size"] == 50000 and m["found"] == [True] * 50000 + [False, False]
+
+
+@pytest.mark.parametrize("set_kind", KINDS)
+def test_the_empty_key_is_a_key(set_kind):
+    # flat marks a vacant slot with the empty string, so it keeps the empty key aside: it must still count once.
+    m = _core.hashlookup_membership(set_kind, "own", ["a", "", "b", ""], ["", "a", "c"])
+    assert m["set_size"] == 3 and m["found"] == [True, True, False]
+    m = _core.hashlookup_membership(set_kind, "own", ["a"], [""])
+    assert m["set_size"] == 1 and m["found"] == [False]
 
 
 def test_unknown_kind_or_hash_is_a_value_error():
