@@ -4,7 +4,7 @@
 // A slot holding the empty string is vacant; the empty key itself, the one key that would look vacant,
 // is kept aside in a flag. A key's home slot comes from the hash's high bits; a lookup walks forward from
 // there until it finds the key or a vacant slot. The table doubles when it would be over 3/4 full, so a
-// hit probes 1.5-2.5 slots on average and a miss 2.5-8.5 (Knuth's linear-probing estimates), all in
+// hit probes 1.3-2.5 slots on average and a miss 1.8-8.5 (Knuth's linear-probing estimates at 3/8-3/4 load), all in
 // adjacent 32-byte slots: usually the home slot's cache line, sometimes the next one.
 //
 // Why this layout (issue 13; README "Hash sets side by side"). The benchmark's lookups are independent, so
@@ -13,12 +13,17 @@
 // made dependent on each other every table here takes the same ~700 ns at 30M keys). A SwissTable-style
 // group layout (the previous `flat`, Boost's layout: a separate array of 16-byte control groups, 15 tags
 // each) touches a control line and then the slot lines, on two pages; tsl::robin_set touches one 40-byte
-// bucket (probe distance + string). Here a lookup touches the key's own line and nothing else: a
-// std::string is its own fingerprint, since its size is compared before its bytes and keys of up to 15
-// bytes sit inside the slot (libstdc++'s short-string buffer). Measured in one process, lookups of all
-// tables interleaved (10M and 30M keys, 8-19 letters, own hash): 0.76-0.78x the previous `flat`'s time,
-// 0.89x robin's, 0.85x Boost's at 10M and 0.93x robin's at 30M, with Boost's memory (32 bytes a slot at
-// 3/8-3/4 load: 512 MiB at 10M keys).
+// bucket (probe distance + string). Here a lookup touches the key's own line (sometimes the next) and no
+// metadata elsewhere: a std::string is its own fingerprint, since its size is compared before its bytes and keys of up to 15
+// bytes sit inside the slot (libstdc++'s short-string buffer). Measured in one process, all tables built
+// from the same keys and their lookups interleaved in 0.5M-lookup chunks (30 rounds, 8-19 letters, own
+// hash; median of the per-round ratios): robin took 1.14x and Boost 1.29x this table's time at 10M keys,
+// 1.11x and 1.13x at 30M; the group layout 1.36x at 10M. In experiments/sets.yaml (one process per run)
+// Boost is 1.11x slower at 10M and not resolved either way at 30M. Memory is Boost's: 32 bytes a slot at
+// 3/8-3/4 load, 512 MiB at 10M keys (robin: 40 bytes at 1/4-1/2, 1.2 GiB).
+// The price: keys over 15 bytes that all have one length are no longer told apart by their size, so each
+// probe past another key reads that key's heap bytes (tsl::robin_set shares this; tag tables do not):
+// with 10M keys of 24 letters this table took 1.15x Boost's time, robin 1.07x, the group layout 1.05x.
 #pragma once
 
 #include <cstdint>
