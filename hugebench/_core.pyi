@@ -85,6 +85,43 @@ class HashlookupMembership(TypedDict):
 def hashlookup_membership(set_kind: str, hash: str, keys: list[str], queries: list[str]) -> HashlookupMembership:
     """For tests: insert keys into a set of that kind and hash, then report set_size and which queries it finds."""
 
+class HashsetsKind(TypedDict):
+    insert_s: float
+    set_size: int
+    capacity: int  # slots, or buckets for node
+    lookups: int  # this kind's, over all rounds
+    found: int
+    checksum: int  # sum of the lengths of the found keys (each kind looks up its own chunks)
+    ns_per_lookup: float  # this kind's chunk time over its lookups
+    round_ns: list[float]  # ns per lookup of this kind's chunk in each round
+    counters: dict[str, CounterResult]  # counted during this kind's chunks only
+
+class HashsetsResult(TypedDict):
+    phases: dict[str, float]  # generate, insert.<kind> per kind, shuffle, lookup (all kinds' chunks)
+    keys: int
+    hash: str
+    rounds: int
+    kinds: list[str]  # in set_kinds order; the first is the base of the ratios
+    set: dict[str, HashsetsKind]
+
+def hashsets(
+    *,
+    keys: int = ...,
+    set_kinds: str = ...,
+    hash: Literal["own", "xxh3"] = ...,
+    lookups: int = ...,
+    key_min: int = ...,
+    key_max: int = ...,
+    rounds: int = ...,
+    seed: int = ...,
+    counters: list[CounterSpec] = [],
+    hook: Hook | None = None,
+) -> HashsetsResult:
+    """Several set kinds built from the same keys in one process; rounds of lookups, one chunk per kind each,
+    the kinds' order rotating. Counters count each kind's chunks separately. Raises ValueError on bad arguments
+    (an unknown, repeated or unbuilt kind names the package that provides it).
+    """
+
 def build_info() -> BuildInfo: ...
 def perf_hw_cache_config(cache: int, op: int, result: int) -> int:
     """config of a PERF_TYPE_HW_CACHE event: cache | op << 8 | result << 16."""

@@ -55,19 +55,27 @@ class WorkerRequest:
             return cls(**json.load(f))
 
 
-def _flatten_core_result(result: dict) -> dict:
-    """_core's nested dict -> flat row columns (phase.<name>.s, pmu.<label>...)."""
+def _flatten_core_result(result: dict, resolved: list, prefix: str = "") -> dict:
+    """_core's nested dict -> flat row columns (phase.<name>.s, pmu.<label>...).
+
+    A nested dict flattens into ``<key>.<subkey>`` columns (hashsets: ``set.<kind>.ns_per_lookup``), its
+    counters into ``pmu.<key>.<subkey>.<label>``; the top level's counters are the caller's to turn into
+    pmu.* columns.
+    """
     row = {}
     for key, value in result.items():
-        if key == "phases":
+        if key == "phases" and not prefix:
             for phase, seconds in value.items():
                 row[f"phase.{phase}.s"] = seconds
         elif key == "counters":
-            continue  # turned into pmu.* columns with their reasons by measure.counters.pmu_columns
+            if prefix:  # the top level's become pmu.* columns with their reasons via measure.counters.pmu_columns
+                row.update(pmu_columns(resolved, value, prefix=f"pmu.{prefix.rstrip('.')}"))
+        elif isinstance(value, dict):
+            row.update(_flatten_core_result(value, resolved, f"{prefix}{key}."))
         elif isinstance(value, (int, float, str, bool)) or value is None:
-            row[key] = value
+            row[prefix + key] = value
         elif isinstance(value, (list, tuple)) and len(value) <= 64:
-            row[key] = list(value)
+            row[prefix + key] = list(value)
     return row
 
 
@@ -118,7 +126,7 @@ def run(request: WorkerRequest) -> dict:
     t0 = time.perf_counter()
     result = getattr(_core, workload.function)(**spec["params"], counters=counters, hook=recorder)
     row["workload_wall_s"] = time.perf_counter() - t0
-    row.update(_flatten_core_result(result))
+    row.update(_flatten_core_result(result, resolved))
     row.update(pmu_columns(resolved, result.get("counters")))
     row.update(recorder.metrics())
     row.update(_process_totals(vm_before))

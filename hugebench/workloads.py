@@ -134,14 +134,17 @@ class Workload:
     check_params: Any = None  # callable(params) raising ValueError, run when the file is loaded
     prepare_params: Any = None  # callable(params, experiment file's directory) -> params
     primary_for: Any = None  # callable(params) -> (column, label, fmt, better): a primary metric of the file's
+    metrics_for: Any = None  # callable(params) -> report columns, for a workload whose columns follow its params
+    report_sections: Any = None  # callable(rows, axes, level) -> [(title, display DataFrame, data DataFrame)]
     better: str = "lower"  # which direction of primary_metric is an improvement (higher for throughput)
 
     def report_metrics(self, params: dict) -> tuple[str, tuple, str]:
         """(primary column, report columns with the primary first, 'lower' or 'higher' is better)."""
+        metrics = self.metrics_for(params) if self.metrics_for else self.metrics
         if self.primary_for is None:
-            return self.primary_metric, self.metrics, self.better
+            return self.primary_metric, metrics, self.better
         column, label, fmt, better = self.primary_for(params)
-        return column, ((column, label, fmt),) + tuple(m for m in self.metrics if m[0] != column), better
+        return column, ((column, label, fmt),) + tuple(m for m in metrics if m[0] != column), better
 
 
 def _codetlb_time(p: dict) -> float:
@@ -296,6 +299,55 @@ def _hashlookup_memory(p: dict) -> int:
     return int(p["keys"] * per_key * 1.1)
 
 
+def _hashsets_check(p: dict) -> None:
+    from . import _core, hashsets
+
+    hashsets.check(p, SET_KINDS, _core.build_info().get("set_kinds", ["flat", "node"]), SET_PACKAGES)
+    _hashlookup_check({"set_kind": "flat", "hash": p["hash"]})
+
+
+def _hashsets_memory(p: dict) -> int:
+    # Every kind's set alive at once over one query vector (hashlookup's estimate counts one per kind).
+    from .hashsets import kinds
+
+    names = kinds(p["set_kinds"])
+    sets = sum(_hashlookup_memory({"keys": p["keys"], "set_kind": k}) for k in names if k in SET_KINDS)
+    return int(sets - (len(names) - 1) * p["keys"] * (32 + 12) * 1.1)
+
+
+def _hashsets_time(p: dict) -> float:
+    from .hashsets import kinds
+
+    names = [k for k in kinds(p["set_kinds"]) if k in SET_KINDS]
+    per_kind = (p["lookups"] or p["keys"])
+    return (STARTUP_S + 1e-9 * p["keys"] * 200
+            + 1e-9 * sum(p["keys"] * _SET_INSERT_NS[k] + per_kind * _SET_LOOKUP_NS[k] for k in names))
+
+
+def _hashsets_metrics(p: dict) -> tuple:
+    from .hashsets import report_metrics
+
+    return report_metrics(p)
+
+
+def _hashsets_primary(p: dict) -> tuple:
+    from .hashsets import primary
+
+    return primary(p)
+
+
+def _hashsets_sections(rows, axes, level) -> list:
+    from .hashsets import sections
+
+    return sections(rows, axes, level)
+
+
+def _hashsets_extra(row: dict) -> dict:
+    from .hashsets import metrics
+
+    return metrics(row)
+
+
 def _faultstorm_memory(p: dict) -> int:
     # The buffer itself, every thread's page permutation (4 B per page, ops mode only) and the check's
     # one byte per page; hugetlb pages come out of the pool but are memory all the same.
@@ -359,6 +411,15 @@ def _fleet_extra(row: dict) -> dict:
     return fleet_metrics(row)
 
 
+# The key parameters hashlookup and hashsets share: one definition each.
+_KEY_PARAMS = {
+    "key_min": Param(int, 10, minimum=1, help="shortest key, bytes"),
+    "key_max": Param(int, 19, minimum=1, help="longest key, bytes"),
+}
+_SEED_PARAM = Param(int, 1, minimum=0, help="seed of key generation and order")
+_HASH_PARAM = Param(str, "own", choices=HASHES, help="own: hugebench's mum-style hash; xxh3: XXH3-64")
+
+
 WORKLOADS: dict[str, Workload] = {
     "hashlookup": Workload(
         name="hashlookup",
@@ -369,15 +430,14 @@ WORKLOADS: dict[str, Workload] = {
                               help="flat: open-addressing set written here; node: std::unordered_set; robin: "
                                    "tsl::robin_set; absl: absl::flat_hash_set; boost: boost::unordered_flat_set "
                                    "(the last three where the build found them: _core.build_info())"),
-            "hash": Param(str, "own", choices=HASHES, help="own: hugebench's mum-style hash; xxh3: XXH3-64"),
+            "hash": _HASH_PARAM,
             "threads": Param(int, 1, minimum=1, help="lookup threads over the shared read-only set"),
             "lookups": Param(int, 0, minimum=0, help="lookups in the timed phase (0: one per key)"),
-            "key_min": Param(int, 10, minimum=1, help="shortest key, bytes"),
-            "key_max": Param(int, 19, minimum=1, help="longest key, bytes"),
+            **_KEY_PARAMS,
             "order": Param(str, "uniform", choices=("uniform", "zipf"), help="lookup key order"),
             "zipf_s": Param(float, 0.99, minimum=0.0, help="Zipf exponent when order is zipf"),
             "chunks": Param(int, 64, minimum=1, help="equal slices the timed phase is split into"),
-            "seed": Param(int, 1, minimum=0, help="seed of key generation and order"),
+            "seed": _SEED_PARAM,
         },
         timed_phase="lookup",
         primary_metric="ns_per_lookup",
@@ -390,6 +450,32 @@ WORKLOADS: dict[str, Workload] = {
                  ("cycles_per_op", "Cycles/lookup", ".0f"),
                  ("stlb_misses_per_1k_ops", "STLB misses/1k", ".1f")) + _COMMON_METRICS,
         bars=(BarPlot(("allocator", "thp.enabled"), "ns_per_lookup", "ns per lookup", "lookup latency", "latency"),),
+    ),
+    "hashsets": Workload(
+        name="hashsets",
+        function="hashsets",
+        params={
+            "keys": Param(int, 1_000_000, minimum=1, help="number of distinct random keys, the same for every kind"),
+            "set_kinds": Param(str, "flat,robin,absl,boost,node",
+                               help="comma-separated set kinds of hashlookup, each built in this one process; "
+                                    "the first is the base of the ratios"),
+            "hash": _HASH_PARAM,
+            "lookups": Param(int, 0, minimum=0, help="lookups per kind (0: one per key)"),
+            **_KEY_PARAMS,
+            "rounds": Param(int, 32, minimum=2, help="rounds of one chunk per kind, the kinds' order rotating "
+                                                     "(at most 64)"),
+            "seed": _SEED_PARAM,
+        },
+        timed_phase="lookup",
+        primary_metric="set.flat.ns_per_lookup",
+        memory_estimate=_hashsets_memory,
+        time_estimate=_hashsets_time,
+        check_params=_hashsets_check,
+        doc="Every set kind built from the same keys in one process, lookups interleaved by round: paired ratios.",
+        metrics_for=_hashsets_metrics,
+        primary_for=_hashsets_primary,
+        extra_metrics=_hashsets_extra,
+        report_sections=_hashsets_sections,
     ),
     "faultstorm": Workload(
         name="faultstorm",

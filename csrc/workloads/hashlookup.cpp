@@ -22,60 +22,7 @@ constexpr uint64_t kZipfStream = 3;
 
 constexpr int64_t kMaxKeyLength = 4096;
 
-enum class SetKind { flat, node, robin, absl, boost };
-enum class HashKind { own, xxh3 };
 enum class Order { uniform, zipf };
-
-// Every kind the registry lists, with the Debian package that provides it (for the refusal below).
-struct KindName {
-    SetKind kind;
-    const char* name;
-    bool built;
-    const char* package;
-};
-constexpr KindName kSetKinds[] = {
-    {SetKind::flat, "flat", true, ""},
-    {SetKind::node, "node", true, ""},
-#ifdef HB_HAVE_ROBIN
-    {SetKind::robin, "robin", true, "robin-map-dev"},
-#else
-    {SetKind::robin, "robin", false, "robin-map-dev"},
-#endif
-#ifdef HB_HAVE_ABSL
-    {SetKind::absl, "absl", true, "libabsl-dev"},
-#else
-    {SetKind::absl, "absl", false, "libabsl-dev"},
-#endif
-#ifdef HB_HAVE_BOOST_UNORDERED
-    {SetKind::boost, "boost", true, "libboost1.81-dev"},
-#else
-    {SetKind::boost, "boost", false, "libboost1.81-dev"},
-#endif
-};
-
-std::string not_built(const std::string& what, const std::string& name, const char* package) {
-    return what + " '" + name + "' is not in this build of hugebench._core: apt-get install " + package +
-           ", then rebuild (pip install --no-build-isolation .)";
-}
-
-SetKind parse_set_kind(const std::string& name) {
-    for (const auto& k : kSetKinds) {
-        if (name != k.name) continue;
-        if (!k.built) throw std::invalid_argument(not_built("set_kind", name, k.package));
-        return k.kind;
-    }
-    throw std::invalid_argument("set_kind must be one of flat, node, robin, absl, boost; got '" + name + "'");
-}
-
-HashKind parse_hash(const std::string& name) {
-    if (name == "own") return HashKind::own;
-#ifdef HB_HAVE_XXHASH
-    if (name == "xxh3") return HashKind::xxh3;
-#else
-    if (name == "xxh3") throw std::invalid_argument(not_built("hash", name, "libxxhash-dev"));
-#endif
-    throw std::invalid_argument("hash must be 'own' or 'xxh3', got '" + name + "'");
-}
 
 Order parse_order(const std::string& name) {
     if (name == "uniform") return Order::uniform;
@@ -209,11 +156,6 @@ double timed_lookups(const Set& set, const LookupPlan& plan, const Hook& hook, P
     return seconds;
 }
 
-void shuffle_keys(std::vector<std::string>& keys, uint64_t seed) {
-    Rng rng(seed, kShuffleStream);
-    for (size_t i = keys.size(); i > 1; --i) std::swap(keys[i - 1], keys[rng.bounded(i)]);
-}
-
 std::vector<uint32_t> draw_zipf_indices(uint64_t keys, uint64_t lookups, double s, uint64_t seed) {
     Rng rng(seed, kZipfStream);
     const ZipfSampler zipf(keys, s);
@@ -271,20 +213,29 @@ Result run_with(const Params& p, const Hook& hook, PerfCounters& counters) {
 
 }  // namespace
 
+void validate_keys(int64_t keys, int64_t key_min, int64_t key_max) {
+    require(keys >= 1 && keys <= std::numeric_limits<uint32_t>::max(),
+            "keys must be in [1, 2^32-1], got " + std::to_string(keys));
+    require(key_min >= 1 && key_max <= kMaxKeyLength,
+            "key lengths must be within [1, " + std::to_string(kMaxKeyLength) + "]");
+    require(key_min <= key_max,
+            "key_min (" + std::to_string(key_min) + ") must be <= key_max (" + std::to_string(key_max) + ")");
+}
+
 void validate(const Params& p) {
     parse_set_kind(p.set_kind);
     parse_hash(p.hash);
     parse_order(p.order);
-    require(p.keys >= 1 && p.keys <= std::numeric_limits<uint32_t>::max(),
-            "keys must be in [1, 2^32-1], got " + std::to_string(p.keys));
+    validate_keys(p.keys, p.key_min, p.key_max);
     require_threads(p.threads);
     require(p.lookups >= 0, "lookups must be >= 0 (0 means one per key), got " + std::to_string(p.lookups));
-    require(p.key_min >= 1 && p.key_max <= kMaxKeyLength,
-            "key lengths must be within [1, " + std::to_string(kMaxKeyLength) + "]");
-    require(p.key_min <= p.key_max, "key_min (" + std::to_string(p.key_min) + ") must be <= key_max (" +
-                                        std::to_string(p.key_max) + ")");
     require(std::isfinite(p.zipf_s) && p.zipf_s >= 0, "zipf_s must be finite and >= 0");
     require_chunks(p.chunks);
+}
+
+void shuffle_keys(std::vector<std::string>& keys, uint64_t seed) {
+    Rng rng(seed, kShuffleStream);
+    for (size_t i = keys.size(); i > 1; --i) std::swap(keys[i - 1], keys[rng.bounded(i)]);
 }
 
 std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max) {
@@ -299,43 +250,6 @@ std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t ke
     }
     return keys;
 }
-
-namespace {
-
-template <class Set>
-struct SetType {
-    using type = Set;
-};
-
-// Calls f(SetType<Set>{}) with the Set type of (kind, hash).
-template <template <class> class SetOf, class F>
-decltype(auto) with_hash(HashKind hash, F&& f) {
-#ifdef HB_HAVE_XXHASH
-    if (hash == HashKind::xxh3) return f(SetType<SetOf<Xxh3Hash>>{});
-#endif
-    (void)hash;
-    return f(SetType<SetOf<OwnHash>>{});
-}
-
-template <class F>
-decltype(auto) with_set(const std::string& set_kind, const std::string& hash_name, F&& f) {
-    const HashKind hash = parse_hash(hash_name);
-    switch (parse_set_kind(set_kind)) {
-#ifdef HB_HAVE_ROBIN
-        case SetKind::robin: return with_hash<RobinSet>(hash, f);
-#endif
-#ifdef HB_HAVE_ABSL
-        case SetKind::absl: return with_hash<AbslSet>(hash, f);
-#endif
-#ifdef HB_HAVE_BOOST_UNORDERED
-        case SetKind::boost: return with_hash<BoostSet>(hash, f);
-#endif
-        case SetKind::node: return with_hash<NodeSet>(hash, f);
-        default: return with_hash<FlatStringSet>(hash, f);  // flat (parse_set_kind refused the unbuilt ones)
-    }
-}
-
-}  // namespace
 
 Result run(const Params& params, const Hook& hook) {
     validate(params);

@@ -54,6 +54,9 @@ struct Result {
 // Throws std::invalid_argument naming the bad parameter.
 void validate(const Params& params);
 
+// The key count and lengths check of validate(), shared with hashsets.
+void validate_keys(int64_t keys, int64_t key_min, int64_t key_max);
+
 // Phases, each between hook(name, "begin") and hook(name, "end"): generate, insert, shuffle, lookup.
 // The hook is only ever called from the calling thread.
 Result run(const Params& params, const Hook& hook = {});
@@ -68,5 +71,8 @@ Membership membership(const std::string& set_kind, const std::string& hash, cons
 
 // The keys run() generates for the same arguments (before shuffling).
 std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max);
+
+// The uniform lookup order of run(): the keys shuffled in place (Fisher-Yates, the seed's own stream).
+void shuffle_keys(std::vector<std::string>& keys, uint64_t seed);
 
 }  // namespace hb::hashlookup

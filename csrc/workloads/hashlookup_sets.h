@@ -1,9 +1,11 @@
 // The set kinds of the hashlookup workload, each behind the same small interface as FlatStringSet:
-// insert(key) -> newly added?, find(key) -> the stored copy or nullptr, size(), capacity().
+// insert(key) -> newly added?, find(key) -> the stored copy or nullptr, size(), capacity(); and the one
+// dispatch from a (set_kind, hash) pair of names to the set type, for hashlookup and hashsets alike.
 // The library tables are optional: CMake defines HB_HAVE_<LIBRARY> for each one it found, and the
 // build records the list (HB_SET_KINDS / HB_HASHES, read back by _core.build_info()).
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
 
@@ -57,5 +59,94 @@ using AbslSet = LibrarySet<absl::flat_hash_set<std::string, Hash>>;  // "absl": 
 template <class Hash>
 using BoostSet = LibrarySet<boost::unordered_flat_set<std::string, Hash>>;  // "boost": 15-slot groups, 7/8
 #endif
+
+enum class SetKind { flat, node, robin, absl, boost };
+enum class HashKind { own, xxh3 };
+
+// Every kind the registry lists, with the Debian package that provides it (for the refusal below).
+struct KindName {
+    SetKind kind;
+    const char* name;
+    bool built;
+    const char* package;
+};
+inline constexpr KindName kSetKinds[] = {
+    {SetKind::flat, "flat", true, ""},
+    {SetKind::node, "node", true, ""},
+#ifdef HB_HAVE_ROBIN
+    {SetKind::robin, "robin", true, "robin-map-dev"},
+#else
+    {SetKind::robin, "robin", false, "robin-map-dev"},
+#endif
+#ifdef HB_HAVE_ABSL
+    {SetKind::absl, "absl", true, "libabsl-dev"},
+#else
+    {SetKind::absl, "absl", false, "libabsl-dev"},
+#endif
+#ifdef HB_HAVE_BOOST_UNORDERED
+    {SetKind::boost, "boost", true, "libboost1.81-dev"},
+#else
+    {SetKind::boost, "boost", false, "libboost1.81-dev"},
+#endif
+};
+
+inline std::string not_built(const std::string& what, const std::string& name, const char* package) {
+    return what + " '" + name + "' is not in this build of hugebench._core: apt-get install " + package +
+           ", then rebuild (pip install --no-build-isolation .)";
+}
+
+// Throws std::invalid_argument naming the kind and, for a library table this build lacks, its package.
+inline SetKind parse_set_kind(const std::string& name) {
+    for (const auto& k : kSetKinds) {
+        if (name != k.name) continue;
+        if (!k.built) throw std::invalid_argument(not_built("set_kind", name, k.package));
+        return k.kind;
+    }
+    throw std::invalid_argument("set_kind must be one of flat, node, robin, absl, boost; got '" + name + "'");
+}
+
+inline HashKind parse_hash(const std::string& name) {
+    if (name == "own") return HashKind::own;
+#ifdef HB_HAVE_XXHASH
+    if (name == "xxh3") return HashKind::xxh3;
+#else
+    if (name == "xxh3") throw std::invalid_argument(not_built("hash", name, "libxxhash-dev"));
+#endif
+    throw std::invalid_argument("hash must be 'own' or 'xxh3', got '" + name + "'");
+}
+
+template <class Set>
+struct SetType {
+    using type = Set;
+};
+
+// Calls f(SetType<Set>{}) with the Set type of (kind, hash).
+template <template <class> class SetOf, class F>
+decltype(auto) with_hash(HashKind hash, F&& f) {
+#ifdef HB_HAVE_XXHASH
+    if (hash == HashKind::xxh3) return f(SetType<SetOf<Xxh3Hash>>{});
+#endif
+    (void)hash;
+    return f(SetType<SetOf<OwnHash>>{});
+}
+
+// Calls f(SetType<Set>{}) with the set type named by (set_kind, hash_name); throws as the parsers do.
+template <class F>
+decltype(auto) with_set(const std::string& set_kind, const std::string& hash_name, F&& f) {
+    const HashKind hash = parse_hash(hash_name);
+    switch (parse_set_kind(set_kind)) {
+#ifdef HB_HAVE_ROBIN
+        case SetKind::robin: return with_hash<RobinSet>(hash, f);
+#endif
+#ifdef HB_HAVE_ABSL
+        case SetKind::absl: return with_hash<AbslSet>(hash, f);
+#endif
+#ifdef HB_HAVE_BOOST_UNORDERED
+        case SetKind::boost: return with_hash<BoostSet>(hash, f);
+#endif
+        case SetKind::node: return with_hash<NodeSet>(hash, f);
+        default: return with_hash<FlatStringSet>(hash, f);  // flat (parse_set_kind refused the unbuilt ones)
+    }
+}
 
 }  // namespace hb::hashlookup

@@ -135,6 +135,16 @@ def ratio_table_sections(experiment: Experiment, results: Results, options: Opti
     return out
 
 
+def workload_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
+    """A workload's own tables (hashsets: every set kind of each run side by side)."""
+    workload = experiment.workload
+    if not workload or not workload.report_sections:
+        return []
+    axes = list(options.group_by or experiment.axes)
+    return [Section(title, table, data=data, experiment=experiment.name, kind="workload")
+            for title, table, data in workload.report_sections(experiment.rows, axes, options.level)]
+
+
 def void_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """alloc-test's allocator cost net of the harness (the void allocator), in both of its units."""
     rows = experiment.rows
@@ -177,7 +187,7 @@ def adaptive_lines(experiment: Experiment) -> list[str]:
 
 # Per experiment, in reading order. Append a builder here and its sections appear in every format.
 EXPERIMENT_SECTIONS: list[Callable[[Experiment, Results, Options], list[Section]]] = [
-    main_table_section, expected_sections, ratio_table_sections, void_sections]
+    main_table_section, expected_sections, ratio_table_sections, workload_sections, void_sections]
 
 
 # -- warnings and summaries (from the numbers, never from prose) ------------------------------------
