@@ -113,6 +113,7 @@ def hashsets(
     key_min: int = ...,
     key_max: int = ...,
     rounds: int = ...,
+    build_order: Literal["listed", "reversed"] = ...,
     seed: int = ...,
     counters: list[CounterSpec] = [],
     hook: Hook | None = None,

@@ -8,7 +8,7 @@ over more than a round, hits both sides of each such ratio alike.
 
 :func:`side_by_side` is the report's table: per cell of the sweep's other axes, each kind's median latency
 and its ratio to the base kind, the median of the per-round ratios pooled over the cell's runs, with a
-bootstrap CI over those rounds.
+CI that resamples runs and then rounds (:func:`two_level_ci`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .stats import bootstrap_ci, min_runs_for, ok_rows
+from .stats import ok_rows
 
 MAX_ROUNDS = 64  # a row keeps each kind's per-round times; the worker keeps lists of up to 64 values
 PREFIX = "set."
@@ -95,12 +95,81 @@ def primary(params: dict) -> tuple:
 DEFAULT_KINDS = "flat,robin,absl,boost,node"
 
 
+# -- memory: what a set of each kind holds after inserting n distinct keys one at a time -------------------
+# Each table's growth rule (measured capacities at 10M keys: flat 2^24 slots, robin 2^25, absl 2^24-1, Boost
+# 2^20 groups of 15, node 12.1M buckets) and its bytes per slot; while a table doubles, its old half-size table
+# is alive too. The model matches measured peaks: hashlookup flat at 30M keys 4.6 GiB (model 4.6), hashsets
+# with all five kinds at 10M keys 4.47 GiB (model 4.45).
+_STRING = 32  # sizeof(std::string) in libstdc++; up to 15 bytes inside it
+_GROWTH = {  # kind: (first capacity, max load, bytes per slot)
+    "flat": (16, 0.75, _STRING),
+    "robin": (16, 0.5, 40),  # a bucket: the probe distance, padded, then the string
+    "absl": (16, 0.875, _STRING + 1),  # a control byte per slot
+    "boost": (16, 0.875, _STRING + 16 / 15),  # 15 slots and a 16-byte control word per group
+}
+_NODE_BYTES = 64  # glibc's chunk for a 48-byte node (next pointer, string, cached hash)
+BASE_BYTES = 64 << 20  # the worker's interpreter and the extension
+
+
+def _heap_per_key(key_min: int, key_max: int) -> float:
+    """Mean malloc chunk bytes a copy of a key takes beyond its std::string (keys over 15 bytes)."""
+    lengths = range(key_min, key_max + 1)
+    return sum(max(32, -(-(n + 1 + 8) // 16) * 16) for n in lengths if n > 15) / len(lengths)
+
+
+def table_bytes(kind: str, keys: int) -> tuple[float, float]:
+    """(bytes of the table holding ``keys`` keys, bytes of the table it last grew from), key heap excluded."""
+    if kind == "node":
+        return keys * _NODE_BYTES + keys * 1.3 * 8, 0.0  # a bucket pointer per key at max load 1 (prime counts)
+    capacity, load, per_slot = _GROWTH[kind]
+    while keys > load * capacity:
+        capacity *= 2
+    return capacity * per_slot, (capacity // 2 * per_slot if capacity > _GROWTH[kind][0] else 0.0)
+
+
+def peak_bytes(kinds: Sequence[str], keys: int, key_min: int, key_max: int, extra: float = 0.0) -> int:
+    """Peak memory of a process that builds a set of each kind in turn from ``keys`` keys, over one query vector."""
+    heap = keys * _heap_per_key(key_min, key_max)
+    held = BASE_BYTES + extra + keys * _STRING + heap  # the keys, later the queries
+    peak = held
+    for kind in kinds:
+        table, old = table_bytes(kind, keys)
+        peak = max(peak, held + table + old + heap)
+        held += table + heap
+    return int(peak)
+
+
+def two_level_ci(per_run: Sequence[np.ndarray], level: float = 0.95, n_boot: int = 2000,
+                 seed: int = 0) -> tuple[float, float]:
+    """CI of the median of pooled per-round ratios that resamples runs, then rounds within each run.
+
+    Rounds of one run share that run's key layout and pages, so they are not independent draws: resampling
+    only rounds would give a CI as narrow as one run's, however much runs disagree. Runs first keeps the
+    between-run spread in the interval. NaN with fewer than two ratios.
+    """
+    runs = [np.asarray(r, dtype=float) for r in per_run if len(r)]
+    if sum(r.size for r in runs) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    stats = np.empty(n_boot)
+    for b in range(n_boot):
+        chosen = rng.integers(len(runs), size=len(runs))
+        stats[b] = np.median(np.concatenate([runs[i][rng.integers(runs[i].size, size=runs[i].size)] for i in chosen]))
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(stats, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+MIN_RUNS = 3  # below this many runs the between-run spread is barely seen: no verdict
+
+
 def side_by_side(df: pd.DataFrame, axes: Sequence[str], level: float = 0.95, n_boot: int = 2000,
                  seed: int = 0) -> pd.DataFrame:
     """Per cell of ``axes`` and kind: runs, median ns, median insert s, and the ratio to the base kind with its CI.
 
-    The ratio pools the per-round ratios of all the cell's runs; ``resolved`` is False where the CI holds 1,
-    None for the base kind or too few rounds.
+    The ratio is the median of the per-round ratios pooled over the cell's runs, its CI from
+    :func:`two_level_ci`; ``resolved`` is False where the CI holds 1, True where it excludes 1 over at least
+    ``MIN_RUNS`` runs, None otherwise (and for the base kind).
     """
     rows = ok_rows(df)
     if "kinds" not in rows.columns or rows.empty:
@@ -112,12 +181,13 @@ def side_by_side(df: pd.DataFrame, axes: Sequence[str], level: float = 0.95, n_b
         key = key if isinstance(key, tuple) else (key,)
         names = kinds(key[-1])
         for name in names:
-            pooled = np.concatenate([round_ratios(r, name, names[0]) for r in cell.to_dict("records")] or [[]])
+            per_run = [round_ratios(r, name, names[0]) for r in cell.to_dict("records")]
+            pooled = np.concatenate(per_run or [[]])
             is_base = name == names[0]
-            lo, hi = (math.nan, math.nan) if is_base else bootstrap_ci(pooled, level=level, n_boot=n_boot, seed=seed)
+            lo, hi = (math.nan, math.nan) if is_base else two_level_ci(per_run, level, n_boot, seed)
             resolved = None
             if not is_base and not math.isnan(lo):
-                resolved = False if lo <= 1.0 <= hi else (True if pooled.size >= min_runs_for(level) else None)
+                resolved = False if lo <= 1.0 <= hi else (True if len(cell) >= MIN_RUNS else None)
             ns = pd.to_numeric(cell.get(f"{PREFIX}{name}.ns_per_lookup"), errors="coerce")
             insert = pd.to_numeric(cell.get(f"{PREFIX}{name}.insert_s"), errors="coerce")
             records.append({**dict(zip(keys[:-1], key[:-1])), "set_kind": name, "base": names[0], "n": len(cell),
@@ -146,7 +216,7 @@ def sections(rows: pd.DataFrame, axes: Sequence[str], level: float = 0.95) -> li
             ratio, verdict = f"{row['ratio']:.3f}", ""
         else:
             ratio = f"{row['ratio']:.3f} [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
-            verdict = {True: "yes", False: "no", None: "too few rounds"}[row["resolved"]]
+            verdict = {True: "yes", False: "no", None: f"n<{MIN_RUNS}"}[row["resolved"]]
         body.append([*(format_axis(row[a]) for a in shown), row["set_kind"], row["n"], row["rounds"],
                      f"{row['ns_per_lookup']:.1f}", f"{row['insert_s']:.2f}", ratio, verdict])
     title = ("Set kinds side by side (one process per run; each ratio is the median of the per-round ratios "

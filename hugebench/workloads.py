@@ -284,19 +284,13 @@ def _alloctest_memory(p: dict) -> int:
     return int(blocks + table + p.get("threads", 1) * void_block + (32 << 20))
 
 
-_SET_SLOT_BYTES = {"flat": 32, "node": 48, "robin": 40, "absl": 33, "boost": 33}  # per slot or node
-_SET_SLOTS_PER_KEY = {"flat": 2.7, "node": 1, "robin": 4, "absl": 2.3, "boost": 2.3}  # 2 / max load: just grown
-
-
 def _hashlookup_memory(p: dict) -> int:
-    # Two copies of each key (the query vector and the set), >15-byte keys heap-allocated, plus slots/nodes
-    # (the table just doubled: 2 / max load slots per key, 4 at max load 1/2 (robin), 2.7 at 3/4 (flat), 2.3 at
-    # 7/8 (absl, boost)). While a doubling copies, the old table (1 / max load) is alive too and is not counted:
-    # measured peaks stay below this (sets.yaml, 30M keys: flat 4.6 GiB against 5.4 estimated) because the
-    # last doubling happens before all keys are in; a key count right at a doubling could exceed it.
-    kind = p["set_kind"]
-    per_key = 2 * 32 + 24 + _SET_SLOTS_PER_KEY[kind] * _SET_SLOT_BYTES[kind] + (16 if kind == "node" else 0)
-    return int(p["keys"] * per_key * 1.1)
+    # The set's growth rule and bytes per slot, the old table alive while it doubles, both copies of each key
+    # (hugebench/hashsets.py: peak_bytes), Zipf indices; +10%.
+    from .hashsets import peak_bytes
+
+    zipf = 4 * (p.get("lookups") or p["keys"]) if p.get("order") == "zipf" else 0
+    return int(1.1 * peak_bytes([p["set_kind"]], p["keys"], p.get("key_min", 10), p.get("key_max", 19), zipf))
 
 
 def _hashsets_check(p: dict) -> None:
@@ -307,12 +301,12 @@ def _hashsets_check(p: dict) -> None:
 
 
 def _hashsets_memory(p: dict) -> int:
-    # Every kind's set alive at once over one query vector (hashlookup's estimate counts one per kind).
-    from .hashsets import kinds
+    # Every kind's set alive at once over one query vector, built in the order given; +10%.
+    from .hashsets import kinds, peak_bytes
 
-    names = kinds(p["set_kinds"])
-    sets = sum(_hashlookup_memory({"keys": p["keys"], "set_kind": k}) for k in names if k in SET_KINDS)
-    return int(sets - (len(names) - 1) * p["keys"] * (32 + 12) * 1.1)
+    names = [k for k in kinds(p["set_kinds"]) if k in SET_KINDS]
+    order = names[::-1] if p.get("build_order") == "reversed" else names
+    return int(1.1 * peak_bytes(order, p["keys"], p["key_min"], p["key_max"]))
 
 
 def _hashsets_time(p: dict) -> float:
@@ -464,6 +458,9 @@ WORKLOADS: dict[str, Workload] = {
             **_KEY_PARAMS,
             "rounds": Param(int, 32, minimum=2, help="rounds of one chunk per kind, the kinds' order rotating "
                                                      "(at most 64)"),
+            "build_order": Param(str, "listed", choices=("listed", "reversed"),
+                                 help="build the sets in set_kinds' order or the reverse (the base stays the "
+                                      "first listed)"),
             "seed": _SEED_PARAM,
         },
         timed_phase="lookup",

@@ -33,10 +33,14 @@ def test_every_kind_finds_every_key_in_its_own_chunks():
     assert sum(r["set"][k]["checksum"] for k in KINDS) == len(KINDS) * sum(map(len, keys))
 
 
-def test_lookups_per_kind_and_the_base_first():
+def test_lookups_per_kind_and_the_base_first_in_either_build_order():
     r = _core.hashsets(keys=500, set_kinds="node, flat", lookups=1001, rounds=10)
-    assert r["kinds"] == ["node", "flat"]
+    assert r["kinds"] == ["node", "flat"] and list(r["phases"])[1:3] == ["insert.node", "insert.flat"]
     assert [r["set"][k]["lookups"] for k in ("node", "flat")] == [1001, 1001]
+    reversed_ = _core.hashsets(keys=500, set_kinds="node,flat", rounds=10, build_order="reversed")
+    assert reversed_["kinds"] == ["node", "flat"] and list(reversed_["phases"])[1:3] == ["insert.flat", "insert.node"]
+    with pytest.raises(ValueError, match="build_order"):
+        _core.hashsets(keys=10, set_kinds="flat,node", build_order="random")
 
 
 @pytest.mark.parametrize("set_kinds, match", [
@@ -140,6 +144,16 @@ def test_side_by_side_pools_rounds_over_runs_with_a_ci():
     assert table.loc[(2000, "boost")]["resolved"] is False  # no difference: the CI holds 1
 
 
+def test_runs_that_disagree_widen_the_ci_beyond_one_run():
+    # Each run is steady within itself (ratio 1.0 in one, 1.5 in the other): resampling rounds alone would
+    # give a narrow interval; resampling runs first spans both.
+    runs = [np.full(32, 1.0) + np.linspace(0, 0.01, 32), np.full(32, 1.5) + np.linspace(0, 0.01, 32)]
+    lo, hi = hashsets.two_level_ci(runs)
+    assert lo < 1.05 and hi > 1.45
+    lo_one, hi_one = hashsets.two_level_ci(runs[:1])
+    assert hi_one - lo_one < 0.02
+
+
 def test_a_tiny_sweep_reports_the_kinds_side_by_side(tmp_path):
     spec = tmp_path / "side.yaml"
     spec.write_text("name: side\nworkload: hashsets\nrepetitions: 2\nparams: {keys: 20000, rounds: 4, "
@@ -151,3 +165,26 @@ def test_a_tiny_sweep_reports_the_kinds_side_by_side(tmp_path):
     assert report.exit_code == 0, report.output
     assert "Set kinds side by side" in report.output
     assert "| 24 | node | 2 | 8 |" in report.output and "node/flat" in report.output
+
+
+def test_the_memory_model_bounds_measured_peaks(tmp_path):
+    # hashlookup (one kind per run) and hashsets (all at once) at 1M keys: the plan's estimate is at least the
+    # measured peak RSS, and not wildly above it (the model follows each table's growth rule).
+    from hugebench import load, workloads
+
+    spec = tmp_path / "mem.yaml"
+    spec.write_text("name: mem\nworkload: hashlookup\nparams: {keys: 1M, lookups: 1000}\n"
+                    f"axes:\n  set_kind: [{', '.join(KINDS)}]\n")
+    both = tmp_path / "both.yaml"
+    both.write_text("name: both\nworkload: hashsets\n"
+                    f"params: {{keys: 1M, lookups: 1000, set_kinds: '{','.join(KINDS)}'}}\n")
+    for path, out in ((spec, "a"), (both, "b")):
+        result = CliRunner().invoke(main, ["sweep", str(path), "-o", str(tmp_path / out)])
+        assert result.exit_code == 0, result.output
+    for row in load(tmp_path / "a").to_dict("records"):
+        model = workloads.get("hashlookup").memory_estimate({"keys": 1_000_000, "set_kind": row["set_kind"]})
+        assert row["peak_rss_bytes"] <= model <= 1.8 * row["peak_rss_bytes"], row["set_kind"]
+    row = load(tmp_path / "b").iloc[0]
+    model = workloads.get("hashsets").memory_estimate({"keys": 1_000_000, "set_kinds": ",".join(KINDS),
+                                                       "key_min": 10, "key_max": 19})
+    assert row["peak_rss_bytes"] <= model <= 1.5 * row["peak_rss_bytes"]

@@ -48,7 +48,7 @@ void bind_hashsets(py::module_& m) {
                       &hashsets::validate, &hashsets::run, &result_to_dict},
                   field("keys", &P::keys), field("set_kinds", &P::set_kinds), field("hash", &P::hash),
                   field("lookups", &P::lookups), field("key_min", &P::key_min), field("key_max", &P::key_max),
-                  field("rounds", &P::rounds), field("seed", &P::seed));
+                  field("rounds", &P::rounds), field("build_order", &P::build_order), field("seed", &P::seed));
 }
 
 namespace {

@@ -86,8 +86,8 @@ std::vector<std::string> kinds_of(const std::string& set_kinds) {
 
 void validate(const Params& p) {
     const auto kinds = kinds_of(p.set_kinds);
-    require(kinds.size() >= 2,
-            "set_kinds needs at least two kinds, comma-separated (the first is the baseline); got '" + p.set_kinds + "'");
+    require(kinds.size() >= 2, "set_kinds needs at least two kinds, comma-separated (the first is the baseline); got '" +
+                                   p.set_kinds + "'");
     for (size_t i = 0; i < kinds.size(); ++i) {
         hashlookup::parse_set_kind(kinds[i]);
         for (size_t j = 0; j < i; ++j)
@@ -96,6 +96,8 @@ void validate(const Params& p) {
     hashlookup::parse_hash(p.hash);
     hashlookup::validate_keys(p.keys, p.key_min, p.key_max);
     require(p.lookups >= 0, "lookups must be >= 0 (0 means one per key), got " + std::to_string(p.lookups));
+    require(p.build_order == "listed" || p.build_order == "reversed",
+            "build_order must be 'listed' or 'reversed', got '" + p.build_order + "'");
     require(p.rounds >= 2 && p.rounds <= kMaxRounds,
             "rounds must be in [2, " + std::to_string(kMaxRounds) + "], got " + std::to_string(p.rounds));
     require(static_cast<uint64_t>(p.rounds) <= lookups_per_kind(p),
@@ -122,9 +124,10 @@ Result run(const Params& p, const Hook& hook) {
     r.phases.emplace_back("generate", run_phase(hook, "generate", [&] {
         keys = hashlookup::generate_keys(r.keys, p.seed, p.key_min, p.key_max);
     }));
-    std::vector<std::unique_ptr<AnySet>> sets;
-    for (size_t k = 0; k < kinds; ++k) {
-        sets.push_back(make_set(names[k], p.hash));
+    std::vector<std::unique_ptr<AnySet>> sets(kinds);
+    for (size_t i = 0; i < kinds; ++i) {
+        const size_t k = p.build_order == "reversed" ? kinds - 1 - i : i;
+        sets[k] = make_set(names[k], p.hash);
         const std::string phase = "insert." + names[k];
         r.kinds[k].set_kind = names[k];
         r.kinds[k].insert_s = run_phase(hook, phase.c_str(), [&] { sets[k]->insert_all(keys); });

@@ -31,6 +31,7 @@ struct Params {
     int64_t key_min{};
     int64_t key_max{};
     int64_t rounds{};       // every kind takes one chunk per round: lookups / rounds lookups each
+    std::string build_order;  // "listed" (set_kinds' order) or "reversed": is it better to be built first?
     uint64_t seed{};
     std::vector<CounterSpec> counters;  // per kind, enabled only around that kind's chunks
 };
@@ -62,8 +63,8 @@ void validate(const Params& params);
 // The set kinds of params.set_kinds, in order (validate() has checked them).
 std::vector<std::string> kinds_of(const std::string& set_kinds);
 
-// Phases between hook(name, "begin"/"end"): generate, insert.<kind> for each kind, shuffle, lookup (all
-// kinds' chunks; the phase's wall time includes the clock reads and counter switches between chunks).
+// Phases between hook(name, "begin"/"end"): generate, insert.<kind> for each kind in build order, shuffle,
+// lookup (all kinds' chunks; its wall time includes the clock reads and counter switches between chunks).
 Result run(const Params& params, const Hook& hook = {});
 
 }  // namespace hb::hashsets
