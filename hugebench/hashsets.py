@@ -206,7 +206,7 @@ def sections(rows: pd.DataFrame, axes: Sequence[str], level: float = 0.95) -> li
     if table.empty:
         return []
     shown = [a for a in axes if a in table.columns]
-    headers = [*(a.capitalize() for a in shown), "Set kind", "n", "rounds", "ns/lookup", "insert s",
+    headers = [*(a.replace("_", " ").capitalize() for a in shown), "Set kind", "n", "rounds", "ns/lookup", "insert s",
                f"vs base [{level:.0%} CI]", "resolved"]
     body = []
     for row in table.to_dict("records"):

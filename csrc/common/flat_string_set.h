@@ -14,16 +14,18 @@
 // group layout (the previous `flat`, Boost's layout: a separate array of 16-byte control groups, 15 tags
 // each) touches a control line and then the slot lines, on two pages; tsl::robin_set touches one 40-byte
 // bucket (probe distance + string). Here a lookup touches the key's own line (sometimes the next) and no
-// metadata elsewhere: a std::string is its own fingerprint, since its size is compared before its bytes and keys of up to 15
-// bytes sit inside the slot (libstdc++'s short-string buffer). Measured in one process, all tables built
-// from the same keys and their lookups interleaved in 0.5M-lookup chunks (30 rounds, 8-19 letters, own
-// hash; median of the per-round ratios): robin took 1.14x and Boost 1.29x this table's time at 10M keys,
-// 1.11x and 1.13x at 30M; the group layout 1.36x at 10M. In experiments/sets.yaml (one process per run)
-// Boost is 1.11x slower at 10M and not resolved either way at 30M. Memory is Boost's: 32 bytes a slot at
-// 3/8-3/4 load, 512 MiB at 10M keys (robin: 40 bytes at 1/4-1/2, 1.2 GiB).
+// metadata elsewhere: a std::string is its own fingerprint, since its size is compared before its bytes
+// and keys of up to 15 bytes sit inside the slot (libstdc++'s short-string buffer). Measured in one process
+// by the hashsets workload (experiments/sets-paired.yaml: 10-19 letters, own hash, n = 9 runs; README "Hash
+// sets side by side"): robin took 1.19x and Boost 1.26x this table's time at 10M keys, 1.07x and 1.14x at
+// 30M, every ratio resolved; the group layout took 1.36x at 10M (a scratch program, before hashsets). In
+// experiments/sets.yaml (one process per run) Boost is 1.11x slower at 10M and not resolved either way at
+// 30M. Memory is Boost's: 32 bytes a slot at 3/8-3/4 load, 512 MiB at 10M keys (robin: 40 bytes at 1/4-1/2,
+// 1.2 GiB).
 // The price: keys over 15 bytes that all have one length are no longer told apart by their size, so each
 // probe past another key reads that key's heap bytes (tsl::robin_set shares this; tag tables do not):
-// with 10M keys of 24 letters this table took 1.15x Boost's time, robin 1.07x, the group layout 1.05x.
+// with 10M keys of 24 letters this table took 1.12x Boost's time, robin 0.97x this table's
+// (experiments/sets-longkeys.yaml); the group layout took 1.05x Boost's (a scratch program).
 #pragma once
 
 #include <cstdint>
