@@ -183,17 +183,24 @@ HASHES = ("own", "xxh3")
 SET_PACKAGES = {"robin": "robin-map-dev", "absl": "libabsl-dev", "boost": "libboost1.81-dev"}
 HASH_PACKAGES = {"xxh3": "libxxhash-dev"}
 
-# Seen on a 2-core KVM guest at 10M keys (ns per key): inserting, and one lookup on one thread.
-_SET_INSERT_NS = {"flat": 450, "node": 700, "robin": 550, "absl": 500, "boost": 450}
-_SET_LOOKUP_NS = {"flat": 200, "node": 300, "robin": 200, "absl": 250, "boost": 220}
+# Measured on the 2-core KVM guest at 10M keys (experiments/sets.yaml, ns per key): inserting, and one lookup on
+# one thread. Both grow with the table beyond that (caches, TLB, page walks): at 30M keys inserts took ~1.8x and
+# lookups ~1.35x as long, hence the exponents of _set_scale.
+_SET_INSERT_NS = {"flat": 600, "node": 1200, "robin": 950, "absl": 650, "boost": 600}
+_SET_LOOKUP_NS = {"flat": 340, "node": 610, "robin": 380, "absl": 470, "boost": 390}
+
+
+def _set_scale(keys: int, exponent: float) -> float:
+    return max(1.0, keys / 1e7) ** exponent
 
 
 def _hashlookup_time(p: dict) -> float:
     # ~130 ns/key generating and 70 shuffling, plus the set kind's insert and lookup.
     kind = p["set_kind"]
     lookups = p["lookups"] or p["keys"]
-    per_key = 130 + _SET_INSERT_NS[kind] + 70
-    return STARTUP_S + 1e-9 * (p["keys"] * per_key + lookups * _SET_LOOKUP_NS[kind] / min(p["threads"], 2))
+    per_key = 130 + _SET_INSERT_NS[kind] * _set_scale(p["keys"], 0.52) + 70
+    lookup_ns = _SET_LOOKUP_NS[kind] * _set_scale(p["keys"], 0.28)
+    return STARTUP_S + 1e-9 * (p["keys"] * per_key + lookups * lookup_ns / min(p["threads"], 2))
 
 
 def _hashlookup_check(p: dict) -> None:
@@ -314,8 +321,9 @@ def _hashsets_time(p: dict) -> float:
 
     names = [k for k in kinds(p["set_kinds"]) if k in SET_KINDS]
     per_kind = (p["lookups"] or p["keys"])
+    insert, lookup = _set_scale(p["keys"], 0.52), _set_scale(p["keys"], 0.28)
     return (STARTUP_S + 1e-9 * p["keys"] * 200
-            + 1e-9 * sum(p["keys"] * _SET_INSERT_NS[k] + per_kind * _SET_LOOKUP_NS[k] for k in names))
+            + 1e-9 * sum(p["keys"] * _SET_INSERT_NS[k] * insert + per_kind * _SET_LOOKUP_NS[k] * lookup for k in names))
 
 
 def _hashsets_metrics(p: dict) -> tuple:
