@@ -78,9 +78,16 @@ def metrics(row: dict) -> dict:
     return out
 
 
+def _kinds_of(params: dict) -> list[str]:
+    """The file's set_kinds, or the registry's default where the file has none (or makes it an axis)."""
+    from .workloads import WORKLOADS
+
+    return kinds(params.get("set_kinds") or WORKLOADS["hashsets"].params["set_kinds"].default)
+
+
 def report_metrics(params: dict) -> tuple:
     """The main table's columns: each kind's latency, then each other kind's ratio to the first."""
-    names = kinds(params.get("set_kinds") or DEFAULT_KINDS)
+    names = _kinds_of(params)
     base = names[0]
     columns = [(f"{PREFIX}{n}.ns_per_lookup", f"{n} ns", ".1f") for n in names]
     columns += [(f"{PREFIX}{n}.vs_base", f"{n}/{base}", ".3f") for n in names[1:]]
@@ -88,11 +95,8 @@ def report_metrics(params: dict) -> tuple:
 
 
 def primary(params: dict) -> tuple:
-    base = kinds(params.get("set_kinds") or DEFAULT_KINDS)[0]
+    base = _kinds_of(params)[0]
     return f"{PREFIX}{base}.ns_per_lookup", f"{base} ns", ".1f", "lower"
-
-
-DEFAULT_KINDS = "flat,robin,absl,boost,node"
 
 
 # -- memory: what a set of each kind holds after inserting n distinct keys one at a time -------------------
