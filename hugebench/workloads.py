@@ -301,10 +301,11 @@ def _hashlookup_memory(p: dict) -> int:
 
 
 def _hashsets_check(p: dict) -> None:
-    from . import _core, hashsets
+    from . import hashsets
 
-    hashsets.check(p, SET_KINDS, _core.build_info().get("set_kinds", ["flat", "node"]), SET_PACKAGES)
-    _hashlookup_check({"set_kind": "flat", "hash": p["hash"]})
+    hashsets.check(p, SET_KINDS)
+    for kind in hashsets.kinds(p["set_kinds"]):  # an unbuilt kind or hash: refused naming its package
+        _hashlookup_check({"set_kind": kind, "hash": p["hash"]})
 
 
 def _hashsets_memory(p: dict) -> int:
