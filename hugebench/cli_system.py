@@ -16,6 +16,7 @@ from rich.table import Table
 
 from hugebench.errors import SpecError
 from hugebench.system import SystemState, check_privileges, restore_from_journal, show
+from hugebench.system.containment import end_leftovers, record_dir
 from hugebench.system.journal import default_journal_path
 
 
@@ -116,7 +117,11 @@ def set_cmd(roots: SystemRoots, assignments: tuple[str, ...]) -> None:
 @click.option("--force", is_flag=True, help="Restore even though the sweep that changed the knobs still runs.")
 @click.pass_obj
 def restore_cmd(roots: SystemRoots, force: bool) -> None:
-    """Put back the knob values saved in the journal by a sweep that died, or by `system set`."""
+    """End the processes a sweep that died left running, and put back the knob values saved in the journal by
+    that sweep, or by `system set`."""
+    for ended in end_leftovers(record_dir(roots.journal)):
+        click.echo(f"ended {ended['killed']} process(es) of run {ended['run']} (its sweep, pid {ended['owner_pid']}, "
+                   "is gone)")
     report = restore_from_journal(roots.journal, roots.sys_root, roots.proc_root, force=force)
     if not report["found"]:
         click.echo(f"nothing to restore: no journal at {report['journal']}")

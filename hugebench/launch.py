@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .system import die_with_parent
+from .system.containment import TRACK_INTERVAL_S, RunContainer
 
 TAIL_BYTES = 4000
 
@@ -39,22 +40,33 @@ class Ended:
 
 
 class Launched:
-    """A process started in its own session (its group is what gets killed) that dies with us."""
+    """A process started in its own session (its group is what gets killed) that dies with us; with a
+    ``container`` (hugebench.system.containment), it and all it starts are the run's: in its cgroup from before
+    exec, carrying its token, tracked while it runs and all killed with it."""
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike, *,
                  stdout: str | os.PathLike, stderr: str | os.PathLike | None = None,
-                 status_path: str | os.PathLike | None = None):
+                 status_path: str | os.PathLike | None = None, container: RunContainer | None = None):
         self.status_path = Path(status_path) if status_path else None
+        self.container = container
+        if container is not None:
+            env = {**env, **container.env()}
         self.started = time.perf_counter()
         with open(stdout, "wb") as out:
             err = open(stderr, "wb") if stderr else None
             try:
                 self.proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
                                              stdout=out, stderr=err or subprocess.STDOUT,
-                                             start_new_session=True, preexec_fn=die_with_parent)
+                                             start_new_session=True, preexec_fn=self._in_child)
             finally:
                 if err:
                     err.close()
+
+    def _in_child(self) -> None:
+        """Between fork and exec: die with the sweep, and be in the run's cgroup before the program starts."""
+        die_with_parent()
+        if self.container is not None:
+            self.container.enter()
 
     @property
     def pid(self) -> int:
@@ -66,6 +78,8 @@ class Launched:
         kill the group. On any exception (Ctrl-C, SIGTERM) the group is killed before it propagates.
         """
         deadline = None if timeout is None else time.perf_counter() + timeout
+        if self.container is not None:
+            tick, on_tick = min(tick or TRACK_INTERVAL_S, TRACK_INTERVAL_S), self._tracking(on_tick)
         try:
             while True:
                 left = None if deadline is None else deadline - time.perf_counter()
@@ -84,6 +98,14 @@ class Launched:
             self.kill()
             self.proc.wait()
             raise
+
+    def _tracking(self, on_tick: Callable[[], None] | None) -> Callable[[], None]:
+        def tick() -> None:
+            self.container.track(self.pid)
+            if on_tick is not None:
+                on_tick()
+
+        return tick
 
     def stop(self, pid: int | None = None, grace: float = 10.0) -> Ended:
         """SIGTERM to ``pid`` (default: the group), then SIGKILL to the group after ``grace`` seconds (a server
@@ -104,6 +126,9 @@ class Launched:
             pass  # it ended (and was reaped) just before we got to it
 
     def kill(self) -> None:
+        """SIGKILL the group, and with a container every process of the run (daemons that left the group)."""
+        if self.container is not None:
+            self.container.kill()
         self.signal(signal.SIGKILL)
 
     def _ended(self, timed_out: bool = False) -> Ended:
@@ -134,3 +159,24 @@ def tail(path: str | os.PathLike, size: int = TAIL_BYTES) -> str | None:
             return f.read().decode(errors="replace") or None
     except OSError:
         return None
+
+
+def oom_verdict(fields: dict, vmstat_oom_kills: int) -> dict:
+    """A failed run during which the OOM killer killed is ``oom``, not ``crashed``. Where the run has a cgroup
+    with memory accounting its own count (``memory.events`` oom_kill) decides: any failure of a run that lost a
+    process to the OOM killer (the worker, the program or any descendant, whatever the program then exited
+    with). Elsewhere ``/proc/vmstat`` oom_kill (the kernel's and any cgroup's kills, machine-wide) during the
+    run, and only for a process of the run killed by SIGKILL (the worker, or the program: the worker's reply
+    names the signal). ``fields`` gains ``oom_kills`` either way."""
+    own = fields.get("cgroup.oom_kills")
+    if own is not None:
+        kills, source = own, "its cgroup's memory.events oom_kill"
+        hit = fields.get("status") in ("crashed", "failed") and kills > 0
+    else:
+        kills, source = vmstat_oom_kills, "/proc/vmstat oom_kill"
+        hit = fields.get("status") == "crashed" and fields.get("signal") == "SIGKILL" and kills > 0
+    fields["oom_kills"] = kills
+    if hit:
+        fields.update(status="oom", error=f"killed by the OOM killer ({source} rose by {kills} during the run; "
+                                          f"{fields.get('error')})")
+    return fields

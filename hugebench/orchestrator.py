@@ -14,6 +14,7 @@ import signal
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,12 +22,13 @@ from pathlib import Path
 
 from . import adaptive, kernel, workloads
 from .environment import launch_argv, measured_environment, worker_environment
-from .launch import Launched, tail
+from .launch import Launched, oom_verdict, tail
 from .measure import perf as perf_mod
 from .plan import RunSpec, block as plan_block
 from .setup import SweepSetup, prepare
 from .store import ResultStore
 from .system import SweepLock, SystemState, default_lock_path
+from .system.containment import RunContainer, end_leftovers, record_dir
 
 SCHEMA_VERSION = 1
 SUPERVISOR_GRACE_S = 30.0  # a program's worker: its start-up, the server's stop and the reply, past the timeout
@@ -74,7 +76,7 @@ def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
 def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
-    remove_stale_run_dirs()
+    end_stale_runs(options.journal)
     store.write_context(setup.sweep_id, dict(setup.context))
     with SystemState(options.sys_root, options.proc_root, options.journal) as state:
         def execute_runs(todo):
@@ -182,8 +184,11 @@ def _buddy_columns(proc_root: str) -> dict:
 
 
 def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
-    """Launch one worker (under perf stat when enabled) and turn whatever happens into row fields."""
-    with tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-") as tmp:
+    """Launch one worker (under perf stat when enabled) in the run's own containment and turn whatever
+    happens into row fields."""
+    oom_before = kernel.read_vmstat(options.proc_root).get("oom_kill", 0)
+    with tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-") as tmp, \
+            RunContainer(run.run_id, record_dir(options.journal)) as container:
         request_path, reply_path = Path(tmp, "request.json"), Path(tmp, "reply.json")
         status_path, perf_out = Path(tmp, "status.json"), Path(tmp, "perf.csv")
         setup.request_for(run).write(request_path)
@@ -207,14 +212,15 @@ def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
             argv = launch_argv(worker, env, status_path)
             if setup.perf:
                 argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + argv
-        fields = _spawn(argv, worker_environment({}), timeout, tmp, options.proc_root, status_path)
+        fields = _spawn(argv, worker_environment({}), timeout, tmp, status_path, container)
         fields.update(_read_reply(reply_path, fields))
         if setup.perf:
             fields.update(_perf_columns(perf_out, setup.perf.choices))
         if run.text_pages:
             fields.update(page_cache)
             fields.update(_text_columns(run.text_pages, text_dir, fields))
-        return fields
+    fields.update(container.columns)
+    return oom_verdict(fields, kernel.read_vmstat(options.proc_root).get("oom_kill", 0) - oom_before)
 
 
 def _text_columns(mode: str, text_dir: Path, fields: dict) -> dict:
@@ -230,11 +236,12 @@ def _text_columns(mode: str, text_dir: Path, fields: dict) -> dict:
         return {"status": "failed", "error": f"text_pages {mode}: {exc}"}
 
 
-def _spawn(argv, env, timeout, cwd, proc_root, status_path: Path) -> dict:
-    """Run argv in its own session; its real end comes from hb-exec's status file (perf hides signals)."""
-    oom_before = kernel.read_vmstat(proc_root).get("oom_kill", 0)
+def _spawn(argv, env, timeout, cwd, status_path: Path, container: RunContainer) -> dict:
+    """Run argv in its own session and the run's containment; its real end comes from hb-exec's status file
+    (perf hides signals)."""
     stderr_path = Path(cwd, "stderr.txt")
-    ended = Launched(argv, env, cwd, stdout=stderr_path, status_path=status_path).wait(timeout)
+    launched = Launched(argv, env, cwd, stdout=stderr_path, status_path=status_path, container=container)
+    ended = launched.wait(timeout)
     fields = {"wall_s": ended.wall_s, "exit_code": ended.code, "stderr_tail": tail(stderr_path)}
     fields.update({f"worker.{k}": v for k, v in ended.status.items()})
     code = ended.code
@@ -242,12 +249,21 @@ def _spawn(argv, env, timeout, cwd, proc_root, status_path: Path) -> dict:
         fields.update(status="timeout", error=f"worker ran past its timeout of {timeout:g} s and was killed")
     elif code < 0 or code > 128:
         sig = -code if code < 0 else code - 128
-        oom = kernel.read_vmstat(proc_root).get("oom_kill", 0) > oom_before
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        status = "oom" if oom and sig == signal.SIGKILL else "crashed"
-        why = "killed by the OOM killer" if status == "oom" else f"worker died of signal {name}"
-        fields.update(status=status, error=why)
+        fields.update(status="crashed", error=f"worker died of signal {name}", signal=name)
     return fields
+
+
+def end_stale_runs(journal) -> list[dict]:
+    """Before a sweep: end every process and remove every run directory a dead sweep left (killed with -9,
+    its runs could not end themselves); warn about the processes."""
+    remove_stale_run_dirs()
+    ended = end_leftovers(record_dir(journal))
+    killed = sum(e["killed"] for e in ended)
+    if killed:
+        owners = ", ".join(sorted({str(e["owner_pid"]) for e in ended}))
+        warnings.warn(f"ended {killed} process(es) left running by a sweep that died (pid {owners})", stacklevel=2)
+    return ended
 
 
 def remove_stale_run_dirs(tmp_root: str | None = None) -> list[Path]:
@@ -272,7 +288,7 @@ def _read_reply(path: Path, fields: dict) -> dict:
     if reply.get("status") != "ok":
         status = reply.get("status") if reply.get("status") in ("failed", "crashed", "timeout") else "failed"
         return {"status": status, "error": reply.get("error") or "worker reported failure",
-                "stdout_tail": reply.get("output_tail")}
+                "stdout_tail": reply.get("output_tail"), "signal": reply.get("signal")}
     out = dict(reply["row"])
     if fields.get("exit_code"):
         out.update(status="failed", error=f"worker replied but exited with code {fields['exit_code']}")

@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if output is None:  # a program's own failure is its output, not our traceback
             traceback.print_exc(file=sys.stderr)
         reply = {"status": getattr(exc, "status", "failed"), "error": f"{type(exc).__name__}: {exc}",
-                 "output_tail": output}
+                 "output_tail": output, "signal": getattr(exc, "signal", None)}
         code = 1
     tmp = args.reply + ".tmp"
     with open(tmp, "w") as f:

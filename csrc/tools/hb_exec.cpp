@@ -6,10 +6,13 @@
 //  * perf stat exits 0 when its workload dies of a signal, so the sweep cannot see a crash or an OOM kill
 //    through it. hb-exec reaps the child with wait4() and writes its exit code or signal, and its rusage,
 //    to STATUS_FILE as one JSON object (replaced atomically), then exits with the child's code (128+signal).
-//  * No process may outlive the sweep: hb-exec dies with its parent (PR_SET_PDEATHSIG) and its child dies
-//    with hb-exec, so a SIGKILL of the sweep takes perf, hb-exec and the worker down with it. hb-exec is
-//    also a child subreaper: whatever the child leaves running when it ends (a daemon that forked and called
-//    setsid) is reparented to hb-exec, which kills it and counts it in the status ("leftover_processes").
+//  * No process may outlive the sweep. hb-exec is a child subreaper: whatever the child leaves running (a
+//    daemon that forked and called setsid) is reparented to hb-exec or a subreaper below it, so every process
+//    the child started stays a descendant of hb-exec while hb-exec lives. When its parent dies (the sweep
+//    killed with -9, or perf around us), the kernel sends hb-exec SIGRTMIN (PR_SET_PDEATHSIG), and hb-exec
+//    kills all its descendants, daemons included, before it exits. When the child ends, hb-exec kills what
+//    it left behind and counts it in the status ("leftover_processes"). (What survives a SIGKILL of hb-exec
+//    itself is the sweep's to end: its run cgroup, or its record of the run's processes.)
 //  * The child's pid goes to STATUS_FILE.pid as soon as it exists (the runner samples its memory), and its
 //    wall time from fork to exit goes in the status ("wall_s"; perf's own start-up is not in it).
 // NAME=VALUE pairs are set in the child's environment only, so the allocator under test (LD_PRELOAD) is in
@@ -32,8 +35,8 @@
 
 namespace {
 
-void die_with_parent(pid_t expected_parent) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+void die_with_parent(pid_t expected_parent, int sig) {
+    prctl(PR_SET_PDEATHSIG, sig);
     if (getppid() != expected_parent) _exit(125);  // the parent died before the prctl took
 }
 
@@ -48,30 +51,46 @@ bool write_file(const std::string& path, const char* body, size_t n) {
     return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
-// Processes whose parent is us: after the child ended, only orphans reparented to this subreaper.
-int kill_leftovers() {
+// Every process below us (children, and the orphans reparented to this subreaper with their trees).
+int descendants(pid_t root, pid_t* out, int cap) {
+    static pid_t pids[65536], parents[65536];
+    int n = 0;
+    if (DIR* proc = opendir("/proc")) {
+        while (dirent* entry = readdir(proc)) {
+            if (n == 65536) break;
+            if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
+            char path[300], buf[512];
+            std::snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
+            FILE* f = std::fopen(path, "r");
+            if (!f) continue;
+            size_t len = std::fread(buf, 1, sizeof buf - 1, f);
+            std::fclose(f);
+            buf[len] = 0;
+            const char* close = std::strrchr(buf, ')');  // comm may hold spaces and parentheses
+            char state = 0;
+            int ppid = 0;
+            if (!close || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2 || state == 'Z') continue;
+            pids[n] = static_cast<pid_t>(std::atoi(entry->d_name));
+            parents[n++] = static_cast<pid_t>(ppid);
+        }
+        closedir(proc);
+    }
+    int found = 0;
+    out[found++] = root;  // breadth first from root; out[0] is root itself
+    for (int i = 0; i < found; ++i)
+        for (int j = 0; j < n; ++j)
+            if (parents[j] == out[i] && found < cap) out[found++] = pids[j];
+    return found - 1;
+}
+
+// SIGKILL every descendant until none is left (a forking tree too); reap what comes back to us.
+int kill_descendants() {
+    static pid_t tree[65536];
     int killed = 0;
     for (int round = 0; round < 100; ++round) {
-        int found = 0;
-        if (DIR* proc = opendir("/proc")) {
-            while (dirent* entry = readdir(proc)) {
-                if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
-                char path[300], buf[512];
-                std::snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
-                FILE* f = std::fopen(path, "r");
-                if (!f) continue;
-                size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-                std::fclose(f);
-                buf[n] = 0;
-                const char* close = std::strrchr(buf, ')');  // comm may hold spaces and parentheses
-                char state = 0;
-                int ppid = 0;
-                if (!close || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != getpid()) continue;
-                if (state != 'Z' && kill(static_cast<pid_t>(std::atoi(entry->d_name)), SIGKILL) == 0) ++killed;
-                ++found;
-            }
-            closedir(proc);
-        }
+        int found = descendants(getpid(), tree, 65536);
+        for (int i = 1; i <= found; ++i)
+            if (kill(tree[i], SIGKILL) == 0) ++killed;
         while (waitpid(-1, nullptr, WNOHANG) > 0) {}
         if (!found) break;
         usleep(10000);
@@ -108,7 +127,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: hb-exec STATUS_FILE [NAME=VALUE ...] -- PROGRAM [ARG ...]\n");
         return 125;
     }
-    die_with_parent(getppid());
+    // The parent's death and our children's ends are taken with sigwaitinfo: blocked from here on, so
+    // neither can slip in between a check and a wait.
+    sigset_t wanted, old_mask;
+    sigemptyset(&wanted);
+    sigaddset(&wanted, SIGCHLD);
+    sigaddset(&wanted, SIGRTMIN);
+    sigprocmask(SIG_BLOCK, &wanted, &old_mask);
+    die_with_parent(getppid(), SIGRTMIN);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t me = getpid();
     double started = now();
@@ -118,7 +144,8 @@ int main(int argc, char** argv) {
         return 125;
     }
     if (child == 0) {
-        die_with_parent(me);
+        sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+        die_with_parent(me, SIGKILL);
         for (int i = 2; i < sep; ++i) {
             if (!std::strchr(argv[i], '=') || putenv(argv[i]) != 0) {
                 std::fprintf(stderr, "hb-exec: bad environment assignment '%s'\n", argv[i]);
@@ -137,14 +164,20 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, SIG_IGN);
     int status = 0;
     rusage ru{};
-    while (wait4(child, &status, 0, &ru) < 0) {
-        if (errno != EINTR) {
+    for (;;) {
+        pid_t done = wait4(child, &status, WNOHANG, &ru);
+        if (done == child) break;
+        if (done < 0 && errno != EINTR) {
             std::perror("hb-exec: wait4");
             return 125;
         }
+        if (sigwaitinfo(&wanted, nullptr) == SIGRTMIN) {  // the sweep is gone: so is everything it ran
+            kill_descendants();
+            return 128 + SIGKILL;
+        }
     }
     double wall = now() - started;
-    int leftovers = kill_leftovers();
+    int leftovers = kill_descendants();
     if (!write_status(argv[1], status, ru, leftovers, wall)) std::fprintf(stderr, "hb-exec: cannot write %s\n", argv[1]);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }

@@ -25,7 +25,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from .. import allocators as alloc_mod
 from .. import metadata, system
 from ..errors import HugebenchError
-from ..orchestrator import SweepOptions, _one_run, base_row, remove_stale_run_dirs
+from ..orchestrator import SweepOptions, _one_run, base_row, end_stale_runs
 from ..setup import SweepSetup, context, prepare_machine
 from ..system import SweepLock, SystemState, default_lock_path
 from .config import RESOURCE, host_resource, safe_host
@@ -139,7 +139,7 @@ class MachinePlugin(WorkerPlugin):
         options = SweepOptions(out=Path("."), quiet=True, perf=part.perf, sys_root=self.sys_root,
                                proc_root=self.proc_root, journal=self.journal, python=self.python,
                                spec_source=part.spec_source)
-        remove_stale_run_dirs()
+        end_stale_runs(self.journal)
         setup, failures, ctx = machine_preflight(part.spec, list(part.runs), options, sweep_id)
         ctx["cluster_host"] = self.host
         self._part = _Prepared(sweep_id, setup, failures, ctx, options)

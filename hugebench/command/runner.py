@@ -34,11 +34,13 @@ STOP_GRACE_S = 10.0
 
 class CommandFailed(RuntimeError):
     """The program (or its setup, server or driver) did not give a measurement; ``status`` and ``tail`` say
-    how it ended and what it printed last."""
+    how it ended and what it printed last, ``signal`` the signal that killed it (the sweep tells an OOM kill
+    from a crash by it)."""
 
-    def __init__(self, message: str, status: str = "failed", output: str | None = None):
+    def __init__(self, message: str, status: str = "failed", output: str | None = None,
+                 signal: str | None = None):
         super().__init__(message)
-        self.status, self.output = status, output
+        self.status, self.output, self.signal = status, output, signal
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,7 @@ class _Measured:
                                 f"{'ran past the timeout' if driven.timed_out else _how(driven)}", status, output)
         if ended.code not in (0, 128 + 15, -15) and not ended.timed_out:
             raise CommandFailed(f"the server {_how(ended)} before it was stopped", "crashed" if ended.code < 0
-                                else "failed", _read(server_out))
+                                else "failed", _read(server_out), ended.signal_name)
         self._check_leftovers(ended)
         window = self.control.window_seconds() if self.control else driven.status.get("wall_s", driven.wall_s)
         row = self._row(ended, window, end=self.window_end)
@@ -241,7 +243,8 @@ class _Measured:
         if ended.timed_out:
             raise CommandFailed(f"{what} ran past the run's timeout and was killed", "timeout", output)
         if ended.code != 0:
-            raise CommandFailed(f"{what} {_how(ended)}", "crashed" if ended.code < 0 else "failed", output)
+            raise CommandFailed(f"{what} {_how(ended)}", "crashed" if ended.code < 0 else "failed", output,
+                                ended.signal_name)
         self._check_leftovers(ended)
 
     def _check_leftovers(self, ended: Ended) -> None:

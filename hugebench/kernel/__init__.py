@@ -27,9 +27,11 @@ from hugebench.kernel.parse import (
 )
 from hugebench.kernel.procfs import (
     THP_VMSTAT,
+    cgroup_mounts,
     default_hugepage_kb,
     mem_available,
     mem_total,
+    process_environ,
     process_start_ticks,
     process_thp_enabled,
     process_tree,
@@ -67,6 +69,7 @@ __all__ = [
     "THP_DIR",
     "THP_VMSTAT",
     "active_mthp_sizes",
+    "cgroup_mounts",
     "counter_delta",
     "cpu_caches",
     "cpu_pmu_devices",
@@ -83,6 +86,7 @@ __all__ = [
     "parse_pmu_format",
     "parse_status_number",
     "parse_vmstat",
+    "process_environ",
     "process_start_ticks",
     "process_thp_enabled",
     "process_tree",

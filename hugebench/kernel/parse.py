@@ -145,3 +145,27 @@ def parse_cache_size(text: str | None) -> int | None:
 def parse_int(text: str | None) -> int | None:
     """An integer file's value, or None."""
     return int(text) if text and text.strip().lstrip("-").isdigit() else None
+
+
+def parse_cgroup_mounts(mountinfo: str) -> dict:
+    """/proc/PID/mountinfo -> {"v2": mount point of the cgroup2 hierarchy or None, "v1": {controller: mount
+    point}} (a hybrid machine has both; the v1 controllers are the ones its v2 hierarchy cannot have)."""
+    found: dict = {"v2": None, "v1": {}}
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or len(tail) < 3:
+            continue
+        point = _unescape_mount(fields[4])
+        if tail[0] == "cgroup2" and found["v2"] is None:
+            found["v2"] = point
+        elif tail[0] == "cgroup":
+            for option in tail[2].split(","):
+                if option not in ("rw", "ro") and "=" not in option:
+                    found["v1"].setdefault(option, point)
+    return found
+
+
+def _unescape_mount(field: str) -> str:
+    """mountinfo writes space, tab, newline and backslash in paths as octal escapes (\\040 ...)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)

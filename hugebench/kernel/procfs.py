@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hugebench.kernel.parse import (
     parse_buddyinfo,
+    parse_cgroup_mounts,
     parse_kb_fields,
     parse_ppid,
     parse_start_ticks,
@@ -111,6 +112,20 @@ def read_paranoid(proc_root: str | Path = "/proc") -> int | None:
     try:
         return int(text) if text is not None else None
     except ValueError:
+        return None
+
+
+def cgroup_mounts(proc_root: str | Path = "/proc") -> dict:
+    """Where the cgroup hierarchies are mounted, as this process sees them (see parse_cgroup_mounts)."""
+    return parse_cgroup_mounts(read_optional(Path(proc_root) / "self" / "mountinfo") or "")
+
+
+def process_environ(pid: int, proc_root: str | Path = "/proc") -> list[bytes] | None:
+    """The environment ``pid`` started with (NAME=VALUE entries), or None when it is gone or not ours."""
+    try:
+        with open(_pid_file(pid, "environ", proc_root), "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
         return None
 
 

@@ -1,0 +1,224 @@
+"""Every process of a run, found and ended, whatever happens to the sweep.
+
+A run's processes are contained three ways at once:
+* a cgroup v2 per run where the machine lets us create one (``hugebench.system.cgroup``): the first process
+  joins it before exec, so nothing the run starts can leave it; ``cgroup.kill`` ends all of it;
+* a token in the environment every process of the run inherits (``HUGEBENCH_RUN``), found in
+  ``/proc/PID/environ`` even after a daemon called ``setsid()`` and was reparented to PID 1;
+* a record file per run (beside the journal: ``<journal stem>-runs/``) naming the sweep that owns the run, its
+  cgroup, its token and the pids seen in its tree (with their start times, so a reused pid is never killed).
+
+A run ends with ``RunContainer.close()``. A sweep that cannot end its runs (killed with -9) leaves its records
+and cgroups behind; ``end_leftovers()``, called when the next sweep starts and by ``hugebench system restore``,
+ends every run whose sweep is gone. hb-exec's own subreaper kills (csrc/tools/hb_exec.cpp) come first: this
+is what is left when they could not run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import time
+from pathlib import Path
+
+from hugebench import kernel
+from hugebench.system import cgroup as cgroups
+from hugebench.system.journal import default_journal_path
+
+TOKEN = "HUGEBENCH_RUN"
+TRACK_INTERVAL_S = 1.0  # how often the tree of a run without a cgroup is looked at (and recorded)
+RECORD_FORMAT = 1
+
+
+def record_dir(journal: str | os.PathLike | None = None) -> Path:
+    """Where runs are recorded: beside the journal (``$HUGEBENCH_JOURNAL`` or the default), so the sweep and
+    ``system restore`` given the same journal find the same runs."""
+    journal = Path(journal) if journal else default_journal_path()
+    return journal.parent / f"{journal.stem}-runs"
+
+
+def alive(pid: int, start: int | None, proc_root: str | os.PathLike = "/proc") -> bool:
+    """``pid`` exists, is not a zombie, and (when ``start`` is known) is the process that started then."""
+    stat = kernel.read_optional(Path(proc_root, str(pid), "stat"))
+    if not stat:
+        return False
+    after = stat.rsplit(")", 1)[1].split()
+    return after[0] != "Z" and (start is None or int(after[19]) == start)
+
+
+def token_holders(token: str, proc_root: str | os.PathLike = "/proc") -> list[int]:
+    """The processes that inherited ``HUGEBENCH_RUN=token`` (never this one)."""
+    needle, me, found = f"{TOKEN}={token}".encode(), os.getpid(), []
+    for entry in Path(proc_root).iterdir():
+        if entry.name.isdigit() and int(entry.name) != me:
+            environ = kernel.process_environ(int(entry.name), proc_root)
+            if environ and needle in environ:
+                found.append(int(entry.name))
+    return found
+
+
+def end_processes(token: str | None, pids: dict[int, int], proc_root: str | os.PathLike = "/proc") -> int:
+    """SIGKILL the recorded pids that are still the same processes and every holder of ``token``, until none
+    is left; the number of processes ended."""
+    ended: set[int] = set()
+    for _ in range(50):
+        victims = {p for p, start in pids.items() if alive(p, start, proc_root)}
+        victims.update(token_holders(token, proc_root) if token else ())
+        victims.discard(os.getpid())
+        if not victims:
+            break
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                ended.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
+    return len(ended)
+
+
+class RunContainer:
+    """The processes of one run. Use as a context manager around the run; ``columns`` then say how it was
+    contained and what its cgroup measured."""
+
+    def __init__(self, run_id: str, records: str | os.PathLike, *, proc_root: str | os.PathLike = "/proc",
+                 use_cgroup: bool = True):
+        pid = os.getpid()
+        self.proc_root = proc_root
+        self.name = f"{pid}-{kernel.process_start_ticks(pid, proc_root)}-{run_id[:12]}"
+        self.token = f"{self.name}-{secrets.token_hex(6)}"
+        self.cgroup, self.reason = (cgroups.create(self.name, proc_root) if use_cgroup
+                                    else (None, "cgroups not used for this run"))
+        self.record_path = Path(records) / f"{self.name}.json"
+        self.pids: dict[int, int] = {}
+        self.columns: dict = {}
+        self._anon_thp_peak: int | None = None
+        self._last_track = 0.0
+        self._write_record()
+
+    def __enter__(self) -> RunContainer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def env(self) -> dict[str, str]:
+        """What the run's first process must inherit."""
+        return {TOKEN: self.token}
+
+    def enter(self) -> None:
+        """In the launched child, between fork and exec: join the run's cgroup."""
+        if self.cgroup is not None:
+            self.cgroup.join(os.getpid())
+
+    def track(self, root: int) -> None:
+        """While the run goes on (called often, acts once a second): sample the cgroup's huge-page memory, or
+        without a cgroup record the pids of the tree under ``root``."""
+        now = time.monotonic()
+        if now - self._last_track < TRACK_INTERVAL_S:
+            return
+        self._last_track = now
+        if self.cgroup is not None:
+            thp = self.cgroup.anon_thp() if self.cgroup.has_memory() else None
+            if thp is not None:
+                self._anon_thp_peak = max(thp, self._anon_thp_peak or 0)
+            return
+        new = {p: s for p in kernel.process_tree(root, self.proc_root) if p not in self.pids
+               and (s := kernel.process_start_ticks(p, self.proc_root)) is not None}
+        if new:
+            self.pids.update(new)
+            self._write_record()
+
+    def kill(self) -> int:
+        """End every process of the run now (a timeout, SIGTERM or the end of the run)."""
+        if self.cgroup is not None:
+            count = len(self.cgroup.procs())
+            self.cgroup.kill()
+            return count
+        return end_processes(self.token, self.pids, self.proc_root)
+
+    def close(self) -> dict:
+        """End what is left, read the cgroup's accounting, remove the cgroup and the record; the run's
+        containment columns."""
+        if "containment" in self.columns:
+            return self.columns
+        columns = {"containment": "cgroup" if self.cgroup else "subreaper+pid record",
+                   "containment.killed_at_end": self.kill()}
+        if self.cgroup is None:
+            columns["containment.reason"] = self.reason
+        else:
+            self.cgroup.wait_empty()
+            columns.update(self._memory_columns())
+            self.cgroup.remove()
+        if self.record_path is not None:
+            self.record_path.unlink(missing_ok=True)
+        self.columns = columns
+        return columns
+
+    def _memory_columns(self) -> dict:
+        if not self.cgroup.has_memory():
+            return {"cgroup.memory.reason": cgroups.no_memory_reason(self.cgroup, self.proc_root)}
+        return {"cgroup.memory_peak_bytes": self.cgroup.memory_peak(), "cgroup.oom_kills": self.cgroup.oom_kills(),
+                "cgroup.anon_thp_peak_bytes": self._anon_thp_peak}
+
+    def _write_record(self) -> None:
+        if self.record_path is None:
+            return
+        record = {"format": RECORD_FORMAT, "name": self.name, "token": self.token,
+                  "owner_pid": os.getpid(), "owner_start": kernel.process_start_ticks(os.getpid(), self.proc_root),
+                  "cgroup": str(self.cgroup.path) if self.cgroup else None,
+                  "pids": {str(p): s for p, s in self.pids.items()}}
+        try:
+            self.record_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.record_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(record))
+            os.replace(tmp, self.record_path)
+        except OSError as exc:
+            self.reason = f"{self.reason}; no record of its processes ({exc.strerror}: {self.record_path})"
+            self.record_path = None
+
+
+def end_leftovers(records: str | os.PathLike, proc_root: str | os.PathLike = "/proc") -> list[dict]:
+    """End the runs of sweeps that are gone: every record whose owner is dead (its cgroup, recorded pids and
+    token holders), then every hugebench cgroup whose owner is dead. What was ended, per run."""
+    ended = []
+    for path in sorted(Path(records).glob("*.json")) if Path(records).is_dir() else ():
+        record = _read_record(path)
+        if record is None or alive(record["owner_pid"], record["owner_start"], proc_root):
+            continue
+        killed = 0
+        if record.get("cgroup"):
+            group = cgroups.Cgroup(Path(record["cgroup"]))
+            killed += len(group.procs()) if group.path.is_dir() else 0
+            group.remove()
+        pids = {int(p): s for p, s in record.get("pids", {}).items()}
+        killed += end_processes(record.get("token"), pids, proc_root)
+        path.unlink(missing_ok=True)
+        ended.append({"run": record["name"], "owner_pid": record["owner_pid"], "killed": killed})
+    for group in cgroups.run_cgroups(proc_root):
+        owner = _owner(group.path.name)
+        if owner is None or alive(*owner, proc_root):
+            continue
+        killed = len(group.procs())
+        if group.remove():
+            ended.append({"run": group.path.name, "owner_pid": owner[0], "killed": killed})
+    return ended
+
+
+def _owner(name: str) -> tuple[int, int | None] | None:
+    """The sweep (pid, start ticks) named in a run's name ``PID-START-RUNID``."""
+    parts = name.split("-", 2)
+    if len(parts) != 3 or not parts[0].isdigit() or not (parts[1].isdigit() or parts[1] == "None"):
+        return None
+    return int(parts[0]), int(parts[1]) if parts[1].isdigit() else None
+
+
+def _read_record(path: Path) -> dict | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(record, dict) and record.get("format") == RECORD_FORMAT and isinstance(record.get("owner_pid"), int)
+    return record if ok else None

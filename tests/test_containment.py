@@ -1,0 +1,364 @@
+"""No process outlives its run: the cgroup v2 of a run, the record of its processes, the clean-up of a dead
+sweep's runs (next sweep, `system restore`), and OOM kills told apart from crashes.
+
+Logic against fake /proc trees; the real thing with a daemon (a grandchild that calls setsid) under a real
+`command` sweep killed with -9, in both containments: the run's cgroup (root, a cgroup v2 mount) and the
+pid record (forced off the cgroup)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hugebench import kernel
+from hugebench.launch import Launched, oom_verdict
+from hugebench.system import cgroup as cgroups
+from hugebench.system.containment import TOKEN, RunContainer, alive, end_leftovers, record_dir
+
+HYBRID = """\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+PURE_V2 = "30 24 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+ESCAPED = "30 24 0:26 / /mnt/my\\040cgroups rw - cgroup2 none rw\n"
+
+
+def _fake_proc(tmp_path, mountinfo: str) -> Path:
+    root = tmp_path / "proc"
+    (root / "self").mkdir(parents=True)
+    (root / "self" / "mountinfo").write_text(mountinfo)
+    return root
+
+
+@pytest.mark.parametrize("text,v2,memory_v1", [
+    (HYBRID, "/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory"),
+    (PURE_V2, "/sys/fs/cgroup", None),
+    (ESCAPED, "/mnt/my cgroups", None),
+    ("", None, None),
+])
+def test_the_cgroup_v2_mount_is_found_in_mountinfo(tmp_path, text, v2, memory_v1):
+    mounts = kernel.cgroup_mounts(_fake_proc(tmp_path, text))
+    assert mounts["v2"] == v2 and mounts["v1"].get("memory") == memory_v1
+    assert "systemd" not in mounts["v1"] and "name=systemd" not in mounts["v1"]
+
+
+def test_no_cgroup_v2_means_a_pid_record_and_says_why(tmp_path):
+    proc = _fake_proc(tmp_path, HYBRID.replace("cgroup2 cgroup2", "tmpfs tmpfs"))
+    group, why = cgroups.create("x", proc)
+    assert group is None and "no cgroup v2 hierarchy is mounted" in why
+
+
+def test_a_cgroup_that_cannot_be_created_says_why(tmp_path):
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    mount.chmod(0o500)
+    proc = _fake_proc(tmp_path, f"41 31 0:38 / {mount} rw - cgroup2 cgroup2 rw\n")
+    try:
+        group, why = cgroups.create("x", proc)
+        if os.geteuid() == 0:  # root may mkdir anywhere: the fake mount then lacks cgroup.procs
+            assert group is None and "cgroup.procs is not writable" in why
+        else:
+            assert group is None and "needs root or a delegated cgroup v2 subtree" in why
+    finally:
+        mount.chmod(0o700)
+
+
+def test_the_record_of_runs_lives_beside_the_journal(tmp_path, monkeypatch):
+    assert record_dir(tmp_path / "j.json") == tmp_path / "j-runs"
+    monkeypatch.setenv("HUGEBENCH_JOURNAL", str(tmp_path / "other.json"))
+    assert record_dir(None) == tmp_path / "other-runs"
+
+
+# -- the record of a dead sweep's run, ended -------------------------------------------------------------
+
+def _dead_pid() -> tuple[int, int]:
+    """A pid that existed and is gone, with the start ticks it had."""
+    child = subprocess.Popen(["sleep", "0"])
+    start = kernel.process_start_ticks(child.pid)
+    child.wait()
+    return child.pid, start
+
+
+def _sleeper(env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "60"], env={**os.environ, **(env or {})}, start_new_session=True)
+
+
+def _write_record(records: Path, name: str, owner: tuple[int, int], token: str, pids: dict) -> Path:
+    records.mkdir(exist_ok=True)
+    path = records / f"{name}.json"
+    path.write_text(json.dumps({"format": 1, "name": name, "token": token, "owner_pid": owner[0],
+                                "owner_start": owner[1], "cgroup": None,
+                                "pids": {str(p): s for p, s in pids.items()}}))
+    return path
+
+
+def test_a_dead_sweeps_recorded_and_token_carrying_processes_are_ended(tmp_path):
+    records = tmp_path / "j-runs"
+    recorded, tokened = _sleeper(), _sleeper({TOKEN: "tok-1"})
+    bystander = _sleeper({TOKEN: "tok-other"})
+    try:
+        path = _write_record(records, "1-2-run", _dead_pid(), "tok-1",
+                             {recorded.pid: kernel.process_start_ticks(recorded.pid)})
+        ended = [e for e in end_leftovers(records) if e["run"] == "1-2-run"]  # (a real dead sweep's cgroup too)
+        assert recorded.wait(5) == -signal.SIGKILL and tokened.wait(5) == -signal.SIGKILL
+        assert [e["killed"] for e in ended] == [2]
+        assert not path.exists() and bystander.poll() is None
+    finally:
+        for p in (recorded, tokened, bystander):
+            p.kill()
+            p.wait()
+
+
+def test_a_live_sweeps_runs_and_a_reused_pid_are_left_alone(tmp_path):
+    records = tmp_path / "j-runs"
+    mine, reused = _sleeper({TOKEN: "tok-live"}), _sleeper()
+    try:
+        me = (os.getpid(), kernel.process_start_ticks(os.getpid()))
+        live = _write_record(records, "live", me, "tok-live", {})
+        # a dead sweep recorded a pid that now belongs to another process (other start time)
+        stale = _write_record(records, "dead", _dead_pid(), "tok-gone",
+                              {reused.pid: kernel.process_start_ticks(reused.pid) - 1})
+        ended = [e for e in end_leftovers(records) if e["run"] in ("dead", "live")]
+        assert [e["run"] for e in ended] == ["dead"] and ended[0]["killed"] == 0
+        assert mine.poll() is None and reused.poll() is None
+        assert live.exists() and not stale.exists()
+    finally:
+        for p in (mine, reused):
+            p.kill()
+            p.wait()
+
+
+def test_alive_tells_a_reused_pid_and_a_zombie_from_the_process_recorded():
+    child = subprocess.Popen(["sleep", "60"])
+    start = kernel.process_start_ticks(child.pid)
+    assert alive(child.pid, start) and alive(child.pid, None) and not alive(child.pid, start + 1)
+    child.kill()
+    time.sleep(0.2)  # killed, not yet reaped: a zombie is no longer a process to end
+    assert not alive(child.pid, start)
+    child.wait()
+
+
+# -- OOM kills ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fields,vmstat,status", [
+    ({"status": "crashed", "signal": "SIGKILL", "error": "the program died of signal SIGKILL"}, 1, "oom"),
+    ({"status": "crashed", "signal": "SIGKILL", "error": "x"}, 0, "crashed"),  # killed by someone else
+    ({"status": "crashed", "signal": "SIGSEGV", "error": "x"}, 3, "crashed"),  # an OOM elsewhere, a real crash
+    ({"status": "ok"}, 2, "ok"),
+    # the run's own cgroup counted the kill: exact, whatever the program then exited with (sh -> 137)
+    ({"status": "failed", "error": "exited with code 137", "cgroup.oom_kills": 1}, 0, "oom"),
+    ({"status": "crashed", "signal": "SIGKILL", "error": "x", "cgroup.oom_kills": 0}, 5, "crashed"),
+])
+def test_an_oom_kill_is_oom_not_a_crash(fields, vmstat, status):
+    verdict = oom_verdict(dict(fields), vmstat)
+    assert verdict["status"] == status
+    if status == "oom":
+        assert verdict["error"].startswith("killed by the OOM killer") and fields["error"] in verdict["error"]
+
+
+# -- real processes --------------------------------------------------------------------------------------
+
+DAEMONIZE = textwrap.dedent("""\
+    import os, sys, time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            tmp = sys.argv[1] + ".tmp"
+            open(tmp, "w").write(str(os.getpid()))
+            os.replace(tmp, sys.argv[1])
+            time.sleep(float(sys.argv[2]))
+        os._exit(0)
+    time.sleep(float(sys.argv[3]))
+    """)
+
+
+def _cgroup_reason() -> str | None:
+    group, why = cgroups.create(f"probe-{os.getpid()}")
+    if group is not None:
+        group.remove()
+    return why
+
+
+def _wait_for(path: Path, proc: subprocess.Popen | None = None, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().strip()):
+        assert proc is None or proc.poll() is None, "the sweep ended before its program's daemon started"
+        assert time.monotonic() < deadline, f"{path} never written"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def _gone(pid: int, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while alive(pid, None):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.fixture
+def daemon_script(tmp_path) -> Path:
+    script = tmp_path / "daemonize.py"
+    script.write_text(DAEMONIZE)
+    return script
+
+
+@pytest.mark.parametrize("use_cgroup", [True, False], ids=["cgroup", "pid-record"])
+def test_a_run_container_ends_a_daemon_that_left_the_group(tmp_path, daemon_script, use_cgroup):
+    if use_cgroup and (why := _cgroup_reason()):
+        pytest.skip(f"no run cgroup here: {why}")
+    pidfile = tmp_path / "daemon.pid"
+    container = RunContainer("abcdef123456", tmp_path / "j-runs", use_cgroup=use_cgroup)
+    launched = Launched([sys.executable, str(daemon_script), str(pidfile), "60", "0"], {}, tmp_path,
+                        stdout=tmp_path / "out", container=container)
+    daemon = _wait_for(pidfile)
+    launched.wait(30)  # the program ended; its setsid grandchild did not
+    assert alive(daemon, None)
+    if use_cgroup:
+        assert daemon in container.cgroup.procs()
+    else:
+        assert container.record_path.exists() and container.token in container.record_path.read_text()
+    columns = container.close()
+    assert _gone(daemon, 5), "the run ended and its daemon lives on"
+    assert columns["containment.killed_at_end"] >= 1 and not list((tmp_path / "j-runs").glob("*.json"))
+    if use_cgroup:
+        assert columns["containment"] == "cgroup" and not container.cgroup.path.exists()
+        if not container.cgroup.has_memory():
+            assert "no memory controller" in columns["cgroup.memory.reason"]
+    else:
+        assert columns["containment"] == "subreaper+pid record" and columns["containment.reason"]
+
+
+SWEEP = textwrap.dedent("""\
+    import sys
+    from hugebench import plan, spec
+    from hugebench.orchestrator import SweepOptions, run_sweep
+    from hugebench.system import cgroup
+    if sys.argv[1] == "off":
+        cgroup.create = lambda name, proc_root="/proc": (None, "turned off by the test")
+    s = spec.load_spec(sys.argv[2])
+    run_sweep(s, plan.plan(s), SweepOptions(out=sys.argv[3], quiet=True, journal=sys.argv[4]))
+    """)
+
+
+def _experiment(tmp_path: Path, daemon_script: Path, pidfile: Path) -> Path:
+    path = tmp_path / "daemon.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: daemon
+        workload: command
+        perf: off
+        timeout: 300
+        params:
+          argv: [{sys.executable}, {daemon_script}, {pidfile}, "300", "300"]
+        """))
+    return path
+
+
+def _start_sweep(tmp_path, daemon_script, mode) -> tuple[subprocess.Popen, int]:
+    pidfile = tmp_path / "daemon.pid"
+    exp = _experiment(tmp_path, daemon_script, pidfile)
+    sweep = subprocess.Popen([sys.executable, "-c", SWEEP, mode, str(exp), str(tmp_path / "res"),
+                              str(tmp_path / "j.json")], cwd=tmp_path, start_new_session=True)
+    return sweep, _wait_for(pidfile, sweep)
+
+
+def _tree(root: int) -> list[int]:
+    return kernel.process_tree(root)
+
+
+def _kill_all_but(sweep: subprocess.Popen, daemon: int) -> None:
+    """The sweep and every process of its run except the daemon, killed at once: nobody can clean up (hb-exec
+    killed too, as by an OOM killer or `kill -9` of each)."""
+    tree = [p for p in _tree(sweep.pid) if p != daemon]
+    for pid in tree:
+        os.kill(pid, signal.SIGSTOP)
+    for pid in tree:
+        os.kill(pid, signal.SIGKILL)
+    sweep.wait(10)
+
+
+def _modes():
+    return [pytest.param("on", id="cgroup"), pytest.param("off", id="pid-record")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", _modes())
+def test_sweep_killed_with_9_its_daemon_ends_right_away(tmp_path, daemon_script, mode):
+    if mode == "on" and (why := _cgroup_reason()):
+        pytest.skip(f"no run cgroup here: {why}")
+    sweep, daemon = _start_sweep(tmp_path, daemon_script, mode)
+    try:
+        os.kill(sweep.pid, signal.SIGKILL)
+        sweep.wait(10)
+        assert _gone(daemon, 10), "the daemon outlived the sweep killed with -9"
+    finally:
+        if alive(daemon, None):
+            os.kill(daemon, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", _modes())
+@pytest.mark.parametrize("cleaner", ["next sweep", "system restore"])
+def test_when_nothing_of_the_run_could_clean_up_the_next_sweep_or_restore_does(tmp_path, daemon_script, mode,
+                                                                                cleaner):
+    if mode == "on" and (why := _cgroup_reason()):
+        pytest.skip(f"no run cgroup here: {why}")
+    sweep, daemon = _start_sweep(tmp_path, daemon_script, mode)
+    try:
+        _kill_all_but(sweep, daemon)
+        time.sleep(0.3)
+        assert alive(daemon, None), "the daemon died with its run: nothing left for this test to prove"
+        journal = str(tmp_path / "j.json")
+        if mode == "on" and cleaner == "system restore":  # the cgroup alone is record enough
+            for record in (tmp_path / "j-runs").glob("*.json"):
+                record.unlink()
+        if cleaner == "next sweep":
+            tiny = tmp_path / "tiny.yaml"
+            tiny.write_text(f"name: tiny\nworkload: command\nperf: off\nparams: {{argv: [{sys.executable}, -c, '1']}}\n")
+            from hugebench.cli import main
+
+            result = CliRunner().invoke(main, ["sweep", str(tiny), "-o", str(tmp_path / "res2"), "--quiet"],
+                                        env={"HUGEBENCH_JOURNAL": journal})
+            assert result.exit_code == 0, result.output
+            assert f"left running by a sweep that died (pid {sweep.pid})" in result.output
+        else:
+            from hugebench.cli import main
+
+            result = CliRunner().invoke(main, ["system", "--journal", journal, "restore"])
+            assert result.exit_code == 0, result.output
+            assert f"(its sweep, pid {sweep.pid}, is gone)" in result.output
+        assert _gone(daemon, 5), f"the daemon outlived {cleaner}"
+        assert not list((tmp_path / "j-runs").glob("*.json")), "the dead run's record was not removed"
+        if mode == "on":
+            assert not [g for g in cgroups.run_cgroups() if g.path.name.startswith(f"{sweep.pid}-")]
+    finally:
+        if alive(daemon, None):
+            os.kill(daemon, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", _modes())
+def test_sigterm_to_a_sweep_ends_its_runs_processes_at_once(tmp_path, daemon_script, mode):
+    if mode == "on" and (why := _cgroup_reason()):
+        pytest.skip(f"no run cgroup here: {why}")
+    sweep, daemon = _start_sweep(tmp_path, daemon_script, mode)
+    try:
+        os.kill(sweep.pid, signal.SIGTERM)
+        sweep.wait(20)
+        assert not alive(daemon, None), "the daemon outlived a sweep stopped with SIGTERM"
+        assert not list((tmp_path / "j-runs").glob("*.json"))
+    finally:
+        if alive(daemon, None):
+            os.kill(daemon, signal.SIGKILL)
