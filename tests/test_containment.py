@@ -362,3 +362,42 @@ def test_sigterm_to_a_sweep_ends_its_runs_processes_at_once(tmp_path, daemon_scr
     finally:
         if alive(daemon, None):
             os.kill(daemon, signal.SIGKILL)
+
+
+OOM_VICTIM = textwrap.dedent("""\
+    import os, signal, sys
+    vmstat = sys.argv[1]
+    text = open(vmstat).read()
+    open(vmstat, "w").write(text + "oom_kill 1\\n")  # what the kernel counts as it picks its victim
+    os.kill(os.getpid(), signal.SIGKILL)
+    """)
+
+
+@pytest.mark.parametrize("grandchild", [True, False], ids=["program-of-command", "worker"])
+def test_a_process_killed_by_the_oom_killer_is_an_oom_row(tmp_path, fake_sys, monkeypatch, grandchild):
+    """The kernel's count is faked (no memory limit to hit safely on a machine without swap); the victim, the
+    SIGKILL and every process between it and the sweep are real. No cgroup: its exact count would say 0."""
+    monkeypatch.setattr(cgroups, "create", lambda name, proc_root="/proc": (None, "off for this test"))
+    from hugebench import load, plan
+    from hugebench.orchestrator import SweepOptions, run_sweep
+    from hugebench.spec import parse_spec
+
+    victim = tmp_path / "victim.py"
+    victim.write_text(OOM_VICTIM)
+    vmstat = fake_sys.proc_root / "vmstat"
+    options = {"sys_root": str(fake_sys.sys_root), "proc_root": str(fake_sys.proc_root)}
+    if grandchild:  # the user's program under the command workload: the worker lives and reports its end
+        text = f"name: o\nworkload: command\nperf: off\nparams: {{argv: [{sys.executable}, {victim}, {vmstat}]}}\n"
+    else:  # the worker itself
+        fake_python = tmp_path / "python"
+        fake_python.write_text(f"#!/bin/sh\nexec {sys.executable} {victim} {vmstat}\n")
+        fake_python.chmod(0o755)
+        text = "name: o\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\n"
+        options["python"] = str(fake_python)
+    spec = parse_spec(text, "o.yaml")
+    result = run_sweep(spec, plan.plan(spec), SweepOptions(out=tmp_path / "res", quiet=True,
+                                                           journal=tmp_path / "j.json", **options))
+    row = load(tmp_path / "res").iloc[0]
+    assert result.statuses == {"oom": 1}, row["error"]
+    assert row["error"].startswith("killed by the OOM killer (/proc/vmstat oom_kill rose by 1") and "SIGKILL" in row["error"]
+    assert row["oom_kills"] == 1
