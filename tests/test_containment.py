@@ -401,3 +401,36 @@ def test_a_process_killed_by_the_oom_killer_is_an_oom_row(tmp_path, fake_sys, mo
     assert result.statuses == {"oom": 1}, row["error"]
     assert row["error"].startswith("killed by the OOM killer (/proc/vmstat oom_kill rose by 1") and "SIGKILL" in row["error"]
     assert row["oom_kills"] == 1
+
+
+def test_the_memory_accounting_of_a_cgroup_is_read_from_its_files(tmp_path):
+    group = cgroups.Cgroup(tmp_path)
+    assert not group.has_memory() and group.memory_peak() is None and group.oom_kills() is None
+    (tmp_path / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n")
+    (tmp_path / "memory.peak").write_text("73400320\n")
+    (tmp_path / "memory.stat").write_text("anon 70000000\nfile 4096\nanon_thp 62914560\nfile_thp 0\n")
+    assert group.has_memory() and group.memory_peak() == 73400320
+    assert group.oom_kills() == 1 and group.anon_thp() == 62914560
+
+
+@pytest.mark.needs_root
+def test_a_real_cgroup_oom_kill_is_counted_in_the_run_cgroup(tmp_path):
+    """Where the cgroup v2 hierarchy has the memory controller: a 32 MiB limit, a program that wants 256 MiB
+    (no swap, so the cgroup's OOM killer, never the machine's)."""
+    group, why = cgroups.create(f"oomtest-{os.getpid()}")
+    if group is None:
+        pytest.skip(f"no run cgroup here: {why}")
+    try:
+        if not group.has_memory():
+            pytest.skip(cgroups.no_memory_reason(group))
+        (group.path / "memory.max").write_text(str(32 << 20))
+        if (group.path / "memory.swap.max").exists():
+            (group.path / "memory.swap.max").write_text("0")
+        hog = subprocess.Popen([sys.executable, "-c", "b = bytearray(256 << 20); b[::4096] = b'x' * (65536)"],
+                               preexec_fn=lambda: group.join(os.getpid()))
+        assert hog.wait(60) == -signal.SIGKILL
+        assert group.oom_kills() >= 1 and group.memory_peak() >= 16 << 20
+        assert oom_verdict({"status": "failed", "error": "x", "cgroup.oom_kills": group.oom_kills()}, 0)["status"] \
+            == "oom"
+    finally:
+        group.remove()
