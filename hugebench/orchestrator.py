@@ -74,9 +74,9 @@ def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
 
 
 def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
+    end_stale_runs(options.journal)  # first: whatever this sweep then refuses, a dead one's processes end
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
-    end_stale_runs(options.journal)
     store.write_context(setup.sweep_id, dict(setup.context))
     with SystemState(options.sys_root, options.proc_root, options.journal) as state:
         def execute_runs(todo):

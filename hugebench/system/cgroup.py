@@ -66,7 +66,7 @@ class Cgroup:
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
+                except (ProcessLookupError, PermissionError):
                     pass
             time.sleep(0.01)
 
@@ -171,9 +171,9 @@ def no_memory_reason(cgroup: Cgroup, proc_root: str | Path = "/proc") -> str:
 
 
 def run_cgroups(proc_root: str | Path = "/proc") -> list[Cgroup]:
-    """Every run cgroup that exists now (live sweeps' and dead ones')."""
+    """Every run cgroup that exists now (live sweeps' and dead ones') that we may end."""
     mount, _ = hierarchy(proc_root)
     parent = mount / PARENT if mount else None
     if parent is None or not parent.is_dir():
         return []
-    return [Cgroup(p) for p in sorted(parent.iterdir()) if p.is_dir()]
+    return [Cgroup(p) for p in sorted(parent.iterdir()) if p.is_dir() and os.access(p / "cgroup.procs", os.W_OK)]
