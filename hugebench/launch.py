@@ -61,6 +61,8 @@ class Launched:
             finally:
                 if err:
                     err.close()
+        if container is not None:
+            container.adopt(self.proc.pid)
 
     def _in_child(self) -> None:
         """Between fork and exec: die with the sweep, and be in the run's cgroup before the program starts."""

@@ -434,3 +434,24 @@ def test_a_real_cgroup_oom_kill_is_counted_in_the_run_cgroup(tmp_path):
             == "oom"
     finally:
         group.remove()
+
+
+def test_a_run_the_kernel_will_not_move_into_its_cgroup_goes_on_under_the_pid_record(tmp_path, monkeypatch,
+                                                                                     daemon_script):
+    if why := _cgroup_reason():
+        pytest.skip(f"no run cgroup here: {why}")
+
+    def refused(self, pid):
+        raise PermissionError(13, "Permission denied")  # as in a container without cgroup delegation
+
+    monkeypatch.setattr(cgroups.Cgroup, "join", refused)
+    container = RunContainer("abcdef123456", tmp_path / "j-runs")
+    made = container.cgroup.path
+    pidfile = tmp_path / "daemon.pid"
+    launched = Launched([sys.executable, str(daemon_script), str(pidfile), "60", "0"], {}, tmp_path,
+                        stdout=tmp_path / "out", container=container)
+    assert container.cgroup is None and "could not move the run into" in container.reason and not made.exists()
+    daemon = _wait_for(pidfile)
+    launched.wait(30)
+    columns = container.close()
+    assert _gone(daemon, 5) and columns["containment"] == "subreaper+pid record"

@@ -109,9 +109,27 @@ class RunContainer:
         return {TOKEN: self.token}
 
     def enter(self) -> None:
-        """In the launched child, between fork and exec: join the run's cgroup."""
+        """In the launched child, between fork and exec: join the run's cgroup (a refusal is found by
+        ``adopt`` in the parent; an exception here would only say "Exception occurred in preexec_fn")."""
         if self.cgroup is not None:
-            self.cgroup.join(os.getpid())
+            try:
+                self.cgroup.join(os.getpid())
+            except OSError:
+                pass
+
+    def adopt(self, pid: int) -> None:
+        """In the parent, once ``pid`` runs: if it is not in the run's cgroup (the kernel refused the move, as
+        in some containers), the run goes on without the cgroup, under the pid record, and says so."""
+        if self.cgroup is None:
+            return
+        line = next((ln for ln in (kernel.read_optional(Path(self.proc_root, str(pid), "cgroup")) or "").splitlines()
+                     if ln.startswith("0::")), "")
+        if line.endswith(f"/{cgroups.PARENT}/{self.name}"):
+            return
+        self.reason = f"could not move the run into {self.cgroup.path} (its process is in {line[3:] or '?'})"
+        self.cgroup.remove()
+        self.cgroup = None
+        self._write_record()
 
     def track(self, root: int) -> None:
         """While the run goes on (called often, acts once a second): sample the cgroup's huge-page memory, or
