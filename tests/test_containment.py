@@ -253,12 +253,12 @@ SWEEP = textwrap.dedent("""\
     """)
 
 
-def _experiment(tmp_path: Path, daemon_script: Path, pidfile: Path) -> Path:
+def _experiment(tmp_path: Path, daemon_script: Path, pidfile: Path, perf: str = "off") -> Path:
     path = tmp_path / "daemon.yaml"
     path.write_text(textwrap.dedent(f"""\
         name: daemon
         workload: command
-        perf: off
+        perf: {perf}
         timeout: 300
         params:
           argv: [{sys.executable}, {daemon_script}, {pidfile}, "300", "300"]
@@ -266,9 +266,9 @@ def _experiment(tmp_path: Path, daemon_script: Path, pidfile: Path) -> Path:
     return path
 
 
-def _start_sweep(tmp_path, daemon_script, mode) -> tuple[subprocess.Popen, int]:
+def _start_sweep(tmp_path, daemon_script, mode, perf="off") -> tuple[subprocess.Popen, int]:
     pidfile = tmp_path / "daemon.pid"
-    exp = _experiment(tmp_path, daemon_script, pidfile)
+    exp = _experiment(tmp_path, daemon_script, pidfile, perf)
     sweep = subprocess.Popen([sys.executable, "-c", SWEEP, mode, str(exp), str(tmp_path / "res"),
                               str(tmp_path / "j.json")], cwd=tmp_path, start_new_session=True)
     return sweep, _wait_for(pidfile, sweep)
@@ -295,10 +295,11 @@ def _modes():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", _modes())
-def test_sweep_killed_with_9_its_daemon_ends_right_away(tmp_path, daemon_script, mode):
+@pytest.mark.parametrize("perf", ["off", pytest.param("auto", marks=pytest.mark.needs_perf)])
+def test_sweep_killed_with_9_its_daemon_ends_right_away(tmp_path, daemon_script, mode, perf):
     if mode == "on" and (why := _cgroup_reason()):
         pytest.skip(f"no run cgroup here: {why}")
-    sweep, daemon = _start_sweep(tmp_path, daemon_script, mode)
+    sweep, daemon = _start_sweep(tmp_path, daemon_script, mode, perf)
     try:
         os.kill(sweep.pid, signal.SIGKILL)
         sweep.wait(10)
