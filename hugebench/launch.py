@@ -1,5 +1,6 @@
 """Starting and ending the processes of a run: its own session, death with its parent, a timeout, the kill
-of its whole group, and the real end recorded by hb-exec.
+of its whole group (with a run's container, of every process of the run: hugebench.system.containment), the
+real end recorded by hb-exec, and the verdict on an end by the OOM killer.
 
 Used for every process a sweep starts (the worker, and for ``workload: command`` the measured program, its
 setup command and its load driver), so that all of them end the same way and none outlives the sweep.
