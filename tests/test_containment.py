@@ -143,9 +143,9 @@ def test_alive_tells_a_reused_pid_and_a_zombie_from_the_process_recorded():
     child = subprocess.Popen(["sleep", "60"])
     start = kernel.process_start_ticks(child.pid)
     assert alive(child.pid, start) and alive(child.pid, None) and not alive(child.pid, start + 1)
-    child.kill()
-    time.sleep(0.2)  # killed, not yet reaped: a zombie is no longer a process to end
-    assert not alive(child.pid, start)
+    child.kill()  # killed, not yet reaped: a zombie is no longer a process to end
+    assert _gone(child.pid, 5)
+    assert Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     child.wait()
 
 
