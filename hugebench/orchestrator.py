@@ -26,7 +26,7 @@ from .measure import perf as perf_mod
 from .plan import RunSpec, block as plan_block
 from .setup import SweepSetup, prepare
 from .store import ResultStore
-from .system import SweepLock, SystemState, default_lock_path
+from .system import SweepLock, SystemState, default_lock_paths
 
 SCHEMA_VERSION = 1
 SUPERVISOR_GRACE_S = 30.0  # a program's worker: its start-up, the server's stop and the reply, past the timeout
@@ -67,7 +67,7 @@ def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
         from .cluster import run_cluster_sweep
 
         return run_cluster_sweep(spec, runs, options)
-    with SweepLock(options.lock or default_lock_path(options.sys_root), f"experiment {spec.name!r}"):
+    with SweepLock(options.lock or default_lock_paths(options.sys_root), f"experiment {spec.name!r}"):
         return _run_locked(spec, runs, options)
 
 

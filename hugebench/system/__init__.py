@@ -14,7 +14,7 @@ from hugebench.system.knobs import (
     discover_knobs,
     resolve_name,
 )
-from hugebench.system.lock import SweepLock, default_lock_path
+from hugebench.system.lock import SweepLock, default_lock_path, default_lock_paths, lock_status
 from hugebench.system.memory import condition_memory
 from hugebench.system.overview import show
 from hugebench.system.privilege import check_privileges, die_with_parent, disable_thp_for_this_process
@@ -35,6 +35,8 @@ __all__ = [
     "disable_thp_for_this_process",
     "SweepLock",
     "default_lock_path",
+    "default_lock_paths",
+    "lock_status",
     "journal_path",
     "discover_knobs",
     "resolve_name",
