@@ -205,7 +205,7 @@ def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
             env = measured_environment(setup.allocators[run.allocator].environment(), text_pages=run.text_pages,
                                        text_dir=text_dir)
             argv = launch_argv(worker, env, status_path)
-            if setup.perf:
+            if setup.perf and setup.perf.events:
                 argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + argv
         fields = _spawn(argv, worker_environment({}), timeout, tmp, options.proc_root, status_path)
         fields.update(_read_reply(reply_path, fields))
@@ -283,9 +283,8 @@ def _perf_columns(path: Path, choices) -> dict:
     try:
         text = path.read_text()
     except OSError:
-        return {f"perf.{e.label}.reason": "perf stat wrote no output" for e in choices}
-    counters = perf_mod.parse_perf_csv(text)
-    return perf_mod.row_columns("perf", perf_mod.by_label(list(choices), counters))
+        text = None
+    return perf_mod.perf_columns(text, choices)
 
 
 class _NullProgress:

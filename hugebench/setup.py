@@ -32,7 +32,9 @@ MEMORY_HEADROOM = 0.9
 
 @dataclass(frozen=True)
 class PerfWrap:
-    """How every worker of the sweep is wrapped in ``perf stat`` (absent when perf is off or missing)."""
+    """How every worker of the sweep is wrapped in ``perf stat`` (absent when perf is off or missing; no
+    ``events`` when perf may count none of them here: then nothing is wrapped, and each label's column
+    keeps its reason)."""
 
     bin: str
     events: tuple[str, ...]
@@ -63,7 +65,7 @@ class SweepSetup:
         """The worker's request for one run."""
         alloc = self.allocators[run.allocator]
         path = alloc.resolve()
-        wraps_program = bool(workloads.get(run.workload).runner) and self.perf is not None
+        wraps_program = bool(workloads.get(run.workload).runner) and self.perf is not None and bool(self.perf.events)
         return WorkerRequest(run=run.to_dict(), allocator=alloc.name, allocator_path=str(path) if path else None,
                              allocator_env=dict(alloc.env), allocator_expect=dict(alloc.expect),
                              counters=self.counter_specs, thp_prctl_disable=run.cell_id in self.prctl_never,
