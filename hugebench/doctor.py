@@ -32,7 +32,7 @@ def check_root() -> Check:
         return Check("root", True, "running as root: every kernel knob can be set")
     return Check("root", False, f"running as uid {uid}: sweeps that change no kernel knob run (THP 'never' per "
                  f"process via prctl); other THP modes, mTHP sizes, hugetlb pools and condition_memory need root",
-                 "for those: sudo .venv/bin/hugebench sweep FILE")
+                 f"for those: sudo {system.sudo_hugebench()} sweep FILE")
 
 
 def check_perf(caps: perf_mod.PerfCapabilities) -> Check:

@@ -94,7 +94,8 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     prctl = _check_system(runs, options)
     if spec.condition_memory and os.geteuid() != 0:
         raise PrivilegeError(f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
-                             f"which needs root: run `sudo hugebench sweep {spec.source}`, or remove condition_memory")
+                             f"which needs root: run `sudo {system.sudo_hugebench()} sweep {spec.source}`, or remove "
+                             f"condition_memory")
     cpu = kernel.read_cpu_info(options.proc_root)
     caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sysfs_root=options.sys_root)
     counter_specs, perf = _perf_plan(spec, options, cpu, caps)
@@ -148,7 +149,7 @@ def _check_system(runs, options) -> set:
     """Knob names/values and privileges; returns the cell ids whose THP 'never' is done by prctl."""
     settings = [r.system for r in runs]
     by_prctl = system.check_privileges(settings, options.sys_root, options.proc_root, allow_prctl_never=True,
-                                rerun=f"hugebench sweep {options.spec_source}")
+                                rerun=f"{system.sudo_hugebench()} sweep {options.spec_source}")
     if not by_prctl:
         return set()
     return {r.cell_id for r in runs if r.system.get("thp.enabled") == "never"}

@@ -284,7 +284,10 @@ class Unprivileged:
                               capture_output=True, text=True, timeout=timeout, check=False, **kwargs)
 
     def hugebench(self, *args, **kwargs) -> subprocess.CompletedProcess:
-        """``hugebench ARGS`` as the user (the CLI's own main, so exit codes and messages are the real ones)."""
+        """``hugebench ARGS`` as the user, by the venv's ``hugebench`` script (as a user types it)."""
+        script = Path(self.python).parent / "hugebench"
+        if script.exists():
+            return self.run([script, *args], **kwargs)
         main = "import sys; from hugebench.cli import main; sys.argv[0] = 'hugebench'; sys.exit(main())"
         return self.run([self.python, "-c", main, *args], **kwargs)
 
@@ -332,6 +335,10 @@ def _python_for(uid: int, gid: int, root: Path) -> tuple[str | None, str]:
                                     "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
         ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
         (site / "hugebench-session.pth").write_text("".join(f"{p}\n" for p in ours))
+        script = venv / "bin/hugebench"  # the console script, as pip would write it
+        script.write_text(f"#!{venv / 'bin/python'}\nimport sys\nfrom hugebench.cli import main\n"
+                          f"sys.exit(main())\n")
+        script.chmod(0o755)
         for path in [root, *root.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o555 if path.is_dir() else path.stat().st_mode | 0o444)
         ran = _runs_as(uid, gid, [str(venv / "bin/python"), *check])

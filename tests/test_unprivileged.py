@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -104,6 +105,23 @@ def test_a_user_without_root_runs_doctor_plan_and_sweeps_after_root_swept(unpriv
     (hash_row,) = _rows(work / "r-hash")
     if uid != 0 and paranoid == 2:  # the in-process counters fall back to user space as perf does
         assert hash_row["pmu_scope"] == "user" and hash_row["pmu.task_clock"] > 0
+    if uid != 0:  # THP 'never' without root: by prctl, for the worker alone
+        (work / "never.yaml").write_text(HASH.replace("nonroot-hash", "nonroot-never") + "  thp: [never]\n")
+        (work / "never.yaml").chmod(0o644)
+        never = unprivileged.hugebench("sweep", "never.yaml", "-o", "r-never", "-q", env=env, cwd=work)
+        assert never.returncode == 0, never.stdout + never.stderr
+        (row,) = _rows(work / "r-never")
+        assert row["status"] == "ok" and row["thp.enabled"] == "never", row.get("error")
+        thp_now = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+        assert row.get("thp_prctl_disabled") is (True if "[never]" not in thp_now else None)
+    if uid != 0:  # a THP mode that needs root: refused up front with the command that works from a venv
+        (work / "always.yaml").write_text(HASH + "system: {thp: always}\n")
+        (work / "always.yaml").chmod(0o644)
+        refused = unprivileged.hugebench("sweep", "always.yaml", "-o", "r-always", env=env, cwd=work)
+        script = Path(unprivileged.python).parent / "hugebench"
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
+        assert f"needs root: run `sudo {script} sweep always.yaml`" in refused.stderr, refused.stderr
+        assert not (work / "r-always" / "runs.jsonl").exists()
     shutil.rmtree(lock_dir)
 
 
@@ -179,3 +197,20 @@ def test_perf_names_with_the_user_space_modifier_are_parsed():
     assert row["perf.cycles.reason"].startswith("not supported")
     root = perf.perf_columns(text.replace(":u,", ",").replace("/u,", "/,"), choices)
     assert root["perf_scope"] == "user+kernel" and root["perf.task_clock"] == pytest.approx(780000)
+
+
+def test_the_root_command_names_the_venv_script_sudo_would_not_find(tmp_path, monkeypatch):
+    from hugebench.system import sudo_hugebench
+
+    venv = tmp_path / "lab/.venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin/hugebench").write_text("")
+    monkeypatch.setattr("sys.prefix", str(venv))
+    monkeypatch.chdir(tmp_path / "lab")
+    assert sudo_hugebench() == ".venv/bin/hugebench"  # sudo's secure_path holds no venv
+    monkeypatch.chdir(tmp_path)
+    assert sudo_hugebench() == "lab/.venv/bin/hugebench"
+    monkeypatch.chdir("/")
+    assert sudo_hugebench() == str(venv / "bin/hugebench")
+    monkeypatch.setattr("sys.prefix", sys.base_prefix)  # a system-wide install: on sudo's PATH
+    assert sudo_hugebench() == "hugebench"

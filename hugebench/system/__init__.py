@@ -17,7 +17,12 @@ from hugebench.system.knobs import (
 from hugebench.system.lock import SweepLock, default_lock_path, default_lock_paths, lock_status
 from hugebench.system.memory import condition_memory
 from hugebench.system.overview import show
-from hugebench.system.privilege import check_privileges, die_with_parent, disable_thp_for_this_process
+from hugebench.system.privilege import (
+    check_privileges,
+    die_with_parent,
+    disable_thp_for_this_process,
+    sudo_hugebench,
+)
 from hugebench.system.state import SystemState, Terminated
 
 __all__ = [
@@ -42,4 +47,5 @@ __all__ = [
     "resolve_name",
     "restore_from_journal",
     "show",
+    "sudo_hugebench",
 ]
