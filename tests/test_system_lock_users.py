@@ -19,8 +19,6 @@ from hugebench.errors import SystemStateError
 from hugebench.system import SweepLock, lock_status
 from hugebench.system import lock as lock_mod
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: a lock root made, taken by another user")
-
 TAKE_LOCK = """
 import sys
 from hugebench.errors import HugebenchError
@@ -55,7 +53,7 @@ def _legacy_root_lock(path: Path) -> Path:
     return path
 
 
-@needs_root
+@pytest.mark.needs_root
 def test_a_lock_root_left_0644_is_taken_by_another_user(unprivileged):
     # Before: os.open(O_RDWR) of root's 0644 lock raised a raw PermissionError for every other user.
     shared = _shared_dir(unprivileged.home.parent / "run-lock", 0o1777)
@@ -69,7 +67,7 @@ def test_a_lock_root_left_0644_is_taken_by_another_user(unprivileged):
     shutil.rmtree(shared)
 
 
-@needs_root
+@pytest.mark.needs_root
 def test_root_creates_and_heals_the_lock_for_every_user(tmp_path):
     old = os.umask(0o022)
     try:
@@ -91,11 +89,15 @@ def test_a_lock_nobody_may_create_is_a_clean_error_with_the_fix(unprivileged):
     ran = _take_as_user(unprivileged, [closed / "hugebench.lock"])
     assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
     assert "refused: cannot take the host's sweep lock" in ran.stdout and "HUGEBENCH_LOCK" in ran.stdout, ran.stdout
+    (unprivileged.home / "exp.yaml").write_text("name: t\nworkload: hashlookup\nparams: {keys: 100}\n")
+    swept = unprivileged.hugebench("sweep", "exp.yaml", env={"HUGEBENCH_LOCK": str(closed / "hugebench.lock")})
+    assert swept.returncode != 0 and "Traceback" not in swept.stderr, swept.stderr
+    assert "cannot take the host's sweep lock" in swept.stderr and not (unprivileged.home / "results").exists()
     closed.chmod(0o755)
     closed.rmdir()
 
 
-@needs_root
+@pytest.mark.needs_root
 def test_a_user_and_root_meet_on_the_host_lock_where_run_lock_is_roots_alone(unprivileged):
     # /run/lock writable by root only (Fedora's): the user's sweep creates the /tmp stand-in and holds it;
     # root's sweep creates its own lock there and must still be refused, by the one they share.
