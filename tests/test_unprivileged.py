@@ -217,3 +217,18 @@ def test_the_root_command_names_the_venv_script_sudo_would_not_find(tmp_path, mo
     assert sudo_hugebench() == str(venv / "bin/hugebench")
     monkeypatch.setattr("sys.prefix", sys.base_prefix)  # a system-wide install: on sudo's PATH
     assert sudo_hugebench() == "hugebench"
+
+
+def test_doctor_says_what_perf_counts_for_this_user():
+    from hugebench import doctor
+    from hugebench.measure.perf import PerfCapabilities
+
+    def caps(**kw):
+        return PerfCapabilities("/usr/bin/perf", "6.1", None, 2, frozenset({"task-clock"}), **kw)
+
+    user = doctor.check_paranoid(caps(scope="user"))
+    assert user.ok and f"uid {os.geteuid()} counts user space only" in user.detail and "paranoid=1" in user.fix
+    whole = doctor.check_paranoid(caps(scope="user+kernel"))
+    assert whole.ok and "counts user and kernel space" in whole.detail
+    missing = doctor.check_paranoid(PerfCapabilities(None, None, "perf not found on PATH", 2))
+    assert not missing.ok and "not probed: perf not found" in missing.detail
