@@ -21,6 +21,7 @@ class CounterResult(TypedDict):
     time_enabled_ns: int | None
     time_running_ns: int | None
     error: str | None  # e.g. "perf_event_open failed: No such file or directory (errno 2)"; numbers are None
+    user_only: bool  # the kernel's share was not counted: perf_event_paranoid forbids it to this user
 
 class HashlookupPhases(TypedDict):
     generate: float  # seconds

@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import kernel, system
 from .measure import perf as perf_mod
-from . import kernel
 from .measure.events import EventChoice, choose_events
 
 TLB_LABELS = ("dtlb_load_misses", "stlb_misses", "itlb_misses", "walk_cycles")
@@ -27,9 +27,12 @@ class Check:
 
 
 def check_root() -> Check:
-    root = os.geteuid() == 0
-    return Check("root", root, "running as root" if root else f"running as uid {os.geteuid()}",
-                 "" if root else "THP modes and the hugetlb pool need root: run the sweep with sudo")
+    uid = os.geteuid()
+    if uid == 0:
+        return Check("root", True, "running as root: every kernel knob can be set")
+    return Check("root", False, f"running as uid {uid}: sweeps that change no kernel knob run (THP 'never' per "
+                 f"process via prctl); other THP modes, mTHP sizes, hugetlb pools and condition_memory need root",
+                 f"for those: sudo {system.sudo_hugebench()} sweep FILE")
 
 
 def check_perf(caps: perf_mod.PerfCapabilities) -> Check:
@@ -40,10 +43,23 @@ def check_perf(caps: perf_mod.PerfCapabilities) -> Check:
 
 
 def check_paranoid(caps: perf_mod.PerfCapabilities) -> Check:
-    level = caps.paranoid
-    ok = os.geteuid() == 0 or (level is not None and level <= 2)
-    detail = f"kernel.perf_event_paranoid={level}" + (" (root: not limited)" if os.geteuid() == 0 else "")
-    return Check("perf permissions", ok, detail, "" if ok else "sysctl kernel.perf_event_paranoid=2 (or run as root)")
+    """What perf counts for the user running this, as the probe found it (not what the level promises)."""
+    who, level = f"uid {os.geteuid()}", f"kernel.perf_event_paranoid={caps.paranoid}"
+    if not caps.available:
+        return Check("perf permissions", False, f"{level}; not probed: {caps.missing_reason or 'perf missing'}")
+    if caps.scope == "user+kernel":
+        return Check("perf permissions", True, f"{level}: {who} counts user and kernel space")
+    if caps.scope == "user":
+        return Check("perf permissions", True,
+                     f"{level}: {who} counts user space only (perf's ':u'; rows say perf_scope=user): CPU time and "
+                     f"events in the kernel are left out, page faults still count",
+                     "kernel counts too: run as root, or `sudo sysctl kernel.perf_event_paranoid=1`")
+    if caps.supported:
+        return Check("perf permissions", True, f"{level}: {who}: perf accepts {len(caps.supported)} events "
+                     f"(none counted anything in the probe)")
+    reasons = sorted({why for _, why in caps.unsupported})
+    return Check("perf permissions", False, f"{level}: {who} can count nothing ({'; '.join(reasons) or 'no event'})",
+                 "`sudo sysctl kernel.perf_event_paranoid=2` (user space), or run as root")
 
 
 def check_hardware_counters(caps: perf_mod.PerfCapabilities) -> Check:
@@ -76,8 +92,24 @@ def check_thp(sysfs_root: str | Path = "/sys") -> Check:
     if enabled is None:
         return Check("THP sysfs", False, f"{base} missing", "a kernel built with CONFIG_TRANSPARENT_HUGEPAGE")
     writable = kernel.writable(base / "enabled") and kernel.writable(base / "defrag")
-    detail = f"enabled: {enabled}; defrag: {kernel.read_optional(base / 'defrag')}; " + ("writable" if writable else "read-only")
-    return Check("THP sysfs", writable, detail, "" if writable else "run as root, with /sys mounted read-write")
+    detail = f"enabled: {enabled}; defrag: {kernel.read_optional(base / 'defrag')}; " + _writable(writable)
+    return Check("THP sysfs", writable, detail, "" if writable else
+                 "run as root, with /sys mounted read-write (THP 'never' needs neither: prctl per process)")
+
+
+def _writable(writable: bool) -> str:
+    if writable:
+        return "writable"
+    return "read-only (mounted so)" if os.geteuid() == 0 else f"not writable by uid {os.geteuid()}"
+
+
+def check_lock() -> Check:
+    """Where the host's sweep lock is and whether this user can take it (every sweep does)."""
+    paths = system.default_lock_paths()
+    ok, detail = system.lock_status(paths)
+    override = " (HUGEBENCH_LOCK)" if os.environ.get("HUGEBENCH_LOCK") else ""
+    return Check("sweep lock", ok, detail + override, "" if ok else
+                 f"root: `sudo chmod 666 {paths[0]}`; or set HUGEBENCH_LOCK to a file you may write")
 
 
 def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
@@ -94,7 +126,7 @@ def check_hugetlb(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sy
     if not pools and kernel.read_optional(knob) is None:
         return Check("hugetlb pool", False, "no hugetlb support", "a kernel built with CONFIG_HUGETLBFS")
     writable = kernel.writable(knob)
-    detail = "; ".join(pools) + f"; {knob} " + ("writable" if writable else "read-only")
+    detail = "; ".join(pools) + f"; {knob} " + _writable(writable)
     return Check("hugetlb pool", writable, detail, "" if writable else "run as root to reserve huge pages")
 
 
@@ -195,6 +227,7 @@ def doctor_report(*, perf_bin: str = "perf", proc_root: str | Path = "/proc",
         check_thp(sysfs_root),
         check_mthp(sysfs_root),
         check_hugetlb(proc_root, sysfs_root),
+        check_lock(),
         check_probe(),
         *allocator_checks(),
         check_core(),

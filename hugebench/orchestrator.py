@@ -27,7 +27,7 @@ from .measure import perf as perf_mod
 from .plan import RunSpec, block as plan_block
 from .setup import SweepSetup, prepare
 from .store import ResultStore
-from .system import SweepLock, SystemState, default_lock_path
+from .system import SweepLock, SystemState, default_lock_paths
 from .system.containment import RunContainer, end_leftovers, record_dir
 
 SCHEMA_VERSION = 1
@@ -69,7 +69,7 @@ def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
         from .cluster import run_cluster_sweep
 
         return run_cluster_sweep(spec, runs, options)
-    with SweepLock(options.lock or default_lock_path(options.sys_root), f"experiment {spec.name!r}"):
+    with SweepLock(options.lock or default_lock_paths(options.sys_root), f"experiment {spec.name!r}"):
         return _run_locked(spec, runs, options)
 
 
@@ -210,7 +210,7 @@ def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
             env = measured_environment(setup.allocators[run.allocator].environment(), text_pages=run.text_pages,
                                        text_dir=text_dir)
             argv = launch_argv(worker, env, status_path)
-            if setup.perf:
+            if setup.perf and setup.perf.events:
                 argv = perf_mod.perf_stat_argv(setup.perf.bin, list(setup.perf.events), str(perf_out)) + argv
         fields = _spawn(argv, worker_environment({}), timeout, tmp, status_path, container)
         fields.update(_read_reply(reply_path, fields))
@@ -299,9 +299,8 @@ def _perf_columns(path: Path, choices) -> dict:
     try:
         text = path.read_text()
     except OSError:
-        return {f"perf.{e.label}.reason": "perf stat wrote no output" for e in choices}
-    counters = perf_mod.parse_perf_csv(text)
-    return perf_mod.row_columns("perf", perf_mod.by_label(list(choices), counters))
+        text = None
+    return perf_mod.perf_columns(text, choices)
 
 
 class _NullProgress:

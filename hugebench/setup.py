@@ -32,7 +32,9 @@ MEMORY_HEADROOM = 0.9
 
 @dataclass(frozen=True)
 class PerfWrap:
-    """How every worker of the sweep is wrapped in ``perf stat`` (absent when perf is off or missing)."""
+    """How every worker of the sweep is wrapped in ``perf stat`` (absent when perf is off or missing; no
+    ``events`` when perf may count none of them here: then nothing is wrapped, and each label's column
+    keeps its reason)."""
 
     bin: str
     events: tuple[str, ...]
@@ -63,7 +65,7 @@ class SweepSetup:
         """The worker's request for one run."""
         alloc = self.allocators[run.allocator]
         path = alloc.resolve()
-        wraps_program = bool(workloads.get(run.workload).runner) and self.perf is not None
+        wraps_program = bool(workloads.get(run.workload).runner) and self.perf is not None and bool(self.perf.events)
         return WorkerRequest(run=run.to_dict(), allocator=alloc.name, allocator_path=str(path) if path else None,
                              allocator_env=dict(alloc.env), allocator_expect=dict(alloc.expect),
                              counters=self.counter_specs, thp_prctl_disable=run.cell_id in self.prctl_never,
@@ -92,7 +94,8 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     prctl = _check_system(runs, options)
     if spec.condition_memory and os.geteuid() != 0:
         raise PrivilegeError(f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
-                             f"which needs root: run `sudo hugebench sweep {spec.source}`, or remove condition_memory")
+                             f"which needs root: run `sudo {system.sudo_hugebench()} sweep {spec.source}`, or remove "
+                             f"condition_memory")
     cpu = kernel.read_cpu_info(options.proc_root)
     caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sysfs_root=options.sys_root)
     counter_specs, perf = _perf_plan(spec, options, cpu, caps)
@@ -146,7 +149,7 @@ def _check_system(runs, options) -> set:
     """Knob names/values and privileges; returns the cell ids whose THP 'never' is done by prctl."""
     settings = [r.system for r in runs]
     by_prctl = system.check_privileges(settings, options.sys_root, options.proc_root, allow_prctl_never=True,
-                                rerun=f"hugebench sweep {options.spec_source}")
+                                rerun=f"{system.sudo_hugebench()} sweep {options.spec_source}")
     if not by_prctl:
         return set()
     return {r.cell_id for r in runs if r.system.get("thp.enabled") == "never"}

@@ -253,3 +253,134 @@ def machine_left_as_found():
     if after != before and not _other_sweep_running():
         changed = {p: (before.get(p), after.get(p)) for p in before if before.get(p) != after.get(p)}
         pytest.fail(f"the tests left kernel settings changed (before, after): {changed}")
+
+
+# -- an unprivileged user ---------------------------------------------------------------------------
+
+UNPRIVILEGED_USER = "nobody"
+
+
+class Unprivileged:
+    """Runs commands as a user without root: ``nobody`` when the tests run as root (privileges dropped in
+    the child: uid, gid, no supplementary groups, no capabilities), else the user running the tests.
+
+    ``home`` is a fresh directory that user owns (also its cwd and $HOME); ``python`` an interpreter that
+    user can execute with this test session's packages importable: the session's own when the user can
+    run it, else a venv of the same Python version made for it, whose .pth names the session's
+    site-packages (a venv's python often lives under /root, which no other user may enter).
+    """
+
+    def __init__(self, uid: int, gid: int, python: str, home: Path):
+        self.uid, self.gid, self.python, self.home = uid, gid, python, home
+        self.dropping = os.geteuid() == 0 and uid != 0
+
+    def run(self, argv, *, env: dict | None = None, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
+        """Run ``argv`` as the user: a small environment (PATH with the interpreter's bin first, HOME,
+        LC_ALL=C) plus ``env``; nothing of the test's own HUGEBENCH_* settings leaks in."""
+        base = {"PATH": f"{Path(self.python).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(self.home),
+                "LC_ALL": "C.UTF-8", "TMPDIR": "/tmp"}
+        kwargs = {"user": self.uid, "group": self.gid, "extra_groups": []} if self.dropping else {}
+        return subprocess.run([str(a) for a in argv], env={**base, **(env or {})}, cwd=cwd or self.home,
+                              capture_output=True, text=True, timeout=timeout, check=False, **kwargs)
+
+    def hugebench(self, *args, **kwargs) -> subprocess.CompletedProcess:
+        """``hugebench ARGS`` as the user, by the venv's ``hugebench`` script (as a user types it)."""
+        script = Path(self.python).parent / "hugebench"
+        if script.exists():
+            return self.run([script, *args], **kwargs)
+        main = "import sys; from hugebench.cli import main; sys.argv[0] = 'hugebench'; sys.exit(main())"
+        return self.run([self.python, "-c", main, *args], **kwargs)
+
+    def python_code(self, code: str, **kwargs) -> subprocess.CompletedProcess:
+        return self.run([self.python, "-c", code], **kwargs)
+
+    def owned_dir(self, path: Path) -> Path:
+        """``path`` created (with its parents) and given to the user."""
+        path.mkdir(parents=True, exist_ok=True)
+        if self.dropping:
+            os.chown(path, self.uid, self.gid)
+        return path
+
+
+def _runs_as(uid: int, gid: int, argv: list[str]) -> subprocess.CompletedProcess | None:
+    kwargs = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 else {}
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, cwd="/",
+                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}, **kwargs)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _python_for(uid: int, gid: int, root: Path) -> tuple[str | None, str]:
+    """An interpreter ``uid`` can run with this session's packages: (path, '') or (None, why not)."""
+    import sys
+    import sysconfig
+
+    check = ["-c", "import hugebench._core, sys; print(sys.version_info[:2])"]
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    ran = _runs_as(uid, gid, [sys.executable, *check])
+    if ran is not None and ran.returncode == 0:
+        return sys.executable, ""
+    candidates = [p for p in (f"/usr/bin/python{version}", f"/usr/local/bin/python{version}",
+                              shutil.which(f"python{version}")) if p]
+    for candidate in dict.fromkeys(candidates):
+        probe = _runs_as(uid, gid, [candidate, "-c", "import sys; print(sys.version_info[:2])"])
+        if probe is None or probe.returncode != 0 or probe.stdout.strip() != str(sys.version_info[:2]):
+            continue
+        venv = root / "venv"
+        made = subprocess.run([candidate, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True)
+        if made.returncode != 0:
+            return None, f"cannot make a venv with {candidate}: {made.stderr.strip()}"
+        site = Path(subprocess.run([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                    "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+        ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+        (site / "hugebench-session.pth").write_text("".join(f"{p}\n" for p in ours))
+        script = venv / "bin/hugebench"  # the console script, as pip would write it
+        script.write_text(f"#!{venv / 'bin/python'}\nimport sys\nfrom hugebench.cli import main\n"
+                          f"sys.exit(main())\n")
+        script.chmod(0o755)
+        for path in [root, *root.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o555 if path.is_dir() else path.stat().st_mode | 0o444)
+        ran = _runs_as(uid, gid, [str(venv / "bin/python"), *check])
+        if ran is not None and ran.returncode == 0:
+            return str(venv / "bin/python"), ""
+        return None, f"the session's packages are not readable by uid {uid}: {(ran.stderr if ran else '').strip()}"
+    return None, f"uid {uid} cannot run {sys.executable}, and no python{version} it can run was found"
+
+
+@pytest.fixture(scope="session")
+def _unprivileged_base():
+    """(uid, gid, python, root dir) once per session, or the reason there is no unprivileged user to be."""
+    import pwd
+    import tempfile
+
+    if os.geteuid() != 0:
+        uid, gid = os.geteuid(), os.getegid()
+    else:
+        try:
+            entry = pwd.getpwnam(UNPRIVILEGED_USER)
+        except KeyError:
+            pytest.skip(f"no user {UNPRIVILEGED_USER!r} to drop privileges to")
+        uid, gid = entry.pw_uid, entry.pw_gid
+    root = Path(tempfile.mkdtemp(prefix="hb-unprivileged-", dir="/tmp"))
+    root.chmod(0o755)  # pytest's own tmp_path is private to root
+    try:
+        python, why = _python_for(uid, gid, root)
+        if python is None:
+            pytest.skip(why)
+        yield uid, gid, python, root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def unprivileged(_unprivileged_base, request) -> Unprivileged:
+    """A user without root to run commands as (see ``Unprivileged``), with a fresh home of its own."""
+    uid, gid, python, root = _unprivileged_base
+    home = root / "homes" / request.node.name.replace("/", "_")[:80]
+    user = Unprivileged(uid, gid, python, home)
+    (root / "homes").mkdir(exist_ok=True)
+    (root / "homes").chmod(0o755)
+    user.owned_dir(home)
+    yield user
+    shutil.rmtree(home, ignore_errors=True)

@@ -14,7 +14,7 @@ RESULT_KEYS = {
     "phases", "keys", "set_size", "lookups", "found", "checksum", "ns_per_lookup", "chunk_ns_median",
     "chunk_ns_p10", "chunk_ns_p90", "threads", "set_kind", "hash", "capacity", "counters",
 }
-COUNTER_KEYS = {"value", "raw_value", "time_enabled_ns", "time_running_ns", "error"}
+COUNTER_KEYS = {"value", "raw_value", "time_enabled_ns", "time_running_ns", "error", "user_only"}
 
 
 def software(label: str, config: int) -> tuple[str, int, int, int]:

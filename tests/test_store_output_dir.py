@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from hugebench.errors import HugebenchError
@@ -19,9 +17,16 @@ def test_results_directory_under_a_file_is_a_clean_error(tmp_path):
         store.append({"run_id": "r", "status": "ok"})
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory")
-def test_results_directory_without_write_permission_is_a_clean_error(tmp_path):
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o555)
-    with pytest.raises(HugebenchError, match="cannot write the results directory"):
-        ResultStore(locked / "r").write_context("s-1", {})
+def test_results_directory_without_write_permission_is_a_clean_error(unprivileged):
+    # Root writes into a read-only directory, so this runs as a user without root (privileges dropped).
+    locked = unprivileged.owned_dir(unprivileged.home / "locked")
+    locked.chmod(0o555)
+    ran = unprivileged.python_code(
+        "from hugebench.errors import HugebenchError\n"
+        "from hugebench.store import ResultStore\n"
+        "try:\n"
+        f"    ResultStore({str(locked / 'r')!r}).write_context('s-1', {{}})\n"
+        "except HugebenchError as exc:\n"
+        "    print('clean:', exc)\n")
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+    assert ran.stdout.startswith("clean: cannot write the results directory"), ran.stdout

@@ -39,6 +39,7 @@ py::dict counters_to_dict(const std::vector<CounterReading>& readings) {
         entry["time_enabled_ns"] = ok ? py::object(py::int_(r.time_enabled_ns)) : py::none();
         entry["time_running_ns"] = ok ? py::object(py::int_(r.time_running_ns)) : py::none();
         entry["error"] = ok ? py::object(py::none()) : py::object(py::str(r.error));
+        entry["user_only"] = r.user_only;
         out[py::str(r.label)] = entry;
     }
     return out;

@@ -57,7 +57,14 @@ PerfCounters::Event PerfCounters::open_event(const CounterSpec& spec) {
     event.spec = spec;
     perf_event_attr attr = attr_for(spec);
     // pid 0, cpu -1: this thread (and, by inherit, its future threads) on whatever CPU it runs.
-    const long fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    long fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+        // perf_event_paranoid >= 2 forbids this user the kernel's share: count user space only, as perf stat
+        // does (its ':u'), and say so in the reading.
+        attr.exclude_kernel = 1;
+        fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        event.user_only = fd >= 0;
+    }
     if (fd < 0)
         event.open_error = errno_text("perf_event_open failed", errno);
     else
@@ -79,6 +86,7 @@ void PerfCounters::disable() {
 CounterReading PerfCounters::read_event(const Event& event) {
     CounterReading reading;
     reading.label = event.spec.label;
+    reading.user_only = event.user_only;
     if (event.fd < 0) {
         reading.error = event.open_error;
         return reading;

@@ -25,6 +25,7 @@ struct CounterReading {
     uint64_t time_enabled_ns = 0;
     uint64_t time_running_ns = 0;
     std::string error;           // empty when the numbers are valid; otherwise the numbers mean nothing
+    bool user_only = false;      // kernel's share not counted (perf_event_paranoid forbids it to this user)
 
     bool ok() const { return error.empty(); }
 };
@@ -47,6 +48,7 @@ private:
         CounterSpec spec;
         int fd = -1;
         std::string open_error;
+        bool user_only = false;
     };
     static Event open_event(const CounterSpec& spec);
     static CounterReading read_event(const Event& event);

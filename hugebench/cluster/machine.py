@@ -27,7 +27,7 @@ from .. import metadata, system
 from ..errors import HugebenchError
 from ..orchestrator import SweepOptions, _one_run, base_row, end_stale_runs
 from ..setup import SweepSetup, context, prepare_machine
-from ..system import SweepLock, SystemState, default_lock_path
+from ..system import SweepLock, SystemState, default_lock_paths
 from .config import RESOURCE, host_resource, safe_host
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class MachinePlugin(WorkerPlugin):
         if prepared.state is not None:
             return None
         options = prepared.options
-        lock = SweepLock(self.lock_path or default_lock_path(options.sys_root),
+        lock = SweepLock(self.lock_path or default_lock_paths(options.sys_root),
                          f"cluster sweep {prepared.sweep_id} (worker {self.host})")
         try:
             lock.__enter__()

@@ -2,7 +2,8 @@
 
 Two sources share one shape: ``perf.<label>`` columns from the whole-process ``perf stat`` wrapper and
 ``pmu.<label>`` columns from the in-process counters ``_core`` enables around the timed phase only.
-Each label gives a value (NaN when unmeasured), a reason (None when measured) and the running percentage.
+Each label gives a value (NaN when unmeasured), a reason (None when measured) and the running percentage;
+``<prefix>_scope`` says whether the kernel's share was counted (not when perf_event_paranoid forbids it).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ class Counter:
     """One counter's result. ``value`` is None when unmeasured, with ``reason`` saying why.
 
     ``running_pct`` < 100 means perf multiplexed the counter and ``value`` is perf's scaled estimate
-    (raw count x enabled / running). Times perf prints in msec are converted to ns.
+    (raw count x enabled / running). Times perf prints in msec are converted to ns. ``user_only``: counted in
+    user space only (perf's ``:u``; the kernel's perf_event_paranoid forbids more to this user).
     """
 
     value: float | None
@@ -29,6 +31,7 @@ class Counter:
     reason: str | None = None
     variance_pct: float | None = None
     rows: int = 1
+    user_only: bool = False
 
 
 def counter_from_inprocess(result: dict) -> Counter:
@@ -43,7 +46,8 @@ def counter_from_inprocess(result: dict) -> Counter:
     value = result.get("value")
     return Counter(None if value is None else float(value), running_pct=pct,
                    multiplexed=pct is not None and pct < 100.0,
-                   reason=None if value is not None else "no value returned")
+                   reason=None if value is not None else "no value returned",
+                   user_only=bool(result.get("user_only")))
 
 
 def row_columns(prefix: str, counters: dict) -> dict:
@@ -59,7 +63,19 @@ def row_columns(prefix: str, counters: dict) -> dict:
         row[key] = math.nan if counter.value is None else counter.value
         row[key + ".reason"] = counter.reason
         row[key + ".running_pct"] = math.nan if counter.running_pct is None else counter.running_pct
+    row[f"{prefix}_scope"] = counting_scope(counters.values())
     return row
+
+
+def counting_scope(counters) -> str | None:
+    """What the measured counters counted: "user" (user space only: perf_event_paranoid forbids this user
+    the kernel's share; page faults still count, CPU time and events in the kernel do not), "user+kernel",
+    or None when nothing was counted. Goes in the row as ``<prefix>_scope`` (``perf_scope``, ``pmu_scope``)."""
+    measured = [c if isinstance(c, Counter) else counter_from_inprocess(c) for c in counters]
+    measured = [c for c in measured if c.value is not None]
+    if not measured:
+        return None
+    return "user" if any(c.user_only for c in measured) else "user+kernel"
 
 
 def pmu_columns(resolved, results: dict | None, prefix: str = "pmu") -> dict:

@@ -177,7 +177,9 @@ def choose_events(cpu: CpuInfo, supported, override=None, pmu_reason: str | None
             why = not_here or f"none of {', '.join(candidates)} is supported here (perf stat probe)"
             choices.append(_choose(label, candidates, found, why))
     for label, event in SOFTWARE_LABELS.items():
-        choices.append(_choose(label, (event,), found, f"{event} not supported here (perf stat probe)"))
+        why = f"{event}: {probe_reasons[event]}" if event in probe_reasons else \
+            f"{event} not supported here (perf stat probe)"
+        choices.append(_choose(label, (event,), found, why))
     return choices
 
 

@@ -20,14 +20,16 @@ from pathlib import Path
 
 from .._util import run_text
 from ..kernel import CpuInfo, cpu_pmu_devices, read_cpu_info, read_paranoid  # noqa: F401 (re-exported)
-from .counters import NOT_COUNTED_REASON, Counter, derive, pmu_columns, row_columns  # noqa: F401 (re-exported)
+from .counters import (NOT_COUNTED_REASON, Counter, counting_scope, derive, pmu_columns,  # noqa: F401 (re-exported)
+                       row_columns)
 from .encoding import CounterSpec, counter_specs, resolve_counters  # noqa: F401  (re-exported API)
 from .events import EventChoice, candidate_events, choose_events  # noqa: F401
 
 # The one import a caller needs: detection, the wrapper, parsing, labels, encodings and row columns.
 __all__ = [
     "PerfCapabilities", "detect", "probe_events", "perf_version", "hypervisor_vendor", "cpu_pmu_devices",
-    "perf_stat_argv", "parse_perf_csv", "by_label", "Counter", "NOT_COUNTED_REASON",
+    "perf_stat_argv", "parse_perf_csv", "by_label", "perf_columns", "user_space_only", "Counter",
+    "NOT_COUNTED_REASON", "counting_scope", "no_permission_reason",
     "CpuInfo", "EventChoice", "read_cpu_info", "candidate_events", "choose_events",
     "CounterSpec", "resolve_counters", "counter_specs", "row_columns", "pmu_columns", "derive",
 ]
@@ -49,6 +51,7 @@ class PerfCapabilities:
     pmu_reason: str | None = None
     hypervisor: str | None = None
     cpu_pmus: tuple = ()
+    scope: str | None = None  # "user" (perf counts user space only here), "user+kernel", None: nothing counted
 
     @property
     def available(self) -> bool:
@@ -71,7 +74,7 @@ class PerfCapabilities:
         if not self.available:
             more_supported, more_reasons = set(), {event: self.missing_reason or "perf missing" for event in new}
         else:
-            more_supported, more_reasons = probe_events(self.perf_path, new)
+            more_supported, more_reasons = probe_events(self.perf_path, new, paranoid=self.paranoid)
         unsupported = tuple(sorted({**dict(self.unsupported), **more_reasons}.items()))
         return replace(self, supported=self.supported | frozenset(more_supported), unsupported=unsupported)
 
@@ -81,7 +84,7 @@ class PerfCapabilities:
             "missing_reason": self.missing_reason, "paranoid": self.paranoid,
             "supported": sorted(self.supported), "unsupported": dict(self.unsupported),
             "pmu_available": self.pmu_available, "pmu_reason": self.pmu_reason,
-            "hypervisor": self.hypervisor, "cpu_pmus": list(self.cpu_pmus),
+            "hypervisor": self.hypervisor, "cpu_pmus": list(self.cpu_pmus), "scope": self.scope,
         }
 
 
@@ -122,35 +125,54 @@ def perf_stat_argv(perf_bin: str, events: list[str], out_path: str | Path, extra
     return [perf_bin, "stat", "-x,", "--no-big-num", "-o", str(out_path), "-e", ",".join(events), *extra, "--"]
 
 
-def probe_events(perf_bin: str, events: list[str]) -> tuple[set[str], dict[str, str]]:
+def probe_events(perf_bin: str, events: list[str], *, paranoid: int | None = None) -> tuple[set[str], dict[str, str]]:
     """Which events ``perf stat`` can count here: (supported, {event: reason}).
 
     One batched ``perf stat -x, -e a,b,c true``; an unknown name makes perf reject the whole list, so only
-    then each event is tried alone to tell which one it was.
+    then each event is tried alone to tell which one it was. ``paranoid`` (perf_event_paranoid) goes into
+    the reason when perf is not allowed to count at all for this user.
     """
-    ok, counters, error = _stat_true(perf_bin, events)
+    supported, reasons, _ = _probe(perf_bin, events, paranoid)
+    return supported, reasons
+
+
+def _probe(perf_bin: str, events: list[str], paranoid: int | None) -> tuple[set[str], dict[str, str], str | None]:
+    """probe_events, plus the scope perf counted in (``counting_scope``), None when nothing counted."""
+    ok, counters, error = _stat_true(perf_bin, events, paranoid)
     if not ok and len(events) == 1:
-        return set(), {events[0]: error}
+        return set(), {events[0]: error}, None
     supported: set[str] = set()
     reasons: dict[str, str] = {}
     if not ok:
+        scopes = set()
         for event in events:
-            one_supported, one_reasons = probe_events(perf_bin, [event])
+            one_supported, one_reasons, one_scope = _probe(perf_bin, [event], paranoid)
             supported |= one_supported
             reasons.update(one_reasons)
-        return supported, reasons
+            scopes.add(one_scope)
+        return supported, reasons, "user" if "user" in scopes else ("user+kernel" if supported else None)
     for event in events:
-        counter = counters.get(event)
+        counter = _lookup(counters, event)
         if counter is None:
             reasons[event] = "missing from perf stat output"
         elif counter.value is None and counter.reason != NOT_COUNTED_REASON:
             reasons[event] = counter.reason
         else:
             supported.add(event)
-    return supported, reasons
+    return supported, reasons, counting_scope(counters.values())
 
 
-def _stat_true(perf_bin: str, events: list[str]) -> tuple[bool, dict, str]:
+_NO_PERMISSION = ("No permission", "not have permission", "Access to performance monitoring", "perf_event_paranoid")
+
+
+def no_permission_reason(paranoid: int | None) -> str:
+    """Why perf counts nothing for this user: the kernel's perf_event_paranoid, and the fix."""
+    level = "unknown" if paranoid is None else str(paranoid)
+    return (f"no permission to count as uid {os.geteuid()}: kernel.perf_event_paranoid={level} (user-space counts "
+            f"need <= 2, kernel counts <= 1, or root/CAP_PERFMON: `sudo sysctl kernel.perf_event_paranoid=2`)")
+
+
+def _stat_true(perf_bin: str, events: list[str], paranoid: int | None = None) -> tuple[bool, dict, str]:
     with tempfile.TemporaryDirectory(prefix="hb-perf-probe-") as tmp:
         out = Path(tmp) / "stat.csv"
         argv = perf_stat_argv(perf_bin, events, out) + ["true"]
@@ -161,8 +183,9 @@ def _stat_true(perf_bin: str, events: list[str]) -> tuple[bool, dict, str]:
             return False, {}, f"perf stat failed: {exc}"
         text = out.read_text() if out.exists() else ""
     if proc.returncode != 0:
-        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and ln.strip() != "Error:"]
         why = "no such event for this CPU in this perf (event syntax error)" if "syntax error" in proc.stderr else \
+            no_permission_reason(paranoid) if any(m in proc.stderr for m in _NO_PERMISSION) else \
             (lines[0] if lines else f"perf stat exited {proc.returncode}")
         return False, {}, why
     return True, parse_perf_csv(text), ""
@@ -188,15 +211,16 @@ def detect(perf_bin: str = "perf", candidates: list[str] | None = None, *, cpu: 
     path, version, missing = perf_version(perf_bin)
     events = list(dict.fromkeys(["cycles", *(candidates or candidate_events(cpu))]))
     supported: set[str] = set()
+    scope, paranoid = None, read_paranoid(proc_root)
     if missing is None:
-        supported, reasons = probe_events(path, events)
+        supported, reasons, scope = _probe(path, events, paranoid)
     else:
         reasons = {event: missing for event in events}
     hypervisor = hypervisor_vendor(cpu)
     cpu_pmus = cpu_pmu_devices(sysfs_root)
     pmu_ok, pmu_reason = _pmu_verdict(supported, reasons, hypervisor, cpu_pmus, missing is None)
-    return PerfCapabilities(path, version, missing, read_paranoid(proc_root), frozenset(supported),
-                            tuple(sorted(reasons.items())), pmu_ok, pmu_reason, hypervisor, cpu_pmus)
+    return PerfCapabilities(path, version, missing, paranoid, frozenset(supported),
+                            tuple(sorted(reasons.items())), pmu_ok, pmu_reason, hypervisor, cpu_pmus, scope)
 
 
 def _float(text: str) -> float | None:
@@ -247,6 +271,7 @@ def _parse_row(fields: list[str]) -> tuple[str, Counter] | None:
     if rest and rest[0].endswith("%"):  # -r N: perf 6.x prints the variance right after the event
         variance, rest = _float(rest[0][:-1]), rest[1:]
     pct = _float(rest[1]) if len(rest) > 1 else None
+    user_only = user_space_only(event)
     if raw_value == "<not supported>":
         return event, Counter(None, unit, pct, reason="not supported (perf stat: <not supported>)")
     if raw_value == "<not counted>":
@@ -255,24 +280,53 @@ def _parse_row(fields: list[str]) -> tuple[str, Counter] | None:
     if unit == "msec":
         value, unit = value * 1e6, "ns"
     multiplexed = pct is not None and pct < 100.0
-    return event, Counter(value, unit, pct, multiplexed, None, variance)
+    return event, Counter(value, unit, pct, multiplexed, None, variance, user_only=user_only)
+
+
+_MODIFIERS = re.compile(r"[ukhGHpPSDIWeb]+")
+
+
+def user_space_only(event: str) -> bool:
+    """Whether perf printed ``event`` as counted in user space only: a ``u`` modifier, asked for or added by
+    perf itself when perf_event_paranoid forbids this user the kernel's share ('task-clock:u',
+    'cycles:ppu', 'cpu/event=0x8/u')."""
+    pmu_form = re.fullmatch(r"[\w.-]+/[^/]*/:?(?P<mods>[A-Za-z]*)", event)
+    if pmu_form:
+        mods = pmu_form["mods"]
+    else:
+        _, sep, mods = event.rpartition(":")
+        if not sep or not _MODIFIERS.fullmatch(mods):
+            return False
+    return mods.endswith("u") and "k" not in mods
+
+
+def _as_user_only(event: str) -> str:
+    """The name perf prints for ``event`` when it counts user space only: 'cycles' -> 'cycles:u',
+    'cycles:pp' -> 'cycles:ppu', 'cpu/event=0x8/' -> 'cpu/event=0x8/u'."""
+    if re.fullmatch(r"[\w.-]+/[^/]*/[A-Za-z]*", event):
+        return event + "u"
+    base, sep, mods = event.rpartition(":")
+    return event + "u" if sep and _MODIFIERS.fullmatch(mods) else event + ":u"
 
 
 def _merge(a: Counter, b: Counter) -> Counter:
     """Rows of one event from several CPUs, intervals or hybrid core types add up."""
     if b.value is None:
-        return Counter(a.value, a.unit, a.running_pct, a.multiplexed, a.reason, None, a.rows + 1)
+        return replace(a, variance_pct=None, rows=a.rows + 1)
     if a.value is None:
-        return Counter(b.value, b.unit, b.running_pct, b.multiplexed, None, None, a.rows + 1)
+        return replace(b, reason=None, variance_pct=None, rows=a.rows + 1)
     pcts = [p for p in (a.running_pct, b.running_pct) if p is not None]
     return Counter(a.value + b.value, a.unit, min(pcts) if pcts else None,
-                   a.multiplexed or b.multiplexed, None, None, a.rows + 1)
+                   a.multiplexed or b.multiplexed, None, None, a.rows + 1, a.user_only or b.user_only)
 
 
 def _plain_name(event: str) -> str:
-    """'cpu_core/cycles/' -> 'cycles' (hybrid PMU prefix); raw 'cpu/event=0x8/' stays as it is."""
-    match = re.fullmatch(r"cpu(?:_core|_atom)?/([^=/]+)/", event)
-    return match.group(1) if match else event
+    """'cpu_core/cycles/' -> 'cycles', 'cpu_core/cycles/u' -> 'cycles:u' (hybrid PMU prefix); raw
+    'cpu/event=0x8/' stays as it is."""
+    match = re.fullmatch(r"cpu(?:_core|_atom)?/([^=/]+)/([A-Za-z]*)", event)
+    if not match:
+        return event
+    return f"{match.group(1)}:{match.group(2)}" if match.group(2) else match.group(1)
 
 
 def parse_perf_csv(text: str, choices: list[EventChoice] | None = None,
@@ -296,12 +350,33 @@ def parse_perf_csv(text: str, choices: list[EventChoice] | None = None,
 
 def by_label(choices: list[EventChoice], by_event: dict[str, Counter]) -> dict[str, Counter]:
     """Re-key parsed counters by column label, keeping a reason for each label that has no value."""
-    lower = {name.lower(): c for name, c in by_event.items()}
     out: dict[str, Counter] = {}
     for choice in choices:
         if choice.event is None:
             out[choice.label] = Counter(None, reason=choice.reason)
             continue
-        counter = by_event.get(choice.event) or lower.get(choice.event.lower())
+        counter = _lookup(by_event, choice.event)
         out[choice.label] = counter or Counter(None, reason=f"{choice.event} missing from perf output")
     return out
+
+
+def _lookup(by_event: dict[str, Counter], event: str) -> Counter | None:
+    """The parsed counter of ``event`` as asked for, case aside: perf prints the name it was given, or with
+    its own ``u`` appended when it may count user space only ('task-clock' comes back as 'task-clock:u')."""
+    names = (event, _as_user_only(event))
+    for name in names:
+        if name in by_event:
+            return by_event[name]
+    lower = {name.lower(): c for name, c in by_event.items()}
+    return next((lower[n.lower()] for n in names if n.lower() in lower), None)
+
+
+def perf_columns(text: str | None, choices) -> dict:
+    """The ``perf.*`` row columns of one run from its ``perf stat`` output (None: perf wrote none), every
+    label with its value or reason, and ``perf_scope`` (user-space only or not, see ``counting_scope``)."""
+    choices = list(choices)
+    if text is None:
+        if any(c.event for c in choices):
+            return {**{f"perf.{c.label}.reason": "perf stat wrote no output" for c in choices}, "perf_scope": None}
+        text = ""  # nothing was asked of perf: every label keeps the reason it has none
+    return row_columns("perf", by_label(choices, parse_perf_csv(text)))

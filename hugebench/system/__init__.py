@@ -14,10 +14,15 @@ from hugebench.system.knobs import (
     discover_knobs,
     resolve_name,
 )
-from hugebench.system.lock import SweepLock, default_lock_path
+from hugebench.system.lock import SweepLock, default_lock_path, default_lock_paths, lock_status
 from hugebench.system.memory import condition_memory
 from hugebench.system.overview import show
-from hugebench.system.privilege import check_privileges, die_with_parent, disable_thp_for_this_process
+from hugebench.system.privilege import (
+    check_privileges,
+    die_with_parent,
+    disable_thp_for_this_process,
+    sudo_hugebench,
+)
 from hugebench.system.state import SystemState, Terminated
 
 __all__ = [
@@ -35,9 +40,12 @@ __all__ = [
     "disable_thp_for_this_process",
     "SweepLock",
     "default_lock_path",
+    "default_lock_paths",
+    "lock_status",
     "journal_path",
     "discover_knobs",
     "resolve_name",
     "restore_from_journal",
     "show",
+    "sudo_hugebench",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -26,6 +27,16 @@ def _describe(name: str, value: str) -> str:
     if name.startswith("hugetlb."):
         return f"a {name.split('.')[1]} hugetlb pool of {value} pages"
     return f"{name}={value!r}"
+
+
+def sudo_hugebench() -> str:
+    """How to name this hugebench after ``sudo``: a venv's script by its path (sudo's secure_path holds no
+    venv, so ``sudo hugebench`` would not find it), relative when under the current directory."""
+    script = Path(sys.prefix, "bin", "hugebench")
+    if sys.prefix == sys.base_prefix or not script.exists():
+        return "hugebench"
+    here = Path.cwd()
+    return str(script.relative_to(here)) if here != Path("/") and script.is_relative_to(here) else str(script)
 
 
 def _privilege_error(changes: list[tuple[Knob, str]], rerun: str) -> PrivilegeError:
