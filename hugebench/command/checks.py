@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import template
 from .metric import parse_metric
+from .program import resolve, user_path
 
 # The allocator's variables: a command's own env must not override what the cell asks for.
 RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_PROBE_DIR", "HUGEBENCH_CTL",
@@ -47,16 +48,43 @@ def check_params(params: dict) -> None:
 
 
 def prepare(params: dict, base_dir: Path) -> dict:
-    """``cwd`` relative to the experiment file becomes absolute (runs happen in a temporary directory), and
-    the measured program must be one LD_PRELOAD takes effect in (refused now, not measured wrongly)."""
+    """``cwd`` relative to the experiment file becomes absolute (runs happen in a temporary directory), the
+    program (and a server's load driver) is resolved to the file it names, once, on the user's PATH (see
+    :mod:`.program`), and the measured program must be one LD_PRELOAD takes effect in (refused now, not
+    measured wrongly)."""
     cwd = params.get("cwd") or "."
     if "{" not in cwd:
         cwd = os.path.normpath(base_dir / cwd)
         if not Path(cwd).is_dir():
             raise ValueError(f"cwd {cwd} is not a directory")
     prepared = {**params, "cwd": cwd}
+    for where in ("argv", "server.argv"):
+        _resolve_in(prepared, where)
     check_program(prepared)
     return prepared
+
+
+def _resolve_in(params: dict, where: str) -> None:
+    """Replace the program name at ``where`` (argv, server.argv) by its absolute path, when it can be known
+    now: not a {field}, and not a file that ``setup`` may build. Not found: ValueError naming the PATH."""
+    holder = params.get("server") if where == "server.argv" else params
+    argv = holder.get("argv") if isinstance(holder, dict) else None
+    if not argv:
+        return
+    program, cwd = str(argv[0]), params.get("cwd") or "."
+    if "{" in program or "{" in cwd:
+        return  # depends on a run's values: the runner resolves it when the run starts
+    path, why = resolve(program, user_path(params.get("env") or {}), cwd)
+    if path is None:
+        if params.get("setup"):
+            return  # setup may build it; the runner resolves it after setup
+        raise ValueError(f"{where}: {why}" + (f" (PATH={user_path(params.get('env') or {})})"
+                                              if "/" not in program else ""))
+    new_argv = [path, *argv[1:]]
+    if where == "server.argv":
+        params["server"] = {**holder, "argv": new_argv}
+    else:
+        params["argv"] = new_argv
 
 
 def measured_argv(params: dict) -> list:
@@ -75,7 +103,7 @@ def check_program(params: dict) -> None:
         return  # depends on an axis value or the run's directory: checked when the run starts
     if "/" in program and not os.path.isabs(program):
         program = os.path.join(cwd, program)
-    why = why_preload_cannot_take(program, os.environ.get("PATH"))
+    why = why_preload_cannot_take(program, user_path(params.get("env") or {}), cwd)
     if why and not (params.get("setup") and not os.path.exists(program)):
         where = "server.argv" if params.get("server") else "argv"
         raise ValueError(f"{where}: {why}")

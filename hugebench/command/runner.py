@@ -10,7 +10,6 @@ process of the program really used, and turns all of it into one flat row.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import sys
 import time
@@ -25,6 +24,7 @@ from hugebench.measure.phases import coverage
 
 from . import template
 from .metric import WINDOW_COLUMN, Metric, extract, parse_metric
+from .program import user_path
 from .sampler import FIELDS, CoverageSampler
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
@@ -68,6 +68,27 @@ class Command:
                    server=sub(dict(server)) if server else None, sample_interval=float(params.get("sample_interval", 1.0)),
                    window=params.get("window", "process"))
 
+    def resolved(self, env: dict) -> Command:
+        """The same command with its program (and a server's) as the absolute file it names on the user's PATH
+        (``env``'s): what runs is exactly that file, whatever PATH perf gives its child."""
+        from dataclasses import replace
+
+        from .program import resolve, user_path
+
+        def absolute(argv: list, where: str) -> list:
+            path, why = resolve(str(argv[0]), user_path(env), self.cwd)
+            if path is None:
+                raise CommandFailed(f"{where}: {why} (PATH={user_path(env)}); nothing was measured")
+            return [path, *argv[1:]]
+
+        server = {**self.server, "argv": absolute(self.server["argv"], "server.argv")} if self.server else None
+        return replace(self, argv=absolute(self.argv, "argv"), server=server)
+
+    @property
+    def program(self) -> str:
+        """The measured program's file: the server's when there is one."""
+        return (self.server["argv"] if self.server else self.argv)[0]
+
 
 def run(request, workdir: Path) -> dict:
     """The row of one command run (raises CommandFailed when there is no measurement)."""
@@ -78,6 +99,7 @@ def run(request, workdir: Path) -> dict:
     base_env = {**os.environ, **command.env}
     if command.setup:
         _run_setup(command, base_env, workdir, deadline)
+    command = command.resolved(base_env)
     measured = _Measured(request, command, workdir, base_env)
     vm_before = kernel.read_vmstat()
     if command.server:
@@ -125,7 +147,7 @@ class _Measured:
                                          probe_dir=self.probes, text_pages=request.text_pages,
                                          text_dir=workdir / "text")
         program = command.server["argv"] if command.server else command.argv
-        self.page_cache = (prepare_text(program[0], command.cwd, request.text_pages, workdir / "text")
+        self.page_cache = (prepare_text(command.program, request.text_pages, workdir / "text")
                            if request.text_pages else {})
         self.control = None
         perf_extra: list[str] = []
@@ -135,6 +157,8 @@ class _Measured:
                 perf_ctl, perf_ack, perf_extra = perf_fifos(workdir)
             self.control = ControlChannel(workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge)
             alloc_env.update(self.control.env())
+        # perf stat puts its own directories first on its child's PATH: the program gets the user's back
+        alloc_env["PATH"] = user_path(base_env)
         self.argv = launch_argv(program, alloc_env, self.status)
         if request.perf_bin:
             self.argv = perf_mod.perf_stat_argv(request.perf_bin, list(request.perf_events),
@@ -258,6 +282,9 @@ class _Measured:
         row = verify(self.request.allocator, self.request.allocator_path, probes, self.request.allocator_expect)
         end = end or _sum_exits(read_exits(self.probes)) or self.sampler.last or {}
         row[WINDOW_COLUMN] = window
+        row["program_path"] = self.command.program  # the file that ran, resolved once on the user's PATH
+        # each process image the probe saw (its /proc/self/exe): the interpreter of a script, a driver's children
+        row["program_exes"] = "; ".join(sorted({str(p["exe"]) for p in probes if p.get("exe")})) or None
         if self.control:
             row["windows"] = len(self.control.windows())
         status = ended.status
@@ -273,13 +300,13 @@ class _Measured:
         return row
 
 
-def prepare_text(program: str, cwd: str, mode: str, text_dir: Path) -> dict:
-    """Page cache of the program's binary put in the same state before every run (see hugebench.text)."""
+def prepare_text(program: str, mode: str, text_dir: Path) -> dict:
+    """Page cache of the program's binary (its resolved file) put in the same state before every run (see
+    hugebench.text)."""
     from hugebench.text import prepare_page_cache
 
     text_dir.mkdir(exist_ok=True)
-    path = program if "/" in program else (shutil.which(program) or program)
-    return prepare_page_cache(os.path.realpath(os.path.join(cwd, path)), mode)
+    return prepare_page_cache(os.path.realpath(program), mode)
 
 
 def _sum_exits(exits: dict) -> dict:

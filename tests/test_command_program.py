@@ -1,0 +1,87 @@
+"""`workload: command` runs the program the user named: resolved once on the user's PATH (not perf's), the
+file recorded in the row, refused at load when there is none; its input, output and the report's account of
+what ran (issue 26 section 7)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hugebench import load
+from hugebench import plan as plan_mod
+from hugebench.command.program import resolve
+from hugebench.errors import SpecError
+from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.spec import load_spec
+
+
+def _experiment(tmp_path, body: str, name: str = "cmd", perf: str = "off") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nworkload: command\nperf: {perf}\n" + textwrap.dedent(body))
+    return path
+
+
+def _sweep(path: Path, tmp_path):
+    spec = load_spec(path)
+    result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(out=tmp_path / "res", quiet=True,
+                                                               journal=tmp_path / "j.json"))
+    return result, load(tmp_path / "res")
+
+
+@pytest.fixture
+def fake_python3(tmp_path, monkeypatch) -> Path:
+    """A `python3` earlier on the user's PATH than /usr/bin: a script that says it ran and shows its PATH."""
+    bin_dir = tmp_path / "userbin"
+    bin_dir.mkdir()
+    script = bin_dir / "python3"
+    script.write_text('#!/bin/sh\necho "the user\'s python3 ran"\necho "PATH=$PATH"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return script
+
+
+def test_resolve_is_execvp_on_the_given_path(tmp_path, fake_python3):
+    assert resolve("python3") == (str(fake_python3), None)
+    assert resolve("python3", "/usr/bin")[0] == "/usr/bin/python3"
+    assert resolve("./userbin/python3", cwd=str(tmp_path))[0] == str(fake_python3)
+    assert resolve("python3", "userbin", cwd=str(tmp_path))[0] == str(fake_python3)  # relative entry: from cwd
+    assert resolve("no-such-program-hb", "/usr/bin") == (None, "no-such-program-hb is not found on PATH")
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_under_perf_the_users_program_runs_and_the_row_names_it(tmp_path, fake_python3):
+    """perf stat prepends /usr/lib/perf-core:/usr/bin to its child's PATH; the file found on the user's PATH
+    must run all the same, with the user's PATH, and the row must say which file that was."""
+    path = _experiment(tmp_path, "params: {argv: [python3, -c, pass]}\n", perf="auto")
+    spec = load_spec(path)
+    assert spec.params["argv"][0] == str(fake_python3)  # resolved once, at load
+    result, df = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 1}, df.get("error")
+    row = df.iloc[0]
+    assert "the user's python3 ran" in row["stdout_tail"]
+    assert row["program_path"] == str(fake_python3)
+    assert f"PATH={fake_python3.parent}{os.pathsep}" in row["stdout_tail"]  # not perf's PATH
+    assert os.path.realpath("/bin/sh") in row["program_exes"]  # the image that ran: the script's interpreter
+
+
+def test_a_program_not_on_the_users_path_is_refused_at_load(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    path = _experiment(tmp_path, "params: {argv: [no-such-program-hb]}\n")
+    with pytest.raises(SpecError, match=r"params\.argv.*no-such-program-hb is not found on PATH \(PATH=/usr/bin:/bin\)"):
+        load_spec(path)
+
+
+def test_a_templated_program_is_resolved_when_the_run_starts(tmp_path, fake_python3):
+    path = _experiment(tmp_path, """\
+        params: {argv: ["{prog}", -c, pass]}
+        axes: {prog: [python3, no-such-program-hb]}
+        """)
+    result, df = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 1, "failed": 1}
+    ok, failed = df[df["status"] == "ok"].iloc[0], df[df["status"] == "failed"].iloc[0]
+    assert ok["program_path"] == str(fake_python3)
+    assert "no-such-program-hb is not found on PATH" in failed["error"]
