@@ -667,6 +667,10 @@ WORKLOADS: dict[str, Workload] = {
             "server": Param(dict, None, help="{argv, ready: {path|port|log}}: the server is measured, argv "
                                              "is its load driver"),
             "sample_interval": Param(float, 1.0, minimum=0.05, help="seconds between coverage samples"),
+            "stdin": Param(str, None, help="a file the program reads as its standard input (default: /dev/null); "
+                                           "relative to cwd"),
+            "stdout": Param(str, None, help="a file its standard output goes to, or discard (default: a file in "
+                                            "the run's directory, of which the row keeps a short text tail)"),
             "window": Param(str, "process", choices=("process", "markers"),
                             help="process: the whole run is timed; markers: the program marks its windows"),
         },

@@ -85,3 +85,70 @@ def test_a_templated_program_is_resolved_when_the_run_starts(tmp_path, fake_pyth
     ok, failed = df[df["status"] == "ok"].iloc[0], df[df["status"] == "failed"].iloc[0]
     assert ok["program_path"] == str(fake_python3)
     assert "no-such-program-hb is not found on PATH" in failed["error"]
+
+
+# -- standard streams ------------------------------------------------------------------------------------
+
+
+def _text_safe(text: str) -> bool:
+    return all(c in "\n\t" or (" " <= c and c != "\x7f" and not "\x80" <= c <= "\x9f") for c in text)
+
+
+def test_binary_output_keeps_a_bounded_text_safe_tail(tmp_path):
+    """xz's 28 MB of binary output once ended as 4000 characters of garbage in stdout_tail."""
+    path = _experiment(tmp_path, "params: {argv: [head, -c, '1000000', /dev/urandom]}\n")
+    result, df = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 1}, df.get("error")
+    tail = df.iloc[0]["stdout_tail"]
+    assert 1000 < len(tail) <= 4000 and _text_safe(tail)
+
+
+def test_text_safe_and_read_end(tmp_path):
+    from hugebench.launch import read_end, tail, text_safe
+
+    assert text_safe(b"ok\x1b[31m\x00\tred\n\xff\xfe") == "ok[31m\tred\n\ufffd\ufffd"
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 100_000 + b"end\n")
+    assert read_end(big, 4) == b"end\n" and tail(big, 10) == "xxxxxxend\n"
+    assert read_end(tmp_path, 10) == b"" and tail(tmp_path / "missing") is None
+
+
+def test_stdin_from_a_file_and_stdout_to_a_file(tmp_path):
+    (tmp_path / "input.txt").write_text("x" * 12345)
+    path = _experiment(tmp_path, """\
+        params:
+          argv: [sh, -c, "wc -c; echo to-stderr >&2"]
+          stdin: input.txt
+          stdout: counted.txt
+          metric: {regex: '^([0-9]+)$', name: chars}
+        """)
+    spec = load_spec(path)
+    assert spec.params["stdin"] == str(tmp_path / "input.txt")  # relative to cwd, made absolute at load
+    result, df = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 1}, df.get("error")
+    assert df.iloc[0]["chars"] == 12345  # the metric reads the stdout file's end
+    assert (tmp_path / "counted.txt").read_text().strip() == "12345"
+    assert "to-stderr" in df.iloc[0]["stdout_tail"]
+
+
+def test_stdout_discard_and_the_default_stdin(tmp_path):
+    path = _experiment(tmp_path, """\
+        params:
+          argv: [sh, -c, "cat; echo to-stdout; echo to-stderr >&2"]
+          stdout: discard
+        """)
+    result, df = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 1}, df.get("error")  # cat ends at once: stdin is /dev/null by default
+    tail = df.iloc[0]["stdout_tail"]
+    assert "to-stderr" in tail and "to-stdout" not in tail
+
+
+@pytest.mark.parametrize("params,message", [
+    ("{argv: [cat], stdin: missing.txt}", r"params\.stdin'?: .*missing\.txt is not a readable file"),
+    ("{argv: [cat], stdout: nodir/out.txt}", r"params\.stdout'?: .*the directory of .*nodir/out\.txt does not exist"),
+    ("{argv: [cat], stdout: discard, metric: {json: x}}", "stdout: discard, but metric.json reads"),
+    ("{argv: [cat], stdin: 3}", r"stdin must be str"),
+])
+def test_bad_streams_are_refused_at_load(tmp_path, params, message):
+    with pytest.raises(SpecError, match=message):
+        load_spec(_experiment(tmp_path, f"params: {params}\n"))

@@ -18,6 +18,7 @@ RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_P
                 "HUGEBENCH_ACK")
 RESERVED_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_")
 SCALARS = (str, int, float)
+DISCARD = "discard"  # stdout: discard sends the program's standard output to /dev/null
 
 
 def check_params(params: dict) -> None:
@@ -36,8 +37,15 @@ def check_params(params: dict) -> None:
     server = params.get("server")
     if server is not None:
         _server(server)
-    parse_metric(params.get("metric"))
-    for name in ("argv", "setup", "env", "server", "cwd"):
+    metric = parse_metric(params.get("metric"))
+    if params.get("stdout") == DISCARD and metric.kind == "json":
+        raise ValueError("stdout: discard, but metric.json reads the JSON object the program prints on stdout: "
+                         "give stdout a file, or keep the default")
+    for name in ("stdin", "stdout"):
+        if params.get(name) is not None and (not isinstance(params[name], str) or not params[name].strip()):
+            raise ValueError(f"{name} must be a file name{' or discard' if name == 'stdout' else ''}, "
+                             f"got {params[name]!r}")
+    for name in ("argv", "setup", "env", "server", "cwd", "stdin", "stdout"):
         try:
             template.check(params.get(name), known)
         except ValueError as exc:
@@ -60,8 +68,26 @@ def prepare(params: dict, base_dir: Path) -> dict:
     prepared = {**params, "cwd": cwd}
     for where in ("argv", "server.argv"):
         _resolve_in(prepared, where)
+    _streams(prepared)
     check_program(prepared)
     return prepared
+
+
+def _streams(params: dict) -> None:
+    """``stdin`` and ``stdout`` files made absolute from ``cwd``; stdin must be a readable file (unless
+    ``setup`` may write it) and stdout's directory must exist. A {field} is checked when the run starts."""
+    cwd = params.get("cwd") or "."
+    for name in ("stdin", "stdout"):
+        value = params.get(name)
+        if value is None or value == DISCARD or "{" in value or "{" in cwd:
+            continue
+        path = os.path.normpath(os.path.join(cwd, value))
+        params[name] = path
+        if name == "stdin" and not params.get("setup") and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise ValueError(f"stdin: {path} is not a readable file")
+        if name == "stdout" and (os.path.isdir(path) or not os.path.isdir(os.path.dirname(path))):
+            raise ValueError(f"stdout: {path} is a directory" if os.path.isdir(path) else
+                             f"stdout: the directory of {path} does not exist")
 
 
 def _resolve_in(params: dict, where: str) -> None:

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from hugebench import allocators, kernel
 from hugebench.environment import launch_argv, measured_environment
-from hugebench.launch import Ended, Launched, tail
+from hugebench.launch import TAIL_BYTES, Ended, Launched, read_end, tail, text_safe
 from hugebench.measure import perf as perf_mod
 from hugebench.measure.phases import coverage
 
 from . import template
+from .checks import DISCARD
 from .metric import WINDOW_COLUMN, Metric, extract, parse_metric
 from .program import user_path
 from .sampler import FIELDS, CoverageSampler
@@ -30,6 +31,7 @@ from .sampler import FIELDS, CoverageSampler
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
+OUTPUT_BYTES = 1 << 20  # of a program's output, the end the runner reads back (metric, tail)
 
 
 class CommandFailed(RuntimeError):
@@ -38,7 +40,13 @@ class CommandFailed(RuntimeError):
 
     def __init__(self, message: str, status: str = "failed", output: str | None = None):
         super().__init__(message)
-        self.status, self.output = status, output
+        self.status, self.output = status, output_tail(output)
+
+
+def output_tail(output: str | None) -> str | None:
+    """What a row keeps of a program's output: its last TAIL_BYTES characters, text-safe (no control bytes
+    but newline and tab), None when there was none."""
+    return text_safe(output[-TAIL_BYTES:].encode(errors="replace")) or None if output else None
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,8 @@ class Command:
     server: dict | None
     sample_interval: float
     window: str  # process | markers
+    stdin: str | None = None  # a file, else /dev/null
+    stdout: str | None = None  # a file, "discard", or None: program.out in the run's directory
 
     @classmethod
     def from_params(cls, params: dict, tmp: Path) -> Command:
@@ -66,7 +76,8 @@ class Command:
         return cls(argv=sub(list(params["argv"])), cwd=params.get("cwd") or ".", env=sub(dict(params.get("env") or {})),
                    metric=parse_metric(params.get("metric")), setup=sub(params["setup"]) if params.get("setup") else None,
                    server=sub(dict(server)) if server else None, sample_interval=float(params.get("sample_interval", 1.0)),
-                   window=params.get("window", "process"))
+                   window=params.get("window", "process"), stdin=sub(params.get("stdin")),
+                   stdout=sub(params.get("stdout")))
 
     def resolved(self, env: dict) -> Command:
         """The same command with its program (and a server's) as the absolute file it names on the user's PATH
@@ -112,8 +123,8 @@ def run(request, workdir: Path) -> dict:
     row[command.metric.column] = value
     if why:
         row[f"{command.metric.column}.reason"] = why
-        raise CommandFailed(why, output=output[-4000:])
-    row["stdout_tail"] = output[-4000:] or None
+        raise CommandFailed(why, output=output)
+    row["stdout_tail"] = output_tail(output)
     return row
 
 
@@ -174,10 +185,10 @@ class _Measured:
     # -- a program that runs to its end ----------------------------------------------------------------
 
     def run_program(self, deadline: float) -> tuple[dict, str]:
-        out = self.workdir / "program.out"
-        launched = self._launch(out)
+        streams = _Streams(self.command, self.workdir, "program")
+        launched = self._launch(streams)
         ended = self._watch(launched, deadline)
-        output = _read(out)
+        output = streams.output()
         self._check_end(ended, "the program", output)
         if self.control and not self.control.windows():
             raise CommandFailed("window: markers, but the program marked no window (it never wrote 'enable' to "
@@ -188,12 +199,13 @@ class _Measured:
     # -- a server under a load driver ------------------------------------------------------------------
 
     def serve(self, deadline: float) -> tuple[dict, str]:
-        server_out, driver_out = self.workdir / "server.out", self.workdir / "driver.out"
-        launched = self._launch(server_out)
+        server_out = self.workdir / "server.out"
+        driver_streams = _Streams(self.command, self.workdir, "driver")
+        launched = self._launch(_Streams(None, self.workdir, "server"))
         try:
             self._wait_ready(launched, server_out, deadline)
-            driver = Launched(self.command.argv, self.env, self.command.cwd, stdout=driver_out,
-                              status_path=self.workdir / "driver.status")
+            driver = Launched(self.command.argv, self.env, self.command.cwd,
+                              status_path=self.workdir / "driver.status", **driver_streams.files())
             driven = self._sample_while(driver, deadline)
             self.window_end = self.sampler.sample()  # the server's state at the end of the timed window
         except BaseException:
@@ -204,7 +216,7 @@ class _Measured:
             if self.control:
                 self.control.stop()
         ended = launched.stop(self._pid(), STOP_GRACE_S)
-        output = _read(driver_out)
+        output = driver_streams.output()
         if driven.timed_out or driven.code != 0:
             status = "timeout" if driven.timed_out else "failed"
             raise CommandFailed(f"the load driver {self.command.argv[0]!r} "
@@ -235,10 +247,10 @@ class _Measured:
 
     # -- shared --------------------------------------------------------------------------------------
 
-    def _launch(self, out: Path) -> Launched:
+    def _launch(self, streams: _Streams) -> Launched:
         if self.control:
             self.control.start()
-        return Launched(self.argv, self.env, self.command.cwd, stdout=out, status_path=self.status)
+        return Launched(self.argv, self.env, self.command.cwd, status_path=self.status, **streams.files())
 
     def _watch(self, launched: Launched, deadline: float) -> Ended:
         try:
@@ -322,10 +334,32 @@ def _read_pid(status: Path) -> int | None:
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
+    """The end of a program's output file (at most OUTPUT_BYTES: the metric's regex or JSON is looked for
+    there), as text; "" when there is none."""
+    return read_end(path, OUTPUT_BYTES).decode(errors="replace")
+
+
+class _Streams:
+    """Where a program's standard streams go (``stdin:``/``stdout:`` of the command, else /dev/null and
+    ``<name>.out`` in the run's directory with stderr) and what of its output the runner reads back."""
+
+    def __init__(self, command: Command | None, workdir: Path, name: str):
+        cwd = command.cwd if command else "."
+        stdin, stdout = (command.stdin, command.stdout) if command else (None, None)
+        self.log = workdir / f"{name}.out"
+        self.stdin = os.path.join(cwd, stdin) if stdin else None
+        self.stdout = (os.devnull if stdout == DISCARD else os.path.join(cwd, stdout)) if stdout else None
+
+    def files(self) -> dict:
+        """Launched's keyword arguments: stdout (and stderr into the log when stdout goes elsewhere), stdin."""
+        if self.stdout is None:
+            return {"stdout": self.log, "stdin": self.stdin}
+        return {"stdout": self.stdout, "stderr": self.log, "stdin": self.stdin}
+
+    def output(self) -> str:
+        """What the metric reads: the end of stdout's file (unless discarded), then the end of stderr's."""
+        own = _read(Path(self.stdout)) if self.stdout and self.stdout != os.devnull else ""
+        return own + ("\n" if own and not own.endswith("\n") else "") + _read(self.log)
 
 
 def _is_ready(ready: dict, server_out: Path) -> bool:
