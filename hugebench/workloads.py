@@ -168,12 +168,20 @@ def _command_prepare(params: dict, base_dir) -> dict:
     return prepare(params, base_dir)
 
 
+def _command_metrics(params: dict) -> tuple:
+    from .command.checks import coverage_metrics
+
+    return COMMAND_METRICS[:3] + coverage_metrics(params) + COMMAND_METRICS[3:]
+
+
 def _command_primary(params: dict) -> tuple:
     from .command.checks import primary
 
     return primary(params)
 
 
+COMMAND_METRICS = (("window_s", "Window s", ".3f"), ("utime_s", "User s", ".2f"), ("stime_s", "Sys s", ".2f"),
+                   ("peak_rss_bytes", "Peak RSS", "bytes"), ("minflt", "Minor faults", "si"))
 STARTUP_S = 0.6  # a worker's interpreter, imports and /proc reads
 
 
@@ -677,9 +685,8 @@ WORKLOADS: dict[str, Workload] = {
         timed_phase="window",
         primary_metric="window_s",
         doc="Your own program (or a server under a load driver) as the measured process.",
-        metrics=(("window_s", "Window s", ".3f"), ("utime_s", "User s", ".2f"), ("stime_s", "Sys s", ".2f"),
-                 ("hp_coverage", "HP coverage", ".0%"), ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"),
-                 ("peak_rss_bytes", "Peak RSS", "bytes"), ("minflt", "Minor faults", "si")),
+        metrics=COMMAND_METRICS,  # and the coverage columns that fit the file's window (metrics_for)
+        metrics_for=_command_metrics,
         open_params=True,
         check_params=_command_check,
         prepare_params=_command_prepare,

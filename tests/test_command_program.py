@@ -152,3 +152,82 @@ def test_stdout_discard_and_the_default_stdin(tmp_path):
 def test_bad_streams_are_refused_at_load(tmp_path, params, message):
     with pytest.raises(SpecError, match=message):
         load_spec(_experiment(tmp_path, f"params: {params}\n"))
+
+
+# -- huge-page coverage: which one, one formula -----------------------------------------------------------
+
+
+def test_time_weighted_coverage_is_one_formula_for_fleet_and_the_sampler():
+    """Issue 27: fleet averaged per-sample ratios, the command sampler divided time-weighted sums. One
+    function now; on a stream where the two definitions differ, both give the ratio of the sums."""
+    from hugebench.command.sampler import CoverageSampler
+    from hugebench.fleet import fleet_metrics
+    from hugebench.measure.phases import time_weighted_coverage
+
+    times, rss, huge = [0.0, 1.0, 2.0, 3.0], [100, 1000, 1000, 50], [100, 0, 500, 0]
+    expected = (100 * 1 + 0 * 1 + 500 * 1) / (100 * 1 + 1000 * 1 + 1000 * 1)  # the last sample weighs nothing
+    assert time_weighted_coverage(times, rss, huge) == pytest.approx(expected)
+    assert expected != pytest.approx((1.0 + 0.0 + 0.5) / 3)  # the mean of ratios would say 50%
+    from hugebench.command.sampler import FIELDS
+
+    fake = CoverageSampler(pid=1, samples=[(t, {**dict.fromkeys(FIELDS, 0), "Rss": r, "AnonHugePages": h})
+                                           for t, r, h in zip(times, rss, huge)])
+    assert fake.summary()["hp_coverage_tw"] == pytest.approx(expected)
+    row = {"series_t_s": times, "series_rss_bytes": rss, "series_anon_huge_bytes": huge}
+    assert fleet_metrics(row)["hp_coverage_tw"] == pytest.approx(expected)
+    assert time_weighted_coverage([0.0], [0], [0]) is None and time_weighted_coverage([], [], []) is None
+
+
+def test_a_program_timed_to_its_end_is_judged_by_its_time_weighted_coverage():
+    """`sort` frees its memory before it exits: 0% at exit, 99% over its run. The row's hp_coverage (what the
+    THP warning and the report's column use) is the time-weighted one, labelled; at exit is kept beside it."""
+    import pandas as pd
+
+    from hugebench.command.checks import coverage_metrics
+    from hugebench.command.runner import _coverage_columns
+    from hugebench.report.results import Experiment
+    from hugebench.report.sections import coverage_flags
+
+    row = _coverage_columns(at_end=0.0, time_weighted=0.99, run_to_end=True, interval=1.0)
+    assert row == {"hp_coverage": 0.99, "hp_coverage_basis": "time-weighted", "hp_coverage_exit": 0.0}
+    assert _coverage_columns(0.4, 0.9, run_to_end=False, interval=1.0)["hp_coverage"] == 0.4  # window end
+    assert "hp_coverage.reason" in _coverage_columns(0.0, None, run_to_end=True, interval=1.0)
+    labels = dict((c, label) for c, label, _ in coverage_metrics({"window": "process"}))
+    assert labels == {"hp_coverage": "HP cov. (time-wtd)", "sampled.peak.coverage": "HP cov. (peak)",
+                      "hp_coverage_exit": "HP cov. (at exit)"}
+    assert dict((c, lb) for c, lb, _ in coverage_metrics({"window": "markers"}))["hp_coverage"] == "HP cov. (window end)"
+
+    def rows(tw: float) -> pd.DataFrame:
+        one = {"status": "ok", "allocator": "glibc", "thp": "always",
+               **_coverage_columns(at_end=0.0, time_weighted=tw, run_to_end=True, interval=1.0)}
+        return pd.DataFrame([one, {**one, "allocator": "jemalloc"}])
+
+    assert coverage_flags(Experiment("sort", rows(0.99), {}), ["allocator", "thp"]) == []  # not 0% at exit
+    flags = coverage_flags(Experiment("sort", rows(0.5), {}), ["allocator", "thp"])
+    assert len(flags) == 1 and "huge-page coverage (time-weighted) under THP always below 90%" in flags[0].text
+
+
+FREES_BEFORE_EXIT = """
+import mmap, time
+size = 64 << 20
+buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+buf.madvise(mmap.MADV_HUGEPAGE)
+for off in range(0, size, 4096):
+    buf[off] = 1
+time.sleep(0.8)
+buf.close()  # munmap: nothing of it is left at exit
+"""
+
+
+def test_a_real_program_that_frees_before_exit(tmp_path):
+    from hugebench import kernel
+
+    if kernel.thp_modes()["enabled"] not in ("always", "madvise"):
+        pytest.skip("THP is 'never' here: the program cannot get huge pages")
+    (tmp_path / "frees.py").write_text(FREES_BEFORE_EXIT)
+    path = _experiment(tmp_path, 'params: {argv: ["{python}", frees.py], sample_interval: 0.1}\n')
+    result, df = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 1}, df.get("error")
+    row = df.iloc[0]
+    assert row["hp_coverage_basis"] == "time-weighted" and row["hp_coverage"] == row["hp_coverage_tw"]
+    assert row["hp_coverage"] > 0.3 and row["hp_coverage_exit"] < 0.1  # high over its run, ~0 at exit

@@ -135,6 +135,16 @@ def check_program(params: dict) -> None:
         raise ValueError(f"{where}: {why}")
 
 
+def coverage_metrics(params: dict) -> tuple:
+    """The report's huge-page coverage columns, each labelled by when it was measured: a program timed to its
+    end is judged by its time-weighted coverage (``hp_coverage``, see runner._coverage_columns), a marked
+    window or a server by the coverage at the window's end."""
+    peak = ("sampled.peak.coverage", "HP cov. (peak)", ".0%")
+    if params.get("window", "process") == "process" and not params.get("server"):
+        return (("hp_coverage", "HP cov. (time-wtd)", ".0%"), peak, ("hp_coverage_exit", "HP cov. (at exit)", ".0%"))
+    return (("hp_coverage", "HP cov. (window end)", ".0%"), ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"), peak)
+
+
 def primary(params: dict) -> tuple[str, str, str, str]:
     """(column, label, format, better) of the metric a command run is scored by."""
     metric = parse_metric(params.get("metric"))

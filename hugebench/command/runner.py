@@ -306,10 +306,26 @@ class _Measured:
                     "process_wall_s": status.get("wall_s", ended.wall_s)})
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
-        row["hp_coverage"] = coverage(end) if end else None
         row.update(self.sampler.summary())
+        row.update(_coverage_columns(coverage(end) if end else None, row.get("hp_coverage_tw"),
+                                     run_to_end=not (self.control or self.command.server),
+                                     interval=self.command.sample_interval))
         row.update(self.page_cache)
         return row
+
+
+def _coverage_columns(at_end: float | None, time_weighted: float | None, run_to_end: bool, interval: float) -> dict:
+    """``hp_coverage`` is the coverage that describes the measured phase, and ``hp_coverage_basis`` says which
+    one it is: for a program timed to its end, time-weighted over its run (at exit it has often freed most of
+    its memory: ``sort`` is at 0% then, 99% over its run), kept as ``hp_coverage_exit`` beside it; for a
+    marked window or a server, at the end of the timed window."""
+    if not run_to_end:
+        return {"hp_coverage": at_end, "hp_coverage_basis": "window end"}
+    out = {"hp_coverage": time_weighted, "hp_coverage_basis": "time-weighted", "hp_coverage_exit": at_end}
+    if time_weighted is None:
+        out["hp_coverage.reason"] = (f"no coverage sample was read while the program ran (sample_interval "
+                                     f"{interval} s): sample more often for a short program")
+    return out
 
 
 def prepare_text(program: str, mode: str, text_dir: Path) -> dict:

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from hugebench import kernel
+from hugebench.measure.phases import time_weighted_coverage
 
 FIELDS = ("Rss", "AnonHugePages", "FilePmdMapped", "ShmemPmdMapped", "Private_Hugetlb", "Shared_Hugetlb")
 
@@ -46,19 +47,16 @@ class CoverageSampler:
         return total
 
     def summary(self, prefix: str = "sampled.") -> dict:
-        """Peak and time-weighted coverage over the samples (each weighted by the time until the next)."""
+        """Peak and time-weighted coverage over the samples (:func:`~hugebench.measure.phases.time_weighted_coverage`,
+        each sample weighted by the time until the next)."""
         out = {"sampler.samples": len(self.samples), "sampler.read_s": self.read_s}
         if not self.samples:
             return out
         for key in FIELDS:
             out[f"{prefix}peak.{key}"] = max(s[key] for _, s in self.samples)
-        times = [t for t, _ in self.samples]
-        weights = [b - a for a, b in zip(times, times[1:])] + [0.0]
-        if sum(weights) == 0:
-            weights = [1.0] * len(self.samples)
-        rss = sum(w * s["Rss"] for w, (_, s) in zip(weights, self.samples))
-        huge = sum(w * s["AnonHugePages"] for w, (_, s) in zip(weights, self.samples))
-        out["hp_coverage_tw"] = huge / rss if rss else None
+        out["hp_coverage_tw"] = time_weighted_coverage([t for t, _ in self.samples],
+                                                       [s["Rss"] for _, s in self.samples],
+                                                       [s["AnonHugePages"] for _, s in self.samples])
         out[f"{prefix}peak.coverage"] = max((s["AnonHugePages"] / s["Rss"] for _, s in self.samples if s["Rss"]),
                                             default=None)
         return out

@@ -249,7 +249,9 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
 
 
 def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
-    """Cells run with THP `always` whose median huge-page coverage stayed below :data:`COVERAGE_EXPECTED`."""
+    """Cells run with THP `always` whose median huge-page coverage stayed below :data:`COVERAGE_EXPECTED`:
+    ``hp_coverage``, the coverage of the measured phase (``hp_coverage_basis`` says which, when a row has it:
+    a command timed to its end is judged time-weighted, not at exit)."""
     rows = ok_rows(experiment.rows)
     mode = next((c for c in ("knob.thp.enabled", "thp.enabled", "thp") if c in rows.columns), None)
     keys = [a for a in axes if a in rows.columns]
@@ -266,8 +268,10 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
     if not short:
         return []
     short = [text for _, text in sorted(short, key=lambda item: item[0])]  # the largest shortfall first
-    return [Flag(f"huge-page coverage under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory stayed on "
-                 f"4 KiB pages) in {len(short)} cell(s): " + listing(short))]
+    bases = always["hp_coverage_basis"].dropna().unique() if "hp_coverage_basis" in always.columns else []
+    basis = f" ({', '.join(map(str, bases))})" if len(bases) else ""  # which coverage: time-weighted, window end
+    return [Flag(f"huge-page coverage{basis} under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory "
+                 f"stayed on 4 KiB pages) in {len(short)} cell(s): " + listing(short))]
 
 
 def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
