@@ -231,3 +231,29 @@ def test_a_real_program_that_frees_before_exit(tmp_path):
     row = df.iloc[0]
     assert row["hp_coverage_basis"] == "time-weighted" and row["hp_coverage"] == row["hp_coverage_tw"]
     assert row["hp_coverage"] > 0.3 and row["hp_coverage_exit"] < 0.1  # high over its run, ~0 at exit
+
+
+def test_the_report_names_the_command_that_was_measured(tmp_path):
+    from click.testing import CliRunner
+
+    from hugebench.cli import main
+
+    path = _experiment(tmp_path, """\
+        params:
+          argv: [sh, -c, "echo {greeting} {who}"]
+          greeting: hello
+          stdout: discard
+        axes: {who: [world, moon]}
+        """)
+    result, _ = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 2}
+    sh = shutil.which("sh")
+    text = CliRunner().invoke(main, ["report", str(tmp_path / "res"), "--format", "markdown"]).output
+    assert f"command: {sh} -c 'echo {{greeting}} {{who}}'; ran {sh}" in text  # every format names it
+    page = tmp_path / "report.html"
+    assert CliRunner().invoke(main, ["report", str(tmp_path / "res"), "--html", str(page)]).exit_code == 0
+    html = page.read_text()
+    section = html[html.index("<h3>Command measured"):]
+    assert f"{sh} -c &#39;echo {{greeting}} {{who}}&#39;" in section  # argv as resolved at load, fields as written
+    for fact in ("greeting=hello", "who: world, moon", "discard", "process images"):
+        assert fact in section

@@ -114,6 +114,9 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
     table.attrs["better"] = experiment.context.get("primary_better", "lower") if not options.primary else None
     table.attrs["overhead"] = overhead_lines(experiment.rows, results.contexts) + adaptive_lines(experiment)
     headers, rows, notes = table_text(table)
+    from .provenance import command_lines  # a command's text reports name what was measured, too
+
+    notes = notes + command_lines(experiment)
     section = Section(table.attrs["title"], display_frame(headers, rows), notes, data=table,
                       experiment=experiment.name, summary=summary_lines(table, experiment), kind="main")
     section.warnings = table_flags(table) + coverage_flags(experiment, axes)
