@@ -257,3 +257,53 @@ def test_the_report_names_the_command_that_was_measured(tmp_path):
     assert f"{sh} -c &#39;echo {{greeting}} {{who}}&#39;" in section  # argv as resolved at load, fields as written
     for fact in ("greeting=hello", "who: world, moon", "discard", "process images"):
         assert fact in section
+
+
+# -- a program that links its own allocator ---------------------------------------------------------------
+
+LIBC, JE = "/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
+def test_a_linked_allocator_is_named_and_its_knobs_are_not_the_cells():
+    from hugebench.command.probe import verify
+
+    probe = {"pid": 1, "exe": "/usr/bin/redis-server", "malloc": LIBC, "free": LIBC,
+             "knobs": {"jemalloc.opt.thp": "default"}, "api": {"mallctl": JE, "nallocx": JE}}
+    row = verify("glibc", None, [probe], {})
+    assert "allocator.jemalloc.opt.thp" not in row  # jemalloc's knob, answered by the linked library
+    assert row["allocator_linked"] == JE
+    assert "proved: malloc and free resolve to glibc's libc.so.6" in row["allocator_note"]
+    assert "stays mapped and its mallctl/nallocx still answer" in row["allocator_note"]
+    served = {**probe, "malloc": JE, "free": JE}
+    row = verify("jemalloc", JE, [served], {})
+    assert row["allocator.jemalloc.opt.thp"] == "default" and "allocator_linked" not in row
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")
+def test_redis_server_links_jemalloc_and_the_glibc_row_says_so(tmp_path):
+    from click.testing import CliRunner
+
+    from hugebench.cli import main
+
+    path = _experiment(tmp_path, """\
+        params: {argv: [redis-server, --version]}
+        axes: {allocator: [glibc, jemalloc]}
+        """)
+    result, df = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 2}, df.get("error")
+    by = df.set_index("allocator")
+    assert "libc.so" in by.loc["glibc", "allocator_malloc_from"]
+    assert "libjemalloc" in by.loc["glibc", "allocator_linked"]
+    assert "stays mapped" in by.loc["glibc", "allocator_note"]
+    assert by.loc["glibc"].get("allocator.jemalloc.opt.thp") is None or \
+        pd_isna(by.loc["glibc"].get("allocator.jemalloc.opt.thp"))
+    assert pd_isna(by.loc["jemalloc", "allocator_linked"])  # its own jemalloc serves malloc: nothing beside it
+    text = CliRunner().invoke(main, ["report", str(tmp_path / "res"), "--format", "markdown"]).output
+    assert "glibc: the preload proved that malloc and free resolve to this allocator" in text
+    assert "libjemalloc" in text and "stays mapped" in text
+
+
+def pd_isna(value) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))

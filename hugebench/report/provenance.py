@@ -111,7 +111,8 @@ def command_lines(experiment) -> list[str]:
     facts = _command_facts(spec, experiment.rows)
     shown = [f"{label} {facts[key]}" for key, label in (("server", "server:"), ("argv", "command:" if "server"
              not in facts else "load driver:"), ("ran", "ran")) if key in facts]
-    return ["; ".join(shown) + " (all its parameters: the HTML report's 'Command measured')"] if shown else []
+    lines = ["; ".join(shown) + " (all its parameters: the HTML report's 'Command measured')"] if shown else []
+    return lines + linked_notes(ok_rows(experiment.rows))
 
 
 def _command_facts(spec: Mapping, rows: pd.DataFrame) -> dict[str, str]:
@@ -167,7 +168,7 @@ def _allocators(results: Results) -> Section | None:
     resolved: dict[str, dict] = {}
     for context in results.contexts.values():
         resolved.update(context.get("allocators") or {})
-    proofs = [c for c in rows.columns if c in ("allocator_mapped", "allocator_malloc_from") or
+    proofs = [c for c in rows.columns if c in ("allocator_mapped", "allocator_malloc_from", "allocator_linked") or
               c.startswith("allocator.")]
     body = []
     for name in rows["allocator"].dropna().unique():
@@ -178,9 +179,21 @@ def _allocators(results: Results) -> Section | None:
         body.append([str(name), info.get("path") or "(libc)", info.get("version") or DASH, env or DASH,
                      seen or "nothing recorded"])
     notes = ["found in the runs: what each worker saw mapped, where its malloc resolved, and the allocator's own "
-             "view of its knobs (distinct values over the successful runs)."]
+             "view of its knobs (distinct values over the successful runs)."] + linked_notes(rows)
     return Section("Allocators", display_frame(["allocator", "library", "version", "environment",
                                                 "found in the runs"], body), notes, kind="context")
+
+
+def linked_notes(rows: pd.DataFrame) -> list[str]:
+    """Per allocator whose runs found another malloc library linked into the program (Debian's redis-server
+    links jemalloc): what the preload proved, and what it did not."""
+    if "allocator_linked" not in rows.columns or "allocator" not in rows.columns:
+        return []
+    linked = rows[rows["allocator_linked"].notna()]
+    return [f"{name}: the preload proved that malloc and free resolve to this allocator in every process; it did "
+            f"not remove what the program links: {_values(group['allocator_linked'])} stays mapped and its own API "
+            "(mallctl/nallocx, mi_version, tc_malloc) still answers, so its knobs are not this cell's (not shown)."
+            for name, group in linked.groupby("allocator", sort=False)]
 
 
 def _knobs(results: Results) -> Section | None:
