@@ -307,3 +307,19 @@ def pd_isna(value) -> bool:
     import pandas as pd
 
     return bool(pd.isna(value))
+
+
+def test_the_sampler_records_the_executable_of_every_process_it_reads():
+    import subprocess
+    import sys
+
+    from hugebench.command.sampler import CoverageSampler
+
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        sampler = CoverageSampler(pid=os.getpid())
+        assert sampler.sample() is not None
+    finally:
+        child.kill()
+        child.wait()
+    assert os.path.realpath(sys.executable) in sampler.exes and os.path.realpath(shutil.which("sleep")) in sampler.exes

@@ -296,7 +296,9 @@ class _Measured:
         row[WINDOW_COLUMN] = window
         row["program_path"] = self.command.program  # the file that ran, resolved once on the user's PATH
         # each process image the probe saw (its /proc/self/exe): the interpreter of a script, a driver's children
-        row["program_exes"] = "; ".join(sorted({str(p["exe"]) for p in probes if p.get("exe")})) or None
+        # and every one the sampler saw in the tree (a static child the probe cannot enter, too)
+        exes = {str(p["exe"]) for p in probes if p.get("exe")} | self.sampler.exes
+        row["program_exes"] = "; ".join(sorted(exes)) or None
         if self.control:
             row["windows"] = len(self.control.windows())
         status = ended.status

@@ -7,6 +7,7 @@ reports it (``sampler.read_s``, ``sampler.samples``); the README shows what it c
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ class CoverageSampler:
     pid: int | None = None
     samples: list[tuple[float, dict]] = field(default_factory=list)
     read_s: float = 0.0
+    exes: set = field(default_factory=set)  # the executable of every process a sample saw (/proc/PID/exe)
 
     def sample(self) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
@@ -38,6 +40,10 @@ class CoverageSampler:
             except OSError:
                 continue  # ended between the listing and the read, or a kernel thread
             found = True
+            try:
+                self.exes.add(os.readlink(f"{self.proc_root}/{pid}/exe"))
+            except OSError:
+                pass  # gone, or not ours to read
             for key in FIELDS:
                 total[key] += smaps.get(key, 0)
         self.read_s += time.perf_counter() - started
