@@ -18,20 +18,19 @@ from pathlib import Path
 
 from hugebench import allocators, kernel
 from hugebench.environment import launch_argv, measured_environment
-from hugebench.launch import TAIL_BYTES, Ended, Launched, read_end, tail, text_safe
+from hugebench.launch import Ended, Launched, tail
 from hugebench.measure import perf as perf_mod
 from hugebench.measure.phases import coverage
 
 from . import template
-from .checks import DISCARD
 from .metric import WINDOW_COLUMN, Metric, extract, parse_metric
 from .program import user_path
 from .sampler import FIELDS, CoverageSampler
+from .streams import Streams, output_tail, read_output
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
-OUTPUT_BYTES = 1 << 20  # of a program's output, the end the runner reads back (metric, tail)
 
 
 class CommandFailed(RuntimeError):
@@ -41,12 +40,6 @@ class CommandFailed(RuntimeError):
     def __init__(self, message: str, status: str = "failed", output: str | None = None):
         super().__init__(message)
         self.status, self.output = status, output_tail(output)
-
-
-def output_tail(output: str | None) -> str | None:
-    """What a row keeps of a program's output: its last TAIL_BYTES characters, text-safe (no control bytes
-    but newline and tab), None when there was none."""
-    return text_safe(output[-TAIL_BYTES:].encode(errors="replace")) or None if output else None
 
 
 @dataclass(frozen=True)
@@ -185,7 +178,7 @@ class _Measured:
     # -- a program that runs to its end ----------------------------------------------------------------
 
     def run_program(self, deadline: float) -> tuple[dict, str]:
-        streams = _Streams(self.command, self.workdir, "program")
+        streams = Streams(self.command, self.workdir, "program")
         launched = self._launch(streams)
         ended = self._watch(launched, deadline)
         output = streams.output()
@@ -200,8 +193,8 @@ class _Measured:
 
     def serve(self, deadline: float) -> tuple[dict, str]:
         server_out = self.workdir / "server.out"
-        driver_streams = _Streams(self.command, self.workdir, "driver")
-        launched = self._launch(_Streams(None, self.workdir, "server"))
+        driver_streams = Streams(self.command, self.workdir, "driver")
+        launched = self._launch(Streams(None, self.workdir, "server"))
         try:
             self._wait_ready(launched, server_out, deadline)
             driver = Launched(self.command.argv, self.env, self.command.cwd,
@@ -223,7 +216,7 @@ class _Measured:
                                 f"{'ran past the timeout' if driven.timed_out else _how(driven)}", status, output)
         if ended.code not in (0, 128 + 15, -15) and not ended.timed_out:
             raise CommandFailed(f"the server {_how(ended)} before it was stopped", "crashed" if ended.code < 0
-                                else "failed", _read(server_out))
+                                else "failed", read_output(server_out))
         self._check_leftovers(ended)
         window = self.control.window_seconds() if self.control else driven.status.get("wall_s", driven.wall_s)
         row = self._row(ended, window, end=self.window_end)
@@ -236,18 +229,18 @@ class _Measured:
         while not _is_ready(ready, server_out):
             if launched.proc.poll() is not None:
                 ended = launched.wait(1)
-                raise CommandFailed(f"the server {_how(ended)} before it was ready", output=_read(server_out))
+                raise CommandFailed(f"the server {_how(ended)} before it was ready", output=read_output(server_out))
             if time.monotonic() > limit:
                 launched.kill()
                 raise CommandFailed(f"the server was not ready ({ready}) within "
                                     f"{self.command.server.get('ready_timeout', READY_TIMEOUT_S)} s",
-                                    "timeout", _read(server_out))
+                                    "timeout", read_output(server_out))
             self._tick()
             time.sleep(POLL_S)
 
     # -- shared --------------------------------------------------------------------------------------
 
-    def _launch(self, streams: _Streams) -> Launched:
+    def _launch(self, streams: Streams) -> Launched:
         if self.control:
             self.control.start()
         return Launched(self.argv, self.env, self.command.cwd, status_path=self.status, **streams.files())
@@ -347,37 +340,8 @@ def _sum_exits(exits: dict) -> dict:
 
 def _read_pid(status: Path) -> int | None:
     """The measured process's pid, which hb-exec writes beside its status file once it has forked."""
-    text = _read(Path(f"{status}.pid")).strip()
+    text = read_output(Path(f"{status}.pid")).strip()
     return int(text) if text.isdigit() else None
-
-
-def _read(path: Path) -> str:
-    """The end of a program's output file (at most OUTPUT_BYTES: the metric's regex or JSON is looked for
-    there), as text; "" when there is none."""
-    return read_end(path, OUTPUT_BYTES).decode(errors="replace")
-
-
-class _Streams:
-    """Where a program's standard streams go (``stdin:``/``stdout:`` of the command, else /dev/null and
-    ``<name>.out`` in the run's directory with stderr) and what of its output the runner reads back."""
-
-    def __init__(self, command: Command | None, workdir: Path, name: str):
-        cwd = command.cwd if command else "."
-        stdin, stdout = (command.stdin, command.stdout) if command else (None, None)
-        self.log = workdir / f"{name}.out"
-        self.stdin = os.path.join(cwd, stdin) if stdin else None
-        self.stdout = (os.devnull if stdout == DISCARD else os.path.join(cwd, stdout)) if stdout else None
-
-    def files(self) -> dict:
-        """Launched's keyword arguments: stdout (and stderr into the log when stdout goes elsewhere), stdin."""
-        if self.stdout is None:
-            return {"stdout": self.log, "stdin": self.stdin}
-        return {"stdout": self.stdout, "stderr": self.log, "stdin": self.stdin}
-
-    def output(self) -> str:
-        """What the metric reads: the end of stdout's file (unless discarded), then the end of stderr's."""
-        own = _read(Path(self.stdout)) if self.stdout and self.stdout != os.devnull else ""
-        return own + ("\n" if own and not own.endswith("\n") else "") + _read(self.log)
 
 
 def _is_ready(ready: dict, server_out: Path) -> bool:
@@ -391,5 +355,5 @@ def _is_ready(ready: dict, server_out: Path) -> bool:
     if "log" in ready:
         import re
 
-        return re.search(ready["log"], _read(server_out), re.MULTILINE) is not None
+        return re.search(ready["log"], read_output(server_out), re.MULTILINE) is not None
     return True

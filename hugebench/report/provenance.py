@@ -132,7 +132,8 @@ def _command_facts(spec: Mapping, rows: pd.DataFrame) -> dict[str, str]:
         facts["parameters"] = ", ".join(f"{k}={v}" for k, v in own.items())
     axes = spec.get("axes") or {}
     if isinstance(axes, Mapping) and axes:
-        facts["axes"] = "; ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in axes.items())
+        facts["axes"] = "; ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                                  for k, v in axes.items())
     for column, label in (("program_path", "ran"), ("program_exes", "process images")):
         if column in rows.columns and rows[column].notna().any():
             facts[label] = _values(rows[column])
