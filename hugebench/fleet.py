@@ -7,10 +7,17 @@ the shrink, huge-page coverage over time. Pure functions of a row, so tests chec
 * ``rss_returned_bytes`` = RSS at the end of ``peak`` − RSS at the end of ``churn`` (the allocator had the
   whole churn phase to give memory back); ``rss_returned_now_bytes`` the same at the end of ``shrink``;
   ``rss_returned_share`` divides by the live bytes the shrink freed.
-* ``series_coverage`` = AnonHugePages ÷ Rss per sample; ``hp_coverage_tw`` weights each by the time to the next.
+* ``series_coverage`` = AnonHugePages ÷ Rss per sample; ``hp_coverage_tw`` is
+  :func:`hugebench.measure.phases.time_weighted_coverage` of the series (the one definition the command
+  sampler uses too: time-weighted AnonHugePages ÷ time-weighted Rss).
 """
 
 from __future__ import annotations
+
+from hugebench.measure.phases import time_weighted, time_weighted_coverage
+
+__all__ = ["fleet_metrics", "fragmentation", "time_weighted"]
+
 
 def _ratio(a, b):
     return a / b if a is not None and b else None
@@ -22,17 +29,6 @@ def fragmentation(peak_rss: int | None, rss_before: int | None, peak_live: int |
         return None, None
     net = (peak_rss - (rss_before or 0)) / peak_live - 1
     return net, peak_rss / peak_live - 1
-
-
-def time_weighted(times: list, values: list) -> float | None:
-    """Mean of ``values`` weighted by the time from each sample to the next (the last gets none)."""
-    pairs = [(t, v) for t, v in zip(times, values) if v is not None]
-    if not pairs:
-        return None
-    weights = [b[0] - a[0] for a, b in zip(pairs, pairs[1:])]
-    if len(pairs) == 1 or sum(weights) <= 0:
-        return sum(v for _, v in pairs) / len(pairs)
-    return sum(w * v for w, (_, v) in zip(weights, pairs)) / sum(weights)
 
 
 def fleet_metrics(row: dict) -> dict:
@@ -51,7 +47,8 @@ def fleet_metrics(row: dict) -> dict:
     coverage = [_ratio(h, r) for r, h in zip(rss, huge)]
     if coverage:
         out["series_coverage"] = coverage
-        out["hp_coverage_tw"] = time_weighted(row.get("series_t_s") or list(range(len(coverage))), coverage)
+        out["hp_coverage_tw"] = time_weighted_coverage(row.get("series_t_s") or list(range(len(coverage))),
+                                                       rss, huge)
     steady = row.get("steady_s") or 0
     if row.get("sampler.read_s") is not None and steady:
         out["sampler.read_share"] = row["sampler.read_s"] / steady  # of the coordinator's time, not the workers'

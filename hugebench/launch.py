@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,16 +48,19 @@ class Launched:
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike, *,
                  stdout: str | os.PathLike, stderr: str | os.PathLike | None = None,
-                 status_path: str | os.PathLike | None = None, container: RunContainer | None = None):
+                 status_path: str | os.PathLike | None = None, container: RunContainer | None = None,
+                 stdin: str | os.PathLike | None = None):
+        """``stdout`` (and ``stderr``, default: with stdout) are files written from the start; ``stdin`` a file
+        read (default: /dev/null)."""
         self.status_path = Path(status_path) if status_path else None
         self.container = container
         if container is not None:
             env = {**env, **container.env()}
         self.started = time.perf_counter()
-        with open(stdout, "wb") as out:
+        with open(stdout, "wb") as out, open(stdin or os.devnull, "rb") as inp:
             err = open(stderr, "wb") if stderr else None
             try:
-                self.proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
+                self.proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=inp,
                                              stdout=out, stderr=err or subprocess.STDOUT,
                                              start_new_session=True, preexec_fn=self._in_child)
             finally:
@@ -154,14 +158,33 @@ def read_status(path: Path) -> dict:
     return ended if isinstance(ended, dict) else {}
 
 
-def tail(path: str | os.PathLike, size: int = TAIL_BYTES) -> str | None:
-    """The last ``size`` bytes of a log, as text (None when empty or missing)."""
+# Control characters a tail never carries (newline and tab stay): a binary output's bytes, terminal escapes.
+_CONTROL = dict.fromkeys(c for c in range(32) if c not in (9, 10)) | {127: None} | dict.fromkeys(range(0x80, 0xA0))
+
+
+def read_end(path: str | os.PathLike, size: int) -> bytes:
+    """At most the last ``size`` bytes of a regular file (b"" when missing, unreadable or not a regular
+    file): never more in memory, whatever the program wrote."""
     try:
         with open(path, "rb") as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - size))
-            return f.read().decode(errors="replace") or None
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return b""
+            f.seek(max(0, st.st_size - size))
+            return f.read(size)
     except OSError:
-        return None
+        return b""
+
+
+def text_safe(data: bytes) -> str:
+    """Bytes as text that is safe to store and show: undecodable bytes replaced, control characters (but
+    newline and tab) removed."""
+    return data.decode(errors="replace").translate(_CONTROL)
+
+
+def tail(path: str | os.PathLike, size: int = TAIL_BYTES) -> str | None:
+    """The last ``size`` bytes of a log, as text-safe text (:func:`text_safe`; None when empty or missing)."""
+    return text_safe(read_end(path, size)) or None
 
 
 def oom_verdict(fields: dict, vmstat_oom_kills: int) -> dict:

@@ -168,12 +168,20 @@ def _command_prepare(params: dict, base_dir) -> dict:
     return prepare(params, base_dir)
 
 
+def _command_metrics(params: dict) -> tuple:
+    from .command.checks import coverage_metrics
+
+    return COMMAND_METRICS[:3] + coverage_metrics(params) + COMMAND_METRICS[3:]
+
+
 def _command_primary(params: dict) -> tuple:
     from .command.checks import primary
 
     return primary(params)
 
 
+COMMAND_METRICS = (("window_s", "Window s", ".3f"), ("utime_s", "User s", ".2f"), ("stime_s", "Sys s", ".2f"),
+                   ("peak_rss_bytes", "Peak RSS", "bytes"), ("minflt", "Minor faults", "si"))
 STARTUP_S = 0.6  # a worker's interpreter, imports and /proc reads
 
 
@@ -667,15 +675,18 @@ WORKLOADS: dict[str, Workload] = {
             "server": Param(dict, None, help="{argv, ready: {path|port|log}}: the server is measured, argv "
                                              "is its load driver"),
             "sample_interval": Param(float, 1.0, minimum=0.05, help="seconds between coverage samples"),
+            "stdin": Param(str, None, help="a file the program reads as its standard input (default: /dev/null); "
+                                           "relative to cwd"),
+            "stdout": Param(str, None, help="a file its standard output goes to, or discard (default: a file in "
+                                            "the run's directory, of which the row keeps a short text tail)"),
             "window": Param(str, "process", choices=("process", "markers"),
                             help="process: the whole run is timed; markers: the program marks its windows"),
         },
         timed_phase="window",
         primary_metric="window_s",
         doc="Your own program (or a server under a load driver) as the measured process.",
-        metrics=(("window_s", "Window s", ".3f"), ("utime_s", "User s", ".2f"), ("stime_s", "Sys s", ".2f"),
-                 ("hp_coverage", "HP coverage", ".0%"), ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"),
-                 ("peak_rss_bytes", "Peak RSS", "bytes"), ("minflt", "Minor faults", "si")),
+        metrics=COMMAND_METRICS,  # and the coverage columns that fit the file's window (metrics_for)
+        metrics_for=_command_metrics,
         open_params=True,
         check_params=_command_check,
         prepare_params=_command_prepare,

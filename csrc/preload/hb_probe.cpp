@@ -6,7 +6,9 @@
 // writes, when HB_PROBE_DIR is set:
 //  * at load: DIR/probe-<pid>.json: pid, ppid, exe, LD_PRELOAD, the real path of the objects that `malloc`
 //    and `free` resolve to (dladdr of dlsym(RTLD_DEFAULT)), and the allocator's own view of its knobs under
-//    "knobs" (the keys of hugebench.allocators.probe_knobs()). When a pid execs another program, the name
+//    "knobs" (the keys of hugebench.allocators.probe_knobs()), and under "api" the object each malloc
+//    library's own entry point resolves to (mallctl, nallocx, mi_version, tc_malloc: a library the program
+//    links stays mapped and answers them). When a pid execs another program, the name
 //    is taken: the later image writes probe-<pid>-<n>.json (n = 1, 2, ...) instead of overwriting it.
 //  * at exit(): DIR/exit-<pid>.json: the kB fields of /proc/self/smaps_rollup and VmHWM, in bytes: the
 //    coverage at the end, which the parent cannot read once the process is gone. A process that ends by
@@ -225,6 +227,20 @@ void write_knobs(JsonOut& json) {
     json.end();
 }
 
+// Where each malloc library's own entry points resolve (jemalloc's mallctl/nallocx, mimalloc's mi_version,
+// tcmalloc's tc_malloc): a program linked with an allocator keeps it mapped, and these still answer from it
+// after a preload made malloc/free resolve elsewhere. Under "api": symbol -> real path of its object.
+void write_api(JsonOut& json, const char* exe) {
+    static const char* const symbols[] = {"mallctl", "nallocx", "mi_version", "tc_malloc"};
+    json.begin("api");
+    char from[PATH_MAX];
+    for (const char* symbol : symbols) {
+        provider_of(symbol, exe, from);
+        if (from[0]) json.text(symbol, from);
+    }
+    json.end();
+}
+
 // The fields each record starts with: which process wrote it.
 void write_identity(JsonOut& json, int pid, const char* exe) {
     json.number("pid", pid);
@@ -252,6 +268,7 @@ void write_probe() {
         json.text("malloc", malloc_from);
         json.text("free", free_from);
         write_knobs(json);
+        write_api(json, exe);
         if (file.commit(json.close(), true) != EEXIST) return;
     }
 }

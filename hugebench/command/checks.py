@@ -11,12 +11,14 @@ from pathlib import Path
 
 from . import template
 from .metric import parse_metric
+from .program import resolve, user_path
 
 # The allocator's variables: a command's own env must not override what the cell asks for.
 RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_PROBE_DIR", "HUGEBENCH_CTL",
                 "HUGEBENCH_ACK")
 RESERVED_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_")
 SCALARS = (str, int, float)
+DISCARD = "discard"  # stdout: discard sends the program's standard output to /dev/null
 
 
 def check_params(params: dict) -> None:
@@ -35,8 +37,15 @@ def check_params(params: dict) -> None:
     server = params.get("server")
     if server is not None:
         _server(server)
-    parse_metric(params.get("metric"))
-    for name in ("argv", "setup", "env", "server", "cwd"):
+    metric = parse_metric(params.get("metric"))
+    if params.get("stdout") == DISCARD and metric.kind == "json":
+        raise ValueError("stdout: discard, but metric.json reads the JSON object the program prints on stdout: "
+                         "give stdout a file, or keep the default")
+    for name in ("stdin", "stdout"):
+        if params.get(name) is not None and (not isinstance(params[name], str) or not params[name].strip()):
+            raise ValueError(f"{name} must be a file name{' or discard' if name == 'stdout' else ''}, "
+                             f"got {params[name]!r}")
+    for name in ("argv", "setup", "env", "server", "cwd", "stdin", "stdout"):
         try:
             template.check(params.get(name), known)
         except ValueError as exc:
@@ -47,16 +56,61 @@ def check_params(params: dict) -> None:
 
 
 def prepare(params: dict, base_dir: Path) -> dict:
-    """``cwd`` relative to the experiment file becomes absolute (runs happen in a temporary directory), and
-    the measured program must be one LD_PRELOAD takes effect in (refused now, not measured wrongly)."""
+    """``cwd`` relative to the experiment file becomes absolute (runs happen in a temporary directory), the
+    program (and a server's load driver) is resolved to the file it names, once, on the user's PATH (see
+    :mod:`.program`), and the measured program must be one LD_PRELOAD takes effect in (refused now, not
+    measured wrongly)."""
     cwd = params.get("cwd") or "."
     if "{" not in cwd:
         cwd = os.path.normpath(base_dir / cwd)
         if not Path(cwd).is_dir():
             raise ValueError(f"cwd {cwd} is not a directory")
     prepared = {**params, "cwd": cwd}
+    for where in ("argv", "server.argv"):
+        _resolve_in(prepared, where)
+    _streams(prepared)
     check_program(prepared)
     return prepared
+
+
+def _streams(params: dict) -> None:
+    """``stdin`` and ``stdout`` files made absolute from ``cwd``; stdin must be a readable file (unless
+    ``setup`` may write it) and stdout's directory must exist. A {field} is checked when the run starts."""
+    cwd = params.get("cwd") or "."
+    for name in ("stdin", "stdout"):
+        value = params.get(name)
+        if value is None or value == DISCARD or "{" in value or "{" in cwd:
+            continue
+        path = os.path.normpath(os.path.join(cwd, value))
+        params[name] = path
+        if name == "stdin" and not params.get("setup") and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise ValueError(f"stdin: {path} is not a readable file")
+        if name == "stdout" and (os.path.isdir(path) or not os.path.isdir(os.path.dirname(path))):
+            raise ValueError(f"stdout: {path} is a directory" if os.path.isdir(path) else
+                             f"stdout: the directory of {path} does not exist")
+
+
+def _resolve_in(params: dict, where: str) -> None:
+    """Replace the program name at ``where`` (argv, server.argv) by its absolute path, when it can be known
+    now: not a {field}, and not a file that ``setup`` may build. Not found: ValueError naming the PATH."""
+    holder = params.get("server") if where == "server.argv" else params
+    argv = holder.get("argv") if isinstance(holder, dict) else None
+    if not argv:
+        return
+    program, cwd = str(argv[0]), params.get("cwd") or "."
+    if "{" in program or "{" in cwd:
+        return  # depends on a run's values: the runner resolves it when the run starts
+    path, why = resolve(program, user_path(params.get("env") or {}), cwd)
+    if path is None:
+        if params.get("setup"):
+            return  # setup may build it; the runner resolves it after setup
+        raise ValueError(f"{where}: {why}" + (f" (PATH={user_path(params.get('env') or {})})"
+                                              if "/" not in program else ""))
+    new_argv = [path, *argv[1:]]
+    if where == "server.argv":
+        params["server"] = {**holder, "argv": new_argv}
+    else:
+        params["argv"] = new_argv
 
 
 def measured_argv(params: dict) -> list:
@@ -75,10 +129,20 @@ def check_program(params: dict) -> None:
         return  # depends on an axis value or the run's directory: checked when the run starts
     if "/" in program and not os.path.isabs(program):
         program = os.path.join(cwd, program)
-    why = why_preload_cannot_take(program, os.environ.get("PATH"))
+    why = why_preload_cannot_take(program, user_path(params.get("env") or {}), cwd)
     if why and not (params.get("setup") and not os.path.exists(program)):
         where = "server.argv" if params.get("server") else "argv"
         raise ValueError(f"{where}: {why}")
+
+
+def coverage_metrics(params: dict) -> tuple:
+    """The report's huge-page coverage columns, each labelled by when it was measured: a program timed to its
+    end is judged by its time-weighted coverage (``hp_coverage``, see runner._coverage_columns), a marked
+    window or a server by the coverage at the window's end."""
+    peak = ("sampled.peak.coverage", "HP cov. (peak)", ".0%")
+    if params.get("window", "process") == "process" and not params.get("server"):
+        return (("hp_coverage", "HP cov. (time-wtd)", ".0%"), peak, ("hp_coverage_exit", "HP cov. (at exit)", ".0%"))
+    return (("hp_coverage", "HP cov. (window end)", ".0%"), ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"), peak)
 
 
 def primary(params: dict) -> tuple[str, str, str, str]:

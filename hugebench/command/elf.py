@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import stat
 import struct
 import sys
 from dataclasses import dataclass
+
+from .program import resolve
 
 PT_DYNAMIC, PT_INTERP = 2, 3
 ET_DYN = 3
@@ -85,18 +86,9 @@ def _exactly(f, n: int) -> bytes:
     return data
 
 
-def _resolve(program: str, path_env: str | None) -> tuple[str | None, str | None]:
-    """(absolute path, None) or (None, why it cannot be run)."""
-    found = shutil.which(program, path=path_env)
-    if found:
-        return os.path.abspath(found), None
-    if os.sep in program:
-        if not os.path.exists(program):
-            return None, f"{program} does not exist"
-        if os.path.isdir(program):
-            return None, f"{program} is a directory"
-        return None, f"{program} is not executable (chmod +x {program})"
-    return None, f"{program} is not found on PATH"
+def _resolve(program: str, path_env: str | None, cwd: str | None = None) -> tuple[str | None, str | None]:
+    """(absolute path, None) or (None, why it cannot be run): the one lookup of :mod:`.program`."""
+    return resolve(program, path_env, cwd)
 
 
 def _secure_execution(path: str, st: os.stat_result) -> str | None:
@@ -181,8 +173,9 @@ def _why_file(path: str, path_env: str | None, depth: int) -> str | None:
     return _why(target, path_env, depth + 1, script=path)
 
 
-def _why(program: str, path_env: str | None, depth: int, script: str | None = None) -> str | None:
-    path, reason = _resolve(program, path_env)
+def _why(program: str, path_env: str | None, depth: int, script: str | None = None,
+         cwd: str | None = None) -> str | None:
+    path, reason = _resolve(program, path_env, cwd)
     if path is not None:
         reason = _why_file(path, path_env, depth)
     if reason and script:
@@ -190,12 +183,13 @@ def _why(program: str, path_env: str | None, depth: int, script: str | None = No
     return reason
 
 
-def why_preload_cannot_take(program: str, path_env: str | None = None) -> str | None:
+def why_preload_cannot_take(program: str, path_env: str | None = None, cwd: str | None = None) -> str | None:
     """Why ``LD_PRELOAD`` would not take effect in ``program``, or None when it would.
 
-    ``program`` is resolved like ``execvp`` does, on ``path_env`` (default: our PATH). Reasons: not found
+    ``program`` is resolved like ``execvp`` does (:func:`.program.resolve`), on ``path_env`` (default: our
+    PATH) from ``cwd``; pass the resolved absolute path to judge exactly the file that will run. Reasons: not found
     or not executable; setuid/setgid to other ids or with file capabilities (secure execution); statically
     linked (static-pie included); another ELF class or machine; for a ``#!`` script, any of these of its
     interpreter.
     """
-    return _why(program, path_env, depth=0)
+    return _why(program, path_env, depth=0, cwd=cwd)

@@ -5,7 +5,9 @@ The runner preloads the probe after the allocator (``LD_PRELOAD="<allocator.so> 
 
 * ``probe-<pid>.json`` at load (``probe-<pid>-<n>.json`` for the n-th later program a pid execs):
   ``pid``, ``ppid``, ``image``, ``exe``, ``preload``, ``malloc`` and ``free`` (the real path of the object
-  each symbol resolves to) and ``knobs`` (the keys of :func:`hugebench.allocators.probe_knobs`);
+  each symbol resolves to), ``knobs`` (the keys of :func:`hugebench.allocators.probe_knobs`) and ``api``
+  (where ``mallctl``, ``nallocx``, ``mi_version``, ``tc_malloc`` resolve: a malloc library the program links
+  stays mapped and answers them even when the preload made ``malloc`` resolve elsewhere);
 * ``exit-<pid>.json`` when it calls ``exit()``: ``pid``, ``ppid``, ``exe`` and, in bytes, ``Rss``,
   ``AnonHugePages``, ``FilePmdMapped``, ``ShmemPmdMapped``, ``Private_Hugetlb``, ``Shared_Hugetlb``,
   ``Anonymous`` (smaps_rollup) and ``VmHWM`` (status): its coverage at the end, which nobody can read
@@ -99,7 +101,41 @@ def verify(name: str, expected_path: str | None, probes: list[dict], expect: Map
         shown = "; ".join(wrong[:5]) + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
         raise RuntimeError(f"allocator {name!r}: malloc/free do not resolve to {wanted} in {len(wrong)} of "
                            f"{len(probes)} processes: {shown}")
-    knobs = probes[0].get("knobs") or {}
+    knobs = own_knobs(probes[0])
     check_expected(name, expect, knobs)
     return {"allocator_malloc_from": probes[0]["malloc"], "allocator_processes": len(probes),
-            **{f"allocator.{k}": v for k, v in knobs.items()}}
+            **{f"allocator.{k}": v for k, v in knobs.items()}, **linked_allocators(probes, wanted)}
+
+
+# Which entry point answers for the knobs of each library the probe reads (hb_probe.cpp write_knobs).
+KNOB_SOURCES = {"jemalloc.": "mallctl", "mimalloc.": "mi_version"}
+
+
+def own_knobs(probe: Mapping) -> dict:
+    """The knobs of the allocator that serves ``malloc``: a knob read through an entry point of another
+    library (the jemalloc a program links, under a glibc cell) is that library's, not the cell's."""
+    knobs, api = probe.get("knobs") or {}, probe.get("api")
+    if not isinstance(api, Mapping):
+        return dict(knobs)  # a probe library from before "api": nothing to tell them apart by
+    return {k: v for k, v in knobs.items()
+            if not any(k.startswith(prefix) and api.get(symbol) != probe.get("malloc")
+                       for prefix, symbol in KNOB_SOURCES.items())}
+
+
+def linked_allocators(probes: list[dict], wanted: str) -> dict:
+    """``allocator_linked`` (the malloc libraries mapped beside the one that serves malloc, e.g. the jemalloc
+    Debian's redis-server links) and ``allocator_note``, what the preload proved and what it did not."""
+    linked: dict[str, set] = {}
+    for probe in probes:
+        api = probe.get("api") if isinstance(probe.get("api"), Mapping) else {}
+        for symbol, source in api.items():
+            if isinstance(source, str) and source and source != probe.get("malloc"):
+                linked.setdefault(source, set()).add(symbol)
+    if not linked:
+        return {}
+    names = "; ".join(sorted(linked))
+    answers = "/".join(sorted({s for symbols in linked.values() for s in symbols}))
+    return {"allocator_linked": names,
+            "allocator_note": f"proved: malloc and free resolve to {wanted} in all {len(probes)} processes; not "
+                              f"proved: that {names} (linked by the program) is unused — it stays mapped and its "
+                              f"{answers} still answer; its knobs are not this cell's and are not shown"}

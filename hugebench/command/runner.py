@@ -10,7 +10,6 @@ process of the program really used, and turns all of it into one flat row.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import sys
 import time
@@ -25,7 +24,9 @@ from hugebench.measure.phases import coverage
 
 from . import template
 from .metric import WINDOW_COLUMN, Metric, extract, parse_metric
+from .program import user_path
 from .sampler import FIELDS, CoverageSampler
+from .streams import Streams, output_tail, read_output
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
 READY_TIMEOUT_S = 60.0
@@ -40,7 +41,7 @@ class CommandFailed(RuntimeError):
     def __init__(self, message: str, status: str = "failed", output: str | None = None,
                  signal: str | None = None):
         super().__init__(message)
-        self.status, self.output, self.signal = status, output, signal
+        self.status, self.output, self.signal = status, output_tail(output), signal
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class Command:
     server: dict | None
     sample_interval: float
     window: str  # process | markers
+    stdin: str | None = None  # a file, else /dev/null
+    stdout: str | None = None  # a file, "discard", or None: program.out in the run's directory
 
     @classmethod
     def from_params(cls, params: dict, tmp: Path) -> Command:
@@ -68,7 +71,29 @@ class Command:
         return cls(argv=sub(list(params["argv"])), cwd=params.get("cwd") or ".", env=sub(dict(params.get("env") or {})),
                    metric=parse_metric(params.get("metric")), setup=sub(params["setup"]) if params.get("setup") else None,
                    server=sub(dict(server)) if server else None, sample_interval=float(params.get("sample_interval", 1.0)),
-                   window=params.get("window", "process"))
+                   window=params.get("window", "process"), stdin=sub(params.get("stdin")),
+                   stdout=sub(params.get("stdout")))
+
+    def resolved(self, env: dict) -> Command:
+        """The same command with its program (and a server's) as the absolute file it names on the user's PATH
+        (``env``'s): what runs is exactly that file, whatever PATH perf gives its child."""
+        from dataclasses import replace
+
+        from .program import resolve, user_path
+
+        def absolute(argv: list, where: str) -> list:
+            path, why = resolve(str(argv[0]), user_path(env), self.cwd)
+            if path is None:
+                raise CommandFailed(f"{where}: {why} (PATH={user_path(env)}); nothing was measured")
+            return [path, *argv[1:]]
+
+        server = {**self.server, "argv": absolute(self.server["argv"], "server.argv")} if self.server else None
+        return replace(self, argv=absolute(self.argv, "argv"), server=server)
+
+    @property
+    def program(self) -> str:
+        """The measured program's file: the server's when there is one."""
+        return (self.server["argv"] if self.server else self.argv)[0]
 
 
 def run(request, workdir: Path) -> dict:
@@ -80,6 +105,7 @@ def run(request, workdir: Path) -> dict:
     base_env = {**os.environ, **command.env}
     if command.setup:
         _run_setup(command, base_env, workdir, deadline)
+    command = command.resolved(base_env)
     measured = _Measured(request, command, workdir, base_env)
     vm_before = kernel.read_vmstat()
     if command.server:
@@ -92,8 +118,8 @@ def run(request, workdir: Path) -> dict:
     row[command.metric.column] = value
     if why:
         row[f"{command.metric.column}.reason"] = why
-        raise CommandFailed(why, output=output[-4000:])
-    row["stdout_tail"] = output[-4000:] or None
+        raise CommandFailed(why, output=output)
+    row["stdout_tail"] = output_tail(output)
     return row
 
 
@@ -127,7 +153,7 @@ class _Measured:
                                          probe_dir=self.probes, text_pages=request.text_pages,
                                          text_dir=workdir / "text")
         program = command.server["argv"] if command.server else command.argv
-        self.page_cache = (prepare_text(program[0], command.cwd, request.text_pages, workdir / "text")
+        self.page_cache = (prepare_text(command.program, request.text_pages, workdir / "text")
                            if request.text_pages else {})
         self.control = None
         perf_extra: list[str] = []
@@ -137,6 +163,8 @@ class _Measured:
                 perf_ctl, perf_ack, perf_extra = perf_fifos(workdir)
             self.control = ControlChannel(workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge)
             alloc_env.update(self.control.env())
+        # perf stat puts its own directories first on its child's PATH: the program gets the user's back
+        alloc_env["PATH"] = user_path(base_env)
         self.argv = launch_argv(program, alloc_env, self.status)
         if request.perf_bin:
             self.argv = perf_mod.perf_stat_argv(request.perf_bin, list(request.perf_events),
@@ -152,10 +180,10 @@ class _Measured:
     # -- a program that runs to its end ----------------------------------------------------------------
 
     def run_program(self, deadline: float) -> tuple[dict, str]:
-        out = self.workdir / "program.out"
-        launched = self._launch(out)
+        streams = Streams(self.command, self.workdir, "program")
+        launched = self._launch(streams)
         ended = self._watch(launched, deadline)
-        output = _read(out)
+        output = streams.output()
         self._check_end(ended, "the program", output)
         if self.control and not self.control.windows():
             raise CommandFailed("window: markers, but the program marked no window (it never wrote 'enable' to "
@@ -166,12 +194,13 @@ class _Measured:
     # -- a server under a load driver ------------------------------------------------------------------
 
     def serve(self, deadline: float) -> tuple[dict, str]:
-        server_out, driver_out = self.workdir / "server.out", self.workdir / "driver.out"
-        launched = self._launch(server_out)
+        server_out = self.workdir / "server.out"
+        driver_streams = Streams(self.command, self.workdir, "driver")
+        launched = self._launch(Streams(None, self.workdir, "server"))
         try:
             self._wait_ready(launched, server_out, deadline)
-            driver = Launched(self.command.argv, self.env, self.command.cwd, stdout=driver_out,
-                              status_path=self.workdir / "driver.status")
+            driver = Launched(self.command.argv, self.env, self.command.cwd,
+                              status_path=self.workdir / "driver.status", **driver_streams.files())
             driven = self._sample_while(driver, deadline)
             self.window_end = self.sampler.sample()  # the server's state at the end of the timed window
         except BaseException:
@@ -182,14 +211,14 @@ class _Measured:
             if self.control:
                 self.control.stop()
         ended = launched.stop(self._pid(), STOP_GRACE_S)
-        output = _read(driver_out)
+        output = driver_streams.output()
         if driven.timed_out or driven.code != 0:
             status = "timeout" if driven.timed_out else "failed"
             raise CommandFailed(f"the load driver {self.command.argv[0]!r} "
                                 f"{'ran past the timeout' if driven.timed_out else _how(driven)}", status, output)
         if ended.code not in (0, 128 + 15, -15) and not ended.timed_out:
             raise CommandFailed(f"the server {_how(ended)} before it was stopped", "crashed" if ended.code < 0
-                                else "failed", _read(server_out), ended.signal_name)
+                                else "failed", read_output(server_out), ended.signal_name)
         self._check_leftovers(ended)
         window = self.control.window_seconds() if self.control else driven.status.get("wall_s", driven.wall_s)
         row = self._row(ended, window, end=self.window_end)
@@ -202,21 +231,21 @@ class _Measured:
         while not _is_ready(ready, server_out):
             if launched.proc.poll() is not None:
                 ended = launched.wait(1)
-                raise CommandFailed(f"the server {_how(ended)} before it was ready", output=_read(server_out))
+                raise CommandFailed(f"the server {_how(ended)} before it was ready", output=read_output(server_out))
             if time.monotonic() > limit:
                 launched.kill()
                 raise CommandFailed(f"the server was not ready ({ready}) within "
                                     f"{self.command.server.get('ready_timeout', READY_TIMEOUT_S)} s",
-                                    "timeout", _read(server_out))
+                                    "timeout", read_output(server_out))
             self._tick()
             time.sleep(POLL_S)
 
     # -- shared --------------------------------------------------------------------------------------
 
-    def _launch(self, out: Path) -> Launched:
+    def _launch(self, streams: Streams) -> Launched:
         if self.control:
             self.control.start()
-        return Launched(self.argv, self.env, self.command.cwd, stdout=out, status_path=self.status)
+        return Launched(self.argv, self.env, self.command.cwd, status_path=self.status, **streams.files())
 
     def _watch(self, launched: Launched, deadline: float) -> Ended:
         try:
@@ -261,6 +290,11 @@ class _Measured:
         row = verify(self.request.allocator, self.request.allocator_path, probes, self.request.allocator_expect)
         end = end or _sum_exits(read_exits(self.probes)) or self.sampler.last or {}
         row[WINDOW_COLUMN] = window
+        row["program_path"] = self.command.program  # the file that ran, resolved once on the user's PATH
+        # each process image the probe saw (its /proc/self/exe): the interpreter of a script, a driver's children
+        # and every one the sampler saw in the tree (a static child the probe cannot enter, too)
+        exes = {str(p["exe"]) for p in probes if p.get("exe")} | self.sampler.exes
+        row["program_exes"] = "; ".join(sorted(exes)) or None
         if self.control:
             row["windows"] = len(self.control.windows())
         status = ended.status
@@ -270,19 +304,35 @@ class _Measured:
                     "process_wall_s": status.get("wall_s", ended.wall_s)})
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
-        row["hp_coverage"] = coverage(end) if end else None
         row.update(self.sampler.summary())
+        row.update(_coverage_columns(coverage(end) if end else None, row.get("hp_coverage_tw"),
+                                     run_to_end=not (self.control or self.command.server),
+                                     interval=self.command.sample_interval))
         row.update(self.page_cache)
         return row
 
 
-def prepare_text(program: str, cwd: str, mode: str, text_dir: Path) -> dict:
-    """Page cache of the program's binary put in the same state before every run (see hugebench.text)."""
+def _coverage_columns(at_end: float | None, time_weighted: float | None, run_to_end: bool, interval: float) -> dict:
+    """``hp_coverage`` is the coverage that describes the measured phase, and ``hp_coverage_basis`` says which
+    one it is: for a program timed to its end, time-weighted over its run (at exit it has often freed most of
+    its memory: ``sort`` is at 0% then, 99% over its run), kept as ``hp_coverage_exit`` beside it; for a
+    marked window or a server, at the end of the timed window."""
+    if not run_to_end:
+        return {"hp_coverage": at_end, "hp_coverage_basis": "window end"}
+    out = {"hp_coverage": time_weighted, "hp_coverage_basis": "time-weighted", "hp_coverage_exit": at_end}
+    if time_weighted is None:
+        out["hp_coverage.reason"] = (f"no coverage sample was read while the program ran (sample_interval "
+                                     f"{interval} s): sample more often for a short program")
+    return out
+
+
+def prepare_text(program: str, mode: str, text_dir: Path) -> dict:
+    """Page cache of the program's binary (its resolved file) put in the same state before every run (see
+    hugebench.text)."""
     from hugebench.text import prepare_page_cache
 
     text_dir.mkdir(exist_ok=True)
-    path = program if "/" in program else (shutil.which(program) or program)
-    return prepare_page_cache(os.path.realpath(os.path.join(cwd, path)), mode)
+    return prepare_page_cache(os.path.realpath(program), mode)
 
 
 def _sum_exits(exits: dict) -> dict:
@@ -293,15 +343,8 @@ def _sum_exits(exits: dict) -> dict:
 
 def _read_pid(status: Path) -> int | None:
     """The measured process's pid, which hb-exec writes beside its status file once it has forked."""
-    text = _read(Path(f"{status}.pid")).strip()
+    text = read_output(Path(f"{status}.pid")).strip()
     return int(text) if text.isdigit() else None
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _is_ready(ready: dict, server_out: Path) -> bool:
@@ -315,5 +358,5 @@ def _is_ready(ready: dict, server_out: Path) -> bool:
     if "log" in ready:
         import re
 
-        return re.search(ready["log"], _read(server_out), re.MULTILINE) is not None
+        return re.search(ready["log"], read_output(server_out), re.MULTILINE) is not None
     return True

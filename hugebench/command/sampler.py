@@ -7,10 +7,12 @@ reports it (``sampler.read_s``, ``sampler.samples``); the README shows what it c
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
 from hugebench import kernel
+from hugebench.measure.phases import time_weighted_coverage
 
 FIELDS = ("Rss", "AnonHugePages", "FilePmdMapped", "ShmemPmdMapped", "Private_Hugetlb", "Shared_Hugetlb")
 
@@ -23,6 +25,7 @@ class CoverageSampler:
     pid: int | None = None
     samples: list[tuple[float, dict]] = field(default_factory=list)
     read_s: float = 0.0
+    exes: set = field(default_factory=set)  # the executable of every process a sample saw (/proc/PID/exe)
 
     def sample(self) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
@@ -37,6 +40,10 @@ class CoverageSampler:
             except OSError:
                 continue  # ended between the listing and the read, or a kernel thread
             found = True
+            try:
+                self.exes.add(os.readlink(f"{self.proc_root}/{pid}/exe"))
+            except OSError:
+                pass  # gone, or not ours to read
             for key in FIELDS:
                 total[key] += smaps.get(key, 0)
         self.read_s += time.perf_counter() - started
@@ -46,19 +53,16 @@ class CoverageSampler:
         return total
 
     def summary(self, prefix: str = "sampled.") -> dict:
-        """Peak and time-weighted coverage over the samples (each weighted by the time until the next)."""
+        """Peak and time-weighted coverage over the samples (:func:`~hugebench.measure.phases.time_weighted_coverage`,
+        each sample weighted by the time until the next)."""
         out = {"sampler.samples": len(self.samples), "sampler.read_s": self.read_s}
         if not self.samples:
             return out
         for key in FIELDS:
             out[f"{prefix}peak.{key}"] = max(s[key] for _, s in self.samples)
-        times = [t for t, _ in self.samples]
-        weights = [b - a for a, b in zip(times, times[1:])] + [0.0]
-        if sum(weights) == 0:
-            weights = [1.0] * len(self.samples)
-        rss = sum(w * s["Rss"] for w, (_, s) in zip(weights, self.samples))
-        huge = sum(w * s["AnonHugePages"] for w, (_, s) in zip(weights, self.samples))
-        out["hp_coverage_tw"] = huge / rss if rss else None
+        out["hp_coverage_tw"] = time_weighted_coverage([t for t, _ in self.samples],
+                                                       [s["Rss"] for _, s in self.samples],
+                                                       [s["AnonHugePages"] for _, s in self.samples])
         out[f"{prefix}peak.coverage"] = max((s["AnonHugePages"] / s["Rss"] for _, s in self.samples if s["Rss"]),
                                             default=None)
         return out

@@ -35,6 +35,29 @@ def coverage(smaps: dict[str, int]) -> float:
     return smaps.get("AnonHugePages", 0) / rss
 
 
+def time_weighted(times: list, values: list) -> float | None:
+    """Mean of ``values`` weighted by the time from each sample to the next (the last gets none); samples
+    whose value is None are left out; one sample, or samples all at one time, count equally."""
+    pairs = [(t, v) for t, v in zip(times, values) if v is not None]
+    if not pairs:
+        return None
+    weights = [b[0] - a[0] for a, b in zip(pairs, pairs[1:])]
+    if len(pairs) == 1 or sum(weights) <= 0:
+        return sum(v for _, v in pairs) / len(pairs)
+    return sum(w * v for w, (_, v) in zip(weights, pairs)) / sum(weights)
+
+
+def time_weighted_coverage(times: list, rss: list, huge: list) -> float | None:
+    """THE time-weighted huge-page coverage (``hp_coverage_tw`` of every workload that samples):
+    sum(w_i * AnonHugePages_i) / sum(w_i * Rss_i), w_i the time from sample i to the next (the last gets
+    none) — the share of the resident byte-seconds that were on huge pages, so a moment with little memory
+    weighs little. Samples missing either value are left out; None when there is no memory at all."""
+    kept = [(t, r, h) for t, r, h in zip(times, rss, huge) if r is not None and h is not None]
+    mean_rss = time_weighted([t for t, _, _ in kept], [r for _, r, _ in kept])
+    mean_huge = time_weighted([t for t, _, _ in kept], [h for _, _, h in kept])
+    return mean_huge / mean_rss if mean_rss else None
+
+
 def rusage_snapshot(who: int = resource.RUSAGE_SELF) -> dict[str, float]:
     """Resource usage of this process (all threads) with explicit units; ru_maxrss is KiB on Linux."""
     ru = resource.getrusage(who)

@@ -1,4 +1,5 @@
-"""What the numbers were measured on and with, as report sections: sweeps, machine, allocators, knobs.
+"""What the numbers were measured on and with, as report sections: sweeps, the command a `command` sweep
+measured, machine, allocators, knobs.
 
 Everything here is read from what the sweep recorded (``sweeps/<id>.json`` and the rows' ``knob.*`` and
 ``allocator*`` columns); nothing is read from the machine the report is made on. :func:`machine_facts`
@@ -19,7 +20,7 @@ from .sections import Flag, Section
 
 def provenance_sections(results: Results) -> list[Section]:
     """Sweeps, the machine of each, the allocators (with what each run proved) and the kernel knobs read back."""
-    sections = [_sweeps(results), _machines(results), _allocators(results), _knobs(results)]
+    sections = [_sweeps(results), _command(results), _machines(results), _allocators(results), _knobs(results)]
     return [s for s in sections if s is not None]
 
 
@@ -75,6 +76,77 @@ def _sweeps(results: Results) -> Section | None:
     return Section("Sweeps", table, warnings=flags, kind="context")
 
 
+COMMAND_KEYS = ("argv", "server", "setup", "cwd", "env", "stdin", "stdout", "metric", "window", "sample_interval")
+
+
+def _command(results: Results) -> Section | None:
+    """For `workload: command` sweeps: the command that was measured (argv, server, setup, its own parameters
+    and axes, as the sweep recorded them) and the files that really ran (the rows' program_path and
+    program_exes)."""
+    columns: dict[str, dict] = {}
+    for sweep_id in sweep_ids(results.rows):
+        spec = (results.contexts.get(sweep_id) or {}).get("spec") or {}
+        if spec.get("workload") != "command" or not isinstance(spec.get("params"), Mapping):
+            continue
+        rows = results.rows[results.rows["sweep_id"].astype(str) == sweep_id]
+        facts = _command_facts(spec, rows)
+        if facts not in columns.values():
+            columns[sweep_id] = facts
+    if not columns:
+        return None
+    labels = list(dict.fromkeys(label for facts in columns.values() for label in facts))
+    body = [[label] + [facts.get(label, DASH) for facts in columns.values()] for label in labels]
+    return Section("Command measured", display_frame([""] + list(columns), body),
+                   ["{name} fields are filled per run from the parameters and axes; 'ran' is the file each run "
+                    "executed, resolved once on the user's PATH, and 'process images' every program the probe saw."],
+                   kind="context")
+
+
+def command_lines(experiment) -> list[str]:
+    """One note naming the measured command of a `command` experiment (for every report format): argv (the
+    server's and its load driver's) and the file that ran."""
+    spec = experiment.context.get("spec") or {}
+    if spec.get("workload") != "command" or not isinstance(spec.get("params"), Mapping):
+        return []
+    facts = _command_facts(spec, experiment.rows)
+    shown = [f"{label} {facts[key]}" for key, label in (("server", "server:"), ("argv", "command:" if "server"
+             not in facts else "load driver:"), ("ran", "ran")) if key in facts]
+    lines = ["; ".join(shown) + " (all its parameters: the HTML report's 'Command measured')"] if shown else []
+    return lines + linked_notes(ok_rows(experiment.rows))
+
+
+def _command_facts(spec: Mapping, rows: pd.DataFrame) -> dict[str, str]:
+    params = spec["params"]
+    facts = {"experiment": str(spec.get("name") or DASH)}
+    for key in COMMAND_KEYS:
+        value = params.get(key)
+        if value is None or value == {}:
+            continue
+        if key == "server" and isinstance(value, Mapping):
+            facts["server"] = _argv_text(value.get("argv"))
+            facts["server ready"] = str(value.get("ready") or DASH)
+        else:
+            facts[key] = _argv_text(value) if key in ("argv", "setup") else str(value)
+    own = {k: v for k, v in params.items() if k not in COMMAND_KEYS}
+    if own:
+        facts["parameters"] = ", ".join(f"{k}={v}" for k, v in own.items())
+    axes = spec.get("axes") or {}
+    if isinstance(axes, Mapping) and axes:
+        facts["axes"] = "; ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                                  for k, v in axes.items())
+    for column, label in (("program_path", "ran"), ("program_exes", "process images")):
+        if column in rows.columns and rows[column].notna().any():
+            facts[label] = _values(rows[column])
+    return facts
+
+
+def _argv_text(argv) -> str:
+    """An argv as one shell-quoted line (it is never run through a shell; quoting only shows the words)."""
+    import shlex
+
+    return shlex.join(map(str, argv)) if isinstance(argv, list) else str(argv)
+
+
 def _machines(results: Results) -> Section | None:
     """One column per distinct machine context (usually one), labelled by its first sweep."""
     columns: dict[str, dict] = {}
@@ -97,7 +169,7 @@ def _allocators(results: Results) -> Section | None:
     resolved: dict[str, dict] = {}
     for context in results.contexts.values():
         resolved.update(context.get("allocators") or {})
-    proofs = [c for c in rows.columns if c in ("allocator_mapped", "allocator_malloc_from") or
+    proofs = [c for c in rows.columns if c in ("allocator_mapped", "allocator_malloc_from", "allocator_linked") or
               c.startswith("allocator.")]
     body = []
     for name in rows["allocator"].dropna().unique():
@@ -108,9 +180,21 @@ def _allocators(results: Results) -> Section | None:
         body.append([str(name), info.get("path") or "(libc)", info.get("version") or DASH, env or DASH,
                      seen or "nothing recorded"])
     notes = ["found in the runs: what each worker saw mapped, where its malloc resolved, and the allocator's own "
-             "view of its knobs (distinct values over the successful runs)."]
+             "view of its knobs (distinct values over the successful runs)."] + linked_notes(rows)
     return Section("Allocators", display_frame(["allocator", "library", "version", "environment",
                                                 "found in the runs"], body), notes, kind="context")
+
+
+def linked_notes(rows: pd.DataFrame) -> list[str]:
+    """Per allocator whose runs found another malloc library linked into the program (Debian's redis-server
+    links jemalloc): what the preload proved, and what it did not."""
+    if "allocator_linked" not in rows.columns or "allocator" not in rows.columns:
+        return []
+    linked = rows[rows["allocator_linked"].notna()]
+    return [f"{name}: the preload proved that malloc and free resolve to this allocator in every process; it did "
+            f"not remove what the program links: {_values(group['allocator_linked'])} stays mapped and its own API "
+            "(mallctl/nallocx, mi_version, tc_malloc) still answers, so its knobs are not this cell's (not shown)."
+            for name, group in linked.groupby("allocator", sort=False)]
 
 
 def _knobs(results: Results) -> Section | None:

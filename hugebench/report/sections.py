@@ -114,6 +114,9 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
     table.attrs["better"] = experiment.context.get("primary_better", "lower") if not options.primary else None
     table.attrs["overhead"] = overhead_lines(experiment.rows, results.contexts) + adaptive_lines(experiment)
     headers, rows, notes = table_text(table)
+    from .provenance import command_lines  # a command's text reports name what was measured, too
+
+    notes = notes + command_lines(experiment)
     section = Section(table.attrs["title"], display_frame(headers, rows), notes, data=table,
                       experiment=experiment.name, summary=summary_lines(table, experiment), kind="main")
     section.warnings = table_flags(table) + coverage_flags(experiment, axes)
@@ -249,7 +252,9 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
 
 
 def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
-    """Cells run with THP `always` whose median huge-page coverage stayed below :data:`COVERAGE_EXPECTED`."""
+    """Cells run with THP `always` whose median huge-page coverage stayed below :data:`COVERAGE_EXPECTED`:
+    ``hp_coverage``, the coverage of the measured phase (``hp_coverage_basis`` says which, when a row has it:
+    a command timed to its end is judged time-weighted, not at exit)."""
     rows = ok_rows(experiment.rows)
     mode = next((c for c in ("knob.thp.enabled", "thp.enabled", "thp") if c in rows.columns), None)
     keys = [a for a in axes if a in rows.columns]
@@ -266,8 +271,10 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
     if not short:
         return []
     short = [text for _, text in sorted(short, key=lambda item: item[0])]  # the largest shortfall first
-    return [Flag(f"huge-page coverage under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory stayed on "
-                 f"4 KiB pages) in {len(short)} cell(s): " + listing(short))]
+    bases = always["hp_coverage_basis"].dropna().unique() if "hp_coverage_basis" in always.columns else []
+    basis = f" ({', '.join(map(str, bases))})" if len(bases) else ""  # which coverage: time-weighted, window end
+    return [Flag(f"huge-page coverage{basis} under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory "
+                 f"stayed on 4 KiB pages) in {len(short)} cell(s): " + listing(short))]
 
 
 def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
