@@ -35,16 +35,29 @@ rename), so a reader sees the old or the new file, never half of one.
 
 Readers ignore columns they do not know and tolerate missing ones: a row written by a newer hugebench
 still loads, and so does an old row lacking a newer metric.
+
+Reading is bounded whatever the directory holds (a broken disk, a hand edit, a hostile copy): every file is
+opened by :func:`open_store_file`, which refuses what is not a regular file (a FIFO would block forever, a link
+to ``/dev/zero`` would never end, a directory cannot be read) with a :class:`HugebenchError` naming it; JSON is
+parsed by :func:`parse_json`, which refuses a line longer than :data:`MAX_LINE_BYTES`, nesting deeper than
+:data:`MAX_JSON_DEPTH` and integers of more than :data:`MAX_INT_DIGITS` digits before they can exhaust memory or
+the stack. :func:`read_rows` is THE reader of a runs file (``ResultStore.rows``, :func:`load`, the report,
+``plan -o`` and a resuming sweep all go through it): a line that cannot be a row (bad JSON, too long, too deep,
+not an object, a field hugebench owns of the wrong type) is skipped, and a row stored twice (same ``run_id``,
+as after concatenating a file with itself) is counted once; each with one :class:`StoreWarning` per file
+that counts them. :func:`read_context` reads a context file and checks the types of the fields readers use.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
@@ -54,6 +67,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._util import open_regular
 from .errors import HugebenchError, ToolMissingError
 
 SCHEMA_VERSION = 1
@@ -66,6 +80,15 @@ REQUIRED_KEYS = ("run_id", "status")
 END_FIELDS = ("ended_at", "sweep_wall_s", "worker_wall_s_sum")
 
 _SAFE_SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+# Bounds of what a reader accepts: far above anything hugebench writes, low enough to keep a hostile file cheap.
+MAX_LINE_BYTES = 4 << 20  # one row of runs.jsonl
+MAX_CONTEXT_BYTES = 16 << 20  # one sweeps/<id>.json
+MAX_JSON_DEPTH = 32  # nesting of lists and objects in a row or context (rows are flat: depth 1 or 2)
+MAX_INT_DIGITS = 20  # an integer beyond 64 bits is no measurement (and 4000 digits take quadratic time)
+# Fields hugebench owns in a row, and the types a reader may rely on (None is allowed too).
+ROW_TYPES = {"run_id": str, "cell_id": str, "sweep_id": str, "experiment": str, "workload": str, "status": str,
+             "repetition": int, "order_index": int, "warmup": bool, "error": str, "host": str}
 
 
 class StoreWarning(UserWarning):
@@ -98,22 +121,25 @@ class ResultStore:
         target = self._context_path(sweep_id)
         if not target.exists():
             raise HugebenchError(f"no context for sweep {sweep_id!r} in {self.path}; write_context() first")
-        document = {**_read_json(target), **fields}
-        _atomic_write_json(target, document)
+        document = {**read_context(target), **fields}
+        with self._writing():
+            _atomic_write_json(target, document)
         return document
 
     def append(self, row: Mapping[str, Any]) -> dict:
-        """Append one run row durably (flushed and fsynced before returning); return the row as stored."""
+        """Append one run row durably (flushed and fsynced before returning); return the row as stored.
+
+        The line goes out in one ``write``; if the disk is full (or any write fails) the file is cut back to
+        its previous size, so no torn row is left, and a HugebenchError says what happened.
+        """
         stored = _normalise_row(row)
         line = (json.dumps(stored, allow_nan=False, default=_json_default) + "\n").encode()
         with self._writing():
             self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            if _ends_torn(fd):
-                line = b"\n" + line  # isolate a torn fragment left by a crash
-            os.write(fd, line)
-            os.fsync(fd)
+            with self._writing():
+                _append_line(fd, line)
         finally:
             os.close(fd)
         return stored
@@ -131,8 +157,8 @@ class ResultStore:
     # -- reading -----------------------------------------------------------------------------------
 
     def rows(self) -> list[dict]:
-        """All readable rows in file order (a torn or corrupt line is skipped with a StoreWarning)."""
-        return list(_iter_rows(self.runs_path)) if self.runs_path.exists() else []
+        """All readable rows in file order (see :func:`read_rows`; [] when there is no runs file yet)."""
+        return read_rows(self.runs_path) if _exists(self.runs_path) else []
 
     def completed_run_ids(self) -> set[str]:
         """Ids of the runs that finished with status ``ok``: the ones a resumed sweep may skip."""
@@ -149,18 +175,16 @@ class ResultStore:
             return found
         for file in sorted(self.sweeps_path.glob("*.json")):
             try:
-                document = _read_json(file)
-                if not isinstance(document, dict):
-                    raise ValueError("not a JSON object")
-            except (OSError, ValueError) as exc:
+                document = read_context(file)
+            except HugebenchError as exc:
                 if strict:
                     raise HugebenchError(
-                        f"{file} cannot be read ({exc}), so nothing proves the runs stored in {self.path} were "
-                        f"made with this experiment's settings; use another directory with -o, or move that "
-                        f"results directory away") from None
-                warnings.warn(f"{file}: unreadable context skipped ({exc})", StoreWarning, stacklevel=2)
+                        f"{exc}; so nothing proves the runs stored in {self.path} were made with this "
+                        f"experiment's settings; use another directory with -o, or move that results directory "
+                        f"away") from None
+                warnings.warn(f"{exc}; context skipped", StoreWarning, stacklevel=2)
                 continue
-            found[document.get("sweep_id", file.stem)] = document
+            found[document.get("sweep_id") or file.stem] = document
         return found
 
     def _context_path(self, sweep_id: str) -> Path:
@@ -223,47 +247,210 @@ def _runs_file(path: str | os.PathLike) -> Path:
         return path / RUNS_FILE
     if path.is_file():
         return path
+    if _exists(path):
+        open_store_file(path, "runs file").close()  # raises, saying what it is instead
     raise HugebenchError(f"{path}: no such results directory or runs file")
 
 
+def _exists(path: Path) -> bool:
+    """True when something (even a broken or looping link) is there: a reader then says what is wrong with it."""
+    return os.path.lexists(path)
+
+
 def _load_one(runs_file: Path, hosts: bool = True) -> pd.DataFrame:
-    rows = list(_iter_rows(runs_file)) if runs_file.exists() else []
+    rows = read_rows(runs_file) if _exists(runs_file) else []
     frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=["run_id", "status"])
     frame["source"] = str(runs_file.parent)
-    return _with_host(frame, runs_file.parent) if hosts else frame
+    if not hosts or frame.empty:
+        return frame
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreWarning)  # the report reads contexts too, and says so once
+        contexts = ResultStore(runs_file.parent).contexts()
+    return drop_unusable_cells(_with_host(frame, contexts), cell_columns(contexts), runs_file)
 
 
-def _with_host(frame: pd.DataFrame, directory: Path) -> pd.DataFrame:
+def _with_host(frame: pd.DataFrame, contexts: Mapping[str, dict]) -> pd.DataFrame:
     """Every row names its machine: a cluster sweep's rows carry ``host``; a local sweep's get the host name
     its context recorded (``machine.hostname``), so stores of several machines load into one frame."""
     if frame.empty or "sweep_id" not in frame.columns:
         return frame
     if "host" in frame.columns and frame["host"].notna().all():
         return frame
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StoreWarning)  # the report reads contexts too, and says so once
-        contexts = ResultStore(directory).contexts()
     recorded = frame["sweep_id"].map({s: (c.get("machine") or {}).get("hostname") for s, c in contexts.items()})
     frame["host"] = frame["host"].fillna(recorded) if "host" in frame.columns else recorded
     return frame
 
 
+def cell_columns(contexts: Mapping[str, Mapping]) -> list[str]:
+    """The columns that name a cell: every sweep's axes, and the allocator and THP mode columns."""
+    axes = [a for context in contexts.values() for a in context.get("axes") or []]
+    return list(dict.fromkeys(axes + ["allocator", "thp", "thp.enabled"]))
+
+
+def drop_unusable_cells(frame: pd.DataFrame, columns, source) -> pd.DataFrame:
+    """``frame`` without the rows whose cell columns hold a list or an object (no value a cell can be named
+    by: grouping would fail); a StoreWarning counts them."""
+    present = [c for c in columns if c in frame.columns]
+    if frame.empty or not present:
+        return frame
+    bad = frame[present].apply(lambda column: column.map(_is_container))
+    if not bad.to_numpy().any():
+        return frame
+    rows = bad.any(axis=1)
+    named = [c for c in present if bad[c].any()]
+    warnings.warn(f"{source}: {int(rows.sum())} row(s) skipped: their column(s) {', '.join(named)} hold a list "
+                  "or an object, not a value that can name a cell", StoreWarning, stacklevel=3)
+    return frame[~rows].reset_index(drop=True)
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, (list, dict, tuple, set))
+
+
+# -- bounded reading: the one way into a store's files -----------------------------------------------
+
+
+def open_store_file(path: str | os.PathLike, what: str = "results file"):
+    """``path`` opened for binary reading, or a HugebenchError naming it and what is wrong (missing,
+    unreadable, a FIFO, a device such as ``/dev/zero``, a directory): nothing but a regular file is read."""
+    try:
+        return open_regular(path, what)
+    except OSError as exc:
+        raise HugebenchError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise HugebenchError(f"{path} cannot be read: {exc}") from None
+
+
+def parse_json(data: bytes | str) -> Any:
+    """One JSON document, or ValueError saying why not: longer than MAX_LINE_BYTES... (the caller's bound),
+    nested deeper than :data:`MAX_JSON_DEPTH`, an integer of more than :data:`MAX_INT_DIGITS` digits, or not
+    JSON. NaN and infinities (which hugebench never writes) read as null, like every missing measurement."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    depth = _json_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"nested {depth} levels deep (at most {MAX_JSON_DEPTH})")
+    try:
+        return json.loads(raw, parse_int=_bounded_int, parse_constant=lambda _: None,
+                          parse_float=_finite_float)
+    except RecursionError:  # not reachable after the depth check; kept so that no reader ever sees one
+        raise ValueError("nested too deep") from None
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+
+
+def _json_depth(raw: bytes) -> int:
+    """The deepest nesting of [ and { outside strings, without parsing (numpy over the bytes: linear, no stack)."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
+        return 0
+    skeleton = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
+    steps = (np.isin(skeleton, (ord("["), ord("{"))).astype(np.int64)
+             - np.isin(skeleton, (ord("]"), ord("}"))).astype(np.int64))
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _finite_float(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def read_rows(runs_file: str | os.PathLike) -> list[dict]:
+    """THE reader of a runs file: its rows in file order, each run once.
+
+    A line that cannot be a row (torn by a crash, not JSON, over :data:`MAX_LINE_BYTES`, too deep, a huge
+    integer, not an object, a field of :data:`ROW_TYPES` of the wrong type) is skipped, and a row stored
+    twice is kept once: an ``ok`` row of a run_id that already has one, or any row identical in run_id,
+    sweep, start time and status to an earlier one (a failed run retried later is history and stays). One
+    :class:`StoreWarning` per kind says how many. A file that cannot be opened as a regular file is a
+    HugebenchError (see :func:`open_store_file`).
+    """
+    runs_file = Path(runs_file)
+    rows, seen, repeated = [], set(), 0
+    for row in _iter_rows(runs_file):
+        key = _identity(row)
+        if key is not None and key in seen:
+            repeated += 1
+            continue
+        seen.add(key)
+        rows.append(row)
+    if repeated:
+        warnings.warn(f"{runs_file}: {repeated} row(s) repeat a run already stored (same run_id); each run is "
+                      "counted once (was the file concatenated with itself?)", StoreWarning, stacklevel=2)
+    return rows
+
+
+def _identity(row: dict):
+    run_id = row.get("run_id")
+    if run_id is None:
+        return None
+    if row.get("status") == "ok":
+        return ("ok", run_id)
+    return (run_id, row.get("sweep_id"), row.get("started_at"), row.get("status"))
+
+
 def _iter_rows(runs_file: Path) -> Iterator[dict]:
-    with open(runs_file, "rb") as handle:
-        lines = handle.read().split(b"\n")
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    for number, line in enumerate(lines):
-        if not line.strip():
+    """Rows of a runs file, read a bounded line at a time; bad lines skipped with one counting StoreWarning."""
+    bad: list[tuple[int, str]] = []
+    torn = 0  # number of a last line without its newline: a crash mid-write
+    with open_store_file(runs_file, "runs file") as handle:
+        for number, (line, too_long) in enumerate(_bounded_lines(handle), start=1):
+            if not too_long and not line.strip():
+                continue
+            torn = number if line and not line.endswith(b"\n") else 0
+            row, problem = _parse_row(line, too_long)
+            if row is None:
+                bad.append((number, problem))
+            else:
+                yield row
+    if bad:
+        what = [f"{'torn last line (a crash mid-write?)' if n == torn else f'corrupt line {n}'}: {why}"
+                for n, why in bad]
+        shown = "; ".join(what[:3]) + (f"; and {len(what) - 3} more" if len(what) > 3 else "")
+        warnings.warn(f"{runs_file}: {len(bad)} unreadable line(s) skipped: {shown}", StoreWarning, stacklevel=3)
+
+
+def _bounded_lines(handle) -> Iterator[tuple[bytes, bool]]:
+    """(line, too_long) for each line; a line over MAX_LINE_BYTES is consumed in bounded pieces, not kept."""
+    while True:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        too_long = len(line) > MAX_LINE_BYTES
+        while too_long and line and not line.endswith(b"\n"):
+            line = handle.readline(MAX_LINE_BYTES)
+        yield (b"", True) if too_long else (line, False)
+
+
+def _parse_row(line: bytes, too_long: bool) -> tuple[dict | None, str | None]:
+    """(row, None) or (None, why the line is not a row)."""
+    if too_long:
+        return None, f"longer than {MAX_LINE_BYTES // (1 << 20)} MiB"
+    try:
+        row = parse_json(line)
+    except ValueError as exc:
+        return None, str(exc)[:120]
+    if not isinstance(row, dict):
+        return None, f"a JSON {type(row).__name__}, not an object"
+    problem = row_problem(row)
+    return (None, problem) if problem else (row, None)
+
+
+def row_problem(row: Mapping) -> str | None:
+    """Why ``row`` cannot be read as a run row (a field hugebench owns has the wrong type), or None."""
+    for key, kind in ROW_TYPES.items():
+        value = row.get(key)
+        if value is None or (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))):
             continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as exc:
-            what = "torn last line (a crash mid-write?)" if number == last else f"corrupt line {number + 1}"
-            warnings.warn(f"{runs_file}: {what} skipped: {exc}", StoreWarning, stacklevel=3)
+        if kind is bool and isinstance(value, int) and value in (0, 1):
             continue
-        yield row
+        return f"{key!r} is a {type(value).__name__}, not a {kind.__name__}"
+    return None
 
 
 def _numeric_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -336,9 +523,86 @@ def _ends_torn(fd: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
-def _read_json(path: Path) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+def _append_line(fd: int, line: bytes) -> None:
+    """Write ``line`` at the end in one write and fsync it; on any failure cut the file back to where it was."""
+    regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    size = os.fstat(fd).st_size if regular else 0
+    if regular and _ends_torn(fd):
+        line = b"\n" + line  # isolate a torn fragment left by a crash
+    try:
+        written = os.write(fd, line)
+        if written != len(line):
+            raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes of the row could be written "
+                                        f"(disk full?)")
+        os.fsync(fd)
+    except OSError:
+        if regular:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+        raise
+
+
+def read_context(path: str | os.PathLike) -> dict:
+    """A sweep context file as a dict, or a HugebenchError naming it and what is wrong (unreadable, not a
+    regular file, over MAX_CONTEXT_BYTES, not JSON, not an object, a field readers use of the wrong type)."""
+    with open_store_file(path, "sweep context") as handle:
+        raw = handle.read(MAX_CONTEXT_BYTES + 1)
+    if len(raw) > MAX_CONTEXT_BYTES:
+        raise HugebenchError(f"{path} cannot be read: larger than {MAX_CONTEXT_BYTES >> 20} MiB")
+    try:
+        document = parse_json(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HugebenchError(f"{path} cannot be read: {str(exc)[:200]}") from None
+    problem = context_problem(document)
+    if problem:
+        raise HugebenchError(f"{path} cannot be read: {problem}")
+    return document
+
+
+# The context fields reports read, and what they must be (None or missing is always allowed).
+_CONTEXT_CHECKS = {
+    "sweep_id": (lambda v: isinstance(v, str), "a string"),
+    "experiment": (lambda v: isinstance(v, str), "a string"),
+    "spec_fingerprint": (lambda v: isinstance(v, str), "a string"),
+    "primary_metric": (lambda v: isinstance(v, str), "a string"),
+    "primary_better": (lambda v: v in ("lower", "higher"), "lower or higher"),
+    "axes": (lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v), "a list of column names"),
+    "baseline": (lambda v: isinstance(v, dict), "an object (axis -> value)"),
+    "machine": (lambda v: isinstance(v, dict), "an object"),
+    "spec": (lambda v: isinstance(v, dict) and _spec_ok(v), "an object whose axes map names to lists, "
+             "adaptive and params are objects and expected holds a list of claims"),
+    "metrics": (lambda v: isinstance(v, list) and all(isinstance(m, dict) and isinstance(m.get("column"), str)
+                                                      for m in v), "a list of {column, label, fmt} objects"),
+    "sweep_wall_s": (lambda v: _is_number(v), "a number"),
+    "worker_wall_s_sum": (lambda v: _is_number(v), "a number"),
+}
+
+
+def context_problem(document: Any) -> str | None:
+    """Why ``document`` cannot be a sweep context, or None."""
+    if not isinstance(document, dict):
+        return f"a JSON {type(document).__name__}, not an object"
+    for key, (check, wanted) in _CONTEXT_CHECKS.items():
+        if document.get(key) is not None and not check(document[key]):
+            return f"{key!r} must be {wanted}, not {type(document[key]).__name__} {str(document[key])[:40]!r}"
+    return None
+
+
+def _spec_ok(spec: dict) -> bool:
+    axes = spec.get("axes")
+    return ((axes is None or (isinstance(axes, dict) and all(isinstance(v, list) for v in axes.values())))
+            and all(spec.get(k) is None or isinstance(spec[k], dict) for k in ("adaptive", "params"))
+            and (spec.get("expected") is None or _expected_ok(spec["expected"])))
+
+
+def _expected_ok(expected: Any) -> bool:
+    claims = expected.get("claims") if isinstance(expected, dict) else None
+    return isinstance(expected, dict) and (claims is None or (isinstance(claims, list)
+                                                               and all(isinstance(c, dict) for c in claims)))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _atomic_write_json(target: Path, document: Mapping[str, Any]) -> None:
@@ -374,7 +638,7 @@ def _fsync_dir(directory: Path) -> None:
 
 def measured_wall_times(path: str | os.PathLike) -> dict[str, float]:
     """cell id -> median worker wall seconds of the successful runs stored under ``path`` ({} if none)."""
-    if not Path(path, RUNS_FILE).exists():
+    if not _exists(Path(path, RUNS_FILE)):
         return {}
     df = load(path)
     if df.empty or "wall_s" not in df.columns:

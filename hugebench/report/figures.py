@@ -20,6 +20,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from ..errors import HugebenchError
 from ..spec import canonical_knob
 from ..stats import as_list, ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
@@ -156,11 +157,14 @@ def ratio_plot(data: pd.DataFrame, labels: Sequence[str], *, title: str | None =
 def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
     """Write ``fig`` as PNG and SVG under ``<results_dir>/plots/``; return the two paths."""
     directory = Path(results_dir) / PLOTS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "figure"
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1])
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fig.savefig(paths[0], dpi=150)
+        fig.savefig(paths[1])
+    except OSError as exc:
+        raise HugebenchError(f"cannot write the plots into {directory}: {exc.strerror or exc}") from None
     return paths
 
 
