@@ -139,46 +139,87 @@ def read_context(path: str | os.PathLike) -> dict:
     return document
 
 
-# The context fields reports read, and what they must be (None or missing is always allowed).
-_CONTEXT_CHECKS = {
-    "sweep_id": (lambda v: isinstance(v, str), "a string"),
-    "experiment": (lambda v: isinstance(v, str), "a string"),
-    "spec_fingerprint": (lambda v: isinstance(v, str), "a string"),
-    "primary_metric": (lambda v: isinstance(v, str), "a string"),
-    "primary_better": (lambda v: v in ("lower", "higher"), "lower or higher"),
-    "axes": (lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v), "a list of column names"),
-    "baseline": (lambda v: isinstance(v, dict), "an object (axis -> value)"),
-    "machine": (lambda v: isinstance(v, dict), "an object"),
-    "spec": (lambda v: isinstance(v, dict) and _spec_ok(v), "an object whose axes map names to lists, "
-             "adaptive and params are objects and expected holds a list of claims"),
-    "metrics": (lambda v: isinstance(v, list) and all(isinstance(m, dict) and isinstance(m.get("column"), str)
-                                                      for m in v), "a list of {column, label, fmt} objects"),
-    "sweep_wall_s": (lambda v: _is_number(v), "a number"),
-    "worker_wall_s_sum": (lambda v: _is_number(v), "a number"),
+# The fields of a sweep context that readers use, and what each must be. A schema is a type (or tuple of
+# types), NUMBER, [schema] (a list of it), ("one of", ...) or {key: schema} (an object; "*" for every value; a
+# key ending in "!" must be there unless the object is empty and marked EMPTY_OK). Missing keys and null values are allowed unless marked "!"; keys not listed
+# are not checked (a newer hugebench may add some).
+NUMBER = "number"
+EMPTY_OK = "(an empty object means none)"  # in an object schema: {} passes even with required keys
+SCALAR = (str, int, float, bool)
+_CLAIM = {"cell!": {"*": SCALAR}, "vs": {"*": SCALAR}, "metric": str, "name": str, "note": str, "source": str,
+          "ratio": NUMBER, "value": NUMBER, "vs_value": NUMBER}
+CONTEXT_SCHEMA = {
+    "sweep_id": str, "experiment": str, "workload": str, "spec_fingerprint": str, "primary_metric": str,
+    "primary_better": ("one of", "lower", "higher"), "started_at": str, "ended_at": str,
+    "hugebench_version": str, "synthetic": bool, "axes": [str], "baseline": {"*": SCALAR},
+    "metrics": [{"column!": str, "label": str, "fmt": str, "scale": NUMBER}],
+    "sweep_wall_s": NUMBER, "worker_wall_s_sum": NUMBER, "rows_written": NUMBER,
+    "allocators": {"*": {"env": {"*": SCALAR}, "path": str, "version": str}},
+    "machine": {"hostname": str, "glibc": str, "python": {"version": str}, "kernel": {"release": str},
+                "cpu": {"model_name": str, "microarch": str, "cores": NUMBER, "logical_cpus": NUMBER,
+                        "hypervisor": str},
+                "memory": {"total_bytes": NUMBER, "thp": dict, "hugetlb_pools": dict},
+                "perf": {"perf_version": str, "missing_reason": str, "pmu_reason": str, "pmu_available": bool},
+                "hugebench": {"version": str, "git_sha": str, "git_dirty": bool, "core_build": dict},
+                "tlb": {"entries": [str]}, "caches": [dict]},
+    "spec": {"axes": {"*": [SCALAR]}, "params": dict, "system": dict,
+             "adaptive": {EMPTY_OK: True, "metric!": str, "min!": int, "max!": int, "target!": NUMBER},
+             "expected": {"source": str, "metric": str, "claims": [_CLAIM]}},
 }
 
 
 def context_problem(document: Any) -> str | None:
-    """Why ``document`` cannot be a sweep context, or None."""
+    """Why ``document`` cannot be a sweep context (the first field, by its path, that breaks
+    :data:`CONTEXT_SCHEMA`), or None."""
     if not isinstance(document, dict):
         return f"a JSON {type(document).__name__}, not an object"
-    for key, (check, wanted) in _CONTEXT_CHECKS.items():
-        if document.get(key) is not None and not check(document[key]):
-            return f"{key!r} must be {wanted}, not {type(document[key]).__name__} {str(document[key])[:40]!r}"
-    return None
+    return schema_problem(document, CONTEXT_SCHEMA, "")
 
 
-def _spec_ok(spec: dict) -> bool:
-    axes = spec.get("axes")
-    return ((axes is None or (isinstance(axes, dict) and all(isinstance(v, list) for v in axes.values())))
-            and all(spec.get(k) is None or isinstance(spec[k], dict) for k in ("adaptive", "params"))
-            and (spec.get("expected") is None or _expected_ok(spec["expected"])))
+def schema_problem(value: Any, schema: Any, path: str) -> str | None:
+    """Why ``value`` (at ``path``) breaks ``schema``, or None; see :data:`CONTEXT_SCHEMA`."""
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            return _wrong(path, value, "an object")
+        if not value and schema.get(EMPTY_OK):
+            return None
+        for key, inner in schema.items():
+            if key == EMPTY_OK:
+                continue
+            name, required = key.rstrip("!"), key.endswith("!")
+            targets = value.items() if name == "*" else [(name, value.get(name))]
+            for child_key, child in targets:
+                where = f"{path}.{child_key}" if path else str(child_key)
+                if child is None:
+                    if required:
+                        return f"{where!r} is missing"
+                    continue
+                problem = schema_problem(child, inner, where)
+                if problem:
+                    return problem
+        return None
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            return _wrong(path, value, "a list")
+        return next((p for i, v in enumerate(value) if (p := schema_problem(v, schema[0], f"{path}[{i}]"))), None)
+    if isinstance(schema, tuple) and schema and schema[0] == "one of":
+        return None if value in schema[1:] else _wrong(path, value, " or ".join(schema[1:]))
+    if schema == NUMBER:
+        return None if _is_number(value) else _wrong(path, value, "a number")
+    kinds = schema if isinstance(schema, tuple) else (schema,)
+    if isinstance(value, bool) and bool not in kinds:
+        return _wrong(path, value, _names(kinds))
+    return None if isinstance(value, kinds) else _wrong(path, value, _names(kinds))
 
 
-def _expected_ok(expected: Any) -> bool:
-    claims = expected.get("claims") if isinstance(expected, dict) else None
-    return isinstance(expected, dict) and (claims is None or (isinstance(claims, list)
-                                                               and all(isinstance(c, dict) for c in claims)))
+def _wrong(path: str, value: Any, wanted: str) -> str:
+    return f"{path!r} must be {wanted}, not {type(value).__name__} {str(value)[:40]!r}"
+
+
+def _names(kinds: tuple) -> str:
+    words = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "an object",
+             list: "a list"}
+    return " or ".join(dict.fromkeys(words.get(k, k.__name__) for k in kinds))
 
 
 def _is_number(value: Any) -> bool:

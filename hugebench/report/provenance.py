@@ -19,8 +19,16 @@ from .sections import Flag, Section
 
 def provenance_sections(results: Results) -> list[Section]:
     """Sweeps, the machine of each, the allocators (with what each run proved) and the kernel knobs read back."""
-    sections = [_sweeps(results), _machines(results), _allocators(results), _knobs(results)]
+    sections = [_store_notes(results), _sweeps(results), _machines(results), _allocators(results), _knobs(results)]
     return [s for s in sections if s is not None]
+
+
+def _store_notes(results: Results) -> Section | None:
+    """What reading the store skipped or merged (bad lines, rows stored twice, unreadable contexts)."""
+    if not results.notes:
+        return None
+    return Section("Reading the results store", None, ["Lines, rows or files the report could not use, and why."],
+                   warnings=[Flag(note) for note in results.notes], kind="store")
 
 
 def machine_facts(context: Mapping) -> dict[str, str]:

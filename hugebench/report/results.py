@@ -60,6 +60,7 @@ class Results:
     path: Path
     rows: pd.DataFrame
     contexts: Mapping[str, dict]
+    notes: tuple[str, ...] = ()  # what reading the store skipped or merged (its StoreWarnings), for the page
 
     def experiments(self) -> list[Experiment]:
         """One Experiment per experiment name, in the order the rows first name them.
@@ -118,10 +119,15 @@ def load_results(results_dir: str | os.PathLike) -> Results:
 
     Rows whose cell columns (axes, allocator, THP mode) hold a list or an object are left out, counted in a
     StoreWarning: they cannot name a cell."""
-    contexts = store.load_contexts(results_dir)
-    rows = store.load(results_dir, hosts=False)
-    return Results(Path(results_dir), store.drop_unusable_cells(rows, store.cell_columns(contexts), results_dir),
-                   contexts)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", store.StoreWarning)
+        contexts = store.load_contexts(results_dir)
+        rows = store.load(results_dir, hosts=False)
+        rows = store.drop_unusable_cells(rows, store.cell_columns(contexts), results_dir)
+    for warning in caught:  # said again to the caller (the CLI prints them), and kept for the HTML page
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    notes = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, store.StoreWarning)))
+    return Results(Path(results_dir), rows, contexts, notes)
 
 
 def as_results(source: Results | str | os.PathLike) -> Results:
