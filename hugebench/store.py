@@ -338,7 +338,7 @@ def _identity(row: dict):
         return None
     if row.get("status") == "ok":
         return ("ok", run_id)
-    return (run_id, row.get("sweep_id"), row.get("started_at"), row.get("status"))
+    return (run_id, row.get("sweep_id"), str(row.get("started_at")), row.get("status"))
 
 
 def _iter_rows(runs_file: Path) -> Iterator[dict]:
@@ -363,14 +363,31 @@ def _iter_rows(runs_file: Path) -> Iterator[dict]:
 
 
 def _numeric_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns of numbers (and nulls) become numeric. A list or an object among a column's numbers is no
+    measurement (no statistic can use it): it reads as null, counted in a StoreWarning."""
+    nulled = {}
     for column in frame.columns[frame.dtypes == object]:
         values = frame[column]
         present = values[values.notna()]
         if present.empty:
             frame[column] = values.astype(float)
-        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-            frame[column] = pd.to_numeric(values)
+            continue
+        numbers, containers = present.map(_is_number), present.map(_is_container)
+        if numbers.any() and containers.any():
+            nulled[column] = int(containers.sum())
+            frame[column] = values.where(~values.index.isin(containers.index[containers]), None)
+            numbers = numbers[~containers]
+        if numbers.all():
+            frame[column] = pd.to_numeric(frame[column])
+    if nulled:
+        warnings.warn(f"{len(nulled)} column(s) hold a list or an object among numbers, read as missing: "
+                      + ", ".join(f"{c} ({n} value(s))" for c, n in list(nulled.items())[:8]), StoreWarning,
+                      stacklevel=3)
     return frame
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _normalise_row(row: Mapping[str, Any]) -> dict:

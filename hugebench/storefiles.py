@@ -31,7 +31,8 @@ MAX_JSON_DEPTH = 32  # nesting of lists and objects in a row or context (rows ar
 MAX_INT_DIGITS = 20  # an integer beyond 64 bits is no measurement (and 4000 digits take quadratic time)
 # Fields hugebench owns in a row, and the types a reader may rely on (None is allowed too).
 ROW_TYPES = {"run_id": str, "cell_id": str, "sweep_id": str, "experiment": str, "workload": str, "status": str,
-             "repetition": int, "order_index": int, "warmup": bool, "error": str, "host": str}
+             "repetition": int, "order_index": int, "warmup": bool, "error": str, "host": str, "started_at": str,
+             "wall_s": (int, float)}
 
 
 def open_store_file(path: str | os.PathLike, what: str = "results file"):
@@ -111,15 +112,16 @@ def parse_row(line: bytes, too_long: bool) -> tuple[dict | None, str | None]:
 
 
 def row_problem(row: Mapping) -> str | None:
-    """Why ``row`` cannot be read as a run row (a field hugebench owns has the wrong type), or None."""
+    """Why ``row`` cannot be read as a run row (a field of :data:`ROW_TYPES` has the wrong type), or None."""
     for key, kind in ROW_TYPES.items():
         value = row.get(key)
-        if value is None or (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))):
+        if value is None or kind is bool and (isinstance(value, bool) or value in (0, 1)):
             continue
-        if kind is bool and isinstance(value, int) and value in (0, 1):
+        if isinstance(value, kind) and not isinstance(value, bool):
             continue
-        return f"{key!r} is a {type(value).__name__}, not a {kind.__name__}"
-    return None
+        return f"{key!r} is a {type(value).__name__}, not {_names(kind if isinstance(kind, tuple) else (kind,))}"
+    knob = next((k for k, v in row.items() if k.startswith("knob.") and isinstance(v, (list, dict))), None)
+    return f"{knob!r} (a kernel knob read back) is a {type(row[knob]).__name__}, not a value" if knob else None
 
 
 def read_context(path: str | os.PathLike) -> dict:

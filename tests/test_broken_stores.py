@@ -309,3 +309,24 @@ def test_two_sweeps_with_different_settings_are_reported_apart(tmp_path):
     first = table[table["experiment"] == "tlb-sample (settings of sweep tlb-sample-0001)"]
     assert first["ns_per_lookup"].max() < 1000, "the other sweep's 1e6 ns was not pooled in"
     assert (table[table["experiment"].str.endswith("tlb-sample-0002)")]["ns_per_lookup"].dropna() == 1e6).all()
+
+
+@pytest.mark.parametrize("changes", [
+    {"ns_per_lookup": {"a": 1}},  # an object among a metric's numbers
+    {"ns_per_lookup": ""},  # a string among them (stats pairs the runs by repetition)
+    {"knob.thp.enabled": {"a": 1}},  # a knob read back as an object
+    {"started_at": [1, 2], "status": "failed"},  # a failed run's identity with an unhashable start time
+    {"thp": None, "ns_per_lookup": float("nan")},  # a bar without its colour axis
+    {"wall_s": [1]},  # the overhead line sums worker wall times
+])
+def test_stray_values_in_rows_never_crash_a_report(tmp_path, changes):
+    """Found by mutating single fields of the sample store's rows (a fuzz run before these fixes)."""
+    res = _store(tmp_path)
+    rows = [json.loads(line) for line in (res / "runs.jsonl").read_text().splitlines()]
+    for row in rows[1:4]:
+        row.update(changes)
+    (res / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for args in (["report", str(res), "--plots"], ["report", str(res), "--format", "csv"],
+                 ["compare", str(res), str(SAMPLE_B)], ["report", str(res), "--html", str(tmp_path / "r.html")]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0 and result.exception is None, (args, result.output, result.exception)

@@ -24,7 +24,7 @@ from ..errors import HugebenchError
 from ..spec import canonical_knob
 from ..stats import as_list, ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
-from .rendering import AXIS_LABELS, format_axis
+from .rendering import AXIS_LABELS, format_axis, is_missing
 from .results import Experiment, Results, as_results
 from .sections import verdict
 from .tables import MetricSpec, build_table, in_spec_order
@@ -77,6 +77,9 @@ def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: 
         table = in_spec_order(table, keys, order)
     inner = keys[-1]
     outer = keys[:-1]
+    kept = table[~table[inner].map(is_missing)]  # a cell without a value of the colour axis has no bar colour
+    kept.attrs = table.attrs
+    table = kept
     group_labels = _group_labels(table, outer)
     bar_values = _levels(table, inner, order)
     width = 0.8 / max(len(bar_values), 1)

@@ -133,7 +133,7 @@ def _knobs(results: Results) -> Section | None:
 
 
 def _values(column: pd.Series) -> str:
-    values = [v for v in column.unique() if not is_missing(v)]
+    values = list(dict.fromkeys(str(v) for v in column if not is_missing(v)))  # lists too (unhashable)
     return ", ".join(str(v) for v in values[:8]) + (f" (+{len(values) - 8} more)" if len(values) > 8 else "")
 
 
