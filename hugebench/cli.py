@@ -97,6 +97,22 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, 
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
     click.echo(f"{result.rows_written} runs this time ({statuses or 'none'}), "
                f"{result.skipped_done} already done; results in {out}")
+    if result.failed:
+        _print_failures(out, result.sweep_id)
+
+
+def _print_failures(out: Path, sweep_id: str) -> None:
+    """Why this sweep's runs failed, grouped by reason (the commonest first)."""
+    from .report.tables import failure_counts
+    from .store import load
+
+    rows = load(out, hosts=False)
+    ids = rows["sweep_id"].astype(str) if "sweep_id" in rows.columns else None
+    if ids is None:
+        return
+    mine = rows[(ids == sweep_id) | ids.str.startswith(sweep_id + ".")]  # a cluster sweep: one id per machine
+    for reason, n in failure_counts(mine):
+        click.echo(f"  failed: {n} run(s): {reason}")
 
 
 @main.command()

@@ -26,7 +26,8 @@ from .launch import Launched, oom_verdict, tail
 from .measure import perf as perf_mod
 from .plan import RunSpec, block as plan_block
 from .setup import SweepSetup, prepare
-from .store import ResultStore
+from .errors import HugebenchError
+from .store import ResultStore, StoreWarning
 from .system import SweepLock, SystemState, default_lock_paths
 from .system.containment import RunContainer, end_leftovers, record_dir
 
@@ -113,9 +114,16 @@ def record_runs(store: ResultStore, batches, done, execute_runs: Callable, optio
     finally:
         reporter.close()
         result.wall_s = time.perf_counter() - started
+        failing = sys.exc_info()[1] is not None
         for sweep_id in context_ids or (result.sweep_id,):
-            store.update_context(sweep_id, ended_at=_now(), sweep_wall_s=result.wall_s,
-                                 worker_wall_s_sum=worker_wall[sweep_id], rows_written=result.rows_written)
+            try:
+                store.update_context(sweep_id, ended_at=_now(), sweep_wall_s=result.wall_s,
+                                     worker_wall_s_sum=worker_wall[sweep_id], rows_written=result.rows_written)
+            except HugebenchError as exc:
+                if not failing:
+                    raise
+                # the sweep is already failing (e.g. the disk is full): its error is the one to show
+                warnings.warn(f"the end of sweep {sweep_id} was not recorded: {exc}", StoreWarning, stacklevel=2)
     return result
 
 

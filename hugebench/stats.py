@@ -262,7 +262,8 @@ def _paired_values(a: pd.DataFrame, b: pd.DataFrame, metric: str) -> tuple[np.nd
         if metric in a.columns and metric in b.columns else None
     if joined is None or len(joined) < 2 or len(joined) < min(len(a), len(b)) / 2:
         return None
-    return joined[f"{metric}_a"].to_numpy(float), joined[f"{metric}_b"].to_numpy(float)
+    # a stray non-number in a store's metric column (hand-edited, corrupt) is missing, like null
+    return tuple(pd.to_numeric(joined[f"{metric}_{side}"], errors="coerce").to_numpy(float) for side in "ab")
 
 
 def _most_common_status(cell: pd.DataFrame) -> str:

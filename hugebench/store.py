@@ -35,16 +35,32 @@ rename), so a reader sees the old or the new file, never half of one.
 
 Readers ignore columns they do not know and tolerate missing ones: a row written by a newer hugebench
 still loads, and so does an old row lacking a newer metric.
+
+Reading is bounded whatever the directory holds (a broken disk, a hand edit, a hostile copy): every file is
+opened by :func:`open_store_file`, which refuses what is not a regular file (a FIFO would block forever, a link
+to ``/dev/zero`` would never end, a directory cannot be read) with a :class:`HugebenchError` naming it; JSON is
+parsed by :func:`parse_json`, which refuses nesting deeper than :data:`MAX_JSON_DEPTH` and integers of more than
+:data:`MAX_INT_DIGITS` digits; no line longer than :data:`MAX_LINE_BYTES` is held (these live in
+:mod:`hugebench.storefiles` and are re-exported here). :func:`read_rows` is THE reader of a runs file
+(``ResultStore.rows``, :func:`load`, the report, ``plan -o`` and a resuming sweep all go through it): a line that
+cannot be a row (bad JSON, too long, too deep, not an object, a field of :data:`ROW_TYPES` of the wrong type) is
+skipped, and a row stored twice (same ``run_id``, as after concatenating a file with itself) is counted once;
+each with one :class:`StoreWarning` per file that counts them. :func:`read_context` reads a context file and
+checks the types of the fields readers use; :func:`drop_unusable_cells` leaves out rows whose cell columns hold
+a list or an object. Readers of the broken-store kind: ``read_rows(path)`` -> list of dicts (StoreWarnings for
+what was skipped), ``read_context(path)`` -> dict, both HugebenchError for a file that cannot be read at all.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
@@ -55,6 +71,9 @@ import numpy as np
 import pandas as pd
 
 from .errors import HugebenchError, ToolMissingError
+from .storefiles import (MAX_CONTEXT_BYTES, MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_LINE_BYTES, ROW_TYPES,  # noqa: F401
+                         bounded_lines, context_problem, open_store_file, parse_json, parse_row, read_context,
+                         row_problem)
 
 SCHEMA_VERSION = 1
 RUNS_FILE = "runs.jsonl"
@@ -66,6 +85,7 @@ REQUIRED_KEYS = ("run_id", "status")
 END_FIELDS = ("ended_at", "sweep_wall_s", "worker_wall_s_sum")
 
 _SAFE_SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
 
 
 class StoreWarning(UserWarning):
@@ -98,22 +118,25 @@ class ResultStore:
         target = self._context_path(sweep_id)
         if not target.exists():
             raise HugebenchError(f"no context for sweep {sweep_id!r} in {self.path}; write_context() first")
-        document = {**_read_json(target), **fields}
-        _atomic_write_json(target, document)
+        document = {**read_context(target), **fields}
+        with self._writing():
+            _atomic_write_json(target, document)
         return document
 
     def append(self, row: Mapping[str, Any]) -> dict:
-        """Append one run row durably (flushed and fsynced before returning); return the row as stored."""
+        """Append one run row durably (flushed and fsynced before returning); return the row as stored.
+
+        The line goes out in one ``write``; if the disk is full (or any write fails) the file is cut back to
+        its previous size, so no torn row is left, and a HugebenchError says what happened.
+        """
         stored = _normalise_row(row)
         line = (json.dumps(stored, allow_nan=False, default=_json_default) + "\n").encode()
         with self._writing():
             self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            if _ends_torn(fd):
-                line = b"\n" + line  # isolate a torn fragment left by a crash
-            os.write(fd, line)
-            os.fsync(fd)
+            with self._writing():
+                _append_line(fd, line)
         finally:
             os.close(fd)
         return stored
@@ -131,8 +154,8 @@ class ResultStore:
     # -- reading -----------------------------------------------------------------------------------
 
     def rows(self) -> list[dict]:
-        """All readable rows in file order (a torn or corrupt line is skipped with a StoreWarning)."""
-        return list(_iter_rows(self.runs_path)) if self.runs_path.exists() else []
+        """All readable rows in file order (see :func:`read_rows`; [] when there is no runs file yet)."""
+        return read_rows(self.runs_path) if _exists(self.runs_path) else []
 
     def completed_run_ids(self) -> set[str]:
         """Ids of the runs that finished with status ``ok``: the ones a resumed sweep may skip."""
@@ -149,18 +172,16 @@ class ResultStore:
             return found
         for file in sorted(self.sweeps_path.glob("*.json")):
             try:
-                document = _read_json(file)
-                if not isinstance(document, dict):
-                    raise ValueError("not a JSON object")
-            except (OSError, ValueError) as exc:
+                document = read_context(file)
+            except HugebenchError as exc:
                 if strict:
                     raise HugebenchError(
-                        f"{file} cannot be read ({exc}), so nothing proves the runs stored in {self.path} were "
-                        f"made with this experiment's settings; use another directory with -o, or move that "
-                        f"results directory away") from None
-                warnings.warn(f"{file}: unreadable context skipped ({exc})", StoreWarning, stacklevel=2)
+                        f"{exc}; so nothing proves the runs stored in {self.path} were made with this "
+                        f"experiment's settings; use another directory with -o, or move that results directory "
+                        f"away") from None
+                warnings.warn(f"{exc}; context skipped", StoreWarning, stacklevel=2)
                 continue
-            found[document.get("sweep_id", file.stem)] = document
+            found[document.get("sweep_id") or file.stem] = document
         return found
 
     def _context_path(self, sweep_id: str) -> Path:
@@ -223,58 +244,150 @@ def _runs_file(path: str | os.PathLike) -> Path:
         return path / RUNS_FILE
     if path.is_file():
         return path
+    if _exists(path):
+        open_store_file(path, "runs file").close()  # raises, saying what it is instead
     raise HugebenchError(f"{path}: no such results directory or runs file")
 
 
+def _exists(path: Path) -> bool:
+    """True when something (even a broken or looping link) is there: a reader then says what is wrong with it."""
+    return os.path.lexists(path)
+
+
 def _load_one(runs_file: Path, hosts: bool = True) -> pd.DataFrame:
-    rows = list(_iter_rows(runs_file)) if runs_file.exists() else []
+    rows = read_rows(runs_file) if _exists(runs_file) else []
     frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=["run_id", "status"])
     frame["source"] = str(runs_file.parent)
-    return _with_host(frame, runs_file.parent) if hosts else frame
+    if not hosts or frame.empty:
+        return frame
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreWarning)  # the report reads contexts too, and says so once
+        contexts = ResultStore(runs_file.parent).contexts()
+    return drop_unusable_cells(_with_host(frame, contexts), cell_columns(contexts), runs_file)
 
 
-def _with_host(frame: pd.DataFrame, directory: Path) -> pd.DataFrame:
+def _with_host(frame: pd.DataFrame, contexts: Mapping[str, dict]) -> pd.DataFrame:
     """Every row names its machine: a cluster sweep's rows carry ``host``; a local sweep's get the host name
     its context recorded (``machine.hostname``), so stores of several machines load into one frame."""
     if frame.empty or "sweep_id" not in frame.columns:
         return frame
     if "host" in frame.columns and frame["host"].notna().all():
         return frame
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StoreWarning)  # the report reads contexts too, and says so once
-        contexts = ResultStore(directory).contexts()
     recorded = frame["sweep_id"].map({s: (c.get("machine") or {}).get("hostname") for s, c in contexts.items()})
     frame["host"] = frame["host"].fillna(recorded) if "host" in frame.columns else recorded
     return frame
 
 
+def cell_columns(contexts: Mapping[str, Mapping]) -> list[str]:
+    """The columns that name a cell: every sweep's axes, and the allocator and THP mode columns."""
+    axes = [a for context in contexts.values() for a in context.get("axes") or []]
+    return list(dict.fromkeys(axes + ["allocator", "thp", "thp.enabled"]))
+
+
+def drop_unusable_cells(frame: pd.DataFrame, columns, source) -> pd.DataFrame:
+    """``frame`` without the rows whose cell columns hold a list or an object (no value a cell can be named
+    by: grouping would fail); a StoreWarning counts them."""
+    present = [c for c in columns if c in frame.columns]
+    if frame.empty or not present:
+        return frame
+    bad = frame[present].apply(lambda column: column.map(_is_container))
+    if not bad.to_numpy().any():
+        return frame
+    rows = bad.any(axis=1)
+    named = [c for c in present if bad[c].any()]
+    warnings.warn(f"{source}: {int(rows.sum())} row(s) skipped: their column(s) {', '.join(named)} hold a list "
+                  "or an object, not a value that can name a cell", StoreWarning, stacklevel=3)
+    return frame[~rows].reset_index(drop=True)
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, (list, dict, tuple, set))
+
+
+# -- bounded reading: the one way into a store's files -----------------------------------------------
+
+
+def read_rows(runs_file: str | os.PathLike) -> list[dict]:
+    """THE reader of a runs file: its rows in file order, each run once.
+
+    A line that cannot be a row (torn by a crash, not JSON, over :data:`MAX_LINE_BYTES`, too deep, a huge
+    integer, not an object, a field of :data:`ROW_TYPES` of the wrong type) is skipped, and a row stored
+    twice is kept once: an ``ok`` row of a run_id that already has one, or any row identical in run_id,
+    sweep, start time and status to an earlier one (a failed run retried later is history and stays). One
+    :class:`StoreWarning` per kind says how many. A file that cannot be opened as a regular file is a
+    HugebenchError (see :func:`open_store_file`).
+    """
+    runs_file = Path(runs_file)
+    rows, seen, repeated = [], set(), 0
+    for row in _iter_rows(runs_file):
+        key = _identity(row)
+        if key is not None and key in seen:
+            repeated += 1
+            continue
+        seen.add(key)
+        rows.append(row)
+    if repeated:
+        warnings.warn(f"{runs_file}: {repeated} row(s) repeat a run already stored (same run_id); each run is "
+                      "counted once (was the file concatenated with itself?)", StoreWarning, stacklevel=2)
+    return rows
+
+
+def _identity(row: dict):
+    run_id = row.get("run_id")
+    if run_id is None:
+        return None
+    if row.get("status") == "ok":
+        return ("ok", run_id)
+    return (run_id, row.get("sweep_id"), str(row.get("started_at")), row.get("status"))
+
+
 def _iter_rows(runs_file: Path) -> Iterator[dict]:
-    with open(runs_file, "rb") as handle:
-        lines = handle.read().split(b"\n")
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as exc:
-            what = "torn last line (a crash mid-write?)" if number == last else f"corrupt line {number + 1}"
-            warnings.warn(f"{runs_file}: {what} skipped: {exc}", StoreWarning, stacklevel=3)
-            continue
-        yield row
+    """Rows of a runs file, read a bounded line at a time; bad lines skipped with one counting StoreWarning."""
+    bad: list[tuple[int, str]] = []
+    torn = 0  # number of a last line without its newline: a crash mid-write
+    with open_store_file(runs_file, "runs file") as handle:
+        for number, (line, too_long) in enumerate(bounded_lines(handle), start=1):
+            if not too_long and not line.strip():
+                continue
+            torn = number if line and not line.endswith(b"\n") else 0
+            row, problem = parse_row(line, too_long)
+            if row is None:
+                bad.append((number, problem))
+            else:
+                yield row
+    if bad:
+        what = [f"{'torn last line (a crash mid-write?)' if n == torn else f'corrupt line {n}'}: {why}"
+                for n, why in bad]
+        shown = "; ".join(what[:3]) + (f"; and {len(what) - 3} more" if len(what) > 3 else "")
+        warnings.warn(f"{runs_file}: {len(bad)} unreadable line(s) skipped: {shown}", StoreWarning, stacklevel=3)
 
 
 def _numeric_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns of numbers (and nulls) become numeric. A list or an object among a column's numbers is no
+    measurement (no statistic can use it): it reads as null, counted in a StoreWarning."""
+    nulled = {}
     for column in frame.columns[frame.dtypes == object]:
         values = frame[column]
         present = values[values.notna()]
         if present.empty:
             frame[column] = values.astype(float)
-        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-            frame[column] = pd.to_numeric(values)
+            continue
+        numbers, containers = present.map(_is_number), present.map(_is_container)
+        if numbers.any() and containers.any():
+            nulled[column] = int(containers.sum())
+            frame[column] = values.where(~values.index.isin(containers.index[containers]), None)
+            numbers = numbers[~containers]
+        if numbers.all():
+            frame[column] = pd.to_numeric(frame[column])
+    if nulled:
+        warnings.warn(f"{len(nulled)} column(s) hold a list or an object among numbers, read as missing: "
+                      + ", ".join(f"{c} ({n} value(s))" for c, n in list(nulled.items())[:8]), StoreWarning,
+                      stacklevel=3)
     return frame
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _normalise_row(row: Mapping[str, Any]) -> dict:
@@ -336,9 +449,23 @@ def _ends_torn(fd: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
-def _read_json(path: Path) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+def _append_line(fd: int, line: bytes) -> None:
+    """Write ``line`` at the end in one write and fsync it; on any failure cut the file back to where it was."""
+    regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    size = os.fstat(fd).st_size if regular else 0
+    if regular and _ends_torn(fd):
+        line = b"\n" + line  # isolate a torn fragment left by a crash
+    try:
+        written = os.write(fd, line)
+        if written != len(line):
+            raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes of the row could be written "
+                                        f"(disk full?)")
+        os.fsync(fd)
+    except OSError:
+        if regular:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+        raise
 
 
 def _atomic_write_json(target: Path, document: Mapping[str, Any]) -> None:
@@ -374,7 +501,7 @@ def _fsync_dir(directory: Path) -> None:
 
 def measured_wall_times(path: str | os.PathLike) -> dict[str, float]:
     """cell id -> median worker wall seconds of the successful runs stored under ``path`` ({} if none)."""
-    if not Path(path, RUNS_FILE).exists():
+    if not _exists(Path(path, RUNS_FILE)):
         return {}
     df = load(path)
     if df.empty or "wall_s" not in df.columns:

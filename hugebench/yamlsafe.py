@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from ._util import open_regular
 from .errors import SpecError
 
 # Far above any real experiment, low enough that a hostile file is refused before anything is built.
@@ -25,10 +26,12 @@ def read_text(path: str | Path) -> str:
     """The file's text: at most MAX_FILE_BYTES, UTF-8, or a SpecError naming the file (and line)."""
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "experiment file") as handle:  # a FIFO or /dev/zero is refused, not read
             raw = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError(f"cannot read experiment file {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise SpecError(f"cannot read experiment file {path}: {exc}") from None
     if len(raw) > MAX_FILE_BYTES:
         raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file "
                         "(is it the right file?)")

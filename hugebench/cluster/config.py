@@ -29,8 +29,14 @@ KEYS = {
 RESOURCE = "machine"  # every hugebench worker has 1 and one thread: one run at a time per machine
 HOST_PREFIX = "host:"  # + the host name: the resource that pins a task to one machine
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss)://[^\s/]+:\d+$")
-_HOST = re.compile(r"^[A-Za-z0-9_.@:-]+$")
+# A host is a name or an address, never an option: ssh would read "-oProxyCommand=..." as one. So: an optional
+# user@, then a DNS name (labels of letters, digits, - and _, not starting with -), an IPv4 address or a bracketed
+# IPv6 one, then an optional :port.
+_USER = r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*@)?"
+_NAME = r"(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?"
+_HOSTNAME = rf"(?:{_NAME}|\[[0-9A-Fa-f:.]+\])"
+_HOST = re.compile(rf"^{_USER}{_HOSTNAME}(?::\d{{1,5}})?$")
+_ADDRESS = re.compile(rf"^(tcp|tls|ucx|ws|wss)://{_HOSTNAME}:\d{{1,5}}$")
 
 
 def host_resource(host: str) -> str:
@@ -87,7 +93,10 @@ def from_values(scheduler=None, ssh=None, machines=None, workers=None, wait=None
         raise _KeyError("scheduler", f"must be an address like tcp://lab1:8786, got {scheduler!r}")
     if ssh is not None and (not isinstance(ssh, list) or not ssh
                             or not all(isinstance(h, str) and _HOST.match(h) for h in ssh)):
-        raise _KeyError("ssh", f"must be a non-empty list of host names, got {ssh!r}")
+        bad = next((h for h in ssh if not (isinstance(h, str) and _HOST.match(h))), ssh) \
+            if isinstance(ssh, list) and ssh else ssh
+        raise _KeyError("ssh", f"must be a non-empty list of host names or addresses ([user@]host[:port], not "
+                               f"starting with '-'), got {str(bad)[:80]!r}")
     machines = "each" if machines is None else machines
     if machines not in MODES:
         raise _KeyError("machines", f"must be one of {', '.join(MODES)}; got {machines!r}")

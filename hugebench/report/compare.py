@@ -20,8 +20,8 @@ from ..stats import Ratio, describe_cell, min_runs_for, ok_rows, ratio_ci
 from .provenance import machine_facts, provenance_sections
 from .rendering import DASH, display_frame, format_axis
 from .results import Experiment, Results, sweep_ids
-from .sections import Flag, Report, Section, varying_axes, verdict
-from .tables import as_metric, axis_key, in_spec_order
+from .sections import Flag, Report, Section, failure_flags, varying_axes, verdict
+from .tables import as_metric, axis_key, check_metric, failures_text, in_spec_order
 
 
 def compare_report(a: Results, b: Results, primary: str | None = None, level: float = 0.95,
@@ -30,6 +30,9 @@ def compare_report(a: Results, b: Results, primary: str | None = None, level: fl
     and the machine facts that differ."""
     if a.rows.empty or b.rows.empty:
         raise HugebenchError(f"{a.path if a.rows.empty else b.path}: no runs recorded yet")
+    if primary is not None:
+        for side in (a, b):
+            check_metric(side.rows, primary, str(side.path))
     a_exps = {e.name: e for e in a.experiments()}
     b_exps = {e.name: e for e in b.experiments()}
     sections, unmatched = [], []
@@ -97,7 +100,7 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
 
 def _columns(keys: Sequence[str]) -> list[str]:
     return [*keys, "a.n", "a.median", "a.ci_lo", "a.ci_hi", "b.n", "b.median", "b.ci_lo", "b.ci_hi",
-            "ratio", "ratio.ci_lo", "ratio.ci_hi", "resolved"]
+            "ratio", "ratio.ci_lo", "ratio.ci_hi", "resolved", "a.failures", "b.failures"]
 
 
 def _cells(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, pd.DataFrame]:
@@ -116,7 +119,8 @@ def _record(key, a_cell, b_cell, keys, metric, level) -> dict:
     resolved = Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved
     return {**dict(zip(keys, key)), "a.n": a_sum["n"], "a.median": a_sum["median"], "a.ci_lo": a_sum["ci_lo"],
             "a.ci_hi": a_sum["ci_hi"], "b.n": b_sum["n"], "b.median": b_sum["median"], "b.ci_lo": b_sum["ci_lo"],
-            "b.ci_hi": b_sum["ci_hi"], "ratio": value, "ratio.ci_lo": lo, "ratio.ci_hi": hi, "resolved": resolved}
+            "b.ci_hi": b_sum["ci_hi"], "ratio": value, "ratio.ci_lo": lo, "ratio.ci_hi": hi, "resolved": resolved,
+            "a.failures": failures_text(a_cell), "b.failures": failures_text(b_cell)}
 
 
 def _values(cell: pd.DataFrame, metric: str) -> np.ndarray:
@@ -169,6 +173,8 @@ def _summary(data: pd.DataFrame, keys, better, level) -> list[str]:
 
 def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> list[Flag]:
     flags = []
+    for side, exp in (("A", a), ("B", b)):  # why runs failed: the table shows only n
+        flags += failure_flags(exp.rows, [k for k in keys if k in exp.rows.columns], f"{side}: ")
     few = data[data["resolved"].isna() & data["ratio"].notna()]
     if len(few):
         flags.append(Flag(f"{len(few)} cell(s) with too few runs for a verdict (n<{min_runs_for(level)})", True))

@@ -20,10 +20,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from ..errors import HugebenchError
 from ..spec import canonical_knob
 from ..stats import as_list, ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
-from .rendering import AXIS_LABELS, format_axis
+from .rendering import AXIS_LABELS, format_axis, is_missing
 from .results import Experiment, Results, as_results
 from .sections import verdict
 from .tables import MetricSpec, build_table, in_spec_order
@@ -76,6 +77,9 @@ def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: 
         table = in_spec_order(table, keys, order)
     inner = keys[-1]
     outer = keys[:-1]
+    kept = table[~table[inner].map(is_missing)]  # a cell without a value of the colour axis has no bar colour
+    kept.attrs = table.attrs
+    table = kept
     group_labels = _group_labels(table, outer)
     bar_values = _levels(table, inner, order)
     width = 0.8 / max(len(bar_values), 1)
@@ -156,11 +160,14 @@ def ratio_plot(data: pd.DataFrame, labels: Sequence[str], *, title: str | None =
 def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
     """Write ``fig`` as PNG and SVG under ``<results_dir>/plots/``; return the two paths."""
     directory = Path(results_dir) / PLOTS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "figure"
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1])
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fig.savefig(paths[0], dpi=150)
+        fig.savefig(paths[1])
+    except OSError as exc:
+        raise HugebenchError(f"cannot write the plots into {directory}: {exc.strerror or exc}") from None
     return paths
 
 

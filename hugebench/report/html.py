@@ -9,11 +9,14 @@ can never become markup; only the SVG that matplotlib wrote is inserted as it is
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import io
 import os
 import re
+import tempfile
 from pathlib import Path
 
+from ..errors import HugebenchError
 from .rendering import cell_text
 from .sections import Report, Section
 
@@ -38,11 +41,40 @@ def render_html(report: Report) -> str:
 
 
 def write_html(report: Report, path: str | os.PathLike) -> Path:
-    """Write the page of ``report`` to ``path`` (parents created); return the path."""
+    """Write the page of ``report`` to ``path`` (parents created); return the path.
+
+    A regular file is replaced whole (a temporary file renamed over it), so a full disk leaves the old page,
+    not half of a new one; anything that cannot be written is a HugebenchError naming the path.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report), encoding="utf-8")
+    page = render_html(report).encode("utf-8")
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "it is a directory (name a file, e.g. DIR/report.html)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not path.is_file():  # /dev/stdout, a pipe: written as it is
+            with open(path, "wb") as handle:
+                handle.write(page)
+        else:
+            _replace(path, page)
+    except OSError as exc:
+        raise HugebenchError(f"cannot write the HTML report to {path}: {exc.strerror or exc}; "
+                             "choose another file with --html FILE") from None
     return path
+
+
+def _replace(path: Path, data: bytes) -> None:
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def svg_markup(fig, name: str) -> str:

@@ -20,8 +20,17 @@ from .sections import Flag, Section
 
 def provenance_sections(results: Results) -> list[Section]:
     """Sweeps, the machine of each, the allocators (with what each run proved) and the kernel knobs read back."""
-    sections = [_sweeps(results), _command(results), _machines(results), _allocators(results), _knobs(results)]
+    sections = [_store_notes(results), _sweeps(results), _command(results), _machines(results),
+                _allocators(results), _knobs(results)]
     return [s for s in sections if s is not None]
+
+
+def _store_notes(results: Results) -> Section | None:
+    """What reading the store skipped or merged (bad lines, rows stored twice, unreadable contexts)."""
+    if not results.notes:
+        return None
+    return Section("Reading the results store", None, ["Lines, rows or files the report could not use, and why."],
+                   warnings=[Flag(note) for note in results.notes], kind="store")
 
 
 def machine_facts(context: Mapping) -> dict[str, str]:
@@ -209,7 +218,7 @@ def _knobs(results: Results) -> Section | None:
 
 
 def _values(column: pd.Series) -> str:
-    values = [v for v in column.unique() if not is_missing(v)]
+    values = list(dict.fromkeys(str(v) for v in column if not is_missing(v)))  # lists too (unhashable)
     return ", ".join(str(v) for v in values[:8]) + (f" (+{len(values) - 8} more)" if len(values) > 8 else "")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -234,14 +235,33 @@ def _footer(table: pd.DataFrame) -> list[str]:
     return lines + list(attrs.get("overhead", []))
 
 
+# What markdown (GitHub's, CommonMark) would read as markup in a user's value: raw HTML (a tag, comment,
+# declaration or processing instruction: "<" followed by a letter, / ! or ?), an entity, emphasis, code,
+# strikethrough, a link or image, a table bar, a backslash; at the start of a line also a heading, quote, list
+# or rule. Our own text ("n<6", "[1.2, 1.3]", "ns_per_lookup", "-1.5") is none of these and stays as it is.
+_MARKDOWN_INLINE = re.compile(r"""<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|[\\`*~|]|\](?=[(\[])|!(?=\[)"""
+                              r"""|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])""")
+_MARKDOWN_BLOCK = re.compile(r"^(\s*)([#>+=-]|\d+[.)](?=\s|$))")
+_MARKDOWN_ENTITIES = {"<": "&lt;", "&": "&amp;"}
+
+
+def markdown_text(text, block: bool = False) -> str:
+    """``text`` on one line with everything markdown would render as markup (or HTML) escaped; ``block``: it
+    starts a line of its own (a title or a note), so a leading # > - + = or "1." is escaped too."""
+    flat = " ".join(str(text).splitlines())
+    escaped = _MARKDOWN_INLINE.sub(lambda m: _MARKDOWN_ENTITIES.get(m.group(), "\\" + m.group()), flat)
+    return _MARKDOWN_BLOCK.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], escaped) if block \
+        else escaped
+
+
 def _markdown(title, headers, rows, notes) -> str:
     def line(cells):
-        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(markdown_text(c) for c in cells) + " |"
 
-    out = [f"### {title}", ""] if title else []
+    out = [f"### {markdown_text(title)}", ""] if title else []
     if headers:
         out += [line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows]
-    return "\n".join(out + [""] + notes) + "\n"
+    return "\n".join(out + [""] + [markdown_text(n, block=True) for n in notes]) + "\n"
 
 
 def _rich(title, headers, rows, notes, width) -> str:

@@ -7,7 +7,10 @@ its :meth:`Results.experiments`; each :class:`Experiment` carries the sweep cont
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,19 +60,74 @@ class Results:
     path: Path
     rows: pd.DataFrame
     contexts: Mapping[str, dict]
+    notes: tuple[str, ...] = ()  # what reading the store skipped or merged (its StoreWarnings), for the page
 
     def experiments(self) -> list[Experiment]:
-        """One Experiment per experiment name, in the order the rows first name them."""
+        """One Experiment per experiment name, in the order the rows first name them.
+
+        Rows made with different fixed settings (their sweeps' contexts differ in ``spec_fingerprint``) are
+        never pooled: each set of settings becomes its own Experiment, named after its first sweep, with a
+        StoreWarning.
+        """
         if "experiment" not in self.rows.columns:
             groups = [("results", self.rows)]
         else:
             groups = self.rows.groupby(self.rows["experiment"].fillna("?"), sort=False)
-        return [Experiment(str(name), rows, sweep_context(rows, self.contexts)) for name, rows in groups]
+        out = []
+        for name, rows in groups:
+            for label, part in _by_settings(str(name), rows, self.contexts, self.path):
+                context = sweep_context(part, self.contexts)
+                out.append(Experiment(label, part, context))
+        return out
+
+
+def _by_settings(name: str, rows: pd.DataFrame, contexts: Mapping[str, dict], path) -> list[tuple[str, pd.DataFrame]]:
+    """The rows of one experiment split by the fixed settings their sweeps were made with (one part if all agree)."""
+    settings = {s: settings_key(contexts.get(s)) for s in sweep_ids(rows)}
+    kinds = list(dict.fromkeys(k for k in settings.values() if k is not None))
+    if len(kinds) < 2:
+        return [(name, rows)]
+    parts, firsts = [], []
+    for kind in kinds:  # a sweep without a readable context goes with the first settings (as before)
+        sweeps = [s for s, k in settings.items() if k == kind or (k is None and kind == kinds[0])]
+        firsts.append(sweeps[0])
+        mine = rows["sweep_id"].astype(str).isin(sweeps) | (rows["sweep_id"].isna() & (kind == kinds[0]))
+        parts.append((f"{name} (settings of sweep {sweeps[0]})", rows[mine]))
+    warnings.warn(f"{path}: experiment {name!r} holds runs made with {len(kinds)} different fixed settings "
+                  f"(workload, parameters, allocators or knobs differ between the sweeps {', '.join(firsts)}); "
+                  "they are reported apart, never pooled", store.StoreWarning, stacklevel=3)
+    return parts
+
+
+def settings_key(context: Mapping | None) -> str | None:
+    """What must be equal for runs of two sweeps to be pooled: the spec fingerprint the sweep recorded, else a
+    hash of its spec's fixed part (workload, params, allocators, system, perf, counters); None if unknown."""
+    if not context:
+        return None
+    if context.get("spec_fingerprint"):
+        return str(context["spec_fingerprint"])
+    spec = context.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    fixed = {k: spec.get(k) for k in ("workload", "params", "allocators", "system", "perf", "counters")}
+    fixed["axis_names"] = sorted(spec.get("axes") or {})
+    return hashlib.sha1(json.dumps(fixed, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def load_results(results_dir: str | os.PathLike) -> Results:
-    """Read the rows and the sweep contexts of a results directory (or of a runs file's directory)."""
-    return Results(Path(results_dir), store.load(results_dir, hosts=False), store.load_contexts(results_dir))
+    """Read the rows and the sweep contexts of a results directory (or of a runs file's directory).
+
+    Rows whose cell columns (axes, allocator, THP mode) hold a list or an object are left out, counted in a
+    StoreWarning: they cannot name a cell."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", store.StoreWarning)
+        contexts = store.load_contexts(results_dir)
+        rows = store.load(results_dir, hosts=False)
+        rows = store.drop_unusable_cells(rows, store.cell_columns(contexts), results_dir)
+    for warning in caught:  # said again to the caller (the CLI prints them), and kept for the HTML page
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    notes = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, store.StoreWarning)))
+    return Results(Path(results_dir), rows, contexts, notes)
 
 
 def as_results(source: Results | str | os.PathLike) -> Results:

@@ -21,8 +21,8 @@ from ..errors import HugebenchError
 from ..stats import min_runs_for, ok_rows
 from .rendering import display_frame, is_missing, table_text, void_text
 from .results import Experiment, Results
-from .tables import (VOID, build_table, default_metrics, in_spec_order, overhead_lines, ratio_display, ratio_table,
-                     void_compensation)
+from .tables import (VOID, build_table, check_metric, default_metrics, failure_counts, in_spec_order, overhead_lines,
+                     ratio_display, ratio_table, void_compensation)
 
 COVERAGE_EXPECTED = 0.9  # a THP `always` cell below this share of its RSS on huge pages is flagged
 
@@ -89,6 +89,8 @@ def build_report(results: Results, options: Options = Options()) -> Report:
     """Every experiment's sections (main table, extra tables, void compensation, ...) and the provenance."""
     if results.rows.empty:
         raise HugebenchError(f"{results.path}: no runs recorded yet")
+    if options.primary is not None:
+        check_metric(results.rows, options.primary, str(results.path))
     sections = []
     for experiment in results.experiments():
         for build in EXPERIMENT_SECTIONS:
@@ -102,8 +104,9 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
     """The article-style table: medians, the primary metric's CI, the ratio to the baseline."""
     axes = list(options.group_by or experiment.axes)
     if not axes:
-        raise HugebenchError(f"{results.path}: no sweep context names the axes of {experiment.name!r}; "
-                             f"pass group_by")
+        raise HugebenchError(f"{results.path}: no readable sweep context names the axes of {experiment.name!r}, so "
+                             "its cells cannot be told apart (a context file that could not be read is named in a "
+                             "warning; from Python, pass group_by)")
     primary = options.primary or experiment.primary_metric
     chosen = (options.metrics or experiment.context.get("metrics") or _workload_metrics(experiment)
               or default_metrics(experiment.rows, primary))
@@ -119,7 +122,7 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
     notes = notes + command_lines(experiment)
     section = Section(table.attrs["title"], display_frame(headers, rows), notes, data=table,
                       experiment=experiment.name, summary=summary_lines(table, experiment), kind="main")
-    section.warnings = table_flags(table) + coverage_flags(experiment, axes)
+    section.warnings = table_flags(table) + failure_flags(experiment.rows, axes) + coverage_flags(experiment, axes)
     if options.figures:
         from .figures import experiment_figures
 
@@ -248,6 +251,32 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
     for column, reason in attrs.get("na_reasons", {}).items():
         by_reason.setdefault(reason, []).append(f"{titles.get(column, column)} ({column})")
     flags += [Flag(f"n/a, {reason}: {', '.join(columns)}", True) for reason, columns in by_reason.items()]
+    return flags
+
+
+MAX_REASONS = 8  # distinct failure reasons listed per table; the rest are counted
+
+
+def failure_flags(rows: pd.DataFrame, axes: Sequence[str], prefix: str = "") -> list[Flag]:
+    """Why runs failed, one flag per reason (the commonest first) with its runs and cells: every report
+    format shows these, since a table can only say "failed"."""
+    keys = [a for a in axes if a in rows.columns]
+    by_reason: dict[str, list] = {}
+    for key, cell in (rows.groupby(keys, sort=False, dropna=False) if keys else [((), rows)]):
+        label = cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))),
+                           varying_axes(rows, keys)) if keys else "every cell"
+        for reason, n in failure_counts(cell):
+            by_reason.setdefault(reason, []).append((label, n))
+    ordered = sorted(by_reason.items(), key=lambda item: -sum(n for _, n in item[1]))
+    flags = []
+    for reason, cells in ordered[:MAX_REASONS]:
+        runs = sum(n for _, n in cells)
+        flags.append(Flag(f"{prefix}{runs} run(s) failed in {len(cells)} cell(s): {reason} — "
+                          + listing([label for label, _ in cells], 6)))
+    if len(ordered) > MAX_REASONS:
+        rest = ordered[MAX_REASONS:]
+        flags.append(Flag(f"{prefix}{sum(n for _, c in rest for _, n in c)} more failed run(s) with "
+                          f"{len(rest)} other reason(s); every reason is in the rows' error column (runs.jsonl)"))
     return flags
 
 

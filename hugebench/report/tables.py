@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import HugebenchError
-from ..stats import as_list, compare, describe_cell, difference_ci, ok_rows, require_columns
+from ..stats import as_list, compare, describe_cell, difference_ci, failed_rows, ok_rows, require_columns
 from .rendering import display_frame, format_bytes, format_si, is_missing
 from .results import sweep_ids
 
@@ -79,6 +79,37 @@ def default_metrics(df: pd.DataFrame, primary: str | None = None) -> list[Metric
     return chosen + [m for m in KNOWN_METRICS if m.column != primary and _recorded(df, m.column)]
 
 
+# Numeric columns that are bookkeeping, not measurements: never offered as a primary metric.
+_NOT_METRICS = ("schema_version", "repetition", "order_index")
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """The columns a report can take as a metric: those with at least one finite number among their values."""
+    usable = []
+    for column in df.columns:
+        if column in _NOT_METRICS or df[column].dtype == bool:
+            continue
+        values = pd.to_numeric(df[column].map(lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool)
+                                              else None), errors="coerce")
+        if values.notna().any() and np.isfinite(values.to_numpy(float)).any():
+            usable.append(str(column))
+    return usable
+
+
+def check_metric(df: pd.DataFrame, column: str, where: str, flag: str = "--primary") -> None:
+    """A HugebenchError unless ``column`` holds numbers in ``df``; it lists the columns that do."""
+    usable = metric_columns(df)
+    if column in usable:
+        return
+    listed = ", ".join(usable[:60]) + (f" and {len(usable) - 60} more" if len(usable) > 60 else "")
+    if column not in df.columns:
+        problem = "no such column"
+    else:
+        sample = next((v for v in df[column] if not is_missing(v)), None)
+        problem = f"not a numeric column (its values are like {str(sample)[:40]!r})"
+    raise HugebenchError(f"{flag} {column!r}: {problem} in {where}; numeric columns: {listed or 'none'}")
+
+
 def _recorded(df: pd.DataFrame, column: str) -> bool:
     return any(c in df.columns and df[c].notna().any() for c in (column, f"{column}.reason"))
 
@@ -120,6 +151,33 @@ def build_table(df: pd.DataFrame, group_by: str | Sequence[str], metrics: Sequen
     table.attrs.update(group_by=keys, metrics=specs, primary=primary, baseline=base, level=level,
                        na_reasons=_na_reasons(df, table, specs))
     return table
+
+
+MAX_REASON = 160  # characters of a failure reason shown in a report (the whole text stays in runs.jsonl)
+
+
+def failure_reason(row: Mapping) -> str:
+    """Why a run failed, in one line: its status and the first line of its error."""
+    status = str(row.get("status") or "failed")
+    error = row.get("error")
+    text = str(error).strip().splitlines()[0] if isinstance(error, str) and error.strip() else "no reason recorded"
+    text = text if len(text) <= MAX_REASON else text[:MAX_REASON - 3] + "..."
+    return text if text.startswith(status) else f"{status}: {text}"
+
+
+def failure_counts(rows: pd.DataFrame) -> list[tuple[str, int]]:
+    """(reason, runs) of the failed measured runs (a run retried successfully is not one), commonest first."""
+    failed = failed_rows(rows)
+    counts: dict[str, int] = {}
+    for record in failed.to_dict("records"):
+        reason = failure_reason(record)
+        counts[reason] = counts.get(reason, 0) + 1
+    return sorted(counts.items(), key=lambda item: -item[1])
+
+
+def failures_text(rows: pd.DataFrame) -> str:
+    """The failure reasons of a cell's runs in one line ("" if none failed): "reason (x3); other (x1)"."""
+    return "; ".join(f"{reason} (x{n})" if n > 1 else reason for reason, n in failure_counts(rows))
 
 
 def in_spec_order(table: pd.DataFrame, keys: Sequence[str], spec_axes: Mapping) -> pd.DataFrame:
@@ -184,6 +242,7 @@ def _cell_metrics(cell, specs, primary, level, n_boot, seed) -> dict:
         values = pd.to_numeric(ok[spec.column], errors="coerce") if spec.column in ok else pd.Series(dtype=float)
         record[spec.column] = float(values.median()) if values.notna().any() else float("nan")
     record[f"{primary}.ci_lo"], record[f"{primary}.ci_hi"] = summary["ci_lo"], summary["ci_hi"]
+    record["failures"] = failures_text(cell)
     return record
 
 
@@ -225,7 +284,8 @@ def _na_reasons(df: pd.DataFrame, table: pd.DataFrame, specs: Sequence[MetricSpe
         if table[spec.column].notna().any():
             continue
         if spec.column not in df.columns:
-            reasons[spec.column] = "not recorded in these runs"
+            reasons[spec.column] = ("not recorded in these runs" if not ok_rows(df).empty else
+                                    "no run succeeded (the failure reasons are listed below the table)")
             continue
         reason_column = f"{spec.column}.reason"
         found = df[reason_column].dropna().astype(str) if reason_column in df.columns else pd.Series(dtype=str)
