@@ -35,6 +35,7 @@ from typing import Any
 
 from . import allocators as alloc_mod
 from . import workloads
+from .columns import user_name_problem
 from .errors import SpecError, ToolMissingError
 from .cluster.config import parse_block as parse_cluster
 from .text import MODES as TEXT_MODES
@@ -449,6 +450,9 @@ def _param(workload, name, value, path, where):
     if param is None and workload.open_params:
         if not isinstance(name, str) or not name.isidentifier():
             raise where.error(path, "a parameter name must be an identifier (it is used as {name})")
+        why = user_name_problem(name, (m[0] for m in workload.metrics))
+        if why:
+            raise where.error(path[:2], why)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise where.error(path, f"a parameter of your own must be a string or a number, got {value!r}")
         return value

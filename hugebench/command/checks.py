@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hugebench.columns import user_name_problem
+
 from . import template
 from .metric import parse_metric
 
@@ -35,7 +37,7 @@ def check_params(params: dict) -> None:
     server = params.get("server")
     if server is not None:
         _server(server)
-    parse_metric(params.get("metric"))
+    _metric_name(parse_metric(params.get("metric")), params)
     for name in ("argv", "setup", "env", "server", "cwd"):
         try:
             template.check(params.get(name), known)
@@ -94,6 +96,18 @@ def _argv(name: str, value) -> None:
     if not isinstance(value, list) or not value or not all(isinstance(a, SCALARS) for a in value):
         raise ValueError(f"{name} must be a non-empty list of strings: the program and its arguments, never "
                          f"run through a shell (write [sh, -c, '...'] for one); got {value!r}")
+
+
+def _metric_name(metric, params: dict) -> None:
+    """The metric's column is a name the user chose: never one of hugebench's, nor a parameter's (an axis
+    of that parameter is a column of the same name)."""
+    if metric.kind == "wall":
+        return
+    why = user_name_problem(metric.column) or (
+        f"{metric.column!r} is also a parameter (an axis column of that name); choose another metric name"
+        if metric.column in params else None)
+    if why:
+        raise ValueError(f"metric: name {why}")
 
 
 def _server(server) -> None:
