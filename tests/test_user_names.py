@@ -111,12 +111,14 @@ def test_a_reply_that_would_rewrite_status_or_identity_is_a_failed_row(tmp_path)
 
 
 def test_every_column_of_a_command_row_is_reserved_or_the_user_s(tmp_path):
-    (tmp_path / "prog.py").write_text("import sys\nprint('{\"rate\": %s}' % sys.argv[1])\n")
+    (tmp_path / "prog.py").write_text("import os, sys\nassert sys.argv[2] == '7' and os.environ['HB_TEST_NUMBER'] == '5'\n"
+                                      "print('{\"rate\": %s}' % sys.argv[1])\n")
     path = tmp_path / "names.yaml"
     path.write_text(HEAD + textwrap.dedent("""\
         timeout: 30
         params:
-          argv: ["{python}", prog.py, "{n}"]
+          argv: ["{python}", prog.py, "{n}", 7]
+          env: {HB_TEST_NUMBER: 5}
           sample_interval: 0.05
           metric: {json: rate, better: higher}
         axes: {n: [3]}
