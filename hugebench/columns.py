@@ -44,14 +44,19 @@ TEMPLATE_FIELDS = ("tmp", "python")
 RESERVED = frozenset(IDENTITY + STATUS + OWNED + TEMPLATE_FIELDS)
 
 
-def user_name_problem(name: str, also: Iterable[str] = ()) -> str | None:
-    """Why ``name`` cannot be a name a user chooses (a command's own parameter or axis, a metric's name),
-    or None. ``also``: more names hugebench owns in this context (the workload's metric columns)."""
-    for group, what in ((IDENTITY + STATUS, "the run's identity or status"), (TEMPLATE_FIELDS, "a {field} of "
-                        "hugebench's"), (OWNED + tuple(also), "a column hugebench writes")):
+def user_name_problem(name: str, also: Iterable[str] = (), column: bool = True) -> str | None:
+    """Why ``name`` cannot be a name a user chooses (a command's own axis or parameter, a metric's name),
+    or None. ``also``: more names hugebench owns in this context (the workload's metric columns).
+    ``column=False``: a fixed parameter, which is a row column only as ``param.<name>``, so only the
+    ``{field}`` names are hugebench's."""
+    groups = ((IDENTITY + STATUS, "the run's identity or status"), (TEMPLATE_FIELDS, "a {field} of hugebench's"),
+              (OWNED + tuple(also), "a column hugebench writes"))
+    for group, what in groups if column else groups[1:2]:
         if name in group:
             return (f"{name!r} is {what}; choose another name. Reserved: {', '.join(dict.fromkeys(group))} "
                     "(hugebench/columns.py)")
+    if not column:
+        return None
     if name.startswith(OWNED_PREFIXES):
         return (f"{name!r} starts with {name.split('.')[0]}., a prefix of hugebench's own columns; choose another "
                 f"name (reserved prefixes: {', '.join(OWNED_PREFIXES)})")

@@ -462,7 +462,7 @@ def _param(workload, name, value, path, where):
         if name in ("allocator", TEXT_AXIS) or is_knob(name):
             raise where.error(path[:2], f"{name} is an axis, not a parameter: axes: {{{name}: [...]}}"
                                         + (" (or, for a knob fixed for the sweep, system:)" if is_knob(name) else ""))
-        why = user_name_problem(name, (m[0] for m in workload.metrics))
+        why = user_name_problem(name, (m[0] for m in workload.metrics), column=path[0] == "axes")
         if why:
             raise where.error(path[:2], why)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):

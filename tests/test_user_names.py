@@ -53,10 +53,17 @@ def test_an_axis_named_like_a_column_of_hugebench_is_refused(name):
     assert msg.startswith(f"exp.yaml:5: key 'axes.{name}': ") and "choose another name" in msg
 
 
-@pytest.mark.parametrize("name", ["tmp", "python", "run_id", "status"])
-def test_a_fixed_parameter_named_like_hugebench_s_own_is_refused(name):
+@pytest.mark.parametrize("name", ["tmp", "python"])
+def test_a_parameter_named_like_a_field_of_hugebench_is_refused(name):
     msg = _error(f"params:\n  argv: [/bin/echo, '{{{name}}}']\n  {name}: mine\n")
-    assert msg.startswith(f"exp.yaml:6: key 'params.{name}': ") and "Reserved: " in msg
+    assert msg.startswith(f"exp.yaml:6: key 'params.{name}': ") and "Reserved: tmp, python" in msg
+
+
+@pytest.mark.parametrize("name", ["status", "run_id", "source"])
+def test_a_fixed_parameter_is_only_param_dot_its_name_so_any_other_name_is_fine(name):
+    spec = parse_spec(HEAD + f"params:\n  argv: [/bin/echo, '{{{name}}}']\n  {name}: mine\n", "exp.yaml")
+    row = base_row(plan_mod.plan(spec)[0], "sweep-1")
+    assert row[f"param.{name}"] == "mine" and row.get(name) != "mine"
 
 
 def test_a_metric_named_like_a_parameter_is_refused():
