@@ -331,3 +331,9 @@ def test_settings_a_sweep_refuses_are_refused_at_load():
     assert "key 'axes.allocator.0'" in _error("axes: {allocator: [void]}\n")
     msg = _error("repetitions: {auto: {max: 8, target: 0.05}}\ncluster: {scheduler: 'tcp://x:8786'}\n")
     assert "key 'cluster'" in msg and "machines: spread" in msg
+
+
+def test_a_metric_regex_with_braces_and_a_used_parameter_still_load():
+    spec = parse_spec(CMD + "params: {argv: [/bin/echo, '{n}'], n: 5, "
+                            "metric: {regex: 'took ([0-9]{1,9}) ms', name: took_ms}}\n", "exp.yaml")
+    assert spec.params["n"] == 5

@@ -20,6 +20,7 @@ RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_P
                 "HUGEBENCH_ACK")
 RESERVED_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_")
 SCALARS = (str, int, float)
+TEMPLATED = ("argv", "setup", "env", "server", "cwd")  # the parameters whose strings take {fields}
 
 
 def check_params(params: dict) -> None:
@@ -34,7 +35,7 @@ def check_params(params: dict) -> None:
     if server is not None:
         _server(server)
     _metric_name(parse_metric(params.get("metric")), params)
-    for name in ("argv", "setup", "env", "server", "cwd"):
+    for name in TEMPLATED:
         try:
             template.check(params.get(name), known)
         except ValueError as exc:
@@ -105,7 +106,7 @@ def _unused(params: dict) -> None:
     from hugebench.workloads import WORKLOADS
 
     declared = WORKLOADS["command"].params
-    used = set().union(*(template.fields(params.get(n)) for n in declared if isinstance(params.get(n), (str, list, dict))))
+    used = set().union(*(template.fields(params.get(n)) for n in TEMPLATED))
     for name in params:
         if name in declared or name in used:
             continue
