@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._util import run_text
+from .environment import env_name_problem, os_string_problem
 from .errors import SpecError, ToolMissingError
 
 # Libraries whose presence in a process's maps means "a non-glibc malloc is active".
@@ -176,10 +177,18 @@ def user_allocator(name: str, entry: Mapping) -> Allocator:
     path = entry["path"]
     if not os.path.isabs(path) or "\0" in path:
         raise SpecError(f"allocator {name!r}: path {path!r} must be absolute")
+    if any(c in path for c in PRELOAD_SEPARATORS) or os_string_problem(path):
+        raise SpecError(f"allocator {name!r}: path {path!r} has a space, a colon or a character a program cannot "
+                        "be given; LD_PRELOAD splits its list at spaces and colons, so the dynamic linker would "
+                        "load other files: link or copy the library to a path without them")
     return Allocator(name, path, env, None, "malloc", entry.get("description", ""))
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PRELOAD_SEPARATORS = (" ", ":", "\t", "\n")  # LD_PRELOAD is a list split at spaces and colons (ld.so(8))
+# The measured process's variables hugebench sets (hugebench.environment.measured_environment, the command's
+# control channel): an allocator's env: must not replace them.
+HUGEBENCH_SETS = ("LD_PRELOAD", "LD_AUDIT", "HB_PROBE_DIR", "HB_TEXT_PAGES", "HB_TEXT_REPORT_DIR", "HUGEBENCH_CTL",
+                  "HUGEBENCH_ACK")
 
 
 def _user_env(name: str, env) -> dict[str, str]:
@@ -188,11 +197,16 @@ def _user_env(name: str, env) -> dict[str, str]:
         raise SpecError(f"allocator {name!r}: env must be a mapping VARIABLE: value, got {env!r}")
     checked = {}
     for var, value in env.items():
-        if not isinstance(var, str) or not _ENV_NAME.fullmatch(var):
-            raise SpecError(f"allocator {name!r}: env: {var!r} is not an environment variable name")
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or "\0" in str(value):
+        if env_name_problem(var):
+            raise SpecError(f"allocator {name!r}: env: {env_name_problem(var)}")
+        if var in HUGEBENCH_SETS:
+            raise SpecError(f"allocator {name!r}: env {var}: hugebench sets this itself (LD_PRELOAD is the "
+                            "allocator's path:, then its probe and text libraries); give the library as path:")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise SpecError(f"allocator {name!r}: env {var} must be a string or a number, got {value!r} "
                             "(quote yes/no/on/off/true/false)")
+        if os_string_problem(str(value)):
+            raise SpecError(f"allocator {name!r}: env {var} {os_string_problem(str(value))}")
         checked[var] = str(value)
     return checked
 

@@ -120,15 +120,19 @@ def _print_failures(out: Path, sweep_id: str) -> None:
 @click.option("--runs", "show_runs", is_flag=True, help="list every run in order")
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
               help="results directory whose stored runs refine the time estimate (default: results/<name>)")
+@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
+@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @_repetitions
-def plan(experiment, show_runs, out, repetitions):
+def plan(experiment, show_runs, out, repetitions, sys_root, proc_root):
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
+    from . import machine_checks
     from . import plan as plan_mod
     from .report import format_bytes
     from .store import measured_wall_times
 
     spec = _load(experiment, repetitions)
     runs = plan_mod.plan(spec)
+    machine_checks.check(spec, runs, sys_root, proc_root)  # what a sweep would refuse on this machine
     s = plan_mod.summary(runs, measured_wall_times(out or _default_out(spec)))
     mem = format_bytes(s["max_memory_bytes"]) if s["max_memory_bytes"] else "unknown"
     took = f"~{s['seconds'] / 60:.0f} min" if s["seconds"] else "unknown time"
@@ -143,6 +147,10 @@ def plan(experiment, show_runs, out, repetitions):
     click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {reps} "
                f"(+{s['warmup_runs']} warm-up), {knobs}, "
                f"largest run needs ~{mem}, {took} ({basis} by the workload's rough model)")
+    skips = {} if spec.cluster else machine_checks.memory_skips(runs, proc_root)
+    if skips:
+        click.echo(f"cannot run here: {len(skips)} of {s['cells']} cells would be skipped by a sweep on this "
+                   f"machine, e.g. one {next(iter(skips.values()))}")
     if show_runs:
         for r in runs:
             cell = " ".join(f"{k}={v}" for k, v in r.cell.items())

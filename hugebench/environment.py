@@ -8,6 +8,7 @@ the user's shell would otherwise change the allocator under test without a trace
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -18,6 +19,47 @@ from .errors import ToolMissingError
 # user-built allocator may need it.
 ENV_WHITELIST = ("PATH", "LD_LIBRARY_PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONPATH",
                  "VIRTUAL_ENV", "USER", "LOGNAME", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+# One argument or one NAME=value string of execve(2) is at most MAX_ARG_STRLEN bytes with its NUL (32 pages);
+# all of them together at most ARG_MAX (a quarter of the stack limit), of which the environment we pass on
+# takes its share.
+MAX_ARG_STRLEN = 32 * os.sysconf("SC_PAGE_SIZE")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_name_problem(name) -> str | None:
+    """Why ``name`` cannot be the name of an environment variable we set, or None."""
+    if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+        return f"{name!r} is not an environment variable name (letters, digits and _, not starting with a digit)"
+    return None
+
+
+def os_string_problem(text: str) -> str | None:
+    """Why ``text`` cannot be an argument or an environment value of a program, or None: execve takes
+    NUL-terminated bytes (a NUL cuts it; a lone surrogate has no UTF-8 bytes), each below MAX_ARG_STRLEN."""
+    if "\0" in text:
+        return "holds a NUL character, which cannot be passed to a program"
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:
+        return "holds a lone surrogate (\\udXXX), which is not text a program can be given"
+    if size >= MAX_ARG_STRLEN:
+        return (f"is {size} bytes long, over the kernel's limit of {MAX_ARG_STRLEN - 1} bytes for one argument "
+                "or variable (MAX_ARG_STRLEN): pass it in a file")
+    return None
+
+
+def arg_space_problem(strings: Sequence[str]) -> str | None:
+    """Why ``strings`` (a program's arguments and added NAME=value strings) do not fit execve(2) beside the
+    environment a program inherits from us, or None."""
+    limit = os.sysconf("SC_ARG_MAX")
+    inherited = sum(len(k) + len(v) + 2 for k, v in os.environ.items())
+    need = sum(len(s.encode(errors="replace")) + 1 for s in strings)
+    if need + inherited + 65536 > limit:
+        return (f"needs {need} bytes of arguments and variables; with the {inherited} of the environment the "
+                f"kernel allows {limit} in all (ARG_MAX): pass the data in a file")
+    return None
 
 
 def worker_environment(alloc_env: Mapping[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import adaptive, kernel, workloads
+from .columns import add_user_columns, clashes
 from .environment import launch_argv, measured_environment, worker_environment
 from .launch import Launched, oom_verdict, tail
 from .measure import perf as perf_mod
@@ -148,7 +149,7 @@ def base_row(run: RunSpec, sweep_id: str) -> dict:
         "stderr_tail": None, "started_at": _now(), "wall_s": None,
     }
     row["allocator"] = run.allocator  # also when the file has no allocator axis
-    row.update(run.cell)
+    add_user_columns(row, {k: v for k, v in run.cell.items() if k != "allocator"}, "axis")
     row.update({f"param.{k}": v for k, v in run.params.items()})
     return row
 
@@ -298,6 +299,10 @@ def _read_reply(path: Path, fields: dict) -> dict:
         return {"status": status, "error": reply.get("error") or "worker reported failure",
                 "stdout_tail": reply.get("output_tail"), "signal": reply.get("signal")}
     out = dict(reply["row"])
+    clash = clashes(out)
+    if clash:  # names are checked at load; a reply that would rewrite who the run is, or how it ended, is a bug
+        return {"status": "failed", "error": f"the worker's reply would replace the row's own column(s) "
+                                             f"{', '.join(clash)}; nothing of it was kept"}
     if fields.get("exit_code"):
         out.update(status="failed", error=f"worker replied but exited with code {fields['exit_code']}")
     return out

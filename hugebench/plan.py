@@ -107,16 +107,19 @@ def block(spec: ExperimentSpec, repetition: int, cell_ids=None) -> list[RunSpec]
 
 def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
     workload = workloads.get(spec.workload)
-    base = []
+    base, estimates = [], {}
     for cell in cells(spec):
         content = _cell_run(spec, cell)
-        base.append((cell, content, _hash(content)))
+        cell_id = _hash(content)
+        base.append((cell, content, cell_id))
+        params = content["params"]  # the models are per cell: computed once, not once per run
+        estimates[cell_id] = (workload.memory_estimate(params) if workload.memory_estimate else None,
+                              workload.time_estimate(params) if workload.time_estimate else None)
     runs: list[RunSpec] = []
     for block_no, (rep, warm) in blocks:
         order = _block_order(base, spec, block_no)
         for position, (cell, content, cell_id) in enumerate(order):
             tag = f"w{block_no}" if warm else rep
-            params = content["params"]
             runs.append(RunSpec(
                 run_id=_hash([cell_id, tag, spec.seed]),
                 cell_id=cell_id,
@@ -131,8 +134,8 @@ def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
                 cell=dict(cell),
                 timeout=spec.timeout,
                 warmup=warm,
-                memory_estimate=workload.memory_estimate(params) if workload.memory_estimate else None,
-                time_estimate=workload.time_estimate(params) if workload.time_estimate else None,
+                memory_estimate=estimates[cell_id][0],
+                time_estimate=estimates[cell_id][1],
             ))
     return runs
 

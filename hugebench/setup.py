@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from . import __version__, kernel, metadata, system, workloads
+from . import __version__, kernel, machine_checks, metadata, system, workloads
 from . import allocators as alloc_mod
 from .allocators import Allocator
 from .errors import PrivilegeError, SpecError
@@ -26,8 +26,7 @@ from .measure import perf as perf_mod
 from .measure.encoding import resolve_counters
 from .worker import WorkerRequest
 
-# Keep this much of MemAvailable free for the page cache, the parent and the kernel.
-MEMORY_HEADROOM = 0.9
+MEMORY_HEADROOM = machine_checks.MEMORY_HEADROOM  # of MemAvailable, kept free (its one definition is there)
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     table = alloc_mod.registry(spec.allocators)
     described = alloc_mod.check_all(sorted({r.allocator for r in runs}), table)
     _check_void(spec, runs, table)
+    machine_checks.check(spec, runs, options.sys_root, options.proc_root)  # what `plan` refuses too
     prctl = _check_system(runs, options)
     if spec.condition_memory and os.geteuid() != 0:
         raise PrivilegeError(f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
@@ -103,7 +103,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
         sweep_id=sweep_id,
         context={},
         allocators={name: table[name] for name in described},
-        skip={**_memory_skips(runs, options.proc_root), **_text_skips(runs, options)},
+        skip={**machine_checks.memory_skips(runs, options.proc_root), **_text_skips(runs, options)},
         prctl_never=frozenset(prctl),
         counter_specs=tuple(counter_specs),
         perf=perf,
@@ -138,11 +138,14 @@ def _check_compatible(spec, store) -> None:
 
 
 def _check_void(spec, runs, table) -> None:
+    """Refused when the file is loaded (spec.void_problem); a spec built in code meets the same rule here."""
+    from .spec import void_problem
+
     workload = workloads.get(spec.workload)
-    for run in runs:
-        if table[run.allocator].mode == "void" and "allocator_mode" not in workload.params:
-            raise SpecError(f"{spec.source}: allocator 'void' only applies to workloads with an allocator_mode "
-                            f"parameter (alloctest); {spec.workload} always uses malloc")
+    for name in sorted({run.allocator for run in runs}):
+        why = void_problem(workload, table[name])
+        if why:
+            raise SpecError(f"{spec.source}: {why}")
 
 
 def _check_system(runs, options) -> set:
@@ -168,19 +171,6 @@ def _perf_plan(spec, options, cpu, caps) -> tuple[list[dict], PerfWrap | None]:
     choices = perf_mod.choose_events(cpu, caps, None if mode == "auto" else mode)
     events = tuple(c.event for c in choices if c.event)
     return counter_specs, PerfWrap(caps.path, events, tuple(choices))
-
-
-def _memory_skips(runs, proc_root) -> dict:
-    available = kernel.mem_available(proc_root)
-    skips = {}
-    if available is None:
-        return skips
-    for run in runs:
-        need = run.memory_estimate
-        if need and need > available * MEMORY_HEADROOM:
-            skips[run.cell_id] = (f"needs about {need / 2**30:.1f} GiB but only {available / 2**30:.1f} GiB is "
-                                  f"available (MemAvailable); run it on a larger machine or shrink the cell")
-    return skips
 
 
 def _text_skips(runs, options) -> dict:

@@ -28,6 +28,7 @@ import itertools
 import json
 import math
 import re
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,9 @@ from typing import Any
 
 from . import allocators as alloc_mod
 from . import workloads
+from .columns import user_name_problem
 from .errors import SpecError, ToolMissingError
-from .cluster.config import parse_block as parse_cluster
+from .cluster.config import ADAPTIVE_ON_EACH, parse_block as parse_cluster
 from .text import MODES as TEXT_MODES
 from .yamlsafe import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, Where, read_text, read_yaml  # noqa: F401 (limits re-exported)
 
@@ -180,6 +182,10 @@ def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
     cluster = parse_cluster(data.get("cluster"), where)
     if local and not cluster:
         _check_user_paths(user_allocs, table, axes, where)
+    machines = cluster.get("machines") if cluster else None
+    if machines == "each" and isinstance(data.get("repetitions"), dict):
+        raise where.error(("cluster", "machines") if "machines" in data["cluster"] else ("cluster",),
+                          ADAPTIVE_ON_EACH)
     overlap = set(params) & set(axes)
     if overlap:
         raise where.error(("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one")
@@ -420,6 +426,10 @@ def _claim(raw, path, spec, workload, left, metric, where) -> dict:
     if vs is not None and set(numbers) not in ({"ratio"}, {"value", "vs_value"}):
         raise where.error(path, "with 'vs' a claim gives either 'ratio' (cell / vs) or both 'value' and 'vs_value'")
     ratio = numbers.get("ratio") or (numbers["value"] / numbers["vs_value"] if vs is not None else None)
+    if ratio is not None and not (sys.float_info.min <= ratio <= 1 / sys.float_info.min):
+        key = "ratio" if "ratio" in numbers else "value"
+        raise where.error(path + (key,), f"makes a ratio of {ratio!r}, which is no number a report can compare "
+                                         "with (overflow, or below the smallest float); check the published values")
     return {"name": _text(raw, "name", path, where), "cell": cell, "vs": vs, "ratio": ratio,
             "value": numbers.get("value"), "vs_value": numbers.get("vs_value"),
             "metric": _metric(raw.get("metric", metric), path + ("metric",), workload, spec.params, where),
@@ -449,6 +459,12 @@ def _param(workload, name, value, path, where):
     if param is None and workload.open_params:
         if not isinstance(name, str) or not name.isidentifier():
             raise where.error(path, "a parameter name must be an identifier (it is used as {name})")
+        if name in ("allocator", TEXT_AXIS) or is_knob(name):
+            raise where.error(path[:2], f"{name} is an axis, not a parameter: axes: {{{name}: [...]}}"
+                                        + (" (or, for a knob fixed for the sweep, system:)" if is_knob(name) else ""))
+        why = user_name_problem(name, (m[0] for m in workload.metrics), column=path[0] == "axes")
+        if why:
+            raise where.error(path[:2], why)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise where.error(path, f"a parameter of your own must be a string or a number, got {value!r}")
         return value
@@ -517,6 +533,10 @@ def _axes(data, workload, table, where) -> dict:
         path = ("axes", name)
         if not isinstance(values, list) or not values:
             raise where.error(path, "must be a non-empty list of values")
+        nested = next((i for i, v in enumerate(values) if isinstance(v, (list, dict))), None)
+        if nested is not None:
+            raise where.error(path + (nested,), "an axis value must be one value (a string or a number), not a "
+                                                "list or a mapping: make what varies a parameter, used as {name}")
         if name == "allocator":
             checked = tuple(_allocator(v, path + (i,), table, where) for i, v in enumerate(values))
         elif name == TEXT_AXIS:
@@ -631,6 +651,35 @@ def _check_cells(spec: ExperimentSpec, workload, where) -> None:
     for low, high in _ordered_params(workload):
         _check_order(spec, workload, left, low, high, where)
     _check_min_duration(spec, workload, left, where)
+    _check_text_thp(spec, left, where)
+    _check_void(spec, workload, where)
+
+
+def _check_text_thp(spec: ExperimentSpec, left, where) -> None:
+    """text_pages thp puts the text on THP, which THP 'never' rules out: such a cell could only be skipped."""
+    for cell in left:
+        mode = cell.get("thp.enabled", spec.system.get("thp.enabled"))
+        if cell.get(TEXT_AXIS) == "thp" and mode == "never":
+            on_axis = "thp.enabled" in spec.axes
+            fix = "leave it out: exclude: [{text_pages: thp, thp: never}]" if on_axis else "set THP madvise"
+            raise where.error(("axes", TEXT_AXIS) if on_axis else ("system", "thp"),
+                              f"text_pages thp needs THP 'madvise' or 'always', but a cell has THP 'never'; {fix}")
+
+
+def void_problem(workload, allocator) -> str | None:
+    """Why the allocator ``void`` (no malloc at all) cannot run this workload, or None."""
+    if allocator.mode == "void" and "allocator_mode" not in workload.params:
+        return (f"allocator {allocator.name!r} only applies to workloads with an allocator_mode parameter "
+                f"(alloctest); {workload.name} always uses malloc")
+    return None
+
+
+def _check_void(spec: ExperimentSpec, workload, where) -> None:
+    table = alloc_mod.registry(spec.allocators)
+    for i, name in enumerate(spec.axes.get("allocator", ())):
+        why = void_problem(workload, table[name])
+        if why:
+            raise where.error(("axes", "allocator", i), why)
 
 
 def _check_min_duration(spec: ExperimentSpec, workload, left, where) -> None:

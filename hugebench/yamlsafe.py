@@ -19,7 +19,7 @@ from .errors import SpecError
 MAX_FILE_BYTES = 1 << 20
 MAX_NODES = 100_000  # values in the document with aliases expanded
 MAX_DEPTH = 64  # nesting levels
-MAX_MESSAGE = 500  # characters of an error message (a value echoed back is cut)
+MAX_MESSAGE = 800  # characters of an error message (a value echoed back is cut; a list of reserved names fits)
 
 
 def read_text(path: str | Path) -> str:

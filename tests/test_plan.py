@@ -63,3 +63,55 @@ def test_warmup_runs_come_first_and_are_marked():
     runs = plan_mod.plan(parse_spec(SPEC + "warmup: 1\n"))
     assert all(r.warmup for r in runs[:10]) and not any(r.warmup for r in runs[10:])
     assert len({r.run_id for r in runs}) == len(runs)
+
+
+# -- issue 26 §4: plan refuses what sweep would, fast, and says what cannot fit --------------------------
+
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from hugebench import hashsets  # noqa: E402
+from hugebench.cli import main  # noqa: E402
+
+
+def _file(tmp_path, body: str):
+    path = tmp_path / "kn.yaml"
+    path.write_text("name: kn\nworkload: hashlookup\n" + body)
+    return path
+
+
+@pytest.mark.parametrize("body, key, words", [
+    ("system: {thp.defrag: bogus}\n", "kn.yaml:3: key 'system.thp.defrag'", "choose one of"),
+    ("axes:\n  thp.foo: [1]\n", "kn.yaml:4: key 'axes.thp.foo.0'", "unknown kernel knob"),
+    ("system: {hugetlb.2MB: 1000000000}\n", "kn.yaml:3: key 'system.hugetlb.2MB'", "at most"),
+])
+def test_plan_and_sweep_refuse_the_same_knob_settings_with_file_line_key(tmp_path, fake_sys, body, key, words):
+    path = _file(tmp_path, body)
+    roots = ["--sys-root", str(fake_sys.sys_root), "--proc-root", str(fake_sys.proc_root)]
+    planned = CliRunner().invoke(main, ["plan", str(path), *roots])
+    swept = CliRunner().invoke(main, ["sweep", str(path), "-o", str(tmp_path / "res"), "-q", *roots])
+    for result in (planned, swept):
+        assert result.exit_code != 0 and key in result.output and words in result.output, result.output
+        assert "Traceback" not in result.output
+    assert not fake_sys.writes and not (tmp_path / "res" / "runs.jsonl").exists()
+
+
+def test_plan_of_keys_far_beyond_memory_is_fast_and_says_it_cannot_run(tmp_path):
+    path = _file(tmp_path, "params: {key_max: 100000000}\n")
+    started = time.perf_counter()
+    result = CliRunner().invoke(main, ["plan", str(path)])
+    assert time.perf_counter() - started < 5, "the memory model must not loop over key lengths"
+    assert result.exit_code == 0 and "cannot run here: 1 of 1 cells" in result.output, result.output
+    assert "more than this machine's memory" in result.output
+
+
+def test_heap_per_key_in_closed_form_matches_the_sum():
+    def summed(low, high):
+        lengths = range(low, high + 1)
+        return sum(max(32, -(-(n + 9) // 16) * 16) for n in lengths if n > 15) / len(lengths)
+
+    for low in range(1, 40):
+        for high in range(low, 120, 7):
+            assert hashsets._heap_per_key(low, high) == pytest.approx(summed(low, high))

@@ -247,3 +247,93 @@ def test_axes_product_is_bounded_before_it_is_enumerated():
 def test_shipped_experiments_still_load():
     for path in sorted((Path(__file__).parent.parent / "experiments").glob("*.yaml")):
         assert plan_mod.plan(load_spec(path))
+
+
+# -- issue 26 §4: accepted at load, failing at run time --------------------------------------------------
+
+CMD = "name: t\nworkload: command\n"
+
+
+def _cmd_error(text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        parse_spec(CMD + text, "exp.yaml")
+    return str(info.value)
+
+
+def test_numbers_in_a_command_line_are_given_to_the_program_as_text():
+    spec = parse_spec(CMD + "params: {argv: [/bin/sleep, 0, 1.5], setup: [/bin/echo, 7], env: {N: 3},\n"
+                            "         server: {argv: [/bin/sleep, 2], ready: {port: 6379}}}\n", "exp.yaml")
+    assert spec.params["argv"] == ["/bin/sleep", "0", "1.5"] and spec.params["setup"] == ["/bin/echo", "7"]
+    assert spec.params["env"] == {"N": "3"} and spec.params["server"]["argv"] == ["/bin/sleep", "2"]
+    run = plan_mod.plan(spec)[0]
+    assert all(isinstance(a, str) for a in run.params["argv"] + list(run.params["env"].values()))
+
+
+@pytest.mark.parametrize("text, key, words", [
+    ("params: {argv: [/bin/true], env: {'A=B': x}}\n", "params.env", "not an environment variable name"),
+    ("params: {argv: [/bin/true], env: {A: yes}}\n", "params.env", "quote"),
+    ('params: {argv: [/bin/true, "a\\0b"]}\n', "params.argv", "NUL"),
+    ('params: {argv: [/bin/true], env: {A: "\\ud800"}}\n', "params.env", "lone surrogate"),
+    ('params: {argv: [/bin/true, "{x}"], x: "\\udc80"}\n', "params.x", "lone surrogate"),
+    ('params: {argv: [/bin/true], cwd: "a\\0"}\n', "params.cwd", "NUL"),
+    ("params: {argv: [/bin/true], server: {argv: [/bin/true], ready: {log: '('}}}\n", "params.server",
+     "not a regular expression"),
+    ("params: {argv: [/bin/true], server: {argv: [/bin/true], ready: {port: true}}}\n", "params.server",
+     "TCP port"),
+    ("params: {argv: [/bin/true, " + "x" * 140_000 + "]}\n", "params.argv", "MAX_ARG_STRLEN"),
+    ("params: {argv: [/bin/true], windw: markers}\n", "params.windw", "did you mean window?"),
+    ("params: {argv: [/bin/true], timeout: 5}\n", "params.timeout", "top-level key"),
+    ("params: {argv: [/bin/true], stdin: /dev/null}\n", "params.stdin", "no {stdin} field"),
+    ("params: {argv: [/bin/true], text_pages: thp}\n", "params.text_pages", "an axis"),
+    ("axes: {argv: [[/bin/echo, 1], [/bin/echo, 2]]}\n", "axes.argv.0", "one value"),
+])
+def test_what_a_program_cannot_be_given_is_refused_at_load(text, key, words):
+    msg = _cmd_error(text)
+    assert msg.startswith("exp.yaml:3: key ") and f"'{key}" in msg and words in msg, msg
+
+
+def test_an_argument_list_over_arg_max_is_refused(monkeypatch):
+    import os
+
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: 200_000 if name == "SC_ARG_MAX" else real(name))
+    msg = _cmd_error("params: {argv: [/bin/true, " + ", ".join(["y" * 60_000] * 4) + "]}\n")
+    assert "key 'params.argv'" in msg and "ARG_MAX" in msg
+
+
+@pytest.mark.parametrize("entry, words", [
+    ("{path: '/opt/my lib/x.so'}", "LD_PRELOAD splits"), ("{path: '/opt/a:b.so'}", "LD_PRELOAD splits"),
+    ("{base: jemalloc, env: {LD_PRELOAD: /x.so}}", "sets this itself"),
+    ("{path: /x.so, env: {HB_PROBE_DIR: /tmp}}", "sets this itself"),
+    ('{base: jemalloc, env: {MALLOC_CONF: "\\udc80"}}', "lone surrogate"),
+])
+def test_allocators_ld_preload_cannot_carry_are_refused(entry, words):
+    msg = _error(f"allocators:\n  mine: {entry}\n")
+    assert msg.startswith("exp.yaml:4: key 'allocators.mine': ") and words in msg, msg
+
+
+@pytest.mark.parametrize("numbers", ["value: 1.0e+308, vs_value: 1.0e-308", "value: 1.0e-308, vs_value: 1.0e+308",
+                                     "ratio: 5.0e-324", "ratio: 1.0e+308"])
+def test_published_ratios_a_report_cannot_use_are_refused(numbers):
+    msg = _error("axes: {keys: [1k, 2k]}\nexpected: {source: x, claims: [{cell: {keys: 1k}, vs: {keys: 2k}, "
+                 f"{numbers}}}]}}\n")
+    assert "key 'expected.claims.0." in msg and "makes a ratio of" in msg, msg
+
+
+def test_text_pages_thp_with_thp_never_is_refused_at_load():
+    assert "key 'axes.text_pages'" in _error("axes: {text_pages: [thp], thp: [never, always]}\n")
+    assert "key 'system.thp'" in _error("axes: {text_pages: [thp, 'off']}\nsystem: {thp: never}\n")
+    parse_spec(HEAD + "axes: {text_pages: [thp, 'off'], thp: [never, always]}\n"
+                      "exclude: [{text_pages: thp, thp: never}]\n", "exp.yaml")
+
+
+def test_settings_a_sweep_refuses_are_refused_at_load():
+    assert "key 'axes.allocator.0'" in _error("axes: {allocator: [void]}\n")
+    msg = _error("repetitions: {auto: {max: 8, target: 0.05}}\ncluster: {scheduler: 'tcp://x:8786'}\n")
+    assert "key 'cluster'" in msg and "machines: spread" in msg
+
+
+def test_a_metric_regex_with_braces_and_a_used_parameter_still_load():
+    spec = parse_spec(CMD + "params: {argv: [/bin/echo, '{n}'], n: 5, "
+                            "metric: {regex: 'took ([0-9]{1,9}) ms', name: took_ms}}\n", "exp.yaml")
+    assert spec.params["n"] == 5

@@ -27,7 +27,7 @@ from ..orchestrator import SweepResult, base_row, record_runs
 from ..plan import _hash, block as plan_block
 from ..setup import _check_compatible, _sweep_id
 from ..store import ResultStore
-from .config import HOST_PREFIX, RESOURCE, ClusterConfig, host_resource
+from .config import ADAPTIVE_ON_EACH, HOST_PREFIX, RESOURCE, ClusterConfig, host_resource
 from .machine import AdoptPlugin, Part, preflight_task, release_task, run_task
 
 RELEASE_TIMEOUT_S = 60.0
@@ -37,8 +37,7 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
     """Run ``runs`` on the cluster ``options.cluster``; rows go to ``options.out`` as in a local sweep."""
     config: ClusterConfig = options.cluster
     if spec.adaptive and config.machines == "each":
-        raise SpecError(f"{spec.source}: repetitions: auto needs machines: spread on a cluster (with machines: "
-                        "each, every machine would need its own decisions); give a number of repetitions")
+        raise SpecError(f"{spec.source}: {ADAPTIVE_ON_EACH}")
     store = ResultStore(options.out)
     _check_compatible(spec, store)
     sweep_id = _sweep_id(spec)

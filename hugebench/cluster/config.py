@@ -26,6 +26,9 @@ KEYS = {
     "workers": "how many machines to wait for before planning (int >= 1, default 1)",
     "wait": "seconds to wait for them (default 60)",
 }
+# One refusal, by the file's check (spec) and by a sweep whose --machines flag makes it so (client).
+ADAPTIVE_ON_EACH = ("repetitions: auto needs machines: spread on a cluster (with machines: each, every machine "
+                    "would need its own decisions); give a number of repetitions")
 RESOURCE = "machine"  # every hugebench worker has 1 and one thread: one run at a time per machine
 HOST_PREFIX = "host:"  # + the host name: the resource that pins a task to one machine
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hugebench.columns import user_name_problem
+from hugebench.environment import arg_space_problem, env_name_problem, os_string_problem
+
 from . import template
 from .metric import parse_metric
 from .program import resolve, user_path
@@ -19,25 +22,22 @@ RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_P
 RESERVED_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_")
 SCALARS = (str, int, float)
 DISCARD = "discard"  # stdout: discard sends the program's standard output to /dev/null
+TEMPLATED = ("argv", "setup", "env", "server", "cwd", "stdin", "stdout")  # the parameters whose strings take {fields}
 
 
 def check_params(params: dict) -> None:
-    """ValueError naming the first parameter that is wrong (argv, env, setup, server, metric, {fields})."""
+    """ValueError naming the first parameter that is wrong (argv, env, setup, server, metric, {fields}), and
+    everything a program could not be given: NUL, lone surrogates, arguments over the kernel's limits."""
     known = set(params)
     _argv("argv", params.get("argv"))
     if params.get("setup") is not None:
         _argv("setup", params["setup"])
-    env = params.get("env") or {}
-    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, SCALARS) for k, v in env.items()):
-        raise ValueError("env must be a mapping NAME: value of strings or numbers")
-    for name in env:
-        if name in RESERVED_ENV or name.startswith(RESERVED_PREFIXES):
-            raise ValueError(f"env.{name}: the allocator of each cell sets this; define an allocator "
-                             f"under 'allocators:' instead (e.g. {{base: jemalloc, env: {{{name}: ...}}}})")
+    _env(params.get("env") or {})
     server = params.get("server")
     if server is not None:
         _server(server)
     metric = parse_metric(params.get("metric"))
+    _metric_name(metric, params)
     if params.get("stdout") == DISCARD and metric.kind == "json":
         raise ValueError("stdout: discard, but metric.json reads the JSON object the program prints on stdout: "
                          "give stdout a file, or keep the default")
@@ -45,14 +45,87 @@ def check_params(params: dict) -> None:
         if params.get(name) is not None and (not isinstance(params[name], str) or not params[name].strip()):
             raise ValueError(f"{name} must be a file name{' or discard' if name == 'stdout' else ''}, "
                              f"got {params[name]!r}")
-    for name in ("argv", "setup", "env", "server", "cwd", "stdin", "stdout"):
+    for name in TEMPLATED:
         try:
             template.check(params.get(name), known)
         except ValueError as exc:
             raise ValueError(f"{name}: {exc}") from None
     for name, value in params.items():
-        if name not in ("argv", "setup", "env", "server", "metric") and not isinstance(value, SCALARS + (type(None),)):
+        if name not in ("argv", "setup", "env", "server", "metric") and (
+                isinstance(value, bool) or not isinstance(value, SCALARS + (type(None),))):
             raise ValueError(f"{name}: a command parameter must be a string or a number, got {value!r}")
+    _os_strings(params)
+    _unused(params)
+
+
+def _env(env) -> None:
+    if not isinstance(env, dict):
+        raise ValueError("env must be a mapping NAME: value of strings or numbers")
+    for name, value in env.items():
+        why = env_name_problem(name)
+        if why:
+            raise ValueError(f"env: {why}")
+        if isinstance(value, bool) or not isinstance(value, SCALARS):
+            raise ValueError(f"env.{name}: must be a string or a number, got {value!r}"
+                             + (" (quote true/false/yes/no/on/off)" if isinstance(value, bool) else ""))
+        if name in RESERVED_ENV or name.startswith(RESERVED_PREFIXES):
+            raise ValueError(f"env.{name}: the allocator of each cell sets this; define an allocator "
+                             f"under 'allocators:' instead (e.g. {{base: jemalloc, env: {{{name}: ...}}}})")
+
+
+def _os_strings(params: dict) -> None:
+    """Every string a program gets (its arguments, variables, directory, and the parameters substituted
+    into them) can be passed by execve(2): no NUL, no lone surrogate, each and all within the kernel's limits."""
+    for name, value in params.items():
+        for path, text in _leaves(value, name):
+            why = os_string_problem(text)
+            if why:
+                raise ValueError(f"{path}: {why}")
+    for name in ("argv", "setup"):
+        argv = params.get(name) or []
+        strings = [str(a) for a in argv] + [f"{k}={v}" for k, v in (params.get("env") or {}).items()]
+        why = arg_space_problem(strings)
+        if why:
+            raise ValueError(f"{name}: {why}")
+
+
+def _leaves(value, path: str):
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        yield path, str(value)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{path}.{i}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(key, f"{path}.{key}") if isinstance(key, str) else ()
+            yield from _leaves(item, f"{path}.{key}")
+
+
+# Keys of an experiment file that are not parameters: under params, one of them is misplaced.
+_ELSEWHERE = {"timeout": "a top-level key", "repetitions": "a top-level key", "warmup": "a top-level key",
+              "perf": "a top-level key", "counters": "a top-level key", "system": "a top-level key",
+              "text_pages": "an axis (axes: {text_pages: [thp]})", "allocator": "an axis (axes: {allocator: [...]})",
+              "thp": "an axis or a system knob (axes: {thp: [never, always]})"}
+
+
+def _unused(params: dict) -> None:
+    """A parameter of the user's own takes effect only as a {field}: one that no field uses changes nothing
+    but the cell's id, which is a misplaced or misspelt key (``windw: markers``, ``timeout`` under params)."""
+    import difflib
+
+    from hugebench.workloads import WORKLOADS
+
+    declared = WORKLOADS["command"].params
+    used = set().union(*(template.fields(params.get(n)) for n in TEMPLATED))
+    for name in params:
+        if name in declared or name in used:
+            continue
+        if name in _ELSEWHERE:
+            raise ValueError(f"{name}: is {_ELSEWHERE[name]}, not a parameter: move it out of params")
+        close = difflib.get_close_matches(name, list(declared), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ValueError(f"{name}: no {{{name}}} field uses this parameter of your own, so it would change "
+                         f"nothing{hint}; parameters of the command workload: {', '.join(declared)}")
 
 
 def prepare(params: dict, base_dir: Path) -> dict:
@@ -65,7 +138,7 @@ def prepare(params: dict, base_dir: Path) -> dict:
         cwd = os.path.normpath(base_dir / cwd)
         if not Path(cwd).is_dir():
             raise ValueError(f"cwd {cwd} is not a directory")
-    prepared = {**params, "cwd": cwd}
+    prepared = {**params, **as_text(params), "cwd": cwd}
     for where in ("argv", "server.argv"):
         _resolve_in(prepared, where)
     _streams(prepared)
@@ -113,6 +186,21 @@ def _resolve_in(params: dict, where: str) -> None:
         params["argv"] = new_argv
 
 
+def as_text(params: dict) -> dict:
+    """argv, setup, the server's argv and env values with every number as its text (``[sleep, 1]`` runs
+    ``sleep 1``), as a ``{field}`` is substituted: a program is given strings, whatever YAML read."""
+    out = {}
+    for name in ("argv", "setup"):
+        if isinstance(params.get(name), list):
+            out[name] = [a if isinstance(a, str) else str(a) for a in params[name]]
+    if isinstance(params.get("env"), dict):
+        out["env"] = {k: v if isinstance(v, str) else str(v) for k, v in params["env"].items()}
+    server = params.get("server")
+    if isinstance(server, dict) and isinstance(server.get("argv"), list):
+        out["server"] = {**server, "argv": [a if isinstance(a, str) else str(a) for a in server["argv"]]}
+    return out
+
+
 def measured_argv(params: dict) -> list:
     """The argv of the measured process: the server's when there is one, else the program's."""
     server = params.get("server")
@@ -156,8 +244,31 @@ def _argv(name: str, value) -> None:
         raise ValueError(f"{name} holds a boolean (YAML reads unquoted true/false/yes/no/on/off as one): "
                          f"quote it, e.g. [\"true\"] or give the path /bin/true")
     if not isinstance(value, list) or not value or not all(isinstance(a, SCALARS) for a in value):
-        raise ValueError(f"{name} must be a non-empty list of strings: the program and its arguments, never "
-                         f"run through a shell (write [sh, -c, '...'] for one); got {value!r}")
+        raise ValueError(f"{name} must be a non-empty list of strings (a number is taken as its text): the program "
+                         f"and its arguments, never run through a shell (write [sh, -c, '...'] for one); got {value!r}")
+
+
+def _regex(name: str, pattern) -> None:
+    import re
+
+    if not isinstance(pattern, str) or not pattern:
+        raise ValueError(f"{name} must be a regular expression, got {pattern!r}")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{name} {pattern!r} is not a regular expression: {exc}") from None
+
+
+def _metric_name(metric, params: dict) -> None:
+    """The metric's column is a name the user chose: never one of hugebench's, nor a parameter's (an axis
+    of that parameter is a column of the same name)."""
+    if metric.kind == "wall":
+        return
+    why = user_name_problem(metric.column) or (
+        f"{metric.column!r} is also a parameter (an axis column of that name); choose another metric name"
+        if metric.column in params else None)
+    if why:
+        raise ValueError(f"metric: name {why}")
 
 
 def _server(server) -> None:
@@ -168,7 +279,10 @@ def _server(server) -> None:
     ready = server.get("ready") or {}
     if not isinstance(ready, dict) or len(ready) > 1 or set(ready) - {"path", "port", "log"}:
         raise ValueError("server.ready must be one of {path: FILE}, {port: N} (on 127.0.0.1) or {log: REGEX}")
-    if "port" in ready and not (isinstance(ready["port"], int) and 0 < ready["port"] < 65536):
+    if "log" in ready:
+        _regex("server.ready.log", ready["log"])
+    if "port" in ready and (isinstance(ready["port"], bool) or not (isinstance(ready["port"], int)
+                                                                 and 0 < ready["port"] < 65536)):
         raise ValueError(f"server.ready.port must be a TCP port number, got {ready['port']!r}")
     timeout = server.get("ready_timeout", 60)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 3600:
