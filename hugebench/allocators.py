@@ -307,12 +307,22 @@ def malloc_provider() -> str | None:
     return out.value.decode()
 
 
+# glibc's C library as dladdr/realpath name it: libc.so.6 (glibc >= 2.34), libc-2.NN.so (older, behind the link).
+GLIBC_LIBC = re.compile(r"libc(?:\.so\.6|-2\.\d+\.so)")
+
+
+def is_glibc(provider: object) -> bool:
+    """True when ``provider`` (the real path an allocation symbol resolves to) is glibc's C library: the one
+    rule both the worker's check and the ``command`` probe's use for a glibc cell."""
+    return isinstance(provider, str) and GLIBC_LIBC.fullmatch(os.path.basename(provider)) is not None
+
+
 def verify_malloc(name: str, expected_path: str | None, provider: str | None) -> str:
     """Check that malloc resolves into the requested library (glibc's libc for glibc); return where it does."""
     if provider is None:
         raise RuntimeError(f"allocator {name!r}: cannot tell which library malloc resolves to (dladdr failed)")
     if expected_path is None:
-        if not os.path.basename(provider).startswith("libc."):
+        if not is_glibc(provider):
             raise RuntimeError(f"allocator {name!r} expects glibc malloc, but malloc resolves to {provider}")
         return provider
     if provider != os.path.realpath(expected_path):

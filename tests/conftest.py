@@ -384,3 +384,31 @@ def unprivileged(_unprivileged_base, request) -> Unprivileged:
     user.owned_dir(home)
     yield user
     shutil.rmtree(home, ignore_errors=True)
+
+
+# -- fixtures added for issue 26 (section 8) ---------------------------------------------------------------
+
+NON_DEFAULT = {  # knob -> a value no kernel starts with: a restore that writes defaults cannot pass for it
+    "thp.enabled": "never", "thp.defrag": "always", "thp.khugepaged.pages_to_scan": "1234",
+    "thp.khugepaged.max_ptes_none": "100", "thp.mthp.64kB": "madvise", "hugetlb.2MB": "2",
+}
+
+
+@pytest.fixture
+def fake_sys_changed(fake_sys) -> FakeKernel:
+    """`fake_sys` whose machine starts away from the kernel defaults (NON_DEFAULT), written through the fake
+    sysfs so the tree stays consistent (a 2MB pool of 2 shows in every file that counts it)."""
+    from hugebench.system.knobs import discover_knobs
+
+    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root, fake_sys)
+    for name, value in NON_DEFAULT.items():
+        knobs[name].write(value)
+    fake_sys.writes.clear()
+    return fake_sys
+
+
+@pytest.fixture(autouse=True)
+def _private_journal(tmp_path, monkeypatch):
+    """Each test's sweeps keep their crash journal in its own tmp_path (as `fake_sys` does), so a test never
+    refuses to start because another session's sweep holds the machine's journal, and never touches it."""
+    monkeypatch.setenv("HUGEBENCH_JOURNAL", str(tmp_path / "journal.json"))

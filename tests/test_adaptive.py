@@ -176,3 +176,23 @@ def test_real_sweep_stops_at_min_when_every_cell_is_tight(fake_sys, tmp_path):
                     "repetitions: {auto: {min: 3, max: 6, target: 0.5, metric: peak_rss_bytes}}\n")
     assert result.statuses == {"ok": 6}
     assert np.array_equal(np.sort(load(tmp_path / "res")["repetition"].unique()), [0, 1, 2])
+
+
+# -- exact values: a width off by a factor, or a partner without a value, must show (issue 26, section 8) -----
+
+
+def test_relative_width_is_the_whole_interval_over_the_median():
+    """Three values of 100 and three of 110: every resampled median is 100, 105 or 110, and 100 and 110 each
+    come up far more often than 2.5% of the time, so the 95% CI is exactly [100, 110] around a median of 105."""
+    values = [100.0, 100.0, 100.0, 110.0, 110.0, 110.0]
+    assert adaptive.relative_width(values) == pytest.approx(10 / 105)
+    rule = {**RULE, "target": 0.09}  # 9.5% is too wide for 9%, and within 10%
+    assert adaptive.next_cells({"c": values}, rule, 6) == ["c"]
+    assert adaptive.next_cells({"c": values}, {**rule, "target": 0.1}, 6) == []
+
+
+def test_a_partner_without_any_successful_run_is_not_pulled_into_extra_blocks():
+    wide = [100.0, 160.0, 70.0, 130.0, 90.0, 150.0]
+    values = {"wide": wide, "failed": [], "nan": [float("nan")] * 6, "ok": [100.0] * 6}
+    partners = {"wide": {"failed", "nan", "ok"}}
+    assert adaptive.next_cells(values, RULE, 6, partners) == ["wide", "ok"]

@@ -11,12 +11,52 @@ MAPS_GLIBC = """\
 """
 
 
-def test_builtin_knobs():
+def test_each_variant_is_its_base_library_with_knobs():
+    """A huge-page variant (jemalloc-thp, mimalloc-large, glibc-hugetlb...) preloads exactly its base's library
+    from the same package and only adds environment knobs; the bases and void set none."""
     reg = am.registry()
-    assert reg["jemalloc-thp"].env == {"MALLOC_CONF": "thp:always,metadata_thp:always"}
-    assert reg["mimalloc-large"].env == {"MIMALLOC_LARGE_OS_PAGES": "1"}
-    assert reg["glibc-hugetlb"].env == {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
-    assert reg["glibc"].library is None and reg["void"].mode == "void"
+    variants = {name: a for name, a in reg.items() if "-" in name}
+    assert variants, "no huge-page variant among the built-ins"
+    for name, alloc in variants.items():
+        base = reg[name.split("-")[0]]
+        assert (alloc.library, alloc.package, alloc.mode) == (base.library, base.package, "malloc"), name
+        assert alloc.env and not base.env, name
+        assert set(alloc.environment()) - set(alloc.env) <= {"LD_PRELOAD"}
+    assert reg["glibc"].environment() == {} and reg["void"].mode == "void" and reg["void"].library is None
+
+
+def test_glibc_knobs_are_tunables_this_glibc_knows():
+    """GLIBC_TUNABLES with a name glibc does not know is ignored without a word: every built-in's tunable must be
+    one the dynamic loader lists."""
+    import glob
+    import subprocess
+
+    loaders = glob.glob("/lib64/ld-linux-*.so.*") + glob.glob("/lib/ld-linux-*.so.*")
+    listed = subprocess.run([loaders[0], "--list-tunables"], capture_output=True, text=True) if loaders else None
+    if listed is None or listed.returncode != 0:
+        pytest.skip("no dynamic loader with --list-tunables (glibc >= 2.33) here")
+    known = {line.split(":")[0] for line in listed.stdout.splitlines()}
+    for alloc in am.BUILTIN.values():
+        for item in filter(None, alloc.env.get("GLIBC_TUNABLES", "").split(":")):
+            assert item.split("=")[0] in known, (alloc.name, item)
+
+
+@pytest.mark.parametrize("name", [n for n, a in am.BUILTIN.items() if a.expect])
+def test_each_builtin_knob_takes_effect_in_a_process_that_has_it(name):
+    """What the registry's env asks, the library really reads: a process given environment() reports expect."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    alloc = am.BUILTIN[name]
+    if am.find_library(alloc.library) is None:
+        pytest.skip(f"{alloc.library} not installed (apt-get install {alloc.package})")
+    code = "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
+    env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}, **alloc.environment()}
+    probed = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                       cwd="/", check=True).stdout)
+    am.check_expected(name, alloc.expect, probed)
 
 
 def test_missing_library_names_the_package(monkeypatch):

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -125,3 +126,23 @@ def test_sampler_sees_huge_pages_of_a_real_child():
     assert summary["sampled.peak.AnonHugePages"] >= 32 << 20  # most of the 64 MiB buffer is on 2 MiB pages
     assert 0.2 < summary["hp_coverage_tw"] <= 1.0
     assert CoverageSampler(pid=child.pid).sample() is None  # gone: nothing to read, nothing invented
+
+
+def test_sampler_weights_each_sample_by_the_time_until_the_next(tmp_path, monkeypatch):
+    """Samples at 0, 1, 4 and 5 s of a tree whose Rss stays 100 MiB: huge pages 0, 100, 100, 0 MiB.
+    Held for 1, 3 and 1 s, that is 80% time-weighted (a plain mean of the samples says 50%)."""
+    from hugebench.command import sampler as sampler_mod
+
+    proc = tmp_path / "proc"
+    (proc / "42").mkdir(parents=True)
+    (proc / "42" / "stat").write_text("42 (prog) S 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n")
+    clock = iter([0.0, 1.0, 4.0, 5.0])
+    monkeypatch.setattr(sampler_mod, "time", SimpleNamespace(monotonic=lambda: next(clock), perf_counter=time.perf_counter))
+    sampler = CoverageSampler(proc_root=str(proc), pid=42)
+    for huge_mib in (0, 100, 100, 0):
+        (proc / "42" / "smaps_rollup").write_text(f"Rss: {100 << 10} kB\nAnonHugePages: {huge_mib << 10} kB\n")
+        assert sampler.sample()["AnonHugePages"] == huge_mib << 20
+    summary = sampler.summary()
+    assert summary["sampler.samples"] == 4
+    assert summary["hp_coverage_tw"] == pytest.approx(0.8)
+    assert summary["sampled.peak.coverage"] == pytest.approx(1.0)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..allocators import check_expected
+from ..allocators import check_expected, is_glibc
 from ..errors import ToolMissingError
 
 LIBRARY_NAME = "libhbprobe.so"
@@ -77,7 +77,7 @@ def _serves(provider: object, expected_real: str | None) -> bool:
     if not isinstance(provider, str) or not provider:
         return False
     if expected_real is None:
-        return os.path.basename(provider).startswith("libc.so")
+        return is_glibc(provider)
     return provider == expected_real
 
 
