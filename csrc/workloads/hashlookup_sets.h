@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "common/choice.h"
 #include "common/flat_string_set.h"
 #include "common/hash.h"
 
@@ -63,57 +64,58 @@ using BoostSet = LibrarySet<boost::unordered_flat_set<std::string, Hash>>;  // "
 enum class SetKind { flat, node, robin, absl, boost };
 enum class HashKind { own, xxh3 };
 
-// Every kind the registry lists, with the Debian package that provides it (for the refusal below).
-struct KindName {
-    SetKind kind;
+// Every kind and hash the registry lists, whether this build has it and, if not, the Debian package that
+// provides it (for the refusal below).
+template <class Value>
+struct BuiltChoice {
     const char* name;
+    Value value;
     bool built;
     const char* package;
 };
-inline constexpr KindName kSetKinds[] = {
-    {SetKind::flat, "flat", true, ""},
-    {SetKind::node, "node", true, ""},
+
+inline constexpr BuiltChoice<SetKind> kSetKinds[] = {
+    {"flat", SetKind::flat, true, ""},
+    {"node", SetKind::node, true, ""},
 #ifdef HB_HAVE_ROBIN
-    {SetKind::robin, "robin", true, "robin-map-dev"},
+    {"robin", SetKind::robin, true, "robin-map-dev"},
 #else
-    {SetKind::robin, "robin", false, "robin-map-dev"},
+    {"robin", SetKind::robin, false, "robin-map-dev"},
 #endif
 #ifdef HB_HAVE_ABSL
-    {SetKind::absl, "absl", true, "libabsl-dev"},
+    {"absl", SetKind::absl, true, "libabsl-dev"},
 #else
-    {SetKind::absl, "absl", false, "libabsl-dev"},
+    {"absl", SetKind::absl, false, "libabsl-dev"},
 #endif
 #ifdef HB_HAVE_BOOST_UNORDERED
-    {SetKind::boost, "boost", true, "libboost1.81-dev"},
+    {"boost", SetKind::boost, true, "libboost1.81-dev"},
 #else
-    {SetKind::boost, "boost", false, "libboost1.81-dev"},
+    {"boost", SetKind::boost, false, "libboost1.81-dev"},
+#endif
+};
+inline constexpr BuiltChoice<HashKind> kHashes[] = {
+    {"own", HashKind::own, true, ""},
+#ifdef HB_HAVE_XXHASH
+    {"xxh3", HashKind::xxh3, true, "libxxhash-dev"},
+#else
+    {"xxh3", HashKind::xxh3, false, "libxxhash-dev"},
 #endif
 };
 
-inline std::string not_built(const std::string& what, const std::string& name, const char* package) {
-    return what + " '" + name + "' is not in this build of hugebench._core: apt-get install " + package +
-           ", then rebuild (pip install --no-build-isolation .)";
+// The value of `name` in `choices`; throws std::invalid_argument naming the valid names, or, for one this
+// build lacks, the package that adds it.
+template <class Value, size_t N>
+Value parse_built(const char* param, const std::string& name, const BuiltChoice<Value> (&choices)[N]) {
+    const auto& entry = find_choice(param, name, choices);
+    if (!entry.built)
+        throw std::invalid_argument(std::string(param) + " '" + name +
+                                    "' is not in this build of hugebench._core: apt-get install " + entry.package +
+                                    ", then rebuild (pip install --no-build-isolation .)");
+    return entry.value;
 }
 
-// Throws std::invalid_argument naming the kind and, for a library table this build lacks, its package.
-inline SetKind parse_set_kind(const std::string& name) {
-    for (const auto& k : kSetKinds) {
-        if (name != k.name) continue;
-        if (!k.built) throw std::invalid_argument(not_built("set_kind", name, k.package));
-        return k.kind;
-    }
-    throw std::invalid_argument("set_kind must be one of flat, node, robin, absl, boost; got '" + name + "'");
-}
-
-inline HashKind parse_hash(const std::string& name) {
-    if (name == "own") return HashKind::own;
-#ifdef HB_HAVE_XXHASH
-    if (name == "xxh3") return HashKind::xxh3;
-#else
-    if (name == "xxh3") throw std::invalid_argument(not_built("hash", name, "libxxhash-dev"));
-#endif
-    throw std::invalid_argument("hash must be 'own' or 'xxh3', got '" + name + "'");
-}
+inline SetKind parse_set_kind(const std::string& name) { return parse_built("set_kind", name, kSetKinds); }
+inline HashKind parse_hash(const std::string& name) { return parse_built("hash", name, kHashes); }
 
 template <class Set>
 struct SetType {
