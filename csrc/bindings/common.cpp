@@ -3,8 +3,6 @@
 #include <linux/perf_event.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -27,37 +25,6 @@ std::vector<CounterSpec> counter_specs(const std::vector<CounterTuple>& tuples) 
     specs.reserve(tuples.size());
     for (const auto& [label, type, config, config1] : tuples) specs.push_back({label, type, config, config1});
     return specs;
-}
-
-py::dict counters_to_dict(const std::vector<CounterReading>& readings) {
-    py::dict out;
-    for (const auto& r : readings) {
-        py::dict entry;
-        const bool ok = r.ok();
-        entry["value"] = ok ? py::object(py::float_(r.value)) : py::none();
-        entry["raw_value"] = ok ? py::object(py::int_(r.raw_value)) : py::none();
-        entry["time_enabled_ns"] = ok ? py::object(py::int_(r.time_enabled_ns)) : py::none();
-        entry["time_running_ns"] = ok ? py::object(py::int_(r.time_running_ns)) : py::none();
-        entry["error"] = ok ? py::object(py::none()) : py::object(py::str(r.error));
-        out[py::str(r.label)] = entry;
-    }
-    return out;
-}
-
-py::dict phases_to_dict(const std::vector<std::pair<std::string, double>>& phases) {
-    py::dict out;
-    for (const auto& [name, seconds] : phases) out[py::str(name)] = seconds;
-    return out;
-}
-
-void put_chunk_stats(py::dict& out, const ChunkStats& stats) {
-    out["chunk_ns_median"] = stats.median;
-    out["chunk_ns_p10"] = stats.p10;
-    out["chunk_ns_p90"] = stats.p90;
-}
-
-py::object number_or_none(double value) {
-    return std::isnan(value) ? py::object(py::none()) : py::object(py::float_(value));
 }
 
 py::dict registry_defaults(const char* function) {
