@@ -8,10 +8,13 @@
 #include "bindings/common.h"
 #include "workloads/alloctest.h"
 
-namespace py = pybind11;
-
 namespace hb {
 namespace {
+
+// _core.alloctest's docstring.
+constexpr const char* kDoc =
+    "Allocator stress after ITHare's alloc-test: slots picked by an 80/20 law toggled by malloc/free of blocks "
+    "drawn by a size law, written and verified. Phases setup, warmup, run (timed), teardown.";
 
 using R = alloctest::Result;
 using W = alloctest::WholeRun;
@@ -77,13 +80,8 @@ py::dict distributions(int64_t draws, int64_t slots, int64_t min_size, int64_t m
 
 void bind(py::module_& m) {
     using P = alloctest::Params;
-    bind_workload(m,
-                  WorkloadBinding{"alloctest",
-                                  "Allocator stress after ITHare's alloc-test: slots picked by an 80/20 law toggled "
-                                  "by malloc/free of blocks drawn by a size law, written and verified. Phases setup, "
-                                  "warmup, run (timed), teardown.",
-                                  &alloctest::validate, &alloctest::run},
-                  kResultKeys, field("threads", &P::threads), field("iterations", &P::iterations),
+    bind_workload(m, WorkloadBinding{"alloctest", kDoc, &alloctest::validate, &alloctest::run}, kResultKeys,
+                  field("threads", &P::threads), field("iterations", &P::iterations),
                   field("iterations_per", &P::iterations_per), field("warmup_iterations", &P::warmup_iterations),
                   field("slots", &P::slots), field("slots_per", &P::slots_per), field("total_bytes", &P::total_bytes),
                   field("size_law", &P::size_law), field("slot_law", &P::slot_law), field("hot_slots", &P::hot_slots),

@@ -16,8 +16,6 @@
 #define HB_CXX_FLAGS ""
 #endif
 
-namespace py = pybind11;
-
 namespace hb {
 
 std::vector<CounterSpec> counter_specs(const std::vector<CounterTuple>& tuples) {

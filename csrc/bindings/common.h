@@ -38,15 +38,15 @@ std::vector<CounterSpec> counter_specs(const std::vector<CounterTuple>& tuples);
 
 // An empty Hook for None; otherwise a Hook that takes the GIL around each call. `callable` must outlive
 // the returned Hook (it is borrowed, so copying the Hook never touches Python reference counts).
-Hook python_hook(const pybind11::object& callable);
+Hook python_hook(const py::object& callable);
 
 // The default of each parameter of the registry entry whose `function` is `function`, as a dict
 // name -> default (import time only). Throws if there is no such entry.
-pybind11::dict registry_defaults(const char* function);
+py::dict registry_defaults(const char* function);
 
 // py::arg(name) = the registry's default; throws naming the registry file when it has no such parameter
 // (a default cannot be made up here).
-pybind11::arg_v registry_arg(const pybind11::dict& defaults, const char* function, const char* name);
+py::arg_v registry_arg(const py::dict& defaults, const char* function, const char* name);
 
 // One workload parameter: its Python keyword and the field of Params it fills.
 template <class Params, class T>
@@ -75,9 +75,8 @@ WorkloadBinding(const char*, const char*, void (*)(const Params&), Result (*)(co
 // the order given, defaults from the registry; fill Params -> validate -> release the GIL -> run ->
 // convert the Result by its table of keys (bindings/result_keys.h).
 template <class Params, class Result, class ResultKeys, class... T>
-void bind_workload(pybind11::module_& m, const WorkloadBinding<Params, Result>& w, const ResultKeys& result_keys,
+void bind_workload(py::module_& m, const WorkloadBinding<Params, Result>& w, const ResultKeys& result_keys,
                    Field<Params, T>... fields) {
-    namespace py = pybind11;
     auto call = [w, result_keys, fields...](const T&... values, const std::vector<CounterTuple>& counters,
                                             const py::object& hook) {
         Params params;
@@ -100,8 +99,8 @@ void bind_workload(pybind11::module_& m, const WorkloadBinding<Params, Result>& 
 // Each csrc/bindings/<name>.cpp registers its bind function at load time:
 //     [[maybe_unused]] const bool registered = register_binding("name", &bind_name);
 // PYBIND11_MODULE then calls them all (in name order), so adding a workload edits no shared list.
-using BindFunction = void (*)(pybind11::module_&);
+using BindFunction = void (*)(py::module_&);
 bool register_binding(const char* name, BindFunction bind);
-void bind_registered(pybind11::module_& m);
+void bind_registered(py::module_& m);
 
 }  // namespace hb

@@ -6,10 +6,13 @@
 #include "bindings/common.h"
 #include "workloads/faultstorm.h"
 
-namespace py = pybind11;
-
 namespace hb {
 namespace {
+
+// _core.faultstorm's docstring.
+constexpr const char* kDoc =
+    "Threads hit a buffer at random pages; where the page faults land depends on the backing (phases obtain, "
+    "[first_touch], steady, release).";
 
 using R = faultstorm::Result;
 using T = faultstorm::ThreadTotals;
@@ -58,12 +61,8 @@ py::dict probe(const std::string& backing, uint64_t buffer_bytes) {
 
 void bind(py::module_& m) {
     using P = faultstorm::Params;
-    bind_workload(m,
-                  WorkloadBinding{"faultstorm",
-                                  "Threads hit a buffer at random pages; where the page faults land depends on the "
-                                  "backing (phases obtain, [first_touch], steady, release).",
-                                  &faultstorm::validate, &faultstorm::run},
-                  kResultKeys, field("backing", &P::backing), field("buffer_bytes", &P::buffer_bytes),
+    bind_workload(m, WorkloadBinding{"faultstorm", kDoc, &faultstorm::validate, &faultstorm::run}, kResultKeys,
+                  field("backing", &P::backing), field("buffer_bytes", &P::buffer_bytes),
                   field("threads", &P::threads), field("ops_per_thread", &P::ops_per_thread),
                   field("write_ratio", &P::write_ratio), field("first_touch", &P::first_touch),
                   field("requests_per_thread", &P::requests_per_thread), field("request_bytes", &P::request_bytes),

@@ -4,10 +4,14 @@
 #include "bindings/common.h"
 #include "workloads/fleet.h"
 
-namespace py = pybind11;
-
 namespace hb {
 namespace {
+
+// _core.fleet's docstring.
+constexpr const char* kDoc =
+    "A request loop over a live object set (Temeraire's fleet view): temporaries, K lookups, R replacements per "
+    "request. Phases grow, peak, shrink, churn, teardown; hook(phase, 'sample') every sample_interval_s during "
+    "peak, shrink and churn.";
 
 using R = fleet::Result;
 const auto kResultKeys = std::make_tuple(
@@ -31,13 +35,8 @@ const auto kResultKeys = std::make_tuple(
 
 void bind(py::module_& m) {
     using P = fleet::Params;
-    bind_workload(m,
-                  WorkloadBinding{"fleet",
-                                  "A request loop over a live object set (Temeraire's fleet view): temporaries, K "
-                                  "lookups, R replacements per request. Phases grow, peak, shrink, churn, teardown; "
-                                  "hook(phase, 'sample') every sample_interval_s during peak, shrink and churn.",
-                                  &fleet::validate, &fleet::run},
-                  kResultKeys, field("threads", &P::threads), field("objects", &P::objects),
+    bind_workload(m, WorkloadBinding{"fleet", kDoc, &fleet::validate, &fleet::run}, kResultKeys,
+                  field("threads", &P::threads), field("objects", &P::objects),
                   field("size_mix", &P::size_mix), field("lookups", &P::lookups),
                   field("replacements", &P::replacements), field("temporaries", &P::temporaries),
                   field("temp_max_bytes", &P::temp_max_bytes), field("duration_s", &P::duration_s),

@@ -4,10 +4,12 @@
 #include "bindings/common.h"
 #include "workloads/hashlookup.h"
 
-namespace py = pybind11;
-
 namespace hb {
 namespace {
+
+// _core.hashlookup's docstring.
+constexpr const char* kDoc =
+    "Random string keys in a hash set; time point lookups only (phases generate, insert, shuffle, lookup).";
 
 using R = hashlookup::Result;
 const auto kResultKeys = std::make_tuple(
@@ -44,12 +46,8 @@ py::dict membership(const std::string& set_kind, const std::string& hash, const 
 
 void bind(py::module_& m) {
     using P = hashlookup::Params;
-    bind_workload(m,
-                  WorkloadBinding{"hashlookup",
-                                  "Random string keys in a hash set; time point lookups only (phases generate, "
-                                  "insert, shuffle, lookup).",
-                                  &hashlookup::validate, &hashlookup::run},
-                  kResultKeys, field("keys", &P::keys), field("set_kind", &P::set_kind), field("hash", &P::hash),
+    bind_workload(m, WorkloadBinding{"hashlookup", kDoc, &hashlookup::validate, &hashlookup::run}, kResultKeys,
+                  field("keys", &P::keys), field("set_kind", &P::set_kind), field("hash", &P::hash),
                   field("threads", &P::threads), field("lookups", &P::lookups), field("key_min", &P::key_min),
                   field("key_max", &P::key_max), field("order", &P::order), field("zipf_s", &P::zipf_s),
                   field("chunks", &P::chunks), field("seed", &P::seed));

@@ -4,10 +4,13 @@
 #include "bindings/common.h"
 #include "workloads/hashsets.h"
 
-namespace py = pybind11;
-
 namespace hb {
 namespace {
+
+// _core.hashsets's docstring.
+constexpr const char* kDoc =
+    "Several set kinds in one process from the same keys; rounds of lookups, one chunk per kind each (phases "
+    "generate, insert.<kind>..., shuffle, lookup).";
 
 using K = hashsets::KindResult;
 const auto kKindKeys = std::make_tuple(
@@ -36,12 +39,8 @@ const auto kResultKeys = std::make_tuple(key("phases", &R::phases), key("keys", 
 
 void bind(py::module_& m) {
     using P = hashsets::Params;
-    bind_workload(m,
-                  WorkloadBinding{"hashsets",
-                                  "Several set kinds in one process from the same keys; rounds of lookups, one chunk "
-                                  "per kind each (phases generate, insert.<kind>..., shuffle, lookup).",
-                                  &hashsets::validate, &hashsets::run},
-                  kResultKeys, field("keys", &P::keys), field("set_kinds", &P::set_kinds), field("hash", &P::hash),
+    bind_workload(m, WorkloadBinding{"hashsets", kDoc, &hashsets::validate, &hashsets::run}, kResultKeys,
+                  field("keys", &P::keys), field("set_kinds", &P::set_kinds), field("hash", &P::hash),
                   field("lookups", &P::lookups), field("key_min", &P::key_min), field("key_max", &P::key_max),
                   field("rounds", &P::rounds), field("build_order", &P::build_order), field("seed", &P::seed));
 }

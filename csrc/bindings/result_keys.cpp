@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-namespace py = pybind11;
-
 namespace hb {
 
 py::dict counters_to_dict(const std::vector<CounterReading>& readings) {

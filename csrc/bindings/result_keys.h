@@ -23,27 +23,29 @@
 
 namespace hb {
 
+namespace py = pybind11;  // for every file of csrc/bindings/
+
 // label -> {value, raw_value, time_enabled_ns, time_running_ns, error}; the numbers are None when error is set.
-pybind11::dict counters_to_dict(const std::vector<CounterReading>& readings);
+py::dict counters_to_dict(const std::vector<CounterReading>& readings);
 
 // name -> seconds, in execution order.
-pybind11::dict phases_to_dict(const std::vector<std::pair<std::string, double>>& phases);
+py::dict phases_to_dict(const std::vector<std::pair<std::string, double>>& phases);
 
 // A measurement that could not be made (NaN) crosses into Python as None, never as a number.
-pybind11::object number_or_none(double value);
+py::object number_or_none(double value);
 
 // The Python value of a field: phases and counter readings as dicts, anything else as pybind11 casts it
 // (numbers, str, bool, lists of them, std::optional -> value or None).
-inline pybind11::object to_python(const std::vector<std::pair<std::string, double>>& phases) {
+inline py::object to_python(const std::vector<std::pair<std::string, double>>& phases) {
     return phases_to_dict(phases);
 }
-inline pybind11::object to_python(const std::vector<CounterReading>& readings) { return counters_to_dict(readings); }
+inline py::object to_python(const std::vector<CounterReading>& readings) { return counters_to_dict(readings); }
 template <class T>
-pybind11::object to_python(const T& value) {
-    if constexpr (std::is_base_of_v<pybind11::handle, T>) {
-        return pybind11::reinterpret_borrow<pybind11::object>(value);  // already a Python object (list, dict, None)
+py::object to_python(const T& value) {
+    if constexpr (std::is_base_of_v<py::handle, T>) {
+        return py::reinterpret_borrow<py::object>(value);  // already a Python object (list, dict, None)
     } else {
-        return pybind11::cast(value);
+        return py::cast(value);
     }
 }
 
@@ -82,26 +84,26 @@ auto chunk_keys(Get get) {
 }
 
 template <class Object, class... Entries>
-void put_keys(pybind11::dict& out, const Object& object, const std::tuple<Entries...>& entries);
+void put_keys(py::dict& out, const Object& object, const std::tuple<Entries...>& entries);
 
 template <class Object, class Get>
-void put(pybind11::dict& out, const Object& object, const Key<Get>& entry) {
+void put(py::dict& out, const Object& object, const Key<Get>& entry) {
     out[entry.name] = to_python(std::invoke(entry.get, object));
 }
 
 template <class Object, class Get, class Entries>
-void put(pybind11::dict& out, const Object& object, const Nested<Get, Entries>& entry) {
+void put(py::dict& out, const Object& object, const Nested<Get, Entries>& entry) {
     put_keys(out, std::invoke(entry.get, object), entry.entries);
 }
 
 template <class Object, class... Entries>
-void put_keys(pybind11::dict& out, const Object& object, const std::tuple<Entries...>& entries) {
+void put_keys(py::dict& out, const Object& object, const std::tuple<Entries...>& entries) {
     std::apply([&](const auto&... entry) { (put(out, object, entry), ...); }, entries);
 }
 
 template <class Object, class Entries>
-pybind11::dict to_dict(const Object& object, const Entries& entries) {
-    pybind11::dict out;
+py::dict to_dict(const Object& object, const Entries& entries) {
+    py::dict out;
     put_keys(out, object, entries);
     return out;
 }

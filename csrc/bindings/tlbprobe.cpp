@@ -4,10 +4,13 @@
 #include "bindings/common.h"
 #include "workloads/tlbprobe.h"
 
-namespace py = pybind11;
-
 namespace hb {
 namespace {
+
+// _core.tlbprobe's docstring.
+constexpr const char* kDoc =
+    "Dependent loads along one random cycle of nodes over a buffer of the given page size (phases populate, "
+    "build, chase).";
 
 using R = tlbprobe::Result;
 const auto kResultKeys = std::make_tuple(
@@ -20,12 +23,8 @@ const auto kResultKeys = std::make_tuple(
 
 void bind(py::module_& m) {
     using P = tlbprobe::Params;
-    bind_workload(m,
-                  WorkloadBinding{"tlbprobe",
-                                  "Dependent loads along one random cycle of nodes over a buffer of the given page "
-                                  "size (phases populate, build, chase).",
-                                  &tlbprobe::validate, &tlbprobe::run},
-                  kResultKeys, field("backing", &P::backing), field("working_set_bytes", &P::working_set_bytes),
+    bind_workload(m, WorkloadBinding{"tlbprobe", kDoc, &tlbprobe::validate, &tlbprobe::run}, kResultKeys,
+                  field("backing", &P::backing), field("working_set_bytes", &P::working_set_bytes),
                   field("pattern", &P::pattern), field("chains", &P::chains), field("accesses", &P::accesses),
                   field("max_nodes", &P::max_nodes), field("chunks", &P::chunks), field("seed", &P::seed));
     m.def("tlbprobe_cycle", &tlbprobe::cycle, py::arg("nodes"), py::arg("seed") = 1,

@@ -2,7 +2,7 @@
 // insert(key) -> newly added?, find(key) -> the stored copy or nullptr, size(), capacity(); and the one
 // dispatch from a (set_kind, hash) pair of names to the set type, for hashlookup and hashsets alike.
 // The library tables are optional: CMake defines HB_HAVE_<LIBRARY> for each one it found, and the
-// build records the list (HB_SET_KINDS / HB_HASHES, read back by _core.build_info()).
+// build records the list (HB_SET_KINDS / HB_HASHES, read back by _core.build_info() and checked here).
 #pragma once
 
 #include <stdexcept>
@@ -64,58 +64,40 @@ using BoostSet = LibrarySet<boost::unordered_flat_set<std::string, Hash>>;  // "
 enum class SetKind { flat, node, robin, absl, boost };
 enum class HashKind { own, xxh3 };
 
-// Every kind and hash the registry lists, whether this build has it and, if not, the Debian package that
-// provides it (for the refusal below).
+// Every kind and hash the registry lists, with the Debian package that provides it (for the refusal below).
 template <class Value>
-struct BuiltChoice {
+struct PackagedChoice {
     const char* name;
     Value value;
-    bool built;
     const char* package;
 };
-
-inline constexpr BuiltChoice<SetKind> kSetKinds[] = {
-    {"flat", SetKind::flat, true, ""},
-    {"node", SetKind::node, true, ""},
-#ifdef HB_HAVE_ROBIN
-    {"robin", SetKind::robin, true, "robin-map-dev"},
-#else
-    {"robin", SetKind::robin, false, "robin-map-dev"},
-#endif
-#ifdef HB_HAVE_ABSL
-    {"absl", SetKind::absl, true, "libabsl-dev"},
-#else
-    {"absl", SetKind::absl, false, "libabsl-dev"},
-#endif
-#ifdef HB_HAVE_BOOST_UNORDERED
-    {"boost", SetKind::boost, true, "libboost1.81-dev"},
-#else
-    {"boost", SetKind::boost, false, "libboost1.81-dev"},
-#endif
+inline constexpr PackagedChoice<SetKind> kSetKinds[] = {
+    {"flat", SetKind::flat, ""},
+    {"node", SetKind::node, ""},
+    {"robin", SetKind::robin, "robin-map-dev"},
+    {"absl", SetKind::absl, "libabsl-dev"},
+    {"boost", SetKind::boost, "libboost1.81-dev"},
 };
-inline constexpr BuiltChoice<HashKind> kHashes[] = {
-    {"own", HashKind::own, true, ""},
-#ifdef HB_HAVE_XXHASH
-    {"xxh3", HashKind::xxh3, true, "libxxhash-dev"},
-#else
-    {"xxh3", HashKind::xxh3, false, "libxxhash-dev"},
-#endif
-};
+inline constexpr PackagedChoice<HashKind> kHashes[] = {{"own", HashKind::own, ""},
+                                                       {"xxh3", HashKind::xxh3, "libxxhash-dev"}};
 
-// The value of `name` in `choices`; throws std::invalid_argument naming the valid names, or, for one this
-// build lacks, the package that adds it.
+// The value of `name` in `choices`; throws std::invalid_argument naming the valid names, or, for one
+// missing from `built` (what CMake found: HB_SET_KINDS or HB_HASHES, "a,b,c"), the package that adds it.
 template <class Value, size_t N>
-Value parse_built(const char* param, const std::string& name, const BuiltChoice<Value> (&choices)[N]) {
+Value parse_built(const char* param, const std::string& name, const PackagedChoice<Value> (&choices)[N],
+                  const char* built) {
     const auto& entry = find_choice(param, name, choices);
-    if (!entry.built)
+    if ((std::string(",") + built + ",").find("," + name + ",") == std::string::npos)
         throw std::invalid_argument(std::string(param) + " '" + name +
                                     "' is not in this build of hugebench._core: apt-get install " + entry.package +
                                     ", then rebuild (pip install --no-build-isolation .)");
     return entry.value;
 }
 
-inline SetKind parse_set_kind(const std::string& name) { return parse_built("set_kind", name, kSetKinds); }
-inline HashKind parse_hash(const std::string& name) { return parse_built("hash", name, kHashes); }
+inline SetKind parse_set_kind(const std::string& name) {
+    return parse_built("set_kind", name, kSetKinds, HB_SET_KINDS);
+}
+inline HashKind parse_hash(const std::string& name) { return parse_built("hash", name, kHashes, HB_HASHES); }
 
 template <class Set>
 struct SetType {
