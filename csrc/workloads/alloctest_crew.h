@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/thread_team.h"
 
 namespace hb::alloctest {
 
@@ -23,13 +24,7 @@ enum class Phase { setup, warmup, run, teardown };
 class Crew {
 public:
     Crew(ThreadCount size, std::function<void(int, Phase)> body) : body_(std::move(body)) {
-        try {
-            threads_.reserve(static_cast<size_t>(size));
-            for (int i = 0; i < static_cast<int>(size); ++i) threads_.emplace_back([this, i] { serve(i); });
-        } catch (...) {
-            stop_and_join();
-            throw;
-        }
+        start_threads(threads_, size, [this](int i) { serve(i); }, [this] { stop_and_join(); });
     }
     ~Crew() { stop_and_join(); }
     Crew(const Crew&) = delete;
@@ -73,8 +68,7 @@ private:
             stop_ = true;
         }
         changed_.notify_all();
-        for (auto& t : threads_)
-            if (t.joinable()) t.join();
+        join_all(threads_);
     }
 
     std::function<void(int, Phase)> body_;
