@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "common/checks.h"
-#include "common/thread_team.h"
 
 namespace hb::alloctest {
 
@@ -24,7 +23,13 @@ enum class Phase { setup, warmup, run, teardown };
 class Crew {
 public:
     Crew(ThreadCount size, std::function<void(int, Phase)> body) : body_(std::move(body)) {
-        start_threads(threads_, size, [this](int i) { serve(i); }, [this] { stop_and_join(); });
+        try {
+            threads_.reserve(static_cast<size_t>(size));
+            for (int i = 0; i < static_cast<int>(size); ++i) threads_.emplace_back([this, i] { serve(i); });
+        } catch (...) {
+            stop_and_join();
+            throw;
+        }
     }
     ~Crew() { stop_and_join(); }
     Crew(const Crew&) = delete;
@@ -68,7 +73,8 @@ private:
             stop_ = true;
         }
         changed_.notify_all();
-        join_all(threads_);
+        for (auto& t : threads_)
+            if (t.joinable()) t.join();
     }
 
     std::function<void(int, Phase)> body_;
