@@ -9,7 +9,6 @@
 #include <string>
 #include <unordered_set>
 
-#include "common/choice.h"
 #include "common/flat_string_set.h"
 #include "common/hash.h"
 
@@ -64,40 +63,10 @@ using BoostSet = LibrarySet<boost::unordered_flat_set<std::string, Hash>>;  // "
 enum class SetKind { flat, node, robin, absl, boost };
 enum class HashKind { own, xxh3 };
 
-// Every kind and hash the registry lists, with the Debian package that provides it (for the refusal below).
-template <class Value>
-struct PackagedChoice {
-    const char* name;
-    Value value;
-    const char* package;
-};
-inline constexpr PackagedChoice<SetKind> kSetKinds[] = {
-    {"flat", SetKind::flat, ""},
-    {"node", SetKind::node, ""},
-    {"robin", SetKind::robin, "robin-map-dev"},
-    {"absl", SetKind::absl, "libabsl-dev"},
-    {"boost", SetKind::boost, "libboost1.81-dev"},
-};
-inline constexpr PackagedChoice<HashKind> kHashes[] = {{"own", HashKind::own, ""},
-                                                       {"xxh3", HashKind::xxh3, "libxxhash-dev"}};
-
-// The value of `name` in `choices`; throws std::invalid_argument naming the valid names, or, for one
-// missing from `built` (what CMake found: HB_SET_KINDS or HB_HASHES, "a,b,c"), the package that adds it.
-template <class Value, size_t N>
-Value parse_built(const char* param, const std::string& name, const PackagedChoice<Value> (&choices)[N],
-                  const char* built) {
-    const auto& entry = find_choice(param, name, choices);
-    if ((std::string(",") + built + ",").find("," + name + ",") == std::string::npos)
-        throw std::invalid_argument(std::string(param) + " '" + name +
-                                    "' is not in this build of hugebench._core: apt-get install " + entry.package +
-                                    ", then rebuild (pip install --no-build-isolation .)");
-    return entry.value;
-}
-
-inline SetKind parse_set_kind(const std::string& name) {
-    return parse_built("set_kind", name, kSetKinds, HB_SET_KINDS);
-}
-inline HashKind parse_hash(const std::string& name) { return parse_built("hash", name, kHashes, HB_HASHES); }
+// Throw std::invalid_argument naming the valid names or, for a library this build lacks, the package
+// that adds it (hashlookup_sets.cpp holds the tables).
+SetKind parse_set_kind(const std::string& name);
+HashKind parse_hash(const std::string& name);
 
 template <class Set>
 struct SetType {
