@@ -3,10 +3,9 @@
 #include <linux/perf_event.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #ifndef HB_BUILD_TYPE
 #define HB_BUILD_TYPE "unknown"
@@ -18,8 +17,6 @@
 #define HB_CXX_FLAGS ""
 #endif
 
-namespace py = pybind11;
-
 namespace hb {
 
 std::vector<CounterSpec> counter_specs(const std::vector<CounterTuple>& tuples) {
@@ -27,38 +24,6 @@ std::vector<CounterSpec> counter_specs(const std::vector<CounterTuple>& tuples) 
     specs.reserve(tuples.size());
     for (const auto& [label, type, config, config1] : tuples) specs.push_back({label, type, config, config1});
     return specs;
-}
-
-py::dict counters_to_dict(const std::vector<CounterReading>& readings) {
-    py::dict out;
-    for (const auto& r : readings) {
-        py::dict entry;
-        const bool ok = r.ok();
-        entry["value"] = ok ? py::object(py::float_(r.value)) : py::none();
-        entry["raw_value"] = ok ? py::object(py::int_(r.raw_value)) : py::none();
-        entry["time_enabled_ns"] = ok ? py::object(py::int_(r.time_enabled_ns)) : py::none();
-        entry["time_running_ns"] = ok ? py::object(py::int_(r.time_running_ns)) : py::none();
-        entry["error"] = ok ? py::object(py::none()) : py::object(py::str(r.error));
-        entry["user_only"] = r.user_only;
-        out[py::str(r.label)] = entry;
-    }
-    return out;
-}
-
-py::dict phases_to_dict(const std::vector<std::pair<std::string, double>>& phases) {
-    py::dict out;
-    for (const auto& [name, seconds] : phases) out[py::str(name)] = seconds;
-    return out;
-}
-
-void put_chunk_stats(py::dict& out, const ChunkStats& stats) {
-    out["chunk_ns_median"] = stats.median;
-    out["chunk_ns_p10"] = stats.p10;
-    out["chunk_ns_p90"] = stats.p90;
-}
-
-py::object number_or_none(double value) {
-    return std::isnan(value) ? py::object(py::none()) : py::object(py::float_(value));
 }
 
 py::dict registry_defaults(const char* function) {
@@ -120,38 +85,29 @@ py::dict build_info() {
     return info;
 }
 
+// perf_event_open(2)'s constants as _core attributes, each name written once.
+#define HB_PERF_CONSTANT(name) {#name, static_cast<int>(name)}
+const std::pair<const char*, int> kPerfConstants[] = {
+    HB_PERF_CONSTANT(PERF_TYPE_HARDWARE), HB_PERF_CONSTANT(PERF_TYPE_SOFTWARE),
+    HB_PERF_CONSTANT(PERF_TYPE_TRACEPOINT), HB_PERF_CONSTANT(PERF_TYPE_HW_CACHE), HB_PERF_CONSTANT(PERF_TYPE_RAW),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_CPU_CYCLES), HB_PERF_CONSTANT(PERF_COUNT_HW_INSTRUCTIONS),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_REFERENCES), HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_MISSES),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_BRANCH_INSTRUCTIONS), HB_PERF_CONSTANT(PERF_COUNT_HW_BRANCH_MISSES),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_REF_CPU_CYCLES),
+    HB_PERF_CONSTANT(PERF_COUNT_SW_CPU_CLOCK), HB_PERF_CONSTANT(PERF_COUNT_SW_TASK_CLOCK),
+    HB_PERF_CONSTANT(PERF_COUNT_SW_PAGE_FAULTS), HB_PERF_CONSTANT(PERF_COUNT_SW_CONTEXT_SWITCHES),
+    HB_PERF_CONSTANT(PERF_COUNT_SW_CPU_MIGRATIONS), HB_PERF_CONSTANT(PERF_COUNT_SW_PAGE_FAULTS_MIN),
+    HB_PERF_CONSTANT(PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_L1D), HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_L1I),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_LL), HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_DTLB),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_ITLB), HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_OP_READ),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_OP_WRITE), HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_RESULT_ACCESS),
+    HB_PERF_CONSTANT(PERF_COUNT_HW_CACHE_RESULT_MISS),
+};
+#undef HB_PERF_CONSTANT
+
 void bind_perf_constants(py::module_& m) {
-    m.attr("PERF_TYPE_HARDWARE") = static_cast<int>(PERF_TYPE_HARDWARE);
-    m.attr("PERF_TYPE_SOFTWARE") = static_cast<int>(PERF_TYPE_SOFTWARE);
-    m.attr("PERF_TYPE_TRACEPOINT") = static_cast<int>(PERF_TYPE_TRACEPOINT);
-    m.attr("PERF_TYPE_HW_CACHE") = static_cast<int>(PERF_TYPE_HW_CACHE);
-    m.attr("PERF_TYPE_RAW") = static_cast<int>(PERF_TYPE_RAW);
-
-    m.attr("PERF_COUNT_HW_CPU_CYCLES") = static_cast<int>(PERF_COUNT_HW_CPU_CYCLES);
-    m.attr("PERF_COUNT_HW_INSTRUCTIONS") = static_cast<int>(PERF_COUNT_HW_INSTRUCTIONS);
-    m.attr("PERF_COUNT_HW_CACHE_REFERENCES") = static_cast<int>(PERF_COUNT_HW_CACHE_REFERENCES);
-    m.attr("PERF_COUNT_HW_CACHE_MISSES") = static_cast<int>(PERF_COUNT_HW_CACHE_MISSES);
-    m.attr("PERF_COUNT_HW_BRANCH_INSTRUCTIONS") = static_cast<int>(PERF_COUNT_HW_BRANCH_INSTRUCTIONS);
-    m.attr("PERF_COUNT_HW_BRANCH_MISSES") = static_cast<int>(PERF_COUNT_HW_BRANCH_MISSES);
-    m.attr("PERF_COUNT_HW_REF_CPU_CYCLES") = static_cast<int>(PERF_COUNT_HW_REF_CPU_CYCLES);
-
-    m.attr("PERF_COUNT_SW_CPU_CLOCK") = static_cast<int>(PERF_COUNT_SW_CPU_CLOCK);
-    m.attr("PERF_COUNT_SW_TASK_CLOCK") = static_cast<int>(PERF_COUNT_SW_TASK_CLOCK);
-    m.attr("PERF_COUNT_SW_PAGE_FAULTS") = static_cast<int>(PERF_COUNT_SW_PAGE_FAULTS);
-    m.attr("PERF_COUNT_SW_CONTEXT_SWITCHES") = static_cast<int>(PERF_COUNT_SW_CONTEXT_SWITCHES);
-    m.attr("PERF_COUNT_SW_CPU_MIGRATIONS") = static_cast<int>(PERF_COUNT_SW_CPU_MIGRATIONS);
-    m.attr("PERF_COUNT_SW_PAGE_FAULTS_MIN") = static_cast<int>(PERF_COUNT_SW_PAGE_FAULTS_MIN);
-    m.attr("PERF_COUNT_SW_PAGE_FAULTS_MAJ") = static_cast<int>(PERF_COUNT_SW_PAGE_FAULTS_MAJ);
-
-    m.attr("PERF_COUNT_HW_CACHE_L1D") = static_cast<int>(PERF_COUNT_HW_CACHE_L1D);
-    m.attr("PERF_COUNT_HW_CACHE_L1I") = static_cast<int>(PERF_COUNT_HW_CACHE_L1I);
-    m.attr("PERF_COUNT_HW_CACHE_LL") = static_cast<int>(PERF_COUNT_HW_CACHE_LL);
-    m.attr("PERF_COUNT_HW_CACHE_DTLB") = static_cast<int>(PERF_COUNT_HW_CACHE_DTLB);
-    m.attr("PERF_COUNT_HW_CACHE_ITLB") = static_cast<int>(PERF_COUNT_HW_CACHE_ITLB);
-    m.attr("PERF_COUNT_HW_CACHE_OP_READ") = static_cast<int>(PERF_COUNT_HW_CACHE_OP_READ);
-    m.attr("PERF_COUNT_HW_CACHE_OP_WRITE") = static_cast<int>(PERF_COUNT_HW_CACHE_OP_WRITE);
-    m.attr("PERF_COUNT_HW_CACHE_RESULT_ACCESS") = static_cast<int>(PERF_COUNT_HW_CACHE_RESULT_ACCESS);
-    m.attr("PERF_COUNT_HW_CACHE_RESULT_MISS") = static_cast<int>(PERF_COUNT_HW_CACHE_RESULT_MISS);
+    for (const auto& [name, value] : kPerfConstants) m.attr(name) = value;
 
     // The config encoding of PERF_TYPE_HW_CACHE events documented in perf_event_open(2).
     m.def("perf_hw_cache_config", [](int cache, int op, int result) {

@@ -1,10 +1,10 @@
 // What belongs here: the pybind11 glue that every workload's binding shares, and nothing that a single
-// workload needs. That is the conversions (counter specs in; counter readings, phases and chunk
-// statistics out), the Python hook wrapped for code that runs without the GIL, bind_workload() — the
-// one path by which a workload's run() becomes a _core function — and the registration that lets
-// PYBIND11_MODULE find every csrc/bindings/<name>.cpp without a list to edit. A workload's own result
-// keys and its helper functions for tests (generate_keys, faultstorm_probe, ...) stay in its own file;
-// timed code never lives in csrc/bindings/.
+// workload needs. That is the conversions (counter specs in; results out by a table of keys, see
+// bindings/result_keys.h), the Python hook wrapped for code that runs without the GIL, bind_workload() —
+// the one path by which a workload's run() becomes a _core function — and the registration that lets
+// PYBIND11_MODULE find every csrc/bindings/<name>.cpp without a list to edit. A workload's own table of
+// result keys and its helper functions for tests (generate_keys, faultstorm_probe, ...) stay in its own
+// file; timed code never lives in csrc/bindings/.
 //
 // Parameter defaults live in ONE place, the Python registry hugebench/workloads.py. A binding names its
 // parameters (they must map onto C++ fields) but takes each default from the registry when _core is
@@ -25,9 +25,9 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/result_keys.h"
 #include "common/perf_counters.h"
 #include "common/phases.h"
-#include "common/timing.h"
 
 namespace hb {
 
@@ -36,29 +36,17 @@ using CounterTuple = std::tuple<std::string, uint32_t, uint64_t, uint64_t>;
 
 std::vector<CounterSpec> counter_specs(const std::vector<CounterTuple>& tuples);
 
-// label -> {value, raw_value, time_enabled_ns, time_running_ns, error}; the numbers are None when error is set.
-pybind11::dict counters_to_dict(const std::vector<CounterReading>& readings);
-
-// name -> seconds, in execution order.
-pybind11::dict phases_to_dict(const std::vector<std::pair<std::string, double>>& phases);
-
-// Sets out["chunk_ns_median"], out["chunk_ns_p10"], out["chunk_ns_p90"].
-void put_chunk_stats(pybind11::dict& out, const ChunkStats& stats);
-
-// A measurement that could not be made (NaN) crosses into Python as None, never as a number.
-pybind11::object number_or_none(double value);
-
 // An empty Hook for None; otherwise a Hook that takes the GIL around each call. `callable` must outlive
 // the returned Hook (it is borrowed, so copying the Hook never touches Python reference counts).
-Hook python_hook(const pybind11::object& callable);
+Hook python_hook(const py::object& callable);
 
 // The default of each parameter of the registry entry whose `function` is `function`, as a dict
 // name -> default (import time only). Throws if there is no such entry.
-pybind11::dict registry_defaults(const char* function);
+py::dict registry_defaults(const char* function);
 
 // py::arg(name) = the registry's default; throws naming the registry file when it has no such parameter
 // (a default cannot be made up here).
-pybind11::arg_v registry_arg(const pybind11::dict& defaults, const char* function, const char* name);
+py::arg_v registry_arg(const py::dict& defaults, const char* function, const char* name);
 
 // One workload parameter: its Python keyword and the field of Params it fills.
 template <class Params, class T>
@@ -78,17 +66,19 @@ struct WorkloadBinding {
     const char* doc;
     void (*validate)(const Params&);              // std::invalid_argument -> ValueError, before any work
     Result (*run)(const Params&, const Hook&);    // runs without the GIL
-    pybind11::dict (*to_dict)(const Result&);
 };
+template <class Params, class Result>
+WorkloadBinding(const char*, const char*, void (*)(const Params&), Result (*)(const Params&, const Hook&))
+    -> WorkloadBinding<Params, Result>;
 
 // Defines _core.<function>(*, <fields...>, counters=[], hook=None) -> dict: keyword-only arguments in
 // the order given, defaults from the registry; fill Params -> validate -> release the GIL -> run ->
-// convert the Result.
-template <class Params, class Result, class... T>
-void bind_workload(pybind11::module_& m, const WorkloadBinding<Params, Result>& w, Field<Params, T>... fields) {
-    namespace py = pybind11;
-    auto call = [w, fields...](const T&... values, const std::vector<CounterTuple>& counters,
-                               const py::object& hook) {
+// convert the Result by its table of keys (bindings/result_keys.h).
+template <class Params, class Result, class ResultKeys, class... T>
+void bind_workload(py::module_& m, const WorkloadBinding<Params, Result>& w, const ResultKeys& result_keys,
+                   Field<Params, T>... fields) {
+    auto call = [w, result_keys, fields...](const T&... values, const std::vector<CounterTuple>& counters,
+                                            const py::object& hook) {
         Params params;
         ((params.*(fields.member) = values), ...);
         params.counters = counter_specs(counters);
@@ -99,7 +89,7 @@ void bind_workload(pybind11::module_& m, const WorkloadBinding<Params, Result>& 
             py::gil_scoped_release no_gil;  // the hook takes it back only for its own calls
             result = w.run(params, cpp_hook);
         }
-        return w.to_dict(result);
+        return to_dict(result, result_keys);
     };
     const py::dict defaults = registry_defaults(w.function);
     m.def(w.function, call, py::kw_only(), registry_arg(defaults, w.function, fields.name)...,
@@ -109,8 +99,8 @@ void bind_workload(pybind11::module_& m, const WorkloadBinding<Params, Result>& 
 // Each csrc/bindings/<name>.cpp registers its bind function at load time:
 //     [[maybe_unused]] const bool registered = register_binding("name", &bind_name);
 // PYBIND11_MODULE then calls them all (in name order), so adding a workload edits no shared list.
-using BindFunction = void (*)(pybind11::module_&);
+using BindFunction = void (*)(py::module_&);
 bool register_binding(const char* name, BindFunction bind);
-void bind_registered(pybind11::module_& m);
+void bind_registered(py::module_& m);
 
 }  // namespace hb

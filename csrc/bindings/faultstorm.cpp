@@ -1,84 +1,67 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "bindings/common.h"
 #include "workloads/faultstorm.h"
-
-namespace py = pybind11;
 
 namespace hb {
 namespace {
 
-py::dict steady_thread_entries(const faultstorm::ThreadTotals& t, py::dict out) {
-    out["steady_thread_minflt"] = t.minflt;
-    out["steady_thread_majflt"] = t.majflt;
-    out["steady_thread_utime_s"] = t.utime_s;
-    out["steady_thread_stime_s"] = t.stime_s;
-    out["steady_thread_cpu_s"] = t.cpu_s;
-    out["steady_thread_wall_max_s"] = t.wall_max_s;
-    const double busy = t.utime_s + t.stime_s;
-    // Share of the workers' CPU time spent in the kernel (faults); None when the clocks saw no time at all.
-    out["steady_thread_stime_share"] = busy > 0 ? py::object(py::float_(t.stime_s / busy)) : py::none();
-    return out;
+// _core.faultstorm's docstring.
+constexpr const char* kDoc =
+    "Threads hit a buffer at random pages; where the page faults land depends on the backing (phases obtain, "
+    "[first_touch], steady, release).";
+
+using R = faultstorm::Result;
+using T = faultstorm::ThreadTotals;
+
+// Not measured outside requests mode: None, not a number.
+template <double R::*member>
+std::optional<double> request_stat(const R& r) {
+    return r.requests > 0 ? std::optional<double>(r.*member) : std::nullopt;
 }
 
-py::dict result_to_dict(const faultstorm::Result& r) {
-    py::dict out;
-    out["phases"] = phases_to_dict(r.phases);
-    out["backing"] = r.backing;
-    out["map_flags"] = r.map_flags;
-    out["buffer_bytes"] = r.buffer_bytes;
-    out["page_size"] = r.page_size;
-    out["mapping_page_size"] = r.mapping_page_size;
-    out["pages"] = r.pages;
-    out["threads"] = r.threads;
-    out["op_unit"] = r.op_unit;
-    out["ops"] = r.ops;
-    out["requests"] = r.requests;
-    out["pages_per_request"] = r.pages_per_request;
-    out["ns_per_op"] = r.ns_per_op;
-    out["chunks"] = r.chunks;
-    put_chunk_stats(out, r.chunk_ns);
-    // Not measured outside requests mode: None, not a number.
-    const auto request_stat = [&r](double value) {
-        return r.requests > 0 ? py::object(py::float_(value)) : py::none();
-    };
-    out["request_ns_p50"] = request_stat(r.request_ns_p50);
-    out["request_ns_p90"] = request_stat(r.request_ns_p90);
-    out["request_ns_p99"] = request_stat(r.request_ns_p99);
-    out["request_ns_max"] = request_stat(r.request_ns_max);
-    out["checksum"] = r.checksum;
-    out["mismatches"] = r.mismatches;
-    out["counters"] = counters_to_dict(r.counters);
-    return steady_thread_entries(r.steady_thread, out);
+// Share of the workers' CPU time spent in the kernel (faults); None when the clocks saw no time at all.
+std::optional<double> stime_share(const T& t) {
+    const double busy = t.utime_s + t.stime_s;
+    return busy > 0 ? std::optional<double>(t.stime_s / busy) : std::nullopt;
 }
+
+const auto kResultKeys = std::make_tuple(
+    key("phases", &R::phases), key("backing", &R::backing), key("map_flags", &R::map_flags),
+    key("buffer_bytes", &R::buffer_bytes), key("page_size", &R::page_size),
+    key("mapping_page_size", &R::mapping_page_size), key("pages", &R::pages), key("threads", &R::threads),
+    key("op_unit", &R::op_unit), key("ops", &R::ops), key("requests", &R::requests),
+    key("pages_per_request", &R::pages_per_request), key("ns_per_op", &R::ns_per_op), key("chunks", &R::chunks),
+    chunk_keys(&R::chunk_ns), key("request_ns_p50", &request_stat<&R::request_ns_p50>),
+    key("request_ns_p90", &request_stat<&R::request_ns_p90>), key("request_ns_p99", &request_stat<&R::request_ns_p99>),
+    key("request_ns_max", &request_stat<&R::request_ns_max>), key("checksum", &R::checksum),
+    key("mismatches", &R::mismatches), key("counters", &R::counters),
+    nested(&R::steady_thread, key("steady_thread_minflt", &T::minflt), key("steady_thread_majflt", &T::majflt),
+           key("steady_thread_utime_s", &T::utime_s), key("steady_thread_stime_s", &T::stime_s),
+           key("steady_thread_cpu_s", &T::cpu_s), key("steady_thread_wall_max_s", &T::wall_max_s),
+           key("steady_thread_stime_share", &stime_share)));
+
+using Probe = faultstorm::Probe;
+const auto kProbeKeys = std::make_tuple(
+    key("handle", &Probe::handle), key("address", &Probe::address), key("length", &Probe::length),
+    key("mapped_bytes", &Probe::mapped_bytes), key("mapping_page_size", &Probe::mapping_page_size),
+    key("map_flags", &Probe::map_flags));
 
 py::dict probe(const std::string& backing, uint64_t buffer_bytes) {
-    faultstorm::Probe p;
+    Probe p;
     {
         py::gil_scoped_release no_gil;
         p = faultstorm::probe(backing, buffer_bytes);
     }
-    py::dict out;
-    out["handle"] = p.handle;
-    out["address"] = p.address;
-    out["length"] = p.length;
-    out["mapped_bytes"] = p.mapped_bytes;
-    out["mapping_page_size"] = p.mapping_page_size;
-    out["map_flags"] = p.map_flags;
-    return out;
+    return to_dict(p, kProbeKeys);
 }
 
-}  // namespace
-
-void bind_faultstorm(py::module_& m) {
+void bind(py::module_& m) {
     using P = faultstorm::Params;
-    bind_workload(m,
-                  WorkloadBinding<P, faultstorm::Result>{
-                      "faultstorm",
-                      "Threads hit a buffer at random pages; where the page faults land depends on the backing "
-                      "(phases obtain, [first_touch], steady, release).",
-                      &faultstorm::validate, &faultstorm::run, &result_to_dict},
+    bind_workload(m, WorkloadBinding{"faultstorm", kDoc, &faultstorm::validate, &faultstorm::run}, kResultKeys,
                   field("backing", &P::backing), field("buffer_bytes", &P::buffer_bytes),
                   field("threads", &P::threads), field("ops_per_thread", &P::ops_per_thread),
                   field("write_ratio", &P::write_ratio), field("first_touch", &P::first_touch),
@@ -90,8 +73,7 @@ void bind_faultstorm(py::module_& m) {
           "Give back a buffer of faultstorm_probe.");
 }
 
-namespace {
-[[maybe_unused]] const bool registered = register_binding("faultstorm", &bind_faultstorm);
-}  // namespace
+[[maybe_unused]] const bool registered = register_binding("faultstorm", &bind);
 
+}  // namespace
 }  // namespace hb

@@ -4,55 +4,48 @@
 #include "bindings/common.h"
 #include "workloads/hashsets.h"
 
-namespace py = pybind11;
-
 namespace hb {
 namespace {
 
-py::dict result_to_dict(const hashsets::Result& r) {
-    py::dict out;
-    out["phases"] = phases_to_dict(r.phases);
-    out["keys"] = r.keys;
-    out["hash"] = r.hash;
-    out["rounds"] = r.rounds;
+// _core.hashsets's docstring.
+constexpr const char* kDoc =
+    "Several set kinds in one process from the same keys; rounds of lookups, one chunk per kind each (phases "
+    "generate, insert.<kind>..., shuffle, lookup).";
+
+using K = hashsets::KindResult;
+const auto kKindKeys = std::make_tuple(
+    key("insert_s", &K::insert_s), key("set_size", &K::set_size), key("capacity", &K::capacity),
+    key("lookups", &K::lookups), key("found", &K::found), key("checksum", &K::checksum),
+    key("ns_per_lookup", &K::ns_per_lookup), key("round_ns", &K::round_ns), key("counters", &K::counters));
+
+using R = hashsets::Result;
+
+// In set_kinds order: the first is the base of the ratios.
+py::list kind_names(const R& r) {
     py::list kinds;
     for (const auto& kind : r.kinds) kinds.append(kind.set_kind);
-    out["kinds"] = kinds;  // in set_kinds order: the first is the base of the ratios
-    py::dict sets;
-    for (const auto& kind : r.kinds) {
-        py::dict one;
-        one["insert_s"] = kind.insert_s;
-        one["set_size"] = kind.set_size;
-        one["capacity"] = kind.capacity;
-        one["lookups"] = kind.lookups;
-        one["found"] = kind.found;
-        one["checksum"] = kind.checksum;
-        one["ns_per_lookup"] = kind.ns_per_lookup;
-        one["round_ns"] = py::cast(kind.round_ns);
-        one["counters"] = counters_to_dict(kind.counters);
-        sets[py::str(kind.set_kind)] = one;
-    }
-    out["set"] = sets;  // the worker flattens it to set.<kind>.<key> columns
-    return out;
+    return kinds;
 }
 
-}  // namespace
+// kind -> its keys; the worker flattens it to set.<kind>.<key> columns.
+py::dict per_kind(const R& r) {
+    py::dict sets;
+    for (const auto& kind : r.kinds) sets[py::str(kind.set_kind)] = to_dict(kind, kKindKeys);
+    return sets;
+}
 
-void bind_hashsets(py::module_& m) {
+const auto kResultKeys = std::make_tuple(key("phases", &R::phases), key("keys", &R::keys), key("hash", &R::hash),
+                                         key("rounds", &R::rounds), key("kinds", &kind_names), key("set", &per_kind));
+
+void bind(py::module_& m) {
     using P = hashsets::Params;
-    bind_workload(m,
-                  WorkloadBinding<P, hashsets::Result>{
-                      "hashsets",
-                      "Several set kinds in one process from the same keys; rounds of lookups, one chunk per kind "
-                      "each (phases generate, insert.<kind>..., shuffle, lookup).",
-                      &hashsets::validate, &hashsets::run, &result_to_dict},
+    bind_workload(m, WorkloadBinding{"hashsets", kDoc, &hashsets::validate, &hashsets::run}, kResultKeys,
                   field("keys", &P::keys), field("set_kinds", &P::set_kinds), field("hash", &P::hash),
                   field("lookups", &P::lookups), field("key_min", &P::key_min), field("key_max", &P::key_max),
                   field("rounds", &P::rounds), field("build_order", &P::build_order), field("seed", &P::seed));
 }
 
-namespace {
-[[maybe_unused]] const bool registered = register_binding("hashsets", &bind_hashsets);
-}  // namespace
+[[maybe_unused]] const bool registered = register_binding("hashsets", &bind);
 
+}  // namespace
 }  // namespace hb

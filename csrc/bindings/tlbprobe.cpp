@@ -4,42 +4,26 @@
 #include "bindings/common.h"
 #include "workloads/tlbprobe.h"
 
-namespace py = pybind11;
-
 namespace hb {
 namespace {
 
-py::dict result_to_dict(const tlbprobe::Result& r) {
-    py::dict out;
-    out["phases"] = phases_to_dict(r.phases);
-    out["backing"] = r.backing;
-    out["pattern"] = r.pattern;
-    out["map_flags"] = r.map_flags;
-    out["working_set_bytes"] = r.working_set_bytes;
-    out["mapped_bytes"] = r.mapped_bytes;
-    out["mapping_page_size"] = r.mapping_page_size;
-    out["nodes"] = r.nodes;
-    out["node_stride_bytes"] = r.node_stride_bytes;
-    out["chains"] = r.chains;
-    out["accesses"] = r.accesses;
-    out["ns_per_access"] = r.ns_per_access;
-    out["chunks"] = r.chunks;
-    put_chunk_stats(out, r.chunk_ns);
-    out["checksum"] = r.checksum;
-    out["counters"] = counters_to_dict(r.counters);
-    return out;
-}
+// _core.tlbprobe's docstring.
+constexpr const char* kDoc =
+    "Dependent loads along one random cycle of nodes over a buffer of the given page size (phases populate, "
+    "build, chase).";
 
-}  // namespace
+using R = tlbprobe::Result;
+const auto kResultKeys = std::make_tuple(
+    key("phases", &R::phases), key("backing", &R::backing), key("pattern", &R::pattern),
+    key("map_flags", &R::map_flags), key("working_set_bytes", &R::working_set_bytes),
+    key("mapped_bytes", &R::mapped_bytes), key("mapping_page_size", &R::mapping_page_size), key("nodes", &R::nodes),
+    key("node_stride_bytes", &R::node_stride_bytes), key("chains", &R::chains), key("accesses", &R::accesses),
+    key("ns_per_access", &R::ns_per_access), key("chunks", &R::chunks), chunk_keys(&R::chunk_ns),
+    key("checksum", &R::checksum), key("counters", &R::counters));
 
-void bind_tlbprobe(py::module_& m) {
+void bind(py::module_& m) {
     using P = tlbprobe::Params;
-    bind_workload(m,
-                  WorkloadBinding<P, tlbprobe::Result>{
-                      "tlbprobe",
-                      "Dependent loads along one random cycle of nodes over a buffer of the given page size "
-                      "(phases populate, build, chase).",
-                      &tlbprobe::validate, &tlbprobe::run, &result_to_dict},
+    bind_workload(m, WorkloadBinding{"tlbprobe", kDoc, &tlbprobe::validate, &tlbprobe::run}, kResultKeys,
                   field("backing", &P::backing), field("working_set_bytes", &P::working_set_bytes),
                   field("pattern", &P::pattern), field("chains", &P::chains), field("accesses", &P::accesses),
                   field("max_nodes", &P::max_nodes), field("chunks", &P::chunks), field("seed", &P::seed));
@@ -47,8 +31,7 @@ void bind_tlbprobe(py::module_& m) {
           "next[i] of the cycle tlbprobe() links for this many nodes and seed (one cycle through all).");
 }
 
-namespace {
-[[maybe_unused]] const bool registered = register_binding("tlbprobe", &bind_tlbprobe);
-}  // namespace
+[[maybe_unused]] const bool registered = register_binding("tlbprobe", &bind);
 
+}  // namespace
 }  // namespace hb

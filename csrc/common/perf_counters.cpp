@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "common/syscalls.h"
+
 namespace hb {
 namespace {
 
@@ -29,10 +31,6 @@ perf_event_attr attr_for(const CounterSpec& spec) {
     attr.exclude_hv = 1;
     attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
     return attr;
-}
-
-std::string errno_text(const char* what, int err) {
-    return std::string(what) + ": " + std::strerror(err) + " (errno " + std::to_string(err) + ")";
 }
 
 }  // namespace
@@ -66,7 +64,7 @@ PerfCounters::Event PerfCounters::open_event(const CounterSpec& spec) {
         event.user_only = fd >= 0;
     }
     if (fd < 0)
-        event.open_error = errno_text("perf_event_open failed", errno);
+        event.open_error = "perf_event_open failed: " + errno_text(errno);
     else
         event.fd = static_cast<int>(fd);
     return event;
@@ -94,7 +92,7 @@ CounterReading PerfCounters::read_event(const Event& event) {
     uint64_t values[3] = {0, 0, 0};  // value, time_enabled, time_running (our read_format)
     const ssize_t got = read(event.fd, values, sizeof values);
     if (got != static_cast<ssize_t>(sizeof values)) {
-        reading.error = got < 0 ? errno_text("read failed", errno) : "short read from perf event fd";
+        reading.error = got < 0 ? "read failed: " + errno_text(errno) : "short read from perf event fd";
         return reading;
     }
     reading.raw_value = values[0];

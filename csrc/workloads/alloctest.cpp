@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/choice.h"
 #include "common/rng.h"
 #include "common/timing.h"
 #include "workloads/alloctest_blocks.h"
@@ -245,11 +246,9 @@ void Worker::publish_and_sample() {
     if (global > sampled_peak) sampled_peak = global;
 }
 
-bool per_thread(const std::string& scope, const char* name) {
-    if (scope == "thread") return true;
-    if (scope == "total") return false;
-    throw std::invalid_argument(std::string(name) + " must be 'thread' or 'total', got '" + scope + "'");
-}
+constexpr Choice<bool> kPerThread[] = {{"thread", true}, {"total", false}};
+
+bool per_thread(const std::string& scope, const char* name) { return parse_choice(name, scope, kPerThread); }
 
 uint64_t slots_per_thread(const Params& p) {
     if (p.slots > 0 && per_thread(p.slots_per, "slots_per")) return static_cast<uint64_t>(p.slots);
@@ -388,51 +387,24 @@ void subtract_in_process_void(const Params& params, const Plan& plan, Result& r)
 }  // namespace
 
 namespace {
-// The value `name` stands for among `choices`; otherwise "<param> must be 'a', 'b' or 'c', got '<name>'".
-template <class Value, size_t N>
-Value parse_choice(const char* param, const std::string& name, const std::pair<const char*, Value> (&choices)[N]) {
-    std::string allowed;
-    for (size_t i = 0; i < N; ++i) {
-        if (name == choices[i].first) return choices[i].second;
-        allowed += (i == 0 ? "'" : i + 1 == N ? " or '" : ", '") + std::string(choices[i].first) + "'";
-    }
-    throw std::invalid_argument(std::string(param) + " must be " + allowed + ", got '" + name + "'");
-}
+constexpr Choice<Touch> kTouches[] = {{"none", Touch::none}, {"write-read", Touch::write_read}, {"full", Touch::full}};
+constexpr Choice<AllocatorMode> kAllocatorModes[] = {{"malloc", AllocatorMode::malloc},
+                                                     {"void", AllocatorMode::void_}};
+constexpr Choice<VoidRun> kVoidRuns[] = {{"separate", VoidRun::separate}, {"in-process", VoidRun::in_process}};
+constexpr Choice<SizeLawKind> kSizeLaws[] = {{"bands", SizeLawKind::bands}, {"inverse", SizeLawKind::inverse}};
+constexpr Choice<SlotLawKind> kSlotLaws[] = {{"pareto6", SlotLawKind::pareto6}, {"powerlaw", SlotLawKind::powerlaw}};
+constexpr Choice<bool> kHotSlotsScattered[] = {{"contiguous", false}, {"scattered", true}};
 }  // namespace
 
-Touch parse_touch(const std::string& name) {
-    static const std::pair<const char*, Touch> choices[] = {
-        {"none", Touch::none}, {"write-read", Touch::write_read}, {"full", Touch::full}};
-    return parse_choice("touch", name, choices);
-}
-
+Touch parse_touch(const std::string& name) { return parse_choice("touch", name, kTouches); }
 AllocatorMode parse_allocator_mode(const std::string& name) {
-    static const std::pair<const char*, AllocatorMode> choices[] = {{"malloc", AllocatorMode::malloc},
-                                                                     {"void", AllocatorMode::void_}};
-    return parse_choice("allocator_mode", name, choices);
+    return parse_choice("allocator_mode", name, kAllocatorModes);
 }
-
-VoidRun parse_void_run(const std::string& name) {
-    static const std::pair<const char*, VoidRun> choices[] = {{"separate", VoidRun::separate},
-                                                               {"in-process", VoidRun::in_process}};
-    return parse_choice("void_run", name, choices);
-}
-
-SizeLawKind parse_size_law(const std::string& name) {
-    static const std::pair<const char*, SizeLawKind> choices[] = {{"bands", SizeLawKind::bands},
-                                                                   {"inverse", SizeLawKind::inverse}};
-    return parse_choice("size_law", name, choices);
-}
-
-SlotLawKind parse_slot_law(const std::string& name) {
-    static const std::pair<const char*, SlotLawKind> choices[] = {{"pareto6", SlotLawKind::pareto6},
-                                                                   {"powerlaw", SlotLawKind::powerlaw}};
-    return parse_choice("slot_law", name, choices);
-}
-
+VoidRun parse_void_run(const std::string& name) { return parse_choice("void_run", name, kVoidRuns); }
+SizeLawKind parse_size_law(const std::string& name) { return parse_choice("size_law", name, kSizeLaws); }
+SlotLawKind parse_slot_law(const std::string& name) { return parse_choice("slot_law", name, kSlotLaws); }
 bool parse_hot_slots_scattered(const std::string& name) {
-    static const std::pair<const char*, bool> choices[] = {{"contiguous", false}, {"scattered", true}};
-    return parse_choice("hot_slots", name, choices);
+    return parse_choice("hot_slots", name, kHotSlotsScattered);
 }
 
 namespace {

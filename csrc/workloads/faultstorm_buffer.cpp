@@ -4,41 +4,31 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <new>
 #include <stdexcept>
 #include <utility>
 
-// glibc's <sys/mman.h> has MAP_HUGE_SHIFT but not the per-size names of <linux/mman.h>.
-#ifndef MAP_HUGE_2MB
-#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
-#endif
+#include "common/choice.h"
+#include "common/mapping.h"
+#include "common/syscalls.h"
 
 namespace hb::faultstorm {
 namespace {
 
-const std::vector<std::pair<std::string, Backing>>& backing_table() {
-    static const std::vector<std::pair<std::string, Backing>> table = {
-        {"vector", Backing::vector},
-        {"new", Backing::new_array},
-        {"malloc", Backing::malloc},
-        {"mmap-private", Backing::mmap_private},
-        {"mmap-private-populate", Backing::mmap_private_populate},
-        {"mmap-shared", Backing::mmap_shared},
-        {"mmap-shared-populate", Backing::mmap_shared_populate},
-        {"madv-hugepage", Backing::madv_hugepage},
-        {"madv-populate", Backing::madv_populate},
-        {"hugetlb", Backing::hugetlb},
-    };
-    return table;
-}
-
-size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
-
-std::string errno_text(int err) { return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")"; }
+constexpr Choice<Backing> kBackings[] = {
+    {"vector", Backing::vector},
+    {"new", Backing::new_array},
+    {"malloc", Backing::malloc},
+    {"mmap-private", Backing::mmap_private},
+    {"mmap-private-populate", Backing::mmap_private_populate},
+    {"mmap-shared", Backing::mmap_shared},
+    {"mmap-shared-populate", Backing::mmap_shared_populate},
+    {"madv-hugepage", Backing::madv_hugepage},
+    {"madv-populate", Backing::madv_populate},
+    {"hugetlb", Backing::hugetlb},
+};
 
 std::string read_first_line(const char* path) {
     std::ifstream in(path);
@@ -60,28 +50,7 @@ std::runtime_error hugetlb_pool_error(size_t bytes) {
 
 size_t base_page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
-Backing parse_backing(const std::string& name) {
-    for (const auto& [known, backing] : backing_table())
-        if (known == name) return backing;
-    std::string names;
-    for (const auto& known : backing_names()) names += (names.empty() ? "" : ", ") + known;
-    throw std::invalid_argument("unknown backing '" + name + "'; choose one of: " + names);
-}
-
-std::string backing_name(Backing backing) {
-    for (const auto& [known, value] : backing_table())
-        if (value == backing) return known;
-    return "?";
-}
-
-const std::vector<std::string>& backing_names() {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> out;
-        for (const auto& entry : backing_table()) out.push_back(entry.first);
-        return out;
-    }();
-    return names;
-}
+Backing parse_backing(const std::string& name) { return parse_choice("backing", name, kBackings); }
 
 std::unique_ptr<Buffer> Buffer::obtain(Backing backing, size_t bytes) {
     if (bytes == 0) throw std::invalid_argument("buffer_bytes must be > 0");
@@ -163,29 +132,11 @@ void Buffer::map_anonymous(int flags, const std::string& flag_text, size_t page_
     map_flags_ = "mmap(" + flag_text + ")";
 }
 
-// Over-maps by 2 MiB and trims both ends, so the mapping starts and ends on a 2 MiB boundary and
-// every part of the buffer can be backed by a transparent huge page.
 void Buffer::map_huge_aligned() {
-    const size_t length = round_up(size_, kHugePageBytes);
-    const size_t reserve = length + kHugePageBytes;
-    void* raw = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-        throw std::runtime_error("mmap(MAP_PRIVATE|MAP_ANONYMOUS) of " + std::to_string(reserve) +
-                                 " bytes failed: " + errno_text(errno));
-    const auto start = reinterpret_cast<uintptr_t>(raw);
-    const uintptr_t aligned = round_up(start, kHugePageBytes);
-    if (aligned > start) munmap(raw, aligned - start);
-    const size_t tail = start + reserve - (aligned + length);
-    if (tail > 0) munmap(reinterpret_cast<void*>(aligned + length), tail);
-    data_ = reinterpret_cast<char*>(aligned);
-    mapped_bytes_ = length;
-    if (madvise(data_, length, MADV_HUGEPAGE) != 0) {
-        const int err = errno;
-        release();
-        throw std::runtime_error("madvise(MADV_HUGEPAGE) failed: " + errno_text(err) +
-                                 " (kernel built without CONFIG_TRANSPARENT_HUGEPAGE?)");
-    }
-    map_flags_ = "mmap(MAP_PRIVATE|MAP_ANONYMOUS, 2 MiB aligned)+madvise(MADV_HUGEPAGE)";
+    AlignedMapping m = map_2m_aligned(size_, MADV_HUGEPAGE);
+    data_ = m.base;
+    mapped_bytes_ = m.length;
+    map_flags_ = std::move(m.flags);
 }
 
 void Buffer::populate_by_madvise() {

@@ -27,10 +27,6 @@ enum class Backing {
 
 // Names as the Python API spells them; parse_backing throws std::invalid_argument listing them.
 Backing parse_backing(const std::string& name);
-std::string backing_name(Backing backing);
-const std::vector<std::string>& backing_names();
-
-constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // Owns the memory of one backing; release() (or the destructor) gives it back.
 class Buffer {

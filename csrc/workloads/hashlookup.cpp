@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/choice.h"
 #include "common/rng.h"
 #include "common/thread_team.h"
 #include "common/timing.h"
@@ -23,12 +24,9 @@ constexpr uint64_t kZipfStream = 3;
 constexpr int64_t kMaxKeyLength = 4096;
 
 enum class Order { uniform, zipf };
+constexpr Choice<Order> kOrders[] = {{"uniform", Order::uniform}, {"zipf", Order::zipf}};
 
-Order parse_order(const std::string& name) {
-    if (name == "uniform") return Order::uniform;
-    if (name == "zipf") return Order::zipf;
-    throw std::invalid_argument("order must be 'uniform' or 'zipf', got '" + name + "'");
-}
+Order parse_order(const std::string& name) { return parse_choice("order", name, kOrders); }
 
 uint64_t lookup_count(const Params& p) {
     return p.lookups == 0 ? static_cast<uint64_t>(p.keys) : static_cast<uint64_t>(p.lookups);

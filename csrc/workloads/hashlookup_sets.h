@@ -2,7 +2,7 @@
 // insert(key) -> newly added?, find(key) -> the stored copy or nullptr, size(), capacity(); and the one
 // dispatch from a (set_kind, hash) pair of names to the set type, for hashlookup and hashsets alike.
 // The library tables are optional: CMake defines HB_HAVE_<LIBRARY> for each one it found, and the
-// build records the list (HB_SET_KINDS / HB_HASHES, read back by _core.build_info()).
+// build records the list (HB_SET_KINDS / HB_HASHES, read back by _core.build_info() and checked here).
 #pragma once
 
 #include <stdexcept>
@@ -63,57 +63,10 @@ using BoostSet = LibrarySet<boost::unordered_flat_set<std::string, Hash>>;  // "
 enum class SetKind { flat, node, robin, absl, boost };
 enum class HashKind { own, xxh3 };
 
-// Every kind the registry lists, with the Debian package that provides it (for the refusal below).
-struct KindName {
-    SetKind kind;
-    const char* name;
-    bool built;
-    const char* package;
-};
-inline constexpr KindName kSetKinds[] = {
-    {SetKind::flat, "flat", true, ""},
-    {SetKind::node, "node", true, ""},
-#ifdef HB_HAVE_ROBIN
-    {SetKind::robin, "robin", true, "robin-map-dev"},
-#else
-    {SetKind::robin, "robin", false, "robin-map-dev"},
-#endif
-#ifdef HB_HAVE_ABSL
-    {SetKind::absl, "absl", true, "libabsl-dev"},
-#else
-    {SetKind::absl, "absl", false, "libabsl-dev"},
-#endif
-#ifdef HB_HAVE_BOOST_UNORDERED
-    {SetKind::boost, "boost", true, "libboost1.81-dev"},
-#else
-    {SetKind::boost, "boost", false, "libboost1.81-dev"},
-#endif
-};
-
-inline std::string not_built(const std::string& what, const std::string& name, const char* package) {
-    return what + " '" + name + "' is not in this build of hugebench._core: apt-get install " + package +
-           ", then rebuild (pip install --no-build-isolation .)";
-}
-
-// Throws std::invalid_argument naming the kind and, for a library table this build lacks, its package.
-inline SetKind parse_set_kind(const std::string& name) {
-    for (const auto& k : kSetKinds) {
-        if (name != k.name) continue;
-        if (!k.built) throw std::invalid_argument(not_built("set_kind", name, k.package));
-        return k.kind;
-    }
-    throw std::invalid_argument("set_kind must be one of flat, node, robin, absl, boost; got '" + name + "'");
-}
-
-inline HashKind parse_hash(const std::string& name) {
-    if (name == "own") return HashKind::own;
-#ifdef HB_HAVE_XXHASH
-    if (name == "xxh3") return HashKind::xxh3;
-#else
-    if (name == "xxh3") throw std::invalid_argument(not_built("hash", name, "libxxhash-dev"));
-#endif
-    throw std::invalid_argument("hash must be 'own' or 'xxh3', got '" + name + "'");
-}
+// Throw std::invalid_argument naming the valid names or, for a library this build lacks, the package
+// that adds it (hashlookup_sets.cpp holds the tables).
+SetKind parse_set_kind(const std::string& name);
+HashKind parse_hash(const std::string& name);
 
 template <class Set>
 struct SetType {

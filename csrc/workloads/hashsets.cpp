@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/checks.h"
+#include "common/choice.h"
 #include "workloads/hashlookup.h"
 #include "workloads/hashlookup_sets.h"
 
@@ -64,6 +65,10 @@ std::unique_ptr<AnySet> make_set(const std::string& kind, const std::string& has
     });
 }
 
+constexpr Choice<bool> kBuildOrders[] = {{"listed", false}, {"reversed", true}};
+
+bool build_reversed(const Params& p) { return parse_choice("build_order", p.build_order, kBuildOrders); }
+
 uint64_t lookups_per_kind(const Params& p) {
     return p.lookups == 0 ? static_cast<uint64_t>(p.keys) : static_cast<uint64_t>(p.lookups);
 }
@@ -96,8 +101,7 @@ void validate(const Params& p) {
     hashlookup::parse_hash(p.hash);
     hashlookup::validate_keys(p.keys, p.key_min, p.key_max);
     require(p.lookups >= 0, "lookups must be >= 0 (0 means one per key), got " + std::to_string(p.lookups));
-    require(p.build_order == "listed" || p.build_order == "reversed",
-            "build_order must be 'listed' or 'reversed', got '" + p.build_order + "'");
+    build_reversed(p);
     require(p.rounds >= 2 && p.rounds <= kMaxRounds,
             "rounds must be in [2, " + std::to_string(kMaxRounds) + "], got " + std::to_string(p.rounds));
     require(static_cast<uint64_t>(p.rounds) <= lookups_per_kind(p),
@@ -125,8 +129,9 @@ Result run(const Params& p, const Hook& hook) {
         keys = hashlookup::generate_keys(r.keys, p.seed, p.key_min, p.key_max);
     }));
     std::vector<std::unique_ptr<AnySet>> sets(kinds);
+    const bool reversed = build_reversed(p);
     for (size_t i = 0; i < kinds; ++i) {
-        const size_t k = p.build_order == "reversed" ? kinds - 1 - i : i;
+        const size_t k = reversed ? kinds - 1 - i : i;
         sets[k] = make_set(names[k], p.hash);
         const std::string phase = "insert." + names[k];
         r.kinds[k].set_kind = names[k];

@@ -1,65 +1,49 @@
 #include "workloads/tlbprobe.h"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
+#include "common/choice.h"
+#include "common/mapping.h"
 #include "common/rng.h"
-
-#ifndef MAP_HUGE_2MB
-#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
-#endif
-#ifndef MAP_HUGE_1GB
-#define MAP_HUGE_1GB (30 << MAP_HUGE_SHIFT)
-#endif
+#include "common/syscalls.h"
 
 namespace hb::tlbprobe {
 namespace {
 
 constexpr uint64_t kLine = 64;
 constexpr uint64_t kSmallPage = 4096;
-constexpr uint64_t k2M = uint64_t{2} << 20;
-constexpr uint64_t k1G = uint64_t{1} << 30;
 constexpr int64_t kMaxChains = 64;
 
-uint64_t round_up(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+enum class Backing { small, thp, hugetlb_2m, hugetlb_1g };
+constexpr Choice<Backing> kBackings[] = {{"4k", Backing::small},
+                                         {"thp", Backing::thp},
+                                         {"hugetlb-2m", Backing::hugetlb_2m},
+                                         {"hugetlb-1g", Backing::hugetlb_1g}};
 
-std::string errno_text(int err) { return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")"; }
+enum class Pattern { chase, mlp, reach };
+constexpr Choice<Pattern> kPatterns[] = {{"chase", Pattern::chase}, {"mlp", Pattern::mlp}, {"reach", Pattern::reach}};
 
 // The buffer: an anonymous mapping of the asked page size, unmapped on destruction.
 class Mapping {
 public:
     Mapping(const std::string& backing, uint64_t bytes) {
-        if (backing == "hugetlb-2m" || backing == "hugetlb-1g") {
-            const bool gig = backing == "hugetlb-1g";
-            page_ = gig ? k1G : k2M;
-            length_ = round_up(bytes, page_);
-            const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (gig ? MAP_HUGE_1GB : MAP_HUGE_2MB);
-            flags_ = std::string("mmap(MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|") + (gig ? "MAP_HUGE_1GB)" : "MAP_HUGE_2MB)");
-            map(length_, flags, backing);
+        const Backing kind = parse_choice("backing", backing, kBackings);
+        if (kind == Backing::hugetlb_2m || kind == Backing::hugetlb_1g) {
+            map_hugetlb(kind == Backing::hugetlb_1g, bytes, backing);
             return;
         }
         // 2 MiB-aligned for both, so the 4k and thp buffers differ only by the advice.
+        AlignedMapping m = map_2m_aligned(bytes, kind == Backing::thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+        base_ = m.base;
+        length_ = m.length;
         page_ = kSmallPage;
-        length_ = round_up(bytes, k2M);
-        map(length_ + k2M, MAP_PRIVATE | MAP_ANONYMOUS, backing);
-        const auto start = reinterpret_cast<uintptr_t>(base_);
-        const uintptr_t aligned = round_up(start, k2M);
-        if (aligned > start) munmap(base_, aligned - start);
-        const uintptr_t tail = start + length_ + k2M - (aligned + length_);
-        if (tail > 0) munmap(reinterpret_cast<void*>(aligned + length_), tail);
-        base_ = reinterpret_cast<char*>(aligned);
-        const bool thp = backing == "thp";
-        if (madvise(base_, length_, thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0)
-            throw std::runtime_error(std::string("madvise(") + (thp ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE") +
-                                     ") failed: " + errno_text(errno));
-        flags_ = std::string("mmap(MAP_PRIVATE|MAP_ANONYMOUS, 2 MiB aligned)+madvise(") +
-                 (thp ? "MADV_HUGEPAGE)" : "MADV_NOHUGEPAGE)");
+        flags_ = std::move(m.flags);
     }
     Mapping(const Mapping&) = delete;
     Mapping& operator=(const Mapping&) = delete;
@@ -73,15 +57,19 @@ public:
     const std::string& flags() const { return flags_; }
 
 private:
-    void map(uint64_t length, int flags, const std::string& backing) {
-        void* address = mmap(nullptr, length, PROT_READ | PROT_WRITE, flags, -1, 0);
+    void map_hugetlb(bool gig, uint64_t bytes, const std::string& backing) {
+        page_ = gig ? uint64_t{1} << 30 : kHugePageBytes;
+        length_ = round_up(bytes, page_);
+        const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (gig ? MAP_HUGE_1GB : MAP_HUGE_2MB);
+        flags_ = std::string("mmap(MAP_PRIVATE|MAP_ANONYMOUS|MAP_HUGETLB|") + (gig ? "MAP_HUGE_1GB)" : "MAP_HUGE_2MB)");
+        void* address = mmap(nullptr, length_, PROT_READ | PROT_WRITE, flags, -1, 0);
         if (address == MAP_FAILED) {
             const int err = errno;
             std::string hint;
-            if (err == ENOMEM && backing.rfind("hugetlb", 0) == 0)
-                hint = ": the " + std::string(backing == "hugetlb-1g" ? "hugetlb.1GB" : "hugetlb.2MB") +
+            if (err == ENOMEM)
+                hint = ": the " + std::string(gig ? "hugetlb.1GB" : "hugetlb.2MB") +
                        " pool is too small (hugebench probe sizes it; in a YAML set it under system)";
-            throw std::runtime_error("mmap of " + std::to_string(length) + " bytes (" + backing +
+            throw std::runtime_error("mmap of " + std::to_string(length_) + " bytes (" + backing +
                                      ") failed: " + errno_text(err) + hint);
         }
         base_ = static_cast<char*>(address);
@@ -153,10 +141,8 @@ void walk_any(char** heads, int64_t chains, uint64_t steps) {
 }  // namespace
 
 void validate(const Params& p) {
-    require(p.backing == "4k" || p.backing == "thp" || p.backing == "hugetlb-2m" || p.backing == "hugetlb-1g",
-            "backing must be one of 4k, thp, hugetlb-2m, hugetlb-1g; got '" + p.backing + "'");
-    require(p.pattern == "chase" || p.pattern == "mlp" || p.pattern == "reach",
-            "pattern must be one of chase, mlp, reach; got '" + p.pattern + "'");
+    parse_choice("backing", p.backing, kBackings);
+    parse_choice("pattern", p.pattern, kPatterns);
     require(p.working_set_bytes >= 64 * kSmallPage && p.working_set_bytes % kSmallPage == 0,
             "working_set_bytes must be a multiple of 4 KiB and at least 256 KiB, got " +
                 std::to_string(p.working_set_bytes));
@@ -181,7 +167,8 @@ Result run(const Params& p, const Hook& hook) {
     r.backing = p.backing;
     r.pattern = p.pattern;
     r.working_set_bytes = p.working_set_bytes;
-    r.chains = p.pattern == "mlp" ? p.chains : 1;
+    const Pattern pattern = parse_choice("pattern", p.pattern, kPatterns);
+    r.chains = pattern == Pattern::mlp ? p.chains : 1;
     PerfCounters counters(p.counters);
     std::unique_ptr<Mapping> buffer;
     r.phases.emplace_back("populate", run_phase(hook, "populate", [&] {
@@ -192,7 +179,7 @@ Result run(const Params& p, const Hook& hook) {
     r.mapped_bytes = buffer->length();
     r.mapping_page_size = buffer->page();
 
-    const bool reach = p.pattern == "reach";
+    const bool reach = pattern == Pattern::reach;
     const uint64_t unit = reach ? kSmallPage : kLine;
     const uint64_t units = p.working_set_bytes / unit;
     const uint64_t nodes = std::min(units, p.max_nodes);
