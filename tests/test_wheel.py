@@ -195,3 +195,18 @@ def test_a_missing_set_kind_fails_a_build_that_requires_all_and_is_named_otherwi
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert "this build lacks set kind absl (absl's CMake config not found: libabsl-dev)" in _flat(plain.stderr)
     assert "set kinds flat,node,robin,boost;" in plain.stdout
+
+
+def test_the_sdist_carries_what_a_source_build_needs(tmp_path):
+    """`pip install` from the sdist builds the core itself: CMakeLists.txt, csrc and the package are in it."""
+    pytest.importorskip("scikit_build_core", reason="the wheel extra is not installed: pip install '.[wheel]'")
+    result = _run([sys.executable, "-c", "import sys; from scikit_build_core.build import build_sdist; "
+                   "print(build_sdist(sys.argv[1]))", tmp_path], cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    import tarfile
+
+    with tarfile.open(tmp_path / result.stdout.strip().splitlines()[-1]) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    for needed in ("CMakeLists.txt", "pyproject.toml", "csrc/tools/hb_exec.cpp", "csrc/preload/hb_probe.cpp",
+                   "csrc/include/hugebench_window.h", "hugebench/cli.py"):
+        assert needed in names, f"{needed} is not in the sdist"
