@@ -375,3 +375,10 @@ def test_a_second_worker_for_a_machine_is_refused_when_it_registers(lab, tmp_pat
     finally:
         second.send_signal(signal.SIGTERM)
         second.wait(timeout=20)
+    # a second `hugebench worker` for lab-a does not start at all: exit 1 with the reason
+    third = lab.worker("lab-a")
+    lab.workers["lab-a"] = first
+    assert third.wait(timeout=60) == 1
+    assert "hugebench: error: refused: machine lab-a already has a hugebench worker" in \
+        (lab.tmp / "worker-lab-a.log").read_text()
+    assert first.poll() is None  # the machine's own worker goes on

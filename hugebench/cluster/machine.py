@@ -92,7 +92,9 @@ class MachinePlugin(WorkerPlugin):
                             f"machine runs one sweep at a time; stop this worker ({worker.address}) or give it "
                             f"its own name (--host-name, HUGEBENCH_HOST_NAME)")
             log.error("%s", self.refused)
-            await worker.set_resources(**{RESOURCE: 0, wanted: 0})
+            if not getattr(worker.state, "address", None):  # `hugebench worker`, before it registers: it does not start at all
+                raise HugebenchError(self.refused)
+            await worker.set_resources(**{RESOURCE: 0, wanted: 0})  # adopted after joining: it stays idle
             return
         if wanted not in (worker.state.total_resources or {}):  # registered by a client (SSHCluster)
             await worker.set_resources(**{RESOURCE: 1, wanted: 1})
