@@ -105,7 +105,7 @@ class Lab:
     def journal(self, host: str) -> Path:
         return self.tmp / f"{host}.journal.json"
 
-    def worker(self, host: str, hidden: tuple = (), plain: bool = False) -> subprocess.Popen:
+    def worker(self, host: str, hidden: tuple = (), plain: bool = False, name: str | None = None) -> subprocess.Popen:
         """`hugebench worker` for fake machine ``host`` (or, ``plain``, `dask worker --resources machine=1`
         told its machine by the environment)."""
         kernel = self.machine(host)
@@ -115,7 +115,7 @@ class Lab:
                  "HUGEBENCH_JOURNAL": str(self.journal(host)), "HUGEBENCH_LOCK": str(self.tmp / f"{host}.lock"),
                  "HUGEBENCH_HOST_NAME": host}
         if plain:
-            argv = [sys.executable, "-c", code, self.address, "--name", host, "--nthreads", "1", "--no-nanny",
+            argv = [sys.executable, "-c", code, self.address, "--name", name or host, "--nthreads", "1", "--no-nanny",
                     "--resources", "machine=1", "--death-timeout", "30", "--no-dashboard"]
         else:
             argv = [sys.executable, "-c", code, "worker", self.address, "--host-name", host, "--sys-root",
@@ -350,3 +350,35 @@ def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp
     assert lab.machine("lab-a").files() == original and not lab.journal("lab-a").exists()
     client.send_signal(signal.SIGKILL)
     client.wait(timeout=10)
+
+
+def test_a_second_worker_for_a_machine_is_refused_when_it_registers(lab, tmp_path):
+    """lab-a has its `hugebench worker`; a plain Dask worker that is lab-a too (a second SLURM job on one node,
+    say) is refused when it joins: it takes no runs and says why, and every run of lab-a succeeds."""
+    if lab.workers["lab-a"].poll() is not None:  # stopped by an earlier test
+        lab.worker("lab-a")
+    lab.wait_for_hosts("lab-a", "lab-b")
+    first = lab.workers["lab-a"]
+    second = lab.worker("lab-a", plain=True, name="lab-a-again")
+    lab.workers["lab-a"] = first
+    try:
+        lab.wait_for_hosts("lab-a", "lab-a-again")
+        code, log = lab.sweep(_spec(tmp_path, reps=2), tmp_path / "res", report=False)
+        assert code == 0, log
+        rows = _rows(tmp_path / "res")
+        assert sorted((r["host"], r["status"]) for r in rows) == [("lab-a", "ok")] * 4 + [("lab-b", "ok")] * 4, \
+            [r["error"] for r in rows]
+        text = _wait_for(lambda: "refused: machine lab-a already has a hugebench worker" in
+                         (lab.tmp / "worker-lab-a.log").read_text() and (lab.tmp / "worker-lab-a.log").read_text(),
+                         "the refusal in the second worker's log", timeout=20)
+        assert "(lab-a at tcp://" in text
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=20)
+    # a second `hugebench worker` for lab-a does not start at all: exit 1 with the reason
+    third = lab.worker("lab-a")
+    lab.workers["lab-a"] = first
+    assert third.wait(timeout=60) == 1
+    assert "hugebench: error: refused: machine lab-a already has a hugebench worker" in \
+        (lab.tmp / "worker-lab-a.log").read_text()
+    assert first.poll() is None  # the machine's own worker goes on

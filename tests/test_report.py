@@ -170,3 +170,12 @@ def test_report_arguments_override_the_context():
 def test_report_of_an_empty_store_says_so(tmp_path):
     with pytest.raises(HugebenchError, match="no runs"):
         report(tmp_path, "markdown")
+
+
+def test_machine_facts_show_why_the_core_build_is_unknown():
+    """A machine whose worker imported hugebench without _core records why (a string): shown, not a crash."""
+    from hugebench.report.provenance import machine_facts
+
+    why = "_core not importable: cannot import name '_core'"
+    facts = machine_facts({"machine": {"hugebench": {"core_build": why}}})
+    assert facts["core build"] == why

@@ -169,8 +169,8 @@ def _hosts(client, config: ClusterConfig) -> list[str]:
     deadline = time.monotonic() + config.wait
     while True:
         info = client.scheduler_info(**_all_workers(client))["workers"]
-        hosts = sorted({k.removeprefix(HOST_PREFIX) for w in info.values() for k in (w.get("resources") or {})
-                        if k.startswith(HOST_PREFIX)})
+        hosts = sorted({k.removeprefix(HOST_PREFIX) for w in info.values()  # 0: a refused second worker
+                        for k, v in (w.get("resources") or {}).items() if k.startswith(HOST_PREFIX) and v})
         if len(hosts) >= config.workers:
             return hosts
         if time.monotonic() > deadline:

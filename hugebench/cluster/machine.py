@@ -79,12 +79,23 @@ class MachinePlugin(WorkerPlugin):
         self._mutex = threading.RLock()
         self._part: _Prepared | None = None
         self._timer: threading.Timer | None = None
+        self.refused: str | None = None  # why this worker takes no runs (its machine has another)
 
     # -- worker life ---------------------------------------------------------------------------
 
     async def setup(self, worker):
         self.host = self.host or safe_host(socket.gethostname())
         wanted = host_resource(self.host)
+        holder = await other_holder(worker, wanted)
+        if holder is not None:  # one worker per machine: this one takes no runs (its lock would fail them all)
+            self.refused = (f"refused: machine {self.host} already has a hugebench worker ({holder}), and one "
+                            f"machine runs one sweep at a time; stop this worker ({worker.address}) or give it "
+                            f"its own name (--host-name, HUGEBENCH_HOST_NAME)")
+            log.error("%s", self.refused)
+            if not getattr(worker.state, "address", None):  # `hugebench worker`, before it registers: it does not start at all
+                raise HugebenchError(self.refused)
+            await worker.set_resources(**{RESOURCE: 0, wanted: 0})  # adopted after joining: it stays idle
+            return
         if wanted not in (worker.state.total_resources or {}):  # registered by a client (SSHCluster)
             await worker.set_resources(**{RESOURCE: 1, wanted: 1})
 
@@ -199,6 +210,15 @@ class AdoptPlugin(WorkerPlugin):
     async def setup(self, worker):
         if PLUGIN_NAME not in worker.plugins and worker.state.total_resources.get(RESOURCE):
             await worker.plugin_add(MachinePlugin(), name=PLUGIN_NAME)
+
+
+async def other_holder(worker, resource: str) -> str | None:
+    """The address of another worker that already serves ``resource`` (a machine's ``host:<name>``), if any."""
+    info = await worker.scheduler.identity()
+    for address, other in (info.get("workers") or {}).items():
+        if address != worker.address and (other.get("resources") or {}).get(resource):
+            return f"{other.get('name') or address} at {address}"
+    return None
 
 
 def machine_preflight(spec, runs: list, options: SweepOptions, sweep_id: str):

@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from ..errors import HugebenchError
 from .config import RESOURCE, host_resource, safe_host
 
 
@@ -45,5 +46,10 @@ async def serve(scheduler: str, host: str, plugin, death_timeout: float | None) 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(worker.close()))
-    await worker
+    try:
+        await worker
+    except Exception:
+        if plugin.refused:  # this machine already has a worker: say so, without Dask's traceback
+            raise HugebenchError(plugin.refused) from None
+        raise
     await worker.finished()

@@ -59,7 +59,8 @@ def machine_facts(context: Mapping) -> dict[str, str]:
                               f"not available: {perf.get('pmu_reason')}") if perf else None,
         "hugebench": hb.get("version") or context.get("hugebench_version"),
         "git": hb.get("git_sha") and (hb["git_sha"][:12] + (" (dirty)" if hb.get("git_dirty") else "")),
-        "core build": build and f"{build.get('build_type')}, {build.get('compiler')}, {str(build.get('cxx_flags')).strip()}",
+        "core build": build if isinstance(build, str) else  # metadata.core_build_info: why it is unavailable
+                      build and f"{build.get('build_type')}, {build.get('compiler')}, {str(build.get('cxx_flags')).strip()}",
     }
     return {label: str(value) for label, value in facts.items() if value}
 
