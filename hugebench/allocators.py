@@ -188,7 +188,7 @@ PRELOAD_SEPARATORS = (" ", ":", "\t", "\n")  # LD_PRELOAD is a list split at spa
 # The measured process's variables hugebench sets (hugebench.environment.measured_environment, the command's
 # control channel): an allocator's env: must not replace them.
 HUGEBENCH_SETS = ("LD_PRELOAD", "LD_AUDIT", "HB_PROBE_DIR", "HB_TEXT_PAGES", "HB_TEXT_REPORT_DIR", "HUGEBENCH_CTL",
-                  "HUGEBENCH_ACK")
+                  "HUGEBENCH_ACK", "HUGEBENCH_RUN")  # HUGEBENCH_RUN: the run's containment token
 
 
 def _user_env(name: str, env) -> dict[str, str]:

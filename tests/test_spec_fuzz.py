@@ -106,7 +106,8 @@ MISPLACED = ["timeout", "stdin", "stdout", "text_pages", "windw", "status", "run
 
 @st.composite
 def command_params(draw) -> dict:
-    params = {"argv": draw(st.sampled_from([["/bin/true"], ["true", "{n}"], ["sh", "-c", "exit 0"]])), "n": 5}
+    params = {"argv": draw(st.sampled_from([["/bin/true", "{n}"], ["true", "{n}"],
+                                                    ["sh", "-c", "exit 0", "sh", "{n}"]])), "n": 5}
     if draw(st.booleans()):
         ready = draw(st.sampled_from([{"port": 6399}, {"path": "{tmp}/s.sock"}, {"log": "ready ([0-9]+)"}]))
         params["server"] = {"argv": ["/bin/sleep", "{n}"], "ready": ready, "ready_timeout": 10}
@@ -166,6 +167,8 @@ def skeletons(draw) -> dict:
     for key in draw(st.lists(st.sampled_from(sorted(optional)), unique=True, max_size=5)):
         if optional[key] != []:
             doc[key] = optional[key]
+    if isinstance(doc.get("repetitions"), dict) and "cluster" in doc:
+        doc["cluster"] = {**doc["cluster"], "machines": "spread"}  # auto needs one set of decisions
     if "expected" in doc and "exclude" in doc:
         del doc["exclude"]
     return doc

@@ -272,6 +272,8 @@ def test_numbers_in_a_command_line_are_given_to_the_program_as_text():
 @pytest.mark.parametrize("text, key, words", [
     ("params: {argv: [/bin/true], env: {'A=B': x}}\n", "params.env", "not an environment variable name"),
     ("params: {argv: [/bin/true], env: {A: yes}}\n", "params.env", "quote"),
+    ("params: {argv: [/bin/true], env: {HUGEBENCH_RUN: x}}\n", "params.env", "sets this itself"),
+    ("params: {argv: [/bin/true], env: {LD_PRELOAD: /x.so}}\n", "params.env", "sets this itself"),
     ('params: {argv: [/bin/true, "a\\0b"]}\n', "params.argv", "NUL"),
     ('params: {argv: [/bin/true], env: {A: "\\ud800"}}\n', "params.env", "lone surrogate"),
     ('params: {argv: [/bin/true, "{x}"], x: "\\udc80"}\n', "params.x", "lone surrogate"),
@@ -283,7 +285,8 @@ def test_numbers_in_a_command_line_are_given_to_the_program_as_text():
     ("params: {argv: [/bin/true, " + "x" * 140_000 + "]}\n", "params.argv", "MAX_ARG_STRLEN"),
     ("params: {argv: [/bin/true], windw: markers}\n", "params.windw", "did you mean window?"),
     ("params: {argv: [/bin/true], timeout: 5}\n", "params.timeout", "top-level key"),
-    ("params: {argv: [/bin/true], stdin: /dev/null}\n", "params.stdin", "no {stdin} field"),
+    ("params: {argv: [/bin/true], stdn: /dev/null}\n", "params.stdn", "did you mean stdin?"),
+    ("params: {argv: [/bin/true], stdin: /no/such/file}\n", "params.stdin", "not a readable file"),
     ("params: {argv: [/bin/true], text_pages: thp}\n", "params.text_pages", "an axis"),
     ("axes: {argv: [[/bin/echo, 1], [/bin/echo, 2]]}\n", "axes.argv.0", "one value"),
 ])

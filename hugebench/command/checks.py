@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hugebench.allocators import HUGEBENCH_SETS
 from hugebench.columns import user_name_problem
 from hugebench.environment import arg_space_problem, env_name_problem, os_string_problem
 
@@ -17,8 +18,7 @@ from .metric import parse_metric
 from .program import resolve, user_path
 
 # The allocator's variables: a command's own env must not override what the cell asks for.
-RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_PROBE_DIR", "HUGEBENCH_CTL",
-                "HUGEBENCH_ACK")
+RESERVED_ENV = ("MALLOC_CONF", "GLIBC_TUNABLES")
 RESERVED_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_")
 SCALARS = (str, int, float)
 DISCARD = "discard"  # stdout: discard sends the program's standard output to /dev/null
@@ -68,6 +68,9 @@ def _env(env) -> None:
         if isinstance(value, bool) or not isinstance(value, SCALARS):
             raise ValueError(f"env.{name}: must be a string or a number, got {value!r}"
                              + (" (quote true/false/yes/no/on/off)" if isinstance(value, bool) else ""))
+        if name in HUGEBENCH_SETS:
+            raise ValueError(f"env.{name}: hugebench sets this itself for every run (the allocator's preload, its "
+                             "probe, the control channel, the run's containment token)")
         if name in RESERVED_ENV or name.startswith(RESERVED_PREFIXES):
             raise ValueError(f"env.{name}: the allocator of each cell sets this; define an allocator "
                              f"under 'allocators:' instead (e.g. {{base: jemalloc, env: {{{name}: ...}}}})")
@@ -156,7 +159,7 @@ def _streams(params: dict) -> None:
             continue
         path = os.path.normpath(os.path.join(cwd, value))
         params[name] = path
-        if name == "stdin" and not params.get("setup") and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+        if name == "stdin" and not params.get("setup") and (os.path.isdir(path) or not os.access(path, os.R_OK)):
             raise ValueError(f"stdin: {path} is not a readable file")
         if name == "stdout" and (os.path.isdir(path) or not os.path.isdir(os.path.dirname(path))):
             raise ValueError(f"stdout: {path} is a directory" if os.path.isdir(path) else
