@@ -32,10 +32,15 @@ OWNED = (
     "window_s", "windows", "utime_s", "stime_s", "minflt", "majflt", "peak_rss_bytes", "process_wall_s",
     "hp_coverage", "hp_coverage_tw", "server_stop_s", "allocator_malloc_from", "allocator_processes",
     "allocator_mapped", "rss_before_workload_bytes", "anon_huge_before_workload_bytes", "workload_wall_s",
+    "program_path", "program_exes", "hp_coverage_basis", "hp_coverage_exit", "allocator_linked", "allocator_note",
+    # how the run was contained and ended (hugebench.system.containment, hugebench.launch)
+    "containment", "oom_kills", "signal",
+    # what perf could count for the user who ran the sweep (hugebench.measure.perf)
+    "perf_scope", "pmu_scope",
 )
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = ("param.", "knob.", "perf.", "pmu.", "smaps.", "vmstat.", "worker.", "allocator.", "text.",
-                  "buddy.", "phase.", "sampler.", "sampled.", "set.", "thp.", "hugetlb.")
+                  "buddy.", "phase.", "sampler.", "sampled.", "set.", "thp.", "hugetlb.", "containment.", "cgroup.")
 # A measurement that could not be taken is null with ``<column>.reason`` beside it.
 REASON_SUFFIX = ".reason"
 # ``{tmp}`` and ``{python}`` of a command line are hugebench's (hugebench.command.template).

@@ -273,7 +273,7 @@ def test_numbers_in_a_command_line_are_given_to_the_program_as_text():
     ("params: {argv: [/bin/true], env: {'A=B': x}}\n", "params.env", "not an environment variable name"),
     ("params: {argv: [/bin/true], env: {A: yes}}\n", "params.env", "quote"),
     ("params: {argv: [/bin/true], env: {HUGEBENCH_RUN: x}}\n", "params.env", "sets this itself"),
-    ("params: {argv: [/bin/true], env: {LD_PRELOAD: /x.so}}\n", "params.env", "sets this itself"),
+    ("params: {argv: [/bin/true], env: {LD_PRELOAD: /x.so}}\n", "params.env", "allocator of each cell"),
     ('params: {argv: [/bin/true, "a\\0b"]}\n', "params.argv", "NUL"),
     ('params: {argv: [/bin/true], env: {A: "\\ud800"}}\n', "params.env", "lone surrogate"),
     ('params: {argv: [/bin/true, "{x}"], x: "\\udc80"}\n', "params.x", "lone surrogate"),

@@ -18,7 +18,8 @@ from .metric import parse_metric
 from .program import resolve, user_path
 
 # The allocator's variables: a command's own env must not override what the cell asks for.
-RESERVED_ENV = ("MALLOC_CONF", "GLIBC_TUNABLES")
+RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_PROBE_DIR", "HUGEBENCH_CTL",
+                "HUGEBENCH_ACK")
 RESERVED_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_")
 SCALARS = (str, int, float)
 DISCARD = "discard"  # stdout: discard sends the program's standard output to /dev/null
@@ -68,9 +69,9 @@ def _env(env) -> None:
         if isinstance(value, bool) or not isinstance(value, SCALARS):
             raise ValueError(f"env.{name}: must be a string or a number, got {value!r}"
                              + (" (quote true/false/yes/no/on/off)" if isinstance(value, bool) else ""))
-        if name in HUGEBENCH_SETS:
-            raise ValueError(f"env.{name}: hugebench sets this itself for every run (the allocator's preload, its "
-                             "probe, the control channel, the run's containment token)")
+        if name in HUGEBENCH_SETS and name not in RESERVED_ENV:
+            raise ValueError(f"env.{name}: hugebench sets this itself for every run (the text-pages library's "
+                             "settings, the run's containment token)")
         if name in RESERVED_ENV or name.startswith(RESERVED_PREFIXES):
             raise ValueError(f"env.{name}: the allocator of each cell sets this; define an allocator "
                              f"under 'allocators:' instead (e.g. {{base: jemalloc, env: {{{name}: ...}}}})")
