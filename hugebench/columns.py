@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+# The version of a row's and a context file's layout (``schema_version`` in each); the one definition.
+SCHEMA_VERSION = 1
+
 # Who the run is; fixed when it is planned, never replaced by anything a run or a user writes.
 IDENTITY = ("schema_version", "run_id", "cell_id", "sweep_id", "experiment", "workload", "repetition",
             "order_index", "warmup", "started_at")
@@ -32,10 +35,13 @@ OWNED = (
     "window_s", "windows", "utime_s", "stime_s", "minflt", "majflt", "peak_rss_bytes", "process_wall_s",
     "hp_coverage", "hp_coverage_tw", "server_stop_s", "allocator_malloc_from", "allocator_processes",
     "allocator_mapped", "rss_before_workload_bytes", "anon_huge_before_workload_bytes", "workload_wall_s",
+    "program_path", "program_exes", "hp_coverage_basis", "hp_coverage_exit",
+    # how the run's processes were contained and ended (hugebench.system.containment, run.rows.oom_verdict)
+    "containment", "oom_kills",
 )
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = ("param.", "knob.", "perf.", "pmu.", "smaps.", "vmstat.", "worker.", "allocator.", "text.",
-                  "buddy.", "phase.", "sampler.", "sampled.", "set.", "thp.", "hugetlb.")
+                  "buddy.", "phase.", "sampler.", "sampled.", "set.", "thp.", "hugetlb.", "containment.", "cgroup.")
 # A measurement that could not be taken is null with ``<column>.reason`` beside it.
 REASON_SUFFIX = ".reason"
 # ``{tmp}`` and ``{python}`` of a command line are hugebench's (hugebench.command.template).
