@@ -3,8 +3,8 @@
     python -m hugebench.worker --request REQUEST.json --reply REPLY.json
 
 The request and the reply are files of the run directory (``hugebench.run.rundir``); the request's type is
-``hugebench.run.request.WorkerRequest``. The parent built this process's environment (LD_PRELOAD and the allocator's knobs), so the allocator and
-the THP mode are in force from the first instruction. The worker proves what it runs under (the mapped
+``hugebench.run.request.WorkerRequest``. The parent built this process's environment (LD_PRELOAD and the
+allocator's knobs), so the allocator and the THP mode are in force from the first instruction. The worker proves what it runs under (the mapped
 malloc library, the THP-disable prctl), snapshots /proc around each phase through the workload's hook, and
 replies with a flat dict of metrics. The reply goes to a file, not stdout, so nothing a library prints can
 corrupt it.

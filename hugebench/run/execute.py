@@ -25,8 +25,9 @@ SUPERVISOR_GRACE_S = 30.0  # a program's worker: its start-up, the server's stop
 
 
 def run_one(run, setup, state, options) -> dict:
-    """The row of ``run`` (a ``RunSpec``) under the sweep's ``setup`` (``SweepSetup``), with its kernel state
-    entered on ``state`` (``SystemState``) and ``options`` (``SweepOptions``: python, /proc root, journal)."""
+    """The row of ``run`` (a ``RunSpec``) under the sweep's ``setup`` (``preflight.SweepSetup``), with its
+    kernel state entered on ``state`` (``SystemState``) and ``options`` (``SweepOptions``: python, /proc root,
+    journal)."""
     row = base_row(run, setup.sweep_id)
     skip = setup.skip.get(run.cell_id)
     if skip:
