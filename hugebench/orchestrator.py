@@ -22,7 +22,7 @@ from .plan import RunSpec, block as plan_block
 from .run.execute import run_one
 from .run.rows import now
 from .run.rundir import remove_stale_run_dirs
-from .setup import prepare
+from .preflight import prepare
 from .store import ResultStore, StoreWarning
 from .system import SweepLock, SystemState, default_lock_paths
 from .system.containment import end_leftovers, record_dir

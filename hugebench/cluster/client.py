@@ -26,7 +26,7 @@ from ..errors import HugebenchError, SpecError
 from ..orchestrator import SweepResult, record_runs
 from ..run.rows import failed_row
 from ..plan import block as plan_block, content_hash
-from ..setup import check_compatible, new_sweep_id
+from ..preflight import check_compatible, new_sweep_id
 from ..store import ResultStore
 from .config import ADAPTIVE_ON_EACH, HOST_PREFIX, RESOURCE, ClusterConfig, host_resource
 from .machine import AdoptPlugin, Part, preflight_task, release_task, run_task

@@ -1,7 +1,7 @@
 """The worker's side of a cluster sweep: one machine, one run at a time, its own knobs, journal and lock.
 
 ``MachinePlugin`` is a Dask worker plugin. For the part of a sweep its machine runs it does what a local sweep
-does, with the same pieces: ``setup.prepare_machine`` (preflight on *this* machine), the host-wide
+does, with the same pieces: ``preflight.prepare_machine`` (preflight on *this* machine), the host-wide
 ``SweepLock``, ``SystemState`` (journal before the first write, restore at the end) and
 ``run.execute.run_one``. The part ends — knobs restored, lock dropped — when the client says so, when the
 machine has been idle for ``idle_s``, when another sweep's part starts, or when the worker shuts down.
@@ -28,7 +28,7 @@ from ..errors import HugebenchError
 from ..orchestrator import SweepOptions, end_stale_runs
 from ..run.execute import run_one
 from ..run.rows import failed_row
-from ..setup import SweepSetup, context, prepare_machine
+from ..preflight import SweepSetup, context, prepare_machine
 from ..system import SweepLock, SystemState, default_lock_paths
 from .config import RESOURCE, host_resource, safe_host
 

@@ -1,7 +1,7 @@
 """The worker's request: what the sweep asks of one worker process (written to the run directory's
 ``request.json`` by the sweep, read there by ``python -m hugebench.worker``).
 
-Built once per run by the preflight's ``SweepSetup.request_for``; nothing here decides anything.
+Built once per run by ``hugebench.preflight.SweepSetup.request_for``; nothing here decides anything.
 """
 
 from __future__ import annotations

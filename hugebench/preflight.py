@@ -1,4 +1,4 @@
-"""The sweep's setup, decided once before the first run: ``prepare()`` -> a frozen ``SweepSetup``.
+"""The sweep's preflight, decided once before the first run: ``prepare()`` -> a frozen ``SweepSetup``.
 
 Bad input is refused here, before anything is measured or written: allocators resolve, kernel knobs exist
 and accept the values, root is there when a knob must change, no stale journal says the machine was left
