@@ -48,3 +48,43 @@ def _file_kind(mode: int) -> str:
     kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
     return next((name for test, name in kinds if test(mode)), "not a file")
+
+
+def write_atomic(path, data: bytes | str, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one, never a part: a
+    temporary file beside it, fsync, rename over it, fsync of the directory. The one atomic writer (a
+    sweep's context, the kernel journal, a run's reply, a containment record, the probe cache, the HTML
+    page)."""
+    import tempfile
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)  # mkstemp makes 0600; what we write is meant to be read
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    try:  # the rename is durable once the directory entry is; some filesystems refuse a directory fsync
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def write_json_atomic(path, document, **dumps) -> None:
+    """``document`` as JSON (``json.dumps`` keyword arguments in ``dumps``), written by :func:`write_atomic`."""
+    import json
+
+    write_atomic(path, json.dumps(document, **dumps) + "\n")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._util import run_text
-from .environment import env_name_problem, os_string_problem
+from .environment import env_name_problem, os_string_problem, probe_library
 from .errors import SpecError, ToolMissingError
 
 # Libraries whose presence in a process's maps means "a non-glibc malloc is active".
@@ -296,8 +296,6 @@ def malloc_provider() -> str | None:
     code that answers it inside a program measured by the ``command`` workload.
     """
     import ctypes
-
-    from .command.probe import probe_library
 
     provider = ctypes.CDLL(probe_library()).hb_probe_provider
     provider.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]

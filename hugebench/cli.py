@@ -90,6 +90,10 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, 
     spec = _load(experiment, repetitions, local=cluster is None)
     config = resolve(spec.cluster, cluster, machines, workers, experiment)
     out = out or _default_out(spec)
+    if config is not None:  # the same runs through the same run_one, on Dask workers; the store stays here
+        from .cluster import run_cluster_sweep
+
+        run_sweep = run_cluster_sweep  # noqa: F811
     result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(
         out=out, quiet=quiet, perf=perf_mode, spec_source=experiment, sys_root=sys_root, proc_root=proc_root,
         journal=journal, cluster=config))

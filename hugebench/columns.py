@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+# The version of a row's and a context file's layout (``schema_version`` in each); the one definition.
+SCHEMA_VERSION = 1
+
 # Who the run is; fixed when it is planned, never replaced by anything a run or a user writes.
 IDENTITY = ("schema_version", "run_id", "cell_id", "sweep_id", "experiment", "workload", "repetition",
             "order_index", "warmup", "started_at")
@@ -33,7 +36,7 @@ OWNED = (
     "hp_coverage", "hp_coverage_tw", "server_stop_s", "allocator_malloc_from", "allocator_processes",
     "allocator_mapped", "rss_before_workload_bytes", "anon_huge_before_workload_bytes", "workload_wall_s",
     "program_path", "program_exes", "hp_coverage_basis", "hp_coverage_exit", "allocator_linked", "allocator_note",
-    # how the run was contained and ended (hugebench.system.containment, hugebench.launch)
+    # how the run was contained and ended (hugebench.system.containment, run.rows.oom_verdict)
     "containment", "oom_kills", "signal",
     # what perf could count for the user who ran the sweep (hugebench.measure.perf)
     "perf_scope", "pmu_scope",

@@ -81,6 +81,18 @@ def launcher() -> str:
     return str(path)
 
 
+PROBE_LIBRARY = "libhbprobe.so"
+
+
+def probe_library() -> str:
+    """Path of ``libhbprobe.so`` installed beside the package (built from csrc/preload/hb_probe.cpp); what it
+    reports is read by hugebench.command.probe."""
+    path = Path(__file__).resolve().parent / PROBE_LIBRARY
+    if not path.is_file():
+        raise ToolMissingError(f"{path} is missing: reinstall hugebench (pip install .) to build its probe library")
+    return str(path)
+
+
 def launch_argv(command: Sequence[str], alloc_env: Mapping[str, str], status_path: str | os.PathLike) -> list[str]:
     """``hb-exec STATUS NAME=VALUE... -- command``: the allocator's variables are in force in the measured
     process only (perf, when it wraps this, must not run under the allocator under test), and its real exit
@@ -96,8 +108,6 @@ def measured_environment(alloc_env: Mapping[str, str], *, probe_dir: str | os.Pa
     env = dict(alloc_env)
     preload = env.get("LD_PRELOAD", "").split()
     if probe_dir is not None:
-        from .command.probe import probe_library
-
         preload.append(probe_library())
         env["HB_PROBE_DIR"] = str(probe_dir)
     if text_pages is not None:

@@ -31,9 +31,3 @@ class SystemStateError(HugebenchError):
     """A kernel knob refused a value, or a stale journal says the machine was left changed."""
 
     exit_code = 5
-
-
-class WorkerError(HugebenchError):
-    """A worker process failed; inside a sweep this becomes a failed row instead."""
-
-    exit_code = 6

@@ -1,6 +1,6 @@
 """Starting and ending the processes of a run: its own session, death with its parent, a timeout, the kill
 of its whole group (with a run's container, of every process of the run: hugebench.system.containment), the
-real end recorded by hb-exec, and the verdict on an end by the OOM killer.
+real end recorded by hb-exec; the name of a signal.
 
 Used for every process a sweep starts (the worker, and for ``workload: command`` the measured program, its
 setup command and its load driver), so that all of them end the same way and none outlives the sweep.
@@ -37,8 +37,7 @@ class Ended:
     def signal_name(self) -> str | None:
         if self.code >= 0:
             return None
-        sig = -self.code
-        return signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        return signal_name(-self.code)
 
 
 class Launched:
@@ -187,22 +186,6 @@ def tail(path: str | os.PathLike, size: int = TAIL_BYTES) -> str | None:
     return text_safe(read_end(path, size)) or None
 
 
-def oom_verdict(fields: dict, vmstat_oom_kills: int) -> dict:
-    """A failed run during which the OOM killer killed is ``oom``, not ``crashed``. Where the run has a cgroup
-    with memory accounting its own count (``memory.events`` oom_kill) decides: any failure of a run that lost a
-    process to the OOM killer (the worker, the program or any descendant, whatever the program then exited
-    with). Elsewhere ``/proc/vmstat`` oom_kill (the kernel's and any cgroup's kills, machine-wide) during the
-    run, and only for a process of the run killed by SIGKILL (the worker, or the program: the worker's reply
-    names the signal). ``fields`` gains ``oom_kills`` either way."""
-    own = fields.get("cgroup.oom_kills")
-    if own is not None:
-        kills, source = own, "its cgroup's memory.events oom_kill"
-        hit = fields.get("status") in ("crashed", "failed") and kills > 0
-    else:
-        kills, source = vmstat_oom_kills, "/proc/vmstat oom_kill"
-        hit = fields.get("status") == "crashed" and fields.get("signal") == "SIGKILL" and kills > 0
-    fields["oom_kills"] = kills
-    if hit:
-        fields.update(status="oom", error=f"killed by the OOM killer ({source} rose by {kills} during the run; "
-                                          f"{fields.get('error')})")
-    return fields
+def signal_name(sig: int) -> str:
+    """``SIGKILL`` for 9: the one naming of a signal in rows and messages (its number when Python has no name)."""
+    return signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)

@@ -46,7 +46,8 @@ class RunSpec:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _hash(obj) -> str:
+def content_hash(obj) -> str:
+    """The id of a cell or run: a short hash of its content (the same content, the same id, on any machine)."""
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -110,7 +111,7 @@ def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
     base, estimates = [], {}
     for cell in cells(spec):
         content = _cell_run(spec, cell)
-        cell_id = _hash(content)
+        cell_id = content_hash(content)
         base.append((cell, content, cell_id))
         params = content["params"]  # the models are per cell: computed once, not once per run
         estimates[cell_id] = (workload.memory_estimate(params) if workload.memory_estimate else None,
@@ -121,7 +122,7 @@ def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
         for position, (cell, content, cell_id) in enumerate(order):
             tag = f"w{block_no}" if warm else rep
             runs.append(RunSpec(
-                run_id=_hash([cell_id, tag, spec.seed]),
+                run_id=content_hash([cell_id, tag, spec.seed]),
                 cell_id=cell_id,
                 experiment=spec.name,
                 workload=spec.workload,

@@ -54,33 +54,28 @@ what was skipped), ``read_context(path)`` -> dict, both HugebenchError for a fil
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import errno
 import json
 import math
 import os
 import re
-import stat
-import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from ._util import write_json_atomic
+from .columns import SCHEMA_VERSION
 from .errors import HugebenchError, ToolMissingError
+from .storerows import STATUSES, append_line, json_default, normalise_row, plain  # noqa: F401
 from .storefiles import (MAX_CONTEXT_BYTES, MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_LINE_BYTES, ROW_TYPES,  # noqa: F401
                          bounded_lines, context_problem, open_store_file, parse_json, parse_row, read_context,
                          row_problem)
 
-SCHEMA_VERSION = 1
 RUNS_FILE = "runs.jsonl"
 SWEEPS_DIR = "sweeps"
 PLOTS_DIR = "plots"
-STATUSES = ("ok", "failed", "timeout", "crashed", "oom", "skipped", "disturbed")
-REQUIRED_KEYS = ("run_id", "status")
 # Context fields written at sweep end, read by the report's overhead footer.
 END_FIELDS = ("ended_at", "sweep_wall_s", "worker_wall_s_sum")
 
@@ -129,14 +124,14 @@ class ResultStore:
         The line goes out in one ``write``; if the disk is full (or any write fails) the file is cut back to
         its previous size, so no torn row is left, and a HugebenchError says what happened.
         """
-        stored = _normalise_row(row)
-        line = (json.dumps(stored, allow_nan=False, default=_json_default) + "\n").encode()
+        stored = normalise_row(row)
+        line = (json.dumps(stored, allow_nan=False, default=json_default) + "\n").encode()
         with self._writing():
             self.path.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             with self._writing():
-                _append_line(fd, line)
+                append_line(fd, line)
         finally:
             os.close(fd)
         return stored
@@ -390,113 +385,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _normalise_row(row: Mapping[str, Any]) -> dict:
-    if not isinstance(row, Mapping):
-        raise TypeError(f"a run row must be a mapping, got {type(row).__name__}")
-    flat = {"schema_version": SCHEMA_VERSION, **_flatten(row)}
-    missing = [key for key in REQUIRED_KEYS if key not in flat]
-    if missing:
-        raise ValueError(f"run row lacks {', '.join(missing)}: {sorted(flat)}")
-    if flat["status"] not in STATUSES:
-        raise ValueError(f"run status {flat['status']!r} is not one of {', '.join(STATUSES)}")
-    return {key: _plain(value) for key, value in flat.items()}
-
-
-def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict:
-    flat = {}
-    for key, value in mapping.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(_flatten(value, name + "."))
-        else:
-            flat[name] = value
-    return flat
-
-
-def _plain(value: Any) -> Any:
-    """JSON has no NaN: a missing measurement is stored as null (also inside lists and dicts)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {key: _plain(v) for key, v in value.items()}
-    return value
-
-
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return _plain(value)
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=str)
-    if isinstance(value, Path):
-        return str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _plain(dataclasses.asdict(value))
-    raise TypeError(f"{type(value).__name__} is not JSON serializable: {value!r}")
-
-
-def _ends_torn(fd: int) -> bool:
-    size = os.fstat(fd).st_size
-    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-
-
-def _append_line(fd: int, line: bytes) -> None:
-    """Write ``line`` at the end in one write and fsync it; on any failure cut the file back to where it was."""
-    regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    size = os.fstat(fd).st_size if regular else 0
-    if regular and _ends_torn(fd):
-        line = b"\n" + line  # isolate a torn fragment left by a crash
-    try:
-        written = os.write(fd, line)
-        if written != len(line):
-            raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes of the row could be written "
-                                        f"(disk full?)")
-        os.fsync(fd)
-    except OSError:
-        if regular:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, size)
-        raise
-
-
 def _atomic_write_json(target: Path, document: Mapping[str, Any]) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_plain(document), indent=2, sort_keys=False, default=_json_default, allow_nan=False)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are meant to be shared and read
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # The rename is durable only once the directory entry is; some filesystems refuse a dir fsync.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    write_json_atomic(target, plain(document), indent=2, sort_keys=False, default=json_default, allow_nan=False)
 
 
 def measured_wall_times(path: str | os.PathLike) -> dict[str, float]:

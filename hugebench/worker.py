@@ -2,8 +2,9 @@
 
     python -m hugebench.worker --request REQUEST.json --reply REPLY.json
 
-The parent built this process's environment (LD_PRELOAD and the allocator's knobs), so the allocator and
-the THP mode are in force from the first instruction. The worker proves what it runs under (the mapped
+The request and the reply are files of the run directory (``hugebench.run.rundir``); the request's type is
+``hugebench.run.request.WorkerRequest``. The parent built this process's environment (LD_PRELOAD and the
+allocator's knobs), so the allocator and the THP mode are in force from the first instruction. The worker proves what it runs under (the mapped
 malloc library, the THP-disable prctl), snapshots /proc around each phase through the workload's hook, and
 replies with a flat dict of metrics. The reply goes to a file, not stdout, so nothing a library prints can
 corrupt it.
@@ -13,46 +14,19 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import math
 import os
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import allocators, kernel, workloads
 from .measure import phases
 from .measure.counters import derive, pmu_columns
 from .measure.encoding import CounterSpec
-
-
-@dataclass(frozen=True)
-class WorkerRequest:
-    """What the parent asks of one worker: the run, the allocator it must prove it runs under, the
-    timed-phase counters to open, and whether to turn THP off for itself by prctl."""
-
-    run: dict  # RunSpec.to_dict()
-    allocator: str
-    allocator_path: str | None = None  # the library that must be mapped (None: glibc)
-    allocator_env: dict = field(default_factory=dict)  # knobs that must be in the environment
-    allocator_expect: dict = field(default_factory=dict)  # what probe_knobs() must then report
-    counters: tuple = ()  # CounterSpec dicts
-    thp_prctl_disable: bool = False
-    # For a workload that runs a program (workload.runner): the worker wraps the program, not itself.
-    perf_bin: str | None = None
-    perf_events: tuple = ()
-    text_pages: str | None = None  # the program's text (hugebench.text); a built-in worker gets it from its parent
-
-    def write(self, path) -> None:
-        with open(path, "w") as f:
-            json.dump(asdict(self), f, default=str)
-
-    @classmethod
-    def read(cls, path) -> WorkerRequest:
-        with open(path) as f:
-            return cls(**json.load(f))
+from .run.request import WorkerRequest
+from .run.rundir import write_reply
 
 
 def _flatten_core_result(result: dict, resolved: list, prefix: str = "") -> dict:
@@ -181,10 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         reply = {"status": getattr(exc, "status", "failed"), "error": f"{type(exc).__name__}: {exc}",
                  "output_tail": output, "signal": getattr(exc, "signal", None)}
         code = 1
-    tmp = args.reply + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(reply, f, default=str)
-    os.replace(tmp, args.reply)
+    write_reply(args.reply, reply)
     return code
 
 

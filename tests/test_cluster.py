@@ -67,7 +67,8 @@ CLIENT = """
 import sys
 from hugebench import plan, spec
 from hugebench.cluster.config import resolve
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.cluster import run_cluster_sweep as run_sweep
+from hugebench.orchestrator import SweepOptions
 path, address, out, machines = (sys.argv[1:] + [None])[:4]
 s = spec.load_spec(path, local=False)
 cluster = resolve(s.cluster, address, machines, 2, path)

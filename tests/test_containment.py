@@ -20,7 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench import kernel
-from hugebench.launch import Launched, oom_verdict
+from hugebench.launch import Launched
+from hugebench.run.rows import oom_verdict
 from hugebench.system import cgroup as cgroups
 from hugebench.system.containment import TOKEN, RunContainer, alive, end_leftovers, record_dir
 

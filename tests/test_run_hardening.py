@@ -21,7 +21,8 @@ from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import HugebenchError, SpecError, SystemStateError
-from hugebench.orchestrator import SweepOptions, remove_stale_run_dirs, run_sweep
+from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.run.rundir import remove_stale_run_dirs
 from hugebench.spec import parse_spec
 from hugebench.system import SweepLock, discover_knobs
 

@@ -17,7 +17,8 @@ import pytest
 from hugebench import columns, load
 from hugebench import plan as plan_mod
 from hugebench.errors import SpecError
-from hugebench.orchestrator import SweepOptions, _read_reply, base_row, run_sweep
+from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.run.rows import base_row, reply_fields as _read_reply
 from hugebench.spec import load_spec, parse_spec
 
 HEAD = "name: t\nworkload: command\nperf: off\n"

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from .. import adaptive
 from ..errors import HugebenchError, SpecError
-from ..orchestrator import SweepResult, base_row, record_runs
-from ..plan import _hash, block as plan_block
-from ..setup import _check_compatible, _sweep_id
+from ..orchestrator import SweepResult, record_runs
+from ..run.rows import failed_row
+from ..plan import block as plan_block, content_hash
+from ..preflight import check_compatible, new_sweep_id
 from ..store import ResultStore
 from .config import ADAPTIVE_ON_EACH, HOST_PREFIX, RESOURCE, ClusterConfig, host_resource
 from .machine import AdoptPlugin, Part, preflight_task, release_task, run_task
@@ -39,8 +40,8 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
     if spec.adaptive and config.machines == "each":
         raise SpecError(f"{spec.source}: {ADAPTIVE_ON_EACH}")
     store = ResultStore(options.out)
-    _check_compatible(spec, store)
-    sweep_id = _sweep_id(spec)
+    check_compatible(spec, store)
+    sweep_id = new_sweep_id(spec)
     with _connect(config) as client:
         hosts = _hosts(client, config)
         spread = config.machines == "spread"
@@ -92,7 +93,7 @@ def blocks(runs: list) -> list[list]:
 
 def on_host(run, host: str):
     """The run as machine ``host`` does it in ``machines: each``: host is part of its cell."""
-    return dataclasses.replace(run, run_id=_hash([run.run_id, host]), cell_id=_hash([run.cell_id, host]),
+    return dataclasses.replace(run, run_id=content_hash([run.run_id, host]), cell_id=content_hash([run.cell_id, host]),
                                cell={**run.cell, "host": host})
 
 
@@ -250,8 +251,8 @@ def _row(future, run, parts: dict, host: str) -> dict:
     try:
         row = future.result()
     except Exception as exc:  # the task itself failed (its worker died too often, ...): a failed row
-        row = base_row(run, f"{parts[host].sweep_id}.{host}")
-        row.update(status="failed", error=f"cluster task: {type(exc).__name__}: {exc}", host=host)
+        row = failed_row(run, f"{parts[host].sweep_id}.{host}", "failed", f"cluster task: {type(exc).__name__}: {exc}",
+                         host=host)
     future.release()
     return row
 

@@ -1,9 +1,9 @@
 """The worker's side of a cluster sweep: one machine, one run at a time, its own knobs, journal and lock.
 
 ``MachinePlugin`` is a Dask worker plugin. For the part of a sweep its machine runs it does what a local sweep
-does, with the same pieces: ``setup.prepare_machine`` (preflight on *this* machine), the host-wide
+does, with the same pieces: ``preflight.prepare_machine`` (preflight on *this* machine), the host-wide
 ``SweepLock``, ``SystemState`` (journal before the first write, restore at the end) and
-``orchestrator._one_run``. The part ends — knobs restored, lock dropped — when the client says so, when the
+``run.execute.run_one``. The part ends — knobs restored, lock dropped — when the client says so, when the
 machine has been idle for ``idle_s``, when another sweep's part starts, or when the worker shuts down.
 
 Preflight is per machine: a run whose allocator is missing here, or whose knob this kernel lacks or refuses,
@@ -25,8 +25,10 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from .. import allocators as alloc_mod
 from .. import metadata, system
 from ..errors import HugebenchError
-from ..orchestrator import SweepOptions, _one_run, base_row, end_stale_runs
-from ..setup import SweepSetup, context, prepare_machine
+from ..orchestrator import SweepOptions, end_stale_runs
+from ..run.execute import run_one
+from ..run.rows import failed_row
+from ..preflight import SweepSetup, context, prepare_machine
 from ..system import SweepLock, SystemState, default_lock_paths
 from .config import RESOURCE, host_resource, safe_host
 
@@ -163,10 +165,8 @@ class MachinePlugin(WorkerPlugin):
         if why is None:
             why = self._enter(prepared)
         if why is not None:
-            row = base_row(run, prepared.sweep_id)
-            row.update(status="failed", error=why)
-            return row
-        return _one_run(run, prepared.setup, prepared.state, prepared.options)
+            return failed_row(run, prepared.sweep_id, "failed", why)
+        return run_one(run, prepared.setup, prepared.state, prepared.options)
 
     def _enter(self, prepared: _Prepared) -> str | None:
         """Take the machine's sweep lock and open its SystemState once per part; the reason if not."""

@@ -26,21 +26,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..allocators import check_expected, is_glibc
-from ..errors import ToolMissingError
+from ..environment import probe_library  # noqa: F401  (found beside hb-exec; re-exported for callers here)
 
-LIBRARY_NAME = "libhbprobe.so"
 PROBE_DIR_ENV = "HB_PROBE_DIR"
 
 _PROBE_NAME = re.compile(r"probe-(\d+)(?:-(\d+))?\.json")
 _EXIT_NAME = re.compile(r"exit-(\d+)\.json")
-
-
-def probe_library() -> str:
-    """Path of ``libhbprobe.so`` installed beside the package (built from csrc/preload/hb_probe.cpp)."""
-    path = Path(__file__).resolve().parent.parent / LIBRARY_NAME
-    if not path.is_file():
-        raise ToolMissingError(f"{path} is missing: reinstall hugebench (pip install .) to build its probe library")
-    return str(path)
 
 
 def _load(path: Path) -> dict | None:

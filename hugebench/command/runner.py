@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hugebench import allocators, kernel
-from hugebench.environment import launch_argv, measured_environment
 from hugebench.launch import Ended, Launched, tail
-from hugebench.measure import perf as perf_mod
 from hugebench.measure.phases import coverage
+from hugebench.run.argv import measured_argv
+from hugebench.run.rundir import RunDir
 
 from . import template
 from .metric import WINDOW_COLUMN, Metric, extract, parse_metric
@@ -147,28 +147,26 @@ class _Measured:
         self.probes.mkdir(exist_ok=True)
         self.status = workdir / "measured.status"
         self.sampler = CoverageSampler()
+        rundir = RunDir(workdir)  # the worker's run directory: the sweep reads perf.csv and text/ from it
         # glibc cells preload libc itself, so that glibc's malloc wins over one the program is linked with
         library = request.allocator_path or allocators.glibc_path()
-        alloc_env = measured_environment({**request.allocator_env, "LD_PRELOAD": library or ""},
-                                         probe_dir=self.probes, text_pages=request.text_pages,
-                                         text_dir=workdir / "text")
         program = command.server["argv"] if command.server else command.argv
-        self.page_cache = (prepare_text(command.program, request.text_pages, workdir / "text")
+        self.page_cache = (prepare_text(command.program, request.text_pages, rundir.text)
                            if request.text_pages else {})
         self.control = None
         perf_extra: list[str] = []
+        # perf stat puts its own directories first on its child's PATH: the program gets the user's back
+        extra_env = {"PATH": user_path(base_env)}
         if command.window == "markers":
             perf_ctl = perf_ack = None
             if request.perf_bin:  # perf starts disabled and counts the program's windows only
                 perf_ctl, perf_ack, perf_extra = perf_fifos(workdir)
             self.control = ControlChannel(workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge)
-            alloc_env.update(self.control.env())
-        # perf stat puts its own directories first on its child's PATH: the program gets the user's back
-        alloc_env["PATH"] = user_path(base_env)
-        self.argv = launch_argv(program, alloc_env, self.status)
-        if request.perf_bin:
-            self.argv = perf_mod.perf_stat_argv(request.perf_bin, list(request.perf_events),
-                                                str(workdir / "perf.csv"), perf_extra) + self.argv
+            extra_env = {**self.control.env(), **extra_env}
+        self.argv = measured_argv(program, {**request.allocator_env, "LD_PRELOAD": library or ""}, rundir,
+                                  status=self.status, perf_bin=request.perf_bin, perf_events=request.perf_events,
+                                  perf_extra=perf_extra, probe_dir=self.probes, text_pages=request.text_pages,
+                                  extra_env=extra_env)
         self.env = base_env
         self.window_end: dict | None = None
         self._last_sample = 0.0

@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench._util import write_json_atomic
 
 SUMMARY = "probe.json"
 
@@ -30,11 +31,8 @@ def cache_dir(proc_root: str | Path = "/proc") -> Path:
 
 
 def write_summary(directory: Path, summary: dict) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / SUMMARY
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(summary, indent=1, default=str))
-    os.replace(tmp, path)
+    write_json_atomic(path, summary, indent=1, default=str)
     return path
 
 

@@ -24,9 +24,8 @@ from ..errors import HugebenchError
 from ..spec import canonical_knob
 from ..stats import as_list, ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
-from .rendering import AXIS_LABELS, format_axis, is_missing
+from .rendering import AXIS_LABELS, format_axis, is_missing, verdict
 from .results import Experiment, Results, as_results
-from .sections import verdict
 from .tables import MetricSpec, build_table, in_spec_order
 
 _GREY = "0.45"

@@ -13,12 +13,12 @@ import errno
 import io
 import os
 import re
-import tempfile
 from pathlib import Path
 
+from .._util import write_atomic
 from ..errors import HugebenchError
 from .rendering import cell_text
-from .sections import Report, Section
+from .model import Report, Section
 
 TEMPLATE = "report.html.j2"
 WIDE_INCHES = 7.5  # a figure wider than this gets the page's whole width, narrower ones go two to a row
@@ -64,17 +64,7 @@ def write_html(report: Report, path: str | os.PathLike) -> Path:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def svg_markup(fig, name: str) -> str:

@@ -15,7 +15,7 @@ import pandas as pd
 from ..stats import ok_rows
 from .rendering import DASH, display_frame, format_bytes, is_missing
 from .results import Results, sweep_ids
-from .sections import Flag, Section
+from .model import Flag, Section
 
 
 def provenance_sections(results: Results) -> list[Section]:

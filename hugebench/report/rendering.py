@@ -75,6 +75,11 @@ def is_missing(value) -> bool:
         return False
 
 
+def verdict(resolved) -> str | None:
+    """"yes", "no" or None (no verdict) of a ``resolved`` value as tables hold it (bool, numpy bool, None, NaN)."""
+    return {True: "yes", False: "no"}.get(resolved) if not is_missing(resolved) else None
+
+
 def render(table: pd.DataFrame, fmt: str = "rich", width: int | None = None) -> str:
     """The table as text: a rich table, GitHub markdown, or CSV (numbers unformatted, for machines).
 

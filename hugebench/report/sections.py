@@ -11,70 +11,19 @@ reports alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-
 import numpy as np
 import pandas as pd
 
 from ..adaptive import describe as describe_adaptive, values_by_cell
 from ..errors import HugebenchError
 from ..stats import min_runs_for, ok_rows
-from .rendering import display_frame, is_missing, table_text, void_text
+from .model import Flag, Options, Report, Section
+from .rendering import display_frame, table_text, verdict, void_text
 from .results import Experiment, Results
 from .tables import (VOID, build_table, check_metric, default_metrics, failure_counts, in_spec_order, overhead_lines,
                      ratio_display, ratio_table, void_compensation)
 
 COVERAGE_EXPECTED = 0.9  # a THP `always` cell below this share of its RSS on huge pages is flagged
-
-
-@dataclass(frozen=True)
-class Flag:
-    """A warning a reader must not miss. ``in_table``: the table already shows it (a failed status, "no",
-    "n<6", a footnote), so text formats do not repeat it; the HTML page lists every flag."""
-
-    text: str
-    in_table: bool = False
-
-
-@dataclass
-class Section:
-    """One titled part of a report. ``table`` holds display text (None: prose only); ``data`` the numbers
-    behind it (CSV, notebooks); ``figures`` (name, matplotlib Figure) pairs, drawn only when asked for."""
-
-    title: str
-    table: pd.DataFrame | None = None
-    notes: list[str] = field(default_factory=list)
-    warnings: list[Flag] = field(default_factory=list)
-    summary: list[str] = field(default_factory=list)
-    figures: list = field(default_factory=list)
-    data: pd.DataFrame | None = None
-    experiment: str | None = None
-    kind: str = ""  # "main" (the experiment's table), "ratio", "void", "context", ... for callers that pick
-
-
-@dataclass
-class Report:
-    """Sections in reading order; ``provenance`` (sweeps, machine, allocators, knobs) closes the HTML page."""
-
-    title: str
-    sections: list[Section]
-    provenance: list[Section] = field(default_factory=list)
-
-    @property
-    def warnings(self) -> list[Flag]:
-        return [w for s in self.sections + self.provenance for w in s.warnings]
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the caller asked for; ``None`` means the sweep context's value."""
-
-    metrics: Sequence | None = None
-    group_by: Sequence[str] | None = None
-    baseline: Mapping | None = None
-    primary: str | None = None
-    level: float = 0.95
-    figures: bool = False
 
 
 def key_value_section(title: str, facts: Mapping[str, object], **kwargs) -> Section:
@@ -197,11 +146,6 @@ EXPERIMENT_SECTIONS: list[Callable[[Experiment, Results, Options], list[Section]
 
 
 # -- warnings and summaries (from the numbers, never from prose) ------------------------------------
-
-
-def verdict(resolved) -> str | None:
-    """"yes", "no" or None (no verdict) of a ``resolved`` value as tables hold it (bool, numpy bool, None, NaN)."""
-    return {True: "yes", False: "no"}.get(resolved) if not is_missing(resolved) else None
 
 
 def cell_label(row: pd.Series, axes: Sequence[str]) -> str:

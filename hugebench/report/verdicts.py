@@ -27,7 +27,7 @@ import pandas as pd
 from ..stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
 from .rendering import display_frame, format_axis, render_section
 from .results import Experiment
-from .sections import Flag, Section
+from .model import Flag, Section
 from .tables import same_value
 
 MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED = (

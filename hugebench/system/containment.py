@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench._util import write_json_atomic
 from hugebench.system import cgroup as cgroups
 from hugebench.system.journal import default_journal_path
 
@@ -189,10 +190,7 @@ class RunContainer:
                   "cgroup": str(self.cgroup.path) if self.cgroup else None,
                   "pids": {str(p): s for p, s in self.pids.items()}}
         try:
-            self.record_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.record_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(record))
-            os.replace(tmp, self.record_path)
+            write_json_atomic(self.record_path, record)
         except OSError as exc:
             self.reason = f"{self.reason}; no record of its processes ({exc.strerror}: {self.record_path})"
             self.record_path = None

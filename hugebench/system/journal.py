@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from hugebench._util import write_json_atomic
 from hugebench.errors import HugebenchError, SystemStateError
 from hugebench.kernel import process_start_ticks
 from hugebench.system.knobs import Knob, SysfsIO, discover_knobs
@@ -73,21 +74,9 @@ class JournalRecord:
 
 def write_journal(path: str | Path, record: JournalRecord) -> None:
     """Atomic: write a temp file, fsync, rename over the journal, fsync the directory."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": JOURNAL_FORMAT, **dataclasses.asdict(record)}
     payload["touched"] = list(record.touched)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(payload, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_json_atomic(path, payload, indent=1, sort_keys=True)
 
 
 def read_journal(path: str | Path) -> JournalRecord | None:

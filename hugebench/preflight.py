@@ -1,4 +1,4 @@
-"""The sweep's setup, decided once before the first run: ``prepare()`` -> a frozen ``SweepSetup``.
+"""The sweep's preflight, decided once before the first run: ``prepare()`` -> a frozen ``SweepSetup``.
 
 Bad input is refused here, before anything is measured or written: allocators resolve, kernel knobs exist
 and accept the values, root is there when a knob must change, no stale journal says the machine was left
@@ -24,7 +24,7 @@ from .allocators import Allocator
 from .errors import PrivilegeError, SpecError
 from .measure import perf as perf_mod
 from .measure.encoding import resolve_counters
-from .worker import WorkerRequest
+from .run.request import WorkerRequest
 
 MEMORY_HEADROOM = machine_checks.MEMORY_HEADROOM  # of MemAvailable, kept free (its one definition is there)
 
@@ -78,8 +78,8 @@ def prepare(spec, runs, store, options) -> SweepSetup:
 
     Nothing is written to the kernel. perf is probed once, under the sweep's /sys and /proc roots.
     """
-    _check_compatible(spec, store)
-    setup = prepare_machine(spec, runs, options, _sweep_id(spec))
+    check_compatible(spec, store)
+    setup = prepare_machine(spec, runs, options, new_sweep_id(spec))
     return dataclasses.replace(setup, done=frozenset(store.completed_run_ids()))
 
 
@@ -114,12 +114,14 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     return dataclasses.replace(setup, context=context(spec, runs, setup, described, machine))
 
 
-def _sweep_id(spec) -> str:
+def new_sweep_id(spec) -> str:
+    """A new sweep's id: the experiment's name, the UTC time and this process's pid."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return f"{spec.name}-{stamp}-{os.getpid()}"
 
 
-def _check_compatible(spec, store) -> None:
+def check_compatible(spec, store) -> None:
+    """Refuse (SpecError) a results directory whose rows were made with other fixed settings, or have no context."""
     mine = spec.fingerprint()
     contexts = store.contexts(strict=True)
     unexplained = sorted({row.get("sweep_id") for row in store.rows()} - set(contexts), key=str)

@@ -1,0 +1,133 @@
+"""One run, start to row: :func:`run_one` is the public function every sweep calls for each planned run,
+the local loop (``hugebench.orchestrator``) and a cluster machine (``hugebench.cluster.machine``) alike.
+
+It enters the run's kernel state (knobs, memory conditioning) on the sweep's ``SystemState``, launches one
+worker (under perf stat when enabled) in a fresh run directory and the run's own containment, and turns
+whatever happens (a reply, a crash, a signal, a timeout, an OOM kill, a changed knob) into one row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .. import kernel, workloads
+from ..environment import worker_environment
+from ..launch import Launched, signal_name, tail
+from ..measure import perf as perf_mod
+from ..system.containment import RunContainer, record_dir
+from .argv import measured_argv
+from .rows import base_row, failure, oom_verdict, reply_fields
+from .rundir import RunDir
+
+SUPERVISOR_GRACE_S = 30.0  # a program's worker: its start-up, the server's stop and the reply, past the timeout
+
+
+def run_one(run, setup, state, options) -> dict:
+    """The row of ``run`` (a ``RunSpec``) under the sweep's ``setup`` (``preflight.SweepSetup``), with its
+    kernel state entered on ``state`` (``SystemState``) and ``options`` (``SweepOptions``: python, /proc root,
+    journal)."""
+    row = base_row(run, setup.sweep_id)
+    skip = setup.skip.get(run.cell_id)
+    if skip:
+        row.update(failure("skipped", skip))
+        return row
+    try:
+        knobs = state.apply(setup.system_for(run))
+    except Exception as exc:  # a knob the kernel refused fails this run, not the sweep
+        row.update(failure("failed", f"kernel state: {exc}"))
+        return row
+    if setup.condition_memory:
+        state.condition_memory(**setup.condition_memory)
+    before = state.snapshot()
+    row.update({f"knob.{k}": v for k, v in before.items()})
+    row.update(_buddy_columns(options.proc_root))
+    row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
+    row.update(execute(run, setup, options))
+    changed = {k: (v, now) for k, v in before.items() if (now := state.snapshot().get(k)) != v}
+    if changed and row["status"] == "ok":
+        what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
+        row.update(failure("disturbed", f"kernel settings changed during the run ({what}): "
+                                        "someone else changed them; the row is kept out of statistics"))
+    return row
+
+
+def _buddy_columns(proc_root: str) -> dict:
+    """Free blocks per order over all zones before the run (huge-page supply), and free 2 MiB blocks."""
+    try:
+        info = kernel.read_buddyinfo(proc_root)
+    except OSError:
+        return {}
+    orders = [sum(counts) for counts in zip(*info.get("zones", {}).values())]
+    columns = {f"buddy.order{n}": count for n, count in enumerate(orders)}
+    columns["buddy.free_2mib_blocks"] = info.get("free_2mib_blocks")
+    return columns
+
+
+def execute(run, setup, options) -> dict:
+    """Launch one worker (under perf stat when enabled) in the run's own directory and containment and turn
+    whatever happens into row fields."""
+    oom_before = kernel.read_vmstat(options.proc_root).get("oom_kill", 0)
+    with RunDir.create() as rundir, RunContainer(run.run_id, record_dir(options.journal)) as container:
+        setup.request_for(run).write(rundir.request)
+        argv, timeout, page_cache = _worker_argv(run, setup, options, rundir)
+        fields = _spawn(argv, worker_environment({}), timeout, rundir, container)
+        fields.update(reply_fields(rundir.reply, fields))
+        if setup.perf:
+            fields.update(perf_mod.perf_columns(rundir.perf_text(), setup.perf.choices))
+        if run.text_pages:
+            fields.update(page_cache)
+            fields.update(_text_columns(run.text_pages, rundir.text, fields))
+    fields.update(container.columns)
+    return oom_verdict(fields, kernel.read_vmstat(options.proc_root).get("oom_kill", 0) - oom_before)
+
+
+def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float, dict]:
+    """The worker's command line, its timeout and the page-cache columns of its text (built-in workloads)."""
+    worker = [options.python, "-m", "hugebench.worker", "--request", str(rundir.request), "--reply", str(rundir.reply)]
+    if workloads.get(run.workload).runner:
+        # The worker supervises a program: the allocator, perf and the text library are for the program,
+        # which the worker starts the same way (see hugebench.command.runner), reporting here too. The
+        # worker enforces the run's timeout on the program; this one only catches a stuck worker.
+        return measured_argv(worker, {}, rundir), run.timeout + SUPERVISOR_GRACE_S, {}
+    page_cache = {}
+    if run.text_pages:
+        from .. import text
+
+        rundir.text.mkdir()
+        page_cache = text.prepare_page_cache(os.path.realpath(options.python), run.text_pages)
+    perf = setup.perf
+    argv = measured_argv(worker, setup.allocators[run.allocator].environment(), rundir,
+                         perf_bin=perf.bin if perf else None, perf_events=perf.events if perf else (),
+                         text_pages=run.text_pages)
+    return argv, run.timeout, page_cache
+
+
+def _text_columns(mode: str, text_dir: Path, fields: dict) -> dict:
+    """Where the program's text really was (each process's own report); a mode that did not take fails the
+    run, also when everything else went well."""
+    from .. import text
+
+    try:
+        return text.verify(mode, text.read_reports(text_dir))
+    except RuntimeError as exc:
+        if fields.get("status", "ok") != "ok":
+            return {}  # the run already failed for its own reason
+        return failure("failed", f"text_pages {mode}: {exc}")
+
+
+def _spawn(argv, env, timeout, rundir: RunDir, container: RunContainer) -> dict:
+    """Run argv in its own session and the run's containment; its real end comes from hb-exec's status file
+    (perf hides signals)."""
+    launched = Launched(argv, env, rundir.path, stdout=rundir.stderr, status_path=rundir.status, container=container)
+    ended = launched.wait(timeout)
+    fields = {"wall_s": ended.wall_s, "exit_code": ended.code, "stderr_tail": tail(rundir.stderr)}
+    fields.update({f"worker.{k}": v for k, v in ended.status.items()})
+    code = ended.code
+    if ended.timed_out:
+        fields.update(failure("timeout", f"worker ran past its timeout of {timeout:g} s and was killed"))
+    elif code < 0 or code > 128:
+        name = signal_name(-code if code < 0 else code - 128)
+        fields.update(failure("crashed", f"worker died of signal {name}", signal=name))
+    return fields
