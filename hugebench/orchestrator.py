@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import adaptive, kernel, workloads
+from . import adaptive, kernel
 from .columns import add_user_columns, clashes
 from .environment import launch_argv, measured_environment, worker_environment
 from .launch import Launched, oom_verdict, tail
@@ -204,7 +204,7 @@ def execute(run: RunSpec, setup: SweepSetup, options: SweepOptions) -> dict:
         worker = [options.python, "-m", "hugebench.worker", "--request", str(request_path),
                   "--reply", str(reply_path)]
         timeout, text_dir, page_cache = run.timeout, Path(tmp, "text"), {}
-        if workloads.get(run.workload).runner:
+        if run.workload_def.runner:
             # The worker supervises a program: the allocator, perf and the text library are for the program,
             # which the worker starts the same way (see hugebench.command.runner), reporting here too. The
             # worker enforces the run's timeout on the program; this one only catches a stuck worker.
