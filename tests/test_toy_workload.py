@@ -47,3 +47,22 @@ def test_an_unknown_name_is_refused_and_a_name_is_registered_once():
     with pytest.raises(ValueError, match="already registered"):
         workloads.register(workloads.Workload(name="toy", module="elsewhere", function="", params={},
                                               timed_phase="", primary_metric=""))
+
+
+def test_the_spec_resolves_workload_and_allocators_once_and_the_runs_carry_them(monkeypatch):
+    from hugebench import allocators, plan
+    from hugebench.spec import parse_spec
+
+    spec = parse_spec("name: v\nworkload: toy\nallocators: {mine: {base: glibc}}\naxes:\n  allocator: [glibc, mine]\n")
+    assert spec.workload_def is toy_workload.WORKLOAD and set(spec.allocator_table) >= {"glibc", "mine"}
+    assert "workload_def" not in spec.to_dict() and "allocator_table" not in spec.to_dict()
+
+    def looked_up(*args, **kwargs):
+        raise AssertionError("looked up again by name")
+
+    monkeypatch.setattr(workloads, "get", looked_up)
+    monkeypatch.setattr(allocators, "registry", looked_up)
+    runs = plan.plan(spec)
+    assert all(r.workload_def is spec.workload_def for r in runs)
+    request = runs[0].to_dict()
+    assert request["workload_module"] == "toy_workload" and "workload_def" not in request
