@@ -13,11 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from . import allocators as alloc_mod
-from . import workloads
 from . import spec as spec_mod
+from .workloads import Workload
 from .errors import SpecError
 from .spec import DEFAULT_ALLOCATOR, TEXT_AXIS, MAX_RUNS, ExperimentSpec, is_knob
 
@@ -41,9 +40,14 @@ class RunSpec:
     memory_estimate: int | None = None
     time_estimate: float | None = None
     text_pages: str | None = None  # off | thp | hugetlb | file-thp: where the program's text goes (None: untouched)
+    workload_def: Workload | None = field(default=None, compare=False, repr=False)  # the spec's, as a value
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The run as plain data (the worker's request): ``workload_module`` instead of the workload itself, so
+        that a worker process finds a workload registered outside hugebench by importing its module."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "workload_def"}
+        out["workload_module"] = self.workload_def.module if self.workload_def else ""
+        return out
 
 
 def content_hash(obj) -> str:
@@ -58,8 +62,7 @@ def cells(spec: ExperimentSpec) -> list[dict]:
 
 def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     """The content of a cell that defines what runs (its id is a hash of this)."""
-    workload = workloads.get(spec.workload)
-    params = {name: p.default for name, p in workload.params.items()}
+    params = {name: p.default for name, p in spec.workload_def.params.items()}
     params.update(spec.params)
     system = dict(spec.system)
     for name, value in cell.items():
@@ -70,7 +73,7 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
         else:
             params[name] = value
     allocator = cell.get("allocator", DEFAULT_ALLOCATOR)
-    if alloc_mod.registry(spec.allocators)[allocator].mode == "void":
+    if spec.allocator_table[allocator].mode == "void":
         params["allocator_mode"] = "void"  # harness-only run: the workload's loop without any malloc
     content = {
         "workload": spec.workload,
@@ -107,7 +110,7 @@ def block(spec: ExperimentSpec, repetition: int, cell_ids=None) -> list[RunSpec]
 
 
 def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
-    workload = workloads.get(spec.workload)
+    workload = spec.workload_def
     base, estimates = [], {}
     for cell in cells(spec):
         content = _cell_run(spec, cell)
@@ -137,6 +140,7 @@ def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
                 warmup=warm,
                 memory_estimate=estimates[cell_id][0],
                 time_estimate=estimates[cell_id][1],
+                workload_def=workload,
             ))
     return runs
 

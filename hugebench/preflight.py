@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from . import __version__, kernel, machine_checks, metadata, system, workloads
+from . import __version__, kernel, machine_checks, metadata, system
 from . import allocators as alloc_mod
 from .allocators import Allocator
 from .errors import PrivilegeError, SpecError
@@ -64,7 +64,7 @@ class SweepSetup:
         """The worker's request for one run."""
         alloc = self.allocators[run.allocator]
         path = alloc.resolve()
-        wraps_program = bool(workloads.get(run.workload).runner) and self.perf is not None and bool(self.perf.events)
+        wraps_program = bool(run.workload_def.runner) and self.perf is not None and bool(self.perf.events)
         return WorkerRequest(run=run.to_dict(), allocator=alloc.name, allocator_path=str(path) if path else None,
                              allocator_env=dict(alloc.env), allocator_expect=dict(alloc.expect),
                              counters=self.counter_specs, thp_prctl_disable=run.cell_id in self.prctl_never,
@@ -87,7 +87,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     """The part of ``prepare`` that concerns the machine that will run ``runs`` (a cluster worker does it
     for its own machine): no stale journal, allocators, knobs and privileges, perf, skips, context."""
     system.check_no_stale_journal(system.journal_path(options.journal))
-    table = alloc_mod.registry(spec.allocators)
+    table = spec.allocator_table
     described = alloc_mod.check_all(sorted({r.allocator for r in runs}), table)
     _check_void(spec, runs, table)
     machine_checks.check(spec, runs, options.sys_root, options.proc_root)  # what `plan` refuses too
@@ -143,7 +143,7 @@ def _check_void(spec, runs, table) -> None:
     """Refused when the file is loaded (spec.void_problem); a spec built in code meets the same rule here."""
     from .spec import void_problem
 
-    workload = workloads.get(spec.workload)
+    workload = spec.workload_def
     for name in sorted({run.allocator for run in runs}):
         why = void_problem(workload, table[name])
         if why:
@@ -186,7 +186,7 @@ def _text_skips(runs, options) -> dict:
 
     pool_set = any(int(r.system.get("hugetlb.2MB", 0) or 0) > 0 for r in runs)
     thp_set = any("thp.enabled" in r.system for r in runs)
-    built_in = not workloads.get(runs[0].workload).runner
+    built_in = not runs[0].workload_def.runner
     for mode in modes:
         binary = os.path.realpath(options.python) if built_in else None
         why = text.check_mode(mode, options.sys_root, options.proc_root, binary, sweep_sets_thp=thp_set,
@@ -201,7 +201,7 @@ def _text_skips(runs, options) -> dict:
 
 def context(spec, runs, setup: SweepSetup, allocators: dict, machine: dict) -> dict:
     """The sweep's context file (``sweeps/<id>.json``): spec, metrics, plan, allocators, perf, machine."""
-    workload = workloads.get(spec.workload)
+    workload = spec.workload_def
     primary, metrics, better = workload.report_metrics(spec.params)
     return {
         "sweep_id": setup.sweep_id,

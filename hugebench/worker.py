@@ -80,7 +80,7 @@ def run(request: WorkerRequest) -> dict:
     """Execute the request; return the flat metric row (raises on any failure)."""
     row = _apply_process_thp(request)
     spec = request.run
-    workload = workloads.get(spec["workload"])
+    workload = workloads.get(spec["workload"], spec.get("workload_module", ""))
     if workload.runner:  # a program is the measured process; it proves its own allocator (probe library)
         module, _, function = workload.runner.partition(":")
         row.update(getattr(importlib.import_module(module), function)(request, Path.cwd()))

@@ -161,7 +161,7 @@ def test_time_weighted_coverage_is_one_formula_for_fleet_and_the_sampler():
     """Issue 27: fleet averaged per-sample ratios, the command sampler divided time-weighted sums. One
     function now; on a stream where the two definitions differ, both give the ratio of the sums."""
     from hugebench.command.sampler import CoverageSampler
-    from hugebench.fleet import fleet_metrics
+    from hugebench.workloads.fleet import fleet_metrics
     from hugebench.measure.phases import time_weighted_coverage
 
     times, rss, huge = [0.0, 1.0, 2.0, 3.0], [100, 1000, 1000, 50], [100, 0, 500, 0]

@@ -9,7 +9,7 @@ import pytest
 
 from hugebench import _core, allocators, spec
 from hugebench.errors import SpecError
-from hugebench.fleet import fleet_metrics, fragmentation, time_weighted
+from hugebench.workloads.fleet import fleet_metrics, fragmentation, time_weighted
 from hugebench.measure.phases import PhaseRecorder
 from hugebench.workloads import WORKLOADS
 

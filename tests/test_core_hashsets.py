@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from hugebench import _core, hashsets
+from hugebench import _core
+from hugebench.workloads import hashsets
 from hugebench.cli import main
 from hugebench.worker import _flatten_core_result
 

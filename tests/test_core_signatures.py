@@ -1,4 +1,4 @@
-"""The workload registry (hugebench/workloads.py) is the one source of a workload's parameters: the
+"""The workload registry (hugebench/workloads/) is the one source of a workload's parameters: the
 pybind11 binding and the _core.pyi stub must agree with it on names, order, defaults and types."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from hugebench import _core, workloads
 
-STUB = Path(workloads.__file__).with_name("_core.pyi")
+STUB = Path(_core.__file__).with_name("_core.pyi")
 EXTRAS = ["counters", "hook"]  # every workload function takes these after its own parameters
 NO_DEFAULT = object()
 

@@ -72,7 +72,7 @@ import time  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from hugebench import hashsets  # noqa: E402
+from hugebench.workloads import sets  # noqa: E402
 from hugebench.cli import main  # noqa: E402
 
 
@@ -114,4 +114,4 @@ def test_heap_per_key_in_closed_form_matches_the_sum():
 
     for low in range(1, 40):
         for high in range(low, 120, 7):
-            assert hashsets._heap_per_key(low, high) == pytest.approx(summed(low, high))
+            assert sets._heap_per_key(low, high) == pytest.approx(summed(low, high))

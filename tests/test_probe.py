@@ -9,7 +9,7 @@ import pytest
 
 from hugebench import _core, spec as spec_mod
 from hugebench.probe import curves as curves_mod, plan as plan_mod
-from hugebench.probe.coverage import page_check
+from hugebench.workloads.tlbprobe import page_check
 from hugebench.probe.figure import probe_figure
 from hugebench.probe.text import describe
 

@@ -1,6 +1,6 @@
 """What a `command` experiment must get right before anything runs, and what its report shows first.
 
-Called from the workload registry (``hugebench/workloads.py``) when an experiment file is loaded, so that a
+Called from the workload's module (``hugebench/workloads/command.py``) when an experiment file is loaded, so that a
 mistake is reported with its file, line and key.
 """
 
@@ -56,7 +56,6 @@ def check_params(params: dict) -> None:
                 isinstance(value, bool) or not isinstance(value, SCALARS + (type(None),))):
             raise ValueError(f"{name}: a command parameter must be a string or a number, got {value!r}")
     _os_strings(params)
-    _unused(params)
 
 
 def _env(env) -> None:
@@ -112,14 +111,12 @@ _ELSEWHERE = {"timeout": "a top-level key", "repetitions": "a top-level key", "w
               "thp": "an axis or a system knob (axes: {thp: [never, always]})"}
 
 
-def _unused(params: dict) -> None:
+def check_unused(params: dict, declared) -> None:
     """A parameter of the user's own takes effect only as a {field}: one that no field uses changes nothing
-    but the cell's id, which is a misplaced or misspelt key (``windw: markers``, ``timeout`` under params)."""
+    but the cell's id, which is a misplaced or misspelt key (``windw: markers``, ``timeout`` under params).
+    ``declared``: the command workload's own parameter names (after :func:`check_params`)."""
     import difflib
 
-    from hugebench.workloads import WORKLOADS
-
-    declared = WORKLOADS["command"].params
     used = set().union(*(template.fields(params.get(n)) for n in TEMPLATED))
     for name in params:
         if name in declared or name in used:

@@ -7,7 +7,7 @@ sweep context), rendered as text (``rendering``: rich, markdown, CSV) or one sel
 (``results``): :func:`load_results` reads a results directory once, and :func:`sweep_context` alone
 decides which sweep context (axes, baseline, metrics, axis order) a group of rows is reported with, so a
 table and a plot of the same rows always agree. What a workload plots is data in its registry entry
-(``Workload.plots``, ``Workload.bars`` in ``hugebench/workloads.py``): no workload is special-cased here.
+(``Workload.plots``, ``Workload.bars``, ``Workload.tables`` in ``hugebench/workloads/``): no workload is special-cased here.
 
 What does not belong here: writing to the store, running or planning sweeps, reading the machine
 (``/proc``, ``/sys``), statistics that are not about presenting them (``hugebench.stats``), and click

@@ -20,6 +20,7 @@ from ..stats import min_runs_for, ok_rows
 from .model import Flag, Options, Report, Section
 from .rendering import display_frame, table_text, verdict, void_text
 from .results import Experiment, Results
+from .workload_tables import declared_tables
 from .tables import (VOID, build_table, check_metric, default_metrics, failure_counts, in_spec_order, overhead_lines,
                      ratio_display, ratio_table, void_compensation)
 
@@ -93,11 +94,11 @@ def ratio_table_sections(experiment: Experiment, results: Results, options: Opti
 def workload_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """A workload's own tables (hashsets: every set kind of each run side by side)."""
     workload = experiment.workload
-    if not workload or not workload.report_sections:
+    if not workload or not workload.tables:
         return []
     axes = list(options.group_by or experiment.axes)
     return [Section(title, table, data=data, experiment=experiment.name, kind="workload")
-            for title, table, data in workload.report_sections(experiment.rows, axes, options.level)]
+            for title, table, data in declared_tables(workload, experiment.rows, axes, options.level)]
 
 
 def void_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from .. import kernel, workloads
+from .. import kernel
 from ..environment import worker_environment
 from ..launch import Launched, signal_name, tail
 from ..measure import perf as perf_mod
@@ -86,7 +86,7 @@ def execute(run, setup, options) -> dict:
 def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float, dict]:
     """The worker's command line, its timeout and the page-cache columns of its text (built-in workloads)."""
     worker = [options.python, "-m", "hugebench.worker", "--request", str(rundir.request), "--reply", str(rundir.reply)]
-    if workloads.get(run.workload).runner:
+    if run.workload_def.runner:
         # The worker supervises a program: the allocator, perf and the text library are for the program,
         # which the worker starts the same way (see hugebench.command.runner), reporting here too. The
         # worker enforces the run's timeout on the program; this one only catches a stuck worker.

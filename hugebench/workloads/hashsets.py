@@ -6,9 +6,9 @@ lookup of the kind's chunk in each round) and ``set.<kind>.vs_base``: the median
 time over the first kind's chunk time in the same round. A drift of the machine between runs, or within a run
 over more than a round, hits both sides of each such ratio alike.
 
-:func:`side_by_side` is the report's table: per cell of the sweep's other axes, each kind's median latency
-and its ratio to the base kind, the median of the per-round ratios pooled over the cell's runs, with a
-CI that resamples runs and then rounds (:func:`two_level_ci`).
+:func:`side_by_side` computes the report's table, declared as :data:`SIDE_BY_SIDE`: per cell of the sweep's
+other axes, each kind's median latency and its ratio to the base kind, the median of the per-round ratios
+pooled over the cell's runs, with a CI that resamples runs and then rounds (:func:`two_level_ci`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-import pandas as pd
+from .base import STARTUP_S, Column, Param, RatioCI, TableSection, Workload, register
+from .sets import (HASH_PARAM, KEY_PARAMS, SEED_PARAM, SET_INSERT_NS, SET_KINDS, SET_LOOKUP_NS, check_built,
+                   peak_bytes, set_scale)
 
-from .stats import ok_rows
-
+DEFAULT_KINDS = "flat,robin,absl,boost,node"
 MAX_ROUNDS = 64  # a row keeps each kind's per-round times; the worker keeps lists of up to 64 values
 PREFIX = "set."
+# numpy and pandas are imported where used: a worker imports every workload module, and most never need them.
 
 
 def kinds(set_kinds: str) -> list[str]:
@@ -50,6 +51,8 @@ def check(params: dict, known: Sequence[str]) -> None:
 
 def round_ratios(row: dict, kind: str, base: str) -> np.ndarray:
     """Per round: the kind's chunk ns over the base kind's (NaN-free)."""
+    import numpy as np
+
     a = np.asarray(row.get(f"{PREFIX}{kind}.round_ns") or [], dtype=float)
     b = np.asarray(row.get(f"{PREFIX}{base}.round_ns") or [], dtype=float)
     if a.size == 0 or a.size != b.size:
@@ -60,6 +63,8 @@ def round_ratios(row: dict, kind: str, base: str) -> np.ndarray:
 
 def metrics(row: dict) -> dict:
     """``set.<kind>.vs_base`` per kind; raises when a kind missed a key (a broken table, not a measurement)."""
+    import numpy as np
+
     names = list(row.get("kinds") or [])
     sizes = {row.get(f"{PREFIX}{n}.set_size") for n in names}
     if len(sizes) > 1:
@@ -75,10 +80,8 @@ def metrics(row: dict) -> dict:
 
 
 def _kinds_of(params: dict) -> list[str]:
-    """The file's set_kinds, or the registry's default where the file has none (or makes it an axis)."""
-    from .workloads import WORKLOADS
-
-    return kinds(params.get("set_kinds") or WORKLOADS["hashsets"].params["set_kinds"].default)
+    """The file's set_kinds, or the default where the file has none (or makes it an axis)."""
+    return kinds(params.get("set_kinds") or DEFAULT_KINDS)
 
 
 def report_metrics(params: dict) -> tuple:
@@ -95,60 +98,6 @@ def primary(params: dict) -> tuple:
     return f"{PREFIX}{base}.ns_per_lookup", f"{base} ns", ".1f", "lower"
 
 
-# -- memory: what a set of each kind holds after inserting n distinct keys one at a time -------------------
-# Each table's growth rule (measured capacities at 10M keys: flat 2^24 slots, robin 2^25, absl 2^24-1, Boost
-# 2^20 groups of 15, node 12.1M buckets) and its bytes per slot; while a table doubles, its old half-size table
-# is alive too. The model matches measured peaks: hashlookup flat at 30M keys 4.6 GiB (model 4.6), hashsets
-# with all five kinds at 10M keys 4.47 GiB (model 4.45).
-_STRING = 32  # sizeof(std::string) in libstdc++; up to 15 bytes inside it
-_GROWTH = {  # kind: (first capacity, max load, bytes per slot)
-    "flat": (16, 0.75, _STRING),
-    "robin": (16, 0.5, 40),  # a bucket: the probe distance, padded, then the string
-    "absl": (16, 0.875, _STRING + 1),  # a control byte per slot
-    "boost": (16, 0.875, _STRING + 16 / 15),  # 15 slots and a 16-byte control word per group
-}
-_NODE_BYTES = 64  # glibc's chunk for a 48-byte node (next pointer, string, cached hash)
-BASE_BYTES = 64 << 20  # the worker's interpreter and the extension
-
-
-def _heap_per_key(key_min: int, key_max: int) -> float:
-    """Mean malloc chunk bytes a copy of a key takes beyond its std::string (keys over 15 bytes)."""
-    # A length n > 15 takes ceil((n + 9) / 16) * 16 bytes (never below 32 there); summed in closed form, so
-    # that a key_max of 10^8 costs no more to estimate than 19.
-    low = max(key_min, 16)
-    if key_max < low:
-        return 0.0
-    return 16 * (_ceil16_sum(key_max + 9) - _ceil16_sum(low + 8)) / (key_max - key_min + 1)
-
-
-def _ceil16_sum(m: int) -> int:
-    """sum(ceil(i / 16) for i in 1..m)."""
-    q, r = divmod(m, 16)
-    return 16 * q * (q + 1) // 2 + r * (q + 1)
-
-
-def table_bytes(kind: str, keys: int) -> tuple[float, float]:
-    """(bytes of the table holding ``keys`` keys, bytes of the table it last grew from), key heap excluded."""
-    if kind == "node":
-        return keys * _NODE_BYTES + keys * 1.3 * 8, 0.0  # a bucket pointer per key at max load 1 (prime counts)
-    capacity, load, per_slot = _GROWTH[kind]
-    while keys > load * capacity:
-        capacity *= 2
-    return capacity * per_slot, (capacity // 2 * per_slot if capacity > _GROWTH[kind][0] else 0.0)
-
-
-def peak_bytes(kinds: Sequence[str], keys: int, key_min: int, key_max: int, extra: float = 0.0) -> int:
-    """Peak memory of a process that builds a set of each kind in turn from ``keys`` keys, over one query vector."""
-    heap = keys * _heap_per_key(key_min, key_max)
-    held = BASE_BYTES + extra + keys * _STRING + heap  # the keys, later the queries
-    peak = held
-    for kind in kinds:
-        table, old = table_bytes(kind, keys)
-        peak = max(peak, held + table + old + heap)
-        held += table + heap
-    return int(peak)
-
-
 def two_level_ci(per_run: Sequence[np.ndarray], level: float = 0.95, n_boot: int = 2000,
                  seed: int = 0) -> tuple[float, float]:
     """CI of the median of pooled per-round ratios that resamples runs, then rounds within each run.
@@ -157,6 +106,8 @@ def two_level_ci(per_run: Sequence[np.ndarray], level: float = 0.95, n_boot: int
     only rounds would give a CI as narrow as one run's, however much runs disagree. Runs first keeps the
     between-run spread in the interval. NaN with fewer than two ratios.
     """
+    import numpy as np
+
     runs = [np.asarray(r, dtype=float) for r in per_run if len(r)]
     if sum(r.size for r in runs) < 2:
         return math.nan, math.nan
@@ -181,6 +132,11 @@ def side_by_side(df: pd.DataFrame, axes: Sequence[str], level: float = 0.95, n_b
     :func:`two_level_ci`; ``resolved`` is False where the CI holds 1, True where it excludes 1 over at least
     ``MIN_RUNS`` runs, None otherwise (and for the base kind).
     """
+    import numpy as np
+    import pandas as pd
+
+    from ..stats import ok_rows
+
     rows = ok_rows(df)
     if "kinds" not in rows.columns or rows.empty:
         return pd.DataFrame()
@@ -208,27 +164,66 @@ def side_by_side(df: pd.DataFrame, axes: Sequence[str], level: float = 0.95, n_b
     return pd.DataFrame.from_records(records)
 
 
-def sections(rows: pd.DataFrame, axes: Sequence[str], level: float = 0.95) -> list[tuple]:
-    """The report's section: (title, display rows as a DataFrame of text, the numbers)."""
-    from .report.rendering import display_frame, format_axis
+def _check(p: dict) -> None:
+    check(p, SET_KINDS)
+    for kind in kinds(p["set_kinds"]):  # an unbuilt kind or hash: refused naming its package
+        check_built({"set_kind": kind, "hash": p["hash"]})
 
-    table = side_by_side(rows, axes, level)
-    if table.empty:
-        return []
-    shown = [a for a in axes if a in table.columns]
-    headers = [*(a.replace("_", " ").capitalize() for a in shown), "Set kind", "n", "rounds", "ns/lookup", "insert s",
-               f"vs base [{level:.0%} CI]", "resolved"]
-    body = []
-    for row in table.to_dict("records"):
-        if row["set_kind"] == row["base"]:
-            ratio, verdict = "base", ""
-        elif math.isnan(row["ratio.ci_lo"]):
-            ratio, verdict = f"{row['ratio']:.3f}", ""
-        else:
-            ratio = f"{row['ratio']:.3f} [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
-            verdict = {True: "yes", False: "no", None: f"n<{MIN_RUNS}"}[row["resolved"]]
-        body.append([*(format_axis(row[a]) for a in shown), row["set_kind"], row["n"], row["rounds"],
-                     f"{row['ns_per_lookup']:.1f}", f"{row['insert_s']:.2f}", ratio, verdict])
-    title = ("Set kinds side by side (one process per run; each ratio is the median of the per-round ratios "
-             "to the base kind, pooled over the cell's runs)")
-    return [(title, display_frame(headers, body), table)]
+
+def _memory(p: dict) -> int:
+    # Every kind's set alive at once over one query vector, built in the order given; +10%.
+    names = [k for k in kinds(p["set_kinds"]) if k in SET_KINDS]
+    order = names[::-1] if p.get("build_order") == "reversed" else names
+    return int(1.1 * peak_bytes(order, p["keys"], p["key_min"], p["key_max"]))
+
+
+def _time(p: dict) -> float:
+    names = [k for k in kinds(p["set_kinds"]) if k in SET_KINDS]
+    per_kind = (p["lookups"] or p["keys"])
+    insert, lookup = set_scale(p["keys"], 0.52), set_scale(p["keys"], 0.28)
+    return (STARTUP_S + 1e-9 * p["keys"] * 200
+            + 1e-9 * sum(p["keys"] * SET_INSERT_NS[k] * insert + per_kind * SET_LOOKUP_NS[k] * lookup for k in names))
+
+
+SIDE_BY_SIDE = TableSection(
+    title=("Set kinds side by side (one process per run; each ratio is the median of the per-round ratios "
+           "to the base kind, pooled over the cell's runs)"),
+    compute=side_by_side,
+    columns=(Column("set_kind", "Set kind"), Column("n", "n"), Column("rounds", "rounds"),
+             Column("ns_per_lookup", "ns/lookup", ".1f"), Column("insert_s", "insert s", ".2f"),
+             RatioCI("ratio", "vs base [{level:.0%} CI]", ".3f", base=("set_kind", "base"), verdict="resolved",
+                     undecided=f"n<{MIN_RUNS}")),
+    ci="two_level_ci: runs resampled, then rounds within each run",
+)
+
+
+WORKLOAD = register(Workload(
+    name="hashsets",
+    module=__name__,
+    function="hashsets",
+    params={
+        "keys": Param(int, 1_000_000, minimum=1, help="number of distinct random keys, the same for every kind"),
+        "set_kinds": Param(str, DEFAULT_KINDS,
+                           help="comma-separated set kinds of hashlookup, each built in this one process; "
+                                "the first is the base of the ratios"),
+        "hash": HASH_PARAM,
+        "lookups": Param(int, 0, minimum=0, help="lookups per kind (0: one per key)"),
+        **KEY_PARAMS,
+        "rounds": Param(int, 32, minimum=2, help="rounds of one chunk per kind, the kinds' order rotating "
+                                                 "(at most 64)"),
+        "build_order": Param(str, "listed", choices=("listed", "reversed"),
+                             help="build the sets in set_kinds' order or the reverse (the base stays the "
+                                  "first listed)"),
+        "seed": SEED_PARAM,
+    },
+    timed_phase="lookup",
+    primary_metric="set.flat.ns_per_lookup",
+    memory_estimate=_memory,
+    time_estimate=_time,
+    check_params=_check,
+    doc="Every set kind built from the same keys in one process, lookups interleaved by round: paired ratios.",
+    metrics_for=report_metrics,
+    primary_for=primary,
+    extra_metrics=metrics,
+    tables=(SIDE_BY_SIDE,),
+))

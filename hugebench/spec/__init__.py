@@ -1,0 +1,39 @@
+"""YAML experiment file -> frozen, validated ``ExperimentSpec``.
+
+Every error names the file, the line and the key, and says what is allowed. Example file::
+
+    name: tlb
+    workload: hashlookup
+    repetitions: 3
+    params: {set_kind: flat}                 # fixed workload parameters
+    axes:                                    # the cartesian product of these is the set of cells
+      allocator: [glibc, jemalloc-thp]
+      thp: [never, always]                   # THP 'enabled'; any kernel knob name works (thp.defrag, ...)
+      keys: [10M, 30M]
+    exclude: [{allocator: glibc, thp: always}]
+    baseline: {allocator: glibc, thp: never}
+    allocators: {tcmalloc-google: {path: /opt/tcmalloc/libtcmalloc.so}}
+    system: {thp.defrag: madvise}            # kernel knobs fixed for the whole sweep
+    expected: {source: a paper, claims: [{cell: {allocator: glibc, thp: never, keys: 10M}, value: 105}]}
+
+``repetitions: {auto: {min: 6, max: 12, target: 0.05}}`` makes the number of blocks adaptive
+(``hugebench.adaptive``); ``expected:`` holds published numbers the report gives a verdict on.
+
+The package: ``model`` (the frozen ``ExperimentSpec`` and what a cell is), ``validation`` (the file's keys,
+each error with file:line:key), ``cells`` (partial cells, and what only the whole product shows) and
+``claims`` (``expected:``, published numbers).
+"""
+
+from __future__ import annotations
+
+from ..yamlsafe import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES  # noqa: F401 (limits re-exported)
+from .cells import void_problem
+from .claims import workload_metrics
+from .model import (DEFAULT_ALLOCATOR, KNOB_PREFIXES, MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP,
+                    PERF_MODES, TEXT_AXIS, THP_MODES, ExperimentSpec, canonical_knob, cells, is_knob, matches)
+from .validation import _TOP_KEYS, AUTO_MIN_DEFAULT, load_spec, parse_spec  # noqa: F401 (_TOP_KEYS: the fuzz test)
+
+__all__ = ["AUTO_MIN_DEFAULT", "DEFAULT_ALLOCATOR", "KNOB_PREFIXES", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES",
+           "MAX_REPETITIONS", "MAX_RUNS", "MAX_SEED", "MAX_TIMEOUT", "MAX_WARMUP", "PERF_MODES", "TEXT_AXIS",
+           "THP_MODES", "ExperimentSpec", "canonical_knob", "cells", "is_knob", "load_spec", "matches",
+           "parse_spec", "void_problem", "workload_metrics"]

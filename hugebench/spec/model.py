@@ -1,0 +1,111 @@
+"""The experiment as validated data: the frozen ``ExperimentSpec``, its limits, and what a cell is.
+
+The spec carries its workload and its allocator table resolved once (``workload_def``, ``allocator_table``):
+what plans and runs it takes them from here instead of looking the names up again. They are values derived
+from the file's names, so they stay out of ``to_dict()`` and the fingerprint.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .. import allocators as alloc_mod
+from .. import workloads
+
+THP_MODES = ("always", "madvise", "never")
+DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
+# Where the measured program's text lives (hugebench.text); like the allocator, set in its environment.
+TEXT_AXIS = "text_pages"
+KNOB_PREFIXES = ("thp", "hugetlb")
+PERF_MODES = ("auto", "off")
+
+# Limits on what an experiment file may ask for: far above any real experiment, low enough that a hostile or
+# mistaken file is refused in bounded time and memory before anything is planned.
+MAX_REPETITIONS = 10_000
+MAX_WARMUP = 1_000
+MAX_RUNS = 1_000_000  # planned runs: cells x (repetitions + warm-up)
+MAX_TIMEOUT = 7 * 24 * 3600
+MAX_SEED = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """A validated experiment. Axis values are already coerced (e.g. '10M' -> 10000000)."""
+
+    name: str
+    workload: str
+    source: str
+    description: str = ""
+    repetitions: int = 1
+    warmup: int = 0
+    seed: int = 0
+    timeout: float = 1800.0
+    params: dict = field(default_factory=dict)
+    axes: dict = field(default_factory=dict)  # name -> tuple of values, insertion ordered
+    exclude: tuple = ()
+    baseline: dict = field(default_factory=dict)
+    allocators: dict = field(default_factory=dict)
+    system: dict = field(default_factory=dict)
+    perf: Any = "auto"
+    counters: Any = "auto"
+    order: str = "interleaved"
+    condition_memory: dict = field(default_factory=dict)
+    # repetitions: {auto: ...}: blocks keep being added up to adaptive["max"] while some cell's CI is wider than
+    # adaptive["target"] (hugebench.adaptive); ``repetitions`` is then the blocks always run (adaptive["min"]).
+    adaptive: dict = field(default_factory=dict)
+    expected: dict = field(default_factory=dict)  # {source, metric, claims: ({name, cell, vs, ratio, value, ...},)}
+    cluster: dict = field(default_factory=dict)  # where it runs, not what: outside the fingerprint
+    # Resolved once from the names above (a spec built in code gets them here too); not part of to_dict().
+    workload_def: workloads.Workload | None = field(default=None, compare=False, repr=False,
+                                                    metadata={"resolved": True})
+    allocator_table: Mapping[str, alloc_mod.Allocator] | None = field(default=None, compare=False, repr=False,
+                                                                       metadata={"resolved": True})
+
+    def __post_init__(self) -> None:
+        if self.workload_def is None:
+            object.__setattr__(self, "workload_def", workloads.get(self.workload))
+        if self.allocator_table is None:
+            object.__setattr__(self, "allocator_table", alloc_mod.registry(self.allocators))
+
+    def to_dict(self) -> dict:
+        """The file's content as plain data (what the context file stores), without the resolved values."""
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if not f.metadata.get("resolved")}
+
+    def fingerprint(self) -> str:
+        """Hash of what must not change between sweeps written into one results directory.
+
+        Axis values and repetitions may grow (extending a sweep); fixed parameters, measurement
+        settings, allocator definitions and fixed kernel knobs may not.
+        """
+        fixed = {k: v for k, v in self.to_dict().items()
+                 if k in ("workload", "params", "allocators", "system", "perf", "counters", "condition_memory")}
+        fixed["axis_names"] = list(self.axes)
+        return hashlib.sha1(json.dumps(fixed, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def is_knob(name: str) -> bool:
+    """True when an axis/system name is a kernel knob (thp, thp.*, hugetlb.*)."""
+    return name == "thp" or name.split(".")[0] in KNOB_PREFIXES
+
+
+def canonical_knob(name: str) -> str:
+    """`thp` is shorthand for `thp.enabled`."""
+    return "thp.enabled" if name == "thp" else name
+
+
+def matches(cell: dict, partial: dict) -> bool:
+    """True when ``cell`` has every value of the partial cell ``partial`` (an exclude entry, the baseline)."""
+    return all(k in cell and cell[k] == v for k, v in partial.items())
+
+
+def cells(spec: ExperimentSpec) -> list[dict]:
+    """All cells (axis name -> value) of the cartesian product, minus excluded ones, in YAML order."""
+    names = list(spec.axes)
+    product = (dict(zip(names, values)) for values in itertools.product(*(spec.axes[n] for n in names)))
+    return [cell for cell in product if not any(matches(cell, ex) for ex in spec.exclude)]

@@ -1,0 +1,56 @@
+"""hashlookup: random short strings in one hash set, then timed point lookups (the TLB experiment)."""
+
+from __future__ import annotations
+
+from .base import COMMON_METRICS, STARTUP_S, BarPlot, Param, Workload, register
+from .sets import (HASH_PARAM, KEY_PARAMS, SEED_PARAM, SET_INSERT_NS, SET_KINDS, SET_LOOKUP_NS, check_built,
+                   peak_bytes, set_scale)
+
+
+def _time(p: dict) -> float:
+    # ~130 ns/key generating and 70 shuffling, plus the set kind's insert and lookup.
+    kind = p["set_kind"]
+    lookups = p["lookups"] or p["keys"]
+    per_key = 130 + SET_INSERT_NS[kind] * set_scale(p["keys"], 0.52) + 70
+    lookup_ns = SET_LOOKUP_NS[kind] * set_scale(p["keys"], 0.28)
+    return STARTUP_S + 1e-9 * (p["keys"] * per_key + lookups * lookup_ns / min(p["threads"], 2))
+
+
+def _memory(p: dict) -> int:
+    # The set's growth rule and bytes per slot, the old table alive while it doubles, both copies of each key
+    # (sets.peak_bytes), Zipf indices; +10%.
+    zipf = 4 * (p.get("lookups") or p["keys"]) if p.get("order") == "zipf" else 0
+    return int(1.1 * peak_bytes([p["set_kind"]], p["keys"], p.get("key_min", 10), p.get("key_max", 19), zipf))
+
+
+WORKLOAD = register(Workload(
+    name="hashlookup",
+    module=__name__,
+    function="hashlookup",
+    params={
+        "keys": Param(int, 1_000_000, minimum=1, help="number of distinct random keys"),
+        "set_kind": Param(str, "flat", choices=SET_KINDS,
+                          help="flat: open-addressing set written here; node: std::unordered_set; robin: "
+                               "tsl::robin_set; absl: absl::flat_hash_set; boost: boost::unordered_flat_set "
+                               "(the last three where the build found them: _core.build_info())"),
+        "hash": HASH_PARAM,
+        "threads": Param(int, 1, minimum=1, help="lookup threads over the shared read-only set"),
+        "lookups": Param(int, 0, minimum=0, help="lookups in the timed phase (0: one per key)"),
+        **KEY_PARAMS,
+        "order": Param(str, "uniform", choices=("uniform", "zipf"), help="lookup key order"),
+        "zipf_s": Param(float, 0.99, minimum=0.0, help="Zipf exponent when order is zipf"),
+        "chunks": Param(int, 64, minimum=1, help="equal slices the timed phase is split into"),
+        "seed": SEED_PARAM,
+    },
+    timed_phase="lookup",
+    primary_metric="ns_per_lookup",
+    ops_column="lookups",
+    memory_estimate=_memory,
+    time_estimate=_time,
+    check_params=check_built,
+    doc="Random short strings in a hash set; mean point-lookup latency (the TLB experiment).",
+    metrics=(("ns_per_lookup", "Latency ns", ".1f"), ("chunk_ns_p10", "p10 chunk ns", ".1f"),
+             ("cycles_per_op", "Cycles/lookup", ".0f"),
+             ("stlb_misses_per_1k_ops", "STLB misses/1k", ".1f")) + COMMON_METRICS,
+    bars=(BarPlot(("allocator", "thp.enabled"), "ns_per_lookup", "ns per lookup", "lookup latency", "latency"),),
+))
