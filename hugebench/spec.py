@@ -90,6 +90,8 @@ _CLAIM_KEYS = {"name": "label shown in the report", "cell": "the cell the claim 
                "value": "published value of cell", "vs_value": "published value of vs (ratio = value / vs_value)",
                "metric": "column (default: expected.metric)", "source": "citation of this claim (default: "
                "expected.source)", "note": "free text shown with the claim"}
+# Public: every key a file may have, one line each; validated above, and the manual's reference (hugebench.docgen).
+TOP_KEYS, AUTO_KEYS, EXPECTED_KEYS, CLAIM_KEYS = _TOP_KEYS, _AUTO_KEYS, _EXPECTED_KEYS, _CLAIM_KEYS
 
 
 @dataclass(frozen=True)
