@@ -99,3 +99,29 @@ def test_unknown_generated_section_is_an_error():
 
     with pytest.raises(ValueError, match="unknown generated section 'nope'"):
         docgen.expand("text\n<!-- hugebench:nope -->\n")
+
+
+# Messages the troubleshooting page quotes: each must still be in the page and in the code that raises it, so
+# the page cannot describe an error the program no longer prints.
+QUOTED_ERRORS = ("another sweep is running on this machine", "left kernel knobs changed",
+                 "is both a fixed param and an axis; keep one", "unknown key; allowed keys",
+                 "install it: apt-get install", "unknown parameter of workload",
+                 "YAML reads unquoted yes/no/on/off/true/false as a boolean: quote the word",
+                 "KVM guest without vPMU", "is not in this build", "THP mode must be one of",
+                 "is missing: reinstall hugebench (pip install .)")
+
+
+def test_troubleshooting_quotes_real_messages():
+    page = " ".join((ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8").split())
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "hugebench").rglob("*.py"))
+    for message in QUOTED_ERRORS:
+        assert message in page, f"troubleshooting.md no longer quotes {message!r}"
+        assert message in code, f"no code prints {message!r} any more: update docs/troubleshooting.md"
+
+
+def test_every_shipped_experiment_is_in_the_manual():
+    page = (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8")
+    for path in sorted((ROOT / "experiments").glob("*.yaml")):
+        stem = path.stem
+        assert f"`experiments/{path.name}`" in page or f"`{path.name}`" in page or f"`{stem}`" in page, \
+            f"experiments/{path.name} is not in docs/experiments.md"
