@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,14 +72,31 @@ def test_documented_commands_run(name, scratch):
 def test_manual_builds_in_strict_mode(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs not installed (pip install '.[docs]'; .ci/setup does)")
     site = tmp_path / "site"
-    script = Path(sys.executable).parent / "mkdocs"  # the script, not -m: the installed hugebench, not ./hugebench
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "mkdocs"]
-    done = subprocess.run(command + ["build", "--strict", "--site-dir", str(site)],
+    done = subprocess.run(_mkdocs() + ["build", "--strict", "--site-dir", str(site)],
                           cwd=ROOT, text=True, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (site / "index.html").is_file()
     keys = (site / "experiments" / "index.html").read_text(encoding="utf-8")
     assert "<!-- hugebench:" not in keys, "a generated section was left unexpanded"
+
+
+def _mkdocs() -> list[str]:
+    script = Path(sys.executable).parent / "mkdocs"  # the script, not -m: the installed hugebench, not ./hugebench
+    return [str(script)] if script.exists() else [sys.executable, "-m", "mkdocs"]
+
+
+def test_a_broken_link_fails_the_build(tmp_path):
+    pytest.importorskip("mkdocs", reason="mkdocs not installed (pip install '.[docs]'; .ci/setup does)")
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "docs", copy / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
+    (copy / "hugebench").mkdir()
+    shutil.copy(ROOT / "hugebench" / "docgen.py", copy / "hugebench" / "docgen.py")
+    with open(copy / "docs" / "index.md", "a", encoding="utf-8") as page:
+        page.write("\n[a page that does not exist](nope.md)\n")
+    done = subprocess.run(_mkdocs() + ["build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=copy, text=True, capture_output=True, timeout=120)
+    assert done.returncode != 0 and "nope.md" in done.stdout + done.stderr
 
 
 def test_generated_reference_has_every_key_and_parameter():
