@@ -4,7 +4,9 @@ Every fenced ``sh`` block of README.md and docs/getting-started.md that follows 
 is run here, in order per file, each line as a shell command in a scratch directory that has the repository's
 ``experiments/`` and ``.venv`` (the interpreter running these tests) — so a documented command that no longer
 works fails CI. Blocks without the marker (a long sweep, a command needing root, the setup itself) are not run;
-the test checks that each file has marked blocks, so the convention cannot quietly be dropped.
+the test checks that each file has marked blocks, so the convention cannot quietly be dropped. Commands that
+read a store made by a long sweep (``results/tlb``, ``other-machine/tlb``) get the committed sample stores
+(tests/data) in its place: :data:`STORES`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = "<!-- ci: runs -->"
 BLOCK = re.compile(r"^" + re.escape(MARKER) + r"\n```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
 RUN_FILES = ("README.md", "docs/getting-started.md")
+STORES = {"results/tlb": "sample_results", "other-machine/tlb": "sample_results_b"}  # path in docs -> tests/data
 COMMAND_TIMEOUT = 60  # seconds: what "a command that finishes in under a minute" means here
 
 
@@ -49,6 +52,8 @@ def scratch(tmp_path):
     work.mkdir()
     (work / "experiments").symlink_to(ROOT / "experiments")
     (work / ".venv").symlink_to(Path(sys.prefix))
+    for where, sample in STORES.items():
+        shutil.copytree(ROOT / "tests" / "data" / sample, work / where)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
                HUGEBENCH_LOCK=str(tmp_path / "hugebench.lock"), HUGEBENCH_JOURNAL=str(tmp_path / "journal.json"),
                COLUMNS="100")
