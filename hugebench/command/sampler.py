@@ -2,7 +2,7 @@
 
 Reading smaps_rollup walks the target's page tables under its mmap lock, so sampling costs the program
 something (its page faults wait while a read is in progress). The sampler times every read and the row
-reports it (``sampler.read_s``, ``sampler.samples``); the README shows what it costs at 1 s and faster.
+reports it (``sampler.read_s``, ``sampler.samples``); the manual (docs/own-program.md) shows what it costs at 1 s and faster.
 """
 
 from __future__ import annotations
