@@ -24,7 +24,7 @@ from . import adaptive, kernel, workloads
 from .columns import add_user_columns, clashes
 from .environment import launch_argv, measured_environment, worker_environment
 from .launch import Launched, oom_verdict, tail
-from .measure import perf as perf_mod
+from .measure import disturbance, perf as perf_mod
 from .plan import RunSpec, block as plan_block
 from .setup import SweepSetup, prepare
 from .errors import HugebenchError
@@ -171,7 +171,9 @@ def _one_run(run: RunSpec, setup: SweepSetup, state: SystemState, options: Sweep
     row.update({f"knob.{k}": v for k, v in before.items()})
     row.update(_buddy_columns(options.proc_root))
     row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
+    machine_before = disturbance.snapshot(options.proc_root, options.sys_root)
     row.update(execute(run, setup, options))
+    row.update(disturbance.run_columns(machine_before, row, options.proc_root, options.sys_root))
     changed = {k: (v, now) for k, v in before.items() if (now := state.snapshot().get(k)) != v}
     if changed and row["status"] == "ok":
         what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
