@@ -213,13 +213,13 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
     named = varying_axes(data, [k for k in keys if not k.startswith("param.")] or keys)
     if len(unstable):
         flags.append(Flag(f"{len(unstable)} cell(s) unstable, no verdict: " + listing(
-            [f"{_cell_text([r[k] for k in named], named)} ({r['unstable']})" for _, r in unstable.iterrows()], 6), True))
+            [f"{_cell_text([r[k] for k in named], named)} ({r['unstable']})" for _, r in unstable.iterrows()], 6)))
     for side in "ab":
         hit = data[data[f"{side}.disturbed"] > 0]
         if len(hit):
             flags.append(Flag(f"{side.upper()}: runs measured on a disturbed machine in " + listing(
                 [f"{_cell_text([r[k] for k in named], named)} ({r[f'{side}.disturbed']} of {r[f'{side}.n']})"
-                 for _, r in hit.iterrows()], 6), True))
+                 for _, r in hit.iterrows()], 6)))
     for side, exp in (("A", a), ("B", b)):
         if exp.context.get("synthetic"):
             flags.append(Flag(f"{side} is synthetic test data, not a measurement"))

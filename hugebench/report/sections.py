@@ -264,13 +264,13 @@ def stability_flags(table: pd.DataFrame, axes: Sequence[str], prefix: str = "") 
         if len(unstable):
             flags.append(Flag(f"{prefix}{len(unstable)} unstable cell(s); a verdict resting on one is not shown as "
                               "resolved: " + listing([f"{cell_label(r, axes)} ({r['stability.why']})"
-                                                      for _, r in unstable.iterrows()], 6), True))
+                                                      for _, r in unstable.iterrows()], 6)))
     if "disturbed" in table.columns:
         hit = table[pd.to_numeric(table["disturbed"], errors="coerce").fillna(0) > 0]
         if len(hit):
             flags.append(Flag(f"{prefix}runs measured on a disturbed machine (kept, flagged in noise.disturbed) in "
                               + listing([f"{cell_label(r, axes)} ({int(r['disturbed'])} of {r['n']})"
-                                         for _, r in hit.iterrows()], 6), True))
+                                         for _, r in hit.iterrows()], 6)))
     return flags
 
 
