@@ -79,9 +79,11 @@ _repetitions = click.option("-r", "--repetitions", type=click.IntRange(min=1), d
 @click.option("--machines", type=click.Choice(["each", "spread"]), default=None,
               help="cluster: every cell on every machine (each), or blocks over identical machines (spread)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="cluster: machines to wait for")
+@click.option("--quiet-machine", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="before each block wait up to SECONDS for a quiet machine (load, steal); the wait is recorded")
 @_repetitions
 def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, cluster, machines, workers,
-          repetitions):
+          quiet_machine, repetitions):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
     from . import plan as plan_mod
     from .cluster.config import resolve
@@ -92,7 +94,7 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, 
     out = out or _default_out(spec)
     result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(
         out=out, quiet=quiet, perf=perf_mode, spec_source=experiment, sys_root=sys_root, proc_root=proc_root,
-        journal=journal, cluster=config))
+        journal=journal, cluster=config, quiet_machine=quiet_machine))
     _print_report(out, fmt, plots=True)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
     click.echo(f"{result.rows_written} runs this time ({statuses or 'none'}), "

@@ -50,6 +50,7 @@ class SweepOptions:
     spec_source: str = "FILE"  # named in the fix of a privilege error
     lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
     cluster: object = None  # a hugebench.cluster.ClusterConfig: run on Dask workers, keep the store here
+    quiet_machine: float | None = None  # seconds to wait, before each block, for a quiet machine (disturbance)
 
 
 @dataclass
@@ -80,10 +81,13 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
     store.write_context(setup.sweep_id, dict(setup.context))
+    disturbance.warn_if_busy(options.proc_root, options.sys_root, options.quiet_machine)
+    gate = disturbance.QuietGate(options.quiet_machine, options.proc_root, options.sys_root)
     with SystemState(options.sys_root, options.proc_root, options.journal) as state:
         def execute_runs(todo):
             for run in todo:
-                yield run, _one_run(run, setup, state, options)
+                waited = gate(run)
+                yield run, {**_one_run(run, setup, state, options), **waited}
 
         result = SweepResult(setup.sweep_id, Path(options.out))
         # The planned runs, then, with repetitions: auto, blocks of the cells still too wide (hugebench.adaptive).

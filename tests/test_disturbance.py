@@ -110,7 +110,8 @@ def test_sweep_beside_a_cpu_hog_flags_its_runs(tmp_path):
         time.sleep(0.2)
         spec = parse_spec(HOG_SPEC, "hogged.yaml")
         runs = plan_mod.plan(spec)
-        run_sweep(spec, runs, SweepOptions(out=tmp_path / "res", quiet=True, journal=tmp_path / "journal.json"))
+        with pytest.warns(disturbance.NoisyMachineWarning, match="busy as the sweep starts"):  # the pre-check
+            run_sweep(spec, runs, SweepOptions(out=tmp_path / "res", quiet=True, journal=tmp_path / "journal.json"))
     finally:
         hog.kill()
         hog.wait()
@@ -121,3 +122,14 @@ def test_sweep_beside_a_cpu_hog_flags_its_runs(tmp_path):
     assert (df["noise.other_cpus"] > disturbance.THRESHOLDS.other_cpus).all(), df["noise.other_cpus"].tolist()
     assert df["noise.disturbed"].all() and df["noise.why"].str.contains("other work kept").all()
     assert df["noise.top_others"].str.contains(f"python[^,]*\\[{hog.pid}\\]").any(), df["noise.top_others"].tolist()
+
+
+def test_sweep_with_quiet_machine_records_the_wait(tmp_path, monkeypatch):
+    """--quiet-machine: before each block the sweep looks (here: waits at most 0 s) and records the wait."""
+    monkeypatch.setattr(disturbance, "LOOK_S", 0.05)
+    spec = parse_spec(HOG_SPEC, "hogged.yaml")
+    run_sweep(spec, plan_mod.plan(spec), SweepOptions(out=tmp_path / "res", quiet=True,
+                                                     journal=tmp_path / "journal.json", quiet_machine=0.0))
+    df = load(tmp_path / "res")
+    assert df["noise.waited_s"].notna().all() and (df["noise.waited_s"] >= 0).all()  # one block per repetition
+    assert "noise.still_busy" in df.columns

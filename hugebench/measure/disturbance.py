@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -215,3 +216,61 @@ def _read_mhz(cpus: Path) -> float | None:
         if text.isdigit():
             values.append(int(text) / 1000.0)
     return sum(values) / len(values) if values else None
+
+
+# -- before a sweep and before each block: is the machine quiet now? --------------------------------
+
+LOOK_S = 0.2  # how long one look at the machine lasts
+
+
+class NoisyMachineWarning(UserWarning):
+    """The machine is busy as a sweep starts: its runs will likely be flagged disturbed."""
+
+
+def busy_reason(proc_root: str = "/proc", sys_root: str = "/sys", look_s: float | None = None,
+                thresholds: Thresholds = THRESHOLDS) -> str | None:
+    """Why the machine is busy right now (the :func:`judge` rule over a ``look_s`` look, default
+    :data:`LOOK_S`), or None."""
+    before = snapshot(proc_root, sys_root)
+    time.sleep(LOOK_S if look_s is None else look_s)
+    after = snapshot(proc_root, sys_root)
+    return judge(machine_columns(before, after, after.at - before.at, 0.0, exclude={os.getpid()}), thresholds)[1]
+
+
+def wait_quiet(limit_s: float, proc_root: str = "/proc", sys_root: str = "/sys",
+               look_s: float | None = None) -> tuple[float, str | None]:
+    """Wait until :func:`busy_reason` says nothing, at most ``limit_s`` seconds; (seconds waited, why the
+    machine was still busy at the limit or None)."""
+    start = time.monotonic()
+    while True:
+        why = busy_reason(proc_root, sys_root, look_s)
+        waited = time.monotonic() - start
+        if why is None or waited >= limit_s:
+            return waited, why
+
+
+class QuietGate:
+    """``--quiet-machine``: before the first run of each repetition block, wait (up to ``limit_s``) for a quiet
+    machine; the columns it returns for that run record the wait (``noise.waited_s``) and, when the limit was
+    reached, why the machine was still busy (``noise.still_busy``). Without a limit it does nothing."""
+
+    def __init__(self, limit_s: float | None, proc_root: str = "/proc", sys_root: str = "/sys"):
+        self.limit_s, self.proc_root, self.sys_root = limit_s, proc_root, sys_root
+        self._block = object()
+
+    def __call__(self, run) -> dict:
+        if self.limit_s is None or run.repetition == self._block:
+            return {}
+        self._block = run.repetition
+        waited, why = wait_quiet(self.limit_s, self.proc_root, self.sys_root)
+        return {PREFIX + "waited_s": round(waited, 3), PREFIX + "still_busy": why}
+
+
+def warn_if_busy(proc_root: str = "/proc", sys_root: str = "/sys", quiet_limit: float | None = None) -> str | None:
+    """Before a sweep: warn (:class:`NoisyMachineWarning`) when the machine is busy now; return why."""
+    why = busy_reason(proc_root, sys_root)
+    if why:
+        fix = (f"--quiet-machine waits up to {quiet_limit:g} s before each block" if quiet_limit is not None else
+               "its runs will be flagged noise.disturbed; --quiet-machine SECONDS waits for a quiet machine")
+        warnings.warn(f"the machine is busy as the sweep starts ({why}): {fix}", NoisyMachineWarning, stacklevel=3)
+    return why
