@@ -51,6 +51,7 @@ class SweepOptions:
     lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
     cluster: object = None  # a hugebench.cluster.ClusterConfig: run on Dask workers, keep the store here
     quiet_machine: float | None = None  # seconds to wait, before each block, for a quiet machine (disturbance)
+    label: str | None = None  # the user's label of this sweep, kept in its context (hugebench history)
 
 
 @dataclass
@@ -80,7 +81,7 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
     end_stale_runs(options.journal)  # first: whatever this sweep then refuses, a dead one's processes end
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
-    store.write_context(setup.sweep_id, dict(setup.context))
+    store.write_context(setup.sweep_id, {**setup.context, **({"label": options.label} if options.label else {})})
     disturbance.warn_if_busy(options.proc_root, options.sys_root, options.quiet_machine)
     gate = disturbance.QuietGate(options.quiet_machine, options.proc_root, options.sys_root)
     with SystemState(options.sys_root, options.proc_root, options.journal) as state:

@@ -129,7 +129,11 @@ def test_sweep_with_quiet_machine_records_the_wait(tmp_path, monkeypatch):
     monkeypatch.setattr(disturbance, "LOOK_S", 0.05)
     spec = parse_spec(HOG_SPEC, "hogged.yaml")
     run_sweep(spec, plan_mod.plan(spec), SweepOptions(out=tmp_path / "res", quiet=True,
-                                                     journal=tmp_path / "journal.json", quiet_machine=0.0))
+                                                     journal=tmp_path / "journal.json", quiet_machine=0.0,
+                                                     label="jemalloc 5.3"))
     df = load(tmp_path / "res")
+    from hugebench.report import load_results
+
+    assert [c.get("label") for c in load_results(tmp_path / "res").contexts.values()] == ["jemalloc 5.3"]
     assert df["noise.waited_s"].notna().all() and (df["noise.waited_s"] >= 0).all()  # one block per repetition
     assert "noise.still_busy" in df.columns
