@@ -16,7 +16,8 @@ The rule (documented in docs/trusting-numbers.md):
   runs outliers, or more than :data:`DISTURBED_SHARE` (a third) of the runs measured on a disturbed machine
   (``noise.disturbed``): the verdict would rest on them. pyperf warns from a 10 % standard deviation; this
   rule withholds a verdict rather than warns, and a bootstrap CI already widens with an even spread, so its
-  limit is higher: it catches the spread a CI cannot be trusted over (drift, bimodal runs). Fewer than :data:`MIN_N` values are never called unstable (there is nothing to judge; the
+  limit is higher: it catches the spread a CI cannot be trusted over (drift, bimodal runs). Fewer than
+  :data:`MIN_N` values are never called unstable by spread or outliers (there is nothing to judge; the
   verdict's own run-count rule, ``stats.min_runs_for``, already refuses them).
 
 Public API: :func:`assess` (plain values), :func:`cell_stability` (a cell's run rows), :func:`guard` (a

@@ -73,7 +73,8 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
         raise HugebenchError(f"experiment {a.name!r}: no primary metric recorded; pass --primary")
     a_cells, b_cells = _cells(a.rows, keys), _cells(b.rows, keys)
     bases = (_baseline_finder(a, keys, a_cells), _baseline_finder(b, keys, b_cells))
-    records = [_record(key, a_cells[key], b_cells[key], keys, metric, level, bases) for key in a_cells if key in b_cells]
+    records = [_record(key, a_cells[key], b_cells[key], keys, metric, level, bases)
+               for key in a_cells if key in b_cells]
     lonely = [[side, a.name, _cell_text(key, keys)] for side, mine, other in
               (("A", a_cells, b_cells), ("B", b_cells, a_cells)) for key in mine if key not in other]
     data = in_spec_order(pd.DataFrame.from_records(records, columns=_columns(keys)), keys, a.axis_order)
@@ -172,7 +173,8 @@ def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:
         ratio = DASH if np.isnan(row["ratio"]) else f"{row['ratio']:.3f}"
         if not np.isnan(row["ratio.ci_lo"]):
             ratio += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
-        said = "unstable" if isinstance(row["unstable"], str) else verdict(row["resolved"]) or f"n<{min_runs_for(level)}"
+        said = "unstable" if isinstance(row["unstable"], str) else \
+            verdict(row["resolved"]) or f"n<{min_runs_for(level)}"
         within = DASH if np.isnan(row["within"]) else f"{row['within']:.3f}" + (
             "" if np.isnan(row["within.ci_lo"]) else f" [{row['within.ci_lo']:.3f}, {row['within.ci_hi']:.3f}]")
         runs = ", ".join(f"{s.upper()}: {row[f'{s}.disturbed']} disturbed" for s in "ab" if row[f"{s}.disturbed"])

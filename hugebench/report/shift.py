@@ -109,7 +109,8 @@ def summary_lines(data: pd.DataFrame, label, better: str | None, level: float,
     resolved = known[said == "yes"]
     gain = (resolved[column] < 1) if better != "higher" else (resolved[column] > 1)
     counts = (f"B is better in {int(gain.sum())} cell(s) and worse in {int((~gain).sum())}" if better else
-              f"{len(resolved)} resolved ({int((resolved[column] > 1).sum())} up, {int((resolved[column] < 1).sum())} down)")
+              f"{len(resolved)} resolved ({int((resolved[column] > 1).sum())} up, "
+              f"{int((resolved[column] < 1).sum())} down)")
     lines.append(f"At {level:.0%}: {counts}; {int((said == 'no').sum())} the same (CI contains 1), "
                  f"{int((said == 'few').sum())} with too few runs, {int((said == 'unstable').sum())} unstable.")
     if len(resolved):

@@ -170,7 +170,8 @@ def _ratio_record(claim, cell_rows, vs_rows, metric, level, n_boot, seed) -> dic
     ratio = compare(cell_rows, vs_rows, metric, level, n_boot, seed)
     verdict, why = ratio_verdict(published, ratio)
     if not ratio.lo <= 1.0 <= ratio.hi:  # a verdict that a difference is resolved: only on stable cells
-        verdict, why = stable_verdict((verdict, why), cell_stability(cell_rows, metric), cell_stability(vs_rows, metric))
+        verdict, why = stable_verdict((verdict, why), cell_stability(cell_rows, metric),
+                                      cell_stability(vs_rows, metric))
     measured = "n/a" if math.isnan(ratio.value) else f"{ratio.value:.3f}" + (
         "" if math.isnan(ratio.lo) else f" [{ratio.lo:.3f}, {ratio.hi:.3f}]")
     return {**record, "measured": measured, "ci_lo": ratio.lo, "ci_hi": ratio.hi, "n": ratio.n, "verdict": verdict,
