@@ -79,9 +79,13 @@ _repetitions = click.option("-r", "--repetitions", type=click.IntRange(min=1), d
 @click.option("--machines", type=click.Choice(["each", "spread"]), default=None,
               help="cluster: every cell on every machine (each), or blocks over identical machines (spread)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="cluster: machines to wait for")
+@click.option("--label", default=None, metavar="TEXT",
+              help="a label of this sweep kept in its context (e.g. jemalloc 5.3); `history` shows where it changed")
+@click.option("--quiet-machine", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="before each block wait up to SECONDS for a quiet machine (load, steal); the wait is recorded")
 @_repetitions
 def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, cluster, machines, workers,
-          repetitions):
+          label, quiet_machine, repetitions):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
     from . import plan as plan_mod
     from .cluster.config import resolve
@@ -96,7 +100,7 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, 
         run_sweep = run_cluster_sweep  # noqa: F811
     result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(
         out=out, quiet=quiet, perf=perf_mode, spec_source=experiment, sys_root=sys_root, proc_root=proc_root,
-        journal=journal, cluster=config))
+        journal=journal, cluster=config, quiet_machine=quiet_machine, label=label))
     _print_report(out, fmt, plots=True)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
     click.echo(f"{result.rows_written} runs this time ({statuses or 'none'}), "
@@ -198,12 +202,14 @@ def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = No
 
 def _add_optional_commands():
     from .cli_compare import compare
+    from .cli_history import history
     from .cli_doctor import doctor
     from .cli_probe import probe
     from .cli_system import system, thp
     from .cluster.serve import worker
 
     main.add_command(compare)
+    main.add_command(history)
     main.add_command(system)
     main.add_command(thp)
     main.add_command(doctor)

@@ -233,4 +233,13 @@ def doctor_report(*, perf_bin: str = "perf", proc_root: str | Path = "/proc",
         check_core(),
         *check_native_tools(),
         check_set_kinds(),
+        *noise_checks(proc_root, sysfs_root),
     ]
+
+
+def noise_checks(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> list[Check]:
+    """What makes this machine noisy (hugebench.doctor_noise), each with its fix."""
+    from .doctor_noise import noise_findings
+
+    return [Check(f"noise: {name}", ok, detail, fix) for name, ok, detail, fix in
+            noise_findings(str(proc_root), str(sysfs_root))]

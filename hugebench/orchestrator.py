@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import adaptive
+from .measure import disturbance
 from .errors import HugebenchError
 from .plan import RunSpec, block as plan_block
 from .run.execute import run_one
@@ -44,6 +45,8 @@ class SweepOptions:
     spec_source: str = "FILE"  # named in the fix of a privilege error
     lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
     cluster: object = None  # a hugebench.cluster.ClusterConfig: the CLI then runs it with hugebench.cluster
+    quiet_machine: float | None = None  # seconds to wait, before each block, for a quiet machine (disturbance)
+    label: str | None = None  # the user's label of this sweep, kept in its context (hugebench history)
 
 
 @dataclass
@@ -68,11 +71,14 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
     end_stale_runs(options.journal)  # first: whatever this sweep then refuses, a dead one's processes end
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
-    store.write_context(setup.sweep_id, dict(setup.context))
+    store.write_context(setup.sweep_id, {**setup.context, **({"label": options.label} if options.label else {})})
+    disturbance.warn_if_busy(options.proc_root, options.sys_root, options.quiet_machine)
+    gate = disturbance.QuietGate(options.quiet_machine, options.proc_root, options.sys_root)
     with SystemState(options.sys_root, options.proc_root, options.journal) as state:
         def execute_runs(todo):
             for run in todo:
-                yield run, run_one(run, setup, state, options)
+                waited = gate(run)
+                yield run, {**run_one(run, setup, state, options), **waited}
 
         result = SweepResult(setup.sweep_id, Path(options.out))
         # The planned runs, then, with repetitions: auto, blocks of the cells still too wide (hugebench.adaptive).

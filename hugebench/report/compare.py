@@ -16,12 +16,17 @@ import numpy as np
 import pandas as pd
 
 from ..errors import HugebenchError
+from ..stability import cell_stability, guard
 from ..stats import Ratio, describe_cell, min_runs_for, ok_rows, ratio_ci
+from . import shift
 from .provenance import machine_facts, provenance_sections
 from .rendering import DASH, display_frame, format_axis
 from .results import Experiment, Results, sweep_ids
-from .sections import Flag, Report, Section, failure_flags, varying_axes, verdict
+from .sections import Flag, Report, Section, failure_flags, listing, varying_axes, verdict
 from .tables import as_metric, axis_key, check_metric, failures_text, in_spec_order
+
+
+NO_MATCH = "No cell matches between A and B."
 
 
 def compare_report(a: Results, b: Results, primary: str | None = None, level: float = 0.95,
@@ -42,6 +47,7 @@ def compare_report(a: Results, b: Results, primary: str | None = None, level: fl
         unmatched += lonely
     for side, mine, other in (("A", a_exps, b_exps), ("B", b_exps, a_exps)):
         unmatched += [[side, name, "(the whole experiment)"] for name in mine if name not in other]
+    sections.insert(0, _summary_section(sections))
     sections.append(_unmatched_section(unmatched))
     sections.append(_context_section(a, b))
     provenance = [_labelled(s, "A") for s in provenance_sections(a)] + [_labelled(s, "B") for s in
@@ -66,7 +72,9 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
     if metric is None:
         raise HugebenchError(f"experiment {a.name!r}: no primary metric recorded; pass --primary")
     a_cells, b_cells = _cells(a.rows, keys), _cells(b.rows, keys)
-    records = [_record(key, a_cells[key], b_cells[key], keys, metric, level) for key in a_cells if key in b_cells]
+    bases = (_baseline_finder(a, keys, a_cells), _baseline_finder(b, keys, b_cells))
+    records = [_record(key, a_cells[key], b_cells[key], keys, metric, level, bases)
+               for key in a_cells if key in b_cells]
     lonely = [[side, a.name, _cell_text(key, keys)] for side, mine, other in
               (("A", a_cells, b_cells), ("B", b_cells, a_cells)) for key in mine if key not in other]
     data = in_spec_order(pd.DataFrame.from_records(records, columns=_columns(keys)), keys, a.axis_order)
@@ -79,14 +87,17 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
     section.notes = [f"A and B: median [{level:.0%} bootstrap CI] of {spec.title} ({metric}) over n successful runs. "
                      "B / A: ratio of the medians; its CI resamples each side independently (the two sides' runs "
                      "were not interleaved). resolved: no = the CI contains 1; "
-                     f"n<{min_runs_for(level)} = too few runs on a side for a verdict."]
+                     f"n<{min_runs_for(level)} = too few runs on a side for a verdict; unstable = a side's runs "
+                     "spread beyond the stability rule (hugebench.stability), so no verdict. within: each cell's ratio "
+                     "to its own sweep's baseline, B's over A's (cancels a shift of the whole machine). runs: how "
+                     "many of a side's runs were measured on a disturbed machine (noise.disturbed)."]
     if fixed and not data.empty:
         section.notes.append("Fixed parameters, the same for every cell on both sides: " + ", ".join(
             f"{k.removeprefix('param.')}={format_axis(data[k].iloc[0])}" for k in fixed) + ".")
     if better:
         section.notes.append(f"{spec.title}: {better} is better, so B / A {'< 1' if better == 'lower' else '> 1'} "
                              "means B is better.")
-    section.summary = _summary(data, keys, better, level)
+    section.summary = _summary(data, varying_axes(data, shown), better, level)
     section.warnings = _flags(data, keys, a, b, level)
     if figures and not data.empty:
         from .figures import ratio_plot
@@ -100,7 +111,16 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
 
 def _columns(keys: Sequence[str]) -> list[str]:
     return [*keys, "a.n", "a.median", "a.ci_lo", "a.ci_hi", "b.n", "b.median", "b.ci_lo", "b.ci_hi",
-            "ratio", "ratio.ci_lo", "ratio.ci_hi", "resolved", "a.failures", "b.failures"]
+            "ratio", "ratio.ci_lo", "ratio.ci_hi", "resolved", "a.failures", "b.failures", "a.spread", "b.spread",
+            "a.disturbed", "b.disturbed", "unstable", "within", "within.ci_lo", "within.ci_hi"]
+
+
+def _baseline_finder(exp: Experiment, keys, cells: dict):
+    """key -> the rows of that cell's baseline in its own sweep (None without a baseline or its cell)."""
+    base = {k: axis_key(v) for k, v in (exp.baseline or {}).items() if k in keys}
+    if not base:
+        return lambda key: None
+    return lambda key: cells.get(tuple(base.get(k, v) for k, v in zip(keys, key)))
 
 
 def _cells(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, pd.DataFrame]:
@@ -111,16 +131,25 @@ def _cells(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, pd.DataFrame]
     return cells
 
 
-def _record(key, a_cell, b_cell, keys, metric, level) -> dict:
+def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
     a_sum, b_sum = describe_cell(a_cell, metric, level), describe_cell(b_cell, metric, level)
     a_vals, b_vals = _values(a_cell, metric), _values(b_cell, metric)
     value = b_sum["median"] / a_sum["median"] if a_sum["median"] else float("nan")
     lo, hi = ratio_ci(b_vals, a_vals, level=level)
-    resolved = Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved
+    a_stab, b_stab = cell_stability(a_cell, metric), cell_stability(b_cell, metric)
+    resolved, unstable = guard(Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved,
+                               a_stab, b_stab)
+    if unstable:
+        unstable = f"{'A' if a_stab.unstable else 'B'} {unstable}"
+    a_base, b_base = bases[0](key), bases[1](key)
+    within = (float("nan"),) * 3 if a_base is None or b_base is None else shift.within_ratio(
+        a_vals, _values(a_base, metric), b_vals, _values(b_base, metric), level)
     return {**dict(zip(keys, key)), "a.n": a_sum["n"], "a.median": a_sum["median"], "a.ci_lo": a_sum["ci_lo"],
             "a.ci_hi": a_sum["ci_hi"], "b.n": b_sum["n"], "b.median": b_sum["median"], "b.ci_lo": b_sum["ci_lo"],
             "b.ci_hi": b_sum["ci_hi"], "ratio": value, "ratio.ci_lo": lo, "ratio.ci_hi": hi, "resolved": resolved,
-            "a.failures": failures_text(a_cell), "b.failures": failures_text(b_cell)}
+            "a.failures": failures_text(a_cell), "b.failures": failures_text(b_cell), "a.spread": a_stab.spread,
+            "b.spread": b_stab.spread, "a.disturbed": a_stab.disturbed, "b.disturbed": b_stab.disturbed,
+            "unstable": unstable, "within": within[0], "within.ci_lo": within[1], "within.ci_hi": within[2]}
 
 
 def _values(cell: pd.DataFrame, metric: str) -> np.ndarray:
@@ -144,10 +173,15 @@ def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:
         ratio = DASH if np.isnan(row["ratio"]) else f"{row['ratio']:.3f}"
         if not np.isnan(row["ratio.ci_lo"]):
             ratio += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
-        said = verdict(row["resolved"]) or f"n<{min_runs_for(level)}"
+        said = "unstable" if isinstance(row["unstable"], str) else \
+            verdict(row["resolved"]) or f"n<{min_runs_for(level)}"
+        within = DASH if np.isnan(row["within"]) else f"{row['within']:.3f}" + (
+            "" if np.isnan(row["within.ci_lo"]) else f" [{row['within.ci_lo']:.3f}, {row['within.ci_hi']:.3f}]")
+        runs = ", ".join(f"{s.upper()}: {row[f'{s}.disturbed']} disturbed" for s in "ab" if row[f"{s}.disturbed"])
         body.append([format_axis(row[k]) for k in keys] + [row["a.n"], side(row, "a"), row["b.n"], side(row, "b"),
-                                                           ratio, said if ratio != DASH else ""])
-    headers = [AXIS_LABELS.get(k, k) for k in keys] + ["n A", "A", "n B", "B", "B / A", "resolved"]
+                                                           ratio, said if ratio != DASH else "", within, runs])
+    headers = [AXIS_LABELS.get(k, k) for k in keys] + ["n A", "A", "n B", "B", "B / A", "resolved", "within",
+                                                       "runs"]
     return display_frame(headers, body)
 
 
@@ -155,19 +189,18 @@ def _cell_text(key, keys) -> str:
     return ", ".join(f"{k}={format_axis(v)}" for k, v in zip(keys, key))
 
 
-def _summary(data: pd.DataFrame, keys, better, level) -> list[str]:
+def _summary(data: pd.DataFrame, named, better, level) -> list[str]:
     if data.empty:
-        return ["No cell matches between A and B."]
-    known = data[data["ratio"].notna()]
-    lines = [f"{len(data)} matching cells; B / A from {known['ratio'].min():.3f} to {known['ratio'].max():.3f} "
-             f"(median {known['ratio'].median():.3f})." if len(known) else f"{len(data)} matching cells, no ratio."]
-    resolved = known[known["resolved"].map(verdict) == "yes"]
-    if better and len(resolved):
-        gain = resolved["ratio"] < 1 if better == "lower" else resolved["ratio"] > 1
-        lines.append(f"At {level:.0%}: B is better in {int(gain.sum())} cell(s) and worse in {int((~gain).sum())}; "
-                     f"{len(known) - len(resolved)} cell(s) show no resolved difference.")
-    else:
-        lines.append(f"{len(resolved)} of {len(known)} differences are resolved at {level:.0%}.")
+        return [NO_MATCH]
+    lines = shift.summary_lines(data, lambda row: _cell_text([row[k] for k in named], named), better, level)
+    kind, factor = shift.common_shift(data["ratio"])
+    said = shift.shift_sentence(kind, factor, int(data["ratio"].notna().sum()))
+    if said:
+        lines.insert(0, said)
+    if data["within"].notna().any():
+        gm, lo, hi = shift.geometric_mean_ci(data["within"], level)
+        lines.append(f"Within-sweep ratios (each cell to its own sweep's baseline, B's over A's): geometric mean "
+                     f"{gm:.3f}" + ("" if np.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]") + ".")
     return lines
 
 
@@ -175,9 +208,20 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
     flags = []
     for side, exp in (("A", a), ("B", b)):  # why runs failed: the table shows only n
         flags += failure_flags(exp.rows, [k for k in keys if k in exp.rows.columns], f"{side}: ")
-    few = data[data["resolved"].isna() & data["ratio"].notna()]
+    few = data[data["resolved"].isna() & data["ratio"].notna() & ~data["unstable"].map(lambda v: isinstance(v, str))]
     if len(few):
         flags.append(Flag(f"{len(few)} cell(s) with too few runs for a verdict (n<{min_runs_for(level)})", True))
+    unstable = data[data["unstable"].map(lambda v: isinstance(v, str))]
+    named = varying_axes(data, [k for k in keys if not k.startswith("param.")] or keys)
+    if len(unstable):
+        flags.append(Flag(f"{len(unstable)} cell(s) unstable, no verdict: " + listing(
+            [f"{_cell_text([r[k] for k in named], named)} ({r['unstable']})" for _, r in unstable.iterrows()], 6)))
+    for side in "ab":
+        hit = data[data[f"{side}.disturbed"] > 0]
+        if len(hit):
+            flags.append(Flag(f"{side.upper()}: runs measured on a disturbed machine in " + listing(
+                [f"{_cell_text([r[k] for k in named], named)} ({r[f'{side}.disturbed']} of {r[f'{side}.n']})"
+                 for _, r in hit.iterrows()], 6)))
     for side, exp in (("A", a), ("B", b)):
         if exp.context.get("synthetic"):
             flags.append(Flag(f"{side} is synthetic test data, not a measurement"))
@@ -185,6 +229,15 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
     if a_params is not None and b_params is not None and a_params != b_params:
         flags.append(Flag(f"fixed parameters differ: A {a_params}, B {b_params}"))
     return flags
+
+
+def _summary_section(sections: list[Section]) -> Section:
+    """Every experiment's summary and unstable/disturbed warnings first, so the terminal shows them too."""
+    notes = []
+    for section in sections:
+        prefix = f"{section.experiment}: " if len(sections) > 1 else ""
+        notes += [prefix + line for line in section.summary if line != NO_MATCH]
+    return Section("Summary", None, notes or ["No cell has a match on both sides (listed below)."], kind="summary")
 
 
 def _unmatched_section(unmatched: list) -> Section:

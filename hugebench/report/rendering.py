@@ -214,6 +214,8 @@ def _format_ratio(row: pd.Series, failed: bool, level: float) -> list[str]:
         return [text, ""]
     text += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
     verdict = {True: "yes", False: "no"}.get(row["resolved"], f"n<{min_runs_for(level)}")
+    if isinstance(row.get("unstable"), str):
+        verdict = "unstable"  # resolved by its CI, but resting on a cell the stability rule refuses
     return [text, verdict]
 
 

@@ -182,7 +182,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
             True))
     if "ratio" in table.columns:
         compared = table[~table["is_baseline"].astype(bool) & table["ratio"].notna()]
-        few = compared[compared["resolved"].isna()]
+        few = compared[compared["resolved"].isna() & ~_is_unstable(compared)]
         if len(few):
             flags.append(Flag(f"{len(few)} ratio(s) rest on fewer than {min_runs_for(attrs.get('level', 0.95))} "
                               f"runs, too few for a verdict (n<{min_runs_for(attrs.get('level', 0.95))}): "
@@ -191,12 +191,38 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
         if len(unresolved):
             flags.append(Flag(f"{len(unresolved)} ratio(s) not resolved (the CI contains 1): "
                               + listing([cell_label(r, axes) for _, r in unresolved.iterrows()]), True))
+    flags += stability_flags(table, axes)
     titles = {spec.column: spec.title for spec in attrs["metrics"]}
     by_reason: dict[str, list[str]] = {}
     for column, reason in attrs.get("na_reasons", {}).items():
         by_reason.setdefault(reason, []).append(f"{titles.get(column, column)} ({column})")
     flags += [Flag(f"n/a, {reason}: {', '.join(columns)}", True) for reason, columns in by_reason.items()]
     return flags
+
+
+def stability_flags(table: pd.DataFrame, axes: Sequence[str], prefix: str = "") -> list[Flag]:
+    """The cells the stability rule (hugebench.stability) calls unstable, with the likely cause, and the cells
+    holding runs flagged disturbed (hugebench.measure.disturbance): kept in the numbers, named here."""
+    flags = []
+    if "stability" in table.columns:
+        unstable = table[table["stability"] == "unstable"]
+        if len(unstable):
+            flags.append(Flag(f"{prefix}{len(unstable)} unstable cell(s); a verdict resting on one is not shown as "
+                              "resolved: " + listing([f"{cell_label(r, axes)} ({r['stability.why']})"
+                                                      for _, r in unstable.iterrows()], 6)))
+    if "disturbed" in table.columns:
+        hit = table[pd.to_numeric(table["disturbed"], errors="coerce").fillna(0) > 0]
+        if len(hit):
+            flags.append(Flag(f"{prefix}runs measured on a disturbed machine (kept, flagged in noise.disturbed) in "
+                              + listing([f"{cell_label(r, axes)} ({int(r['disturbed'])} of {r['n']})"
+                                         for _, r in hit.iterrows()], 6)))
+    return flags
+
+
+def _is_unstable(table: pd.DataFrame) -> pd.Series:
+    if "unstable" not in table.columns:
+        return pd.Series(False, index=table.index)
+    return table["unstable"].map(lambda v: isinstance(v, str))
 
 
 MAX_REASONS = 8  # distinct failure reasons listed per table; the rest are counted
@@ -270,10 +296,12 @@ def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
     lines.append(f"Best against the baseline: {cell_label(best, axes)}, {_ratio_phrase(best, spec, attrs['primary'])}.")
     if len(order) > 1:
         lines.append(f"Worst: {cell_label(worst, axes)}, {_ratio_phrase(worst, spec, attrs['primary'])}.")
-    verdicts = compared["resolved"].map(lambda v: verdict(v) or "few")
+    verdicts = compared["resolved"].map(lambda v: verdict(v) or "few").where(~_is_unstable(compared), "unstable")
+    unstable = (verdicts == "unstable").sum()
     lines.append(f"{(verdicts == 'yes').sum()} of {len(compared)} differences from the baseline are resolved at "
                  f"{attrs.get('level', 0.95):.0%} ({(verdicts == 'no').sum()} not resolved, "
-                 f"{(verdicts == 'few').sum()} with too few runs or no CI).")
+                 f"{(verdicts == 'few').sum()} with too few runs or no CI"
+                 + (f", {unstable} resting on an unstable cell)." if unstable else ")."))
     return lines
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import HugebenchError
+from ..stability import cell_stability, guard
 from ..stats import as_list, compare, describe_cell, difference_ci, failed_rows, ok_rows, require_columns
 from .rendering import display_frame, format_bytes, format_si, is_missing
 from .results import sweep_ids
@@ -243,6 +244,7 @@ def _cell_metrics(cell, specs, primary, level, n_boot, seed) -> dict:
         record[spec.column] = float(values.median()) if values.notna().any() else float("nan")
     record[f"{primary}.ci_lo"], record[f"{primary}.ci_hi"] = summary["ci_lo"], summary["ci_hi"]
     record["failures"] = failures_text(cell)
+    record.update(stability_columns(cell, primary))
     return record
 
 
@@ -254,8 +256,17 @@ def _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed) -
         return {"is_baseline": False, "ratio": np.nan, "ratio.ci_lo": np.nan, "ratio.ci_hi": np.nan,
                 "ratio.paired": False, "ratio.n": 0, "resolved": None}
     ratio = compare(cell, baseline_cell, primary, level, n_boot, seed)
+    resolved, unstable = (None, None) if is_baseline else guard(
+        ratio.resolved, cell_stability(cell, primary), cell_stability(baseline_cell, primary))
     return {"is_baseline": is_baseline, "ratio": ratio.value, "ratio.ci_lo": ratio.lo, "ratio.ci_hi": ratio.hi,
-            "ratio.paired": ratio.paired, "ratio.n": ratio.n, "resolved": None if is_baseline else ratio.resolved}
+            "ratio.paired": ratio.paired, "ratio.n": ratio.n, "resolved": resolved, "unstable": unstable}
+
+
+def stability_columns(cell: pd.DataFrame, metric: str) -> dict:
+    """A cell's stability by the one rule (hugebench.stability): robust spread, outliers, disturbed runs."""
+    stab = cell_stability(cell, metric)
+    return {"spread": stab.spread, "outliers": stab.outliers, "disturbed": stab.disturbed,
+            "stability": stab.label, "stability.why": stab.why}
 
 
 def _same_key(a: tuple, b: tuple) -> bool:

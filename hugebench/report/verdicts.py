@@ -8,8 +8,9 @@ by repetition block where possible; ``stats.describe_cell`` for a cell's median)
 * **direction holds** — a ratio whose interval excludes 1 on the published side but not the published number.
 * **contradicted** — a ratio whose interval lies on the other side of 1; a value outside the measured CI.
 * **not resolved** — a cell is missing or all its runs failed, there is no interval, fewer runs than
-  ``stats.min_runs_for(level)`` (6 for 95%: no interval of a median from fewer is honest), or a ratio's
-  interval contains 1.
+  ``stats.min_runs_for(level)`` (6 for 95%: no interval of a median from fewer is honest), a ratio's
+  interval contains 1, or a cell is unstable by ``hugebench.stability``'s rule (the why names the rule, the
+  likely cause and the verdict it would otherwise have been).
 
 A published ratio of exactly 1 ("no difference") is within the CI when the interval contains 1 and
 contradicted when it excludes it. Absolute values rarely carry over between machines; read their verdict as
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from ..stability import cell_stability, guard
 from ..stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
 from .rendering import display_frame, format_axis, render_section
 from .results import Experiment
@@ -71,6 +73,16 @@ def value_verdict(published: float, n: int, median: float, lo: float, hi: float,
     if lo <= published <= hi:
         return MAGNITUDE, "the published value is inside the CI"
     return CONTRADICTED, f"measured {median / published:.2f}x the published value"
+
+
+def stable_verdict(judged: tuple[str, str], *stabilities) -> tuple[str, str]:
+    """A verdict after the stability rule (hugebench.stability.guard): one that would say something (within
+    the CI, direction, contradicted) but rests on an unstable cell is "not resolved", saying why."""
+    verdict, why = judged
+    if verdict == NOT_RESOLVED:
+        return judged
+    _, unstable = guard(True, *stabilities)
+    return (NOT_RESOLVED, f"{unstable} (would be: {verdict})") if unstable else judged
 
 
 def claim_verdicts(rows: pd.DataFrame, expected: Mapping, level: float = 0.95, n_boot: int = 2000,
@@ -157,6 +169,9 @@ def _ratio_record(claim, cell_rows, vs_rows, metric, level, n_boot, seed) -> dic
                 "why": missing}
     ratio = compare(cell_rows, vs_rows, metric, level, n_boot, seed)
     verdict, why = ratio_verdict(published, ratio)
+    if not ratio.lo <= 1.0 <= ratio.hi:  # a verdict that a difference is resolved: only on stable cells
+        verdict, why = stable_verdict((verdict, why), cell_stability(cell_rows, metric),
+                                      cell_stability(vs_rows, metric))
     measured = "n/a" if math.isnan(ratio.value) else f"{ratio.value:.3f}" + (
         "" if math.isnan(ratio.lo) else f" [{ratio.lo:.3f}, {ratio.hi:.3f}]")
     return {**record, "measured": measured, "ci_lo": ratio.lo, "ci_hi": ratio.hi, "n": ratio.n, "verdict": verdict,
@@ -171,7 +186,8 @@ def _value_record(claim, cell_rows, metric, level, n_boot, seed) -> dict:
         return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_RESOLVED,
                 "why": missing}
     summary = describe_cell(cell_rows, metric, level, n_boot, seed)
-    verdict, why = value_verdict(published, summary["n"], summary["median"], summary["ci_lo"], summary["ci_hi"], level)
+    verdict, why = stable_verdict(value_verdict(published, summary["n"], summary["median"], summary["ci_lo"],
+                                                summary["ci_hi"], level), cell_stability(cell_rows, metric))
     measured = "n/a" if summary["n"] == 0 else _number(summary["median"]) + (
         "" if math.isnan(summary["ci_lo"]) else f" [{_number(summary['ci_lo'])}, {_number(summary['ci_hi'])}]")
     return {**record, "measured": measured, "ci_lo": summary["ci_lo"], "ci_hi": summary["ci_hi"], "n": summary["n"],

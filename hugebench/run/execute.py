@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import kernel
 from ..environment import worker_environment
 from ..launch import Launched, signal_name, tail
-from ..measure import perf as perf_mod
+from ..measure import disturbance, perf as perf_mod
 from ..system.containment import RunContainer, record_dir
 from .argv import measured_argv
 from .rows import base_row, failure, oom_verdict, reply_fields
@@ -44,7 +44,9 @@ def run_one(run, setup, state, options) -> dict:
     row.update({f"knob.{k}": v for k, v in before.items()})
     row.update(_buddy_columns(options.proc_root))
     row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
+    machine_before = disturbance.snapshot(options.proc_root, options.sys_root)
     row.update(execute(run, setup, options))
+    row.update(disturbance.run_columns(machine_before, row, options.proc_root, options.sys_root))
     changed = {k: (v, now) for k, v in before.items() if (now := state.snapshot().get(k)) != v}
     if changed and row["status"] == "ok":
         what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())

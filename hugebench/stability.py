@@ -1,0 +1,135 @@
+"""Is a cell's sample stable enough to judge? The ONE stability rule of every verdict (report, compare, try).
+
+A verdict from a confidence interval assumes the runs measured one thing. On a shared machine they often
+did not: a neighbour's build, the hypervisor's steal, a compaction storm. This module says, per cell,
+how widely its runs spread and which are outliers, names the likely cause from the runs' ``noise.*``
+columns (``hugebench.measure.disturbance``), and :func:`guard` turns a resolved verdict resting on an
+unstable cell into "not resolved: unstable".
+
+The rule (documented in docs/trusting-numbers.md):
+
+* **spread** -- the robust coefficient of variation, ``1.4826 * MAD / |median|`` (equals the CV for normal
+  data, but one wild run does not move it).
+* **outlier** -- a run whose modified z-score ``0.6745 * |x - median| / MAD`` exceeds 3.5 (Iglewicz and
+  Hoaglin's rule; hyperfine warns about outliers with the same kind of score). With MAD = 0 nothing is an outlier.
+* **unstable** -- spread above :data:`SPREAD_LIMIT` (25 %), more than :data:`OUTLIER_SHARE` (20 %) of the
+  runs outliers, or more than :data:`DISTURBED_SHARE` (a third) of the runs measured on a disturbed machine
+  (``noise.disturbed``): the verdict would rest on them. pyperf warns from a 10 % standard deviation; this
+  rule withholds a verdict rather than warns, and a bootstrap CI already widens with an even spread, so its
+  limit is higher: it catches the spread a CI cannot be trusted over (drift, bimodal runs). Fewer than
+  :data:`MIN_N` values are never called unstable by spread or outliers (there is nothing to judge; the
+  verdict's own run-count rule, ``stats.min_runs_for``, already refuses them).
+
+Public API: :func:`assess` (plain values), :func:`cell_stability` (a cell's run rows), :func:`guard` (a
+verdict and the stabilities it rests on). Lower layer: imports only ``stats``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .stats import finite, ok_rows
+
+SPREAD_LIMIT = 0.25  # robust CV above which a cell is unstable
+OUTLIER_Z = 3.5  # modified z-score above which a run is an outlier
+OUTLIER_SHARE = 0.20  # more outliers than this share of the runs: unstable
+DISTURBED_SHARE = 1 / 3  # more of the runs disturbed than this: unstable
+MIN_N = 3  # fewer values: never judged unstable (the disturbed share is judged from 2)
+DISTURBED = "noise.disturbed"
+WHY = "noise.why"
+
+
+@dataclass(frozen=True)
+class Stability:
+    """How stable one cell's values are, and why not."""
+
+    n: int
+    median: float
+    spread: float  # robust CV (NaN with fewer than 2 values)
+    outliers: int
+    disturbed: int  # runs flagged by hugebench.measure.disturbance
+    unstable: bool
+    why: str | None  # the rule that fired and the likely cause; None when stable
+
+    @property
+    def label(self) -> str:
+        return "unstable" if self.unstable else ("stable" if self.n >= MIN_N else "too few runs")
+
+
+def outlier_mask(values) -> np.ndarray:
+    """Which of the finite ``values`` are outliers by the modified z-score rule."""
+    data = finite(values)
+    if data.size < MIN_N:
+        return np.zeros(data.size, dtype=bool)
+    median = np.median(data)
+    mad = np.median(np.abs(data - median))
+    if mad == 0:
+        return np.zeros(data.size, dtype=bool)
+    return 0.6745 * np.abs(data - median) / mad > OUTLIER_Z
+
+
+def assess(values, disturbed: int = 0, causes=(), limit: float = SPREAD_LIMIT) -> Stability:
+    """The stability of one cell's ``values``; ``disturbed`` runs of it were flagged, for the ``causes``
+    (their ``noise.why`` texts) that name the likely reason."""
+    data = finite(values)
+    if data.size == 0:
+        return Stability(0, float("nan"), float("nan"), 0, disturbed, False, None)
+    median = float(np.median(data))
+    mad = float(np.median(np.abs(data - median)))
+    spread = 1.4826 * mad / abs(median) if data.size >= 2 and median != 0 else float("nan")
+    outliers = int(outlier_mask(data).sum())
+    rules = []
+    if data.size >= MIN_N and spread > limit:
+        rules.append(f"spread {spread:.0%} > {limit:.0%}")
+    if data.size >= MIN_N and outliers > OUTLIER_SHARE * data.size:
+        rules.append(f"{outliers} of {data.size} runs outliers")
+    if data.size >= 2 and disturbed > DISTURBED_SHARE * data.size:
+        rules.append(f"{disturbed} of {data.size} runs disturbed")
+    if not rules:
+        return Stability(int(data.size), median, spread, outliers, disturbed, False, None)
+    return Stability(int(data.size), median, spread, outliers, disturbed, True,
+                     "; ".join(rules) + "; " + likely_cause(disturbed, data.size, causes))
+
+
+def likely_cause(disturbed: int, n: int, causes=()) -> str:
+    """The likely cause of a cell's instability, in words, from its runs' disturbance flags."""
+    if disturbed:
+        common = Counter(_first_reason(c) for c in causes if isinstance(c, str)).most_common(1)
+        said = f": {common[0][0]}" if common else ""
+        return f"likely the machine{said}"
+    return "no run was flagged disturbed: the workload itself varies, or noise hugebench does not see"
+
+
+def cell_stability(rows: pd.DataFrame, metric: str, limit: float = SPREAD_LIMIT) -> Stability:
+    """The stability of a cell from its run rows (successful measured runs; ``noise.*`` for the cause)."""
+    ok = ok_rows(rows)
+    values = pd.to_numeric(ok[metric], errors="coerce") if metric in ok.columns else pd.Series(dtype=float)
+    flags = ok[DISTURBED].map(lambda v: v is True or v == 1 or v == "true") if DISTURBED in ok.columns \
+        else pd.Series(False, index=ok.index)
+    causes = ok.loc[flags, WHY].tolist() if WHY in ok.columns else []
+    return assess(values.to_numpy(float), int(flags.sum()), causes, limit)
+
+
+def disturbed_runs(rows: pd.DataFrame) -> int:
+    """How many successful measured runs among ``rows`` were flagged disturbed."""
+    ok = ok_rows(rows)
+    if DISTURBED not in ok.columns:
+        return 0
+    return int(ok[DISTURBED].map(lambda v: v is True or v == 1 or v == "true").sum())
+
+
+def guard(resolved: bool | None, *stabilities: Stability) -> tuple[bool | None, str | None]:
+    """A verdict (True resolved, False not, None no verdict) after the stability rule: a resolved verdict
+    resting on an unstable cell becomes None, with the reason (the first unstable cell's)."""
+    unstable = [s for s in stabilities if s.unstable]
+    if not unstable:
+        return resolved, None
+    return (None if resolved else resolved), f"unstable: {unstable[0].why}"
+
+
+def _first_reason(why: str) -> str:
+    return why.split(";")[0].split(" (")[0].strip()
