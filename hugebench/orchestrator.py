@@ -50,6 +50,9 @@ class SweepOptions:
     spec_source: str = "FILE"  # named in the fix of a privilege error
     lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
     cluster: object = None  # a hugebench.cluster.ClusterConfig: run on Dask workers, keep the store here
+    # batches(spec, runs, read_rows, plan_block) -> iterator of run lists: who decides the runs after the plan
+    # (default: adaptive.batches; ``hugebench try`` passes its budget schedule, hugebench.trial.schedule)
+    batches: Callable | None = None
 
 
 @dataclass
@@ -87,7 +90,7 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
 
         result = SweepResult(setup.sweep_id, Path(options.out))
         # The planned runs, then, with repetitions: auto, blocks of the cells still too wide (hugebench.adaptive).
-        batches = adaptive.batches(spec, runs, store.rows, plan_block)
+        batches = (options.batches or adaptive.batches)(spec, runs, store.rows, plan_block)
         total = adaptive.max_runs(spec, runs) - len(setup.done & {r.run_id for r in runs})
         return record_runs(store, batches, setup.done, execute_runs, options, result, total)
 
