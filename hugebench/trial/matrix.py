@@ -160,7 +160,12 @@ def metric_param(metric: str, higher: bool):
     kind, _, pattern = metric.partition(":")
     if kind not in ("json", "regex") or not pattern:
         raise SpecError(f"--metric {metric!r}: give wall, json:KEY or regex:'PATTERN with ([0-9.]+)'")
-    name = pattern if kind == "json" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", pattern) else "metric"
+    from ..columns import user_name_problem
+    from ..workloads import get
+
+    usable = (kind == "json" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", pattern)
+              and pattern not in get("command").params and not user_name_problem(pattern))
+    name = pattern if usable else "score"  # the column the values land in; a regex has no name of its own
     return {kind: pattern, "name": name, "better": "higher" if higher else "lower"}
 
 
