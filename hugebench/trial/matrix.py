@@ -21,8 +21,9 @@ from .. import kernel
 from ..errors import HugebenchError, PrivilegeError, SpecError, ToolMissingError
 
 THP_ORDER = ("never", "madvise", "always")
-# Huge-page-aware settings tried besides glibc as found (TCMalloc when installed), in the order they are kept.
-HUGE_AWARE = ("jemalloc-thp", "mimalloc-large", "glibc-hugetlb", "tcmalloc")
+# Huge-page-aware settings tried besides glibc as found (TCMalloc when installed), in the order they are kept:
+# glibc's own tunable first, the smallest change (no preload).
+HUGE_AWARE = ("glibc-hugetlb", "jemalloc-thp", "mimalloc-large", "tcmalloc")
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def thp_modes(asked=(), sys_root: str = "/sys", euid: int | None = None) -> tupl
 
 def build(request: Request, sys_root: str = "/sys") -> Matrix:
     """The cells of this try, as-is first, then in the order a cut keeps them: one change from as-is first
-    (another THP mode, then each allocator under the mode as found), then the combinations."""
+    (each allocator setting under the mode as found, then another THP mode), then the combinations."""
     names, user, notes = available_allocators(request.allocator_paths, request.only)
     modes, found, thp_notes = thp_modes(request.thp, sys_root)
     if found not in modes:
@@ -121,8 +122,9 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
     baseline = _cell("glibc", found, texts[0])
     cells = [baseline]
     candidates = [_cell(a, m, t) for t in texts for a in names for m in modes if _sensible(a, m, t)]
-    cells += sorted((c for c in candidates if c != baseline), key=lambda c: (_distance(c, baseline),
-                                                                             candidates.index(c)))
+    # per-process changes (an allocator's setting) before system-wide ones (the machine's THP mode)
+    cells += sorted((c for c in candidates if c != baseline),
+                    key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)))
     return Matrix(cells, baseline, found, notes + thp_notes, user)
 
 

@@ -30,6 +30,8 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
     lines = list(plan_lines)
     if verdict["recommend"] == "best":
         lines.append(f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; resolved at 95%.")
+        if best.get("ties"):
+            lines.append(f"  as good within noise (the simplest change is shown): {'; '.join(best['ties'])}")
     elif best:
         state = "resolved worse" if best["class"] == "worse" else "not resolved"
         lines.append(f"VERDICT: keep as-is. The best other configuration, {best['name']}: {what} "

@@ -115,7 +115,11 @@ def build(rows: pd.DataFrame, cells: Mapping[str, dict], base_id: str, metric: s
         config["dropped"] = state.dropped.get(cid)
         config["cut"] = cid in state.cut
     best_id = _best(configs, base_id, better)
+    group = [best_id, *_ties(rows, configs, best_id, base_id, metric)] if best_id else []
+    best_id = _simplest(group, list(cells), configs) if group else None  # among equals, the fewest changes
     best = configs.get(best_id) if best_id else None
+    if best:
+        best["ties"] = [configs[c]["name"] for c in group if c != best_id]
     resolved = bool(best and best["ratio"] and best["ratio"]["resolved"])
     wins = bool(resolved and best["class"] == "better")
     verdict = {"metric": metric, "better": better, "baseline": configs[base_id], "best": best,
@@ -131,6 +135,29 @@ def _best(configs: dict, base_id: str, better: str) -> str | None:
     ranked = [(better_ratio(c["ratio"]["value"], better), cid) for cid, c in configs.items()
               if cid != base_id and c["ratio"] and c["runs"]]
     return min(ranked)[1] if ranked else None
+
+
+def _ties(rows: pd.DataFrame, configs: dict, best_id: str, base_id: str, metric: str) -> list[str]:
+    """Configurations whose ratio to the best one's includes 1 (95%): as good as it, as far as the runs tell."""
+    from .schedule import MIN_BLOCKS
+
+    best_rows = rows[rows["cell_id"] == best_id]
+    out = []
+    for cid, config in configs.items():
+        if cid in (best_id, base_id) or config["runs"] < MIN_BLOCKS:
+            continue
+        r = stats.compare(rows[rows["cell_id"] == cid], best_rows, metric)
+        if np.isfinite(r.lo) and r.lo <= 1.0 <= r.hi:
+            out.append(cid)
+    return out
+
+
+def _simplest(candidates: list, order: list, configs: dict) -> str | None:
+    """The first of ``candidates`` in the matrix's keep order that is resolved better than as-is, else the first
+    candidate (the best by median)."""
+    fine = [c for c in order if c in candidates and configs[c]["class"] == "better" and configs[c]["ratio"]
+            and configs[c]["ratio"]["resolved"]]
+    return fine[0] if fine else candidates[0]
 
 
 def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
