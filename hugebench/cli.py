@@ -206,6 +206,7 @@ def _add_optional_commands():
     from .cli_doctor import doctor
     from .cli_probe import probe
     from .cli_system import system, thp
+    from .cli_try import try_
     from .cluster.serve import worker
 
     main.add_command(compare)
@@ -215,6 +216,7 @@ def _add_optional_commands():
     main.add_command(doctor)
     main.add_command(probe)
     main.add_command(worker)
+    main.add_command(try_)
 
 
 _add_optional_commands()

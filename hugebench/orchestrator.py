@@ -47,6 +47,9 @@ class SweepOptions:
     cluster: object = None  # a hugebench.cluster.ClusterConfig: the CLI then runs it with hugebench.cluster
     quiet_machine: float | None = None  # seconds to wait, before each block, for a quiet machine (disturbance)
     label: str | None = None  # the user's label of this sweep, kept in its context (hugebench history)
+    # batches(spec, runs, read_rows, plan_block) -> iterator of run lists: who decides the runs after the plan
+    # (default: adaptive.batches; ``hugebench try`` passes its budget schedule, hugebench.trial.schedule)
+    batches: Callable | None = None
 
 
 @dataclass
@@ -82,7 +85,7 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
 
         result = SweepResult(setup.sweep_id, Path(options.out))
         # The planned runs, then, with repetitions: auto, blocks of the cells still too wide (hugebench.adaptive).
-        batches = adaptive.batches(spec, runs, store.rows, plan_block)
+        batches = (options.batches or adaptive.batches)(spec, runs, store.rows, plan_block)
         total = adaptive.max_runs(spec, runs) - len(setup.done & {r.run_id for r in runs})
         return record_runs(store, batches, setup.done, execute_runs, options, result, total)
 

@@ -1,0 +1,94 @@
+"""``hugebench try -- PROGRAM ARGS...``: parse the options, call hugebench.trial.run_try, print the verdict."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+import click
+
+from .errors import SpecError
+
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+def parse_budget(text: str) -> float:
+    """'10m', '90s', '1h', '120' -> seconds."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*", text or "")
+    if not m:
+        raise SpecError(f"--budget {text!r}: give a duration like 90s, 10m or 1h")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def _env(pairs) -> dict:
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise SpecError(f"--env {pair!r}: give NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def _clean(obj):
+    """NaN and infinity as null: the JSON stays parseable by every reader."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+@click.command(name="try", context_settings={"ignore_unknown_options": False})
+@click.argument("argv", nargs=-1, required=True, metavar="-- PROGRAM [ARGS]...")
+@click.option("--budget", default="10m", show_default=True, help="wall time for the whole try (90s, 10m, 1h)")
+@click.option("--metric", default="wall", show_default=True,
+              help="wall (time of the run or of its marked window) | json:KEY | regex:'PATTERN ([0-9.]+)'")
+@click.option("--higher-is-better", is_flag=True, help="the metric is a rate (json:/regex: metrics)")
+@click.option("--window", type=click.Choice(["process", "markers"]), default="process", show_default=True,
+              help="markers: time only the region the program marks")
+@click.option("--stdin", "stdin", type=click.Path(dir_okay=False), default=None, help="file the program reads on stdin")
+@click.option("--cwd", type=click.Path(file_okay=False), default=None, help="working directory of the program")
+@click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="added to the program's environment")
+@click.option("--server", default=None, metavar="CMD",
+              help="a server measured under the load driver PROGRAM ({tmp}: the run's directory)")
+@click.option("--ready", default=None, metavar="path:F|port:N|log:RE", help="when the --server takes requests")
+@click.option("--text-pages", is_flag=True, help="also try the program's text on huge pages")
+@click.option("--allocator", "allocators", multiple=True, type=click.Path(dir_okay=False),
+              help="also try this malloc library (.so), preloaded")
+@click.option("--allocators", "only", default=None, metavar="A,B",
+              help="only these built-in allocator settings (default: glibc plus every huge-page-aware one installed)")
+@click.option("--thp", "thp", multiple=True, type=click.Choice(["never", "madvise", "always"]),
+              help="only these THP modes (default: every mode this user may set)")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="results directory (default results/try-PROGRAM); re-running resumes it")
+@click.option("--json", "as_json", is_flag=True, help="print the verdict as one JSON object")
+@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
+@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server, ready, text_pages, allocators,
+         only, thp, out, as_json, sys_root, proc_root):
+    """Which allocator and THP setting make PROGRAM faster here? Runs it under each within --budget and
+    answers with a verdict: the best configuration vs as-is (glibc, THP as found), how to deploy it, caveats."""
+    from .trial import Request, run_try
+
+    started = time.monotonic()
+    request = Request(argv=tuple(argv), budget_s=parse_budget(budget), metric=metric,
+                      higher_is_better=higher_is_better, window=window, stdin=stdin, cwd=cwd, env=_env(env),
+                      server=server, ready=ready, text_pages=text_pages, allocator_paths=tuple(allocators),
+                      thp=tuple(thp),
+                      only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else ())
+    outcome = run_try(request, out, started, echo=lambda line: click.echo(line, err=True), sys_root=sys_root,
+                      proc_root=proc_root)
+    if as_json:
+        click.echo(json.dumps(_clean(outcome.verdict), default=str))
+        return
+    from .trial.render import text
+
+    click.echo(text(outcome.verdict, outcome.plan_lines))
+    click.echo(f"results: {outcome.out} (hugebench report {outcome.out}); experiment: {outcome.experiment_file} "
+               f"(hugebench sweep {outcome.experiment_file} -o {outcome.out} re-runs it)")

@@ -1,0 +1,185 @@
+"""``hugebench try -- PROGRAM ARGS...``: the best allocator x THP configuration for one program on this
+machine, as a recommendation, within a time budget.
+
+What belongs here: the steps of a try (refuse what cannot work, plan the matrix, write the experiment file,
+run it through the ordinary load -> plan -> sweep path with the budget's schedule, build the verdict).
+:mod:`.matrix` says what can run here and writes the file, :mod:`.schedule` spends the budget,
+:mod:`.verdict` turns the rows into the answer, :mod:`.render` prints it. The CLI (hugebench/cli_try.py)
+only parses options and prints.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import HugebenchError, SpecError
+from . import matrix as matrix_mod
+from .matrix import Request
+from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule, _resolved  # noqa: F401 (re-exported)
+
+MIN_BUDGET_S = 10.0  # below this not even two configurations' first blocks of the shortest program fit
+EXPERIMENT_FILE = "experiment.yaml"
+
+__all__ = ["Request", "Outcome", "run_try", "refuse", "BudgetTooSmall", "_resolved"]
+
+
+@dataclass
+class Outcome:
+    verdict: dict
+    plan_lines: list
+    out: Path
+    experiment_file: Path
+    runs: int
+
+
+def refuse(request: Request) -> None:
+    """The refusals a try makes before anything runs: program missing, static or setuid (LD_PRELOAD would
+    not take), a budget too small, a server without its ready condition."""
+    from ..command.elf import why_preload_cannot_take
+    from ..command.program import resolve, user_path
+
+    if not request.argv:
+        raise SpecError("give the program to try after --: hugebench try -- PROGRAM ARGS...")
+    if request.budget_s < MIN_BUDGET_S:
+        raise BudgetTooSmall(f"--budget {request.budget_s:g}s is too small for two configurations; give at least "
+                             f"{MIN_BUDGET_S:g}s (the default is 10m)")
+    cwd = os.path.abspath(request.cwd or ".")
+    if not os.path.isdir(cwd):
+        raise SpecError(f"--cwd {request.cwd}: not a directory")
+    path_env = user_path(request.env)
+    measured = request.server.split()[0] if request.server else request.argv[0]
+    for program in dict.fromkeys([request.argv[0], measured]):
+        path, why = resolve(program, path_env, cwd)
+        if path is None:
+            raise SpecError(f"cannot try {program}: {why}")
+    why = why_preload_cannot_take(resolve(measured, path_env, cwd)[0], path_env, cwd)
+    if why:
+        raise SpecError(f"cannot try {measured}: {why}; an allocator cannot be preloaded into it")
+    if request.stdin and not os.path.isfile(os.path.join(cwd, request.stdin)):
+        raise SpecError(f"--stdin {request.stdin}: not a readable file")
+
+
+def default_name(request: Request) -> str:
+    program = os.path.basename(request.server.split()[0] if request.server else request.argv[0])
+    return request.name or ("try-" + re.sub(r"[^A-Za-z0-9._-]", "-", program))[:90]
+
+
+def run_try(request: Request, out: Path | None = None, started: float | None = None,
+            echo: Callable[[str], None] = lambda line: None, sys_root: str = "/sys",
+            proc_root: str = "/proc") -> Outcome:
+    """Refuse or plan, run within the budget, and return the verdict."""
+    started = time.monotonic() if started is None else started
+    refuse(request)
+    mx = matrix_mod.build(request, sys_root)
+    for note in mx.notes:
+        echo(f"note: {note}")
+    if len(mx.cells) < 2:
+        raise HugebenchError("only as-is can run here (no other allocator installed and no THP mode this user "
+                             "may set): nothing to compare; install libjemalloc2 or run as root")
+    name = default_name(request)
+    out = Path(out or Path("results") / name)
+    timeout = max(5.0, request.budget_s / (2 * MIN_BLOCKS))
+    data = matrix_mod.experiment(request, mx, name, timeout)
+    path = matrix_mod.write(data, out / EXPERIMENT_FILE, _header(request, None))
+    return _run(request, mx, data, path, out, started, echo, sys_root, proc_root)
+
+
+def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Outcome:
+    from .. import plan as plan_mod
+    from .. import spec as spec_mod
+    from ..orchestrator import SweepOptions, run_sweep
+    from ..workloads import get
+
+    spec = spec_mod.load_spec(path)
+    runs = plan_mod.plan(spec, 1)
+    ids = _cell_ids(runs, mx.cells)
+    base = ids[0]
+    metric, _, _, better = get("command").primary_for(spec.params)
+    names = {cid: matrix_mod.describe(cell, mx.thp_found) for cid, cell in zip(ids, mx.cells)}
+    schedule = Schedule(ids, base, metric, better, request.budget_s, started)
+    progress = _progress_line(schedule, names, echo, better)
+    echo(f"trying {len(ids)} configurations of {' '.join(request.argv)} within {request.budget_s:.0f} s; "
+         f"baseline: {names[base]} (as-is); results in {out}")
+    result = run_sweep(spec, runs, SweepOptions(out=out, quiet=True, spec_source=str(path), sys_root=sys_root,
+                                                proc_root=proc_root, batches=schedule, progress=progress))
+    state = schedule.state
+    data = {**data, "repetitions": max(1, state.blocks)}
+    matrix_mod.write(data, path, _header(request, state))
+    plan_lines = _plan_lines(state, names, result, started, request.budget_s)
+    verdict = _verdict(out, spec, ids, mx, metric, better, state)
+    verdict.update(program=list(request.argv), results=str(out), experiment_file=str(path),
+                   runs=result.rows_written, wall_s=round(time.monotonic() - started, 1),
+                   budget_s=request.budget_s, plan=plan_lines)
+    return Outcome(verdict, plan_lines, out, path, result.rows_written)
+
+
+def _cell_ids(runs, cells) -> list[str]:
+    """The plan's cell id of each matrix cell (the plan names the thp axis by its knob, thp.enabled)."""
+    from ..spec import canonical_knob
+
+    def key(cell):
+        return tuple(sorted((canonical_knob(k) if k == "thp" else k, v) for k, v in cell.items()))
+
+    by_cell = {key(r.cell): r.cell_id for r in runs}
+    return [by_cell[key(c)] for c in cells]
+
+
+def _verdict(out, spec, ids, mx, metric, better, state) -> dict:
+    from ..store import load
+    from ..text import text_library
+    from . import verdict as verdict_mod
+
+    rows = load(out, hosts=False)
+    rows = rows[rows["cell_id"].isin(ids)] if "cell_id" in rows.columns else rows
+    try:
+        library = text_library()
+    except Exception:  # the text library is only needed for a text_pages configuration's deploy line
+        library = None
+    return verdict_mod.build(rows, dict(zip(ids, mx.cells)), ids[0], metric, better, spec, mx.thp_found, state,
+                             library)
+
+
+def _progress_line(schedule, names, echo, better):
+    from .render import effect
+
+    def progress(run, row, done, total):
+        state = schedule.state
+        used = time.monotonic() - state.started
+        lead = (f"leader: {names[state.leader]} {effect(_ratio(state.leader_ratio), better)}"
+                if state.leader else "leader: none yet")
+        status = "" if row.get("status") == "ok" else f" [{row.get('status')}]"
+        echo(f"[{used:5.0f}s/{state.budget_s:.0f}s] run {done}: {names.get(run.cell_id, run.cell_id)}{status}; {lead}")
+
+    return progress
+
+
+def _ratio(r) -> dict | None:
+    from .verdict import _ratio_dict
+
+    return _ratio_dict(r)
+
+
+def _plan_lines(state, names, result, started, budget_s) -> list[str]:
+    lines = [f"{result.rows_written} runs in {time.monotonic() - started:.0f} s of a {budget_s:.0f} s budget "
+             f"(one run ~{state.run_s or 0:.1f} s); {state.blocks} blocks; stopped: {state.stopped or 'plan done'}"]
+    if state.cut:
+        lines.append(f"plan cut to fit the budget: {len(state.kept)} of {len(state.kept) + len(state.cut)} "
+                     f"configurations run; left out: {', '.join(names[c] for c in state.cut)}")
+    return lines
+
+
+def _header(request: Request, state) -> str:
+    import shlex
+
+    text = (f"Written by: hugebench try -- {shlex.join(request.argv)}\n"
+            "`hugebench sweep` of this file re-runs the same cells with the same run ids: into the same results\n"
+            "directory it skips every run try made and adds only those try's budget left out.")
+    if state is not None:
+        text += (f"\nrepetitions: the {state.blocks} blocks try reached for its leader and as-is; configurations "
+                 "try dropped or cut have fewer there.")
+    return text

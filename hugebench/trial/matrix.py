@@ -1,0 +1,228 @@
+"""What ``hugebench try`` may run here: the configurations (allocator x THP mode x text pages) this machine
+and this user can do, in the order they are kept when the budget is cut, and the experiment file that runs them.
+
+A configuration is one cell of an ordinary ``command`` experiment. The file written here goes through the
+same load -> plan -> sweep path as any other, so ``hugebench sweep`` of it re-runs the same cells with the
+same run ids (and resumes into the same results directory).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .. import allocators as alloc_mod
+from .. import kernel
+from ..errors import HugebenchError, PrivilegeError, SpecError, ToolMissingError
+
+THP_ORDER = ("never", "madvise", "always")
+# Huge-page-aware settings tried besides glibc as found (TCMalloc when installed), in the order they are kept:
+# glibc's own tunable first, the smallest change (no preload).
+HUGE_AWARE = ("glibc-hugetlb", "jemalloc-thp", "mimalloc-large", "tcmalloc")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked for on the command line (hugebench.cli_try fills it)."""
+
+    argv: tuple
+    budget_s: float = 600.0
+    metric: str = "wall"  # wall | json:KEY | regex:PATTERN
+    higher_is_better: bool = False
+    window: str = "process"
+    stdin: str | None = None
+    cwd: str | None = None
+    env: dict = field(default_factory=dict)
+    server: str | None = None
+    ready: str | None = None
+    text_pages: bool = False
+    allocator_paths: tuple = ()  # --allocator X.so
+    thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
+    only: tuple = ()  # --allocators a,b: only these built-in settings (glibc as found is always measured)
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The configurations of a try: cells in keep order (the baseline, as-is, first) and what was left out."""
+
+    cells: list
+    baseline: dict
+    thp_found: str
+    notes: list = field(default_factory=list)  # said before running: modes not settable, allocators missing
+    user_allocators: dict = field(default_factory=dict)
+
+
+def available_allocators(paths=(), only=()) -> tuple[list[str], dict, list[str]]:
+    """(names usable here, user allocator table, notes): each built-in huge-page-aware setting whose library
+    resolves (or those of ``only``), plus one entry per ``--allocator X.so`` (refused when the file does not
+    exist)."""
+    names, notes, user = ["glibc"], [], {}
+    unknown = [n for n in only if n not in alloc_mod.BUILTIN or alloc_mod.BUILTIN[n].mode == "void"]
+    if unknown:
+        raise SpecError(f"--allocators: unknown {', '.join(unknown)}; known: "
+                        + ", ".join(n for n, a in alloc_mod.BUILTIN.items() if a.mode != "void"))
+    for name in [n for n in only if n != "glibc"] if only else HUGE_AWARE:
+        try:
+            alloc_mod.BUILTIN[name].resolve()
+        except ToolMissingError as exc:
+            if only:
+                raise
+            if name != "tcmalloc":  # TCMalloc is tried when present; the others are expected
+                notes.append(f"{name} left out: {exc}")
+            continue
+        names.append(name)
+    for path in paths:
+        real = os.path.abspath(path)
+        if not os.path.isfile(real):
+            raise ToolMissingError(f"--allocator {path}: no such file")
+        name = re.sub(r"[^A-Za-z0-9._-]", "-", Path(real).name.split(".so")[0]) or "custom"
+        name = f"{name}-custom" if name in alloc_mod.BUILTIN or name in user else name
+        user[name] = {"path": real}
+        names.append(name)
+    return names, user, notes
+
+
+def thp_modes(asked=(), sys_root: str = "/sys", euid: int | None = None) -> tuple[list[str], str, list[str]]:
+    """(THP modes to try, the mode as found, notes). Root sets every mode; without root only 'never' (per
+    process, prctl) and the mode as found can be had: asking for another is refused, naming what still runs."""
+    found = kernel.thp_modes(sys_root).get("enabled")
+    if found is None:
+        raise HugebenchError(f"{sys_root}/kernel/mm/transparent_hugepage/enabled is missing: this kernel has no "
+                             "THP, and try compares THP modes; run your program with hugebench sweep instead")
+    root = (os.geteuid() if euid is None else euid) == 0
+    settable = list(THP_ORDER) if root else [m for m in THP_ORDER if m in ("never", found)]
+    wanted = list(asked) or list(THP_ORDER)
+    missing = [m for m in wanted if m not in settable]
+    notes = []
+    if missing and asked:
+        raise PrivilegeError(f"THP {', '.join(missing)} cannot be set by uid {os.geteuid()} (THP is {found!r} "
+                             f"here; without root only 'never' per process and {found!r} as found): "
+                             f"still possible: --thp {' --thp '.join(settable)}; or run try as root")
+    if missing:
+        notes.append(f"not root: THP {', '.join(missing)} left out (needs root); tried: "
+                     + ", ".join(f"{m} (per process)" if m == "never" and m != found else f"{m} (as found)"
+                                 for m in settable))
+    return [m for m in THP_ORDER if m in wanted and m in settable], found, notes
+
+
+def build(request: Request, sys_root: str = "/sys") -> Matrix:
+    """The cells of this try, as-is first, then in the order a cut keeps them: one change from as-is first
+    (each allocator setting under the mode as found, then another THP mode), then the combinations."""
+    names, user, notes = available_allocators(request.allocator_paths, request.only)
+    modes, found, thp_notes = thp_modes(request.thp, sys_root)
+    if found not in modes:
+        modes = [found] + modes  # as-is is always measured, whatever --thp asks
+    texts = ["off", "thp"] if request.text_pages else [None]
+    baseline = _cell("glibc", found, texts[0])
+    cells = [baseline]
+    candidates = [_cell(a, m, t) for t in texts for a in names for m in modes if _sensible(a, m, t)]
+    # per-process changes (an allocator's setting) before system-wide ones (the machine's THP mode)
+    cells += sorted((c for c in candidates if c != baseline),
+                    key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)))
+    return Matrix(cells, baseline, found, notes + thp_notes, user)
+
+
+def _cell(allocator: str, thp: str, text: str | None) -> dict:
+    cell = {"allocator": allocator, "thp": thp}
+    if text is not None:
+        cell["text_pages"] = text
+    return cell
+
+
+def _sensible(allocator: str, thp: str, text: str | None) -> bool:
+    """glibc's hugetlb tunable only madvises (a change under THP 'madvise' alone); text on THP needs THP on."""
+    if allocator == "glibc-hugetlb" and thp != "madvise":
+        return False
+    return not (text == "thp" and thp == "never")
+
+
+def _distance(cell: dict, base: dict) -> int:
+    return sum(cell.get(k) != base.get(k) for k in set(cell) | set(base))
+
+
+def describe(cell: dict, thp_found: str) -> str:
+    """A configuration as the verdict names it: 'jemalloc-thp, THP always (+text on THP)'."""
+    thp = cell["thp"] + (" (as found)" if cell["thp"] == thp_found else "")
+    text = {"thp": ", program text on huge pages", "off": ""}.get(cell.get("text_pages"), "")
+    return f"{cell['allocator']}, THP {thp}{text}"
+
+
+def metric_param(metric: str, higher: bool):
+    """The command workload's ``metric`` from --metric (wall | json:KEY | regex:PATTERN)."""
+    if metric in ("wall", "", None):
+        if higher:
+            raise SpecError("--higher-is-better needs --metric json:KEY or regex:PATTERN (wall time is lower-better)")
+        return "wall"
+    kind, _, pattern = metric.partition(":")
+    if kind not in ("json", "regex") or not pattern:
+        raise SpecError(f"--metric {metric!r}: give wall, json:KEY or regex:'PATTERN with ([0-9.]+)'")
+    from ..columns import user_name_problem
+    from ..workloads import get
+
+    usable = (kind == "json" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", pattern)
+              and pattern not in get("command").params and not user_name_problem(pattern))
+    name = pattern if usable else "score"  # the column the values land in; a regex has no name of its own
+    return {kind: pattern, "name": name, "better": "higher" if higher else "lower"}
+
+
+def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> dict:
+    """The experiment file's content (a mapping; :func:`write` turns it into YAML)."""
+    params = {"argv": list(request.argv), "cwd": os.path.abspath(request.cwd or "."), "sample_interval": 0.2,
+              "metric": metric_param(request.metric, request.higher_is_better), "window": request.window}
+    if request.env:
+        params["env"] = dict(request.env)
+    if request.stdin:
+        params["stdin"] = os.path.abspath(request.stdin)
+    if request.server:
+        params["server"] = {"argv": shlex.split(request.server), "ready": ready_param(request.ready)}
+    axes = {"allocator": list(dict.fromkeys(c["allocator"] for c in matrix.cells)),
+            "thp": list(dict.fromkeys(c["thp"] for c in matrix.cells))}
+    if any("text_pages" in c for c in matrix.cells):
+        axes["text_pages"] = list(dict.fromkeys(c["text_pages"] for c in matrix.cells))
+    data = {"name": name, "workload": "command", "description": f"hugebench try -- {shlex.join(request.argv)}",
+            "repetitions": 1, "timeout": round(timeout, 1), "perf": "off", "counters": "off",
+            "params": params, "axes": axes, "baseline": dict(matrix.baseline)}
+    excluded = _excluded(axes, matrix.cells)
+    if excluded:
+        data["exclude"] = excluded
+    if matrix.user_allocators:
+        data["allocators"] = dict(matrix.user_allocators)
+    return data
+
+
+def _excluded(axes: dict, cells: list) -> list:
+    import itertools
+
+    names = list(axes)
+    every = [dict(zip(names, values)) for values in itertools.product(*axes.values())]
+    return [c for c in every if c not in cells]
+
+
+def ready_param(ready: str | None) -> dict:
+    """--ready path:FILE | port:N | log:REGEX -> the server's ready condition."""
+    if not ready:
+        raise SpecError("--server needs --ready path:FILE, port:N or log:REGEX (when the server takes requests)")
+    kind, _, value = ready.partition(":")
+    if kind not in ("path", "port", "log") or not value:
+        raise SpecError(f"--ready {ready!r}: give path:FILE, port:N or log:REGEX")
+    if kind == "port":
+        if not value.isdigit():
+            raise SpecError(f"--ready {ready!r}: port must be a number")
+        return {"port": int(value)}
+    return {kind: value}
+
+
+def write(data: dict, path: Path, header: str) -> Path:
+    """Write the experiment file (atomically), with a comment saying what it is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(f"# {line}\n" for line in header.splitlines()) + yaml.safe_dump(data, sort_keys=False)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path

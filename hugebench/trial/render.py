@@ -1,0 +1,86 @@
+"""The verdict of ``hugebench try`` as text for a terminal (the JSON form is the verdict dict itself)."""
+
+from __future__ import annotations
+
+
+def effect(ratio: dict | None, better: str) -> str:
+    """'0.62x as-is (38% less time) [95% CI 0.60-0.64]'."""
+    if not ratio:
+        return "no ratio (too few successful runs)"
+    value = ratio["value"]
+    if better == "lower":
+        change = f"{abs(1 - value):.0%} {'less' if value < 1 else 'more'}"
+    else:
+        change = f"{abs(value - 1):.0%} {'more' if value > 1 else 'less'}"
+    ci = (f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}, {ratio['n']} {'pairs' if ratio['paired'] else 'runs'}]"
+          if ratio["ci_lo"] is not None else " [no CI: too few runs]")
+    return f"{value:.3f}x as-is ({change}){ci}"
+
+
+def memory(ratio: dict | None) -> str:
+    if not ratio:
+        return "peak RSS: unknown"
+    ci = f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}]" if ratio["ci_lo"] is not None else ""
+    return f"peak RSS {ratio['value']:.2f}x as-is{ci}"
+
+
+def text(verdict: dict, plan_lines: list[str]) -> str:
+    better, best = verdict["better"], verdict["best"]
+    what = "time" if verdict["metric"] == "window_s" else verdict["metric"]
+    lines = list(plan_lines)
+    if verdict["recommend"] == "best":
+        lines.append(f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; resolved at 95%.")
+        if best.get("ties"):
+            lines.append(f"  as good within noise (the simplest change is shown): {'; '.join(best['ties'])}")
+    elif best:
+        state = "resolved worse" if best["class"] == "worse" else "not resolved"
+        lines.append(f"VERDICT: keep as-is. The best other configuration, {best['name']}: {what} "
+                     f"{effect(best['ratio'], better)} ({state}).")
+    else:
+        lines.append("VERDICT: keep as-is: no other configuration has a successful run to compare.")
+    if best:
+        lines.append(f"  memory: {memory(best['peak_rss_ratio'])}")
+        cov = best["hp_coverage"]
+        lines.append(f"  huge-page coverage: {'unknown' if cov is None else f'{cov:.0%}'} (median of its runs; "
+                     f"as-is: {_cov(verdict['baseline'])})")
+        if best["allocator_proof"]:
+            lines.append(f"  allocator: {best['allocator_proof']}")
+    lines += _deploy(verdict["deploy"])
+    lines.append("Other configurations (vs as-is):")
+    for config in verdict["others"]:
+        lines.append(f"  {config['class']:17s} {config['name']}: {_other(config, better)}")
+    if verdict["caveats"]:
+        lines.append("Caveats:")
+        lines += [f"  - {c}" for c in verdict["caveats"]]
+    return "\n".join(lines)
+
+
+def _cov(config: dict) -> str:
+    return "unknown" if config["hp_coverage"] is None else f"{config['hp_coverage']:.0%}"
+
+
+def _other(config: dict, better: str) -> str:
+    if config["cut"]:
+        return "not run (cut to fit the budget)"
+    if config["class"] == "failed":
+        return f"failed: {config.get('error', 'every run failed')}"
+    out = effect(config["ratio"], better)
+    if config["dropped"]:
+        out += f"; dropped: {config['dropped']}"
+    return out
+
+
+def _deploy(dep: dict | None) -> list[str]:
+    if not dep:
+        return []
+    lines = ["How to deploy it:"]
+    lines.append(f"  environment: {dep['shell'] or '(nothing: glibc as found, no preload)'}")
+    if dep["thp"]:
+        lines.append(f"  THP: {dep['thp']}")
+        lines.append(f"  THP per process instead: {dep['thp_per_process']}")
+    else:
+        lines.append("  THP: as found (no change)")
+    if dep["systemd"]:
+        lines.append("  systemd drop-in (systemctl edit SERVICE):")
+        lines += [f"    {line}" for line in dep["systemd"].splitlines()]
+    return lines

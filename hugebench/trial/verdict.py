@@ -1,0 +1,192 @@
+"""The answer of ``hugebench try``: from the stored rows of its configurations to one verdict (a plain dict,
+printed as text or as one JSON object) — the best configuration and its effect vs as-is, its memory cost,
+its coverage and allocator proof, how to deploy it, one line per other configuration, and the caveats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from .. import allocators as alloc_mod
+from .. import stability, stats
+from ..adaptive import relative_width
+from .matrix import describe
+from .schedule import _resolved, better_ratio
+
+THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
+NOISY_WIDTH = 0.10  # as-is's median CI wider than this share of it: a noisy machine (or program)
+VARIABLE_WIDTH = 0.20  # the best's ratio CI wider than this: the metric varies too much to call
+LOW_COVERAGE = 0.5  # a huge-page configuration with less of its memory on huge pages falls short
+
+
+def _ratio_dict(r: stats.Ratio | None, *stabilities) -> dict | None:
+    if r is None or not np.isfinite(r.value):
+        return None
+    fin = [x if np.isfinite(x) else None for x in (r.lo, r.hi)]
+    return {"value": r.value, "ci_lo": fin[0], "ci_hi": fin[1], "n": r.n, "paired": r.paired,
+            "resolved": _resolved(r, *stabilities)}
+
+
+def _median(frame: pd.DataFrame, column: str) -> float | None:
+    if column not in frame.columns:
+        return None
+    values = stats.finite(frame[column])
+    return float(np.median(values)) if values.size else None
+
+
+def configuration(frame: pd.DataFrame, base: pd.DataFrame, cell: dict, metric: str) -> dict:
+    """One configuration's numbers: runs, median, ratios to as-is (metric, peak RSS), coverage, proof."""
+    ok = stats.ok_rows(frame)
+    failed = stats.failed_rows(frame)
+    out = {"cell": dict(cell), "runs": int(len(ok)), "failed": int(len(failed)), "median": _median(ok, metric),
+           "ratio": _ratio_dict(stats.compare(frame, base, metric), stability.cell_stability(frame, metric),
+                                stability.cell_stability(base, metric)) if len(ok) else None,
+           "peak_rss_ratio": _ratio_dict(stats.compare(frame, base, "peak_rss_bytes"))
+           if len(ok) and "peak_rss_bytes" in frame.columns else None,
+           "hp_coverage": _median(ok, "hp_coverage"),
+           "allocator_proof": _proof(ok)}
+    if len(failed) and not len(ok):
+        out["error"] = str(failed["error"].dropna().iloc[0]) if failed["error"].notna().any() else "failed"
+    return out
+
+
+def _proof(ok: pd.DataFrame) -> str | None:
+    if ok.empty:
+        return None
+    row = ok.iloc[0]
+    note = row.get("allocator_note")
+    if isinstance(note, str):
+        return note
+    source = row.get("allocator_malloc_from")
+    if isinstance(source, str):
+        procs = row.get("allocator_processes")
+        return f"probe: malloc and free resolve to {source} in every process" + (
+            f" ({int(procs)})" if isinstance(procs, (int, float)) and not math.isnan(procs) else "")
+    return None
+
+
+def deploy(cell: dict, spec, thp_found: str, text_library: str | None = None) -> dict:
+    """How to run a configuration outside hugebench: environment, THP setting, systemd drop-in."""
+    env = dict(alloc_mod.registry(spec.allocators)[cell["allocator"]].environment())
+    if cell.get("text_pages") == "thp" and text_library:
+        env["LD_PRELOAD"] = ":".join(p for p in (env.get("LD_PRELOAD"), text_library) if p)
+        env["HB_TEXT_PAGES"] = "thp"
+    out = {"env": env, "thp": None, "thp_per_process": None}
+    mode = cell["thp"]
+    if mode != thp_found:
+        out["thp"] = f"echo {mode} > {THP_PATH}   (as root; at boot: systemd-tmpfiles line 'w {THP_PATH} - - - - {mode}')"
+        out["thp_per_process"] = (
+            "prctl(PR_SET_THP_DISABLE, 1) in the program or its launcher (inherited by children; no root needed)"
+            if mode == "never" else
+            "none that raises THP above the system's mode; under 'madvise' an allocator that madvises its heap "
+            "(jemalloc-thp, glibc-hugetlb) gets huge pages for that process alone")
+    if env:
+        quoted = " ".join(f'"{k}={v}"' for k, v in env.items())
+        out["systemd"] = f"[Service]\nEnvironment={quoted}"
+    else:
+        out["systemd"] = None
+    out["shell"] = " ".join(f"{k}={v}" for k, v in env.items()) or None
+    return out
+
+
+def classify(config: dict, better: str) -> str:
+    """better / worse / same within noise / failed / too few runs, from its ratio to as-is."""
+    ratio = config.get("ratio")
+    if not config["runs"]:
+        return "failed"
+    if ratio is None or ratio["ci_lo"] is None:
+        return "too few runs"
+    good = better_ratio(ratio["ci_hi"], better) < 1 if better == "lower" else better_ratio(ratio["ci_lo"], better) < 1
+    bad = better_ratio(ratio["ci_lo"], better) > 1 if better == "lower" else better_ratio(ratio["ci_hi"], better) > 1
+    return "better" if good else "worse" if bad else "same within noise"
+
+
+def build(rows: pd.DataFrame, cells: Mapping[str, dict], base_id: str, metric: str, better: str, spec,
+          thp_found: str, state, text_library: str | None = None) -> dict:
+    """The verdict as one JSON-able dict (``cells``: cell id -> axis values, in keep order)."""
+    base = rows[rows["cell_id"] == base_id] if "cell_id" in rows.columns else rows.iloc[0:0]
+    configs = {cid: configuration(rows[rows["cell_id"] == cid], base, cell, metric) for cid, cell in cells.items()}
+    for cid, config in configs.items():
+        config["name"] = describe(config["cell"], thp_found)
+        config["class"] = "baseline" if cid == base_id else classify(config, better)
+        config["dropped"] = state.dropped.get(cid)
+        config["cut"] = cid in state.cut
+    best_id = _best(configs, base_id, better)
+    group = [best_id, *_ties(rows, configs, best_id, base_id, metric)] if best_id else []
+    best_id = _simplest(group, list(cells), configs) if group else None  # among equals, the fewest changes
+    best = configs.get(best_id) if best_id else None
+    if best:
+        best["ties"] = [configs[c]["name"] for c in group if c != best_id]
+    resolved = bool(best and best["ratio"] and best["ratio"]["resolved"])
+    wins = bool(resolved and best["class"] == "better")
+    verdict = {"metric": metric, "better": better, "baseline": configs[base_id], "best": best,
+               "resolved": resolved, "recommend": "best" if wins else "as-is",
+               "deploy": deploy(best["cell"], spec, thp_found, text_library) if wins else None,
+               "others": [c for cid, c in configs.items() if cid not in (base_id, best_id)],
+               "stopped": state.stopped, "blocks": state.blocks, "run_s": state.run_s}
+    verdict["caveats"] = caveats(verdict, rows, base, metric)
+    return verdict
+
+
+def _best(configs: dict, base_id: str, better: str) -> str | None:
+    ranked = [(better_ratio(c["ratio"]["value"], better), cid) for cid, c in configs.items()
+              if cid != base_id and c["ratio"] and c["runs"]]
+    return min(ranked)[1] if ranked else None
+
+
+def _ties(rows: pd.DataFrame, configs: dict, best_id: str, base_id: str, metric: str) -> list[str]:
+    """Configurations whose ratio to the best one's includes 1 (95%): as good as it, as far as the runs tell."""
+    from .schedule import MIN_BLOCKS
+
+    best_rows = rows[rows["cell_id"] == best_id]
+    out = []
+    for cid, config in configs.items():
+        if cid in (best_id, base_id) or config["runs"] < MIN_BLOCKS:
+            continue
+        r = stats.compare(rows[rows["cell_id"] == cid], best_rows, metric)
+        if np.isfinite(r.lo) and r.lo <= 1.0 <= r.hi:
+            out.append(cid)
+    return out
+
+
+def _simplest(candidates: list, order: list, configs: dict) -> str | None:
+    """The first of ``candidates`` in the matrix's keep order that is resolved better than as-is, else the first
+    candidate (the best by median)."""
+    fine = [c for c in order if c in candidates and configs[c]["class"] == "better" and configs[c]["ratio"]
+            and configs[c]["ratio"]["resolved"]]
+    return fine[0] if fine else candidates[0]
+
+
+def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
+    out = []
+    best = verdict["best"]
+    if best and best["cell"]["thp"] != "never" and _huge_page(best["cell"]) and \
+            best["hp_coverage"] is not None and best["hp_coverage"] < LOW_COVERAGE:
+        out.append(f"coverage: only {best['hp_coverage']:.0%} of the memory of '{best['name']}' was on huge pages "
+                   f"(median of its runs): short of what the setting promises")
+    ok = stats.ok_rows(base)
+    width = relative_width(ok[metric]) if metric in ok.columns else math.inf
+    if np.isfinite(width) and width > NOISY_WIDTH:
+        out.append(f"noisy: the 95% CI of as-is's median is {width:.0%} of it; a quiet machine gives firmer answers")
+    if best and best["ratio"] and best["ratio"]["ci_lo"] is not None:
+        span = best["ratio"]["ci_hi"] - best["ratio"]["ci_lo"]
+        if span > VARIABLE_WIDTH:
+            out.append(f"variable: the best's ratio CI spans {span:.2f}; the metric varies too much to call closely")
+    if not verdict["resolved"]:
+        out.append(f"not resolved: the best's ratio CI to as-is includes 1 or rests on fewer than "
+                   f"{stats.min_runs_for(0.95)} pairs ({verdict['stopped'] or 'budget ended'}); a larger --budget helps")
+    left = rows.get("containment.killed_at_end") if "containment.killed_at_end" in rows.columns else None
+    if left is not None and (pd.to_numeric(left, errors="coerce").fillna(0) > 0).any():
+        n = int((pd.to_numeric(left, errors="coerce").fillna(0) > 0).sum())
+        out.append(f"daemon: {n} run(s) left processes running after the program ended (hugebench ended them); "
+                   "the program starts something that outlives it")
+    return out
+
+
+def _huge_page(cell: dict) -> bool:
+    return cell["thp"] == "always" or cell["allocator"] in ("jemalloc-thp", "mimalloc-large", "glibc-hugetlb") \
+        or cell.get("text_pages") == "thp"

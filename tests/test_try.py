@@ -1,0 +1,251 @@
+"""`hugebench try -- PROGRAM ARGS...` (issue 28): refusals, the matrix, the budget schedule, and real programs
+tried end to end (a first-touch-bound C program, gzip on stdin, a Python script's JSON metric, redis under
+redis-benchmark, a user without root), the written experiment file re-run by `hugebench sweep`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hugebench.cli import main
+from hugebench.cli_try import parse_budget
+from hugebench.errors import PrivilegeError, SpecError
+from hugebench.trial import BudgetTooSmall, Request, refuse
+from hugebench.trial import matrix as matrix_mod
+from hugebench.trial import schedule as schedule_mod
+
+FAULTS_C = r"""
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    /* A large heap, first touched whole, then read at random: page faults and TLB misses, 4 KiB pages' cost. */
+    size_t size = (size_t)256 << 20;
+    char *p = malloc(size);
+    if (!p) return 1;
+    memset(p, 1, size);
+    unsigned long x = 1, sum = 0;
+    for (int i = 0; i < 8000000; i++) {
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+        sum += p[(x >> 20) % size];
+    }
+    printf("%lu\n", sum);
+    return 0;
+}
+"""
+
+JSON_PY = """
+import json, time
+t = time.perf_counter(); d = {}
+for i in range(200000): d[str(i)] = i
+print(json.dumps({"inserts_per_s": 200000 / (time.perf_counter() - t)}))
+"""
+
+
+def _try(args, tmp_path, **kwargs):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["try", "--json", "-o", str(out), *args], catch_exceptions=False, **kwargs)
+    return result, out
+
+
+def _verdict(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _store_rows(out: Path) -> list[dict]:
+    from hugebench.store import load
+
+    return load(out, hosts=False).to_dict("records")
+
+
+# -- logic without running anything ------------------------------------------------------------------
+
+
+def test_budget_text_is_seconds_minutes_or_hours():
+    assert parse_budget("90s") == 90 and parse_budget("10m") == 600 and parse_budget("1h") == 3600
+    assert parse_budget("45") == 45
+    with pytest.raises(SpecError, match="duration"):
+        parse_budget("ten minutes")
+
+
+def test_refusals_name_the_reason(tmp_path):
+    with pytest.raises(SpecError, match="not found"):
+        refuse(Request(argv=("no-such-program-hb",)))
+    static = shutil.which("ldconfig") or "/sbin/ldconfig"  # Debian's ldconfig is a static executable
+    if os.path.exists(static):
+        with pytest.raises(SpecError, match="static"):
+            refuse(Request(argv=(static, "-p")))
+    setuid = tmp_path / "true-setuid"
+    shutil.copy2("/bin/true", setuid)
+    if os.geteuid() == 0:
+        os.chown(setuid, 65534, -1)  # setuid to another user: secure execution, the loader ignores LD_PRELOAD
+    setuid.chmod(0o4755)
+    if os.geteuid() == 0 and not os.statvfs(setuid).f_flag & os.ST_NOSUID:
+        with pytest.raises(SpecError, match="setuid"):
+            refuse(Request(argv=(str(setuid),)))
+    with pytest.raises(BudgetTooSmall, match="too small for two configurations"):
+        refuse(Request(argv=("true",), budget_s=3))
+
+
+def test_cli_refusal_is_a_clean_error_before_anything_runs(tmp_path):
+    result = CliRunner().invoke(main, ["try", "-o", str(tmp_path / "o"), "--", "no-such-program-hb"])
+    assert result.exit_code == 2 and "cannot try no-such-program-hb" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "o").exists()
+
+
+def test_without_root_thp_modes_are_never_and_as_found(fake_sys):
+    modes, found, notes = matrix_mod.thp_modes((), fake_sys.sys_root, euid=1000)
+    assert found == "madvise" and modes == ["never", "madvise"]
+    assert "always left out (needs root)" in notes[0] and "never (per process)" in notes[0]
+    with pytest.raises(PrivilegeError, match=r"THP always cannot be set .* still possible: --thp never --thp madvise"):
+        matrix_mod.thp_modes(("always",), fake_sys.sys_root, euid=1000)
+    assert matrix_mod.thp_modes((), fake_sys.sys_root, euid=0)[0] == ["never", "madvise", "always"]
+
+
+def test_matrix_puts_as_is_first_then_one_change_at_a_time(fake_sys):
+    mx = matrix_mod.build(Request(argv=("true",), only=("jemalloc-thp",), thp=("never", "always")),
+                          fake_sys.sys_root)
+    assert mx.baseline == {"allocator": "glibc", "thp": "madvise"} == mx.cells[0]
+    one_change = [c for c in mx.cells[1:] if (c["allocator"] == "glibc") != (c["thp"] == "madvise")]
+    assert mx.cells[1:1 + len(one_change)] == one_change  # single changes before combinations
+    assert {"allocator": "jemalloc-thp", "thp": "always"} in mx.cells
+
+
+def test_metric_options_become_the_command_metric():
+    assert matrix_mod.metric_param("wall", False) == "wall"
+    assert matrix_mod.metric_param("json:ops", True) == {"json": "ops", "name": "ops", "better": "higher"}
+    assert matrix_mod.metric_param("regex:took ([0-9.]+)", False)["name"] == "score"
+    assert matrix_mod.metric_param("json:metric", False)["name"] == "score"  # a parameter's name is taken
+    with pytest.raises(SpecError, match="higher-is-better"):
+        matrix_mod.metric_param("wall", True)
+
+
+def test_clearly_worse_needs_separated_runs_and_resolution_is_one_rule():
+    assert schedule_mod.clearly_worse([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], "lower")
+    assert not schedule_mod.clearly_worse([2.0, 2.1], [1.0, 1.1], "lower")  # too few runs to drop
+    assert not schedule_mod.clearly_worse([1.0, 2.1, 2.2], [1.0, 1.1, 1.2], "lower")
+    assert schedule_mod.clearly_worse([1.0, 1.1, 1.2], [2.0, 2.1, 2.2], "higher")
+    from hugebench.stats import Ratio
+
+    assert schedule_mod._resolved(Ratio(0.5, 0.45, 0.55, True, 6))
+    assert not schedule_mod._resolved(Ratio(0.5, 0.45, 0.55, True, 3))  # a CI on 3 pairs is their range
+    assert not schedule_mod._resolved(Ratio(0.98, 0.9, 1.05, True, 12)) and not schedule_mod._resolved(None)
+
+
+# -- real programs ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def faults_program(tmp_path_factory) -> Path:
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    d = tmp_path_factory.mktemp("faults")
+    (d / "faults.c").write_text(FAULTS_C)
+    subprocess.run(["gcc", "-O2", "-o", str(d / "faults"), str(d / "faults.c")], check=True)
+    return d / "faults"
+
+
+@pytest.mark.needs_root
+@pytest.mark.needs_thp
+def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(faults_program, tmp_path):
+    started = time.monotonic()
+    result, out = _try(["--budget", "50s", "--allocators", "glibc", "--thp", "never", "--thp", "always",
+                        "--", str(faults_program)], tmp_path)
+    wall = time.monotonic() - started
+    verdict = _verdict(result)
+    best = verdict["best"]
+    assert best["cell"]["thp"] == "always", verdict  # 2 MiB pages: 512x fewer faults and TLB misses
+    assert best["ratio"]["value"] < 0.9 and best["hp_coverage"] > 0.5
+    assert verdict["resolved"] and verdict["recommend"] == "best"
+    assert "echo always > /sys/kernel/mm/transparent_hugepage/enabled" in verdict["deploy"]["thp"]
+    assert best["allocator_proof"] and "libc.so.6" in best["allocator_proof"]
+    assert wall < 50 + 15
+    assert Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().count("[madvise]") == 1
+
+
+def test_gzip_reading_stdin_and_the_experiment_file_resumes_with_sweep(tmp_path):
+    data = tmp_path / "input.bin"
+    data.write_bytes(os.urandom(1 << 20) + bytes(4 << 20))
+    result, out = _try(["--budget", "40s", "--allocators", "glibc,jemalloc-thp", "--thp", "madvise",
+                        "--stdin", str(data), "--", "gzip", "-c", "-6"], tmp_path)
+    verdict = _verdict(result)
+    assert verdict["baseline"]["runs"] >= schedule_mod.MIN_BLOCKS
+    assert verdict["best"]["cell"] == {"allocator": "jemalloc-thp", "thp": "madvise"}
+    assert verdict["best"]["runs"] >= 1 and verdict["experiment_file"].endswith("experiment.yaml")
+    rows = _store_rows(out)
+    assert len(rows) == verdict["runs"] and all(r["status"] == "ok" for r in rows)
+    assert all(r["param.stdin"] == str(data) for r in rows)
+    swept = CliRunner().invoke(main, ["sweep", verdict["experiment_file"], "-o", str(out), "-q"])
+    assert swept.exit_code == 0, swept.output
+    after = _store_rows(out)
+    ids = [r["run_id"] for r in after]
+    assert len(ids) == len(set(ids))  # resumed: no run made twice
+    assert f"{len(rows)} already done" in swept.output
+    assert {r["run_id"] for r in rows} <= set(ids)
+
+
+def test_python_json_metric_higher_is_better(tmp_path):
+    script = tmp_path / "bench.py"
+    script.write_text(JSON_PY)
+    result, out = _try(["--budget", "30s", "--allocators", "glibc,mimalloc-large", "--thp", "madvise",
+                        "--metric", "json:inserts_per_s", "--higher-is-better", "--env", "PYTHONHASHSEED=0",
+                        "--", sys.executable, str(script)], tmp_path)
+    verdict = _verdict(result)
+    assert verdict["metric"] == "inserts_per_s" and verdict["better"] == "higher"
+    assert verdict["baseline"]["median"] > 1000
+    assert all(str(r.get("param.env.PYTHONHASHSEED")) == "0" for r in _store_rows(out))
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None or shutil.which("redis-benchmark") is None,
+                    reason="redis-server/redis-benchmark not installed")
+def test_redis_server_under_redis_benchmark(tmp_path):
+    result, out = _try(["--budget", "40s", "--allocators", "glibc,jemalloc-thp", "--thp", "madvise",
+                        "--server", "redis-server --port 0 --unixsocket {tmp}/s --save '' --appendonly no",
+                        "--ready", "path:{tmp}/s", "--metric", r"regex:GET: ([0-9.]+) requests per second",
+                        "--higher-is-better",
+                        "--", "redis-benchmark", "-s", "{tmp}/s", "-t", "get", "-n", "5000", "-q"], tmp_path)
+    verdict = _verdict(result)
+    assert verdict["baseline"]["runs"] >= 1 and verdict["baseline"]["median"] > 100
+    assert "redis-server" in verdict["baseline"]["allocator_proof"] or verdict["baseline"]["allocator_proof"]
+    assert not [p for p in _processes() if "redis-server" in p]  # no server left running
+
+
+def _processes() -> list[str]:
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+
+
+def test_the_budget_holds(tmp_path):
+    started = time.monotonic()
+    result, out = _try(["--budget", "30s", "--allocators", "glibc,jemalloc-thp,mimalloc-large",
+                        "--", "sh", "-c", "exec sleep 0.2"], tmp_path)
+    wall = time.monotonic() - started
+    verdict = _verdict(result)
+    assert wall < 45, f"--budget 30s took {wall:.0f} s"
+    assert verdict["wall_s"] <= 30 + 5
+
+
+def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp_path):
+    from test_unprivileged import _shared_dir
+
+    work = unprivileged.owned_dir(unprivileged.home / "lab")
+    lock_dir = _shared_dir(unprivileged.home.parent / "lock-try", 0o1777)
+    env = {"HUGEBENCH_LOCK": str(lock_dir / "hugebench.lock")}
+    ran = unprivileged.hugebench("try", "--json", "--budget", "30s", "--allocators", "glibc", "-o", "r", "--",
+                                 "gzip", "-c", "/etc/services", env=env, cwd=work)
+    assert ran.returncode == 0, ran.stderr
+    verdict = json.loads(ran.stdout.strip().splitlines()[-1])
+    modes = {verdict["baseline"]["cell"]["thp"]} | {c["cell"]["thp"] for c in [verdict["best"], *verdict["others"]]}
+    found = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().split("[")[1].split("]")[0]
+    assert modes == {"never", found} if found != "never" else {"never"}
+    assert "left out (needs root)" in ran.stderr
+    refused = unprivileged.hugebench("try", "--thp", "always", "-o", "r2", "--", "true", env=env, cwd=work)
+    assert refused.returncode == 3 and "still possible" in refused.stderr
