@@ -123,20 +123,38 @@ def void_text(table: pd.DataFrame, unit: str = "ns/pair") -> tuple[str, list[str
     return title, headers, body, notes
 
 
-def render_section(section, fmt: str = "rich", width: int | None = None) -> str:
-    """One :class:`.sections.Section` as rich or markdown text: title, table, notes, and the warnings
-    the table does not already show."""
+def render_section(section, fmt: str = "rich", width: int | None = None, color: bool = False) -> str:
+    """One :class:`.sections.Section` as rich or markdown text: title, table, notes, the warnings the table
+    does not already show, and the summary in words (the same sentences as the HTML page's)."""
     _check_format(fmt)
     notes = list(section.notes) + [f"warning: {flag.text}" for flag in section.warnings if not flag.in_table]
+    notes += [f"In words: {line}" if i == 0 else f"  {line}" for i, line in enumerate(section.summary)]
     if section.table is None:
-        return _text(fmt, section.title, [], [], notes, width)
+        return _text(fmt, section.title, [], [], notes, width, color)
     rows = [[cell_text(v) for v in row] for row in section.table.itertuples(index=False)]
-    return _text(fmt, section.title, [str(c) for c in section.table.columns], rows, notes, width)
+    return _text(fmt, section.title, [str(c) for c in section.table.columns], rows, notes, width, color)
 
 
-def render_sections(sections, fmt: str = "rich", width: int | None = None) -> str:
-    """Sections one after the other, a blank line between them."""
-    return "\n\n".join(render_section(s, fmt, width) for s in sections)
+def render_sections(sections, fmt: str = "rich", width: int | None = None, color: bool = False) -> str:
+    """Sections one after the other, a blank line between them. ``width``: fit a terminal that wide (see
+    :func:`terminal`); ``color``: rich text with ANSI colours (click strips them when output is piped)."""
+    return "\n\n".join(render_section(s, fmt, width, color) for s in sections)
+
+
+def terminal(stream=None) -> tuple[int | None, bool]:
+    """(width, colour) of the terminal a report goes to: ``$COLUMNS`` if set, else the terminal's width when
+    ``stream`` (stdout) is one, else None (piped into a file: natural width, lines whole); colour only on a
+    terminal and without ``$NO_COLOR``."""
+    import os
+    import shutil
+    import sys
+
+    stream = stream or sys.stdout
+    tty = hasattr(stream, "isatty") and stream.isatty()
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) >= 20 else (
+        shutil.get_terminal_size().columns if tty else None)
+    return width, tty and "NO_COLOR" not in os.environ
 
 
 def display_frame(headers, rows) -> pd.DataFrame:
@@ -162,10 +180,12 @@ def _check_format(fmt: str) -> None:
         raise HugebenchError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def _text(fmt, title, headers, rows, notes, width) -> str:
+def _text(fmt, title, headers, rows, notes, width, color=False) -> str:
     if fmt == "markdown":
         return _markdown(title, headers, rows, notes)
-    return _rich(title, headers, rows, notes, width)
+    if width is not None:
+        headers, rows, notes = _fit(headers, rows, notes, width)
+    return _rich(title, headers, rows, notes, width, color)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -264,21 +284,75 @@ def _markdown(title, headers, rows, notes) -> str:
     return "\n".join(out + [""] + [markdown_text(n, block=True) for n in notes]) + "\n"
 
 
-def _rich(title, headers, rows, notes, width) -> str:
-    from rich.console import Console
-    from rich.table import Table
+# Shorter headers for a narrow terminal (the footnotes keep the long names).
+ABBREVIATIONS = {"Huge-page coverage": "HP cover", "Minor faults": "Min. faults", "vs baseline": "vs base",
+                 "resolved": "res.", "Latency ns": "ns", "STLB misses": "STLB miss", "Allocator": "Alloc.",
+                 "THP defrag": "defrag", "status": "stat."}
+_NOTHING = ("n/a", DASH, "")
 
-    table = Table(title=title, title_justify="left")
+
+def _fit(headers, rows, notes, width) -> tuple[list[str], list[list[str]], list[str]]:
+    """A table for a terminal ``width`` wide: columns that say n/a in every row go (a note names them, their
+    footnotes stay), and headers are abbreviated when the table would still be wider than the terminal."""
+    if not headers or not rows:
+        return headers, rows, notes
+    empty = [i for i in range(len(headers)) if all(str(r[i]).strip() in _NOTHING for r in rows)]
+    empty = [i for i in empty if any(str(r[i]).strip() == "n/a" for r in rows)]  # a blank axis value stays
+    if empty:
+        dropped = ", ".join(headers[i] for i in empty)
+        headers = [h for i, h in enumerate(headers) if i not in empty]
+        rows = [[c for i, c in enumerate(r) if i not in empty] for r in rows]
+        notes = [f"Not shown (n/a in every row): {dropped}."] + list(notes)
+    if _natural_width(headers, rows) > width:
+        headers = [_abbreviate(h) for h in headers]
+    return headers, rows, notes
+
+
+def _abbreviate(header: str) -> str:
+    base, mark, rest = header.partition(" [")
+    return ABBREVIATIONS.get(base, base) + (mark + rest if mark else "")
+
+
+def _natural_width(headers, rows) -> int:
+    """Characters of the widest line of the table at its natural width (cells on one line)."""
+    widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
+    return sum(widths) + 3 * len(widths) + 1
+
+
+# Cell text that gets a colour on a terminal: a reader's eye goes to failures and verdicts first.
+_STYLES = {"failed": "bold red", "timeout": "bold red", "crashed": "bold red", "skipped": "yellow", "yes": "green",
+           "no": "yellow", "baseline": "cyan"}
+
+
+def _cell(text: str, color: bool):
+    from rich.text import Text
+
+    if not color:
+        return text
+    style = _STYLES.get(text) or ("dim" if text.startswith("n<") or text in _NOTHING else "")
+    return Text(text, style=style)
+
+
+def _rich(title, headers, rows, notes, width, color=False) -> str:
+    from rich.console import Console
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, title_justify="left", title_style="bold" if color else "")
     for header in headers:
         table.add_column(header, overflow="fold", no_wrap=width is None)
     for row in rows:
-        table.add_row(*map(str, row))
+        table.add_row(*(_cell(str(c), color) for c in row))
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width or 10_000, color_system=None, force_terminal=False)
+    console = Console(file=buffer, width=width or 10_000, color_system="standard" if color else None,
+                      force_terminal=color, no_color=not color)
     if headers:
         console.print(table)
     elif title:
-        console.print(title, markup=False, highlight=False)
+        console.print(title, markup=False, highlight=False, style="bold" if color else None)
     for note in notes:
-        console.print(note, markup=False, highlight=False)
+        style = "yellow" if color and note.startswith("warning:") else None
+        indent = len(note) - len(note.lstrip(" "))  # a continued summary keeps its indent when it wraps
+        console.print(Padding(Text(note.lstrip(" "), style=style or ""), (0, 0, 0, indent), expand=False))
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
