@@ -194,9 +194,12 @@ def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = No
     if plots:
         from .report.figures import write_plots
 
-        files = [p for p in write_plots(loaded) if p.suffix == ".png"]
+        why: list[str] = []
+        files = [p for p in write_plots(loaded, why) if p.suffix == ".png"]
         if files:
             click.echo(f"plots: {', '.join(str(p) for p in files)}")
+        for line in why:
+            click.echo(f"plots: {line}")
 
 
 def _add_optional_commands():

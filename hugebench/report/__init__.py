@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..errors import HugebenchError
 from .rendering import (AXIS_LABELS, DASH, FORMATS, format_axis, format_bytes, format_si, render, render_section,
-                        render_sections, render_void, terminal)
+                        render_sections, render_void, terminal, with_verdicts)
 from .results import Experiment, Results, as_results, load_results, sweep_context
 from .sections import EXPERIMENT_SECTIONS, Flag, Options, Report, Section, adaptive_lines, build_report
 from .tables import (KNOWN_METRICS, VOID, MetricSpec, as_metric, build_table, default_metrics, in_spec_order,
@@ -49,7 +49,8 @@ def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics:
     """
     built = build_report(as_results(results_dir), Options(metrics, group_by, baseline, primary, level))
     if fmt == "csv":
-        return pd.concat([s.data.assign(experiment=s.experiment) for s in built.sections if s.kind == "main"],
+        return pd.concat([with_verdicts(s.data).assign(experiment=s.experiment) for s in built.sections
+                          if s.kind == "main"],
                          ignore_index=True).to_csv(index=False)
     return render_sections(built.sections, fmt, width, color)
 

@@ -228,8 +228,22 @@ def _format_ratio(row: pd.Series, failed: bool, level: float) -> list[str]:
     if pd.isna(row["ratio.ci_lo"]):
         return [text, ""]
     text += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
-    verdict = {True: "yes", False: "no"}.get(row["resolved"], f"n<{min_runs_for(level)}")
-    return [text, verdict]
+    return [text, _verdict(row, level)]
+
+
+def _verdict(row, level: float) -> str:
+    return {True: "yes", False: "no"}.get(row["resolved"], f"n<{min_runs_for(level)}")
+
+
+def with_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """A main table's numbers with a ``verdict`` column as the text table shows it ("baseline", "yes", "no",
+    "n<6"; empty where there is no ratio), so a CSV keeps the "too few runs" marker too."""
+    if "ratio" not in table.columns:
+        return table
+    level = table.attrs.get("level", 0.95)
+    verdicts = ["baseline" if r["is_baseline"] else "" if r["status"] != "ok" or pd.isna(r["ratio"])
+                or pd.isna(r["ratio.ci_lo"]) else _verdict(r, level) for _, r in table.iterrows()]
+    return table.assign(verdict=verdicts)
 
 
 def _format_n(row: pd.Series) -> str:
