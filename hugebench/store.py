@@ -216,7 +216,7 @@ def _shaped(frame: pd.DataFrame) -> pd.DataFrame:
     for short, canonical in AXIS_SHORTHANDS.items():
         if canonical in frame.columns:
             frame[short] = frame[short].fillna(frame[canonical]) if short in frame.columns else frame[canonical]
-    if "started_at" in frame.columns and frame["started_at"].dtype == object:
+    if "started_at" in frame.columns and not pd.api.types.is_datetime64_any_dtype(frame["started_at"]):
         frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True, errors="coerce", format="ISO8601")
     return frame
 

@@ -132,7 +132,15 @@ def render_section(section, fmt: str = "rich", width: int | None = None, color: 
     if section.table is None:
         return _text(fmt, section.title, [], [], notes, width, color)
     rows = [[cell_text(v) for v in row] for row in section.table.itertuples(index=False)]
-    return _text(fmt, section.title, [str(c) for c in section.table.columns], rows, notes, width, color)
+    return _text(fmt, section.title, [str(c) for c in section.table.columns], rows, notes, width, color,
+                 _secondary(section))
+
+
+def _secondary(section) -> set[str]:
+    """Headers a narrow terminal may leave out: a main table's metrics other than the primary one."""
+    attrs = section.data.attrs if section.kind == "main" and section.data is not None else {}
+    titles = {m.title for m in attrs.get("metrics", ()) if m.column != attrs.get("primary")}
+    return {h for h in map(str, section.table.columns) if h.split(" [")[0] in titles}
 
 
 def render_sections(sections, fmt: str = "rich", width: int | None = None, color: bool = False) -> str:
@@ -180,11 +188,11 @@ def _check_format(fmt: str) -> None:
         raise HugebenchError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def _text(fmt, title, headers, rows, notes, width, color=False) -> str:
+def _text(fmt, title, headers, rows, notes, width, color=False, optional=()) -> str:
     if fmt == "markdown":
         return _markdown(title, headers, rows, notes)
     if width is not None:
-        headers, rows, notes = _fit(headers, rows, notes, width)
+        headers, rows, notes = _fit(headers, rows, notes, width, optional)
     return _rich(title, headers, rows, notes, width, color)
 
 
@@ -299,27 +307,60 @@ def _markdown(title, headers, rows, notes) -> str:
 
 
 # Shorter headers for a narrow terminal (the footnotes keep the long names).
-ABBREVIATIONS = {"Huge-page coverage": "HP cover", "Minor faults": "Min. faults", "vs baseline": "vs base",
+ABBREVIATIONS = {"Huge-page coverage": "HP cov.", "HP coverage": "HP cov.", "p10 chunk ns": "p10 ns", "Minor faults": "Min. faults", "vs baseline": "vs base",
                  "resolved": "res.", "Latency ns": "ns", "STLB misses": "STLB miss", "Allocator": "Alloc.",
                  "THP defrag": "defrag", "status": "stat."}
 _NOTHING = ("n/a", DASH, "")
 
 
-def _fit(headers, rows, notes, width) -> tuple[list[str], list[list[str]], list[str]]:
-    """A table for a terminal ``width`` wide: columns that say n/a in every row go (a note names them, their
-    footnotes stay), and headers are abbreviated when the table would still be wider than the terminal."""
+def _fit(headers, rows, notes, width, optional=()) -> tuple[list[str], list[list[str]], list[str]]:
+    """A table for a terminal ``width`` wide. Columns that say n/a in every row go (a note names them, their
+    footnotes stay); if it is still too wide: headers are abbreviated, a column with one value in every row
+    becomes a note, a confidence interval goes on the line under its value, and, last, ``optional`` columns
+    (secondary metrics) go from the right until every word fits, named in a note."""
     if not headers or not rows:
         return headers, rows, notes
-    empty = [i for i in range(len(headers)) if all(str(r[i]).strip() in _NOTHING for r in rows)]
-    empty = [i for i in empty if any(str(r[i]).strip() == "n/a" for r in rows)]  # a blank axis value stays
-    if empty:
-        dropped = ", ".join(headers[i] for i in empty)
-        headers = [h for i, h in enumerate(headers) if i not in empty]
-        rows = [[c for i, c in enumerate(r) if i not in empty] for r in rows]
-        notes = [f"Not shown (n/a in every row): {dropped}."] + list(notes)
+    empty = [i for i in range(len(headers)) if all(str(r[i]).strip() in _NOTHING for r in rows)
+             and any(str(r[i]).strip() == "n/a" for r in rows)]  # a blank axis value stays
+    notes = ([f"Not shown (n/a in every row): {', '.join(headers[i] for i in empty)}."] if empty else []) + notes
+    headers, rows = _without(headers, rows, empty)
+    if _natural_width(headers, rows) <= width:
+        return headers, rows, notes
+    headers = [_abbreviate(h) for h in headers]
+    same = [i for i in range(len(headers)) if len(rows) > 1 and len({str(r[i]) for r in rows}) == 1
+            and headers[i] not in ("n", "status", ABBREVIATIONS["status"])]
+    if same:
+        notes = [f"In every row: {', '.join(f'{headers[i]} = {rows[0][i]}' for i in same)}."] + notes
+    headers, rows = _without(headers, rows, same)
     if _natural_width(headers, rows) > width:
-        headers = [_abbreviate(h) for h in headers]
+        rows = [[re.sub(r" (\[[^\]]*\])$", r"\n\1", str(c)) for c in r] for r in rows]
+    short = {_abbreviate(h) for h in optional}
+    narrow = []
+    for i in reversed(range(len(headers))):
+        if _word_width(headers, rows) <= width:
+            break
+        if headers[i] in short:
+            narrow.insert(0, headers[i])
+            headers, rows = _without(headers, rows, [i])
+    if narrow:
+        notes = [f"Not shown for lack of width: {', '.join(narrow)} (a wider terminal or --format markdown "
+                 "shows them)."] + notes
     return headers, rows, notes
+
+
+def _word_width(headers, rows) -> int:
+    """Characters of the table with every column as wide as its longest word (rich breaks words below that)."""
+    return sum(_longest_word(headers, rows, i) for i in range(len(headers))) + 3 * len(headers) + 1
+
+
+def _longest_word(headers, rows, i) -> int:
+    return min(max([len(w) for r in rows for w in str(r[i]).split()] + [len(w) for w in headers[i].split()] + [1]),
+               20)
+
+
+def _without(headers, rows, drop) -> tuple[list[str], list[list[str]]]:
+    return ([h for i, h in enumerate(headers) if i not in drop],
+            [[c for i, c in enumerate(r) if i not in drop] for r in rows])
 
 
 def _abbreviate(header: str) -> str:
@@ -329,7 +370,8 @@ def _abbreviate(header: str) -> str:
 
 def _natural_width(headers, rows) -> int:
     """Characters of the widest line of the table at its natural width (cells on one line)."""
-    widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
+    widths = [max([len(h)] + [len(line) for r in rows for line in str(r[i]).splitlines() or [""]])
+              for i, h in enumerate(headers)]
     return sum(widths) + 3 * len(widths) + 1
 
 
