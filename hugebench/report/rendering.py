@@ -125,10 +125,11 @@ def void_text(table: pd.DataFrame, unit: str = "ns/pair") -> tuple[str, list[str
 
 def render_section(section, fmt: str = "rich", width: int | None = None, color: bool = False) -> str:
     """One :class:`.sections.Section` as rich or markdown text: title, table, notes, the warnings the table
-    does not already show, and the summary in words (the same sentences as the HTML page's)."""
+    does not already show, and under an experiment's main table the summary in words (the HTML page's)."""
     _check_format(fmt)
     notes = list(section.notes) + [f"warning: {flag.text}" for flag in section.warnings if not flag.in_table]
-    notes += [f"In words: {line}" if i == 0 else f"  {line}" for i, line in enumerate(section.summary)]
+    if section.kind == "main":  # an experiment's table; compare and verdict sections say theirs on the page
+        notes += [f"In words: {line}" if i == 0 else f"  {line}" for i, line in enumerate(section.summary)]
     if section.table is None:
         return _text(fmt, section.title, [], [], notes, width, color)
     rows = [[cell_text(v) for v in row] for row in section.table.itertuples(index=False)]
@@ -348,6 +349,25 @@ def _fit(headers, rows, notes, width, optional=()) -> tuple[list[str], list[list
     return headers, rows, notes
 
 
+def _column_widths(headers, rows, width) -> list[int | None]:
+    """Column widths that keep every word whole when the terminal allows (rich alone shares the space out
+    evenly and breaks "jemalloc" across lines): each column its longest word, then the spare width to the
+    columns that need the least of it to fit on one line. All None (rich decides) when words cannot fit."""
+    n = len(headers)
+    if not n or _word_width(headers, rows) > width:
+        return [None] * n
+    least = [_longest_word(headers, rows, i) for i in range(n)]
+    natural = [max([len(headers[i])] + [len(line) for r in rows for line in str(r[i]).splitlines() or [""]])
+               for i in range(n)]
+    spare = width - (sum(least) + 3 * n + 1)
+    given = list(least)
+    for i in sorted(range(n), key=lambda i: natural[i] - least[i]):
+        extra = min(max(natural[i] - least[i], 0), spare)
+        given[i] += extra
+        spare -= extra
+    return given
+
+
 def _word_width(headers, rows) -> int:
     """Characters of the table with every column as wide as its longest word (rich breaks words below that)."""
     return sum(_longest_word(headers, rows, i) for i in range(len(headers))) + 3 * len(headers) + 1
@@ -396,8 +416,9 @@ def _rich(title, headers, rows, notes, width, color=False) -> str:
     from rich.text import Text
 
     table = Table(title=title, title_justify="left", title_style="bold" if color else "")
-    for header in headers:
-        table.add_column(header, overflow="fold", no_wrap=width is None)
+    widths = _column_widths(headers, rows, width) if width else [None] * len(headers)
+    for header, fixed in zip(headers, widths):
+        table.add_column(header, overflow="fold", no_wrap=width is None, width=fixed)
     for row in rows:
         table.add_row(*(_cell(str(c), color) for c in row))
     buffer = io.StringIO()
