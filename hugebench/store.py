@@ -212,10 +212,15 @@ AXIS_SHORTHANDS = {"thp": "thp.enabled"}
 
 
 def _shaped(frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns a person looks for: each knob axis under its shorthand too, times as timestamps."""
+    """The columns a person looks for: each knob axis under its shorthand too, times as timestamps, versions
+    as integers. (Integer measurements keep float: NaN marks a failed run's, and statistics want floats.)"""
     for short, canonical in AXIS_SHORTHANDS.items():
         if canonical in frame.columns:
             frame[short] = frame[short].fillna(frame[canonical]) if short in frame.columns else frame[canonical]
+    for column in [c for c in frame.columns if str(c).endswith("version")]:  # 209, not 209.0 (rows without: <NA>)
+        values = frame[column]
+        if pd.api.types.is_float_dtype(values) and values.notna().any() and (values.dropna() % 1 == 0).all():
+            frame[column] = values.astype("Int64")
     if "started_at" in frame.columns and not pd.api.types.is_datetime64_any_dtype(frame["started_at"]):
         frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True, errors="coerce", format="ISO8601")
     return frame
