@@ -32,6 +32,7 @@ OWNED = (
     "window_s", "windows", "utime_s", "stime_s", "minflt", "majflt", "peak_rss_bytes", "process_wall_s",
     "hp_coverage", "hp_coverage_tw", "server_stop_s", "allocator_malloc_from", "allocator_processes",
     "allocator_mapped", "rss_before_workload_bytes", "anon_huge_before_workload_bytes", "workload_wall_s",
+    "series_t_s", "series_coverage",  # huge-page coverage over the run (sampler; fleet's from the core)
 )
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = ("param.", "knob.", "perf.", "pmu.", "smaps.", "vmstat.", "worker.", "allocator.", "text.",

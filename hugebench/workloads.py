@@ -691,6 +691,8 @@ WORKLOADS: dict[str, Workload] = {
         check_params=_command_check,
         prepare_params=_command_prepare,
         primary_for=_command_primary,
+        xy_plots=(XYPlot("series", "series_t_s", "series_coverage", "allocator", "seconds since the first sample",
+                         "AnonHugePages / Rss", "huge-page coverage over the run", "coverage"),),
     ),
     "tlbprobe": Workload(
         name="tlbprobe",

@@ -36,13 +36,14 @@ def test_a_command_sweep_gets_its_metric_by_allocator(tmp_path):
         workload: command
         perf: off
         repetitions: 2
-        params: {argv: [/bin/sh, -c, "exit 0"]}
+        params: {argv: [/bin/sh, -c, "sleep 0.4"], sample_interval: 0.05}
         axes:
           allocator: [glibc, jemalloc]
         baseline: {allocator: glibc}
         """)
     text, pngs = _plots(out)
-    assert pngs and all(name.startswith("cmd-") for name in pngs), text
+    assert "cmd-window_s-by-allocator.png" in pngs, (text, pngs)  # the metric by allocator, with CIs
+    assert "cmd-coverage.png" in pngs, pngs  # huge-page coverage over each run (the sampler's series)
     assert "plots: " + str(out / "plots") in text
 
 

@@ -187,13 +187,13 @@ def write_plots(results_dir: Results | str | os.PathLike, why: list[str] | None 
 
 def experiment_figures(experiment: Experiment) -> list[tuple[str, Figure]]:
     """(file stem, figure) of every plot the experiment's workload declares (lines, grouped bars, per-run
-    marks); an experiment none of whose declared plots fits its axes (a command, a sweep over allocators
-    only) gets the primary metric by allocator x THP mode with CIs (:func:`_primary_bars`)."""
+    marks); an experiment none of whose declared lines or bars fits its axes (a command, fleet, a sweep over
+    allocators only) gets the primary metric by allocator x THP mode with CIs (:func:`_primary_bars`)."""
     rows = ok_rows(experiment.rows)
     if rows.empty or experiment.workload is None:
         return []
-    declared = _line_plots(experiment, rows) + _bar_plots(experiment, rows) + _xy_plots(experiment, rows)
-    return declared or _primary_bars(experiment, rows)
+    summary = _line_plots(experiment, rows) + _bar_plots(experiment, rows)
+    return (summary or _primary_bars(experiment, rows)) + _xy_plots(experiment, rows)
 
 
 def no_figure_reason(experiment: Experiment) -> str:
@@ -258,8 +258,8 @@ def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping 
 def _xy_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
     drawn = []
     for plot in experiment.workload.xy_plots:
-        if not {plot.x, plot.y, plot.hue} <= set(rows.columns):
-            continue
+        if not {plot.x, plot.y, plot.hue} <= set(rows.columns) or not any(_drawable(plot, r) for _, r in rows.iterrows()):
+            continue  # e.g. a command sampled too briefly for a series: no empty figure
         for keys, part in _split(rows, [a for a in experiment.axes if a != plot.hue]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
             fig = xy_plot(part, plot, title=f"{_part_title(experiment.name, keys)}: {plot.title}",
@@ -269,6 +269,13 @@ def _xy_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fig
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+def _drawable(plot, run) -> bool:
+    xs, ys = run[plot.x], run[plot.y]
+    if plot.kind == "series":
+        return isinstance(xs, list) and isinstance(ys, list) and len(xs) == len(ys) > 0
+    return not is_missing(xs) and not is_missing(ys)
 
 
 def _draw_lines(ax, rows: pd.DataFrame, x: str, hue: str | None, order: Mapping | None = None) -> None:
