@@ -45,7 +45,7 @@ class Estimate:
         if self.left == 0:
             return f"{done}nothing left to run"
         if self.seconds is None:
-            return (f"{done}time unknown for {self.left} runs: {self.unpriced} have no stored runs of their cell and "
+            return (f"{done}unknown for {self.left} runs: {self.unpriced} have no stored runs of their cell and "
                     "their workload no time model (after a first sweep, `hugebench plan -o DIR` prices them)")
         return f"{done}{format_duration(self.seconds)} for the {self.left} runs left ({self.basis()})"
 

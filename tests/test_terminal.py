@@ -126,6 +126,6 @@ def test_plan_prices_the_runs_left_from_the_stored_history(tmp_path):
 def test_an_estimate_without_model_or_history_says_so():
     runs = [SimpleNamespace(run_id=str(i), cell_id="c", time_estimate=None) for i in range(3)]
     e = estimate(runs)
-    assert e.seconds is None and "time unknown for 3 runs" in e.text() and "no time model" in e.text()
+    assert e.seconds is None and "unknown for 3 runs: 3 have no stored runs" in e.text() and "no time model" in e.text()
     priced = estimate(runs, History({"c": 2.0}, frozenset({"0"}), overhead=1.5))
     assert priced.seconds == pytest.approx(6.0) and "x1.50 orchestration overhead" in priced.text()
