@@ -27,7 +27,8 @@ import pandas as pd
 
 from ..errors import HugebenchError
 from .rendering import (AXIS_LABELS, DASH, FORMATS, format_axis, format_bytes, format_si, render, render_section,
-                        render_sections, render_void, terminal, with_verdicts)
+                        render_sections, render_void, with_verdicts)
+from .terminal import terminal
 from .results import Experiment, Results, as_results, load_results, sweep_context
 from .sections import EXPERIMENT_SECTIONS, Flag, Options, Report, Section, adaptive_lines, build_report
 from .tables import (KNOWN_METRICS, VOID, MetricSpec, as_metric, build_table, default_metrics, in_spec_order,
@@ -45,7 +46,7 @@ def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics:
     ``baseline``, ``metrics`` and ``primary_metric``; without ``metrics`` in the context, to the columns the
     workload registry names, else the primary metric and the :data:`KNOWN_METRICS` present in the rows.
     An argument given here wins. ``fmt`` "csv" gives the main tables' numbers, one row per cell. ``width`` and
-    ``color`` fit a terminal (:func:`.rendering.terminal`); without them a rich table takes its natural width.
+    ``color`` fit a terminal (:func:`.terminal.terminal`); without them a rich table takes its natural width.
     """
     built = build_report(as_results(results_dir), Options(metrics, group_by, baseline, primary, level))
     if fmt == "csv":
