@@ -42,7 +42,13 @@ def _print_warnings(caught) -> None:
 @click.group(cls=_Group)
 @click.version_option(package_name="hugebench")
 def main():
-    """How much would huge pages and a better malloc buy my workload, on this machine?"""
+    """How much would huge pages and a better malloc buy my workload, on this machine?
+
+    \b
+    Changing kernel knobs needs root. sudo does not search a virtualenv, so
+    `sudo hugebench` finds nothing: name the venv's script instead, e.g.
+    `sudo .venv/bin/hugebench sweep experiments/quick.yaml`.
+    """
 
 
 def _default_out(spec) -> Path:
@@ -135,26 +141,26 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root):
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
     from . import machine_checks
     from . import plan as plan_mod
+    from .estimate import estimate, format_duration, read_history
     from .report import format_bytes
-    from .store import measured_wall_times
 
     spec = _load(experiment, repetitions)
     runs = plan_mod.plan(spec)
     machine_checks.check(spec, runs, sys_root, proc_root)  # what a sweep would refuse on this machine
-    s = plan_mod.summary(runs, measured_wall_times(out or _default_out(spec)))
-    mem = format_bytes(s["max_memory_bytes"]) if s["max_memory_bytes"] else "unknown"
-    took = f"~{s['seconds'] / 60:.0f} min" if s["seconds"] else "unknown time"
-    basis = f"{s['measured_cells']} cells from stored runs, the rest" if s["measured_cells"] else "all"
+    history = read_history(out or _default_out(spec))
+    s = plan_mod.summary(runs)
+    mem = (f"largest run needs ~{format_bytes(s['max_memory_bytes'])}" if s["max_memory_bytes"]
+           else "memory per run unknown (the workload has no memory model)")
     knobs = (f"sets kernel knobs {', '.join(s['knobs'])} ({s['knob_changes']} changes between runs)"
              if s["knobs"] else "no kernel knob changes")
     reps = f"{spec.repetitions} repetitions"
     if spec.adaptive:  # repetitions: auto: the plan above is its least; the most is every block up to max
-        most = plan_mod.summary(plan_mod.plan(spec, spec.adaptive["max"]), measured_wall_times(out or _default_out(spec)))
-        reps = (f"{spec.repetitions}..{spec.adaptive['max']} repetitions (auto; at most {most['runs']} runs"
-                + (f", ~{most['seconds'] / 60:.0f} min" if most["seconds"] else "") + ")")
+        most = estimate(plan_mod.plan(spec, spec.adaptive["max"]), history)
+        reps = (f"{spec.repetitions}..{spec.adaptive['max']} repetitions (auto; at most {most.left + most.done} runs"
+                + (f", {format_duration(most.seconds)}" if most.seconds is not None else "") + ")")
     click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {reps} "
-               f"(+{s['warmup_runs']} warm-up), {knobs}, "
-               f"largest run needs ~{mem}, {took} ({basis} by the workload's rough model)")
+               f"(+{s['warmup_runs']} warm-up), {knobs}, {mem}")
+    click.echo(f"time: {estimate(runs, history).text()}")
     skips = {} if spec.cluster else machine_checks.memory_skips(runs, proc_root)
     if skips:
         click.echo(f"cannot run here: {len(skips)} of {s['cells']} cells would be skipped by a sweep on this "
@@ -181,7 +187,7 @@ def report(results, fmt, plots, primary, html):
 
 
 def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = None, html: str | None = None) -> None:
-    from .report import Options, build_report, load_results, report as build
+    from .report import Options, build_report, load_results, report as build, terminal
 
     loaded = load_results(results)  # once: the tables, the page and the plots share rows and contexts
     if html is not None:
@@ -191,13 +197,17 @@ def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = No
         path = write_html(page, Path(html) if html else results / "report.html")
         click.echo(f"report: {path} ({len(page.sections)} sections, {len(page.warnings)} warnings)")
     else:
-        click.echo(build(loaded, fmt=fmt, primary=primary))
+        width, color = terminal()
+        click.echo(build(loaded, fmt=fmt, primary=primary, width=width, color=color), color=color or None)
     if plots:
         from .report.figures import write_plots
 
-        files = [p for p in write_plots(loaded) if p.suffix == ".png"]
+        why: list[str] = []
+        files = [p for p in write_plots(loaded, why) if p.suffix == ".png"]
         if files:
             click.echo(f"plots: {', '.join(str(p) for p in files)}")
+        for line in why:
+            click.echo(f"plots: {line}")
 
 
 def _add_optional_commands():

@@ -1,4 +1,4 @@
-"""`hugebench system show|set|restore` (also spelled `hugebench thp ...`). Thin: each command calls one
+"""`hugebench system show|set|restore` (`hugebench thp ...` is a hidden alias kept for old scripts). Thin: each command calls one
 function of hugebench.system; a HugebenchError propagates to the main CLI, which turns it into an exit code.
 """
 
@@ -103,7 +103,9 @@ def _parse_assignments(assignments: tuple[str, ...]) -> dict[str, str]:
 def set_cmd(roots: SystemRoots, assignments: tuple[str, ...]) -> None:
     """Set knobs (NAME=VALUE ...), journaled; they stay until `hugebench system restore`."""
     settings = _parse_assignments(assignments)
-    rerun = "hugebench system set " + " ".join(shlex.quote(a) for a in assignments)
+    from hugebench.system import sudo_hugebench
+
+    rerun = f"{sudo_hugebench()} system set " + " ".join(shlex.quote(a) for a in assignments)
     check_privileges([settings], roots.sys, roots.proc, os.geteuid(), rerun=rerun)
     with SystemState(roots.sys, roots.proc, roots.journal, purpose="set", restore_on_exit=False) as state:
         readback = state.apply(settings)
@@ -135,7 +137,8 @@ def restore_cmd(roots: SystemRoots, force: bool) -> None:
         click.echo("  nothing needed restoring")
 
 
-# `hugebench thp show|set|restore`: the same commands under the name people search for.
+# `hugebench thp show|set|restore`: the old name of `system`, hidden from --help (one command, one help text).
 thp = click.Group(
-    name="thp", commands=system.commands, params=system.params, callback=system.callback, help=system.help
+    name="thp", commands=system.commands, params=system.params, callback=system.callback, help=system.help,
+    hidden=True,
 )

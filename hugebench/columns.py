@@ -40,6 +40,7 @@ OWNED = (
     "containment", "oom_kills", "signal",
     # what perf could count for the user who ran the sweep (hugebench.measure.perf)
     "perf_scope", "pmu_scope",
+    "series_t_s", "series_coverage",  # huge-page coverage over the run (sampler; fleet's from the core)
 )
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = ("param.", "knob.", "perf.", "pmu.", "smaps.", "vmstat.", "worker.", "allocator.", "text.",

@@ -162,14 +162,15 @@ def summary(runs: list[RunSpec], measured: dict | None = None) -> dict:
     estimate, estimated time.
 
     ``measured`` (cell id -> median wall seconds of runs already stored) replaces the workload's rough
-    time model for the cells it knows.
+    time model for the cells it knows; the price is :func:`hugebench.estimate.estimate`'s, the one source.
     """
+    from .estimate import History, estimate
+
     measured = measured or {}
     flips = sum(1 for a, b in zip(runs, runs[1:]) if a.system != b.system)
     estimates = [r.memory_estimate for r in runs if r.memory_estimate]
-    seconds = [measured.get(r.cell_id, r.time_estimate) for r in runs]
     return {
-        "seconds": sum(s for s in seconds if s) if all(s is not None for s in seconds) else None,
+        "seconds": estimate(runs, History(measured)).seconds,
         "measured_cells": len({r.cell_id for r in runs} & set(measured)),
         "runs": len(runs),
         "cells": len({r.cell_id for r in runs}),

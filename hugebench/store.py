@@ -191,13 +191,34 @@ def load(*paths: str | os.PathLike, hosts: bool = True) -> pd.DataFrame:
     Several sources (sweeps, machines) are concatenated; a ``source`` column names the results
     directory each row came from, a ``host`` column the machine (for a local sweep's rows, from its context:
     ``hosts=False`` leaves them without, for a caller that reads the contexts itself). Unknown columns are kept; a column missing from one source is NaN for
-    its rows. Columns whose values are all numbers (or null) are numeric; null is NaN.
+    its rows. Columns whose values are all numbers (or null) are numeric; null is NaN. An axis is a column under
+    the name the YAML gave it too (``thp`` beside ``thp.enabled``, so ``groupby("thp")`` works);
+    ``started_at`` is a timestamp (UTC).
     """
     if not paths:
         raise HugebenchError("load() needs at least one results directory or runs.jsonl file")
     frames = [_load_one(_runs_file(p), hosts) for p in paths]
     frame = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
-    return _numeric_columns(frame)
+    return _shaped(_numeric_columns(frame))
+
+
+# Knob axes stored under their canonical name, by the shorthand an experiment file may use for them.
+AXIS_SHORTHANDS = {"thp": "thp.enabled"}
+
+
+def _shaped(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns a person looks for: each knob axis under its shorthand too, times as timestamps, versions
+    as integers. (Integer measurements keep float: NaN marks a failed run's, and statistics want floats.)"""
+    for short, canonical in AXIS_SHORTHANDS.items():
+        if canonical in frame.columns:
+            frame[short] = frame[short].fillna(frame[canonical]) if short in frame.columns else frame[canonical]
+    for column in [c for c in frame.columns if str(c).endswith("version")]:  # 209, not 209.0 (rows without: <NA>)
+        values = frame[column]
+        if pd.api.types.is_float_dtype(values) and values.notna().any() and (values.dropna() % 1 == 0).all():
+            frame[column] = values.astype("Int64")
+    if "started_at" in frame.columns and not pd.api.types.is_datetime64_any_dtype(frame["started_at"]):
+        frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True, errors="coerce", format="ISO8601")
+    return frame
 
 
 def load_contexts(*paths: str | os.PathLike) -> dict[str, dict]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from hugebench import kernel
 from hugebench.measure.phases import time_weighted_coverage
 
+MAX_SERIES = 500  # samples kept in a row's coverage series (evenly thinned): a plot, not an archive
+
 FIELDS = ("Rss", "AnonHugePages", "FilePmdMapped", "ShmemPmdMapped", "Private_Hugetlb", "Shared_Hugetlb")
 
 
@@ -63,6 +65,10 @@ class CoverageSampler:
         out["hp_coverage_tw"] = time_weighted_coverage([t for t, _ in self.samples],
                                                        [s["Rss"] for _, s in self.samples],
                                                        [s["AnonHugePages"] for _, s in self.samples])
+        start, step = self.samples[0][0], max(1, len(self.samples) // MAX_SERIES)  # coverage over the run
+        kept = self.samples[::step]
+        out["series_t_s"] = [round(t - start, 3) for t, _ in kept]
+        out["series_coverage"] = [s["AnonHugePages"] / s["Rss"] if s["Rss"] else None for _, s in kept]
         out[f"{prefix}peak.coverage"] = max((s["AnonHugePages"] / s["Rss"] for _, s in self.samples if s["Rss"]),
                                             default=None)
         return out

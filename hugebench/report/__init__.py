@@ -27,7 +27,8 @@ import pandas as pd
 
 from ..errors import HugebenchError
 from .rendering import (AXIS_LABELS, DASH, FORMATS, format_axis, format_bytes, format_si, render, render_section,
-                        render_sections, render_void)
+                        render_sections, render_void, with_verdicts)
+from .terminal import terminal
 from .results import Experiment, Results, as_results, load_results, sweep_context
 from .sections import EXPERIMENT_SECTIONS, Flag, Options, Report, Section, adaptive_lines, build_report
 from .tables import (KNOWN_METRICS, VOID, MetricSpec, as_metric, build_table, default_metrics, in_spec_order,
@@ -37,25 +38,27 @@ from .verdicts import VERDICTS, claim_verdicts, render_verdicts, verdict_table
 
 def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics: Sequence | None = None,
            group_by: Sequence[str] | None = None, baseline: Mapping | None = None, primary: str | None = None,
-           level: float = 0.95) -> str:
+           level: float = 0.95, width: int | None = None, color: bool = False) -> str:
     """Rebuild the report of a results directory from the store alone: per experiment its table, the
     workload's extra tables and alloc-test's void compensation.
 
     ``group_by``, ``baseline``, ``metrics`` and ``primary`` default to the sweep context's ``axes``,
     ``baseline``, ``metrics`` and ``primary_metric``; without ``metrics`` in the context, to the columns the
     workload registry names, else the primary metric and the :data:`KNOWN_METRICS` present in the rows.
-    An argument given here wins. ``fmt`` "csv" gives the main tables' numbers, one row per cell.
+    An argument given here wins. ``fmt`` "csv" gives the main tables' numbers, one row per cell. ``width`` and
+    ``color`` fit a terminal (:func:`.terminal.terminal`); without them a rich table takes its natural width.
     """
     built = build_report(as_results(results_dir), Options(metrics, group_by, baseline, primary, level))
     if fmt == "csv":
-        return pd.concat([s.data.assign(experiment=s.experiment) for s in built.sections if s.kind == "main"],
+        return pd.concat([with_verdicts(s.data).assign(experiment=s.experiment) for s in built.sections
+                          if s.kind == "main"],
                          ignore_index=True).to_csv(index=False)
-    return render_sections(built.sections, fmt)
+    return render_sections(built.sections, fmt, width, color)
 
 
 __all__ = ["AXIS_LABELS", "DASH", "EXPERIMENT_SECTIONS", "Experiment", "FORMATS", "Flag", "KNOWN_METRICS",
            "MetricSpec", "Options", "Report", "Results", "Section", "VERDICTS", "VOID", "adaptive_lines", "as_metric",
            "as_results", "build_report", "build_table", "claim_verdicts", "default_metrics", "format_axis",
            "format_bytes", "format_si", "in_spec_order", "load_results", "overhead_lines", "render", "render_section",
-           "render_sections", "render_verdicts", "render_void", "report", "sweep_context", "verdict_table",
+           "render_sections", "render_verdicts", "render_void", "report", "sweep_context", "terminal", "verdict_table",
            "void_compensation"]

@@ -170,22 +170,67 @@ def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
     return paths
 
 
-def write_plots(results_dir: Results | str | os.PathLike) -> list[Path]:
-    """Render every plot the results' workloads declare into ``<results_dir>/plots``; return the files."""
+def write_plots(results_dir: Results | str | os.PathLike, why: list[str] | None = None) -> list[Path]:
+    """Render every plot the results' workloads declare into ``<results_dir>/plots``; return the files.
+    ``why``: a list that gets one line per experiment that has no figure, saying why."""
     results = as_results(results_dir)
     written: list[Path] = []
     for experiment in sorted(results.experiments(), key=lambda e: e.name):
-        for name, fig in experiment_figures(experiment):
+        figures = experiment_figures(experiment)
+        for name, fig in figures:
             written += save(fig, results.path, name)
+        if not figures and why is not None:
+            why.append(f"{experiment.name}: no plot, {no_figure_reason(experiment)}")
     return written
 
 
 def experiment_figures(experiment: Experiment) -> list[tuple[str, Figure]]:
-    """(file stem, figure) of every plot the experiment's workload declares: lines, grouped bars, per-run marks."""
+    """(file stem, figure) of every plot the experiment's workload declares (lines, grouped bars, per-run
+    marks); an experiment none of whose declared lines or bars fits its axes (a command, fleet, a sweep over
+    allocators only) gets the primary metric by allocator x THP mode with CIs (:func:`_primary_bars`)."""
     rows = ok_rows(experiment.rows)
     if rows.empty or experiment.workload is None:
         return []
-    return _line_plots(experiment, rows) + _bar_plots(experiment, rows) + _xy_plots(experiment, rows)
+    summary = _line_plots(experiment, rows) + _bar_plots(experiment, rows)
+    return (summary or _primary_bars(experiment, rows)) + _xy_plots(experiment, rows)
+
+
+def no_figure_reason(experiment: Experiment) -> str:
+    """Why :func:`experiment_figures` drew nothing for ``experiment``."""
+    if ok_rows(experiment.rows).empty:
+        return "no run succeeded"
+    if experiment.workload is None:
+        return "its workload is unknown to this version of hugebench"
+    metric = experiment.primary_metric
+    if not metric or metric not in experiment.rows.columns:
+        return f"the primary metric {metric or '(none named)'} was not recorded"
+    return f"no successful run has a number for {metric}"
+
+
+def _primary_bars(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
+    """The primary metric's median per cell with its CI: one group per value of the axes other than THP, one
+    bar per THP mode (or per allocator when THP is not swept)."""
+    metric = experiment.primary_metric
+    if not metric or metric not in rows.columns or pd.to_numeric(rows[metric], errors="coerce").isna().all():
+        return []
+    axes = [a for a in experiment.axes if a in rows.columns and rows[a].nunique() > 1] or \
+        [a for a in ("allocator",) if a in rows.columns]
+    if not axes:
+        return []
+    thp = [a for a in axes if canonical_knob(a) == "thp.enabled"]
+    groups = [a for a in axes if a not in thp][:2] + thp  # the colour axis last
+    label = next((m.title for m in _metric_specs(experiment) if m.column == metric), metric)
+    fig = bar_plot(rows, groups, metric, experiment.baseline, ylabel=label,
+                   title=f"{experiment.name}: {label}", order=experiment.axis_order)
+    return [(f"{experiment.name}-{metric}-by-{'-'.join(groups)}", fig)]
+
+
+def _metric_specs(experiment: Experiment) -> list[MetricSpec]:
+    from .tables import as_metric
+
+    declared = experiment.context.get("metrics") or [dict(zip(("column", "label", "fmt"), m))
+                                                     for m in experiment.workload.metrics]
+    return [as_metric(m) for m in declared]
 
 
 def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping | None = None) -> Figure:
@@ -212,8 +257,8 @@ def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping 
 def _xy_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
     drawn = []
     for plot in experiment.workload.xy_plots:
-        if not {plot.x, plot.y, plot.hue} <= set(rows.columns):
-            continue
+        if not {plot.x, plot.y, plot.hue} <= set(rows.columns) or not any(_drawable(plot, r) for _, r in rows.iterrows()):
+            continue  # e.g. a command sampled too briefly for a series: no empty figure
         for keys, part in _split(rows, [a for a in experiment.axes if a != plot.hue]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
             fig = xy_plot(part, plot, title=f"{_part_title(experiment.name, keys)}: {plot.title}",
@@ -223,6 +268,13 @@ def _xy_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fig
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+def _drawable(plot, run) -> bool:
+    xs, ys = run[plot.x], run[plot.y]
+    if plot.kind == "series":
+        return isinstance(xs, list) and isinstance(ys, list) and len(xs) == len(ys) > 0
+    return not is_missing(xs) and not is_missing(ys)
 
 
 def _draw_lines(ax, rows: pd.DataFrame, x: str, hue: str | None, order: Mapping | None = None) -> None:

@@ -6,7 +6,6 @@ Tables come from :mod:`.tables` with their metrics, primary metric, baseline and
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from typing import TYPE_CHECKING
@@ -128,20 +127,31 @@ def void_text(table: pd.DataFrame, unit: str = "ns/pair") -> tuple[str, list[str
     return title, headers, body, notes
 
 
-def render_section(section, fmt: str = "rich", width: int | None = None) -> str:
-    """One :class:`.sections.Section` as rich or markdown text: title, table, notes, and the warnings
-    the table does not already show."""
+def render_section(section, fmt: str = "rich", width: int | None = None, color: bool = False) -> str:
+    """One :class:`.sections.Section` as rich or markdown text: title, table, notes, the warnings the table
+    does not already show, and under an experiment's main table the summary in words (the HTML page's)."""
     _check_format(fmt)
     notes = list(section.notes) + [f"warning: {flag.text}" for flag in section.warnings if not flag.in_table]
+    if section.kind == "main":  # an experiment's table; compare and verdict sections say theirs on the page
+        notes += [f"In words: {line}" if i == 0 else f"  {line}" for i, line in enumerate(section.summary)]
     if section.table is None:
-        return _text(fmt, section.title, [], [], notes, width)
+        return _text(fmt, section.title, [], [], notes, width, color)
     rows = [[cell_text(v) for v in row] for row in section.table.itertuples(index=False)]
-    return _text(fmt, section.title, [str(c) for c in section.table.columns], rows, notes, width)
+    return _text(fmt, section.title, [str(c) for c in section.table.columns], rows, notes, width, color,
+                 _secondary(section))
 
 
-def render_sections(sections, fmt: str = "rich", width: int | None = None) -> str:
-    """Sections one after the other, a blank line between them."""
-    return "\n\n".join(render_section(s, fmt, width) for s in sections)
+def _secondary(section) -> set[str]:
+    """Headers a narrow terminal may leave out: a main table's metrics other than the primary one."""
+    attrs = section.data.attrs if section.kind == "main" and section.data is not None else {}
+    titles = {m.title for m in attrs.get("metrics", ()) if m.column != attrs.get("primary")}
+    return {h for h in map(str, section.table.columns) if h.split(" [")[0] in titles}
+
+
+def render_sections(sections, fmt: str = "rich", width: int | None = None, color: bool = False) -> str:
+    """Sections one after the other, a blank line between them. ``width``: fit a terminal that wide (see
+    :func:`terminal`); ``color``: rich text with ANSI colours (click strips them when output is piped)."""
+    return "\n\n".join(render_section(s, fmt, width, color) for s in sections)
 
 
 def display_frame(headers, rows) -> pd.DataFrame:
@@ -167,10 +177,14 @@ def _check_format(fmt: str) -> None:
         raise HugebenchError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def _text(fmt, title, headers, rows, notes, width) -> str:
+def _text(fmt, title, headers, rows, notes, width, color=False, optional=()) -> str:
     if fmt == "markdown":
         return _markdown(title, headers, rows, notes)
-    return _rich(title, headers, rows, notes, width)
+    from .terminal import fit, rich_text
+
+    if width is not None:
+        headers, rows, notes = fit(headers, rows, notes, width, optional)
+    return rich_text(title, headers, rows, notes, width, color)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -213,10 +227,24 @@ def _format_ratio(row: pd.Series, failed: bool, level: float) -> list[str]:
     if pd.isna(row["ratio.ci_lo"]):
         return [text, ""]
     text += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
-    verdict = {True: "yes", False: "no"}.get(row["resolved"], f"n<{min_runs_for(level)}")
+    return [text, _verdict(row, level)]
+
+
+def _verdict(row, level: float) -> str:
     if isinstance(row.get("unstable"), str):
-        verdict = "unstable"  # resolved by its CI, but resting on a cell the stability rule refuses
-    return [text, verdict]
+        return "unstable"  # resolved by its CI, but resting on a cell the stability rule refuses
+    return {True: "yes", False: "no"}.get(row["resolved"], f"n<{min_runs_for(level)}")
+
+
+def with_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """A main table's numbers with a ``verdict`` column as the text table shows it ("baseline", "yes", "no",
+    "unstable", "n<6"; empty where there is no ratio), so a CSV keeps the "too few runs" marker too."""
+    if "ratio" not in table.columns:
+        return table
+    level = table.attrs.get("level", 0.95)
+    verdicts = ["baseline" if r["is_baseline"] else "" if r["status"] != "ok" or pd.isna(r["ratio"])
+                or pd.isna(r["ratio.ci_lo"]) else _verdict(r, level) for _, r in table.iterrows()]
+    return table.assign(verdict=verdicts)
 
 
 def _format_n(row: pd.Series) -> str:
@@ -269,23 +297,3 @@ def _markdown(title, headers, rows, notes) -> str:
     if headers:
         out += [line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows]
     return "\n".join(out + [""] + [markdown_text(n, block=True) for n in notes]) + "\n"
-
-
-def _rich(title, headers, rows, notes, width) -> str:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    for header in headers:
-        table.add_column(header, overflow="fold", no_wrap=width is None)
-    for row in rows:
-        table.add_row(*map(str, row))
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width or 10_000, color_system=None, force_terminal=False)
-    if headers:
-        console.print(table)
-    elif title:
-        console.print(title, markup=False, highlight=False)
-    for note in notes:
-        console.print(note, markup=False, highlight=False)
-    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"

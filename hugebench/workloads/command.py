@@ -6,7 +6,7 @@ Its checks, preparation and columns are :mod:`hugebench.command.checks`; the wor
 
 from __future__ import annotations
 
-from .base import Param, Workload, register
+from .base import Param, Workload, XYPlot, register
 
 METRICS = (("window_s", "Window s", ".3f"), ("utime_s", "User s", ".2f"), ("stime_s", "Sys s", ".2f"),
            ("peak_rss_bytes", "Peak RSS", "bytes"), ("minflt", "Minor faults", "si"))
@@ -67,4 +67,6 @@ WORKLOAD = register(Workload(
     check_params=_check,
     prepare_params=_prepare,
     primary_for=_primary,
+    xy_plots=(XYPlot("series", "series_t_s", "series_coverage", "allocator", "seconds since the first sample",
+                     "AnonHugePages / Rss", "huge-page coverage over the run", "coverage"),),
 ))
