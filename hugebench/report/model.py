@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+DASH = "—"  # an empty cell of a text table
+
 
 @dataclass(frozen=True)
 class Flag:

@@ -15,12 +15,12 @@ import pandas as pd
 
 from ..errors import HugebenchError
 from ..stats import min_runs_for
+from .model import DASH  # noqa: F401 (re-exported: compare, history)
 
 if TYPE_CHECKING:
     from .tables import MetricSpec
 
 FORMATS = ("rich", "markdown", "csv")
-DASH = "—"
 
 # Column headers of the usual axes (the article's table says "Allocator | THP | ...").
 AXIS_LABELS = {"allocator": "Allocator", "thp": "THP", "thp.enabled": "THP", "thp.defrag": "THP defrag", "keys": "Keys",

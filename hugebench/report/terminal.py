@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import re
 
-from .rendering import DASH
+from .model import DASH
 
 
 def terminal(stream=None) -> tuple[int | None, bool]:
