@@ -47,7 +47,7 @@ def compare_report(a: Results, b: Results, primary: str | None = None, level: fl
         unmatched += lonely
     for side, mine, other in (("A", a_exps, b_exps), ("B", b_exps, a_exps)):
         unmatched += [[side, name, "(the whole experiment)"] for name in mine if name not in other]
-    sections.insert(0, _summary_section(sections))
+    sections.append(_summary_section(sections))  # after the tables it sums up, before what did not match
     sections.append(_unmatched_section(unmatched))
     sections.append(_context_section(a, b))
     provenance = [_labelled(s, "A") for s in provenance_sections(a)] + [_labelled(s, "B") for s in
@@ -232,7 +232,7 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
 
 
 def _summary_section(sections: list[Section]) -> Section:
-    """Every experiment's summary and unstable/disturbed warnings first, so the terminal shows them too."""
+    """Every experiment's summary and unstable/disturbed warnings in one section, so the terminal shows them too."""
     notes = []
     for section in sections:
         prefix = f"{section.experiment}: " if len(sections) > 1 else ""

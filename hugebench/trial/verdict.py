@@ -42,9 +42,11 @@ def configuration(frame: pd.DataFrame, base: pd.DataFrame, cell: dict, metric: s
     """One configuration's numbers: runs, median, ratios to as-is (metric, peak RSS), coverage, proof."""
     ok = stats.ok_rows(frame)
     failed = stats.failed_rows(frame)
+    steady = stability.cell_stability(frame, metric)  # the one rule of every verdict (hugebench.stability)
     out = {"cell": dict(cell), "runs": int(len(ok)), "failed": int(len(failed)), "median": _median(ok, metric),
-           "ratio": _ratio_dict(stats.compare(frame, base, metric), stability.cell_stability(frame, metric),
-                                stability.cell_stability(base, metric)) if len(ok) else None,
+           "ratio": _ratio_dict(stats.compare(frame, base, metric), steady, stability.cell_stability(base, metric))
+           if len(ok) else None,
+           "unstable": steady.why if steady.unstable else None,
            "peak_rss_ratio": _ratio_dict(stats.compare(frame, base, "peak_rss_bytes"))
            if len(ok) and "peak_rss_bytes" in frame.columns else None,
            "hp_coverage": _median(ok, "hp_coverage"),
@@ -176,6 +178,10 @@ def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) 
         span = best["ratio"]["ci_hi"] - best["ratio"]["ci_lo"]
         if span > VARIABLE_WIDTH:
             out.append(f"variable: the best's ratio CI spans {span:.2f}; the metric varies too much to call closely")
+    for config in (verdict["baseline"], best, *verdict["others"]):
+        if config and config.get("unstable"):
+            out.append(f"unstable: '{config['name']}': {config['unstable']} — no difference resting on it is "
+                       "called resolved")
     if not verdict["resolved"]:
         out.append(f"not resolved: the best's ratio CI to as-is includes 1 or rests on fewer than "
                    f"{stats.min_runs_for(0.95)} pairs ({verdict['stopped'] or 'budget ended'}); a larger --budget helps")
