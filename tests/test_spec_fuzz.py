@@ -11,10 +11,8 @@ an unbounded expansion fails the test through an alarm instead of stalling CI.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
-import signal
 from datetime import timedelta
 from unittest import mock
 
@@ -29,6 +27,7 @@ from hugebench import workloads
 from hugebench.allocators import BUILTIN
 from hugebench.cli import main
 from hugebench.errors import HugebenchError
+from time_limit import time_limit
 
 EXAMPLE_SECONDS = 10  # one example may take this long before it counts as a hang
 FUZZ = settings(max_examples=600, deadline=timedelta(seconds=3), database=None,
@@ -224,18 +223,8 @@ def yaml_texts(draw):
     return text
 
 
-@contextlib.contextmanager
 def _time_limit(seconds: int):
-    def hang(signum, frame):
-        raise AssertionError(f"plan took more than {seconds} s: it hangs or expands without bound")
-
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    return time_limit(seconds, "plan (it hangs or expands without bound)")
 
 
 def _plan_file(path) -> bool:

@@ -12,10 +12,8 @@ section 3) fixes those; any other crash, and any hang, fails the test.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
-import signal
 import traceback
 import warnings
 from datetime import timedelta
@@ -32,6 +30,7 @@ from hugebench.errors import HugebenchError
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.report import report
 from hugebench.spec import parse_spec
+from time_limit import time_limit
 
 EXAMPLE_SECONDS = 20
 STORE_FUZZ = settings(max_examples=150, deadline=timedelta(seconds=10), database=None, report_multiple_bugs=False,
@@ -136,18 +135,8 @@ def _is_object(line: bytes) -> bool:
         return False
 
 
-@contextlib.contextmanager
 def _time_limit(seconds: int):
-    def hang(signum, frame):
-        raise AssertionError(f"reading the store took more than {seconds} s: it hangs")
-
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    return time_limit(seconds, "reading the store (it hangs)")
 
 
 def _read(directory: Path, store_crashes: list[str], typed_damage: bool) -> None:
