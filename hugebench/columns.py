@@ -45,7 +45,7 @@ OWNED = (
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = ("param.", "knob.", "perf.", "pmu.", "smaps.", "vmstat.", "worker.", "allocator.", "text.",
                   "buddy.", "phase.", "sampler.", "sampled.", "set.", "thp.", "hugetlb.", "containment.", "cgroup.",
-                  "noise.")
+                  "result.", "noise.")
 # A measurement that could not be taken is null with ``<column>.reason`` beside it.
 REASON_SUFFIX = ".reason"
 # ``{tmp}`` and ``{python}`` of a command line are hugebench's (hugebench.command.template).

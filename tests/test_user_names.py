@@ -141,3 +141,19 @@ def test_every_column_of_a_command_row_is_reserved_or_the_user_s(tmp_path):
     stray = [c for c in df.columns if c not in users and c not in columns.RESERVED
              and not c.startswith(columns.OWNED_PREFIXES) and not c.endswith(columns.REASON_SUFFIX)]
     assert not stray, f"columns hugebench writes but does not reserve (add them to hugebench/columns.py): {stray}"
+
+
+def test_a_measurement_named_like_an_axis_never_relabels_the_cell(tmp_path):
+    """hashlookup reports how many lookups it did; an axis ``lookups: [0, 500]`` (0: one per key) keeps its
+    planned value in the row, and the measured count stands beside it as ``result.lookups``."""
+    path = tmp_path / "lookups.yaml"
+    path.write_text("name: lookups\nworkload: hashlookup\nperf: off\ncounters: off\n"
+                    "params: {keys: 1000}\naxes: {lookups: [0, 500]}\n")
+    spec = load_spec(path)
+    result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(out=tmp_path / "res", quiet=True,
+                                                               journal=tmp_path / "j.json"))
+    df = load(tmp_path / "res").sort_values("lookups")
+    assert result.statuses == {"ok": 2}, df.get("error")
+    assert df["lookups"].tolist() == [0, 500]  # the cells, as planned
+    assert df["result.lookups"].iloc[0] == 1000  # what the run did for "0: one per key"
+    assert df["result.lookups"].isna().iloc[1]  # equal to the axis value: nothing to keep apart

@@ -18,7 +18,7 @@ from ..launch import Launched, signal_name, tail
 from ..measure import disturbance, perf as perf_mod
 from ..system.containment import RunContainer, record_dir
 from .argv import measured_argv
-from .rows import base_row, failure, oom_verdict, reply_fields
+from .rows import base_row, failure, measured_apart, oom_verdict, reply_fields
 from .rundir import RunDir
 
 SUPERVISOR_GRACE_S = 30.0  # a program's worker: its start-up, the server's stop and the reply, past the timeout
@@ -45,7 +45,7 @@ def run_one(run, setup, state, options) -> dict:
     row.update(_buddy_columns(options.proc_root))
     row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
     machine_before = disturbance.snapshot(options.proc_root, options.sys_root)
-    row.update(execute(run, setup, options))
+    row.update(measured_apart(execute(run, setup, options), run.cell))
     row.update(disturbance.run_columns(machine_before, row, options.proc_root, options.sys_root))
     changed = {k: (v, now) for k, v in before.items() if (now := state.snapshot().get(k)) != v}
     if changed and row["status"] == "ok":

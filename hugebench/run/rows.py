@@ -10,6 +10,7 @@ keeps a user's names off hugebench's are ``hugebench.columns``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -73,6 +74,17 @@ def oom_verdict(fields: dict, vmstat_oom_kills: int) -> dict:
         fields.update(failure("oom", f"killed by the OOM killer ({source} rose by {kills} during the run; "
                                      f"{fields.get('error')})"))
     return fields
+
+
+def measured_apart(fields: dict, cell: Mapping) -> dict:
+    """A measurement named like one of the cell's axes (a workload reports what it did: ``lookups``, ``threads``)
+    never replaces the axis value the run was planned with, which names its cell: where the two differ, the
+    measurement is kept as ``result.<name>`` (``lookups: [0]`` means one lookup per key; 1000000 were done)."""
+    out = dict(fields)
+    for name, value in cell.items():
+        if name in out and out[name] != value:
+            out[f"result.{name}"] = out.pop(name)
+    return out
 
 
 def reply_fields(path: str | Path, fields: dict) -> dict:
