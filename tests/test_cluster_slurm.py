@@ -28,6 +28,7 @@ jobqueue = pytest.importorskip("dask_jobqueue", reason="the cluster extra is not
 psutil = pytest.importorskip("psutil")
 
 from hugebench.cluster.config import safe_host  # noqa: E402
+from cluster_lab import lab_spec
 
 BIN = Path(sys.executable).parent
 DAEMONS = {name: shutil.which(name) or f"/usr/sbin/{name}" for name in ("munged", "slurmctld", "slurmd")}
@@ -64,17 +65,7 @@ NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKN
 PartitionName=hbtest Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
 
-SPEC = """\
-name: slurm-lab
-workload: hashlookup
-repetitions: 2
-timeout: 60
-perf: off
-counters: off
-params: {keys: 2000, lookups: 20000}
-axes:
-  allocator: [glibc]
-"""
+SPEC = lab_spec("slurm-lab")
 
 
 def _free_ports(n: int) -> list[int]:

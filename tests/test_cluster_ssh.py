@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cluster_lab import lab_spec
 
 pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install '.[cluster]'")
 pytest.importorskip("asyncssh", reason="the cluster extra is not installed: pip install '.[cluster]'")
@@ -34,17 +35,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.needs_root,
               pytest.mark.skipif(not SSHD.exists() or not shutil.which("ssh-keygen"),
                                  reason="no sshd: apt-get install openssh-server (.ci/setup does)")]
 
-SPEC = """\
-name: ssh-lab
-workload: hashlookup
-repetitions: 2
-timeout: 60
-perf: off
-counters: off
-params: {keys: 2000, lookups: 20000}
-axes:
-  allocator: [glibc]
-"""
+SPEC = lab_spec("ssh-lab")
 
 SSHD_CONFIG = """\
 Port {port}
