@@ -65,6 +65,18 @@ def _load(experiment: str, repetitions: int | None, local: bool = True):
     return dataclasses.replace(spec, repetitions=repetitions, adaptive={}) if repetitions else spec
 
 
+def _cluster_options(command):
+    """--cluster, --machines, --workers: where a sweep runs (and what ``plan`` shows per machine)."""
+    command = click.option("--workers", type=click.IntRange(min=1), default=None,
+                           help="cluster: machines to wait for")(command)
+    command = click.option("--machines", type=click.Choice(["each", "spread"]), default=None,
+                           help="cluster: every cell on every machine (each), or blocks over identical machines "
+                                "(spread)")(command)
+    return click.option("--cluster", default=None, metavar="ADDRESS",
+                        help="run on Dask workers: tcp://HOST:8786 (a running scheduler) or ssh://h1,h2 (beats "
+                             "cluster:)")(command)
+
+
 _repetitions = click.option("-r", "--repetitions", type=click.IntRange(min=1), default=None,
                             help="runs per cell (overrides the file; more later resumes the same sweep)")
 
@@ -80,11 +92,7 @@ _repetitions = click.option("-r", "--repetitions", type=click.IntRange(min=1), d
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
-@click.option("--cluster", default=None, metavar="ADDRESS",
-              help="run on Dask workers: tcp://HOST:8786 (a running scheduler) or ssh://h1,h2 (beats cluster:)")
-@click.option("--machines", type=click.Choice(["each", "spread"]), default=None,
-              help="cluster: every cell on every machine (each), or blocks over identical machines (spread)")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="cluster: machines to wait for")
+@_cluster_options
 @click.option("--label", default=None, metavar="TEXT",
               help="a label of this sweep kept in its context (e.g. jemalloc 5.3); `history` shows where it changed")
 @click.option("--quiet-machine", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
@@ -136,17 +144,21 @@ def _print_failures(out: Path, sweep_id: str) -> None:
               help="results directory whose stored runs refine the time estimate (default: results/<name>)")
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+@_cluster_options
 @_repetitions
-def plan(experiment, show_runs, out, repetitions, sys_root, proc_root):
+def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, machines, workers):
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
     from . import machine_checks
     from . import plan as plan_mod
+    from .cluster.config import resolve
     from .estimate import estimate, format_duration, read_history
     from .report import format_bytes
 
-    spec = _load(experiment, repetitions)
+    spec = _load(experiment, repetitions, local=cluster is None)
     runs = plan_mod.plan(spec)
-    machine_checks.check(spec, runs, sys_root, proc_root)  # what a sweep would refuse on this machine
+    config = resolve(spec.cluster, cluster, machines, workers, experiment)
+    if config is None:  # what a sweep would refuse on this machine (a cluster's machines check themselves)
+        machine_checks.check(spec, runs, sys_root, proc_root)
     history = read_history(out or _default_out(spec))
     s = plan_mod.summary(runs)
     mem = (f"largest run needs ~{format_bytes(s['max_memory_bytes'])}" if s["max_memory_bytes"]
@@ -161,7 +173,11 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root):
     click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {reps} "
                f"(+{s['warmup_runs']} warm-up), {knobs}, {mem}")
     click.echo(f"time: {estimate(runs, history).text()}")
-    skips = {} if spec.cluster else machine_checks.memory_skips(runs, proc_root)
+    if config is not None:
+        from .cluster.placement import host_lines
+
+        click.echo("\n".join(host_lines(runs, config, history)))
+    skips = {} if config else machine_checks.memory_skips(runs, proc_root)
     if skips:
         click.echo(f"cannot run here: {len(skips)} of {s['cells']} cells would be skipped by a sweep on this "
                    f"machine, e.g. one {next(iter(skips.values()))}")

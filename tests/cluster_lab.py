@@ -1,9 +1,166 @@
-"""The small sweep the real-cluster tests (ssh, slurm) send through their cluster: one cell, two runs."""
+"""What the cluster tests share: the small sweep the real-cluster tests (ssh, slurm) send through their
+cluster (one cell, two runs), and ``Lab``: a real Dask scheduler and real `hugebench worker` processes on
+loopback, each standing for one machine with its own fake /sys and /proc (FakeKernel, installed in the worker
+process the way test_sweep_crash does it), journal, lock and host name. The client is the real `hugebench
+sweep --cluster` in its own process, so it can be killed like a user's would be.
+"""
 
 from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from conftest import FakeKernel
+
+TESTS_DIR = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
 
 
 def lab_spec(name: str) -> str:
     """An experiment file's text: hashlookup at 2000 keys, glibc, no perf; ``name`` names the experiment."""
     return (f"name: {name}\nworkload: hashlookup\nrepetitions: 2\ntimeout: 60\nperf: off\ncounters: off\n"
             "params: {keys: 2000, lookups: 20000}\naxes:\n  allocator: [glibc]\n")
+
+
+WORKER = """
+import sys
+sys.path.insert(0, {tests!r})
+from conftest import FakeKernel
+from hugebench import allocators
+from hugebench.system import knobs
+knobs.default_io = FakeKernel({root!r})
+hidden = {hidden!r}   # libraries this fake machine does not have
+real_find = allocators.find_library
+allocators.find_library = lambda lib: None if any(h in str(lib) for h in hidden) else real_find(lib)
+if {plain!r}:  # a plain Dask worker, as dask-jobqueue or SSHCluster start them
+    from distributed.cli.dask_worker import main
+    main(sys.argv[1:])
+else:
+    from hugebench.cli import main
+    main(sys.argv[1:], prog_name="hugebench")
+"""
+
+
+CLIENT = """
+import sys
+sys.path.insert(0, {tests!r})
+import toy_workload  # a spec may name the toy workload
+from hugebench import plan, spec
+from hugebench.cluster.config import resolve
+from hugebench.cluster import run_cluster_sweep as run_sweep
+from hugebench.orchestrator import SweepOptions
+path, address, out, machines = (sys.argv[1:] + [None])[:4]
+s = spec.load_spec(path, local=False)
+cluster = resolve(s.cluster, address, machines, 2, path)
+result = run_sweep(s, plan.plan(s), SweepOptions(out=out, quiet=True, spec_source=path, cluster=cluster))
+print(result.statuses)
+"""
+
+
+class Lab:
+    """A scheduler and the workers started on it; every process is ended by the fixture."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp = tmp_path
+        self.procs: list[subprocess.Popen] = []
+        scheduler_file = tmp_path / "scheduler.json"
+        self.scheduler = self._start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                                      "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                                      str(scheduler_file)], "scheduler", env={**os.environ, "PYTHONPATH": _path()})
+        self.address = json.loads(wait_for(lambda: scheduler_file.exists() and scheduler_file.read_text()
+                                            or None, "the scheduler file"))["address"]
+        self.machines: dict[str, FakeKernel] = {}
+        self.workers: dict[str, subprocess.Popen] = {}
+
+    def _start(self, argv, name, **kw) -> subprocess.Popen:
+        log = open(self.tmp / f"{name}.log", "ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp, **kw)
+        self.procs.append(proc)
+        return proc
+
+    def machine(self, host: str) -> FakeKernel:
+        if host not in self.machines:
+            self.machines[host] = FakeKernel(self.tmp / host).build()
+        return self.machines[host]
+
+    def journal(self, host: str) -> Path:
+        return self.tmp / f"{host}.journal.json"
+
+    def worker(self, host: str, hidden: tuple = (), plain: bool = False, name: str | None = None) -> subprocess.Popen:
+        """`hugebench worker` for fake machine ``host`` (or, ``plain``, `dask worker --resources machine=1`
+        told its machine by the environment)."""
+        kernel = self.machine(host)
+        code = textwrap.dedent(WORKER.format(tests=str(TESTS_DIR), root=str(kernel.root), hidden=list(hidden),
+                                             plain=plain))
+        roots = {"HUGEBENCH_SYS_ROOT": str(kernel.sys_root), "HUGEBENCH_PROC_ROOT": str(kernel.proc_root),
+                 "HUGEBENCH_JOURNAL": str(self.journal(host)), "HUGEBENCH_LOCK": str(self.tmp / f"{host}.lock"),
+                 "HUGEBENCH_HOST_NAME": host}
+        if plain:
+            argv = [sys.executable, "-c", code, self.address, "--name", name or host, "--nthreads", "1", "--no-nanny",
+                    "--resources", "machine=1", "--death-timeout", "30", "--no-dashboard"]
+        else:
+            argv = [sys.executable, "-c", code, "worker", self.address, "--host-name", host, "--sys-root",
+                    str(kernel.sys_root), "--proc-root", str(kernel.proc_root), "--journal", str(self.journal(host)),
+                    "--lock", roots["HUGEBENCH_LOCK"], "--idle-restore", "3", "--death-timeout", "30"]
+            roots = {}
+        self.workers[host] = self._start(argv, f"worker-{host}", env={**os.environ, "PYTHONPATH": _path(), **roots})
+        return self.workers[host]
+
+    def wait_for_hosts(self, *hosts: str) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=30) as client:
+            def joined():
+                info = client.scheduler_info()["workers"].values()
+                return set(hosts) <= {w.get("name") for w in info} or None
+            wait_for(joined, f"workers {hosts}")
+
+    def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True, report: bool = True):
+        """`hugebench sweep --cluster` (or, without the report and plots, which take seconds, the same
+        run_sweep call it makes)."""
+        argv = [str(BIN / "hugebench"), "sweep", str(spec), "--cluster", self.address, "-q", "-o", str(out),
+                "--format", "csv", *extra]
+        if not report:
+            argv = [sys.executable, "-c", textwrap.dedent(CLIENT.format(tests=str(TESTS_DIR))), str(spec),
+                    self.address, str(out), *extra]
+        proc = self._start(argv, "client", env={**os.environ, "COLUMNS": "200"})
+        if not wait:
+            return proc
+        proc.wait(timeout=120)
+        return proc.returncode, (self.tmp / "client.log").read_text()
+
+    def close(self) -> list[str]:
+        """Stop every process, clients and workers first (workers restore their machines), the scheduler last;
+        return the ones that had to be killed."""
+        killed = []
+        for proc in [p for p in reversed(self.procs) if p is not self.scheduler] + [self.scheduler]:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                killed.append(" ".join(map(str, proc.args[-12:])))
+                proc.kill()
+                proc.wait(timeout=5)
+        return killed
+
+
+def _path() -> str:
+    """PYTHONPATH for the scheduler and workers: they find the toy workload (the scheduler reads tasks too)."""
+    return os.pathsep.join(filter(None, [str(TESTS_DIR), os.environ.get("PYTHONPATH")]))
+
+
+def wait_for(check, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)

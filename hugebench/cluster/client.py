@@ -4,8 +4,10 @@ The client connects to a Dask scheduler (or starts one with SSHCluster), finds t
 machine, each with the resource ``host:<name>``), decides which runs go to which machine, asks each machine
 to prepare (its context becomes ``sweeps/<sweep id>.<host>.json``), then submits the runs the store lacks as
 tasks pinned to their machine and appends each row as it comes back, through the same loop as a local
-sweep (``orchestrator.record_runs``). A machine whose worker dies gets its runs back when a worker for it
-joins again (the scheduler re-queues them); the client keeps waiting.
+sweep (``orchestrator.record_runs``). ``dispatch`` keeps the tasks: a machine whose worker dies gets its runs
+back when a worker for it joins again within ``lost_after`` seconds; after that the machine is lost (its
+block goes to another machine with ``spread``, its runs are failed rows with ``each``), never an endless wait.
+Where runs go is ``placement``'s (``hugebench plan`` shows the same).
 
 ``machines: each`` runs every cell on every machine: run and cell ids include the host, and ``host`` is an
 axis of the results (ratios stay within one machine). ``machines: spread`` gives whole repetition blocks to
@@ -17,19 +19,19 @@ machines.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from pathlib import Path
 
 from .. import adaptive
 from ..errors import HugebenchError, SpecError
 from ..orchestrator import SweepResult, record_runs
-from ..run.rows import failed_row
-from ..plan import block as plan_block, content_hash
+from ..plan import block as plan_block
 from ..preflight import check_compatible, new_sweep_id
 from ..store import ResultStore
-from .config import ADAPTIVE_ON_EACH, HOST_PREFIX, RESOURCE, ClusterConfig, host_resource
-from .machine import AdoptPlugin, Part, preflight_task, release_task, run_task
+from .config import ADAPTIVE_ON_EACH, RESOURCE, ClusterConfig
+from .dispatch import Dispatch, pinned, present_hosts
+from .machine import AdoptPlugin, Part, release_task
+from .placement import blocks, on_host, place  # noqa: F401  (blocks, on_host: public here as before)
 
 RELEASE_TIMEOUT_S = 60.0
 
@@ -47,8 +49,9 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
         spread = config.machines == "spread"
         placed = {h: runs for h in hosts} if spread else place(runs, hosts)
         parts = {h: Part(sweep_id, spec, tuple(rs), options.perf, options.spec_source) for h, rs in placed.items()}
+        dispatch = Dispatch(client, parts, config.lost_after, _all_workers(client))
         try:
-            prepared = _preflight(client, parts)
+            prepared = dispatch.preflight()
             if spread:
                 check_identical({h: p["context"].get("machine") or {} for h, p in prepared.items()})
             for host, pre in prepared.items():
@@ -57,9 +60,7 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
             host_of = {r.run_id: h for h, rs in placed.items() for r in rs}
 
             def execute_runs(todo):
-                if spread:
-                    return _execute_spread(client, parts, todo, hosts)
-                return _execute(client, parts, todo, host_of)
+                return dispatch.spread(todo) if spread else dispatch.each(todo, host_of)
 
             result, done = SweepResult(sweep_id, Path(options.out)), store.completed_run_ids()
             if spread:  # run ids are the plan's: repetitions: auto adds blocks exactly as in a local sweep
@@ -70,31 +71,10 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
             return record_runs(store, batches, done, execute_runs, options, result, total,
                                tuple(p["sweep_id"] for p in prepared.values()))
         finally:
-            _release(client, hosts, sweep_id)
+            _release(client, dispatch.alive, sweep_id)
 
 
 # -- placing runs on machines ----------------------------------------------------------------------
-
-
-def place(runs: list, hosts: list[str]) -> dict[str, list]:
-    """``each``: host -> every run, as that host does it (ids made per host)."""
-    return {h: [on_host(r, h) for r in runs] for h in hosts}
-
-
-def blocks(runs: list) -> list[list]:
-    """The runs by repetition block (each warm-up block too), in plan order: at most one run of each cell."""
-    cells = len({r.cell_id for r in runs}) or 1
-    grouped: dict[tuple, list] = {}
-    for run in runs:  # warm-ups all have repetition -1 and come first, one whole block of cells after another
-        key = (0, run.order_index // cells) if run.warmup else (1, run.repetition)
-        grouped.setdefault(key, []).append(run)
-    return [grouped[b] for b in sorted(grouped)]
-
-
-def on_host(run, host: str):
-    """The run as machine ``host`` does it in ``machines: each``: host is part of its cell."""
-    return dataclasses.replace(run, run_id=content_hash([run.run_id, host]), cell_id=content_hash([run.cell_id, host]),
-                               cell={**run.cell, "host": host})
 
 
 def identity(machine: dict) -> dict:
@@ -169,9 +149,7 @@ def _hosts(client, config: ClusterConfig) -> list[str]:
     """The machines with a hugebench worker, once at least ``config.workers`` have joined."""
     deadline = time.monotonic() + config.wait
     while True:
-        info = client.scheduler_info(**_all_workers(client))["workers"]
-        hosts = sorted({k.removeprefix(HOST_PREFIX) for w in info.values()  # 0: a refused second worker
-                        for k, v in (w.get("resources") or {}).items() if k.startswith(HOST_PREFIX) and v})
+        hosts = sorted(present_hosts(client, **_all_workers(client)))
         if len(hosts) >= config.workers:
             return hosts
         if time.monotonic() > deadline:
@@ -187,79 +165,9 @@ def _all_workers(client) -> dict:
     return {"n_workers": -1} if "n_workers" in inspect.signature(client.scheduler_info).parameters else {}
 
 
-def _pinned(host: str) -> dict:
-    return {RESOURCE: 1, host_resource(host): 1}
-
-
-def _preflight(client, parts: dict) -> dict:
-    """Each machine checks its part (a run it cannot do becomes a failed row later, not an error here)."""
-    futures = {h: client.submit(preflight_task, part, resources=_pinned(h), pure=False) for h, part in parts.items()}
-    prepared = {}
-    for host, future in futures.items():
-        try:
-            prepared[host] = future.result()
-        except HugebenchError:
-            raise
-        except Exception as exc:  # a bug or a broken install on that machine: say where, without a traceback
-            raise HugebenchError(f"machine {host} could not prepare the sweep: {type(exc).__name__}: {exc}") from None
-    return prepared
-
-
-def _execute(client, parts: dict, todo: list, host_of: dict):
-    """``each``: submit each run to its machine (in plan order), yield ``(run, row)`` as they finish."""
-    from distributed import as_completed
-
-    futures = {_submit(client, parts, run, host_of[run.run_id]): run for run in todo}
-    for future in as_completed(futures):
-        run = futures.pop(future)
-        yield run, _row(future, run, parts, host_of[run.run_id])
-
-
-def _execute_spread(client, parts: dict, todo: list, hosts: list[str]):
-    """``spread``: a whole block to a machine at a time (so a block's pairs stay within it), the next block to
-    whichever machine finishes its block first; a machine that dies keeps only its current block waiting."""
-    from distributed import as_completed
-
-    pending, owner, left = blocks(todo), {}, {}
-    finished = as_completed()
-
-    def give(host):
-        left[host] = set()
-        if pending:
-            for run in pending.pop(0):
-                future = _submit(client, parts, run, host)
-                owner[future] = run, host
-                left[host].add(future)
-                finished.add(future)
-
-    for host in hosts:
-        give(host)
-    for future in finished:
-        run, host = owner.pop(future)
-        left[host].discard(future)
-        if not left[host]:
-            give(host)
-        yield run, _row(future, run, parts, host)
-
-
-def _submit(client, parts: dict, run, host: str):
-    return client.submit(run_task, parts[host], run, key=f"hb-{parts[host].sweep_id}-{run.run_id}",
-                         resources=_pinned(host), priority=-run.order_index, pure=False)
-
-
-def _row(future, run, parts: dict, host: str) -> dict:
-    try:
-        row = future.result()
-    except Exception as exc:  # the task itself failed (its worker died too often, ...): a failed row
-        row = failed_row(run, f"{parts[host].sweep_id}.{host}", "failed", f"cluster task: {type(exc).__name__}: {exc}",
-                         host=host)
-    future.release()
-    return row
-
-
 def _release(client, hosts: list[str], sweep_id: str) -> None:
     """Each machine ends its part now: knobs restored, lock dropped (else they do so when idle)."""
-    futures = [client.submit(release_task, sweep_id, resources=_pinned(h), pure=False) for h in hosts]
+    futures = [client.submit(release_task, sweep_id, resources=pinned(h), pure=False) for h in hosts]
     from distributed import wait
 
     with contextlib.suppress(Exception):  # a machine that is gone restores when its worker ends or on restore

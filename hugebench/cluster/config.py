@@ -8,6 +8,7 @@ No Dask here: a file with a ``cluster:`` block is checked (and planned) on a mac
       machines: each                 # each: every cell on every machine | spread: blocks over identical ones
       workers: 2                     # wait until this many machines have joined (default 1)
       wait: 120                      # ... for at most this many seconds (default 60)
+      lost_after: 300                # a machine without a worker this long is lost (default 300)
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ KEYS = {
                 "identical machines)",
     "workers": "how many machines to wait for before planning (int >= 1, default 1)",
     "wait": "seconds to wait for them (default 60)",
+    "lost_after": "seconds a machine may be without a worker mid-sweep before it is lost: its block goes to "
+                  "another machine (spread) or its runs fail as lost (each) (default 300)",
 }
 # One refusal, by the file's check (spec) and by a sweep whose --machines flag makes it so (client).
 ADAPTIVE_ON_EACH = ("repetitions: auto needs machines: spread on a cluster (with machines: each, every machine "
@@ -60,6 +63,7 @@ class ClusterConfig:
     machines: str = "each"
     workers: int = 1
     wait: float = 60.0
+    lost_after: float = 300.0
 
     def describe(self) -> str:
         return self.scheduler or f"ssh://{','.join(self.ssh)}"
@@ -76,7 +80,7 @@ def parse_block(block, where) -> dict:
             raise where.error(("cluster", key), f"unknown key; allowed: {', '.join(KEYS)}")
     try:
         config = from_values(block.get("scheduler"), block.get("ssh"), block.get("machines"),
-                             block.get("workers"), block.get("wait"))
+                             block.get("workers"), block.get("wait"), block.get("lost_after"))
     except _KeyError as exc:
         raise where.error(("cluster", exc.key), exc.message) from None
     return {**block, "machines": config.machines}
@@ -87,7 +91,7 @@ class _KeyError(Exception):
         self.key, self.message = key, message
 
 
-def from_values(scheduler=None, ssh=None, machines=None, workers=None, wait=None) -> ClusterConfig:
+def from_values(scheduler=None, ssh=None, machines=None, workers=None, wait=None, lost_after=None) -> ClusterConfig:
     """A ClusterConfig from plain values (the YAML block, or the CLI flags over it)."""
     if (scheduler is None) == (ssh is None):
         raise _KeyError("scheduler" if scheduler is not None else "machines",
@@ -106,10 +110,15 @@ def from_values(scheduler=None, ssh=None, machines=None, workers=None, wait=None
     workers = 1 if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 10_000:
         raise _KeyError("workers", f"must be an integer from 1 to 10000, got {workers!r}")
-    wait = 60.0 if wait is None else wait
-    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 < wait <= 7 * 24 * 3600:
-        raise _KeyError("wait", f"must be a number of seconds > 0, got {wait!r}")
-    return ClusterConfig(scheduler, tuple(ssh or ()), machines, workers, float(wait))
+    wait = _seconds("wait", wait, 60.0)
+    return ClusterConfig(scheduler, tuple(ssh or ()), machines, workers, wait, _seconds("lost_after", lost_after, 300.0))
+
+
+def _seconds(key: str, value, default: float) -> float:
+    value = default if value is None else value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 7 * 24 * 3600:
+        raise _KeyError(key, f"must be a number of seconds > 0, got {value!r}")
+    return float(value)
 
 
 def resolve(block: dict, flag: str | None, machines: str | None, workers: int | None, source: str):
@@ -134,6 +143,6 @@ def resolve(block: dict, flag: str | None, machines: str | None, workers: int | 
         return None
     try:
         return from_values(values.get("scheduler"), values.get("ssh"), values.get("machines"),
-                           values.get("workers"), values.get("wait"))
+                           values.get("workers"), values.get("wait"), values.get("lost_after"))
     except _KeyError as exc:
         raise SpecError(f"{source}: cluster {exc.key}: {exc.message}") from None

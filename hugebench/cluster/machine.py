@@ -30,6 +30,7 @@ from ..run.execute import run_one
 from ..run.rows import failed_row
 from ..preflight import SweepSetup, context, prepare_machine
 from ..system import SweepLock, SystemState, default_lock_paths
+from .claims import claim, new_token, refusal
 from .config import RESOURCE, host_resource, safe_host
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,9 @@ PLUGIN_NAME = "hugebench-machine"
 
 @dataclass(frozen=True)
 class Part:
-    """What a machine needs to run its part of a sweep (sent with each task, so a restarted worker can
-    prepare again): the spec, the machine's runs, the sweep id and the CLI's perf override."""
+    """What a machine needs to run its part of a sweep: the spec, the machine's runs, the sweep id and the CLI's
+    perf override. Sent once per machine (``hold_part``); its tasks name it, so a restarted worker of the
+    machine gets it again and prepares again, and a run task carries only its own run."""
 
     sweep_id: str  # the client's; the machine's is sweep_id + "." + host
     spec: object
@@ -82,17 +84,16 @@ class MachinePlugin(WorkerPlugin):
         self._part: _Prepared | None = None
         self._timer: threading.Timer | None = None
         self.refused: str | None = None  # why this worker takes no runs (its machine has another)
+        self.token = new_token()  # this worker's claim on its machine (see claims)
 
     # -- worker life ---------------------------------------------------------------------------
 
     async def setup(self, worker):
         self.host = self.host or safe_host(socket.gethostname())
         wanted = host_resource(self.host)
-        holder = await other_holder(worker, wanted)
+        holder = await self._holder(worker, wanted)
         if holder is not None:  # one worker per machine: this one takes no runs (its lock would fail them all)
-            self.refused = (f"refused: machine {self.host} already has a hugebench worker ({holder}), and one "
-                            f"machine runs one sweep at a time; stop this worker ({worker.address}) or give it "
-                            f"its own name (--host-name, HUGEBENCH_HOST_NAME)")
+            self.refused = refusal(self.host, holder, worker.address)
             log.error("%s", self.refused)
             if not getattr(worker.state, "address", None):  # `hugebench worker`, before it registers: it does not start at all
                 raise HugebenchError(self.refused)
@@ -100,6 +101,14 @@ class MachinePlugin(WorkerPlugin):
             return
         if wanted not in (worker.state.total_resources or {}):  # registered by a client (SSHCluster)
             await worker.set_resources(**{RESOURCE: 1, wanted: 1})
+
+    async def _holder(self, worker, wanted: str) -> str | None:
+        """Who else serves this machine, as the scheduler decides in one step (claiming it for this worker
+        if nobody does); where the scheduler cannot, asked in two steps."""
+        answer = await claim(worker.scheduler, self.host, self.token, worker.address, wanted)
+        if answer is None:
+            return await other_holder(worker, wanted)
+        return answer["holder"]
 
     def teardown(self, worker):
         self.release()
@@ -266,6 +275,12 @@ def _plugin() -> MachinePlugin:
 
 
 # Task functions: module-level, so Dask sends them by name (the worker has hugebench installed).
+
+def hold_part(part: Part) -> Part:
+    """The machine's part, kept on its worker: each run task names it instead of carrying it (the scheduler
+    computes it again on a new worker of that machine if the old one died)."""
+    return part
+
 
 def preflight_task(part: Part) -> dict:
     return _plugin().preflight(part)

@@ -41,6 +41,7 @@ async def serve(scheduler: str, host: str, plugin, death_timeout: float | None) 
     """Run the worker until it is closed (by the scheduler, a signal, or a lost scheduler)."""
     from distributed import Worker
 
+    await claim_first(scheduler, host, plugin)
     worker = Worker(scheduler, name=host, nthreads=1, resources={RESOURCE: 1, host_resource(host): 1},
                     plugins=[plugin], death_timeout=death_timeout)
     loop = asyncio.get_running_loop()
@@ -53,3 +54,20 @@ async def serve(scheduler: str, host: str, plugin, death_timeout: float | None) 
             raise HugebenchError(plugin.refused) from None
         raise
     await worker.finished()
+
+
+async def claim_first(scheduler: str, host: str, plugin) -> None:
+    """Claim the machine before a Dask worker exists: a refusal is then this one message, not a worker that
+    fails to start (Dask logs that with a traceback). An unreachable scheduler: the worker waits for it as
+    always, and its plugin claims once it is there."""
+    from distributed.core import rpc
+
+    from .claims import claim, refusal
+
+    try:
+        async with rpc(scheduler, timeout=10) as scheduler_rpc:
+            answer = await claim(scheduler_rpc, host, plugin.token, resource=host_resource(host))
+    except OSError:
+        return
+    if answer is not None and not answer["ok"]:
+        raise HugebenchError(refusal(host, answer["holder"], f"hugebench worker on {socket.gethostname()}"))
