@@ -164,6 +164,35 @@ def test_a_machine_without_a_knob_fails_the_runs_that_need_it(lab, tmp_path):
     assert lab.machine("lab-a").read("sys/kernel/mm/transparent_hugepage/khugepaged/defrag") == "1"
 
 
+def test_a_run_task_carries_its_own_run_not_the_machines_run_list(lab, tmp_path, monkeypatch):
+    """Measured on what the client really submits: each run task names its machine's part (sent once per
+    machine) and carries one run; before, it carried the part itself, with the machine's whole run list."""
+    import distributed
+    from distributed.protocol.pickle import dumps
+
+    from hugebench import plan, spec as spec_mod
+    from hugebench.cluster import run_cluster_sweep
+    from hugebench.cluster.config import resolve
+    from hugebench.orchestrator import SweepOptions
+
+    sent, submit = [], distributed.Client.submit
+    monkeypatch.setattr(distributed.Client, "submit", lambda self, func, *args, **kw: (
+        sent.append((func.__name__, args)), submit(self, func, *args, **kw))[1])
+    path = _spec(tmp_path, reps=3)
+    s = spec_mod.load_spec(path, local=False)
+    result = run_cluster_sweep(s, plan.plan(s), SweepOptions(out=tmp_path / "res", quiet=True, spec_source=str(path),
+                                                             cluster=resolve(s.cluster, lab.address, None, 2, path)))
+    assert result.statuses == {"ok": 12}
+    parts = {args[0].runs[0].cell["host"]: args[0] for name, args in sent if name == "hold_part"}
+    tasks = [args for name, args in sent if name == "run_task"]
+    assert sorted(parts) == ["lab-a", "lab-b"] and len(tasks) == 12
+    for ref, run in tasks:
+        assert isinstance(ref, distributed.Future) and ref.key.startswith("hb-part-")  # a name, not the part
+        before = len(dumps((parts[run.cell["host"]], run)))  # what each task carried until now
+        after = len(dumps((ref, run)))
+        assert after <= len(dumps(run)) + 300 and after * 2 < before, (after, before)
+
+
 # Last in the module: it kills the shared lab's worker for lab-a (and leaves a new one in its place).
 def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp_path, monkeypatch):
     original = lab.machine("lab-a").files()

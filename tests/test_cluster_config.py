@@ -38,6 +38,7 @@ def test_a_cluster_block_is_read_and_left_out_of_the_fingerprint():
     ("cluster:\n  ssh: a,b\n", "key 'cluster.ssh': must be a non-empty list of host names"),
     ("cluster:\n  scheduler: tcp://a:1\n  workers: 0\n", "key 'cluster.workers': must be an integer from 1"),
     ("cluster: yes\n", "c.yaml:6: key 'cluster': must be a mapping"),
+    ("cluster:\n  scheduler: tcp://a:1\n  lost_after: 0\n", "c.yaml:8: key 'cluster.lost_after': must be a number of seconds"),
 ])
 def test_a_bad_cluster_block_is_refused_with_file_line_and_key(block, where):
     with pytest.raises(SpecError) as err:
@@ -110,3 +111,22 @@ def test_adaptive_repetitions_need_spread_on_a_cluster(tmp_path):
     options = SweepOptions(out=tmp_path / "r", cluster=ClusterConfig("tcp://127.0.0.1:1"))
     with pytest.raises(SpecError, match="repetitions: auto needs machines: spread"):
         run_cluster_sweep(s, plan.plan(s), options)
+
+
+def test_plan_shows_which_machine_gets_which_runs_and_its_time(tmp_path):
+    """`hugebench plan` expands a cluster sweep per machine: ssh hosts by name, a scheduler's as `workers`
+    placeholders (named when the sweep asks it); each: every run everywhere; spread: blocks dealt in turn."""
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE.replace("repetitions: 2", "repetitions: 5") + "cluster: {ssh: [lab1, lab2]}\n")
+    each = CliRunner().invoke(main, ["plan", str(path)])
+    assert each.exit_code == 0, each.output
+    assert "cluster: machines: each (every run on every machine), over the ssh hosts of ssh://lab1,lab2:" in each.output
+    assert "  lab1: 10 runs (2 cells), ~" in each.output and "  lab2: 10 runs (2 cells), ~" in each.output
+    spread = CliRunner().invoke(main, ["plan", str(path), "--cluster", "tcp://head:8786", "--machines", "spread",
+                                       "--workers", "2"])
+    assert spread.exit_code == 0, spread.output
+    assert "over 2 machine(s) as `workers` says; their names come from tcp://head:8786" in spread.output
+    assert "  machine 1: 6 runs (blocks 0, 2, 4), ~" in spread.output
+    assert "  machine 2: 4 runs (blocks 1, 3), ~" in spread.output
+    times = [line.rsplit("~", 1)[1] for line in spread.output.splitlines() if line.startswith("  machine")]
+    assert all(t.strip() and "unknown" not in t for t in times)  # hashlookup has a time model
