@@ -112,6 +112,8 @@ def test_each_reports_a_dead_machines_runs_as_lost_and_ends(lab, tmp_path):
     assert lost and all(r["status"] == "failed" and r["error"].startswith("machine lab-a lost at ")
                         and "within 2 s" in r["error"] and r["sweep_id"].endswith(".lab-a") for r in lost)
     assert any(r["status"] == "ok" for r in rows if r["host"] == "lab-a")  # what it finished stays
+    context = next(c for c in ResultStore(out).contexts().values() if c["cluster_host"] == "lab-a")
+    assert context["cluster_lost"] == lost[0]["error"].split("; run `hugebench system restore`")[0]
     assert not _alive(children), "a process of the killed machine outlived the sweep"
     for fmt in ("markdown", "csv", "rich"):  # the reason is in every report
         shown = subprocess.run([str(BIN / "hugebench"), "report", str(out), "--format", fmt], capture_output=True,
@@ -127,6 +129,7 @@ def test_spread_gives_a_dead_machines_block_to_another_machine(lab, tmp_path):
     rows = ResultStore(out).rows()
     ok = [r for r in rows if r["status"] == "ok"]
     assert len(ok) == len(rows) == 8 and len({r["run_id"] for r in ok}) == 8, [r.get("error") for r in rows]
+    assert "cluster_lost" in next(c for c in ResultStore(out).contexts().values() if c["cluster_host"] == "lab-a")
     on_a = {r["repetition"] for r in ok if r["host"] == "lab-a"}
     assert on_a and len(on_a) < 4  # lab-a did some, lab-b the rest ...
     # ... including what was left of the block lab-a held when it died (pairs stay within a sweep id)

@@ -68,8 +68,11 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
                 total = adaptive.max_runs(spec, runs) - len(done & {r.run_id for r in runs})
             else:
                 batches, total = [planned], sum(r.run_id not in done for r in planned)
-            return record_runs(store, batches, done, execute_runs, options, result, total,
-                               tuple(p["sweep_id"] for p in prepared.values()))
+            record_runs(store, batches, done, execute_runs, options, result, total,
+                        tuple(p["sweep_id"] for p in prepared.values()))
+            for host, why in dispatch.lost.items():  # provenance: this machine's part ended early, and why
+                store.update_context(dispatch.sweep_of(host), cluster_lost=why)
+            return result
         finally:
             _release(client, dispatch.alive, sweep_id)
 
