@@ -120,6 +120,9 @@ def test_each_reports_a_dead_machines_runs_as_lost_and_ends(lab, tmp_path):
                                text=True, timeout=120, env={"COLUMNS": "400", "PATH": str(BIN)})
         assert shown.returncode == 0, shown.stderr
         assert "machine lab-a lost at" in shown.stdout, (fmt, shown.stdout[-2000:])
+    page = subprocess.run([str(BIN / "hugebench"), "report", str(out), "--html", str(tmp_path / "r.html")],
+                          capture_output=True, text=True, timeout=120, env={"PATH": str(BIN)})
+    assert page.returncode == 0 and "machine lab-a lost at" in (tmp_path / "r.html").read_text(), page.stderr
 
 
 def test_spread_gives_a_dead_machines_block_to_another_machine(lab, tmp_path):
