@@ -87,7 +87,8 @@ def execute(run, setup, options) -> dict:
 
 def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float, dict]:
     """The worker's command line, its timeout and the page-cache columns of its text (built-in workloads)."""
-    worker = [options.python, "-m", "hugebench.worker", "--request", str(rundir.request), "--reply", str(rundir.reply)]
+    worker = [options.python, "-m", "hugebench.run.worker",
+              "--request", str(rundir.request), "--reply", str(rundir.reply)]
     if run.workload_def.runner:
         # The worker supervises a program: the allocator, perf and the text library are for the program,
         # which the worker starts the same way (see hugebench.command.runner), reporting here too. The

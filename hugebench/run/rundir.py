@@ -2,7 +2,7 @@
 
 | file          | written by                                    | read by                                        |
 |---------------|-----------------------------------------------|------------------------------------------------|
-| request.json  | the sweep (``run.execute``)                   | the worker (``hugebench.worker``)              |
+| request.json  | the sweep (``run.execute``)                   | the worker (``hugebench.run.worker``)          |
 | reply.json    | the worker, atomically (:meth:`write_reply`)  | the sweep (``run.rows.reply_fields``)          |
 | status.json   | hb-exec: the real end of what it ran          | ``hugebench.launch`` (``Launched.wait``)       |
 | perf.csv      | ``perf stat -x, -o`` around the measured one  | the sweep (:meth:`RunDir.perf_text`)           |
