@@ -39,8 +39,7 @@ def _primary(params: dict) -> tuple:
 
 WORKLOAD = register(Workload(
     name="command",
-    module=__name__,
-    function="",
+    doc="Your own program (or a server under a load driver) as the measured process.",
     runner="hugebench.command.runner:run",
     params={
         "argv": Param(list, None, help="the program and its arguments, a list; {name} takes a parameter"),
@@ -59,8 +58,6 @@ WORKLOAD = register(Workload(
                         help="process: the whole run is timed; markers: the program marks its windows"),
     },
     timed_phase="window",
-    primary_metric="window_s",
-    doc="Your own program (or a server under a load driver) as the measured process.",
     metrics=METRICS,  # and the coverage columns that fit the file's window (metrics_for)
     metrics_for=_metrics,
     open_params=True,
