@@ -184,7 +184,7 @@ def test_a_program_timed_to_its_end_is_judged_by_its_time_weighted_coverage():
     import pandas as pd
 
     from hugebench.command.checks import coverage_metrics
-    from hugebench.command.runner import _coverage_columns
+    from hugebench.run.supervisor import _coverage_columns
     from hugebench.report.results import Experiment
     from hugebench.report.sections import coverage_flags
 

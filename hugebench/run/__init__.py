@@ -9,7 +9,9 @@
 - ``execute``: :func:`run_one`, the public function both the local sweep (``hugebench.orchestrator``) and a
   cluster machine (``hugebench.cluster.machine``) call for each run;
 - ``worker``: the other end, ``python -m hugebench.run.worker``: the fresh process that reads the request,
-  runs the workload and writes the reply.
+  runs the workload and writes the reply;
+- ``supervisor``: the worker's side of a ``command`` run (the runner of the ``command`` workload and of
+  generated programs): starts the user's program with ``argv``, samples it, marks its window, one row.
 
 Nothing here imports the sweep loop, the cluster or the report; this package's ``__init__`` imports nothing,
 so that the worker process (which reads only ``request`` and ``rundir`` of it) starts fast.

@@ -91,7 +91,7 @@ def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float,
               "--request", str(rundir.request), "--reply", str(rundir.reply)]
     if run.workload_def.runner:
         # The worker supervises a program: the allocator, perf and the text library are for the program,
-        # which the worker starts the same way (see hugebench.command.runner), reporting here too. The
+        # which the worker starts the same way (see run.supervisor), reporting here too. The
         # worker enforces the run's timeout on the program; this one only catches a stuck worker.
         return measured_argv(worker, {}, rundir), run.timeout + SUPERVISOR_GRACE_S, {}
     page_cache = {}

@@ -10,7 +10,7 @@
 | text/         | the text library, one report per process      | the sweep (``hugebench.text.read_reports``)    |
 
 The worker runs with the run directory as its working directory; a ``command`` run's supervisor
-(``hugebench.command.runner``) writes its program's perf.csv and text/ here too, so the sweep reads them the
+(``run.supervisor``) writes its program's perf.csv and text/ here too, so the sweep reads them the
 same way for both. The directory is named ``hb-run-<sweep pid>-*`` so that a dead sweep's are recognised.
 """
 

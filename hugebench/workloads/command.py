@@ -1,7 +1,7 @@
 """command: your own program (or a server under a load driver) as the measured process.
 
 Its checks, preparation and columns are :mod:`hugebench.command.checks`; the worker runs
-:func:`hugebench.command.runner.run`.
+:func:`hugebench.run.supervisor.run`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _primary(params: dict) -> tuple:
 WORKLOAD = register(Workload(
     name="command",
     doc="Your own program (or a server under a load driver) as the measured process.",
-    runner="hugebench.command.runner:run",
+    runner="hugebench.run.supervisor:run",
     params={
         "argv": Param(list, None, help="the program and its arguments, a list; {name} takes a parameter"),
         "cwd": Param(str, ".", help="working directory, relative to the experiment file"),
