@@ -31,35 +31,27 @@ from .._util import write_json_atomic
 RUN_DIR_PREFIX = "hb-run-"  # + the sweep's pid: a dead sweep's leftovers are recognised and removed
 
 
+class _File:
+    """A file of the run directory, named once: ``RunDir.<attribute>`` is its path in that directory."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, rundir: RunDir | None, owner: type | None = None):
+        return self if rundir is None else rundir.path / self.name
+
+
 @dataclass(frozen=True)
 class RunDir:
     """The files of one run's directory (see the table above)."""
 
     path: Path
-
-    @property
-    def request(self) -> Path:
-        return self.path / "request.json"
-
-    @property
-    def reply(self) -> Path:
-        return self.path / "reply.json"
-
-    @property
-    def status(self) -> Path:
-        return self.path / "status.json"
-
-    @property
-    def perf(self) -> Path:
-        return self.path / "perf.csv"
-
-    @property
-    def stderr(self) -> Path:
-        return self.path / "stderr.txt"
-
-    @property
-    def text(self) -> Path:
-        return self.path / "text"
+    request = _File("request.json")
+    reply = _File("reply.json")
+    status = _File("status.json")
+    perf = _File("perf.csv")
+    stderr = _File("stderr.txt")
+    text = _File("text")
 
     @classmethod
     @contextlib.contextmanager
