@@ -28,7 +28,7 @@ def _size(ctx, param, value):
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
 def probe(largest, out, repetitions, quiet, sys_root, proc_root, journal):
     """Pointer chase per page size (4k, THP, hugetlb 2M/1G) over growing working sets, and the TLB-reach test."""
-    from .probe.run import ProbeOptions, run_probe
+    from .probe_sweep import ProbeOptions, run_probe
     from .probe.text import describe
 
     outcome = run_probe(ProbeOptions(largest=largest, out=out, repetitions=repetitions, quiet=quiet,

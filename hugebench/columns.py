@@ -31,7 +31,7 @@ STATUS = ("status", "error", "stderr_tail", "stdout_tail", "exit_code", "wall_s"
 # The other plain (undotted) columns hugebench writes into some row, or adds when it loads rows.
 OWNED = (
     "allocator", "text_pages", "thp", "host", "source", "knobs_applied", "thp_prctl_disabled",
-    # what a measured program's run records (hugebench.command.runner, .probe, .sampler)
+    # what a measured program's run records (hugebench.run.supervisor, command.probe, .sampler)
     "window_s", "windows", "utime_s", "stime_s", "minflt", "majflt", "peak_rss_bytes", "process_wall_s",
     "hp_coverage", "hp_coverage_tw", "server_stop_s", "allocator_malloc_from", "allocator_processes",
     "allocator_mapped", "rss_before_workload_bytes", "anon_huge_before_workload_bytes", "workload_wall_s",

@@ -1,7 +1,7 @@
 """The local sweep: the host lock, the preflight, the machine's kernel state, and the one loop that records
 rows (:func:`record_runs`, also the cluster client's), resume and progress.
 
-Each run is :func:`hugebench.run.execute.run_one` (a fresh ``python -m hugebench.worker`` process); whatever
+Each run is :func:`hugebench.run.execute.run_one` (a fresh ``python -m hugebench.run.worker`` process); whatever
 happens to it (crash, signal, timeout, OOM kill, bad reply) becomes one row with a ``status`` and the sweep
 goes on. Every finished row is appended to the store at once, so an interrupted sweep loses nothing and a
 re-run resumes where it stopped. A sweep on a cluster is ``hugebench.cluster``'s; the CLI picks which.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hugebench import allocators as am
-from hugebench import worker
+from hugebench.run import worker
 from hugebench.command.probe import verify
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"

@@ -184,7 +184,7 @@ def test_a_program_timed_to_its_end_is_judged_by_its_time_weighted_coverage():
     import pandas as pd
 
     from hugebench.command.checks import coverage_metrics
-    from hugebench.command.runner import _coverage_columns
+    from hugebench.run.supervisor import _coverage_columns
     from hugebench.report.results import Experiment
     from hugebench.report.sections import coverage_flags
 
@@ -207,25 +207,13 @@ def test_a_program_timed_to_its_end_is_judged_by_its_time_weighted_coverage():
     assert len(flags) == 1 and "huge-page coverage (time-weighted) under THP always below 90%" in flags[0].text
 
 
-FREES_BEFORE_EXIT = """
-import mmap, time
-size = 64 << 20
-buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-buf.madvise(mmap.MADV_HUGEPAGE)
-for off in range(0, size, 4096):
-    buf[off] = 1
-time.sleep(0.8)
-buf.close()  # munmap: nothing of it is left at exit
-"""
-
-
 def test_a_real_program_that_frees_before_exit(tmp_path):
     from hugebench import kernel
 
     if kernel.thp_modes()["enabled"] not in ("always", "madvise"):
         pytest.skip("THP is 'never' here: the program cannot get huge pages")
-    (tmp_path / "frees.py").write_text(FREES_BEFORE_EXIT)
-    path = _experiment(tmp_path, 'params: {argv: ["{python}", frees.py], sample_interval: 0.1}\n')
+    shutil.copy(Path(__file__).parent / "data" / "thp_program.py", tmp_path / "frees.py")
+    path = _experiment(tmp_path, 'params: {argv: ["{python}", frees.py, "0.8", unmap], sample_interval: 0.1}\n')
     result, df = _sweep(path, tmp_path)
     assert result.statuses == {"ok": 1}, df.get("error")
     row = df.iloc[0]

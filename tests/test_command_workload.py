@@ -72,17 +72,9 @@ def test_coverage_of_a_program_that_maps_thp_memory(tmp_path):
 
     if kernel.thp_modes()["enabled"] not in ("always", "madvise"):
         pytest.skip("THP is 'never' here")
-    (tmp_path / "thp.py").write_text(textwrap.dedent("""
-        import mmap, time
-        size = 64 << 20
-        buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        buf.madvise(mmap.MADV_HUGEPAGE)
-        for off in range(0, size, 4096):
-            buf[off] = 1
-        time.sleep(0.6)
-        """))
+    shutil.copy(Path(__file__).parent / "data" / "thp_program.py", tmp_path / "thp.py")
     path = _experiment(tmp_path, """\
-        params: {argv: ["{python}", thp.py], sample_interval: 0.1}
+        params: {argv: ["{python}", thp.py, "0.6"], sample_interval: 0.1}
         """)
     result, df = _sweep(path, tmp_path)
     assert result.statuses == {"ok": 1}, df.get("error")

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from hugebench import _core
 from hugebench.workloads import hashsets
 from hugebench.cli import main
-from hugebench.worker import _flatten_core_result
+from hugebench.run.worker import _flatten_core_result
 
 INFO = _core.build_info()
 KINDS = INFO["set_kinds"]

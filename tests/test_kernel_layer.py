@@ -52,7 +52,7 @@ def test_only_the_kernel_layer_reads_proc_and_sys(fake_sys, opened_outside_kerne
     from hugebench import doctor, metadata, system
     from hugebench.measure import phases
     from hugebench.measure.perf import PerfCapabilities
-    from hugebench.worker import WorkerRequest, run
+    from hugebench.run.worker import WorkerRequest, run
 
     caps = PerfCapabilities(None, None, "perf not probed in this test", None, frozenset(), (), False,
                             "not probed", None, ())

@@ -49,6 +49,23 @@ def test_an_unknown_name_is_refused_and_a_name_is_registered_once():
                                               timed_phase="", primary_metric=""))
 
 
+def test_what_a_declaration_leaves_out_follows_from_the_rest():
+    # module: the module that registered it (the worker imports it); primary metric: the first column shown;
+    # function: a _core function named like the workload, none for a runner.
+    toy = workloads.get("toy")
+    assert (toy.module, toy.function, toy.primary_metric) == ("toy_workload", "", "ns_per_item")
+    faultstorm = workloads.get("faultstorm")
+    assert faultstorm.module == "hugebench.workloads.faultstorm" and faultstorm.function == "faultstorm"
+    assert faultstorm.primary_metric == faultstorm.metrics[0][0] == "ns_per_op"
+    hashsets = workloads.get("hashsets")  # given explicitly, it stays
+    assert hashsets.primary_metric == "set.flat.ns_per_lookup" and not hashsets.metrics
+    # The C++ timed loops' two parameters, one definition (their help texts their own).
+    for name in ("alloctest", "faultstorm", "fleet", "tlbprobe"):
+        params = workloads.get(name).params
+        assert list(params)[-2:] == ["chunks", "seed"] and params["seed"].default == 1
+    assert workloads.get("fleet").params["chunks"].default == 20
+
+
 def test_the_spec_resolves_workload_and_allocators_once_and_the_runs_carry_them(monkeypatch):
     from hugebench import allocators, plan
     from hugebench.spec import parse_spec

@@ -45,13 +45,10 @@ def _memory(params: dict) -> int:
 
 WORKLOAD = register(Workload(
     name="toy",
-    module=__name__,
-    function="",
+    doc="Sums integers in Python: a workload registered from a test module of its own.",
     runner=f"{__name__}:run",
     params={"items": Param(int, 100_000, minimum=1, help="integers summed in the timed loop")},
     timed_phase="sum",
-    primary_metric="ns_per_item",
-    doc="Sums integers in Python: a workload registered from a test module of its own.",
     metrics=(("ns_per_item", "ns/item", ".1f"), ("items_summed", "Items", "si")),
     time_estimate=_time,
     memory_estimate=_memory,

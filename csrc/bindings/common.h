@@ -6,7 +6,7 @@
 // result keys and its helper functions for tests (generate_keys, faultstorm_probe, ...) stay in its own
 // file; timed code never lives in csrc/bindings/.
 //
-// Parameter defaults live in ONE place, the Python registry hugebench/workloads.py. A binding names its
+// Parameter defaults live in ONE place, the Python registry (hugebench/workloads/). A binding names its
 // parameters (they must map onto C++ fields) but takes each default from the registry when _core is
 // imported; C++ Params carry none. Why not the alternative, "every parameter required": the registry's
 // defaults would then apply only on the worker path, and _core.hashlookup(keys=...) called from a test
@@ -48,6 +48,13 @@ py::dict registry_defaults(const char* function);
 // (a default cannot be made up here).
 py::arg_v registry_arg(const py::dict& defaults, const char* function, const char* name);
 
+// f() run with the GIL released (C++ work that touches no Python object), its result returned.
+template <class F>
+auto without_gil(F&& f) {
+    py::gil_scoped_release no_gil;
+    return f();
+}
+
 // One workload parameter: its Python keyword and the field of Params it fills.
 template <class Params, class T>
 struct Field {
@@ -83,13 +90,8 @@ void bind_workload(py::module_& m, const WorkloadBinding<Params, Result>& w, con
         ((params.*(fields.member) = values), ...);
         params.counters = counter_specs(counters);
         w.validate(params);
-        const Hook cpp_hook = python_hook(hook);
-        Result result;
-        {
-            py::gil_scoped_release no_gil;  // the hook takes it back only for its own calls
-            result = w.run(params, cpp_hook);
-        }
-        return to_dict(result, result_keys);
+        const Hook cpp_hook = python_hook(hook);  // it takes the GIL back only for its own calls
+        return to_dict(without_gil([&] { return w.run(params, cpp_hook); }), result_keys);
     };
     const py::dict defaults = registry_defaults(w.function);
     m.def(w.function, call, py::kw_only(), registry_arg(defaults, w.function, fields.name)...,

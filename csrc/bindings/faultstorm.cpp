@@ -51,12 +51,7 @@ const auto kProbeKeys = std::make_tuple(
     key("map_flags", &Probe::map_flags));
 
 py::dict probe(const std::string& backing, uint64_t buffer_bytes) {
-    Probe p;
-    {
-        py::gil_scoped_release no_gil;
-        p = faultstorm::probe(backing, buffer_bytes);
-    }
-    return to_dict(p, kProbeKeys);
+    return to_dict(without_gil([&] { return faultstorm::probe(backing, buffer_bytes); }), kProbeKeys);
 }
 
 void bind(py::module_& m) {

@@ -2,5 +2,6 @@
 into a cache directory (build time reported, never timed), then run as a ``command`` workload.
 
 What belongs here: generators, their build cache, and the runners that hand the built program to
-``hugebench.command``. What does not: timing or measuring anything (the command runner does that).
+the run protocol's supervisor (``hugebench.run.supervisor``). What does not: timing or measuring anything (the
+supervisor does that).
 """

@@ -115,7 +115,7 @@ def _text_bytes(target: Path) -> int:
 
 def run(request, workdir: Path) -> dict:
     """Build (or reuse) the program for the run's parameters, then measure it as a ``command``."""
-    from hugebench.command import runner
+    from hugebench.run import supervisor
 
     p = request.run["params"]
     built = build(p["footprint_bytes"], p["layout"], p["func_bytes"], p["link_align"])
@@ -123,7 +123,7 @@ def run(request, workdir: Path) -> dict:
                "cwd": str(workdir), "metric": {"json": "ns_per_call", "name": "ns_per_call", "better": "lower"},
                "window": "markers", "sample_interval": 1.0}
     measured = dataclasses.replace(request, run={**request.run, "params": command})
-    row = runner.run(measured, workdir)
+    row = supervisor.run(measured, workdir)
     row.update({"functions": built.functions, "text_bytes": built.text_bytes, "build_s": built.build_s,
                 "build_cached": built.cached, "calls": p["calls"]})
     return row

@@ -6,50 +6,20 @@ Tables come from :mod:`.tables` with their metrics, primary metric, baseline and
 
 from __future__ import annotations
 
-import math
 import re
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..errors import HugebenchError
 from ..stats import min_runs_for
-from .model import DASH  # noqa: F401 (re-exported: compare, history)
-
-if TYPE_CHECKING:
-    from .tables import MetricSpec
+from .model import DASH, MetricSpec, format_bytes, format_si  # noqa: F401 (DASH, format_*: re-exported)
 
 FORMATS = ("rich", "markdown", "csv")
 
 # Column headers of the usual axes (the article's table says "Allocator | THP | ...").
 AXIS_LABELS = {"allocator": "Allocator", "thp": "THP", "thp.enabled": "THP", "thp.defrag": "THP defrag", "keys": "Keys",
                "set_kind": "Set", "threads": "Threads", "backing": "Backing", "order": "Order"}
-
-
-def format_bytes(value: float) -> str:
-    """Bytes in binary units: 1536 -> "1.5 KiB", 3 * 2**30 -> "3.0 GiB"."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-    magnitude, unit = float(value), 0
-    while abs(magnitude) >= 1024 and unit < len(units) - 1:
-        magnitude, unit = magnitude / 1024, unit + 1
-    return f"{magnitude:.0f} B" if unit == 0 else f"{magnitude:.1f} {units[unit]}"
-
-
-def format_si(value: float, unit: str = "", digits: int = 3) -> str:
-    """A number with an SI prefix and ``digits`` significant digits: 1234567 -> "1.23M", 0.00012 -> "120u"."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if value == 0:
-        return f"0{unit}"
-    prefixes = {-4: "p", -3: "n", -2: "u", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P"}
-    exponent = min(max(int(math.floor(math.log10(abs(value)) / 3)), -4), 5)
-    scaled = value / 1000.0**exponent
-    if round(abs(scaled), max(digits - 1 - int(math.floor(math.log10(abs(scaled)))), 0)) >= 1000 and exponent < 5:
-        exponent, scaled = exponent + 1, scaled / 1000.0
-    return f"{scaled:.{digits}g}{prefixes[exponent]}{unit}"
 
 
 def format_axis(value) -> str:

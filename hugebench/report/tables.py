@@ -8,9 +8,7 @@ time per malloc/free pair, with the uncertainty of the difference (a bootstrap o
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -18,38 +16,11 @@ import pandas as pd
 from ..errors import HugebenchError
 from ..stability import cell_stability, guard
 from ..stats import as_list, compare, describe_cell, difference_ci, failed_rows, ok_rows, require_columns
-from .rendering import display_frame, format_bytes, format_si, is_missing
+from .model import MetricSpec
+from .rendering import display_frame, is_missing
 from .results import sweep_ids
 
 VOID = "void"
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """A metric column and how to show it. ``fmt`` is a format spec (".1f", ".0%") or "bytes" / "si"."""
-
-    column: str
-    label: str = ""
-    fmt: str = ".3g"
-    scale: float = 1.0
-
-    @property
-    def title(self) -> str:
-        return self.label or self.column
-
-    def format(self, value) -> str:
-        """The value scaled and formatted; "n/a" for a missing one."""
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "n/a"
-        value = value * self.scale
-        if self.fmt == "bytes":
-            return format_bytes(value)
-        if self.fmt == "si":
-            return format_si(value)
-        return format(value, self.fmt)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # Metrics a report shows when neither the caller nor the sweep context names any (those present).

@@ -7,8 +7,12 @@
 - ``rows``: the one constructor of a row (:func:`base_row`) and of a failure (:func:`failure`,
   :func:`failed_row`), and the reading of a worker's reply into row fields;
 - ``execute``: :func:`run_one`, the public function both the local sweep (``hugebench.orchestrator``) and a
-  cluster machine (``hugebench.cluster.machine``) call for each run.
+  cluster machine (``hugebench.cluster.machine``) call for each run;
+- ``worker``: the other end, ``python -m hugebench.run.worker``: the fresh process that reads the request,
+  runs the workload and writes the reply;
+- ``supervisor``: the worker's side of a ``command`` run (the runner of the ``command`` workload and of
+  generated programs): starts the user's program with ``argv``, samples it, marks its window, one row.
 
 Nothing here imports the sweep loop, the cluster or the report; this package's ``__init__`` imports nothing,
-so that the worker process (which reads only ``request`` and ``rundir``) starts fast.
+so that the worker process (which reads only ``request`` and ``rundir`` of it) starts fast.
 """

@@ -3,7 +3,7 @@ program``, with the variables of the measured process only (the allocator's, the
 library's and any the caller adds), so that perf and hb-exec never run under the allocator under test.
 
 Used for the worker of a built-in workload (``run.execute``) and for the program a ``command`` run's worker
-supervises (``hugebench.command.runner``); both write perf's counts and the text reports into the run
+supervises (``run.supervisor``); both write perf's counts and the text reports into the run
 directory, where the sweep reads them (``run.rundir``).
 """
 

@@ -87,10 +87,11 @@ def execute(run, setup, options) -> dict:
 
 def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float, dict]:
     """The worker's command line, its timeout and the page-cache columns of its text (built-in workloads)."""
-    worker = [options.python, "-m", "hugebench.worker", "--request", str(rundir.request), "--reply", str(rundir.reply)]
+    worker = [options.python, "-m", "hugebench.run.worker",
+              "--request", str(rundir.request), "--reply", str(rundir.reply)]
     if run.workload_def.runner:
         # The worker supervises a program: the allocator, perf and the text library are for the program,
-        # which the worker starts the same way (see hugebench.command.runner), reporting here too. The
+        # which the worker starts the same way (see run.supervisor), reporting here too. The
         # worker enforces the run's timeout on the program; this one only catches a stuck worker.
         return measured_argv(worker, {}, rundir), run.timeout + SUPERVISOR_GRACE_S, {}
     page_cache = {}

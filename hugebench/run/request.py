@@ -1,5 +1,5 @@
 """The worker's request: what the sweep asks of one worker process (written to the run directory's
-``request.json`` by the sweep, read there by ``python -m hugebench.worker``).
+``request.json`` by the sweep, read there by ``python -m hugebench.run.worker``).
 
 Built once per run by ``hugebench.preflight.SweepSetup.request_for``; nothing here decides anything.
 """

@@ -2,7 +2,7 @@
 
 | file          | written by                                    | read by                                        |
 |---------------|-----------------------------------------------|------------------------------------------------|
-| request.json  | the sweep (``run.execute``)                   | the worker (``hugebench.worker``)              |
+| request.json  | the sweep (``run.execute``)                   | the worker (``hugebench.run.worker``)          |
 | reply.json    | the worker, atomically (:meth:`write_reply`)  | the sweep (``run.rows.reply_fields``)          |
 | status.json   | hb-exec: the real end of what it ran          | ``hugebench.launch`` (``Launched.wait``)       |
 | perf.csv      | ``perf stat -x, -o`` around the measured one  | the sweep (:meth:`RunDir.perf_text`)           |
@@ -10,7 +10,7 @@
 | text/         | the text library, one report per process      | the sweep (``hugebench.text.read_reports``)    |
 
 The worker runs with the run directory as its working directory; a ``command`` run's supervisor
-(``hugebench.command.runner``) writes its program's perf.csv and text/ here too, so the sweep reads them the
+(``run.supervisor``) writes its program's perf.csv and text/ here too, so the sweep reads them the
 same way for both. The directory is named ``hb-run-<sweep pid>-*`` so that a dead sweep's are recognised.
 """
 
@@ -31,35 +31,27 @@ from .._util import write_json_atomic
 RUN_DIR_PREFIX = "hb-run-"  # + the sweep's pid: a dead sweep's leftovers are recognised and removed
 
 
+class _File:
+    """A file of the run directory, named once: ``RunDir.<attribute>`` is its path in that directory."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, rundir: RunDir | None, owner: type | None = None):
+        return self if rundir is None else rundir.path / self.name
+
+
 @dataclass(frozen=True)
 class RunDir:
     """The files of one run's directory (see the table above)."""
 
     path: Path
-
-    @property
-    def request(self) -> Path:
-        return self.path / "request.json"
-
-    @property
-    def reply(self) -> Path:
-        return self.path / "reply.json"
-
-    @property
-    def status(self) -> Path:
-        return self.path / "status.json"
-
-    @property
-    def perf(self) -> Path:
-        return self.path / "perf.csv"
-
-    @property
-    def stderr(self) -> Path:
-        return self.path / "stderr.txt"
-
-    @property
-    def text(self) -> Path:
-        return self.path / "text"
+    request = _File("request.json")
+    reply = _File("reply.json")
+    status = _File("status.json")
+    perf = _File("perf.csv")
+    stderr = _File("stderr.txt")
+    text = _File("text")
 
     @classmethod
     @contextlib.contextmanager

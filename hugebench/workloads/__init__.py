@@ -4,7 +4,7 @@ columns and the report sections it declares as data; ``base`` holds the types an
 
 Every module of this package is imported here, and each registers its workload (``base.register``): a new
 workload is one new module. A workload of your own registers itself the same way from any module
-(``register(Workload(..., module=__name__))``); :data:`WORKLOADS` is the registry, by name.
+(``register(Workload(...))`` at the top level of that module); :data:`WORKLOADS` is the registry, by name.
 """
 
 from __future__ import annotations

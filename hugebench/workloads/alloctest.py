@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .base import COMMON_METRICS, STARTUP_S, Param, Workload, register
+from .base import COMMON_METRICS, STARTUP_S, Param, Workload, loop_params, register
 
 
 def _slots(p: dict) -> int:
@@ -72,8 +72,6 @@ def _memory(p: dict) -> int:
 
 WORKLOAD = register(Workload(
     name="alloctest",
-    module=__name__,
-    function="alloctest",
     params={
         # Defaults: ITHare's alloc-test as its published program runs (2^25 slots in total, 100M
         # operations per thread, power-of-two size bands, six-level 80/20 slots, hot slots first).
@@ -112,11 +110,10 @@ WORKLOAD = register(Workload(
                           help="separate: the sweep's `void` allocator cell, another process, pre-touched "
                                "block; in-process: the original's void pass right after the real run, "
                                "*_net columns computed here"),
-        "chunks": Param(int, 64, minimum=1, help="equal slices of each thread's timed phase"),
-        "seed": Param(int, 1, minimum=0, help="seed of the slot picks, sizes and slot permutation"),
+        **loop_params(seed="seed of the slot picks, sizes and slot permutation",
+                      chunks="equal slices of each thread's timed phase"),
     },
     timed_phase="run",
-    primary_metric="ns_per_pair",
     ops_column="pairs",
     memory_estimate=_memory,
     time_estimate=_time,

@@ -16,8 +16,9 @@ from __future__ import annotations
 import importlib
 import math
 import re
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -28,6 +29,7 @@ COMMON_METRICS = (
     ("peak_rss_bytes", "Peak RSS", "bytes"),
     ("minflt", "Minor faults", "si"),
 )
+CHUNK_P10 = ("chunk_ns_p10", "p10 chunk ns", ".1f")  # a chunked timed loop's fastest tenth (csrc/common/timing.h)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,15 @@ class Param:
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{name} must be >= {self.minimum}, got {value!r}")
         return value
+
+
+def loop_params(*, seed: str, chunks: str = "equal slices the timed phase is split into",
+                default_chunks: int = 64) -> dict[str, Param]:
+    """The two parameters of a C++ timed loop (csrc/common/timing.h): ``chunks``, the equal slices its time is
+    split into (the ``chunk_ns_*`` columns), and ``seed``, of its random choices; ``seed`` and ``chunks`` are
+    their help texts."""
+    return {"chunks": Param(int, default_chunks, minimum=1, help=chunks),
+            "seed": Param(int, 1, minimum=0, help=seed)}
 
 
 MAX_INT = 2**63 - 1  # what the C++ workloads take
@@ -159,16 +170,21 @@ class TableSection:
     columns: tuple = ()
     ci: str = ""  # how the intervals are made, for a reader of the declaration (e.g. "runs, then rounds")
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Workload:
     """A workload: the ``_core`` function name (or a ``runner``), its parameters, the phase that is timed, its
-    time and memory models, its derived columns and what the report shows of it."""
+    time and memory models, its derived columns and what the report shows of it.
+
+    Fields that follow from others may be left out: ``function`` is the workload's name (a ``_core`` function
+    of that name) unless it has a ``runner``; ``primary_metric`` is the first of ``metrics``; ``module`` is
+    the module that calls :func:`register`.
+    """
 
     name: str
-    function: str
     params: dict[str, Param]
     timed_phase: str
-    primary_metric: str
+    function: str = ""  # the _core function; "" with a runner, else the workload's name
+    primary_metric: str = ""  # "": the first column of `metrics`
     ops_column: str = ""  # result column counting the timed phase's operations (for per-op metrics)
     memory_estimate: Any = None  # callable(params) -> bytes, for the plan's memory preflight
     doc: str = ""
@@ -190,6 +206,12 @@ class Workload:
     module: str = ""  # the module that registers it (the worker imports it to find the workload)
     better: str = "lower"  # which direction of primary_metric is an improvement (higher for throughput)
 
+    def __post_init__(self) -> None:
+        if not self.function and not self.runner:
+            object.__setattr__(self, "function", self.name)
+        if not self.primary_metric and self.metrics:
+            object.__setattr__(self, "primary_metric", self.metrics[0][0])
+
     def report_metrics(self, params: dict) -> tuple[str, tuple, str]:
         """(primary column, report columns with the primary first, 'lower' or 'higher' is better)."""
         metrics = self.metrics_for(params) if self.metrics_for else self.metrics
@@ -203,11 +225,11 @@ REGISTRY: dict[str, Workload] = {}  # name -> workload, in the order registered
 
 
 def register(workload: Workload) -> Workload:
-    """Add ``workload`` to the registry (its ``module`` must name the module that calls this, ``__name__``,
-    so that a worker process finds it by importing that module); returns it. A name is registered once."""
+    """Add ``workload`` to the registry and return it; a name is registered once. Its ``module`` (the one a
+    worker process imports to find it) is, unless given, the module that calls this function, as
+    :func:`collections.namedtuple` finds its caller's: call it at the top level of the workload's module."""
     if not workload.module:
-        raise ValueError(f"workload {workload.name!r}: give module=__name__ (the worker imports it to find the "
-                         f"workload)")
+        workload = replace(workload, module=sys._getframe(1).f_globals.get("__name__", ""))
     known = REGISTRY.get(workload.name)
     if known is not None and known.module != workload.module:
         raise ValueError(f"workload {workload.name!r} is already registered by {known.module}")

@@ -19,8 +19,7 @@ def _memory(p: dict) -> int:
 
 WORKLOAD = register(Workload(
     name="codetlb",
-    module=__name__,
-    function="",
+    doc="A generated large-code program: functions over a text footprint called in random order (iTLB).",
     runner="hugebench.codegen.codetlb:run",
     params={
         "footprint_bytes": Param(int, 64 << 20, minimum=1 << 20, help="text the functions span (16Mi..256Mi)"),
@@ -35,10 +34,8 @@ WORKLOAD = register(Workload(
         "seed": Param(int, 1, minimum=0, help="seed of the call order"),
     },
     timed_phase="window",
-    primary_metric="ns_per_call",
     memory_estimate=_memory,
     time_estimate=_time,
-    doc="A generated large-code program: functions over a text footprint called in random order (iTLB).",
     metrics=(("ns_per_call", "ns/call", ".1f"), ("text.coverage", "Text on huge pages", ".0%"),
              ("text.huge_bytes", "Text huge bytes", "bytes"), ("text_bytes", "Text", "bytes"),
              ("perf.itlb_misses", "iTLB walks", "si"), ("perf.itlb_misses_4k", "iTLB walks to 4K", "si"),

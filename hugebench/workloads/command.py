@@ -1,7 +1,7 @@
 """command: your own program (or a server under a load driver) as the measured process.
 
 Its checks, preparation and columns are :mod:`hugebench.command.checks`; the worker runs
-:func:`hugebench.command.runner.run`.
+:func:`hugebench.run.supervisor.run`.
 """
 
 from __future__ import annotations
@@ -39,9 +39,8 @@ def _primary(params: dict) -> tuple:
 
 WORKLOAD = register(Workload(
     name="command",
-    module=__name__,
-    function="",
-    runner="hugebench.command.runner:run",
+    doc="Your own program (or a server under a load driver) as the measured process.",
+    runner="hugebench.run.supervisor:run",
     params={
         "argv": Param(list, None, help="the program and its arguments, a list; {name} takes a parameter"),
         "cwd": Param(str, ".", help="working directory, relative to the experiment file"),
@@ -59,8 +58,6 @@ WORKLOAD = register(Workload(
                         help="process: the whole run is timed; markers: the program marks its windows"),
     },
     timed_phase="window",
-    primary_metric="window_s",
-    doc="Your own program (or a server under a load driver) as the measured process.",
     metrics=METRICS,  # and the coverage columns that fit the file's window (metrics_for)
     metrics_for=_metrics,
     open_params=True,

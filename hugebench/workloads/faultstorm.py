@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import COMMON_METRICS, STARTUP_S, Param, Workload, register
+from .base import CHUNK_P10, COMMON_METRICS, STARTUP_S, Param, Workload, loop_params, register
 
 
 def _time(p: dict) -> float:
@@ -21,8 +21,7 @@ def _memory(p: dict) -> int:
 
 WORKLOAD = register(Workload(
     name="faultstorm",
-    module=__name__,
-    function="faultstorm",
+    doc="Threads hit a big buffer at random pages; where its page faults land depends on the backing.",
     params={
         "backing": Param(str, "mmap-private",
                          choices=("vector", "new", "malloc", "mmap-private", "mmap-private-populate",
@@ -39,16 +38,13 @@ WORKLOAD = register(Workload(
         "requests_per_thread": Param(int, 0, minimum=0,
                                      help="> 0: requests mode, each request scans request_bytes"),
         "request_bytes": Param(int, 1 << 20, minimum=1, help="slice one request scans (requests mode)"),
-        "chunks": Param(int, 64, minimum=1, help="equal slices of each thread's steady phase"),
-        "seed": Param(int, 1, minimum=0, help="seed of the access order"),
+        **loop_params(seed="seed of the access order", chunks="equal slices of each thread's steady phase"),
     },
     timed_phase="steady",
-    primary_metric="ns_per_op",
     ops_column="ops",
     memory_estimate=_memory,
     time_estimate=_time,
-    doc="Threads hit a big buffer at random pages; where its page faults land depends on the backing.",
-    metrics=(("ns_per_op", "ns/op (steady)", ".1f"), ("chunk_ns_p10", "p10 chunk ns", ".1f"),
+    metrics=(("ns_per_op", "ns/op (steady)", ".1f"), CHUNK_P10,
              ("phase.steady.minflt", "Steady faults", "si"),
              ("steady_thread_stime_share", "Sys share", ".0%"), ("phase.obtain.s", "Obtain s", ".3f"),
              ("cycles_per_op", "Cycles/op", ".0f")) + COMMON_METRICS[:2],

@@ -17,7 +17,7 @@ functions of a row, so tests check the arithmetic on dicts.
 from __future__ import annotations
 
 from ..measure.phases import time_weighted, time_weighted_coverage
-from .base import STARTUP_S, Param, RatioTable, Workload, XYPlot, register
+from .base import STARTUP_S, Param, RatioTable, Workload, XYPlot, loop_params, register
 
 __all__ = ["fleet_metrics", "fragmentation", "time_weighted", "WORKLOAD"]
 
@@ -84,8 +84,7 @@ def _time(p: dict) -> float:
 
 WORKLOAD = register(Workload(
     name="fleet",
-    module=__name__,
-    function="fleet",
+    doc="Temeraire's fleet view: requests over a live object set; throughput beside time in malloc.",
     params={
         "threads": Param(int, 1, minimum=1, help="request threads, each with its own share of the objects"),
         "objects": Param(int, 200_000, minimum=1, help="live objects at the peak, over all threads"),
@@ -104,15 +103,13 @@ WORKLOAD = register(Workload(
                                     help="time one malloc/free in this many (random gaps; 0 = off)"),
         "sample_interval_s": Param(float, 1.0, minimum=0.01,
                                    help="seconds between smaps_rollup samples (at most ~60 per run)"),
-        "chunks": Param(int, 20, minimum=1, help="time slices of each steady phase, per thread"),
-        "seed": Param(int, 1, minimum=0, help="seed of sizes, picks and sampling gaps"),
+        **loop_params(seed="seed of sizes, picks and sampling gaps",
+                      chunks="time slices of each steady phase, per thread", default_chunks=20),
     },
     timed_phase="churn",
-    primary_metric="requests_per_s",
     ops_column="requests",
     memory_estimate=_memory,
     time_estimate=_time,
-    doc="Temeraire's fleet view: requests over a live object set; throughput beside time in malloc.",
     metrics=(("requests_per_s", "Requests/s", ".0f"), ("request_ns_p50", "p50 ns", ".0f"),
              ("request_ns_p99", "p99 ns", ".0f"), ("alloc_time_share", "Time in alloc", ".1%"),
              ("peak_rss_bytes", "Peak RSS", "bytes"), ("fragmentation", "Fragmentation", ".2f"),

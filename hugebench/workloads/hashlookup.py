@@ -25,8 +25,6 @@ def _memory(p: dict) -> int:
 
 WORKLOAD = register(Workload(
     name="hashlookup",
-    module=__name__,
-    function="hashlookup",
     params={
         "keys": Param(int, 1_000_000, minimum=1, help="number of distinct random keys"),
         "set_kind": Param(str, "flat", choices=SET_KINDS,
@@ -43,7 +41,6 @@ WORKLOAD = register(Workload(
         "seed": SEED_PARAM,
     },
     timed_phase="lookup",
-    primary_metric="ns_per_lookup",
     ops_column="lookups",
     memory_estimate=_memory,
     time_estimate=_time,

@@ -199,8 +199,7 @@ SIDE_BY_SIDE = TableSection(
 
 WORKLOAD = register(Workload(
     name="hashsets",
-    module=__name__,
-    function="hashsets",
+    doc="Every set kind built from the same keys in one process, lookups interleaved by round: paired ratios.",
     params={
         "keys": Param(int, 1_000_000, minimum=1, help="number of distinct random keys, the same for every kind"),
         "set_kinds": Param(str, DEFAULT_KINDS,
@@ -221,7 +220,6 @@ WORKLOAD = register(Workload(
     memory_estimate=_memory,
     time_estimate=_time,
     check_params=_check,
-    doc="Every set kind built from the same keys in one process, lookups interleaved by round: paired ratios.",
     metrics_for=report_metrics,
     primary_for=primary,
     extra_metrics=metrics,

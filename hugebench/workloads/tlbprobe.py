@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .base import STARTUP_S, Param, Workload, register
+from .base import CHUNK_P10, STARTUP_S, Param, Workload, loop_params, register
 
 THP_MIN_COVERAGE = 0.9  # a THP cell with less of its buffer on huge pages is not a THP measurement
 STRAY_HUGE_BYTES = 2 << 20  # a 4k buffer may not gain more than one stray huge page
@@ -70,8 +70,7 @@ def _time(p: dict) -> float:
 
 WORKLOAD = register(Workload(
     name="tlbprobe",
-    module=__name__,
-    function="tlbprobe",
+    doc="Dependent loads along one random cycle per page size: what a random access costs here (probe).",
     params={
         "backing": Param(str, "4k", choices=("4k", "thp", "hugetlb-2m", "hugetlb-1g"),
                          help="4k: MADV_NOHUGEPAGE; thp: MADV_HUGEPAGE (coverage checked); hugetlb-*: the pool"),
@@ -83,16 +82,13 @@ WORKLOAD = register(Workload(
         "accesses": Param(int, 2_000_000, minimum=1, help="timed loads over all chains"),
         "max_nodes": Param(int, 1 << 22, minimum=2,
                            help="nodes at most; a larger working set gets one node per equal stratum"),
-        "chunks": Param(int, 64, minimum=1, help="equal slices the timed phase is split into"),
-        "seed": Param(int, 1, minimum=0, help="seed of the cycle and the nodes' lines"),
+        **loop_params(seed="seed of the cycle and the nodes' lines"),
     },
     timed_phase="chase",
-    primary_metric="ns_per_access",
     ops_column="accesses",
     memory_estimate=_memory,
     time_estimate=_time,
-    doc="Dependent loads along one random cycle per page size: what a random access costs here (probe).",
-    metrics=(("ns_per_access", "ns/access", ".1f"), ("chunk_ns_p10", "p10 chunk ns", ".1f"),
+    metrics=(("ns_per_access", "ns/access", ".1f"), CHUNK_P10,
              ("buffer_hp_coverage", "Buffer on huge pages", ".0%")),
     extra_metrics=page_check,
 ))

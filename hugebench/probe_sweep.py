@@ -1,6 +1,10 @@
 """`hugebench probe`: size the pools that can be had, run the probe experiment through the normal sweep
 (lock, journal, rows, resume), then summarise curves and verdict into the results directory and this
-machine's cache."""
+machine's cache.
+
+The sweep that puts ``hugebench.probe``'s parts together; it sits above the sweep and the report, which read
+those parts (the machine's cached verdict, the probe figure), so it is not one of them.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from hugebench import kernel
-
-from . import cache, curves as curves_mod, plan as plan_mod
+from . import kernel
+from .probe import cache, curves as curves_mod, plan as plan_mod
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,9 @@ def _system_and_backings(largest: int, options: ProbeOptions) -> tuple[dict, lis
 
 
 def run_probe(options: ProbeOptions) -> ProbeOutcome:
-    from hugebench import plan, spec as spec_mod
-    from hugebench.orchestrator import SweepOptions, run_sweep
-    from hugebench.store import load
+    from . import plan, spec as spec_mod
+    from .orchestrator import SweepOptions, run_sweep
+    from .store import load
 
     sizes = plan_mod.working_sets(options.largest, kernel.mem_available(options.proc_root))
     system, backings, skipped = _system_and_backings(sizes[-1], options)
@@ -66,9 +69,9 @@ def run_probe(options: ProbeOptions) -> ProbeOutcome:
     cache.write_summary(out, summary)
     if options.out is not None:  # the machine's cache always holds the latest summary
         cache.write_summary(cache.cache_dir(options.proc_root), summary)
-    from hugebench.report.figures import save
+    from .report.figures import save
 
-    from .figure import probe_figure
+    from .probe.figure import probe_figure
 
     figure = save(probe_figure(curves_mod.curves(load(out)), summary["verdict"]), out, "probe")
     return ProbeOutcome(out, summary, skipped, figure)

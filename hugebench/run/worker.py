@@ -1,11 +1,11 @@
 """Child entry point: run ONE RunSpec through ``_core`` in this fresh process and write one JSON reply.
 
-    python -m hugebench.worker --request REQUEST.json --reply REPLY.json
+    python -m hugebench.run.worker --request REQUEST.json --reply REPLY.json
 
-The request and the reply are files of the run directory (``hugebench.run.rundir``); the request's type is
-``hugebench.run.request.WorkerRequest``. The parent built this process's environment (LD_PRELOAD and the
-allocator's knobs), so the allocator and the THP mode are in force from the first instruction. The worker proves what it runs under (the mapped
-malloc library, the THP-disable prctl), snapshots /proc around each phase through the workload's hook, and
+The request and the reply are files of the run directory (``rundir``); the request's type is
+``request.WorkerRequest``. The parent built this process's environment (LD_PRELOAD and the allocator's
+knobs), so the allocator and the THP mode are in force from the first instruction. The worker proves what it
+runs under (the mapped malloc library, the THP-disable prctl), snapshots /proc around each phase through the workload's hook, and
 replies with a flat dict of metrics. The reply goes to a file, not stdout, so nothing a library prints can
 corrupt it.
 """
@@ -21,12 +21,12 @@ import time
 import traceback
 from pathlib import Path
 
-from . import allocators, kernel, workloads
-from .measure import phases
-from .measure.counters import derive, pmu_columns
-from .measure.encoding import CounterSpec
-from .run.request import WorkerRequest
-from .run.rundir import write_reply
+from .. import allocators, kernel, workloads
+from ..measure import phases
+from ..measure.counters import derive, pmu_columns
+from ..measure.encoding import CounterSpec
+from .request import WorkerRequest
+from .rundir import write_reply
 
 
 def _flatten_core_result(result: dict, resolved: list, prefix: str = "") -> dict:
@@ -57,7 +57,7 @@ def _apply_process_thp(request: WorkerRequest) -> dict:
     """THP 'never' without root: PR_SET_THP_DISABLE for this process, verified."""
     if not request.thp_prctl_disable:
         return {}
-    from .system import disable_thp_for_this_process
+    from ..system import disable_thp_for_this_process
 
     if not disable_thp_for_this_process():
         raise RuntimeError("PR_SET_THP_DISABLE did not take effect; THP 'never' cannot be had without root here")
@@ -86,7 +86,7 @@ def run(request: WorkerRequest) -> dict:
         row.update(getattr(importlib.import_module(module), function)(request, Path.cwd()))
         return row
     row.update(_verify_allocator(request))
-    from . import _core
+    from .. import _core
 
     if _core.build_info().get("debug"):
         raise RuntimeError("hugebench._core is a Debug build; numbers from it would be misleading. "
@@ -140,7 +140,7 @@ def _process_totals(vm_before: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hugebench.worker")
+    parser = argparse.ArgumentParser(prog="python -m hugebench.run.worker")
     parser.add_argument("--request", required=True)
     parser.add_argument("--reply", required=True)
     args = parser.parse_args(argv)

@@ -16,17 +16,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hugebench import allocators, kernel
-from hugebench.launch import Ended, Launched, tail
-from hugebench.measure.phases import coverage
-from hugebench.run.argv import measured_argv
-from hugebench.run.rundir import RunDir
-
-from . import template
-from .metric import WINDOW_COLUMN, Metric, extract, parse_metric
-from .program import user_path
-from .sampler import FIELDS, CoverageSampler
-from .streams import Streams, output_tail, read_output
+from .. import allocators, kernel
+from ..command import template
+from ..command.metric import WINDOW_COLUMN, Metric, extract, parse_metric
+from ..command.program import user_path
+from ..command.sampler import FIELDS, CoverageSampler
+from ..command.streams import Streams, output_tail, read_output
+from ..launch import Ended, Launched, tail
+from ..measure.phases import coverage
+from .argv import measured_argv
+from .rundir import RunDir
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
 READY_TIMEOUT_S = 60.0
@@ -79,7 +78,7 @@ class Command:
         (``env``'s): what runs is exactly that file, whatever PATH perf gives its child."""
         from dataclasses import replace
 
-        from .program import resolve, user_path
+        from ..command.program import resolve, user_path
 
         def absolute(argv: list, where: str) -> list:
             path, why = resolve(str(argv[0]), user_path(env), self.cwd)
@@ -140,7 +139,7 @@ class _Measured:
     """The measured process: launched under the allocator, the probe and perf, sampled while it runs."""
 
     def __init__(self, request, command: Command, workdir: Path, base_env: dict):
-        from .control import ControlChannel, perf_fifos
+        from ..command.control import ControlChannel, perf_fifos
 
         self.request, self.command, self.workdir = request, command, workdir
         self.probes = workdir / "probes"
@@ -282,7 +281,7 @@ class _Measured:
                                 "--daemonize no)")
 
     def _row(self, ended: Ended, window: float, end: dict | None) -> dict:
-        from .probe import read_exits, read_probes, verify
+        from ..command.probe import read_exits, read_probes, verify
 
         probes = read_probes(self.probes)
         row = verify(self.request.allocator, self.request.allocator_path, probes, self.request.allocator_expect)
@@ -327,7 +326,7 @@ def _coverage_columns(at_end: float | None, time_weighted: float | None, run_to_
 def prepare_text(program: str, mode: str, text_dir: Path) -> dict:
     """Page cache of the program's binary (its resolved file) put in the same state before every run (see
     hugebench.text)."""
-    from hugebench.text import prepare_page_cache
+    from ..text import prepare_page_cache
 
     text_dir.mkdir(exist_ok=True)
     return prepare_page_cache(os.path.realpath(program), mode)
