@@ -111,7 +111,7 @@ def test_bad_not_judged_items_are_refused(item, where):
         _expected(text)
 
 
-@pytest.mark.parametrize("name", ["article", "alloc", "faults"])
+@pytest.mark.parametrize("name", ["article", "alloc", "alloc-ithare", "code", "fleet", "faults"])
 def test_every_experiment_with_a_seed_carries_its_numbers(name):
     expected = load_spec(EXPERIMENTS / f"{name}.yaml").expected
     assert expected["source"] and expected["claims"]
