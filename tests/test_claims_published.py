@@ -241,3 +241,14 @@ def test_report_judges_the_counters_where_a_pmu_counted_them(tmp_path):
                       "published values beside ours")
     assert "not measurable here" not in values
     assert values.splitlines()[4].startswith("| glibc | never | 55.5G | 55.1G [55G, 55.6G] | magnitude within the CI")
+
+
+@pytest.mark.parametrize("line, where, what", [
+    ("{cell: {allocator: glibc, thp: never}, value: 3, metric: [a, b]}", "expected.claims.0.metric",
+     "must be a column name"),
+    ("{cell: {allocator: glibc, thp: never}, values: {3: 4}}", "expected.claims.0.values",
+     r"a mapping key \('3'\) is not a string"),
+])
+def test_a_column_that_is_no_name_is_refused(line, where, what):
+    with pytest.raises(SpecError, match=rf"t.yaml:11: key '{where}': {what}"):
+        _expected(_claim_line(line))

@@ -74,9 +74,13 @@ def _metric(value, path, workload, params, where) -> str:
 
 def _claim_metric(value, path, spec, workload, measured, where) -> str:
     """A claim's column: one of the workload's metrics or a column every run of it records (``measured``)."""
-    if value is None or value in measured:
-        return _metric(value, path, workload, spec.params, where) if value is None else value
-    off = off_reason(value, spec) if isinstance(value, str) else None
+    if value is None:
+        return _metric(value, path, workload, spec.params, where)
+    if not isinstance(value, str):
+        raise where.error(path, f"must be a column name, got {value!r}")
+    if value in measured:
+        return value
+    off = off_reason(value, spec)
     if off:
         raise where.error(path, off)
     known = workload_metrics(workload, spec.params)
