@@ -73,7 +73,8 @@ def test_expected_needs_a_source_and_claims():
 def test_shipped_experiments_carry_claims(name):
     expected = load_spec(Path(__file__).parent.parent / "experiments" / f"{name}.yaml").expected
     assert expected["source"] and expected["claims"]
-    assert all(c["ratio"] or c["value"] for c in expected["claims"])
+    # each claim carries a published number, or (a claim kind added later) a published direction
+    assert all(c["ratio"] or c["value"] or c.get("direction") in ("lower", "higher") for c in expected["claims"])
 
 
 # -- verdicts on synthetic rows ---------------------------------------------------------------------

@@ -11,6 +11,11 @@ by repetition block where possible; ``stats.describe_cell`` for a cell's median)
   ``stats.min_runs_for(level)`` (6 for 95%: no interval of a median from fewer is honest), a ratio's
   interval contains 1, or a cell is unstable by ``hugebench.stability``'s rule (the why names the rule, the
   likely cause and the verdict it would otherwise have been).
+* **not measurable here** — the cell's runs succeeded but none recorded the claim's column: a hardware
+  counter this machine cannot count (no PMU), said with the ``<column>.reason`` the runs stored. Never a guess.
+
+A ``direction`` claim (no published number, only lower or higher) is at best "direction holds". A ``change``
+claim (percent) is the ratio 1 + change/100.
 
 A published ratio of exactly 1 ("no difference") is within the CI when the interval contains 1 and
 contradicted when it excludes it. Absolute values rarely carry over between machines; read their verdict as
@@ -27,16 +32,17 @@ import pandas as pd
 
 from ..stability import cell_stability, guard
 from ..stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
-from .rendering import display_frame, format_axis, render_section
+from .rendering import display_frame, format_axis, format_si, render_section
+from .published import published_sections
 from .results import Experiment
 from .model import Flag, Section
 from .tables import same_value
 
-MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED = (
-    "magnitude within the CI", "direction holds", "contradicted", "not resolved")
-VERDICTS = (MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED)
+MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED, NOT_MEASURABLE = (
+    "magnitude within the CI", "direction holds", "contradicted", "not resolved", "not measurable here")
+VERDICTS = (MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED, NOT_MEASURABLE)
 COLUMNS = ["claim", "kind", "metric", "published", "measured", "ci_lo", "ci_hi", "n", "verdict", "why",
-           "source", "note", "published_from", "published_to"]
+           "source", "note", "published_from", "published_to", "quantity", "scope"]
 
 
 def ratio_verdict(published: float, ratio: Ratio) -> tuple[str, str]:
@@ -58,6 +64,14 @@ def ratio_verdict(published: float, ratio: Ratio) -> tuple[str, str]:
         return MAGNITUDE, "the published ratio is inside the CI"
     side = "smaller" if published < ratio.lo else "larger"
     return DIRECTION, f"same direction; the published effect is {side} than the CI"
+
+
+def direction_verdict(direction: str, ratio: Ratio) -> tuple[str, str]:
+    """The verdict on a published direction ("lower": cell below vs, "higher": above) from a measured ratio."""
+    judged = ratio_verdict(0.5 if direction == "lower" else 2.0, ratio)
+    if judged[0] in (MAGNITUDE, DIRECTION):
+        return DIRECTION, f"the CI lies {'below' if direction == 'lower' else 'above'} 1, as published"
+    return judged
 
 
 def value_verdict(published: float, n: int, median: float, lo: float, hi: float,
@@ -96,7 +110,8 @@ def claim_verdicts(rows: pd.DataFrame, expected: Mapping, level: float = 0.95, n
         metric = claim.get("metric") or expected.get("metric")
         cell_rows = _select(rows, claim["cell"])
         record = {"claim": claim.get("name") or _label(claim), "metric": metric,
-                  "source": claim.get("source") or expected.get("source"), "note": claim.get("note")}
+                  "source": claim.get("source") or expected.get("source"), "note": claim.get("note"),
+                  "quantity": claim.get("quantity") or metric, "scope": claim.get("scope")}
         if claim.get("vs"):
             record.update(_ratio_record(claim, cell_rows, _select(rows, claim["vs"]), metric, level, n_boot, seed))
         else:
@@ -116,9 +131,14 @@ def verdict_table(experiment: Experiment, level: float = 0.95) -> pd.DataFrame |
 
 
 def verdict_sections(experiment: Experiment, results, options) -> list[Section]:
-    """The expected-vs-observed table as a report section (every format renders it); none without claims."""
+    """The claims as the source's tables beside ours (``published``), then every claim with its verdict and
+    why: report sections every format renders; none without claims."""
     table = verdict_table(experiment, options.level)
-    return [] if table is None else [verdict_section(table, experiment.name)]
+    if table is None:
+        return []
+    expected = experiment.context["spec"]["expected"]
+    return [*published_sections(table, expected, experiment.name, options.level, NOT_MEASURABLE),
+            verdict_section(table, experiment.name)]
 
 
 def verdict_section(table: pd.DataFrame, experiment: str | None = None) -> Section:
@@ -135,8 +155,9 @@ def verdict_section(table: pd.DataFrame, experiment: str | None = None) -> Secti
     notes = ["Verdicts: magnitude within the CI = the published number is inside the measured CI (for a ratio, "
              "a CI that excludes 1 on the published side); direction holds = the CI excludes 1 on the published "
              "side; contradicted = the CI lies on the other side of 1, or a value outside it; not resolved = a "
-             "missing or failed cell, no CI, too few runs, or a ratio's CI containing 1. Ratios are cell / vs, "
-             "paired by repetition block."]
+             "missing or failed cell, no CI, too few runs, or a ratio's CI containing 1; not measurable here = "
+             "the runs succeeded but none recorded the claim's column (the why gives the reason they stored). "
+             "Ratios are cell / vs, paired by repetition block."]
     notes += [f"[{i}] {source}" for i, source in enumerate(sources, start=1)]
     counts = table["verdict"].value_counts()
     summary = [f"{len(table)} published claim(s): " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts)]
@@ -156,19 +177,33 @@ def render_verdicts(table: pd.DataFrame, fmt: str = "rich") -> str:
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def _ratio_record(claim, cell_rows, vs_rows, metric, level, n_boot, seed) -> dict:
-    published = claim["ratio"]
-    text = f"{published:.3g}"
+def published_ratio_text(claim: Mapping) -> str:
+    """A ratio claim's published side as published: '0.771 (105 -> 81)', '-23% (0.77)', '< 1 (lower)'."""
+    if claim.get("direction"):
+        return "< 1 (lower)" if claim["direction"] == "lower" else "> 1 (higher)"
+    if claim.get("change") is not None:
+        return f"{claim['change']:+g}% ({claim['ratio']:.3g})".replace("-", "−")
+    text = f"{claim['ratio']:.3g}"
     if claim.get("value") and claim.get("vs_value"):
         text += f" ({claim['vs_value']:g} -> {claim['value']:g})"
+    return text
+
+
+def _ratio_record(claim, cell_rows, vs_rows, metric, level, n_boot, seed) -> dict:
+    published = claim.get("ratio")
     missing = _missing(cell_rows, "cell") or _missing(vs_rows, "vs")
-    record = {"kind": "ratio", "published": text, "published_from": claim.get("vs_value"),
+    record = {"kind": "ratio", "published": published_ratio_text(claim), "published_from": claim.get("vs_value"),
               "published_to": claim.get("value")}
     if missing:
         return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_RESOLVED,
                 "why": missing}
+    unmeasured = unmeasured_reason(cell_rows, metric) or unmeasured_reason(vs_rows, metric)
+    if unmeasured:
+        return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_MEASURABLE,
+                "why": unmeasured}
     ratio = compare(cell_rows, vs_rows, metric, level, n_boot, seed)
-    verdict, why = ratio_verdict(published, ratio)
+    verdict, why = (direction_verdict(claim["direction"], ratio) if claim.get("direction")
+                    else ratio_verdict(published, ratio))
     if not ratio.lo <= 1.0 <= ratio.hi:  # a verdict that a difference is resolved: only on stable cells
         verdict, why = stable_verdict((verdict, why), cell_stability(cell_rows, metric),
                                       cell_stability(vs_rows, metric))
@@ -180,11 +215,15 @@ def _ratio_record(claim, cell_rows, vs_rows, metric, level, n_boot, seed) -> dic
 
 def _value_record(claim, cell_rows, metric, level, n_boot, seed) -> dict:
     published = claim["value"]
-    record = {"kind": "value", "published": f"{published:g}", "published_from": None, "published_to": published}
+    record = {"kind": "value", "published": format_si(published) if published >= 1e5 else f"{published:g}", "published_from": None, "published_to": published}
     missing = _missing(cell_rows, "cell")
     if missing:
         return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_RESOLVED,
                 "why": missing}
+    unmeasured = unmeasured_reason(cell_rows, metric)
+    if unmeasured:
+        return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_MEASURABLE,
+                "why": unmeasured}
     summary = describe_cell(cell_rows, metric, level, n_boot, seed)
     verdict, why = stable_verdict(value_verdict(published, summary["n"], summary["median"], summary["ci_lo"],
                                                 summary["ci_hi"], level), cell_stability(cell_rows, metric))
@@ -201,6 +240,18 @@ def _missing(cell_rows: pd.DataFrame, side: str) -> str | None:
     if ok_rows(cell_rows).empty:
         return f"no successful run of the {side} cell"
     return None
+
+
+def unmeasured_reason(cell_rows: pd.DataFrame, metric: str) -> str | None:
+    """Why no successful run of a cell has a value of ``metric`` (None when one has): the reason the runs
+    stored beside the column (``<metric>.reason``), else that the column is absent."""
+    ok = ok_rows(cell_rows)
+    if metric in ok.columns and pd.to_numeric(ok[metric], errors="coerce").notna().any():
+        return None
+    reasons = ok[metric + ".reason"].dropna() if metric + ".reason" in ok.columns else pd.Series(dtype=object)
+    if len(reasons):
+        return f"{metric}: {reasons.astype(str).mode().iloc[0]}"
+    return f"no successful run recorded {metric}"
 
 
 def _select(rows: pd.DataFrame, cell: Mapping) -> pd.DataFrame:
@@ -222,4 +273,6 @@ def _label(claim: Mapping) -> str:
 
 
 def _number(value: float) -> str:
+    if abs(value) >= 1e5:  # counts of a whole run: 55.5G cycles, 244M misses
+        return format_si(value)
     return f"{value:.3g}" if abs(value) < 100 else f"{value:.1f}"
