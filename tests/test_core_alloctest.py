@@ -173,6 +173,34 @@ def test_full_touch_reads_everything_twice_and_none_touches_nothing():
     assert none["mismatches"] == 0 and none["iterations"] == SMALL["iterations"]
 
 
+def test_original_touch_writes_the_size_byte_and_sums_it_unchecked():
+    # One block size (300 B: 37 words and 4 tail bytes), so the sum of every read-back is known: the
+    # original fills with the size's low byte (300 & 0xFF = 44) and adds the words and the tail bytes.
+    size = 300
+    r = _core.alloctest(touch="original", seed=7, **{**SMALL, "min_size": size, "max_size": size})
+    assert r["touch"] == "original" and r["mismatches"] is None  # summed, never compared
+    assert r["mallocs"] + r["frees"] == r["iterations"] == SMALL["iterations"]
+    assert r["bytes_read"] == r["bytes_written"] > 0 and r["bytes_written"] % size == 0
+    byte = size & 0xFF
+    per_block = (size // 8) * byte * 0x0101010101010101 + (size % 8) * byte
+    assert r["checksum"] == (r["bytes_read"] // size) * per_block % (1 << 64)
+    assert r["bytes_touched"] == r["iterations"] * size  # every malloc writes a block, every free reads one
+
+
+def test_original_touch_with_its_void_pass_at_the_original_laws():
+    r = _core.alloctest(touch="original", void_run="in-process", **{**ORIGINAL_SMALL, "chunks": 1})
+    assert r["iterations"] == ORIGINAL_SMALL["iterations"] and r["mismatches"] is None
+    assert r["ns_per_pair_net"] == pytest.approx(r["ns_per_pair"] - 2 * r["void_ns_per_op"])
+    assert r["realised_mean_size"] == pytest.approx(45.5, rel=0.3)
+
+
+def test_one_chunk_is_the_whole_timed_loop():
+    r = _core.alloctest(touch="original", **{**ORIGINAL_SMALL, "chunks": 1})
+    # One clock read before the loop and one after it: the one chunk is the run phase's loop exactly.
+    assert r["chunk_ns_median"] == r["chunk_ns_p10"] == r["chunk_ns_p90"]
+    assert r["chunk_ns_median"] == pytest.approx(r["ns_per_pair_thread"], rel=1e-9)
+
+
 def test_checksum_is_reproducible_and_depends_on_the_seed():
     a = _core.alloctest(threads=2, seed=11, **SMALL)
     b = _core.alloctest(threads=2, seed=11, **SMALL)

@@ -38,6 +38,13 @@ def test_shipped_experiments_parse(path):
     assert spec.name and spec.axes
 
 
+@pytest.mark.parametrize("name", ["alloc", "alloc-ithare", "alloc-quick"])
+def test_faithful_alloc_experiments_touch_as_the_original(name):
+    # The original program's memset and unchecked sum (issue 31): the verified modes are for correctness runs.
+    spec = load_spec(EXPERIMENTS[0].parent / f"{name}.yaml")
+    assert spec.workload == "alloctest" and spec.params["touch"] == "original"
+
+
 def _error(text: str) -> str:
     with pytest.raises(SpecError) as info:
         parse_spec(text, "exp.yaml")

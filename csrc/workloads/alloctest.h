@@ -3,7 +3,8 @@
 // and either mallocs a block into it (empty slot) or frees the block it holds (full slot). Slot law
 // (six-level 80/20 with the hot slots at the lowest indices, or a continuous 80/20 rank law scattered by a
 // permutation) and size law (power-of-two bands, or p ~ 1/size) are parameters; the original's are the
-// defaults. Blocks are really used (written after malloc, read back and verified before free), so page
+// defaults. Blocks are really used (written after malloc, read back before free: verified, or summed
+// unchecked as the original does with touch "original"), so page
 // faults, cache and TLB misses and huge pages all show in the time. A "void" allocator runs the identical
 // loop without any real malloc/free, so the harness cost (RNG, slot choice, memset/read) can be subtracted:
 // in a separate process (this project's design, a pre-touched block) or, as the original does, in the
@@ -23,11 +24,11 @@
 
 namespace hb::alloctest {
 
-enum class Touch { none, write_read, full };
+enum class Touch { none, write_read, full, original };
 enum class AllocatorMode { malloc, void_ };
 enum class VoidRun { separate, in_process };
 
-Touch parse_touch(const std::string& name);                   // "none" | "write-read" | "full"
+Touch parse_touch(const std::string& name);  // "none" | "write-read" | "full" | "original"
 AllocatorMode parse_allocator_mode(const std::string& name);  // "malloc" | "void"
 VoidRun parse_void_run(const std::string& name);              // "separate" | "in-process"
 
@@ -48,7 +49,8 @@ struct Params {
     int64_t max_size{};                   // bands: a power of two >= 16
     // none: blocks never touched; write-read: memset after malloc, read back and verified before free;
     // full: write-read plus a verifying read right after the memset (every cache line touched twice at
-    // malloc time, once more before free).
+    // malloc time, once more before free); original: what the original program does (memset with the size's
+    // low byte after malloc, an unchecked sum of the block before free; nothing verified).
     std::string touch;
     // malloc: the process's malloc/free (whatever LD_PRELOAD put there); void: every malloc returns the
     // thread's one pre-touched max_size buffer and free does nothing, i.e. the harness cost alone.
@@ -56,7 +58,8 @@ struct Params {
     // separate: nothing more here (a sweep's `void` cell is another process); in-process: after the real
     // run, the same run again with the original's void allocator, and the net figures computed here.
     std::string void_run;
-    int64_t chunks{};                     // per-thread timing slices of the timed phase
+    int64_t chunks{};                     // per-thread timing slices of the timed phase (1: no clock read
+                                          // inside the timed loop)
     uint64_t seed{};
     std::vector<CounterSpec> counters;    // enabled only around the timed phase
 };
@@ -108,7 +111,8 @@ struct Result {
     uint64_t bytes_written = 0;        // all phases
     uint64_t bytes_read = 0;           // all phases (teardown reads back every block it frees)
     uint64_t checksum = 0;             // all phases: sum of every 64-bit word (and tail byte) read back
-    int64_t mismatches = 0;            // blocks whose read-back differed; -1 in void mode (shared buffer)
+    int64_t mismatches = 0;            // blocks whose read-back differed; -1 when nothing is verified
+                                       // (void mode's shared buffer, touch "original")
     std::vector<CounterReading> counters;
 };
 

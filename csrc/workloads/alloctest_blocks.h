@@ -53,6 +53,20 @@ inline ReadBack read_back(const unsigned char* block, size_t size, unsigned char
     return {sums[0] + sums[1] + sums[2] + sums[3], diff == 0};
 }
 
+// The original's read-back: every 64-bit word of the block, then its tail bytes, added to one sum,
+// nothing compared. The sum goes into the caller's tally, so the loads cannot be optimised away.
+inline uint64_t sum_block(const unsigned char* block, size_t size) {
+    uint64_t sum = 0;
+    size_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, block + i, sizeof w);
+        sum += w;
+    }
+    for (; i < size; ++i) sum += block[i];
+    return sum;
+}
+
 // Calls body(is_void, touch) with the modes as compile-time constants (std::bool_constant,
 // std::integral_constant), so the hot loop never branches on them.
 template <class Body>
@@ -62,6 +76,7 @@ void with_modes(AllocatorMode mode, Touch touch, Body&& body) {
             case Touch::none: return body(is_void, std::integral_constant<Touch, Touch::none>{});
             case Touch::write_read: return body(is_void, std::integral_constant<Touch, Touch::write_read>{});
             case Touch::full: return body(is_void, std::integral_constant<Touch, Touch::full>{});
+            case Touch::original: return body(is_void, std::integral_constant<Touch, Touch::original>{});
         }
     };
     if (mode == AllocatorMode::void_)

@@ -1,4 +1,4 @@
-"""alloctest: ITHare's alloc-test, 80/20-picked slots toggled by malloc/free, blocks written and verified."""
+"""alloctest: ITHare's alloc-test, 80/20-picked slots toggled by malloc/free, blocks written and read back."""
 
 from __future__ import annotations
 
@@ -101,9 +101,10 @@ WORKLOAD = register(Workload(
                                 "scattered: a random permutation spreads them"),
         "min_size": Param(int, 5, minimum=1, help="smallest block, bytes (inverse; bands needs 5)"),
         "max_size": Param(int, 65536, minimum=1, help="largest block, bytes (bands: a power of two)"),
-        "touch": Param(str, "write-read", choices=("none", "write-read", "full"),
+        "touch": Param(str, "write-read", choices=("none", "write-read", "full", "original"),
                        help="none; write-read: memset after malloc, verify before free; full: also "
-                            "verify right after the memset"),
+                            "verify right after the memset; original: the original program's (memset with "
+                            "the size's low byte, an unchecked sum before free; the faithful experiments')"),
         "allocator_mode": Param(str, "malloc", choices=("malloc", "void"),
                                 help="void: same loop, no real malloc/free (the harness cost)"),
         "void_run": Param(str, "separate", choices=("separate", "in-process"),
@@ -111,7 +112,8 @@ WORKLOAD = register(Workload(
                                "block; in-process: the original's void pass right after the real run, "
                                "*_net columns computed here"),
         **loop_params(seed="seed of the slot picks, sizes and slot permutation",
-                      chunks="equal slices of each thread's timed phase"),
+                      chunks="equal slices of each thread's timed phase, a clock read between two (1: none "
+                             "inside the loop, as the original)"),
     },
     timed_phase="run",
     ops_column="pairs",
