@@ -35,7 +35,12 @@ WORKLOAD = register(Workload(
                                "(the last three where the build found them: _core.build_info())"),
         "hash": HASH_PARAM,
         "threads": Param(int, 1, minimum=1, help="lookup threads over the shared read-only set"),
-        "lookups": Param(int, 0, minimum=0, help="lookups in the timed phase (0: one per key)"),
+        "lookups": Param(int, 0, minimum=0,
+                         help="lookups in the timed phase. 0: one per key (the mean over all keys). Fewer than "
+                              "keys: a uniform random sample of the keys without replacement, seeded by `seed` "
+                              "(the first `lookups` of a seeded Fisher-Yates shuffle), each looked up once, whose "
+                              "mean is an unbiased estimate of the all-keys mean; more: the shuffled keys cycled. "
+                              "Zipf order draws every lookup from all the keys"),
         **KEY_PARAMS,
         "order": Param(str, "uniform", choices=("uniform", "zipf"), help="lookup key order"),
         "zipf_s": Param(float, 0.99, minimum=0.0, help="Zipf exponent when order is zipf"),
