@@ -50,19 +50,6 @@ public:
     bool insert(const std::string& key) { return insert_impl(key); }
     bool insert(std::string&& key) { return insert_impl(std::move(key)); }
 
-    // Inserts keys[0, count) in order exactly as insert() one key at a time would (the same slots, the
-    // same copies allocated in the same order, so the same table to look up), while the home slot of the
-    // key kAhead places on is prefetched: building a table far larger than the caches then waits on
-    // several misses at once rather than one after another. Returns how many keys were new.
-    size_t insert_all(const std::string* keys, size_t count) {
-        size_t added = 0;
-        for (size_t i = 0; i < count; ++i) {
-            if (i + kAhead < count) prefetch_home(keys[i + kAhead]);
-            added += insert_impl(keys[i]);
-        }
-        return added;
-    }
-
     // The stored copy equal to `key`, or nullptr.
     const std::string* find(std::string_view key) const {
         if (key.empty()) return has_empty_ ? &empty_key_ : nullptr;
@@ -79,15 +66,11 @@ public:
 
 private:
     static constexpr size_t kMinSlots = 16;
-    static constexpr size_t kAhead = 16;  // keys prefetched ahead while building (insert_all, grow)
     static constexpr std::align_val_t kAlign{64};  // two slots per cache line, none split across two
     static_assert(sizeof(std::string) == 32, "a slot is half a cache line");
 
     size_t home(std::string_view key) const { return static_cast<size_t>(Hash{}(key) >> shift_); }
     bool over_max_load(size_t count) const { return count * 4 > capacity() * 3; }
-    void prefetch_home(std::string_view key) const {
-        if (!key.empty()) __builtin_prefetch(&slots_[home(key)], 1);
-    }
 
     // One pass: the walk that proves the key absent ends at the vacant slot it then takes.
     template <class Key>
@@ -144,10 +127,8 @@ private:
         std::string* old = slots_;
         const size_t old_count = mask_ + 1;
         allocate(old_count * 2);
-        for (size_t i = 0; i < old_count; ++i) {
-            if (i + kAhead < old_count) prefetch_home(old[i + kAhead]);  // the same moves, fewer stalls
+        for (size_t i = 0; i < old_count; ++i)
             if (!old[i].empty()) place(std::move(old[i]));
-        }
         release(old, old_count);
     }
 
