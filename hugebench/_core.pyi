@@ -76,8 +76,13 @@ def hashlookup(
     counted only during the lookup phase (all worker threads included). Raises ValueError on bad arguments.
     """
 
-def generate_keys(n: int, seed: int = 1, key_min: int = 10, key_max: int = 19) -> list[str]:
-    """The keys hashlookup() generates for the same arguments, before shuffling."""
+def generate_keys(n: int, seed: int = 1, key_min: int = 10, key_max: int = 19, threads: int = 0) -> list[str]:
+    """The keys hashlookup() generates for the same arguments, before shuffling; their letters written on
+    `threads` threads (0: every core this process may use), the same keys for any count."""
+
+def hashlookup_queries(n: int, lookups: int, seed: int = 1, key_min: int = 10, key_max: int = 19) -> list[str]:
+    """For tests: the keys hashlookup() looks up in the uniform order, in order (lookups < n: a seeded uniform
+    sample of the n keys without replacement; 0: every key once)."""
 
 class HashlookupMembership(TypedDict):
     set_size: int

@@ -152,3 +152,41 @@ def test_build_info_describes_a_release_build():
     assert set(info) == {"build_type", "compiler", "cxx_flags", "debug", "set_kinds", "hashes"}
     assert {"flat", "node"} <= set(info["set_kinds"]) and "own" in info["hashes"]
     assert info["build_type"] == "Release" and info["debug"] is False
+
+
+# -- lookups over a sample of the keys (issue 31) ------------------------------------------------------------
+
+def test_sample_lookups_are_distinct_keys_of_the_set_and_seeded():
+    keys = _core.generate_keys(3000, seed=4)
+    sample = _core.hashlookup_queries(3000, 500, seed=4)
+    assert len(sample) == 500 == len(set(sample))  # each sampled key looked up once
+    assert set(sample) <= set(keys)
+    assert sample == _core.hashlookup_queries(3000, 500, seed=4)
+    assert sample != _core.hashlookup_queries(3000, 500, seed=5)
+    assert _core.hashlookup_queries(3000, 0, seed=4) == _core.hashlookup_queries(3000, 3000, seed=4)
+    assert sorted(_core.hashlookup_queries(3000, 0, seed=4)) == sorted(keys)  # 0: every key once
+    for threads in (1, 2):  # the run looks up exactly that sample, however many threads share it
+        r = _core.hashlookup(keys=3000, lookups=500, seed=4, threads=threads, chunks=7)
+        assert r["lookups"] == r["found"] == 500 and r["set_size"] == 3000
+        assert r["checksum"] == sum(len(k) for k in sample)
+
+
+def test_sample_is_uniform_over_the_keys():
+    # Over 400 seeds, each of 50 key positions should be drawn 400 * 10 / 50 = 80 times; a chi-square of 49
+    # degrees of freedom (mean 49, sd 9.9) beyond 110 would be six sd out. Positions, since keys change per seed.
+    counts = [0] * 50
+    for seed in range(400):
+        position = {key: i for i, key in enumerate(_core.generate_keys(50, seed=seed))}
+        for key in _core.hashlookup_queries(50, 10, seed=seed):
+            counts[position[key]] += 1
+    assert sum(counts) == 4000
+    assert sum((c - 80) ** 2 / 80 for c in counts) < 110, counts
+
+
+def test_generated_keys_do_not_depend_on_the_thread_count():
+    n = 2 * 65536 + 123  # two full blocks of keys and a partial one
+    keys = _core.generate_keys(n, seed=7, key_min=8, key_max=40, threads=1)
+    for threads in (2, 3, 8, 0):
+        assert _core.generate_keys(n, seed=7, key_min=8, key_max=40, threads=threads) == keys
+    assert len(set(keys)) == n  # no block repeats another's stream
+    assert keys[:65536] != _core.generate_keys(65536, seed=8, key_min=8, key_max=40)

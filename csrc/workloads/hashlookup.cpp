@@ -16,9 +16,8 @@
 namespace hb::hashlookup {
 namespace {
 
-// Separate random streams, so e.g. changing the lookup order never changes the keys.
-constexpr uint64_t kKeyStream = 1;
-constexpr uint64_t kShuffleStream = 2;
+// Separate random streams, so e.g. changing the lookup order never changes the keys (keys and shuffle:
+// hashlookup_keys.cpp).
 constexpr uint64_t kZipfStream = 3;
 
 constexpr int64_t kMaxKeyLength = 4096;
@@ -32,29 +31,11 @@ uint64_t lookup_count(const Params& p) {
     return p.lookups == 0 ? static_cast<uint64_t>(p.keys) : static_cast<uint64_t>(p.lookups);
 }
 
-// Letters a-z/A-Z, eight per 64-bit draw: each is the high part of (state * 52), the low part carries
-// on. 52^8 < 2^46, so the bias of any letter is below 2^-18; no rejection branch (the old 6-bit
-// rejection sampler mispredicted on one letter in five and made 60M keys take over 10 s).
-class LetterSource {
-public:
-    explicit LetterSource(Rng& rng) : rng_(rng) {}
-    char next() {
-        static constexpr char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-        if (left_ == 0) {
-            state_ = rng_.next();
-            left_ = 8;
-        }
-        --left_;
-        const __uint128_t product = static_cast<__uint128_t>(state_) * 52;
-        state_ = static_cast<uint64_t>(product);
-        return kLetters[static_cast<unsigned>(product >> 64)];
-    }
-
-private:
-    Rng& rng_;
-    uint64_t state_ = 0;
-    int left_ = 0;
-};
+// How much of the keys the shuffle must reach: the uniform order looks up the first lookup_count() keys
+// (all of them, cycled, when there are more lookups than keys); Zipf ranks index every shuffled key.
+uint64_t shuffle_prefix(const Params& p) {
+    return parse_order(p.order) == Order::zipf ? static_cast<uint64_t>(p.keys) : lookup_count(p);
+}
 
 // The uniform order: the shuffled keys front to back, wrapping around when lookups > keys.
 class CyclicCursor {
@@ -192,7 +173,7 @@ Result run_with(const Params& p, const Hook& hook, PerfCounters& counters) {
     }));
     std::vector<uint32_t> zipf_indices;
     r.phases.emplace_back("shuffle", run_phase(hook, "shuffle", [&] {
-        shuffle_keys(keys, p.seed);
+        shuffle_keys(keys, p.seed, shuffle_prefix(p));
         if (parse_order(p.order) == Order::zipf) zipf_indices = draw_zipf_indices(r.keys, r.lookups, p.zipf_s, p.seed);
     }));
 
@@ -231,24 +212,6 @@ void validate(const Params& p) {
     require_chunks(p.chunks);
 }
 
-void shuffle_keys(std::vector<std::string>& keys, uint64_t seed) {
-    Rng rng(seed, kShuffleStream);
-    for (size_t i = keys.size(); i > 1; --i) std::swap(keys[i - 1], keys[rng.bounded(i)]);
-}
-
-std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max) {
-    require(key_min >= 0 && key_min <= key_max, "key lengths need 0 <= key_min <= key_max");
-    Rng rng(seed, kKeyStream);
-    LetterSource letters(rng);
-    std::vector<std::string> keys;
-    keys.reserve(count);
-    for (uint64_t i = 0; i < count; ++i) {
-        std::string& key = keys.emplace_back(static_cast<size_t>(rng.between(key_min, key_max)), '\0');
-        for (char& c : key) c = letters.next();
-    }
-    return keys;
-}
-
 Result run(const Params& params, const Hook& hook) {
     validate(params);
     PerfCounters counters(params.counters);  // opened before any worker exists, so inherit covers them
@@ -256,6 +219,19 @@ Result run(const Params& params, const Hook& hook) {
                     [&](auto set_type) {
         return run_with<typename decltype(set_type)::type>(params, hook, counters);
     });
+}
+
+std::vector<std::string> uniform_queries(uint64_t keys, uint64_t lookups, uint64_t seed, int64_t key_min,
+                                         int64_t key_max) {
+    validate_keys(static_cast<int64_t>(keys), key_min, key_max);
+    std::vector<std::string> pool = generate_keys(keys, seed, key_min, key_max);
+    const uint64_t count = lookups == 0 ? keys : lookups;
+    shuffle_keys(pool, seed, count);
+    std::vector<std::string> out;
+    out.reserve(count);
+    CyclicCursor cursor(pool, 0);
+    for (uint64_t i = 0; i < count; ++i) out.push_back(cursor.next());
+    return out;
 }
 
 Membership membership(const std::string& set_kind, const std::string& hash, const std::vector<std::string>& keys,

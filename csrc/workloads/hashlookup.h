@@ -69,10 +69,24 @@ struct Membership {
 Membership membership(const std::string& set_kind, const std::string& hash, const std::vector<std::string>& keys,
                       const std::vector<std::string>& queries);
 
-// The keys run() generates for the same arguments (before shuffling).
-std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max);
+// The keys run() generates for the same arguments (before shuffling): their lengths uniform in
+// [key_min, key_max], their letters uniform over a-z/A-Z, from the seed's own streams per block of keys.
+// The letters are written on `threads` threads (0: every core this process may run on), the strings
+// allocated on the calling thread in key order; the keys are the same for any thread count
+// (hashlookup_keys.cpp).
+std::vector<std::string> generate_keys(uint64_t count, uint64_t seed, int64_t key_min, int64_t key_max,
+                                       unsigned threads = 0);
 
-// The uniform lookup order of run(): the keys shuffled in place (Fisher-Yates, the seed's own stream).
-void shuffle_keys(std::vector<std::string>& keys, uint64_t seed);
+// The cores this process may run on (its affinity mask), at least 1.
+unsigned usable_cores();
+
+// The uniform lookup order of run(): a seeded forward Fisher-Yates shuffle stopped after `prefix` steps,
+// so that the first `prefix` keys are a uniform random sample of the keys without replacement, in random
+// order (the sample run() looks up when lookups < keys); a prefix of keys.size() or more shuffles them all.
+void shuffle_keys(std::vector<std::string>& keys, uint64_t seed, uint64_t prefix = UINT64_MAX);
+
+// For tests: the keys run() looks up in the uniform order, in that order (cycling when lookups > keys).
+std::vector<std::string> uniform_queries(uint64_t keys, uint64_t lookups, uint64_t seed, int64_t key_min,
+                                         int64_t key_max);
 
 }  // namespace hb::hashlookup

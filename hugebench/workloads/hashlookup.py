@@ -7,13 +7,31 @@ from .sets import (HASH_PARAM, KEY_PARAMS, SEED_PARAM, SET_INSERT_NS, SET_KINDS,
                    peak_bytes, set_scale)
 
 
+# Measured on the 2-core KVM guest (docs/results.md, "The headline sweep's time model": a sweep of flat sets
+# at 10M and 60M keys, glibc and jemalloc-thp, THP never and always), ns per key at 10M keys, each growing as
+# (keys / 10M) ** growth beyond: generating the keys, building the set, and freeing it and the keys after the
+# timed phase (with the worker's exit; glibc's takes ~15 s at 60M keys, jemalloc's ~2 s); per key shuffled
+# (only the sample's when lookups < keys); per lookup. Other set kinds: flat's cost scaled by their ratio in
+# sets.SET_INSERT_NS / SET_LOOKUP_NS (measured by experiments/sets.yaml).
+GENERATE = (47, 0.25)
+INSERT = (290, 0.45)
+TEARDOWN = (142, 0.0)
+SHUFFLE = (65, 0.22)
+LOOKUP = (168, 0.18)
+
+
+def _ns(cost: tuple[float, float], keys: int, relative: float = 1.0) -> float:
+    return cost[0] * relative * set_scale(keys, cost[1])
+
+
 def _time(p: dict) -> float:
-    # ~130 ns/key generating and 70 shuffling, plus the set kind's insert and lookup.
-    kind = p["set_kind"]
-    lookups = p["lookups"] or p["keys"]
-    per_key = 130 + SET_INSERT_NS[kind] * set_scale(p["keys"], 0.52) + 70
-    lookup_ns = SET_LOOKUP_NS[kind] * set_scale(p["keys"], 0.28)
-    return STARTUP_S + 1e-9 * (p["keys"] * per_key + lookups * lookup_ns / min(p["threads"], 2))
+    kind, keys = p["set_kind"], p["keys"]
+    lookups = p["lookups"] or keys
+    shuffled = keys if p["order"] == "zipf" else min(lookups, keys)
+    insert = _ns(INSERT, keys, SET_INSERT_NS[kind] / SET_INSERT_NS["flat"])
+    lookup = _ns(LOOKUP, keys, SET_LOOKUP_NS[kind] / SET_LOOKUP_NS["flat"])
+    per_key = _ns(GENERATE, keys) + insert + _ns(TEARDOWN, keys)
+    return STARTUP_S + 1e-9 * (keys * per_key + shuffled * _ns(SHUFFLE, keys) + lookups * lookup / min(p["threads"], 2))
 
 
 def _memory(p: dict) -> int:
@@ -33,7 +51,12 @@ WORKLOAD = register(Workload(
                                "(the last three where the build found them: _core.build_info())"),
         "hash": HASH_PARAM,
         "threads": Param(int, 1, minimum=1, help="lookup threads over the shared read-only set"),
-        "lookups": Param(int, 0, minimum=0, help="lookups in the timed phase (0: one per key)"),
+        "lookups": Param(int, 0, minimum=0,
+                         help="lookups in the timed phase. 0: one per key (the mean over all keys). Fewer than "
+                              "keys: a uniform random sample of the keys without replacement, seeded by `seed` "
+                              "(the first `lookups` of a seeded Fisher-Yates shuffle), each looked up once, whose "
+                              "mean is an unbiased estimate of the all-keys mean; more: the shuffled keys cycled. "
+                              "Zipf order draws every lookup from all the keys"),
         **KEY_PARAMS,
         "order": Param(str, "uniform", choices=("uniform", "zipf"), help="lookup key order"),
         "zipf_s": Param(float, 0.99, minimum=0.0, help="Zipf exponent when order is zipf"),
