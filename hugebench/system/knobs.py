@@ -22,6 +22,9 @@ UINT_MAX = 2**32 - 1
 POOL_MEMORY_SHARE = 0.9  # a hugetlb pool may take at most this share of MemAvailable (+ its current pages)
 
 ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
+# /proc/sys/vm knobs hugebench changes for a run: 0 keeps compaction off mlocked pages, which is what lets
+# ``memory_state: fragmented`` hold (hugebench.system.aging). (name, path under the /proc root, min, max)
+VM_KNOBS = (("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1),)
 
 
 class SysfsIO(Protocol):
@@ -227,6 +230,9 @@ def discover_knobs(
             knobs[name] = Knob(name, sys_root, rel, kind, lo, hi, io)
     for knob in _hugetlb_knobs(sys_root, proc_root, io):
         knobs[knob.name] = knob
+    for name, rel, lo, hi in VM_KNOBS:
+        if (proc_root / rel).exists():
+            knobs[name] = Knob(name, proc_root, rel, "int", lo, hi, io)
     return knobs
 
 
