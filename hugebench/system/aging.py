@@ -50,6 +50,7 @@ KNOB = "vm.compact_unevictable_allowed"
 WHILE_FRAGMENTING = {"thp.enabled": "always", "thp.defrag": "never"}
 PREFIX = "memory."
 SPEC_HELP = "fresh, fragmented (= fragmented:100%) or fragmented:P% (P from 1 to 100)"
+HELPER = [sys.executable, "-m", "hugebench.system.fragmenter"]  # the fragmenter's command line
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ class AgedMemory:
 
     def _start(self, leave: int, max_blocks: int, chunk_blocks: int) -> dict:
         """Start the fragmenter, recorded for ``end_leftovers``; its report (or why there is none)."""
-        argv = self.helper or [sys.executable, "-m", "hugebench.system.fragmenter"]
+        argv = self.helper or HELPER
         argv = [*argv, "--leave", str(leave), "--max-blocks", str(max_blocks), "--chunk-blocks", str(chunk_blocks),
                 "--deadline", str(DEADLINE_S), "--proc-root", str(self.proc_root)]
         self.container = RunContainer(f"fragmenter-{self.run_id}", self.records, proc_root="/proc", use_cgroup=False)
