@@ -65,6 +65,8 @@ def test_fresh_compacts_and_records_the_buddy_state(fake_sys, tmp_path):
     assert row["memory.free_2mib_blocks"] == row["memory.initial_free_2mib_blocks"] == 1589
     assert row["buddy.order10"] == 3 + 752 + 37 and row["knob.vm.compact_unevictable_allowed"] == "1"
     assert "debugfs" in row["memory.unusable_index.reason"]
+    # what aging did during the run (the fake kernel's counters stand still)
+    assert row["memory.during.thp_fault_fallback"] == 0 and row["memory.during.khugepaged.full_scans"] == 0
 
 
 FAKE_FRAGMENTER = textwrap.dedent("""\

@@ -138,3 +138,10 @@ def read_unusable_index(sys_root: str | Path = "/sys") -> dict[str, list[float]]
     order, 1: none), or None where debugfs is not mounted (or not readable)."""
     text = read_optional(Path(sys_root) / EXTFRAG_DIR / "unusable_index")
     return parse_extfrag(text) if text else None
+
+
+def read_khugepaged_counters(sys_root: str | Path = "/sys") -> dict[str, int]:
+    """khugepaged's monotonic counters (full_scans, pages_collapsed); those this kernel lacks are left out."""
+    base = Path(sys_root, THP_DIR, "khugepaged")
+    values = {name: parse_int(read_optional(base / name)) for name in ("full_scans", "pages_collapsed")}
+    return {name: value for name, value in values.items() if value is not None}

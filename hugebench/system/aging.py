@@ -48,6 +48,11 @@ DEADLINE_S = 300.0  # the fragmenter stops where it is after this long
 SETTLE_S = 3.0  # after it, the most we wait for its blocks to come back before recording them
 KNOB = "vm.compact_unevictable_allowed"
 WHILE_FRAGMENTING = {"thp.enabled": "always", "thp.defrag": "never"}
+# What aging did during the run, beside the worker's own vmstat.* deltas (THP faults, fallbacks, compaction
+# stalls, collapses): how hard compaction and reclaim worked, and khugepaged's progress. Direct compaction's
+# time is not counted by the kernel; noise.psi_memory_pct (time stalled on memory) includes it.
+DURING_VMSTAT = ("compact_migrate_scanned", "compact_free_scanned", "compact_isolated", "compact_daemon_wake",
+                 "allocstall_normal", "allocstall_movable", "thp_fault_fallback", "compact_stall")
 PREFIX = "memory."
 SPEC_HELP = "fresh, fragmented (= fragmented:100%) or fragmented:P% (P from 1 to 100)"
 HELPER = [sys.executable, "-m", "hugebench.system.fragmenter"]  # the fragmenter's command line
@@ -111,6 +116,7 @@ class AgedMemory:
         self.failed: str | None = None
         self.proc: subprocess.Popen | None = None
         self.container: RunContainer | None = None
+        self._counters: dict = {}
 
     # -- before the run --------------------------------------------------------------------------
 
@@ -125,7 +131,14 @@ class AgedMemory:
         if self.want.kind == FRAGMENTED:
             self._fragment(initial)
         self.columns.update(self._supply_columns())
+        self._counters = self._read_counters()
         return self
+
+    def _read_counters(self) -> dict:
+        vm = kernel.read_vmstat(self.proc_root)
+        counters = {name: vm[name] for name in DURING_VMSTAT if name in vm}
+        counters.update({f"khugepaged.{k}": v for k, v in kernel.read_khugepaged_counters(self.sys_root).items()})
+        return counters
 
     def _fragment(self, initial: int) -> None:
         leave, limit = limit_for(self.want.level, initial)
@@ -201,6 +214,9 @@ class AgedMemory:
 
     def close(self) -> dict:
         """End the fragmenter; the columns after it, and ``failed`` when it did not last the run."""
+        if self._counters:
+            now = self._read_counters()
+            self.columns.update({f"{PREFIX}during.{k}": now[k] - v for k, v in self._counters.items() if k in now})
         if self.proc is not None:
             if self.proc.poll() is not None and not self.failed:
                 self.failed = (f"the fragmenter ended during the run (exit {self.proc.returncode}), so "
