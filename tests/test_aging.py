@@ -127,3 +127,26 @@ def test_the_fragmenter_reaches_its_level_here_and_is_gone_after(tmp_path):
     assert abs(locked_kib() - locked_before) < 1024  # its locked pages are gone (others' may move a little)
     assert kernel.mem_available() > available_before - (256 << 20) - 0.02 * available_before
     assert not list((tmp_path / "runs").glob("*.json"))  # no record left for end_leftovers to find
+
+
+def test_the_report_says_how_much_of_the_fresh_gain_survives():
+    import pandas as pd
+
+    from hugebench.report.aging import aging_sections
+    from hugebench.report.model import Options
+    from hugebench.report.results import Experiment
+
+    cells = [("glibc", "never", "fresh", 100.0, 0.0), ("glibc", "never", "fragmented:100%", 100.0, 0.0),
+             ("glibc", "always", "fresh", 80.0, 0.9), ("glibc", "always", "fragmented:100%", 95.0, 0.2)]
+    rows = pd.DataFrame([{"allocator": a, "thp.enabled": t, "memory_state": m, "ns_per_lookup": v + d,
+                          "hp_coverage": c, "status": "ok", "warmup": False}
+                         for a, t, m, v, c in cells for d in (-1.0, 1.0)])
+    context = {"axes": ["allocator", "thp.enabled", "memory_state"], "primary_metric": "ns_per_lookup",
+               "primary_better": "lower", "baseline": {"allocator": "glibc", "thp.enabled": "never"}}
+    [section] = aging_sections(Experiment("aged", rows, context), None, Options())
+    [row] = section.data.to_dict("records")
+    assert row["gain_fresh"] == pytest.approx(0.25) and row["gain_aged"] == pytest.approx(100 / 95 - 1)
+    assert row["kept"] == pytest.approx((100 / 95 - 1) / 0.25)
+    assert "keeps 21% of its fresh gain on a fragmented:100% machine" in section.summary[0]
+    assert "coverage 90% -> 20%" in section.summary[0]
+    assert aging_sections(Experiment("x", rows[rows.memory_state == "fresh"], context), None, Options()) == []
