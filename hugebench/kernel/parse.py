@@ -100,6 +100,11 @@ def _zone_lines(text: str, cast) -> dict:
     return zones
 
 
+def pcp_page_count(zoneinfo: str) -> int:
+    """/proc/zoneinfo -> pages on every per-CPU free list (the ``count:`` of each zone's pagesets)."""
+    return sum(int(m) for m in re.findall(r"^\s+count:\s+(\d+)", zoneinfo, flags=re.M))
+
+
 def huge_blocks_by_zone(zones: Mapping[str, list[int]], huge_order: int = 9) -> dict[str, int]:
     """Free blocks of ``2**huge_order`` pages per zone (an order-10 block counts twice)."""
     return {zone: sum(count << (order - huge_order) for order, count in enumerate(counts) if order >= huge_order)

@@ -10,6 +10,7 @@ from hugebench.kernel.parse import (
     parse_buddyinfo,
     parse_cgroup_mounts,
     parse_kb_fields,
+    pcp_page_count,
     parse_ppid,
     parse_start_ticks,
     parse_status_number,
@@ -105,6 +106,12 @@ def read_buddyinfo(proc_root: str | Path = "/proc") -> dict:
     (see ``parse.summarize_buddyinfo`` for the keys)."""
     zones = parse_buddyinfo(read_text(Path(proc_root) / "buddyinfo"))
     return summarize_buddyinfo(zones, os.sysconf("SC_PAGE_SIZE"))
+
+
+def pcp_pages(proc_root: str | Path = "/proc") -> int | None:
+    """Pages on the per-CPU free lists now (freed, but not yet back with the buddy allocator); None if unknown."""
+    text = read_optional(Path(proc_root) / "zoneinfo")
+    return pcp_page_count(text) if text else None
 
 
 # Zones a huge-page fault is never served from: the kernel keeps DMA (16 MiB) for devices.

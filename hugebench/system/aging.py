@@ -1,7 +1,8 @@
 """``memory_state``: the free memory a run starts with, made and verified — a fresh machine or an aged one.
 
-* ``fresh``: drop clean caches when the experiment asks (``condition_memory: {drop_caches: true}``), then
-  compact (``/proc/sys/vm/compact_memory``); recorded, and compaction of mlocked pages allowed as found.
+* ``fresh``: the per-CPU free lists given back to the buddy allocator (``DRAIN_KNOB``), clean caches dropped
+  when the experiment asks (``condition_memory: {drop_caches: true}``), then memory compacted
+  (``/proc/sys/vm/compact_memory``); recorded, and compaction of mlocked pages allowed as found.
 * ``fragmented`` (= ``fragmented:100%``) or ``fragmented:P%``: the same start, then the fragmenter
   (``hugebench.system.fragmenter``) pins one 4 KiB page in P% of the free 2 MiB blocks counted after
   compaction, with ``vm.compact_unevictable_allowed=0`` (journaled and restored like every knob), and lives
@@ -47,6 +48,11 @@ HEADROOM = 0.9  # of MemAvailable usable by the fragmenter's peak plus the run's
 DEADLINE_S = 300.0  # the fragmenter stops where it is after this long
 SETTLE_S = 3.0  # after it, the most we wait for its blocks to come back before recording them
 KNOB = "vm.compact_unevictable_allowed"
+# Pages freed onto the per-CPU free lists stay there (up to ~40 MiB per CPU and zone here, indefinitely): a
+# pinned page the fragmenter freed keeps its 2 MiB block from merging, and compaction cannot move it, so a
+# later "fresh" run would not be fresh. A high percpu_pagelist_high_fraction for a moment makes the kernel
+# give them back (measured: 116k pages to 190 within 1 s); the knob is journaled and set back as found.
+DRAIN_KNOB, DRAIN_FRACTION, DRAIN_S, PCP_DRAINED_PAGES = "vm.percpu_pagelist_high_fraction", "100000", 5.0, 4096
 WHILE_FRAGMENTING = {"thp.enabled": "always", "thp.defrag": "never"}
 # What aging did during the run, beside the worker's own vmstat.* deltas (THP faults, fallbacks, compaction
 # stalls, collapses): how hard compaction and reclaim worked, and khugepaged's progress. Direct compaction's
@@ -86,7 +92,7 @@ def canonical(value) -> str:
 
 # What making a state costs before its run, for plan's estimate (measured on the 24 GiB 2-vCPU guest with
 # 14-16 GiB free: compaction 0.1-1.2 s; fragmenting all of it 28-36 s, plus up to SETTLE_S after the run).
-FRESH_SECONDS, FRAGMENT_SECONDS_AT_100 = 1.5, 40.0
+FRESH_SECONDS, FRAGMENT_SECONDS_AT_100 = 3.0, 42.0  # each includes a drain of the per-CPU lists (~1 s)
 
 
 def prepare_seconds(value: str | None) -> float:
@@ -137,6 +143,7 @@ class AgedMemory:
     def enter(self) -> AgedMemory:
         if KNOB in self.state.knobs:
             self.state.apply({KNOB: "0" if self.want.kind == FRAGMENTED else self.state.found(KNOB)})
+        self.columns[f"{PREFIX}pcp_drain_s"] = self._drain_percpu_lists()
         done = condition_memory(self.proc_root, compact=True, drop_caches=self.drop_caches, io=self.state.io)
         initial = sum(kernel.free_huge_blocks(self.proc_root).values())
         self.columns.update({f"{PREFIX}compact_s": round(done["seconds"], 3),
@@ -147,6 +154,20 @@ class AgedMemory:
         self.columns.update(self._supply_columns())
         self._counters = self._read_counters()
         return self
+
+    def _drain_percpu_lists(self) -> float | None:
+        """Give the pages on per-CPU free lists back to the buddy allocator (see DRAIN_KNOB); seconds taken."""
+        if DRAIN_KNOB not in self.state.knobs:
+            return None
+        found, started = self.state.found(DRAIN_KNOB), time.monotonic()
+        self.state.apply({DRAIN_KNOB: DRAIN_FRACTION})
+        try:
+            while ((kernel.pcp_pages(self.proc_root) or 0) > PCP_DRAINED_PAGES
+                   and time.monotonic() - started < DRAIN_S):
+                time.sleep(0.2)
+        finally:
+            self.state.apply({DRAIN_KNOB: found})
+        return round(time.monotonic() - started, 2)
 
     def _read_counters(self) -> dict:
         vm = kernel.read_vmstat(self.proc_root)
@@ -241,6 +262,7 @@ class AgedMemory:
                 stream.close()
             self.columns[f"{PREFIX}fragmenter_left"] = self.container.close()["containment.killed_at_end"]
             self.proc = None
+            self.columns[f"{PREFIX}after.pcp_drain_s"] = self._drain_percpu_lists()
         meminfo = kernel.read_meminfo(self.proc_root)
         self.columns.update({f"{PREFIX}after.free_2mib_blocks": self._settled(),
                              f"{PREFIX}after.mem_free_bytes": meminfo.get("MemFree"),

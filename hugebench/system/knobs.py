@@ -24,7 +24,10 @@ POOL_MEMORY_SHARE = 0.9  # a hugetlb pool may take at most this share of MemAvai
 ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
 # /proc/sys/vm knobs hugebench changes for a run: 0 keeps compaction off mlocked pages, which is what lets
 # ``memory_state: fragmented`` hold (hugebench.system.aging). (name, path under the /proc root, min, max)
-VM_KNOBS = (("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1),)
+# percpu_pagelist_high_fraction: set high for a moment, the per-CPU free lists give their pages back to the
+# buddy allocator (the sysctl itself refuses 1..7).
+VM_KNOBS = (("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1),
+            ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1))
 
 
 class SysfsIO(Protocol):
