@@ -150,3 +150,19 @@ def test_the_report_says_how_much_of_the_fresh_gain_survives():
     assert "keeps 21% of its fresh gain on a fragmented:100% machine" in section.summary[0]
     assert "coverage 90% -> 20%" in section.summary[0]
     assert aging_sections(Experiment("x", rows[rows.memory_state == "fresh"], context), None, Options()) == []
+
+
+def test_try_aged_puts_every_configuration_in_both_states(monkeypatch):
+    from hugebench.trial import matrix
+
+    request = matrix.Request(argv=("true",), aged=True, only=("glibc",), thp=())
+    if aging.why_not_here() is None:
+        mx = matrix.build(request)
+        assert [c["memory_state"] for c in mx.cells[:2]] == ["fresh", "fragmented:100%"]
+        assert mx.baseline == {**mx.cells[0]} and len(mx.cells) % 2 == 0
+        data = matrix.experiment(request, mx, "try-true", 10.0)
+        assert data["axes"]["memory_state"] == ["fresh", "fragmented:100%"]
+        assert matrix.describe(mx.cells[1], mx.thp_found).endswith(", fragmented memory")
+    monkeypatch.setattr(aging.os, "geteuid", lambda: 1000)
+    with pytest.raises(PrivilegeError, match="--aged: memory_state compacts memory"):
+        matrix.build(request)
