@@ -166,3 +166,27 @@ def test_try_aged_puts_every_configuration_in_both_states(monkeypatch):
     monkeypatch.setattr(aging.os, "geteuid", lambda: 1000)
     with pytest.raises(PrivilegeError, match="--aged: memory_state compacts memory"):
         matrix.build(request)
+
+
+def test_a_fragmenter_left_by_a_killed_sweep_is_ended_by_the_next(tmp_path):
+    """The sweep is killed before it could end its fragmenter (here: a stand-in sleeping in a process of its
+    own, without the real one's PDEATHSIG): its record names it, and end_leftovers ends it."""
+    import subprocess
+
+    from hugebench.system.containment import end_leftovers
+
+    code = textwrap.dedent(f"""\
+        import subprocess, sys, os
+        from hugebench.system.containment import RunContainer
+        box = RunContainer("fragmenter-test", {str(tmp_path / 'runs')!r}, use_cgroup=False)
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env={{**os.environ, **box.env()}})
+        box.add(helper.pid)
+        print(helper.pid, flush=True)
+        os._exit(0)  # killed: nothing closes the container
+    """)
+    pid = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert alive(pid, None)
+    ended = end_leftovers(tmp_path / "runs")
+    assert [e["killed"] for e in ended] == [1] and not alive(pid, None)
