@@ -190,3 +190,12 @@ def test_a_fragmenter_left_by_a_killed_sweep_is_ended_by_the_next(tmp_path):
     assert alive(pid, None)
     ended = end_leftovers(tmp_path / "runs")
     assert [e["killed"] for e in ended] == [1] and not alive(pid, None)
+
+
+def test_plan_prices_making_each_memory_state():
+    from hugebench.estimate import estimate
+
+    plain = plan_mod.plan(parse_spec(SPEC.replace("memory_state: [STATES]", "set_kind: [flat]"), "a.yaml"))
+    aged = plan_mod.plan(parse_spec(SPEC.replace("STATES", "fresh, fragmented:50%"), "a.yaml"))
+    extra = estimate(aged).seconds - 2 * estimate(plain).seconds
+    assert extra == pytest.approx(2 * aging.FRESH_SECONDS + aging.FRAGMENT_SECONDS_AT_100 / 2 + aging.SETTLE_S)
