@@ -59,6 +59,8 @@ def _clean(obj):
               help="a server measured under the load driver PROGRAM ({tmp}: the run's directory)")
 @click.option("--ready", default=None, metavar="path:F|port:N|log:RE", help="when the --server takes requests")
 @click.option("--text-pages", is_flag=True, help="also try the program's text on huge pages")
+@click.option("--aged", is_flag=True,
+              help="each configuration on a fresh and on a fragmented machine (memory_state; root): a verdict for each")
 @click.option("--allocator", "allocators", multiple=True, type=click.Path(dir_okay=False),
               help="also try this malloc library (.so), preloaded")
 @click.option("--allocators", "only", default=None, metavar="A,B",
@@ -70,8 +72,8 @@ def _clean(obj):
 @click.option("--json", "as_json", is_flag=True, help="print the verdict as one JSON object")
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
-def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server, ready, text_pages, allocators,
-         only, thp, out, as_json, sys_root, proc_root):
+def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server, ready, text_pages, aged,
+         allocators, only, thp, out, as_json, sys_root, proc_root):
     """Which allocator and THP setting make PROGRAM faster here? Runs it under each within --budget and
     answers with a verdict: the best configuration vs as-is (glibc, THP as found), how to deploy it, caveats."""
     from .trial import Request, run_try
@@ -79,7 +81,7 @@ def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server
     started = time.monotonic()
     request = Request(argv=tuple(argv), budget_s=parse_budget(budget), metric=metric,
                       higher_is_better=higher_is_better, window=window, stdin=stdin, cwd=cwd, env=_env(env),
-                      server=server, ready=ready, text_pages=text_pages, allocator_paths=tuple(allocators),
+                      server=server, ready=ready, text_pages=text_pages, aged=aged, allocator_paths=tuple(allocators),
                       thp=tuple(thp),
                       only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else ())
     outcome = run_try(request, out, started, echo=lambda line: click.echo(line, err=True), sys_root=sys_root,
@@ -89,6 +91,9 @@ def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server
         return
     from .trial.render import text
 
-    click.echo(text(outcome.verdict, outcome.plan_lines))
+    for memory, verdict in (outcome.verdict.get("by_memory_state") or {None: outcome.verdict}).items():
+        if memory:
+            click.echo(f"== on a {memory} machine (memory_state {memory}) ==")
+        click.echo(text(verdict, outcome.plan_lines))
     click.echo(f"results: {outcome.out} (hugebench report {outcome.out}); experiment: {outcome.experiment_file} "
                f"(hugebench sweep {outcome.experiment_file} -o {outcome.out} re-runs it)")

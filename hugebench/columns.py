@@ -30,7 +30,7 @@ IDENTITY = ("schema_version", "run_id", "cell_id", "sweep_id", "experiment", "wo
 STATUS = ("status", "error", "stderr_tail", "stdout_tail", "exit_code", "wall_s")
 # The other plain (undotted) columns hugebench writes into some row, or adds when it loads rows.
 OWNED = (
-    "allocator", "text_pages", "thp", "host", "source", "knobs_applied", "thp_prctl_disabled",
+    "allocator", "text_pages", "memory_state", "thp", "host", "source", "knobs_applied", "thp_prctl_disabled",
     # what a measured program's run records (hugebench.run.supervisor, command.probe, .sampler)
     "window_s", "windows", "utime_s", "stime_s", "minflt", "majflt", "peak_rss_bytes", "process_wall_s",
     "hp_coverage", "hp_coverage_tw", "server_stop_s", "allocator_malloc_from", "allocator_processes",
@@ -45,7 +45,7 @@ OWNED = (
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = ("param.", "knob.", "perf.", "pmu.", "smaps.", "vmstat.", "worker.", "allocator.", "text.",
                   "buddy.", "phase.", "sampler.", "sampled.", "set.", "thp.", "hugetlb.", "containment.", "cgroup.",
-                  "result.", "noise.")
+                  "result.", "noise.", "memory.")
 # A measurement that could not be taken is null with ``<column>.reason`` beside it.
 REASON_SUFFIX = ".reason"
 # ``{tmp}`` and ``{python}`` of a command line are hugebench's (hugebench.command.template).

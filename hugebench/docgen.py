@@ -60,7 +60,8 @@ def spec_keys() -> str:
              "**each of `expected.claims`**:", _keys_table(spec.CLAIM_KEYS),
              "**`cluster:`**:", _keys_table(CLUSTER_KEYS, "cluster."),
              f"**Axes** besides the workload's parameters: `allocator`, `{spec.TEXT_AXIS}` "
-             f"({', '.join(f'`{m}`' for m in TEXT_MODES)}), and every kernel knob (names starting with "
+             f"({', '.join(f'`{m}`' for m in TEXT_MODES)}), `{spec.MEMORY_AXIS}` (`fresh`, `fragmented`, "
+             f"`fragmented:P%`; see the aged-machine page), and every kernel knob (names starting with "
              f"{' or '.join(f'`{p}`' for p in spec.KNOB_PREFIXES)}; `thp` means `thp.enabled`, one of "
              f"{', '.join(f'`{m}`' for m in spec.THP_MODES)})."]
     return "\n\n".join(parts)

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .system.aging import prepare_seconds
+
 
 @dataclass(frozen=True)
 class History:
@@ -86,6 +88,7 @@ def estimate(runs: Iterable, history: History = History()) -> Estimate:
     if not unpriced:
         seconds = sum(history.wall_by_cell[r.cell_id] for r in measured) + sum(r.time_estimate for r in modelled)
         seconds *= history.overhead or 1.0
+        seconds += sum(prepare_seconds(getattr(r, "memory_state", None)) for r in left)  # outside a worker's wall
     return Estimate(seconds, len(left), len(runs) - len(left), len(measured), len(modelled), unpriced,
                     history.overhead)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from . import spec as spec_mod
 from .workloads import Workload
 from .errors import SpecError
-from .spec import DEFAULT_ALLOCATOR, TEXT_AXIS, MAX_RUNS, ExperimentSpec, is_knob
+from .spec import DEFAULT_ALLOCATOR, MEMORY_AXIS, TEXT_AXIS, MAX_RUNS, ExperimentSpec, is_knob
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class RunSpec:
     memory_estimate: int | None = None
     time_estimate: float | None = None
     text_pages: str | None = None  # off | thp | hugetlb | file-thp: where the program's text goes (None: untouched)
+    memory_state: str | None = None  # fresh | fragmented:P%: the free memory it starts with (None: as found)
     workload_def: Workload | None = field(default=None, compare=False, repr=False)  # the spec's, as a value
 
     def to_dict(self) -> dict:
@@ -66,7 +67,7 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     params.update(spec.params)
     system = dict(spec.system)
     for name, value in cell.items():
-        if name in ("allocator", TEXT_AXIS):
+        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS):
             continue
         if is_knob(name):
             system[name] = value
@@ -82,8 +83,9 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
         "params": params,
         "system": system,
     }
-    if TEXT_AXIS in cell:  # only then: cells without the axis keep the ids they always had
-        content[TEXT_AXIS] = cell[TEXT_AXIS]
+    for axis in (TEXT_AXIS, MEMORY_AXIS):  # only then: cells without the axis keep the ids they always had
+        if axis in cell:
+            content[axis] = cell[axis]
     return content
 
 
@@ -133,6 +135,7 @@ def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
                 order_index=block_no * len(base) + position,
                 allocator=content["allocator"],
                 text_pages=content.get(TEXT_AXIS),
+                memory_state=content.get(MEMORY_AXIS),
                 params=content["params"],
                 system=content["system"],
                 cell=dict(cell),

@@ -92,6 +92,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     _check_void(spec, runs, table)
     machine_checks.check(spec, runs, options.sys_root, options.proc_root)  # what `plan` refuses too
     prctl = _check_system(runs, options)
+    _check_memory_state(spec, runs, options)
     if spec.condition_memory and os.geteuid() != 0:
         raise PrivilegeError(f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
                              f"which needs root: run `sudo {system.sudo_hugebench()} sweep {spec.source}`, or remove "
@@ -112,6 +113,16 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     machine = metadata.machine_context(allocators=described, perf_caps=caps, proc_root=options.proc_root,
                                        sysfs_root=options.sys_root)
     return dataclasses.replace(setup, context=context(spec, runs, setup, described, machine))
+
+
+def _check_memory_state(spec, runs, options) -> None:
+    """memory_state needs root and compaction: refused before any knob is touched, with the reason."""
+    if not any(r.memory_state for r in runs):
+        return
+    why = system.aging.why_not_here(options.proc_root)
+    if why:
+        raise PrivilegeError(f"{spec.source}: axes: memory_state: {why}; run `sudo {system.sudo_hugebench()} sweep "
+                             f"{spec.source}`, or remove the memory_state axis")
 
 
 def new_sweep_id(spec) -> str:

@@ -42,6 +42,8 @@ FAKE_FILES = {
     "proc/sys/vm/nr_hugepages": "0",
     "proc/sys/vm/nr_overcommit_hugepages": "0",
     "proc/sys/vm/compact_memory": "",
+    "proc/sys/vm/compact_unevictable_allowed": "1",
+    "proc/sys/vm/percpu_pagelist_high_fraction": "0",
     "proc/sys/vm/drop_caches": "",
     "proc/meminfo": "MemTotal:       24000000 kB\nHugePages_Total:       0\nHugepagesize:       2048 kB\n",
     "proc/buddyinfo": (
@@ -220,7 +222,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # -- the machine is left as found ------------------------------------------------------------------
 
 _GUARDED = ("/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/defrag",
-            "/proc/sys/vm/nr_hugepages")
+            "/proc/sys/vm/nr_hugepages", "/proc/sys/vm/compact_unevictable_allowed",
+            "/proc/sys/vm/percpu_pagelist_high_fraction")
 
 
 def _read_guarded() -> dict[str, str]:
@@ -246,7 +249,8 @@ def _other_sweep_running() -> bool:
 
 @pytest.fixture(scope="session", autouse=True)
 def machine_left_as_found():
-    """After the whole test session THP and the hugetlb pool must read exactly as before it."""
+    """After the whole test session THP, the hugetlb pool and compaction of mlocked pages (which
+    ``memory_state: fragmented`` turns off) must read exactly as before it."""
     before = _read_guarded()
     yield
     after = _read_guarded()

@@ -107,7 +107,8 @@ def _leaves(value, path: str):
 # Keys of an experiment file that are not parameters: under params, one of them is misplaced.
 _ELSEWHERE = {"timeout": "a top-level key", "repetitions": "a top-level key", "warmup": "a top-level key",
               "perf": "a top-level key", "counters": "a top-level key", "system": "a top-level key",
-              "text_pages": "an axis (axes: {text_pages: [thp]})", "allocator": "an axis (axes: {allocator: [...]})",
+              "text_pages": "an axis (axes: {text_pages: [thp]})",
+              "memory_state": "an axis (axes: {memory_state: [fresh, fragmented]})", "allocator": "an axis (axes: {allocator: [...]})",
               "thp": "an axis or a system knob (axes: {thp: [never, always]})"}
 
 

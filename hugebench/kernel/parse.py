@@ -83,12 +83,32 @@ def counter_delta(before: Mapping[str, int], after: Mapping[str, int],
 
 def parse_buddyinfo(text: str) -> dict[str, list[int]]:
     """/proc/buddyinfo -> {'0/Normal': [free blocks of order 0, 1, ...]}."""
-    zones: dict[str, list[int]] = {}
+    return _zone_lines(text, int)
+
+
+def parse_extfrag(text: str) -> dict[str, list[float]]:
+    """debugfs extfrag/unusable_index (or extfrag_index) -> {'0/Normal': [index at order 0, 1, ...]}."""
+    return _zone_lines(text, float)
+
+
+def _zone_lines(text: str, cast) -> dict:
+    zones = {}
     for line in text.splitlines():
         match = re.match(r"Node\s+(\d+),\s+zone\s+(\S+)\s+(.*)", line)
         if match:
-            zones[f"{match.group(1)}/{match.group(2)}"] = [int(c) for c in match.group(3).split()]
+            zones[f"{match.group(1)}/{match.group(2)}"] = [cast(c) for c in match.group(3).split()]
     return zones
+
+
+def pcp_page_count(zoneinfo: str) -> int:
+    """/proc/zoneinfo -> pages on every per-CPU free list (the ``count:`` of each zone's pagesets)."""
+    return sum(int(m) for m in re.findall(r"^\s+count:\s+(\d+)", zoneinfo, flags=re.M))
+
+
+def huge_blocks_by_zone(zones: Mapping[str, list[int]], huge_order: int = 9) -> dict[str, int]:
+    """Free blocks of ``2**huge_order`` pages per zone (an order-10 block counts twice)."""
+    return {zone: sum(count << (order - huge_order) for order, count in enumerate(counts) if order >= huge_order)
+            for zone, counts in zones.items()}
 
 
 def summarize_buddyinfo(zones: Mapping[str, list[int]], page_bytes: int, huge_bytes: int = 2 << 20) -> dict:

@@ -6,9 +6,11 @@ import os
 from pathlib import Path
 
 from hugebench.kernel.parse import (
+    huge_blocks_by_zone,
     parse_buddyinfo,
     parse_cgroup_mounts,
     parse_kb_fields,
+    pcp_page_count,
     parse_ppid,
     parse_start_ticks,
     parse_status_number,
@@ -104,6 +106,23 @@ def read_buddyinfo(proc_root: str | Path = "/proc") -> dict:
     (see ``parse.summarize_buddyinfo`` for the keys)."""
     zones = parse_buddyinfo(read_text(Path(proc_root) / "buddyinfo"))
     return summarize_buddyinfo(zones, os.sysconf("SC_PAGE_SIZE"))
+
+
+def pcp_pages(proc_root: str | Path = "/proc") -> int | None:
+    """Pages on the per-CPU free lists now (freed, but not yet back with the buddy allocator); None if unknown."""
+    text = read_optional(Path(proc_root) / "zoneinfo")
+    return pcp_page_count(text) if text else None
+
+
+# Zones a huge-page fault is never served from: the kernel keeps DMA (16 MiB) for devices.
+NO_HUGE_ZONES = ("DMA",)
+
+
+def free_huge_blocks(proc_root: str | Path = "/proc") -> dict[str, int]:
+    """Free 2 MiB blocks now, per zone a huge page can come from ('Normal', 'DMA32', ...)."""
+    zones = huge_blocks_by_zone(parse_buddyinfo(read_text(Path(proc_root) / "buddyinfo")))
+    return {zone.split("/", 1)[1] if zone.count("/") else zone: n for zone, n in zones.items()
+            if zone.split("/")[-1] not in NO_HUGE_ZONES}
 
 
 def read_paranoid(proc_root: str | Path = "/proc") -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hugebench.kernel.parse import parse_cache_size, parse_int, parse_pmu_format, selected
+from hugebench.kernel.parse import parse_cache_size, parse_extfrag, parse_int, parse_pmu_format, selected
 from hugebench.kernel.read import read_optional, read_text
 
 THP_DIR = "kernel/mm/transparent_hugepage"
@@ -128,3 +128,20 @@ def read_pmu_format(pmu: str = "cpu", sys_root: str | Path = "/sys") -> dict[str
 def read_pmu_type(pmu: str = "cpu", sys_root: str | Path = "/sys") -> int | None:
     """perf_event_attr.type of a dynamic PMU (4 for x86 'cpu', i.e. PERF_TYPE_RAW); None without it."""
     return parse_int(read_optional(Path(sys_root) / PMU_DIR / pmu / "type"))
+
+
+EXTFRAG_DIR = "kernel/debug/extfrag"
+
+
+def read_unusable_index(sys_root: str | Path = "/sys") -> dict[str, list[float]] | None:
+    """debugfs ``extfrag/unusable_index`` per zone and order (0: all free memory usable for a block of that
+    order, 1: none), or None where debugfs is not mounted (or not readable)."""
+    text = read_optional(Path(sys_root) / EXTFRAG_DIR / "unusable_index")
+    return parse_extfrag(text) if text else None
+
+
+def read_khugepaged_counters(sys_root: str | Path = "/sys") -> dict[str, int]:
+    """khugepaged's monotonic counters (full_scans, pages_collapsed); those this kernel lacks are left out."""
+    base = Path(sys_root, THP_DIR, "khugepaged")
+    values = {name: parse_int(read_optional(base / name)) for name in ("full_scans", "pages_collapsed")}
+    return {name: value for name, value in values.items() if value is not None}

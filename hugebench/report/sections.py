@@ -20,6 +20,7 @@ from ..stats import min_runs_for, ok_rows
 from .model import Flag, Options, Report, Section
 from .rendering import display_frame, table_text, verdict, void_text
 from .results import Experiment, Results
+from .aging import aging_sections
 from .workload_tables import declared_tables
 from .tables import (VOID, build_table, check_metric, default_metrics, failure_counts, in_spec_order, overhead_lines,
                      ratio_display, ratio_table, void_compensation)
@@ -143,7 +144,7 @@ def adaptive_lines(experiment: Experiment) -> list[str]:
 
 # Per experiment, in reading order. Append a builder here and its sections appear in every format.
 EXPERIMENT_SECTIONS: list[Callable[[Experiment, Results, Options], list[Section]]] = [
-    main_table_section, expected_sections, ratio_table_sections, workload_sections, void_sections]
+    main_table_section, expected_sections, ratio_table_sections, workload_sections, void_sections, aging_sections]
 
 
 # -- warnings and summaries (from the numbers, never from prose) ------------------------------------

@@ -16,6 +16,7 @@ from .. import kernel
 from ..environment import worker_environment
 from ..launch import Launched, signal_name, tail
 from ..measure import disturbance, perf as perf_mod
+from ..system.aging import AgedMemory
 from ..system.containment import RunContainer, record_dir
 from .argv import measured_argv
 from .rows import base_row, failure, measured_apart, oom_verdict, reply_fields
@@ -38,8 +39,34 @@ def run_one(run, setup, state, options) -> dict:
     except Exception as exc:  # a knob the kernel refused fails this run, not the sweep
         row.update(failure("failed", f"kernel state: {exc}"))
         return row
-    if setup.condition_memory:
-        state.condition_memory(**setup.condition_memory)
+    if not run.memory_state:
+        if setup.condition_memory:
+            state.condition_memory(**setup.condition_memory)
+        return _measure(run, setup, state, options, row, knobs)
+    aged = AgedMemory(run.memory_state, state, proc_root=options.proc_root, sys_root=options.sys_root,
+                      records=record_dir(options.journal), reserve_bytes=run.memory_estimate, run_id=run.run_id,
+                      drop_caches=bool(setup.condition_memory.get("drop_caches")))
+    try:
+        if _entered(aged).failed is None:
+            _measure(run, setup, state, options, row, knobs)
+    finally:
+        row.update(aged.close())
+    if aged.failed and row.get("status", "ok") == "ok":
+        row.update(failure("failed", aged.failed))
+    return row
+
+
+def _entered(aged: AgedMemory) -> AgedMemory:
+    """The memory state entered; a kernel that refused a step fails this run, not the sweep."""
+    try:
+        return aged.enter()
+    except Exception as exc:
+        aged.failed = f"memory_state {aged.value}: {exc}"
+        return aged
+
+
+def _measure(run, setup, state, options, row: dict, knobs: dict) -> dict:
+    """Measure the run in the kernel state entered; its columns added to ``row``."""
     before = state.snapshot()
     row.update({f"knob.{k}": v for k, v in before.items()})
     row.update(_buddy_columns(options.proc_root))

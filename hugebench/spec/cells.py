@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from .. import workloads
-from .model import DEFAULT_ALLOCATOR, MAX_RUNS, TEXT_AXIS, ExperimentSpec, canonical_knob, cells, is_knob, matches
+from .model import DEFAULT_ALLOCATOR, MAX_RUNS, MEMORY_AXIS, TEXT_AXIS, ExperimentSpec, canonical_knob, cells, is_knob, matches
 
 
 def _cells(data, key, axes, where, many):
@@ -150,7 +150,7 @@ def _workload_checks(spec: ExperimentSpec, workload, where) -> ExperimentSpec:
     prepared = spec.params
     for cell in cells(spec)[:1000]:
         params = {**defaults, **spec.params, **{k: v for k, v in cell.items() if k in spec.axes and
-                                                not is_knob(k) and k not in ("allocator", TEXT_AXIS)}}
+                                                not is_knob(k) and k not in ("allocator", TEXT_AXIS, MEMORY_AXIS)}}
         try:
             if workload.check_params:
                 workload.check_params(params)

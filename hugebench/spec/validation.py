@@ -13,11 +13,12 @@ from .. import workloads
 from ..cluster.config import ADAPTIVE_ON_EACH, parse_block as parse_cluster
 from ..columns import user_name_problem
 from ..errors import SpecError, ToolMissingError
+from ..system import aging
 from ..text import MODES as TEXT_MODES
 from ..yamlsafe import MAX_FILE_BYTES, Where, read_text, read_yaml
 from .cells import _cells, _check_cells, _workload_checks
 from .claims import _expected, _known_keys, _metric
-from .model import (DEFAULT_ALLOCATOR, MAX_REPETITIONS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP, PERF_MODES, TEXT_AXIS,
+from .model import (DEFAULT_ALLOCATOR, MEMORY_AXIS, MAX_REPETITIONS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP, PERF_MODES, TEXT_AXIS,
                     THP_MODES, ExperimentSpec, canonical_knob, is_knob)
 
 _TOP_KEYS = {
@@ -239,7 +240,7 @@ def _param(workload, name, value, path, where):
     if param is None and workload.open_params:
         if not isinstance(name, str) or not name.isidentifier():
             raise where.error(path, "a parameter name must be an identifier (it is used as {name})")
-        if name in ("allocator", TEXT_AXIS) or is_knob(name):
+        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS) or is_knob(name):
             raise where.error(path[:2], f"{name} is an axis, not a parameter: axes: {{{name}: [...]}}"
                                         + (" (or, for a knob fixed for the sweep, system:)" if is_knob(name) else ""))
         why = user_name_problem(name, (m[0] for m in workload.metrics), column=path[0] == "axes")
@@ -321,6 +322,8 @@ def _axes(data, workload, table, where) -> dict:
             checked = tuple(_allocator(v, path + (i,), table, where) for i, v in enumerate(values))
         elif name == TEXT_AXIS:
             checked = tuple(_text_mode(v, path + (i,), where) for i, v in enumerate(values))
+        elif name == MEMORY_AXIS:
+            checked = tuple(_memory_state(v, path + (i,), where) for i, v in enumerate(values))
         elif is_knob(name):
             name = canonical_knob(name)
             checked = tuple(_knob_value(name, v, path + (i,), where) for i, v in enumerate(values))
@@ -340,6 +343,13 @@ def _text_mode(value, path, where) -> str:
         raise where.error(path, f"text_pages must be one of {', '.join(TEXT_MODES)}; got {value!r}"
                                 + (_BOOL_HINT if isinstance(value, bool) else ""))
     return value
+
+
+def _memory_state(value, path, where) -> str:
+    try:
+        return aging.canonical(value)
+    except ValueError as exc:
+        raise where.error(path, str(exc) + (_BOOL_HINT if isinstance(value, bool) else "")) from None
 
 
 def _allocator(value, path, table, where) -> str:

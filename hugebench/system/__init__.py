@@ -5,6 +5,7 @@ What belongs here: anything that writes /sys or /proc (and the prctl the worker 
 What does not: reading for its own sake — every read goes through ``hugebench.kernel``.
 """
 
+from hugebench.system import aging
 from hugebench.system.journal import check_no_stale_journal, default_journal_path, journal_path, restore_from_journal
 from hugebench.system.knobs import (
     HugetlbShortfall,
@@ -26,6 +27,7 @@ from hugebench.system.privilege import (
 from hugebench.system.state import SystemState, Terminated
 
 __all__ = [
+    "aging",
     "HugetlbShortfall",
     "Knob",
     "KnobValueError",

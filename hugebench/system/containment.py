@@ -132,6 +132,13 @@ class RunContainer:
         self.cgroup = None
         self._write_record()
 
+    def add(self, pid: int) -> None:
+        """Record ``pid`` as the run's now (a helper started outside the run's launcher)."""
+        start = kernel.process_start_ticks(pid, self.proc_root)
+        if start is not None:
+            self.pids[pid] = start
+            self._write_record()
+
     def track(self, root: int) -> None:
         """While the run goes on (called often, acts once a second): sample the cgroup's huge-page memory, or
         without a cgroup record the pids of the tree under ``root``."""

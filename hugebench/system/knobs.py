@@ -22,6 +22,12 @@ UINT_MAX = 2**32 - 1
 POOL_MEMORY_SHARE = 0.9  # a hugetlb pool may take at most this share of MemAvailable (+ its current pages)
 
 ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
+# /proc/sys/vm knobs hugebench changes for a run: 0 keeps compaction off mlocked pages, which is what lets
+# ``memory_state: fragmented`` hold (hugebench.system.aging). (name, path under the /proc root, min, max)
+# percpu_pagelist_high_fraction: set high for a moment, the per-CPU free lists give their pages back to the
+# buddy allocator (the sysctl itself refuses 1..7).
+VM_KNOBS = (("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1),
+            ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1))
 
 
 class SysfsIO(Protocol):
@@ -227,6 +233,9 @@ def discover_knobs(
             knobs[name] = Knob(name, sys_root, rel, kind, lo, hi, io)
     for knob in _hugetlb_knobs(sys_root, proc_root, io):
         knobs[knob.name] = knob
+    for name, rel, lo, hi in VM_KNOBS:
+        if (proc_root / rel).exists():
+            knobs[name] = Knob(name, proc_root, rel, "int", lo, hi, io)
     return knobs
 
 

@@ -143,6 +143,12 @@ class SystemState:
         """Before a run: drop clean caches and/or compact free memory, for a comparable huge-page supply."""
         return condition_memory(self.proc_root, compact=compact, drop_caches=drop_caches, io=self.io)
 
+    def found(self, name: str) -> str:
+        """The value knob ``name`` had before this sweep first wrote it (what restore puts back)."""
+        if self._record is not None and name in self._record.saved:
+            return self._record.saved[name]
+        return self.knobs[name].read()
+
     def snapshot(self) -> dict[str, str]:
         """The read-back value of every knob, for each result row."""
         values = {}

@@ -140,8 +140,17 @@ def _verdict(out, spec, ids, mx, metric, better, state) -> dict:
         library = text_library()
     except Exception:  # the text library is only needed for a text_pages configuration's deploy line
         library = None
-    return verdict_mod.build(rows, dict(zip(ids, mx.cells)), ids[0], metric, better, spec, mx.thp_found, state,
-                             library)
+    cells = dict(zip(ids, mx.cells))
+    states = list(dict.fromkeys(c["memory_state"] for c in mx.cells if "memory_state" in c))
+    if not states:
+        return verdict_mod.build(rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library)
+    # --aged: one verdict per memory state, each against as-is in the same state (as-is comes first in each)
+    each = {}
+    for memory in states:
+        mine = {cid: cell for cid, cell in cells.items() if cell["memory_state"] == memory}
+        each[memory] = verdict_mod.build(rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state,
+                                         library)
+    return {**each[states[0]], "by_memory_state": each}
 
 
 def _progress_line(schedule, names, echo, better):

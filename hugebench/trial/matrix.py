@@ -41,6 +41,7 @@ class Request:
     server: str | None = None
     ready: str | None = None
     text_pages: bool = False
+    aged: bool = False  # --aged: every configuration on a fresh and on a fragmented machine (memory_state)
     allocator_paths: tuple = ()  # --allocator X.so
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
     only: tuple = ()  # --allocators a,b: only these built-in settings (glibc as found is always measured)
@@ -125,7 +126,24 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
     # per-process changes (an allocator's setting) before system-wide ones (the machine's THP mode)
     cells += sorted((c for c in candidates if c != baseline),
                     key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)))
+    if request.aged:
+        cells, baseline = _aged(cells)
     return Matrix(cells, baseline, found, notes + thp_notes, user)
+
+
+AGED_STATES = ("fresh", "fragmented:100%")
+
+
+def _aged(cells: list) -> tuple[list, dict]:
+    """Each configuration in both memory states, side by side in keep order (as-is first in each);
+    refused up front where the states cannot be made."""
+    from ..system.aging import why_not_here
+
+    why = why_not_here()
+    if why:
+        raise PrivilegeError(f"--aged: {why}; run try as root, or leave --aged out")
+    aged = [{**cell, "memory_state": state} for cell in cells for state in AGED_STATES]
+    return aged, aged[0]
 
 
 def _cell(allocator: str, thp: str, text: str | None) -> dict:
@@ -150,7 +168,8 @@ def describe(cell: dict, thp_found: str) -> str:
     """A configuration as the verdict names it: 'jemalloc-thp, THP always (+text on THP)'."""
     thp = cell["thp"] + (" (as found)" if cell["thp"] == thp_found else "")
     text = {"thp": ", program text on huge pages", "off": ""}.get(cell.get("text_pages"), "")
-    return f"{cell['allocator']}, THP {thp}{text}"
+    memory = f", {cell['memory_state'].split(':')[0]} memory" if cell.get("memory_state") else ""
+    return f"{cell['allocator']}, THP {thp}{text}{memory}"
 
 
 def metric_param(metric: str, higher: bool):
@@ -183,8 +202,9 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
         params["server"] = {"argv": shlex.split(request.server), "ready": ready_param(request.ready)}
     axes = {"allocator": list(dict.fromkeys(c["allocator"] for c in matrix.cells)),
             "thp": list(dict.fromkeys(c["thp"] for c in matrix.cells))}
-    if any("text_pages" in c for c in matrix.cells):
-        axes["text_pages"] = list(dict.fromkeys(c["text_pages"] for c in matrix.cells))
+    for axis in ("text_pages", "memory_state"):
+        if any(axis in c for c in matrix.cells):
+            axes[axis] = list(dict.fromkeys(c[axis] for c in matrix.cells))
     data = {"name": name, "workload": "command", "description": f"hugebench try -- {shlex.join(request.argv)}",
             "repetitions": 1, "timeout": round(timeout, 1), "perf": "off", "counters": "off",
             "params": params, "axes": axes, "baseline": dict(matrix.baseline)}

@@ -1,0 +1,149 @@
+"""The fragmenter: a helper process that leaves free memory in small pieces (``memory_state: fragmented``).
+
+Run as ``python -m hugebench.system.fragmenter --leave N --max-blocks M --chunk-blocks C --deadline S``, by
+``hugebench.system.aging`` only. In bounded chunks it takes free 2 MiB blocks by faulting transparent huge
+pages (an order-9 fault can only be served by a free 2 MiB block, never by the holes earlier chunks left),
+then splits each huge page (``MADV_COLD`` on part of it splits it at once), keeps one ``mlock``ed 4 KiB page
+of it and unmaps the other 511, which go back to the buddy allocator as order-0..8 pieces. With
+``vm.compact_unevictable_allowed=0`` (the caller sets it, journaled) compaction cannot move the kept pages, so
+no free 2 MiB block can be rebuilt in a pinned one while this process lives; when it exits, all of it is free.
+
+It stops when at most ``--leave`` free 2 MiB blocks are left (``/proc/buddyinfo``, every zone but DMA), or
+it has pinned ``--max-blocks`` pages, or a chunk found no free 2 MiB block (its faults fell back to 4 KiB), or
+three chunks in a row did not lower the count (something else frees blocks as fast), or the deadline came.
+Memory: it holds 4 KiB per pinned block (1/512 of what it took) and, while a chunk is faulted, that chunk
+(``--chunk-blocks`` x 2 MiB) on top. Its report is one JSON line on stdout; then it waits to be killed
+(it dies with its parent, and is the OOM killer's first choice: it holds nothing anyone needs).
+
+What does not belong here: deciding the level, the safety bounds, verifying the state, starting and ending
+this process (``hugebench.system.aging``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from hugebench import kernel
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+HUGE = 2 << 20
+PROT_RW, MAP_PRIVATE_ANON = 0x3, 0x22
+MADV_HUGEPAGE, MADV_COLD = 14, 20
+STALLS_BEFORE_GIVING_UP = 3
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+for _name in ("munmap", "mlock"):
+    getattr(_libc, _name).argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def free_huge_blocks(proc_root: str = "/proc") -> int:
+    """Free 2 MiB blocks in every zone a huge page can come from."""
+    return sum(kernel.free_huge_blocks(proc_root).values())
+
+
+def _anon_huge_bytes() -> int:
+    return kernel.read_smaps_rollup("self").get("AnonHugePages", 0)
+
+
+def take_chunk(blocks: int) -> int:
+    """Fault ``blocks`` huge pages, keep one locked 4 KiB page of each, free the rest; how many were huge."""
+    length = (blocks + 1) * HUGE
+    raw = _libc.mmap(None, length, PROT_RW, MAP_PRIVATE_ANON, -1, 0)
+    if raw in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap of a chunk failed")
+    base = (raw + HUGE - 1) & ~(HUGE - 1)
+    _check(_libc.madvise(base, blocks * HUGE, MADV_HUGEPAGE), "madvise(MADV_HUGEPAGE)")
+    huge_before = _anon_huge_bytes()
+    for i in range(blocks):
+        ctypes.memset(base + i * HUGE, 1, 1)  # one write faults the whole 2 MiB page
+    huge = (_anon_huge_bytes() - huge_before) // HUGE
+    for i in range(blocks):
+        block = base + i * HUGE
+        _check(_libc.madvise(block, PAGE, MADV_COLD), "madvise(MADV_COLD)")  # splits the huge page now
+        _check(_libc.mlock(block, PAGE), "mlock")
+        _check(_libc.munmap(block + PAGE, HUGE - PAGE), "munmap")
+    for start, end in ((raw, base), (base + blocks * HUGE, raw + length)):
+        if end > start:
+            _check(_libc.munmap(start, end - start), "munmap")
+    return huge
+
+
+def fragment(leave: int, max_blocks: int, chunk_blocks: int, deadline_s: float, proc_root: str = "/proc") -> dict:
+    """Pin blocks chunk by chunk until a stop condition (see the module); the report."""
+    started = time.monotonic()
+    pinned = held_pages = chunks = stalls = 0
+    stopped = "deadline"
+    while time.monotonic() - started < deadline_s:
+        free = free_huge_blocks(proc_root)
+        if free <= leave:
+            stopped = "level reached"
+            break
+        if held_pages >= max_blocks:
+            stopped = "max blocks pinned"
+            break
+        blocks = min(chunk_blocks, free - leave, max_blocks - held_pages)
+        huge = take_chunk(blocks)
+        pinned, held_pages, chunks = pinned + huge, held_pages + blocks, chunks + 1
+        if huge == 0:
+            stopped = "no free 2 MiB block left to take (huge-page faults fell back to 4 KiB)"
+            break
+        stalls = stalls + 1 if free_huge_blocks(proc_root) >= free else 0
+        if stalls >= STALLS_BEFORE_GIVING_UP:
+            stopped = "no progress: free 2 MiB blocks did not fall over three chunks"
+            break
+    hwm = kernel.read_status("self").get("VmHWM")
+    return {"blocks_pinned": pinned, "held_bytes": held_pages * PAGE, "chunks": chunks, "peak_rss_bytes": hwm,
+            "seconds": round(time.monotonic() - started, 3), "stopped": stopped,
+            "free_2mib_blocks": free_huge_blocks(proc_root)}
+
+
+def _prepare_process() -> None:
+    """Die with the parent; be the OOM killer's first choice (what it holds, nobody needs)."""
+    from hugebench.system.privilege import die_with_parent
+
+    die_with_parent()
+    try:
+        Path("/proc/self/oom_score_adj").write_text("1000\n")
+    except OSError:
+        pass  # the report's peak and the caller's bounds keep it safe without
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hugebench.system.fragmenter")
+    parser.add_argument("--leave", type=int, required=True, help="stop at this many free 2 MiB blocks")
+    parser.add_argument("--max-blocks", type=int, required=True, help="pin at most this many pages")
+    parser.add_argument("--chunk-blocks", type=int, required=True, help="2 MiB blocks faulted at once")
+    parser.add_argument("--deadline", type=float, default=300.0, help="seconds before it stops where it is")
+    parser.add_argument("--proc-root", default="/proc")
+    args = parser.parse_args(argv)
+    _prepare_process()
+    try:
+        report = fragment(args.leave, args.max_blocks, max(1, args.chunk_blocks), args.deadline, args.proc_root)
+    except OSError as exc:
+        report = {"error": str(exc)}
+    print(json.dumps(report), flush=True)
+    if "error" in report:
+        return 1
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:  # hold the pinned pages until killed
+        signal.pause()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
