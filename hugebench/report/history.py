@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stability import cell_stability, guard
+from ..stability import SMALLEST_EFFECT, cell_stability, guard
 from ..stats import Ratio, describe_cell, ratio_ci
 from .compare import _cells, _cell_text, _values, cell_keys
 from .provenance import machine_facts
@@ -24,7 +24,7 @@ from .rendering import DASH, display_frame
 from .results import Results, sweep_ids
 from .sections import Flag, Report, Section
 
-STEP_MIN = 0.05
+STEP_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stability)
 
 
 def store_time(results: Results) -> str:
