@@ -25,7 +25,7 @@ from hugebench.run.rundir import RunDir
 from . import template
 from .metric import WINDOW_COLUMN, Metric, extract, parse_metric
 from .program import user_path
-from .sampler import FIELDS, CoverageSampler
+from .sampler import FIELDS, CoverageSampler, tree_peak_rss
 from .streams import Streams, output_tail, read_output
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
@@ -286,7 +286,8 @@ class _Measured:
 
         probes = read_probes(self.probes)
         row = verify(self.request.allocator, self.request.allocator_path, probes, self.request.allocator_expect)
-        end = end or _sum_exits(read_exits(self.probes)) or self.sampler.last or {}
+        exits = read_exits(self.probes)
+        end = end or _sum_exits(exits) or self.sampler.last or {}
         row[WINDOW_COLUMN] = window
         row["program_path"] = self.command.program  # the file that ran, resolved once on the user's PATH
         # each process image the probe saw (its /proc/self/exe): the interpreter of a script, a driver's children
@@ -300,6 +301,7 @@ class _Measured:
                     "minflt": status.get("minflt"), "majflt": status.get("majflt"),
                     "peak_rss_bytes": status["maxrss_kib"] * 1024 if "maxrss_kib" in status else None,
                     "process_wall_s": status.get("wall_s", ended.wall_s)})
+        row.update(tree_peak_rss(exits, self.sampler.rss_peaks))
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
         row.update(self.sampler.summary())
