@@ -339,3 +339,12 @@ def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp
     assert "left out (needs root)" in ran.stderr
     refused = unprivileged.hugebench("try", "--thp", "always", "-o", "r2", "--", "true", env=env, cwd=work)
     assert refused.returncode == 3 and "still possible" in refused.stderr
+
+
+def test_many_unstable_configurations_are_named_without_a_line_each():
+    from hugebench.trial.verdict import _unstable_caveats
+
+    configs = [{"name": f"c{i}", "unstable": "10 of 20 runs disturbed"} for i in range(5)]
+    lines = _unstable_caveats(configs)
+    assert len(lines) == 4 and lines[0].startswith("unstable: 'c0': 10 of 20 runs disturbed")
+    assert lines[3] == "unstable too, by the same rule: 'c3', 'c4' (the reasons are in --json)"

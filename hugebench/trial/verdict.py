@@ -189,10 +189,7 @@ def _simplest(candidates: list, order: list, configs: dict) -> str | None:
 def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
     best = verdict["best"]
     out = [c for c in (_coverage_caveat(best), _noisy_caveat(rows), _variable_caveat(best)) if c]
-    for config in (verdict["baseline"], best, *verdict["others"]):
-        if config and config.get("unstable"):
-            out.append(f"unstable: '{config['name']}': {config['unstable']} — no difference resting on it is "
-                       "called resolved")
+    out += _unstable_caveats([c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("unstable")])
     if not verdict["resolved"] and not verdict["no_difference"]:
         out.append(f"not resolved: the best's ratio CI to as-is includes 1 or rests on fewer than "
                    f"{stats.min_runs_for(0.95)} pairs ({verdict['stopped'] or 'budget ended'}); a larger --budget helps")
@@ -201,6 +198,16 @@ def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) 
         n = int((pd.to_numeric(left, errors="coerce").fillna(0) > 0).sum())
         out.append(f"daemon: {n} run(s) left processes running after the program ended (hugebench ended them); "
                    "the program starts something that outlives it")
+    return out
+
+
+def _unstable_caveats(configs: list, shown: int = 3) -> list[str]:
+    """One line per unstable configuration, the first ``shown`` of them; the rest named on one line."""
+    out = [f"unstable: '{c['name']}': {c['unstable']} — no difference resting on it is called resolved"
+           for c in configs[:shown]]
+    if len(configs) > shown:
+        out.append(f"unstable too, by the same rule: {', '.join(repr(c['name']) for c in configs[shown:])} "
+                   "(the reasons are in --json)")
     return out
 
 
