@@ -300,7 +300,8 @@ class _Measured:
         row.update({"utime_s": status.get("utime_s"), "stime_s": status.get("stime_s"),
                     "minflt": status.get("minflt"), "majflt": status.get("majflt"),
                     "peak_rss_bytes": status["maxrss_kib"] * 1024 if "maxrss_kib" in status else None,
-                    "process_wall_s": status.get("wall_s", ended.wall_s)})
+                    "process_wall_s": status.get("wall_s", ended.wall_s),
+                    "noise.migrations": status.get("nr_migrations")})  # the program's, not its supervisor's
         row.update(tree_peak_rss(exits, self.sampler.rss_peaks))
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
