@@ -348,3 +348,23 @@ def test_many_unstable_configurations_are_named_without_a_line_each():
     lines = _unstable_caveats(configs)
     assert len(lines) == 4 and lines[0].startswith("unstable: 'c0': 10 of 20 runs disturbed")
     assert lines[3] == "unstable too, by the same rule: 'c3', 'c4' (the reasons are in --json)"
+
+
+def test_a_resolved_gain_within_the_smallest_effect_is_not_recommended():
+    import pandas as pd
+
+    from hugebench.trial import verdict as verdict_mod
+
+    values = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [0.980, 0.985, 0.975, 0.980, 0.990, 0.970]}
+    rows = pd.DataFrame(_rows(values))
+    state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=6)
+    cells = {"base": {"allocator": "glibc", "thp": "madvise"}, "a": {"allocator": "jemalloc-thp", "thp": "madvise"}}
+    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    best = verdict["best"]
+    assert best["class"] == "better" and best["ratio"]["resolved"] and best["equivalent"]  # 2 % faster, proven
+    assert verdict["recommend"] == "as-is" and verdict["deploy"] is None and verdict["no_difference"]
+    assert not verdict["resolved"]  # what try calls resolved is a difference worth deploying
+    sched = schedule_mod.Schedule(["base", "a"], "base", "window_s", "lower", 600, time.monotonic())
+    sched.state.active = ["base", "a"]
+    sched._decide(_rows(values), schedule_mod.RESOLVE_BLOCKS)
+    assert sched.state.stopped == schedule_mod.NO_DIFFERENCE  # not "the leader's ratio is resolved"

@@ -222,7 +222,8 @@ class Schedule:
             state.stopped = "no configuration but as-is left"
             return True
         steady = [steadiness(rows, c, self.metric) for c in (state.leader, self.base) if c]
-        if blocks >= RESOLVE_BLOCKS and _resolved(state.leader_ratio, *steady):
+        if blocks >= RESOLVE_BLOCKS and _resolved(state.leader_ratio, *steady) \
+                and not stability.equivalent(state.leader_ratio, *steady):  # a resolved 2 % is no answer yet
             state.stopped = "the leader's ratio to as-is is resolved"
             return True
         if blocks >= RESOLVE_BLOCKS and no_difference(rows, state.active, self.base, self.metric):

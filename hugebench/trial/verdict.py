@@ -143,8 +143,9 @@ def build(rows: pd.DataFrame, cells: Mapping[str, dict], base_id: str, metric: s
     best = configs.get(best_id) if best_id else None
     if best:
         best["ties"] = [configs[c]["name"] for c in group if c != best_id]
-    resolved = bool(best and best["ratio"] and best["ratio"]["resolved"])
-    wins = bool(resolved and best["class"] == "better")
+    # resolved: a difference worth deploying is resolved (a resolved 2 % gain is "no difference worth deploying")
+    resolved = bool(best and best["ratio"] and best["ratio"]["resolved"] and not best["equivalent"])
+    wins = bool(best and _worth_deploying(best))
     remaining = [c for cid, c in configs.items() if cid != base_id and c["runs"] and not c["dropped"]]
     verdict = {"metric": metric, "better": better, "baseline": configs[base_id], "best": best,
                "resolved": resolved, "recommend": "best" if wins else "as-is",
@@ -179,11 +180,17 @@ def _ties(rows: pd.DataFrame, configs: dict, best_id: str, base_id: str, metric:
 
 
 def _simplest(candidates: list, order: list, configs: dict) -> str | None:
-    """The first of ``candidates`` in the matrix's keep order that is resolved better than as-is, else the first
-    candidate (the best by median)."""
-    fine = [c for c in order if c in candidates and configs[c]["class"] == "better" and configs[c]["ratio"]
-            and configs[c]["ratio"]["resolved"]]
+    """The first of ``candidates`` in the matrix's keep order worth deploying (:func:`_worth_deploying`), else
+    the first candidate (the best by median)."""
+    fine = [c for c in order if c in candidates and _worth_deploying(configs[c])]
     return fine[0] if fine else candidates[0]
+
+
+def _worth_deploying(config: dict) -> bool:
+    """Resolved better than as-is, and not proven within the smallest effect of it (``stability.equivalent``:
+    a resolved 2 % gain is no difference worth deploying)."""
+    ratio = config["ratio"]
+    return bool(config["class"] == "better" and ratio and ratio["resolved"] and not config["equivalent"])
 
 
 def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
