@@ -22,8 +22,9 @@ The rule (documented in docs/trusting-numbers.md):
 * **no difference worth deploying** -- a ratio to the baseline whose 95 % CI lies within
   ``[1 / (1 + SMALLEST_EFFECT), 1 + SMALLEST_EFFECT]`` (within 5 % either way), on enough runs, with neither
   cell unstable (:func:`equivalent`). 5 % is the smallest change hugebench names anywhere: a common shift in
-  ``compare``, a step in ``history``; it is the run-to-run drift of a quiet cell on the calibration machine
-  (docs/trusting-numbers.md), so a smaller difference is within what the machine itself moves.
+  ``compare``, a step in ``history``. On the calibration machine, configurations that change nothing a
+  program depends on came out within it (docs/trusting-numbers.md), so a smaller difference is within what
+  the machine itself moves.
 
 Public API: :func:`assess` (plain values), :func:`cell_stability` (a cell's run rows), :func:`guard` (a
 verdict and the stabilities it rests on), :func:`equivalent` (a ratio that shows no difference). Lower layer: imports only ``stats``.
