@@ -11,13 +11,24 @@ import click
 @click.argument("stores", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown"]), default="rich")
 @click.option("--primary", default=None, metavar="COLUMN", help="metric to follow (default: each sweep's primary)")
-@click.option("--html", "html", default=None, metavar="FILE", help="write one self-contained HTML page to FILE")
-def history(stores, fmt, primary, html):
+@click.option("--html", "html", default=None, metavar="FILE", help="write one self-contained HTML page to FILE "
+              "(with the plot)")
+@click.option("--plots", is_flag=True, help="write each experiment's plot (median over time per cell, steps marked) "
+              "as PNG and SVG into the newest store's plots/ directory")
+def history(stores, fmt, primary, html, plots):
     """Each cell's metric over STORES (results directories), oldest first; what changed; where it stepped."""
     from .report import load_results, render_sections
-    from .report.history import history_report
+    from .report.history import history_report, store_time
 
-    built = history_report([load_results(s) for s in stores], primary=primary)
+    results = [load_results(s) for s in stores]
+    built = history_report(results, primary=primary, figures=bool(html or plots))
+    if plots:
+        from .report.figures import save
+
+        newest = max(results, key=store_time).path
+        for section in built.sections:
+            for name, fig in section.figures:
+                click.echo(f"plot: {save(fig, newest, name)[0]}")
     if html:
         from .report.html import write_html
 

@@ -36,6 +36,7 @@ OWNED = (
     "hp_coverage", "hp_coverage_tw", "server_stop_s", "allocator_malloc_from", "allocator_processes",
     "allocator_mapped", "rss_before_workload_bytes", "anon_huge_before_workload_bytes", "workload_wall_s",
     "program_path", "program_exes", "hp_coverage_basis", "hp_coverage_exit", "allocator_linked", "allocator_note",
+    "tree_peak_rss_bytes", "tree_processes",
     # how the run was contained and ended (hugebench.system.containment, run.rows.oom_verdict)
     "containment", "oom_kills", "signal",
     # what perf could count for the user who ran the sweep (hugebench.measure.perf)

@@ -1,7 +1,8 @@
 """The manual's reference pages, generated from the definitions the code itself validates with.
 
 What belongs here: turning the spec's key tables (``hugebench.spec.TOP_KEYS`` ...), the workload registry
-(``hugebench.workloads.WORKLOADS``) and the allocator registry into Markdown. Nothing is written by hand, so
+(``hugebench.workloads.WORKLOADS``), the allocator registry and the column reference
+(``hugebench.column_reference``) into Markdown. Nothing is written by hand, so
 the manual cannot drift from what an experiment file may contain.
 
 Used two ways: as an MkDocs hook (``mkdocs.yml``: ``hooks: [hugebench/docgen.py]``), where a page line
@@ -105,7 +106,25 @@ def allocator_reference() -> str:
     return "\n".join(rows)
 
 
-SECTIONS = {"spec-keys": spec_keys, "workloads": workload_reference, "allocators": allocator_reference}
+def _text(text: str) -> str:
+    """Plain text that may hold <placeholders>: not read as HTML tags."""
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def column_reference() -> str:
+    """Every column of a results row (``load()``): meaning and unit, from hugebench.column_reference."""
+    from hugebench.column_reference import reference
+
+    parts = []
+    for title, columns in reference().items():
+        rows = ["| column | unit | meaning |", "|---|---|---|"]
+        rows += [f"| `{_cell(c.pattern)}` | {_cell(c.unit)} | {_cell(_text(c.meaning))} |" for c in columns]
+        parts.append(f"### {title}\n\n" + "\n".join(rows))
+    return "\n\n".join(parts)
+
+
+SECTIONS = {"spec-keys": spec_keys, "workloads": workload_reference, "allocators": allocator_reference,
+            "columns": column_reference}
 
 
 def expand(markdown: str) -> str:

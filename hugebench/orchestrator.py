@@ -104,6 +104,7 @@ def record_runs(store: ResultStore, batches, done, execute_runs: Callable, optio
         for batch in batches:
             todo = [r for r in batch if r.run_id not in done]
             result.skipped_done += len(batch) - len(todo)
+            reporter.pending(todo)
             for run, row in execute_runs(todo):
                 store.append(row)
                 _tally(result, row)
@@ -148,6 +149,9 @@ def end_stale_runs(journal) -> list[dict]:
 
 class _NullProgress:
     def __call__(self, run, row, done):
+        pass
+
+    def pending(self, runs):
         pass
 
     def close(self):

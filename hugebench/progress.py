@@ -2,12 +2,16 @@
 
 A bar redrawn in place means nothing in a log, so off a terminal :class:`LineProgress` writes one line per
 finished run, at most one a minute (a failed run, the first and the last always get theirs): done/total, elapsed,
-ETA, the cell and its status.
+ETA, the cell and its status. While one run goes on longer than a minute, a heartbeat line says so once a
+minute: ``run 3/10 hashlookup allocator=glibc ...: 2 min elapsed, est. ~5 min`` (the estimate is the run's
+price by :mod:`hugebench.estimate`'s rule: finished runs of its cell, else the workload's time model).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
+import threading
 import time
 from datetime import timedelta
 
@@ -32,8 +36,62 @@ class LineProgress:
         self.failed = 0
         self.start = clock()
         self.last_line: float | None = None
+        self.done = 0
+        self.queue: list = []  # the runs handed out and not finished, in the order the local loop runs them
+        self.since = self.start  # when the run now in progress started (the last end, or its batch's start)
+        self.walls: dict[str, list] = {}  # cell id -> wall seconds of its finished runs
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def pending(self, runs) -> None:
+        """The runs about to be executed (a batch); starts the heartbeat for the first of them."""
+        with self._lock:
+            self.queue.extend(runs)
+            if len(self.queue) == len(runs):
+                self.since = self.clock()
+        if self._beat is None and self.interval > 0:
+            self._beat = threading.Thread(target=self._heartbeat, name="hugebench-heartbeat", daemon=True)
+            self._beat.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.interval / 4):
+            with self._lock:
+                line = self.heartbeat_line()
+                if line:
+                    self.last_line = self.clock()
+            if line:
+                print(line, file=self.stream, flush=True)
+
+    def heartbeat_line(self) -> str | None:
+        """The line for the run in progress when nothing was written for ``interval`` seconds, else None."""
+        now = self.clock()
+        if not self.queue or now - max(self.last_line or self.start, self.since) < self.interval:
+            return None
+        run = self.queue[0]
+        workload = getattr(run, "workload", "") or ""
+        from .estimate import format_duration
+
+        est = self.price(run)
+        est_text = f", est. {format_duration(est)}" if est else ""
+        return (f"hugebench: run {self.done + 1}/{self.total} {workload} {_cell(run)}: "
+                f"{format_duration(now - self.since).lstrip('~')} elapsed{est_text}")
+
+    def price(self, run) -> float | None:
+        """The run's expected wall time: its cell's finished runs (median), else the workload's model."""
+        walls = self.walls.get(getattr(run, "cell_id", None))
+        return statistics.median(walls) if walls else getattr(run, "time_estimate", None)
+
+    def _finished(self, run, row) -> None:
+        with self._lock:
+            self.done += 1
+            self.queue = [r for r in self.queue if r is not run and getattr(r, "run_id", 0) != getattr(run, "run_id", 1)]
+            self.since = self.clock()
+            if isinstance(row.get("wall_s"), (int, float)):
+                self.walls.setdefault(getattr(run, "cell_id", None), []).append(row["wall_s"])
 
     def __call__(self, run, row, done: int) -> None:
+        self._finished(run, row)
         ok = row["status"] == "ok"
         self.failed += not ok
         now = self.clock()
@@ -49,7 +107,9 @@ class LineProgress:
               f"{_cell(run)}: {row['status']}{failed}", file=self.stream, flush=True)
 
     def close(self) -> None:
-        pass
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
 
 
 class RichProgress:
@@ -71,6 +131,10 @@ class RichProgress:
         self.task = self.progress.add_task("sweep", total=total, last="")
         self.progress.start()
 
+    def pending(self, runs) -> None:
+        if self.lines:
+            self.lines.pending(runs)
+
     def __call__(self, run, row, done: int) -> None:
         if self.lines:
             return self.lines(run, row, done)
@@ -80,5 +144,7 @@ class RichProgress:
         self.progress.update(self.task, completed=done, last=f"{_cell(run)}: {note}")
 
     def close(self) -> None:
-        if not self.lines:
+        if self.lines:
+            self.lines.close()
+        else:
             self.progress.stop()

@@ -19,9 +19,15 @@ The rule (documented in docs/trusting-numbers.md):
   limit is higher: it catches the spread a CI cannot be trusted over (drift, bimodal runs). Fewer than
   :data:`MIN_N` values are never called unstable by spread or outliers (there is nothing to judge; the
   verdict's own run-count rule, ``stats.min_runs_for``, already refuses them).
+* **no difference worth deploying** -- a ratio to the baseline whose 95 % CI lies within
+  ``[1 / (1 + SMALLEST_EFFECT), 1 + SMALLEST_EFFECT]`` (within 5 % either way), on enough runs, with neither
+  cell unstable (:func:`equivalent`). 5 % is the smallest change hugebench names anywhere: a common shift in
+  ``compare``, a step in ``history``. On the calibration machine, configurations that change nothing a
+  program depends on came out within it (docs/trusting-numbers.md), so a smaller difference is within what
+  the machine itself moves.
 
 Public API: :func:`assess` (plain values), :func:`cell_stability` (a cell's run rows), :func:`guard` (a
-verdict and the stabilities it rests on). Lower layer: imports only ``stats``.
+verdict and the stabilities it rests on), :func:`equivalent` (a ratio that shows no difference). Lower layer: imports only ``stats``.
 """
 
 from __future__ import annotations
@@ -32,12 +38,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .stats import finite, ok_rows
+from .stats import finite, min_runs_for, ok_rows
 
 SPREAD_LIMIT = 0.25  # robust CV above which a cell is unstable
 OUTLIER_Z = 3.5  # modified z-score above which a run is an outlier
 OUTLIER_SHARE = 0.20  # more outliers than this share of the runs: unstable
 DISTURBED_SHARE = 1 / 3  # more of the runs disturbed than this: unstable
+SMALLEST_EFFECT = 0.05  # a ratio within 5 % of 1 is no difference worth naming or deploying
 MIN_N = 3  # fewer values: never judged unstable (the disturbed share is judged from 2)
 DISTURBED = "noise.disturbed"
 WHY = "noise.why"
@@ -108,18 +115,21 @@ def cell_stability(rows: pd.DataFrame, metric: str, limit: float = SPREAD_LIMIT)
     """The stability of a cell from its run rows (successful measured runs; ``noise.*`` for the cause)."""
     ok = ok_rows(rows)
     values = pd.to_numeric(ok[metric], errors="coerce") if metric in ok.columns else pd.Series(dtype=float)
-    flags = ok[DISTURBED].map(lambda v: v is True or v == 1 or v == "true") if DISTURBED in ok.columns \
-        else pd.Series(False, index=ok.index)
-    causes = ok.loc[flags, WHY].tolist() if WHY in ok.columns else []
-    return assess(values.to_numpy(float), int(flags.sum()), causes, limit)
+    return assess(values.to_numpy(float), *disturbance(ok), limit=limit)
+
+
+def disturbance(rows: pd.DataFrame) -> tuple[int, list]:
+    """How many successful measured runs among ``rows`` were flagged disturbed, and their ``noise.why``."""
+    ok = ok_rows(rows)
+    if DISTURBED not in ok.columns:
+        return 0, []
+    flags = ok[DISTURBED].map(lambda v: v is True or v == 1 or v == "true")
+    return int(flags.sum()), (ok.loc[flags, WHY].tolist() if WHY in ok.columns else [])
 
 
 def disturbed_runs(rows: pd.DataFrame) -> int:
     """How many successful measured runs among ``rows`` were flagged disturbed."""
-    ok = ok_rows(rows)
-    if DISTURBED not in ok.columns:
-        return 0
-    return int(ok[DISTURBED].map(lambda v: v is True or v == 1 or v == "true").sum())
+    return disturbance(rows)[0]
 
 
 def guard(resolved: bool | None, *stabilities: Stability) -> tuple[bool | None, str | None]:
@@ -129,6 +139,17 @@ def guard(resolved: bool | None, *stabilities: Stability) -> tuple[bool | None, 
     if not unstable:
         return resolved, None
     return (None if resolved else resolved), f"unstable: {unstable[0].why}"
+
+
+def equivalent(ratio, *stabilities: Stability, margin: float = SMALLEST_EFFECT) -> bool:
+    """``ratio`` (a ``stats.Ratio``) shows *no difference worth deploying*: its CI lies within ``margin``
+    of 1 both ways, it rests on at least ``stats.min_runs_for`` its level, and no cell it rests on is unstable
+    (an unstable cell's CI is no more a proof of sameness than of difference)."""
+    if ratio is None or not (np.isfinite(ratio.lo) and np.isfinite(ratio.hi)):
+        return False
+    if ratio.n < min_runs_for(ratio.level) or any(s.unstable for s in stabilities):
+        return False
+    return 1.0 / (1.0 + margin) <= ratio.lo and ratio.hi <= 1.0 + margin
 
 
 def _first_reason(why: str) -> str:

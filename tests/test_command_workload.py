@@ -185,3 +185,32 @@ def test_markers_time_only_the_marked_window(tmp_path):
     path = _experiment(tmp_path, 'params: {argv: ["{python}", unmarked.py], window: markers}\n', name="unmarked")
     result, df = _sweep(path, tmp_path / "u")
     assert result.statuses == {"failed": 1} and "marked no window" in df.iloc[0]["error"]
+
+
+def test_memory_of_the_whole_process_tree_not_only_its_largest_process(tmp_path):
+    # two python processes, each holding 80 MiB at the same time: the largest process holds ~90 MiB, the
+    # tree ~180 MiB (issue 28: the memory cost of a configuration is its program's whole tree)
+    (tmp_path / "hold.py").write_text("import time\nb = bytearray(80 << 20)\ntime.sleep(1.5)\n")
+    path = _experiment(tmp_path, """\
+        params:
+          argv: [sh, -c, "{python} hold.py & {python} hold.py; wait"]
+          sample_interval: 0.2
+        axes:
+          allocator: [glibc]
+        """)
+    result, df = _sweep(path, tmp_path)
+    assert result.statuses == {"ok": 1}, df.get("error")
+    row = df.iloc[0]
+    assert row["tree_processes"] >= 3  # sh and both pythons
+    assert row["peak_rss_bytes"] < 130 << 20  # one process's peak
+    assert row["tree_peak_rss_bytes"] >= 160 << 20 and row["tree_peak_rss_bytes"] >= 1.6 * row["peak_rss_bytes"]
+
+
+def test_tree_peak_rss_sums_each_process_peak_from_its_exit_record_or_its_samples():
+    from hugebench.command.sampler import tree_peak_rss
+
+    exits = {10: {"VmHWM": 100}, 11: {"VmHWM": 50}}
+    sampled = {10: 120, 12: 30}  # 12 left no exit record (static, _exit or a signal)
+    assert tree_peak_rss(exits, sampled) == {"tree_peak_rss_bytes": 120 + 50 + 30, "tree_processes": 3}
+    empty = tree_peak_rss({}, {})
+    assert empty["tree_peak_rss_bytes"] is None and "no process" in empty["tree_peak_rss_bytes.reason"]

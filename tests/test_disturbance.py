@@ -137,3 +137,27 @@ def test_sweep_with_quiet_machine_records_the_wait(tmp_path, monkeypatch):
     assert [c.get("label") for c in load_results(tmp_path / "res").contexts.values()] == ["jemalloc 5.3"]
     assert df["noise.waited_s"].notna().all() and (df["noise.waited_s"] >= 0).all()  # one block per repetition
     assert "noise.still_busy" in df.columns
+
+
+def test_migrations_are_read_between_the_exit_and_the_reaping(tmp_path):
+    # hb-exec reads /proc/PID/sched of its child while it is a zombie: the only moment the count exists
+    import json
+    import os
+
+    from hugebench.environment import launcher
+
+    status = tmp_path / "status.json"
+    code = "import os\nfor cpu in [0, 1] * 5:\n    os.sched_setaffinity(0, {cpu % os.cpu_count()})\n"
+    subprocess.run([launcher(), str(status), "--", sys.executable, "-c", code], check=True)
+    migrated = json.loads(status.read_text())["nr_migrations"]
+    if migrated == -1:
+        pytest.skip("this kernel shows no se.nr_migrations in /proc/PID/sched")
+    assert migrated >= (9 if os.cpu_count() > 1 else 0)
+    assert run_columns_migrations({"worker.nr_migrations": migrated}) == migrated
+    assert run_columns_migrations({"worker.nr_migrations": -1}) is None
+
+
+def run_columns_migrations(row: dict):
+    from hugebench.measure.disturbance import run_columns, snapshot
+
+    return run_columns(snapshot(), {"wall_s": 1.0, **row})["noise.migrations"]

@@ -56,3 +56,22 @@ def test_no_step_without_a_resolved_change(tmp_path):
     report = history_report([load_results(a), load_results(b)])
     assert report.sections[0].summary == ["0 step(s)."]
     assert report.sections[-1].notes == ["Nothing in the recorded fingerprint changed."]
+
+
+def test_the_plot_shows_each_cell_over_time_with_its_steps_marked(tmp_path):
+    old = _store(tmp_path / "old", "2026-01-01T00:00:00+00:00", "jemalloc 5.3", "6.18", {"glibc": 100.0,
+                                                                                      "jemalloc": 80.0})
+    new = _store(tmp_path / "new", "2026-02-01T00:00:00+00:00", "jemalloc 5.4", "6.18", {"glibc": 100.0,
+                                                                                      "jemalloc": 60.0})
+    report = history_report([load_results(new), load_results(old)], figures=True)
+    (name, fig), = report.sections[0].figures
+    ax = fig.axes[0]
+    assert name == "history-e" and [t.get_text() for t in ax.get_xticklabels()] == ["1: old", "2: new"]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"allocator=glibc", "allocator=jemalloc"}
+    steps = [line for line in ax.get_lines() if line.get_marker() == "v"]  # the step down, where it happened
+    assert len(steps) == 1 and steps[0].get_xydata().tolist() == [[1.0, 60.05]]
+    assert [t.get_text() for t in ax.texts] == ["x0.750"]
+    ran = CliRunner().invoke(main, ["history", str(old), str(new), "--plots", "--html", str(tmp_path / "h.html")])
+    assert ran.exit_code == 0, ran.output
+    assert (new / "plots" / "history-e.png").stat().st_size > 1000  # the newest store's plots/
+    assert "<svg" in (tmp_path / "h.html").read_text()

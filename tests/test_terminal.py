@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -75,6 +76,39 @@ def test_progress_off_a_terminal_is_one_line_per_run_at_most_one_a_minute():
                                                        "hugebench: [4/5 80%", "hugebench: [5/5 100%"]
     assert "0:00:10 elapsed, ETA 0:00:40: allocator=glibc: ok" in lines[0]
     assert lines[1].endswith("failed (1 not ok so far)")
+
+
+def test_a_long_run_gets_a_heartbeat_line_once_a_minute_with_its_estimate():
+    now = [0.0]
+    out = io.StringIO()
+    progress = LineProgress(10, out, interval=60, clock=lambda: now[0])
+    runs = [SimpleNamespace(cell={"allocator": "glibc"}, cell_id="c1", run_id=f"r{i}", workload="hashlookup",
+                            time_estimate=300.0) for i in range(3)]
+    progress.interval = 0  # no thread in this test: the clock is driven by hand
+    progress.pending(runs)
+    progress.interval = 60
+    now[0] = 30
+    assert progress.heartbeat_line() is None  # under a minute: nothing to say
+    now[0] = 125
+    assert progress.heartbeat_line() == "hugebench: run 1/10 hashlookup allocator=glibc: 2.1 min elapsed, est. ~5.0 min"
+    now[0] = 130
+    progress(runs[0], {"status": "ok", "wall_s": 130.0}, 1)
+    now[0] = 200
+    line = progress.heartbeat_line()
+    assert line.startswith("hugebench: run 2/10 hashlookup") and "est. ~2.2 min" in line  # its cell's run: 130 s
+
+
+def test_the_heartbeat_is_written_while_a_run_goes_on_and_stops_at_close():
+    out = io.StringIO()
+    progress = LineProgress(2, out, interval=0.2)
+    run = SimpleNamespace(cell={"allocator": "glibc"}, cell_id="c", run_id="r", workload="command", time_estimate=None)
+    progress.pending([run])
+    time.sleep(0.7)
+    progress(run, {"status": "ok", "wall_s": 0.7}, 1)
+    progress.close()
+    beats = [line for line in out.getvalue().splitlines() if line.startswith("hugebench: run 1/2 command")]
+    assert 1 <= len(beats) <= 4 and "elapsed" in beats[0] and "est." not in beats[0]
+    assert not progress._beat.is_alive()
 
 
 def test_the_sweep_progress_writes_lines_when_stderr_is_not_a_terminal():

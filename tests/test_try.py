@@ -141,6 +141,71 @@ def test_clearly_worse_needs_separated_runs_and_resolution_is_one_rule():
     assert not schedule_mod._resolved(Ratio(0.98, 0.9, 1.05, True, 12)) and not schedule_mod._resolved(None)
 
 
+def test_no_difference_worth_deploying_is_the_stability_rules_equivalence():
+    from hugebench.stability import SMALLEST_EFFECT, assess, equivalent
+    from hugebench.stats import Ratio
+
+    assert SMALLEST_EFFECT == 0.05
+    assert equivalent(Ratio(1.01, 0.97, 1.04, True, 6))
+    assert not equivalent(Ratio(1.01, 0.97, 1.04, True, 3))  # too few pairs to prove anything
+    assert not equivalent(Ratio(0.97, 0.90, 1.02, True, 12))  # could be 10 % better: not proven the same
+    assert not equivalent(Ratio(1.0, 0.99, 1.01, True, 6), assess([60, 80, 100, 120, 140, 160]))  # unstable
+    assert not equivalent(None)
+
+
+def _rows(values: dict[str, list[float]]) -> list[dict]:
+    return [{"cell_id": cell, "status": "ok", "window_s": v, "repetition": i, "sweep_id": "s", "source": "local"}
+            for cell, vs in values.items() for i, v in enumerate(vs)]
+
+
+def test_the_schedule_stops_when_no_configuration_left_differs_from_as_is():
+    same = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [1.00, 1.00, 1.01, 0.99, 1.01, 0.99],
+            "b": [1.01, 1.00, 0.99, 1.00, 1.01, 0.99]}
+    assert schedule_mod.no_difference(_rows(same), ["base", "a", "b"], "base", "window_s")
+    faster = {**same, "b": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88]}
+    assert not schedule_mod.no_difference(_rows(faster), ["base", "a", "b"], "base", "window_s")
+    assert schedule_mod.no_difference(_rows(faster), ["base", "a"], "base", "window_s")  # b dropped: not left
+    short = {k: v[:3] for k, v in same.items()}
+    assert not schedule_mod.no_difference(_rows(short), ["base", "a", "b"], "base", "window_s")
+    # the schedule itself: after RESOLVE_BLOCKS blocks it stops and says why
+    sched = schedule_mod.Schedule(["base", "a", "b"], "base", "window_s", "lower", 600, time.monotonic())
+    sched.state.active = ["base", "a", "b"]
+    assert sched._decide(_rows(same), schedule_mod.RESOLVE_BLOCKS)
+    assert sched.state.stopped == schedule_mod.NO_DIFFERENCE
+
+
+def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_calibrated_levels():
+    import pandas as pd
+
+    from hugebench.trial import verdict as verdict_mod
+    from hugebench.trial.render import text
+
+    same = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [1.00, 1.00, 1.01, 0.99, 1.01, 0.99]}
+    rows = pd.DataFrame(_rows(same))
+    rows["tree_peak_rss_bytes"] = [100e6] * 6 + [150e6] * 6
+    rows["noise.disturbed"] = [False] * 11 + [True]
+    rows["noise.why"] = [None] * 11 + ["other work kept 1.02 CPUs busy > 0.5 (python3[1] 1.00 CPU)"]
+    state = schedule_mod.Progress(0.0, 60, stopped=schedule_mod.NO_DIFFERENCE, blocks=6)
+    cells = {"base": {"allocator": "glibc", "thp": "madvise"}, "a": {"allocator": "jemalloc-thp", "thp": "madvise"}}
+    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    assert verdict["no_difference"] and verdict["recommend"] == "as-is" and verdict["deploy"] is None
+    assert verdict["best"]["equivalent"] and verdict["best"]["peak_rss_column"] == "tree_peak_rss_bytes"
+    assert verdict["best"]["peak_rss_ratio"]["value"] == pytest.approx(1.5)
+    out = text(verdict, [])
+    assert "no difference worth deploying" in out and "within ±5% of as-is" in out
+    assert "process tree's peak RSS 1.50x as-is" in out
+    caveats = verdict["caveats"]
+    assert not any(c.startswith("not resolved") for c in caveats)  # sameness resolved is not "not resolved"
+    noisy = [c for c in caveats if c.startswith("noisy")]
+    assert noisy and "1 of 12 runs" in noisy[0] and "other work kept 1.02 CPUs busy" in noisy[0]
+    # coverage short of the one level (measure.phases.COVERAGE_EXPECTED), never a local constant
+    from hugebench.measure.phases import COVERAGE_EXPECTED
+
+    best = {**verdict["best"], "hp_coverage": COVERAGE_EXPECTED - 0.01}
+    assert "expected to reach 90%" in verdict_mod._coverage_caveat(best)
+    assert verdict_mod._coverage_caveat({**best, "hp_coverage": COVERAGE_EXPECTED}) is None
+
+
 # -- real programs ---------------------------------------------------------------------------------
 
 
@@ -241,6 +306,23 @@ def test_the_budget_holds(tmp_path):
     assert verdict["wall_s"] <= 30 + 5
 
 
+def test_a_program_no_setting_changes_stops_early_with_no_difference_worth_deploying(tmp_path):
+    started = time.monotonic()
+    result, out = _try(["--budget", "60s", "--allocators", "glibc,glibc-hugetlb", "--thp", "madvise",
+                        "--", "sh", "-c", "exec sleep 0.4"], tmp_path)
+    wall = time.monotonic() - started
+    verdict = _verdict(result)
+    assert verdict["recommend"] == "as-is" and verdict["deploy"] is None, verdict
+    if verdict["stopped"] == schedule_mod.NO_DIFFERENCE:
+        assert verdict["no_difference"] and verdict["best"]["equivalent"], verdict
+        assert verdict["best"]["ratio"]["n"] >= schedule_mod.RESOLVE_BLOCKS
+        assert wall < 45, f"stopped early? {wall:.0f} s of a 60 s budget"  # ~6 blocks of 2 runs of ~0.5 s
+    else:
+        # sleep's time does not move, but a third of the runs measured beside another job makes a cell
+        # unstable by the one rule, and then sameness is no more proven than a difference: said, not called
+        assert not verdict["no_difference"] and any(c.startswith("unstable") for c in verdict["caveats"]), verdict
+
+
 def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp_path):
     from test_unprivileged import _shared_dir
 
@@ -257,3 +339,32 @@ def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp
     assert "left out (needs root)" in ran.stderr
     refused = unprivileged.hugebench("try", "--thp", "always", "-o", "r2", "--", "true", env=env, cwd=work)
     assert refused.returncode == 3 and "still possible" in refused.stderr
+
+
+def test_many_unstable_configurations_are_named_without_a_line_each():
+    from hugebench.trial.verdict import _unstable_caveats
+
+    configs = [{"name": f"c{i}", "unstable": "10 of 20 runs disturbed"} for i in range(5)]
+    lines = _unstable_caveats(configs)
+    assert len(lines) == 4 and lines[0].startswith("unstable: 'c0': 10 of 20 runs disturbed")
+    assert lines[3] == "unstable too, by the same rule: 'c3', 'c4' (the reasons are in --json)"
+
+
+def test_a_resolved_gain_within_the_smallest_effect_is_not_recommended():
+    import pandas as pd
+
+    from hugebench.trial import verdict as verdict_mod
+
+    values = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [0.980, 0.985, 0.975, 0.980, 0.990, 0.970]}
+    rows = pd.DataFrame(_rows(values))
+    state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=6)
+    cells = {"base": {"allocator": "glibc", "thp": "madvise"}, "a": {"allocator": "jemalloc-thp", "thp": "madvise"}}
+    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    best = verdict["best"]
+    assert best["class"] == "better" and best["ratio"]["resolved"] and best["equivalent"]  # 2 % faster, proven
+    assert verdict["recommend"] == "as-is" and verdict["deploy"] is None and verdict["no_difference"]
+    assert not verdict["resolved"]  # what try calls resolved is a difference worth deploying
+    sched = schedule_mod.Schedule(["base", "a"], "base", "window_s", "lower", 600, time.monotonic())
+    sched.state.active = ["base", "a"]
+    sched._decide(_rows(values), schedule_mod.RESOLVE_BLOCKS)
+    assert sched.state.stopped == schedule_mod.NO_DIFFERENCE  # not "the leader's ratio is resolved"

@@ -14,7 +14,8 @@
 //    it left behind and counts it in the status ("leftover_processes"). (What survives a SIGKILL of hb-exec
 //    itself is the sweep's to end: its run cgroup, or its record of the run's processes.)
 //  * The child's pid goes to STATUS_FILE.pid as soon as it exists (the runner samples its memory), and its
-//    wall time from fork to exit goes in the status ("wall_s"; perf's own start-up is not in it).
+//    wall time from fork to exit goes in the status ("wall_s"; perf's own start-up is not in it), with its
+//    CPU migrations ("nr_migrations", read from /proc/PID/sched between its exit and its reaping; -1: unknown).
 // NAME=VALUE pairs are set in the child's environment only, so the allocator under test (LD_PRELOAD) is in
 // force in the measured process and in no process around it. Tiny and allocation-light on purpose: perf
 // counts it too.
@@ -104,17 +105,44 @@ double now() {
     return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
 }
 
-bool write_status(const char* path, int status, const rusage& ru, int leftovers, double wall) {
-    char body[700];
+// The child's CPU migrations (se.nr_migrations of /proc/PID/sched), read while it is a zombie: after it has
+// exited and before we reap it, when nothing else can read them. Its main thread's count (threads that ended
+// earlier are gone); -1 when the kernel does not say (no CONFIG_SCHED_DEBUG).
+long migrations(pid_t child) {
+    char path[64], buf[8192];
+    std::snprintf(path, sizeof path, "/proc/%d/sched", static_cast<int>(child));
+    FILE* f = std::fopen(path, "r");
+    if (!f) return -1;
+    size_t len = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[len] = 0;
+    const char* at = std::strstr(buf, "se.nr_migrations");
+    const char* colon = at ? std::strchr(at, ':') : nullptr;
+    return colon ? std::strtol(colon + 1, nullptr, 10) : -1;
+}
+
+// Wait until the child has exited without reaping it (its /proc entry stays readable), then reap it.
+pid_t exited(pid_t child, int* status, rusage* ru, long* migrated) {
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOHANG | WNOWAIT) == 0) {
+        if (info.si_pid != child) return 0;  // still running: its SIGCHLD wakes the caller's sigwaitinfo
+        *migrated = migrations(child);
+    }
+    return wait4(child, status, WNOHANG, ru);
+}
+
+bool write_status(const char* path, int status, const rusage& ru, int leftovers, double wall, long migrated) {
+    char body[760];
     const char* how = WIFSIGNALED(status) ? "signal" : "exit_code";
     int value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
     int n = std::snprintf(body, sizeof body,
                           "{\"%s\": %d, \"core_dumped\": %s, \"utime_s\": %.6f, \"stime_s\": %.6f, "
                           "\"maxrss_kib\": %ld, \"minflt\": %ld, \"majflt\": %ld, \"nvcsw\": %ld, "
-                          "\"nivcsw\": %ld, \"leftover_processes\": %d, \"wall_s\": %.6f}\n",
+                          "\"nivcsw\": %ld, \"leftover_processes\": %d, \"wall_s\": %.6f, "
+                          "\"nr_migrations\": %ld}\n",
                           how, value, (WIFSIGNALED(status) && WCOREDUMP(status)) ? "true" : "false",
                           seconds(ru.ru_utime), seconds(ru.ru_stime), ru.ru_maxrss, ru.ru_minflt,
-                          ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, leftovers, wall);
+                          ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw, leftovers, wall, migrated);
     return n > 0 && write_file(path, body, static_cast<size_t>(n));
 }
 
@@ -164,8 +192,9 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, SIG_IGN);
     int status = 0;
     rusage ru{};
+    long migrated = -1;
     for (;;) {
-        pid_t done = wait4(child, &status, WNOHANG, &ru);
+        pid_t done = exited(child, &status, &ru, &migrated);
         if (done == child) break;
         if (done < 0 && errno != EINTR) {
             std::perror("hb-exec: wait4");
@@ -178,6 +207,6 @@ int main(int argc, char** argv) {
     }
     double wall = now() - started;
     int leftovers = kill_descendants();
-    if (!write_status(argv[1], status, ru, leftovers, wall)) std::fprintf(stderr, "hb-exec: cannot write %s\n", argv[1]);
+    if (!write_status(argv[1], status, ru, leftovers, wall, migrated)) std::fprintf(stderr, "hb-exec: cannot write %s\n", argv[1]);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }

@@ -28,6 +28,7 @@ class CoverageSampler:
     samples: list[tuple[float, dict]] = field(default_factory=list)
     read_s: float = 0.0
     exes: set = field(default_factory=set)  # the executable of every process a sample saw (/proc/PID/exe)
+    rss_peaks: dict = field(default_factory=dict)  # pid -> the largest Rss a sample saw of it (bytes)
 
     def sample(self) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
@@ -48,6 +49,7 @@ class CoverageSampler:
                 pass  # gone, or not ours to read
             for key in FIELDS:
                 total[key] += smaps.get(key, 0)
+            self.rss_peaks[pid] = max(self.rss_peaks.get(pid, 0), smaps.get("Rss", 0))
         self.read_s += time.perf_counter() - started
         if not found:
             return None
@@ -76,3 +78,21 @@ class CoverageSampler:
     @property
     def last(self) -> dict | None:
         return self.samples[-1][1] if self.samples else None
+
+
+TREE_RSS = "tree_peak_rss_bytes"
+
+
+def tree_peak_rss(exits: dict, sampled: dict) -> dict:
+    """The memory of the program's whole process tree: the sum over its processes of each one's peak RSS,
+    ``VmHWM`` at its exit (the probe's ``exit-<pid>.json``) or, for a process that left no record (static,
+    ``_exit``, a signal), the largest Rss a sample saw of it. Processes peak at different times, so this is an
+    upper bound of the tree's simultaneous peak; ``peak_rss_bytes`` is the largest single process's."""
+    peaks = {int(pid): int(rss) for pid, rss in sampled.items() if rss}
+    for pid, record in exits.items():
+        hwm = record.get("VmHWM")
+        if isinstance(hwm, (int, float)) and hwm > 0:
+            peaks[int(pid)] = max(peaks.get(int(pid), 0), int(hwm))
+    if not peaks:
+        return {TREE_RSS: None, f"{TREE_RSS}.reason": "no process of the program left an exit record or was sampled"}
+    return {TREE_RSS: sum(peaks.values()), "tree_processes": len(peaks)}

@@ -17,7 +17,9 @@ Columns (each absent measurement is null with ``<column>.reason`` beside it):
 * ``noise.load1``, ``noise.procs_running`` -- ``/proc/loadavg`` after the run; runnable tasks (most of the
   two snapshots, the sweep itself not counted).
 * ``noise.nivcsw_per_s`` -- the run's involuntary context switches per second (preempted by others).
-  Migrations are not recorded: ``/proc/<pid>/sched`` is gone once the run has been reaped.
+* ``noise.migrations`` -- times the measured process moved between CPUs: ``se.nr_migrations`` of
+  ``/proc/<pid>/sched``, read by hb-exec between the process's exit and its reaping (its main thread's; a
+  ``command`` program's own, else the worker's). Null with the reason where the kernel does not show it.
 * ``noise.psi_cpu_pct``, ``noise.psi_memory_pct``, ``noise.psi_io_pct`` -- % of the run's wall time some
   task waited for CPU / memory / IO (``/proc/pressure/*`` ``some total`` deltas).
 * ``noise.cpu_mhz`` -- mean current frequency over CPUs after the run (``cpufreq/scaling_cur_freq``).
@@ -93,6 +95,10 @@ def run_columns(before: Snapshot, row: dict, proc_root: str = "/proc", sys_root:
     nivcsw = row.get("worker.nivcsw")
     _put(cols, "nivcsw_per_s", None if nivcsw is None or not row.get("wall_s") else nivcsw / row["wall_s"],
          "the run's rusage was not recorded (it did not end through hb-exec)")
+    migrated = row.get(PREFIX + "migrations", row.get("worker.nr_migrations"))  # a program's own, else the worker's
+    _put(cols, "migrations", migrated if isinstance(migrated, (int, float)) and migrated >= 0 else None,
+         "no se.nr_migrations in /proc/<pid>/sched (a kernel without CONFIG_SCHED_DEBUG), or the run did not "
+         "end through hb-exec")
     disturbed, why = judge(cols, thresholds)
     cols[PREFIX + "disturbed"], cols[PREFIX + "why"] = disturbed, why
     return cols

@@ -24,6 +24,12 @@ MTHP_PHASE_COUNTERS = ("anon_fault_alloc", "anon_fault_fallback")
 RUSAGE_KEYS = ("minflt", "majflt", "utime_s", "stime_s", "nvcsw", "nivcsw", "maxrss_bytes")
 
 
+# The share of a huge-page setting's memory that must be on huge pages for the setting to count as having
+# held: below it every report flags the cell (THP always) and ``try`` names the shortfall (any huge-page
+# configuration). One level for every reader; documented in docs/trusting-numbers.md.
+COVERAGE_EXPECTED = 0.9
+
+
 def coverage(smaps: dict[str, int]) -> float:
     """Share of resident memory mapped by PMD-sized THPs: AnonHugePages / Rss (NaN when Rss is 0 or absent).
 

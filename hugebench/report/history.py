@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stability import cell_stability, guard
+from ..stability import SMALLEST_EFFECT, cell_stability, guard
 from ..stats import Ratio, describe_cell, ratio_ci
 from .compare import _cells, _cell_text, _values, cell_keys
 from .provenance import machine_facts
@@ -24,7 +24,7 @@ from .rendering import DASH, display_frame
 from .results import Results, sweep_ids
 from .sections import Flag, Report, Section
 
-STEP_MIN = 0.05
+STEP_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stability)
 
 
 def store_time(results: Results) -> str:
@@ -42,11 +42,20 @@ def fingerprint(results: Results) -> dict[str, str]:
     return facts
 
 
-def history_report(stores: list[Results], primary: str | None = None, level: float = 0.95) -> Report:
-    """The history of every experiment the stores share, oldest store first."""
+def history_report(stores: list[Results], primary: str | None = None, level: float = 0.95,
+                   figures: bool = False) -> Report:
+    """The history of every experiment the stores share, oldest store first; ``figures``: each experiment's
+    section gets its plot (:func:`hugebench.report.history_figure.history_plot`)."""
     ordered = sorted(stores, key=store_time)
     names = [n for n in dict.fromkeys(e.name for s in ordered for e in s.experiments())]
     sections = [_experiment(name, ordered, primary, level) for name in names]
+    if figures:
+        from .history_figure import history_plot
+
+        paths, labels = [str(s.path) for s in ordered], [s.path.name for s in ordered]
+        for section in sections:
+            section.figures = [(f"history-{section.experiment}", history_plot(
+                section.data, paths, labels, section.data.attrs["metric"], section.title))]
     return Report("hugebench history: " + ", ".join(str(s.path) for s in ordered),
                   sections + [_changes(ordered)])
 
@@ -63,7 +72,8 @@ def _experiment(name: str, stores: list[Results], primary, level) -> Section:
         row, prev = [_cell_text(key, keys)], None
         for i, side in enumerate(cells):
             cell = side.get(key)
-            median = describe_cell(cell, metric, level)["median"] if cell is not None else float("nan")
+            summary = describe_cell(cell, metric, level) if cell is not None else {}
+            median = summary.get("median", float("nan"))
             mark = ""
             if cell is not None and prev is not None:
                 mark = _step(prev, cell, metric, level)
@@ -71,12 +81,15 @@ def _experiment(name: str, stores: list[Results], primary, level) -> Section:
                     steps.append(f"{_cell_text(key, keys)}: {mark} at {stores[i].path}")
             row.append(DASH if median != median else f"{median:.4g}" + (f" ({mark})" if mark else ""))
             records.append({"cell": _cell_text(key, keys), "store": str(stores[i].path), "median": median,
+                            "ci_lo": summary.get("ci_lo", float("nan")), "ci_hi": summary.get("ci_hi", float("nan")),
                             "mark": mark})
             prev = cell if cell is not None else prev
         body.append(row)
     headers = ["cell"] + [f"{i + 1}: {s.path.name}" for i, s in enumerate(stores)]
-    section = Section(f"{name}: {metric} over time", display_frame(headers, body), data=pd.DataFrame(records),
-                      experiment=name, kind="history")
+    data = pd.DataFrame(records)
+    data.attrs["metric"] = metric
+    section = Section(f"{name}: {metric} over time", display_frame(headers, body), data=data, experiment=name,
+                      kind="history")
     section.notes = [f"Median of {metric} per store, oldest first. step up/down: the ratio to the previous store's "
                      f"median has a {level:.0%} CI excluding 1, is at least {STEP_MIN:.0%} from 1 and neither side "
                      "is unstable (hugebench.stability); unstable: a resolved ratio on an unstable cell."]

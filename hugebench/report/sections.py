@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..adaptive import describe as describe_adaptive, values_by_cell
 from ..errors import HugebenchError
+from ..measure.phases import COVERAGE_EXPECTED  # the one level: a THP `always` cell below it is flagged
 from ..stats import min_runs_for, ok_rows
 from .model import Flag, Options, Report, Section
 from .rendering import display_frame, table_text, verdict, void_text
@@ -24,8 +25,6 @@ from .aging import aging_sections
 from .workload_tables import declared_tables
 from .tables import (VOID, build_table, check_metric, default_metrics, failure_counts, in_spec_order, overhead_lines,
                      ratio_display, ratio_table, void_compensation)
-
-COVERAGE_EXPECTED = 0.9  # a THP `always` cell below this share of its RSS on huge pages is flagged
 
 
 def key_value_section(title: str, facts: Mapping[str, object], **kwargs) -> Section:

@@ -23,11 +23,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..stability import SMALLEST_EFFECT
 from ..stats import bootstrap_ci, finite
 from .sections import verdict
 
 MIN_CELLS = 3
-SHIFT_MIN = 0.05
+SHIFT_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stability)
 SAME_SIDE = 0.8
 SPREAD_SHARE = 0.5
 LARGEST = 3  # resolved changes named in the summary

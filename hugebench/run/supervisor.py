@@ -20,7 +20,7 @@ from .. import allocators, kernel
 from ..command import template
 from ..command.metric import WINDOW_COLUMN, Metric, extract, parse_metric
 from ..command.program import user_path
-from ..command.sampler import FIELDS, CoverageSampler
+from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
 from ..command.streams import Streams, output_tail, read_output
 from ..launch import Ended, Launched, tail
 from ..measure.phases import coverage
@@ -285,7 +285,8 @@ class _Measured:
 
         probes = read_probes(self.probes)
         row = verify(self.request.allocator, self.request.allocator_path, probes, self.request.allocator_expect)
-        end = end or _sum_exits(read_exits(self.probes)) or self.sampler.last or {}
+        exits = read_exits(self.probes)
+        end = end or _sum_exits(exits) or self.sampler.last or {}
         row[WINDOW_COLUMN] = window
         row["program_path"] = self.command.program  # the file that ran, resolved once on the user's PATH
         # each process image the probe saw (its /proc/self/exe): the interpreter of a script, a driver's children
@@ -298,7 +299,9 @@ class _Measured:
         row.update({"utime_s": status.get("utime_s"), "stime_s": status.get("stime_s"),
                     "minflt": status.get("minflt"), "majflt": status.get("majflt"),
                     "peak_rss_bytes": status["maxrss_kib"] * 1024 if "maxrss_kib" in status else None,
-                    "process_wall_s": status.get("wall_s", ended.wall_s)})
+                    "process_wall_s": status.get("wall_s", ended.wall_s),
+                    "noise.migrations": status.get("nr_migrations")})  # the program's, not its supervisor's
+        row.update(tree_peak_rss(exits, self.sampler.rss_peaks))
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
         row.update(self.sampler.summary())

@@ -17,11 +17,20 @@ def effect(ratio: dict | None, better: str) -> str:
     return f"{value:.3f}x as-is ({change}){ci}"
 
 
-def memory(ratio: dict | None) -> str:
+def memory(config: dict) -> str:
+    """The memory cost line: the process tree's peak RSS vs as-is, and the cgroup's peak where measured."""
+    what = "process tree's peak RSS" if config.get("peak_rss_column") == "tree_peak_rss_bytes" else "peak RSS"
+    out = f"{what} {_times(config.get('peak_rss_ratio'))}"
+    if config.get("cgroup_peak_ratio"):
+        out += f"; cgroup memory peak {_times(config['cgroup_peak_ratio'])} (page cache included)"
+    return out
+
+
+def _times(ratio: dict | None) -> str:
     if not ratio:
-        return "peak RSS: unknown"
+        return "unknown"
     ci = f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}]" if ratio["ci_lo"] is not None else ""
-    return f"peak RSS {ratio['value']:.2f}x as-is{ci}"
+    return f"{ratio['value']:.2f}x as-is{ci}"
 
 
 def text(verdict: dict, plan_lines: list[str]) -> str:
@@ -32,6 +41,10 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
         lines.append(f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; resolved at 95%.")
         if best.get("ties"):
             lines.append(f"  as good within noise (the simplest change is shown): {'; '.join(best['ties'])}")
+    elif verdict.get("no_difference"):
+        lines.append(f"VERDICT: keep as-is: no difference worth deploying. Every configuration left is within "
+                     f"±{verdict['margin']:.0%} of as-is (95% CI); the best, {best['name']}: {what} "
+                     f"{effect(best['ratio'], better)}.")
     elif best:
         state = "resolved worse" if best["class"] == "worse" else "not resolved"
         lines.append(f"VERDICT: keep as-is. The best other configuration, {best['name']}: {what} "
@@ -39,7 +52,7 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
     else:
         lines.append("VERDICT: keep as-is: no other configuration has a successful run to compare.")
     if best:
-        lines.append(f"  memory: {memory(best['peak_rss_ratio'])}")
+        lines.append(f"  memory: {memory(best)}")
         cov = best["hp_coverage"]
         lines.append(f"  huge-page coverage: {'unknown' if cov is None else f'{cov:.0%}'} (median of its runs; "
                      f"as-is: {_cov(verdict['baseline'])})")
@@ -65,6 +78,8 @@ def _other(config: dict, better: str) -> str:
     if config["class"] == "failed":
         return f"failed: {config.get('error', 'every run failed')}"
     out = effect(config["ratio"], better)
+    if config.get("equivalent"):
+        out += "; no difference worth deploying"
     if config["dropped"]:
         out += f"; dropped: {config['dropped']}"
     return out

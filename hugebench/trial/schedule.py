@@ -7,9 +7,10 @@ when it stops. Every run is one the plan names (same ids as ``hugebench sweep`` 
 2. Interleaved blocks (one run of each active configuration, in the plan's seeded order) follow. After
    :data:`MIN_BLOCKS` blocks a configuration *clearly worse* (:func:`clearly_worse`) than as-is or than the
    leader is dropped; one whose runs all failed is dropped after its first block.
-3. Blocks go on for the contenders until the leader's ratio to as-is is resolved (:func:`_resolved`), no
-   configuration but as-is is left, or the next block does not fit in the budget (then only the leader and
-   as-is are run while a pair of them fits).
+3. Blocks go on for the contenders until the leader's ratio to as-is is resolved (:func:`_resolved`), every
+   configuration left shows no difference worth deploying (:func:`no_difference`: each ratio's CI within
+   ``stability.SMALLEST_EFFECT`` of 1), no configuration but as-is is left, or the next block does not fit
+   in the budget (then only the leader and as-is are run while a pair of them fits).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ MIN_BLOCKS = 3  # runs of every kept configuration before any is dropped
 RESOLVE_BLOCKS = stats.min_runs_for(0.95)  # pairs a 95% verdict needs (6)
 MAX_BLOCKS = 200  # a sanity bound: far beyond any budget's worth of a short program
 END_RESERVE_S = 4.0  # the verdict, the report and the store's last writes, inside the budget
+NO_DIFFERENCE = "no difference worth deploying: every configuration left is within the smallest effect of as-is"
 
 
 class BudgetTooSmall(HugebenchError):
@@ -64,6 +66,25 @@ class Progress:
 
     def left_s(self) -> float:
         return self.budget_s - (time.monotonic() - self.started) - END_RESERVE_S
+
+
+def no_difference(rows: list, active: list, base: str, metric: str) -> bool:
+    """Every configuration still running shows *no difference worth deploying* from as-is: its ratio's CI
+    lies within ``stability.SMALLEST_EFFECT`` of 1 both ways (``stability.equivalent``, the one rule)."""
+    others = [c for c in active if c != base]
+    if not others:
+        return False
+    base_steady = steadiness(rows, base, metric)
+    return all(stability.equivalent(ratio_to(rows, c, base, metric), steadiness(rows, c, metric), base_steady)
+               for c in others)
+
+
+def steadiness(rows: list, cell: str, metric: str) -> stability.Stability:
+    """The stability of one configuration's runs so far, by the one rule (spread, outliers, disturbed runs)."""
+    import pandas as pd
+
+    frame = pd.DataFrame([r for r in rows if r.get("cell_id") == cell])
+    return stability.cell_stability(frame, metric)
 
 
 def better_ratio(ratio: float, better: str) -> float:
@@ -200,8 +221,12 @@ class Schedule:
         if len(state.active) < 2:
             state.stopped = "no configuration but as-is left"
             return True
-        steady = [stability.assess(stats.finite(values[c])) for c in (state.leader, self.base) if c in values]
-        if blocks >= RESOLVE_BLOCKS and _resolved(state.leader_ratio, *steady):
+        steady = [steadiness(rows, c, self.metric) for c in (state.leader, self.base) if c]
+        if blocks >= RESOLVE_BLOCKS and _resolved(state.leader_ratio, *steady) \
+                and not stability.equivalent(state.leader_ratio, *steady):  # a resolved 2 % is no answer yet
             state.stopped = "the leader's ratio to as-is is resolved"
+            return True
+        if blocks >= RESOLVE_BLOCKS and no_difference(rows, state.active, self.base, self.metric):
+            state.stopped = NO_DIFFERENCE
             return True
         return False

@@ -13,14 +13,17 @@ import pandas as pd
 
 from .. import allocators as alloc_mod
 from .. import stability, stats
-from ..adaptive import relative_width
+from ..measure.phases import COVERAGE_EXPECTED
 from .matrix import describe
 from .schedule import _resolved, better_ratio
 
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
-NOISY_WIDTH = 0.10  # as-is's median CI wider than this share of it: a noisy machine (or program)
-VARIABLE_WIDTH = 0.20  # the best's ratio CI wider than this: the metric varies too much to call
-LOW_COVERAGE = 0.5  # a huge-page configuration with less of its memory on huge pages falls short
+TREE_RSS = "tree_peak_rss_bytes"
+CGROUP_PEAK = "cgroup.memory_peak_bytes"
+# The caveats' levels are the calibrated ones (docs/trusting-numbers.md), never local constants: coverage
+# short of ``measure.phases.COVERAGE_EXPECTED``; a noisy machine by ``measure.disturbance``'s rule (the rows'
+# ``noise.disturbed``); a metric too variable to call when the best's ratio CI is wider than the band of
+# ``stability.SMALLEST_EFFECT`` either way (the run cannot tell a difference worth deploying from none).
 
 
 def _ratio_dict(r: stats.Ratio | None, *stabilities) -> dict | None:
@@ -39,20 +42,37 @@ def _median(frame: pd.DataFrame, column: str) -> float | None:
 
 
 def configuration(frame: pd.DataFrame, base: pd.DataFrame, cell: dict, metric: str) -> dict:
-    """One configuration's numbers: runs, median, ratios to as-is (metric, peak RSS), coverage, proof."""
+    """One configuration's numbers: runs, median, ratios to as-is (metric, memory), coverage, proof."""
     ok = stats.ok_rows(frame)
     failed = stats.failed_rows(frame)
     steady = stability.cell_stability(frame, metric)  # the one rule of every verdict (hugebench.stability)
+    base_steady = stability.cell_stability(base, metric)
+    ratio = stats.compare(frame, base, metric) if len(ok) else None
     out = {"cell": dict(cell), "runs": int(len(ok)), "failed": int(len(failed)), "median": _median(ok, metric),
-           "ratio": _ratio_dict(stats.compare(frame, base, metric), steady, stability.cell_stability(base, metric))
-           if len(ok) else None,
+           "ratio": _ratio_dict(ratio, steady, base_steady) if ratio is not None else None,
+           "equivalent": bool(stability.equivalent(ratio, steady, base_steady)),
            "unstable": steady.why if steady.unstable else None,
-           "peak_rss_ratio": _ratio_dict(stats.compare(frame, base, "peak_rss_bytes"))
-           if len(ok) and "peak_rss_bytes" in frame.columns else None,
+           **memory_ratios(frame, base, ok),
            "hp_coverage": _median(ok, "hp_coverage"),
            "allocator_proof": _proof(ok)}
     if len(failed) and not len(ok):
         out["error"] = str(failed["error"].dropna().iloc[0]) if failed["error"].notna().any() else "failed"
+    return out
+
+
+def memory_ratios(frame: pd.DataFrame, base: pd.DataFrame, ok: pd.DataFrame) -> dict:
+    """The memory cost vs as-is: the process tree's peak RSS (the sum of its processes' peaks,
+    ``tree_peak_rss_bytes``; the largest process's, ``peak_rss_bytes``, in rows without it) and, where the
+    run had a cgroup with memory accounting, the cgroup's peak (``cgroup.memory_peak_bytes``: page cache and
+    hugebench's supervisor of the run included)."""
+    column = TREE_RSS if TREE_RSS in frame.columns and frame[TREE_RSS].notna().any() else "peak_rss_bytes"
+    out = {"peak_rss_column": column, "peak_rss_ratio": None, "cgroup_peak_ratio": None}
+    if not len(ok):
+        return out
+    if column in frame.columns:
+        out["peak_rss_ratio"] = _ratio_dict(stats.compare(frame, base, column))
+    if CGROUP_PEAK in frame.columns and frame[CGROUP_PEAK].notna().any():
+        out["cgroup_peak_ratio"] = _ratio_dict(stats.compare(frame, base, CGROUP_PEAK))
     return out
 
 
@@ -123,10 +143,14 @@ def build(rows: pd.DataFrame, cells: Mapping[str, dict], base_id: str, metric: s
     best = configs.get(best_id) if best_id else None
     if best:
         best["ties"] = [configs[c]["name"] for c in group if c != best_id]
-    resolved = bool(best and best["ratio"] and best["ratio"]["resolved"])
-    wins = bool(resolved and best["class"] == "better")
+    # resolved: a difference worth deploying is resolved (a resolved 2 % gain is "no difference worth deploying")
+    resolved = bool(best and best["ratio"] and best["ratio"]["resolved"] and not best["equivalent"])
+    wins = bool(best and _worth_deploying(best))
+    remaining = [c for cid, c in configs.items() if cid != base_id and c["runs"] and not c["dropped"]]
     verdict = {"metric": metric, "better": better, "baseline": configs[base_id], "best": best,
                "resolved": resolved, "recommend": "best" if wins else "as-is",
+               "no_difference": bool(not wins and remaining and all(c["equivalent"] for c in remaining)),
+               "margin": stability.SMALLEST_EFFECT,
                "deploy": deploy(best["cell"], spec, thp_found, text_library) if wins else None,
                "others": [c for cid, c in configs.items() if cid not in (base_id, best_id)],
                "stopped": state.stopped, "blocks": state.blocks, "run_s": state.run_s}
@@ -156,33 +180,24 @@ def _ties(rows: pd.DataFrame, configs: dict, best_id: str, base_id: str, metric:
 
 
 def _simplest(candidates: list, order: list, configs: dict) -> str | None:
-    """The first of ``candidates`` in the matrix's keep order that is resolved better than as-is, else the first
-    candidate (the best by median)."""
-    fine = [c for c in order if c in candidates and configs[c]["class"] == "better" and configs[c]["ratio"]
-            and configs[c]["ratio"]["resolved"]]
+    """The first of ``candidates`` in the matrix's keep order worth deploying (:func:`_worth_deploying`), else
+    the first candidate (the best by median)."""
+    fine = [c for c in order if c in candidates and _worth_deploying(configs[c])]
     return fine[0] if fine else candidates[0]
 
 
+def _worth_deploying(config: dict) -> bool:
+    """Resolved better than as-is, and not proven within the smallest effect of it (``stability.equivalent``:
+    a resolved 2 % gain is no difference worth deploying)."""
+    ratio = config["ratio"]
+    return bool(config["class"] == "better" and ratio and ratio["resolved"] and not config["equivalent"])
+
+
 def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
-    out = []
     best = verdict["best"]
-    if best and best["cell"]["thp"] != "never" and _huge_page(best["cell"]) and \
-            best["hp_coverage"] is not None and best["hp_coverage"] < LOW_COVERAGE:
-        out.append(f"coverage: only {best['hp_coverage']:.0%} of the memory of '{best['name']}' was on huge pages "
-                   f"(median of its runs): short of what the setting promises")
-    ok = stats.ok_rows(base)
-    width = relative_width(ok[metric]) if metric in ok.columns else math.inf
-    if np.isfinite(width) and width > NOISY_WIDTH:
-        out.append(f"noisy: the 95% CI of as-is's median is {width:.0%} of it; a quiet machine gives firmer answers")
-    if best and best["ratio"] and best["ratio"]["ci_lo"] is not None:
-        span = best["ratio"]["ci_hi"] - best["ratio"]["ci_lo"]
-        if span > VARIABLE_WIDTH:
-            out.append(f"variable: the best's ratio CI spans {span:.2f}; the metric varies too much to call closely")
-    for config in (verdict["baseline"], best, *verdict["others"]):
-        if config and config.get("unstable"):
-            out.append(f"unstable: '{config['name']}': {config['unstable']} — no difference resting on it is "
-                       "called resolved")
-    if not verdict["resolved"]:
+    out = [c for c in (_coverage_caveat(best), _noisy_caveat(rows), _variable_caveat(best)) if c]
+    out += _unstable_caveats([c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("unstable")])
+    if not verdict["resolved"] and not verdict["no_difference"]:
         out.append(f"not resolved: the best's ratio CI to as-is includes 1 or rests on fewer than "
                    f"{stats.min_runs_for(0.95)} pairs ({verdict['stopped'] or 'budget ended'}); a larger --budget helps")
     left = rows.get("containment.killed_at_end") if "containment.killed_at_end" in rows.columns else None
@@ -191,6 +206,47 @@ def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) 
         out.append(f"daemon: {n} run(s) left processes running after the program ended (hugebench ended them); "
                    "the program starts something that outlives it")
     return out
+
+
+def _unstable_caveats(configs: list, shown: int = 3) -> list[str]:
+    """One line per unstable configuration, the first ``shown`` of them; the rest named on one line."""
+    out = [f"unstable: '{c['name']}': {c['unstable']} — no difference resting on it is called resolved"
+           for c in configs[:shown]]
+    if len(configs) > shown:
+        out.append(f"unstable too, by the same rule: {', '.join(repr(c['name']) for c in configs[shown:])} "
+                   "(the reasons are in --json)")
+    return out
+
+
+def _coverage_caveat(best: dict | None) -> str | None:
+    if not (best and _huge_page(best["cell"]) and best["hp_coverage"] is not None):
+        return None
+    if best["hp_coverage"] >= COVERAGE_EXPECTED:
+        return None
+    return (f"coverage: only {best['hp_coverage']:.0%} of the memory of '{best['name']}' was on huge pages (median "
+            f"of its runs; a huge-page setting is expected to reach {COVERAGE_EXPECTED:.0%}): short of its promise")
+
+
+def _noisy_caveat(rows: pd.DataFrame) -> str | None:
+    """The runs the disturbance rule flagged (other work, steal, memory stalls), with the commonest cause."""
+    disturbed, causes = stability.disturbance(rows)
+    if not disturbed:
+        return None
+    ok = stats.ok_rows(rows)
+    return (f"noisy: {disturbed} of {len(ok)} runs were measured on a disturbed machine "
+            f"({stability.likely_cause(disturbed, len(ok), causes)}); a quiet machine gives firmer answers")
+
+
+def _variable_caveat(best: dict | None) -> str | None:
+    ratio = best and best["ratio"]
+    if not ratio or ratio["ci_lo"] is None or ratio["ci_hi"] is None:
+        return None
+    band = (1 + stability.SMALLEST_EFFECT) - 1 / (1 + stability.SMALLEST_EFFECT)
+    span = ratio["ci_hi"] - ratio["ci_lo"]
+    if span <= band:
+        return None
+    return (f"variable: the best's ratio CI spans {span:.2f}, wider than the ±{stability.SMALLEST_EFFECT:.0%} band of a "
+            "difference worth deploying; the metric varies too much to call closely")
 
 
 def _huge_page(cell: dict) -> bool:
