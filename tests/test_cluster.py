@@ -190,7 +190,10 @@ def test_a_run_task_carries_its_own_run_not_the_machines_run_list(lab, tmp_path,
         assert isinstance(ref, distributed.Future) and ref.key.startswith("hb-part-")  # a name, not the part
         before = len(dumps((parts[run.cell["host"]], run)))  # what each task carried until now
         after = len(dumps((ref, run)))
-        assert after <= len(dumps(run)) + 300 and after * 2 < before, (after, before)
+        # the task is its one run and a name (pickle shares the spec between a part's runs, so the part is
+        # not 6x one run; what matters is that the task no longer carries the other five)
+        assert len(parts[run.cell["host"]].runs) == 6 and after < before, (after, before)
+        assert after <= len(dumps(run)) + 300, (after, len(dumps(run)))
 
 
 # Last in the module: it kills the shared lab's worker for lab-a (and leaves a new one in its place).
