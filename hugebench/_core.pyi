@@ -178,7 +178,7 @@ class AlloctestResult(TypedDict):
     cores: int  # hardware threads (std::thread::hardware_concurrency)
     oversubscribed: bool  # threads > cores
     allocator_mode: str  # "malloc" | "void"
-    touch: str  # "none" | "write-read" | "full"
+    touch: str  # "none" | "write-read" | "full" | "original"
     size_law: str  # "bands" | "inverse"
     slot_law: str  # "pareto6" | "powerlaw"
     hot_slots: str  # "contiguous" | "scattered"
@@ -234,7 +234,7 @@ def alloctest(
     hot_slots: Literal["contiguous", "scattered"] = ...,
     min_size: int = ...,
     max_size: int = ...,
-    touch: Literal["none", "write-read", "full"] = ...,
+    touch: Literal["none", "write-read", "full", "original"] = ...,
     allocator_mode: Literal["malloc", "void"] = ...,
     void_run: Literal["separate", "in-process"] = ...,
     chunks: int = ...,

@@ -62,6 +62,9 @@ allocator | text | the allocator setting of the cell (see Writing experiments: a
 thp | text | the THP mode axis under the name written in the file (load() keeps it)
 thp.enabled | text | the THP mode of the cell (the knob's canonical axis name)
 text_pages | text | where the program's code was put: off, thp or hugetlb
+memory_state | text | the machine's memory before the run: fresh (compacted) or fragmented[:P%] (docs: aged.md)
+memory.<field> | as named | what the memory state was and did: free 2 MiB blocks per zone before and after,
+    the fragmenter's report, compaction and THP fallback counts during the run (memory.during.*), or why not
 <axis> | as written | a cell's axis value under the axis name of the experiment file
 param.<name> | as the parameter | every workload parameter of the run, defaults filled in
 knob.<path> | text | a kernel knob's value during the run (knob.thp.enabled, knob.hugetlb.2MB ...)

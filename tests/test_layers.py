@@ -19,15 +19,15 @@ LAYERS = (
     ("measure", ("measure",)),
     ("store", ("", "store", "storerows", "storefiles", "stats", "stability", "adaptive")),
     ("machine", ("environment", "launch", "text", "allocators", "command", "probe", "metadata",
-                 "doctor_noise", "progress")),
+                 "doctor_noise")),
     ("workloads", ("workloads",)),
     ("spec", ("spec", "cluster.config")),  # cluster.config: the parser of an experiment's cluster: block
     ("plan", ("plan", "estimate", "machine_checks")),
     ("run", ("run", "codegen")),  # codegen: a workload's runner, called by the worker like run.supervisor
     ("preflight", ("preflight",)),  # SweepSetup: makes each run's request; run/ takes it as a value
-    ("sweep", ("orchestrator", "cluster")),
+    ("sweep", ("orchestrator", "progress", "cluster")),  # progress: prices a run with the plan's estimate
     ("report", ("report",)),
-    ("commands", ("probe_sweep", "trial", "doctor", "docgen", "notebook", "cli")),
+    ("commands", ("probe_sweep", "trial", "doctor", "docgen", "column_reference", "notebook", "cli")),
 )
 # The layers the house rules name: these never import those.
 LOWER = {"kernel", "system", "measure", "store"}

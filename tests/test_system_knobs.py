@@ -100,3 +100,14 @@ def test_hugetlb_shortfall_reports_asked_and_got(fake_sys):
     assert (info.value.asked, info.value.got) == (5, 3)
     assert isinstance(info.value, SystemStateError)
     assert fake_sys.read("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") == "3"
+
+
+def test_a_knob_that_refuses_small_fractions_says_so_before_writing(tmp_path):
+    """vm.percpu_pagelist_high_fraction takes 0 (the kernel's default) or 8 and more; 1..7 is EINVAL."""
+    from hugebench.system.knobs import Knob, KnobValueError
+    (tmp_path / "f").write_text("0\n")
+    knob = Knob("vm.percpu_pagelist_high_fraction", tmp_path, "f", "int", 0, 2**31 - 1, least_nonzero=8)
+    assert knob.validate(0) == "0" and knob.validate(8) == "8"
+    with pytest.raises(KnobValueError, match=r"0 or 8\.\."):
+        knob.validate(1)
+    assert (tmp_path / "f").read_text() == "0\n"

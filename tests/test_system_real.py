@@ -29,7 +29,9 @@ def other_value(knob) -> str:
         ordered = [c for c in PREFERRED if c in knob.choices()] + list(knob.choices())
         return next(c for c in ordered if c != current)
     number = int(current)
-    return str(number - 1 if knob.maximum is not None and number >= knob.maximum else number + 1)
+    if knob.maximum is not None and number >= knob.maximum:
+        return str(number - 1)
+    return str(max(number + 1, getattr(knob, "least_nonzero", 0)))
 
 
 @contextlib.contextmanager

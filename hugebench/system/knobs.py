@@ -26,8 +26,10 @@ ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
 # ``memory_state: fragmented`` hold (hugebench.system.aging). (name, path under the /proc root, min, max)
 # percpu_pagelist_high_fraction: set high for a moment, the per-CPU free lists give their pages back to the
 # buddy allocator (the sysctl itself refuses 1..7).
-VM_KNOBS = (("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1),
-            ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1))
+# (name, path under /proc, minimum, maximum, smallest value above 0: the kernel takes 0, its default, or a
+# fraction of 8 and more for percpu_pagelist_high_fraction, and refuses 1..7 with EINVAL)
+VM_KNOBS = (("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1, 0),
+            ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1, 8))
 
 
 class SysfsIO(Protocol):
@@ -83,6 +85,7 @@ class Knob:
     io: SysfsIO | None = None
     page_kb: int = 0  # pools: the huge page size, which bounds the pool by the machine's memory
     proc_root: Path | None = None  # pools: where /proc/meminfo is
+    least_nonzero: int = 0  # int knobs: values between 0 and this are refused (0 itself is allowed)
 
     @property
     def path(self) -> Path:
@@ -116,6 +119,8 @@ class Knob:
         if self.kind == "choice":
             return " ".join(self.choices())
         top = "" if self.maximum is None else str(self.maximum)
+        if self.least_nonzero > 1 and self.minimum == 0:
+            return f"0 or {self.least_nonzero}..{top}"
         return f"{self.minimum}..{top}"
 
     def validate(self, value: str | int) -> str:
@@ -132,7 +137,8 @@ class Knob:
             number = int(text)
         except ValueError:
             raise KnobValueError(f"{self.name}={text!r}: {self.path} takes an integer ({self.allowed()})") from None
-        if number < self.minimum or (self.maximum is not None and number > self.maximum):
+        if (number < self.minimum or (self.maximum is not None and number > self.maximum)
+                or 0 < number < self.least_nonzero):
             raise KnobValueError(f"{self.name}={number} is out of range for {self.path} ({self.allowed()})")
         if self.is_pool:
             self._check_pool_fits(number)
@@ -233,9 +239,9 @@ def discover_knobs(
             knobs[name] = Knob(name, sys_root, rel, kind, lo, hi, io)
     for knob in _hugetlb_knobs(sys_root, proc_root, io):
         knobs[knob.name] = knob
-    for name, rel, lo, hi in VM_KNOBS:
+    for name, rel, lo, hi, least_nonzero in VM_KNOBS:
         if (proc_root / rel).exists():
-            knobs[name] = Knob(name, proc_root, rel, "int", lo, hi, io)
+            knobs[name] = Knob(name, proc_root, rel, "int", lo, hi, io, least_nonzero=least_nonzero)
     return knobs
 
 
