@@ -198,7 +198,8 @@ def _workload_columns() -> tuple[Column, ...]:
         for name, label, fmt in workload.metrics:
             if name not in seen:
                 seen.add(name)
-                out.append(Column(name, units.get(fmt, "number"), f"{workload.name}: {label}"))
+                meaning = f"a metric of the {workload.name} workload: {label or name}"
+                out.append(Column(name, units.get(fmt, "number"), meaning))
         for name, param in workload.params.items():
             if name not in seen:
                 seen.add(name)
