@@ -62,6 +62,11 @@ WORKLOAD = register(Workload(
         "zipf_s": Param(float, 0.99, minimum=0.0, help="Zipf exponent when order is zipf"),
         "chunks": Param(int, 64, minimum=1, help="equal slices the timed phase is split into"),
         "seed": SEED_PARAM,
+        "teardown": Param(str, "free", choices=("free", "exit"),
+                          help="after the timed phase, free: destroy the set and the keys before returning; "
+                               "exit: leave them to the process's exit, which the kernel reclaims at once "
+                               "(a sweep's worker is one run and exits right after; an in-process caller "
+                               "leaks them with each call). Nothing measured changes; the run gets shorter"),
     },
     timed_phase="lookup",
     ops_column="lookups",
