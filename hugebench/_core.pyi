@@ -67,13 +67,16 @@ def hashlookup(
     zipf_s: float = ...,
     chunks: int = ...,
     seed: int = ...,
+    teardown: Literal["free", "exit"] = ...,
     counters: list[CounterSpec] = [],
     hook: Hook | None = None,
 ) -> HashlookupResult:
     """Random string keys in a hash set; time point lookups only.
 
     Phases, in order: "generate", "insert", "shuffle", "lookup". Counters are opened at the start and
-    counted only during the lookup phase (all worker threads included). Raises ValueError on bad arguments.
+    counted only during the lookup phase (all worker threads included). teardown "free" destroys the set
+    and the keys before returning, "exit" leaves them to the process's exit (leaked by this call). Raises
+    ValueError on bad arguments.
     """
 
 def generate_keys(n: int, seed: int = 1, key_min: int = 10, key_max: int = 19, threads: int = 0) -> list[str]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import string
+import subprocess
+import sys
 
 import pytest
 
@@ -134,6 +137,7 @@ def test_other_counters_give_a_value_or_an_error_never_both(spec):
     ({"lookups": -1}, "lookups"),
     ({"chunks": 0}, "chunks"),
     ({"zipf_s": -1.0}, "zipf_s"),
+    ({"teardown": "never"}, "teardown"),
     ({"counters": [software("x", 0), software("x", 1)]}, "duplicate"),
 ])
 def test_invalid_arguments_raise_value_error(kwargs, message):
@@ -190,3 +194,29 @@ def test_generated_keys_do_not_depend_on_the_thread_count():
         assert _core.generate_keys(n, seed=7, key_min=8, key_max=40, threads=threads) == keys
     assert len(set(keys)) == n  # no block repeats another's stream
     assert keys[:65536] != _core.generate_keys(65536, seed=8, key_min=8, key_max=40)
+
+
+# -- teardown: exit leaves the set and the keys to the process's exit (issue 31) ------------------------------
+
+_EXIT_RUN = """
+import json, sys
+from hugebench import _core
+r = _core.hashlookup(**json.loads(sys.argv[1]), teardown="exit")
+json.dump({k: v for k, v in r.items() if k != "counters"}, sys.stdout)
+"""
+
+
+@pytest.mark.parametrize("set_kind", ["flat", "node"])
+def test_teardown_exit_gives_the_results_of_free(set_kind, tmp_path):
+    # In a child process, which exits right after like a sweep's worker, so this process keeps no leak
+    # (cwd: away from a source checkout, whose hugebench/ has no built _core).
+    args = {"keys": 20000, "lookups": 5000, "set_kind": set_kind, "threads": 2, "chunks": 4, "seed": 7}
+    child = subprocess.run([sys.executable, "-c", _EXIT_RUN, json.dumps(args)], capture_output=True, text=True,
+                           timeout=60, cwd=tmp_path)
+    assert child.returncode == 0, child.stderr
+    left = json.loads(child.stdout)
+    freed = _core.hashlookup(**args, teardown="free")
+    assert list(left["phases"]) == PHASES == list(freed["phases"])
+    same = ("keys", "set_size", "lookups", "found", "checksum", "threads", "set_kind", "hash", "capacity")
+    assert {k: left[k] for k in same} == {k: freed[k] for k in same}
+    assert left["found"] == 5000 and left["ns_per_lookup"] > 0

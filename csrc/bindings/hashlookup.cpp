@@ -65,7 +65,7 @@ void bind(py::module_& m) {
                   field("keys", &P::keys), field("set_kind", &P::set_kind), field("hash", &P::hash),
                   field("threads", &P::threads), field("lookups", &P::lookups), field("key_min", &P::key_min),
                   field("key_max", &P::key_max), field("order", &P::order), field("zipf_s", &P::zipf_s),
-                  field("chunks", &P::chunks), field("seed", &P::seed));
+                  field("chunks", &P::chunks), field("seed", &P::seed), field("teardown", &P::teardown));
     m.def("generate_keys", &generate_keys, py::arg("n"), py::arg("seed") = 1, py::arg("key_min") = 10,
           py::arg("key_max") = 19, py::arg("threads") = 0,
           "The keys hashlookup() generates for the same arguments, before shuffling; their letters written on "

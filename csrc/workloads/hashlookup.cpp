@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 #include "common/choice.h"
@@ -26,6 +27,19 @@ enum class Order { uniform, zipf };
 constexpr Choice<Order> kOrders[] = {{"uniform", Order::uniform}, {"zipf", Order::zipf}};
 
 Order parse_order(const std::string& name) { return parse_choice("order", name, kOrders); }
+
+// What becomes of the set and the keys after the timed phase: freed here, or left to the process's exit
+// (the kernel drops the whole address space at once, where freeing 60M strings one by one takes seconds).
+enum class Teardown { free, exit };
+constexpr Choice<Teardown> kTeardowns[] = {{"free", Teardown::free}, {"exit", Teardown::exit}};
+
+Teardown parse_teardown(const std::string& name) { return parse_choice("teardown", name, kTeardowns); }
+
+// Teardown "exit": drop ownership without destroying, on purpose (the memory stays until the process exits).
+template <class T>
+void abandon(std::unique_ptr<T>& owner) {
+    static_cast<void>(owner.release());
+}
 
 uint64_t lookup_count(const Params& p) {
     return p.lookups == 0 ? static_cast<uint64_t>(p.keys) : static_cast<uint64_t>(p.lookups);
@@ -163,11 +177,14 @@ Result run_with(const Params& p, const Hook& hook, PerfCounters& counters) {
     r.set_kind = p.set_kind;
     r.hash = p.hash;
 
-    std::vector<std::string> keys;
+    // On the heap so that teardown "exit" can abandon them; "free" destroys them on return as before.
+    auto keys_owner = std::make_unique<std::vector<std::string>>();
+    auto set_owner = std::make_unique<Set>();
+    std::vector<std::string>& keys = *keys_owner;
+    Set& set = *set_owner;
     r.phases.emplace_back("generate", run_phase(hook, "generate", [&] {
         keys = generate_keys(r.keys, p.seed, p.key_min, p.key_max);
     }));
-    Set set;
     r.phases.emplace_back("insert", run_phase(hook, "insert", [&] {
         for (const auto& key : keys) set.insert(key);  // the set owns copies; `keys` become the queries
     }));
@@ -187,6 +204,10 @@ Result run_with(const Params& p, const Hook& hook, PerfCounters& counters) {
     r.set_size = set.size();
     r.capacity = set.capacity();
     r.counters = counters.results();
+    if (parse_teardown(p.teardown) == Teardown::exit) {
+        abandon(set_owner);
+        abandon(keys_owner);
+    }
     return r;
 }
 
@@ -205,6 +226,7 @@ void validate(const Params& p) {
     parse_set_kind(p.set_kind);
     parse_hash(p.hash);
     parse_order(p.order);
+    parse_teardown(p.teardown);
     validate_keys(p.keys, p.key_min, p.key_max);
     require_threads(p.threads);
     require(p.lookups >= 0, "lookups must be >= 0 (0 means one per key), got " + std::to_string(p.lookups));

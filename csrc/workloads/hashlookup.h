@@ -32,6 +32,9 @@ struct Params {
     double zipf_s{};
     int64_t chunks{};                // per-thread timing slices, to expose bursts of noise
     uint64_t seed{};
+    std::string teardown;            // "free": destroy the set and the keys before returning; "exit": leave
+                                     // them allocated for the process's exit to reclaim (a worker that is one
+                                     // run and exits right after; each call leaks them)
     std::vector<CounterSpec> counters;  // enabled only around the lookup loop
 };
 
@@ -58,7 +61,8 @@ void validate(const Params& params);
 void validate_keys(int64_t keys, int64_t key_min, int64_t key_max);
 
 // Phases, each between hook(name, "begin") and hook(name, "end"): generate, insert, shuffle, lookup.
-// The hook is only ever called from the calling thread.
+// The hook is only ever called from the calling thread. After the last phase the set and the keys are
+// freed (teardown "free") or abandoned (teardown "exit"); either way outside every phase.
 Result run(const Params& params, const Hook& hook = {});
 
 // For tests: a set of `set_kind` with `keys` inserted, then which of `queries` it finds.

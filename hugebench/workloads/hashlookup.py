@@ -9,16 +9,17 @@ from .sets import (HASH_PARAM, KEY_PARAMS, SEED_PARAM, SET_INSERT_NS, SET_KINDS,
 
 # Measured on the 2-core KVM guest (docs/results.md, "The headline sweep's time model": a sweep of flat sets
 # at 10M and 60M keys, glibc and jemalloc-thp, THP never and always), ns per key at 10M keys, each growing as
-# (keys / 10M) ** growth beyond: generating the keys, building the set, and freeing it and the keys after the
-# timed phase (with the worker's exit; glibc's takes ~15 s at 60M keys, jemalloc's ~2 s); per key shuffled
-# (only the sample's when lookups < keys); per lookup. Other set kinds: flat's cost scaled by their ratio in
-# sets.SET_INSERT_NS / SET_LOOKUP_NS (measured by experiments/sets.yaml).
+# (keys / 10M) ** growth beyond: generating the keys, building the set, and what the run costs after the timed
+# phase per teardown: "free" (destroying the set and the keys, then the worker's exit; glibc's takes ~2.4 s at
+# 10M keys and ~15 s at 60M, jemalloc's ~0.3 s and ~2 s) or "exit" (only the worker's exit, which drops the
+# address space: ~0.2 s at 10M, ~0.3 s at 30M, either allocator; "Leaving the set to the worker's exit");
+# per key shuffled (only the sample's when lookups < keys); per lookup. Other set kinds: flat's cost scaled by
+# their ratio in sets.SET_INSERT_NS / SET_LOOKUP_NS (measured by experiments/sets.yaml).
 GENERATE = (47, 0.25)
 INSERT = (290, 0.45)
-TEARDOWN = (142, 0.0)
+TEARDOWN = {"free": (142, 0.0), "exit": (5, 0.0)}
 SHUFFLE = (65, 0.22)
 LOOKUP = (168, 0.18)
-
 
 def _ns(cost: tuple[float, float], keys: int, relative: float = 1.0) -> float:
     return cost[0] * relative * set_scale(keys, cost[1])
@@ -30,7 +31,7 @@ def _time(p: dict) -> float:
     shuffled = keys if p["order"] == "zipf" else min(lookups, keys)
     insert = _ns(INSERT, keys, SET_INSERT_NS[kind] / SET_INSERT_NS["flat"])
     lookup = _ns(LOOKUP, keys, SET_LOOKUP_NS[kind] / SET_LOOKUP_NS["flat"])
-    per_key = _ns(GENERATE, keys) + insert + _ns(TEARDOWN, keys)
+    per_key = _ns(GENERATE, keys) + insert + _ns(TEARDOWN[p.get("teardown", "free")], keys)
     return STARTUP_S + 1e-9 * (keys * per_key + shuffled * _ns(SHUFFLE, keys) + lookups * lookup / min(p["threads"], 2))
 
 
@@ -62,6 +63,11 @@ WORKLOAD = register(Workload(
         "zipf_s": Param(float, 0.99, minimum=0.0, help="Zipf exponent when order is zipf"),
         "chunks": Param(int, 64, minimum=1, help="equal slices the timed phase is split into"),
         "seed": SEED_PARAM,
+        "teardown": Param(str, "free", choices=("free", "exit"),
+                          help="after the timed phase, free: destroy the set and the keys before returning; "
+                               "exit: leave them to the process's exit, which the kernel reclaims at once "
+                               "(a sweep's worker is one run and exits right after; an in-process caller "
+                               "leaks them with each call). Nothing measured changes; the run gets shorter"),
     },
     timed_phase="lookup",
     ops_column="lookups",
