@@ -102,7 +102,7 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, 
           label, quiet_machine, repetitions):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
     from . import plan as plan_mod
-    from .cluster.config import resolve
+    from .spec.cluster import resolve
     from .orchestrator import SweepOptions, run_sweep
 
     spec = _load(experiment, repetitions, local=cluster is None)
@@ -150,7 +150,7 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, 
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
     from . import machine_checks
     from . import plan as plan_mod
-    from .cluster.config import resolve
+    from .spec.cluster import resolve
     from .estimate import estimate, format_duration, read_history
     from .report import format_bytes
 

@@ -52,7 +52,7 @@ def _keys_table(keys: dict, prefix: str = "") -> str:
 
 def spec_keys() -> str:
     """Every key of an experiment file and of its nested blocks, as the spec validates them."""
-    from hugebench.cluster.config import KEYS as CLUSTER_KEYS
+    from hugebench.spec.cluster import KEYS as CLUSTER_KEYS
 
     parts = ["**Top level** (`name` and `workload` are required; any other key is refused with file, line "
              "and key):", _keys_table(spec.TOP_KEYS),

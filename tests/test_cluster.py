@@ -172,7 +172,7 @@ def test_a_run_task_carries_its_own_run_not_the_machines_run_list(lab, tmp_path,
 
     from hugebench import plan, spec as spec_mod
     from hugebench.cluster import run_cluster_sweep
-    from hugebench.cluster.config import resolve
+    from hugebench.spec.cluster import resolve
     from hugebench.orchestrator import SweepOptions
 
     sent, submit = [], distributed.Client.submit

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from hugebench import plan, spec
 from hugebench.cli import main
 from hugebench.cluster.client import blocks, check_identical, on_host, place
-from hugebench.cluster.config import ClusterConfig, resolve
+from hugebench.spec.cluster import ClusterConfig, resolve
 from hugebench.errors import HugebenchError, SpecError
 
 BASE = """name: c

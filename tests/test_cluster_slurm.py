@@ -27,7 +27,7 @@ pytest.importorskip("distributed", reason="the cluster extra is not installed: p
 jobqueue = pytest.importorskip("dask_jobqueue", reason="the cluster extra is not installed: pip install '.[cluster]'")
 psutil = pytest.importorskip("psutil")
 
-from hugebench.cluster.config import safe_host  # noqa: E402
+from hugebench.spec.cluster import safe_host  # noqa: E402
 from cluster_lab import lab_spec
 
 BIN = Path(sys.executable).parent

@@ -21,7 +21,7 @@ LAYERS = (
     ("machine", ("environment", "launch", "text", "allocators", "command", "probe", "metadata",
                  "doctor_noise")),
     ("workloads", ("workloads",)),
-    ("spec", ("spec", "cluster.config")),  # cluster.config: the parser of an experiment's cluster: block
+    ("spec", ("spec",)),  # spec.cluster: the parser of an experiment's cluster: block
     ("plan", ("plan", "estimate", "machine_checks")),
     ("run", ("run", "codegen")),  # codegen: a workload's runner, called by the worker like run.supervisor
     ("preflight", ("preflight",)),  # SweepSetup: makes each run's request; run/ takes it as a value

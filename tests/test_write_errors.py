@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench.cli import _print_failures, main
-from hugebench.cluster.config import resolve
+from hugebench.spec.cluster import resolve
 from hugebench.errors import HugebenchError, SpecError
 from hugebench.orchestrator import SweepOptions, SweepResult, record_runs
 from hugebench.report import report

@@ -3,6 +3,7 @@
 
 #include "bindings/common.h"
 #include "workloads/fleet.h"
+#include "workloads/fleet_params.h"
 
 namespace hb {
 namespace {

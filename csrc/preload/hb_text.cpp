@@ -28,7 +28,7 @@
 // Test hook: HB_TEXT_FAIL=mremap makes the swap fail the worst way (the kernel unmapped the old text, then
 // the move failed); HB_TEXT_FAIL=mremap-early fails it with nothing changed. Never set it in a sweep.
 //
-// The same file, built with HB_TEXTFILL_TOOL, is hb-textfill (see main() at the end).
+// hb_text_smaps.{h,cpp} hold what it shares with hb-textfill (hb_textfill.cpp): records, smaps sums.
 // A guest in programs we did not write: hidden visibility, no C++ runtime, no allocation, errno kept.
 #include <dirent.h>
 #include <elf.h>
@@ -48,9 +48,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
@@ -62,144 +59,10 @@
 #define PR_SET_VMA_ANON_NAME 0
 #endif
 
-namespace {
+#include "hb_text_smaps.h"
 
-constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-constexpr uintptr_t kPage = 4096;
+using namespace hb_text;  // the parts shared with hb-textfill
 
-uintptr_t round_down(uintptr_t x, uintptr_t to) { return x & ~(to - 1); }
-uintptr_t round_up(uintptr_t x, uintptr_t to) { return round_down(x + to - 1, to); }
-
-// ---- a flat JSON record in one fixed buffer ------------------------------------------------------
-
-class Record {
-  public:
-    void number(const char* key, long long v) { field(key, "%lld", v); }
-    void hex(const char* key, uintptr_t v) { field(key, "%llu", static_cast<unsigned long long>(v)); }
-    void real(const char* key, double v) { field(key, "%.6f", v); }
-    void text(const char* key, const char* v) {
-        if (!v) return field(key, "null");
-        name(key);
-        append("\"");
-        for (const unsigned char* p = reinterpret_cast<const unsigned char*>(v); *p; ++p) {
-            if (*p == '"' || *p == '\\') append("\\%c", *p);
-            else if (*p < 0x20) append("\\u%04x", *p);
-            else append("%c", *p);
-        }
-        append("\"");
-    }
-    // The whole object, or nullptr when it did not fit.
-    const char* finish() {
-        append(used_ ? "}\n" : "{}\n");
-        return overflow_ ? nullptr : buf_;
-    }
-
-  private:
-    template <typename... Args>
-    void field(const char* key, const char* format, Args... args) {
-        name(key);
-        append(format, args...);
-    }
-    void name(const char* key) { append("%c\"%s\":", used_ ? ',' : '{', key); }
-    template <typename... Args>
-    void append(const char* format, Args... args) {
-        int n = std::snprintf(buf_ + used_, sizeof buf_ - used_, format, args...);
-        if (n < 0 || static_cast<size_t>(n) >= sizeof buf_ - used_) overflow_ = true;
-        else used_ += static_cast<size_t>(n);
-    }
-
-    char buf_[8192];
-    size_t used_ = 0;
-    bool overflow_ = false;
-};
-
-// ---- /proc readers without allocation ------------------------------------------------------------
-
-// Lines of a file through a fixed buffer; a line longer than the buffer is cut (smaps lines are short).
-class Lines {
-  public:
-    explicit Lines(const char* path) : fd_(open(path, O_RDONLY | O_CLOEXEC)) {}
-    ~Lines() {
-        if (fd_ >= 0) close(fd_);
-    }
-    Lines(const Lines&) = delete;
-    Lines& operator=(const Lines&) = delete;
-    bool ok() const { return fd_ >= 0; }
-    const char* next() {
-        for (;;) {
-            if (char* nl = static_cast<char*>(std::memchr(buf_ + pos_, '\n', len_ - pos_))) {
-                *nl = '\0';
-                const char* line = buf_ + pos_;
-                pos_ = static_cast<size_t>(nl - buf_) + 1;
-                return line;
-            }
-            std::memmove(buf_, buf_ + pos_, len_ - pos_);
-            len_ -= pos_;
-            pos_ = 0;
-            if (len_ == sizeof buf_ - 1) len_ = 0;  // an over-long line: drop what we have of it
-            ssize_t n = fd_ < 0 ? 0 : read(fd_, buf_ + len_, sizeof buf_ - 1 - len_);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return nullptr;  // a last line without '\n' does not occur in /proc
-            len_ += static_cast<size_t>(n);
-        }
-    }
-
-  private:
-    int fd_;
-    char buf_[4096];
-    size_t len_ = 0, pos_ = 0;
-};
-
-const char* const kSumFields[] = {"AnonHugePages", "FilePmdMapped", "Private_Hugetlb", "Shared_Hugetlb", "Rss"};
-constexpr int kSums = sizeof kSumFields / sizeof *kSumFields;
-
-struct Coverage {
-    bool read = false;
-    long long bytes[kSums] = {};
-    uintptr_t span_start = 0, span_end = 0;  // the VMAs summed
-    long long huge() const { return bytes[0] + bytes[1] + bytes[2] + bytes[3]; }
-};
-
-// "7f00-7f20 r-xp ..." -> true with the range
-bool vma_header(const char* line, uintptr_t& start, uintptr_t& end) {
-    char* after = nullptr;
-    start = std::strtoull(line, &after, 16);
-    if (after == line || *after != '-') return false;
-    const char* second = after + 1;
-    end = std::strtoull(second, &after, 16);
-    return after != second && *after == ' ';
-}
-
-void add_field(const char* line, Coverage& c) {
-    for (int i = 0; i < kSums; ++i) {
-        size_t len = std::strlen(kSumFields[i]);
-        if (std::strncmp(line, kSumFields[i], len) == 0 && line[len] == ':')
-            c.bytes[i] += std::strtoll(line + len + 1, nullptr, 10) * 1024;
-    }
-}
-
-// The smaps sums of `pid`'s VMAs that overlap [lo, hi).
-Coverage measure(const char* smaps_path, uintptr_t lo, uintptr_t hi) {
-    Coverage c;
-    Lines lines(smaps_path);
-    c.read = lines.ok();
-    bool inside = false;
-    while (const char* line = lines.next()) {
-        uintptr_t start, end;
-        if (vma_header(line, start, end)) {
-            inside = start < hi && lo < end;
-            if (inside && !c.span_end) c.span_start = start;
-            if (inside) c.span_end = end;
-        } else if (inside) {
-            add_field(line, c);
-        }
-    }
-    return c;
-}
-
-}  // namespace
-
-#ifndef HB_TEXTFILL_TOOL
 namespace {
 
 // ---- reports ----------------------------------------------------------------------------------------
@@ -431,7 +294,6 @@ void write_identity(Record& r, int pid) {
     r.number("tail_bytes", static_cast<long long>(t.end - t.hi));
 }
 
-
 double seconds_since(const timespec& t0) {
     timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -523,97 +385,3 @@ extern "C" __attribute__((visibility("default"))) int hb_text_report_exit(void) 
 namespace {
 __attribute__((destructor(101), used)) void hb_text_exit() { hb_text_report_exit(); }
 }  // namespace
-#endif
-
-#ifdef HB_TEXTFILL_TOOL
-// hb-textfill FILE | hb-textfill --range OFFSET LENGTH FILE
-//
-// Fills the page cache of FILE's text (its largest executable PT_LOAD, 2 MiB-aligned interior in file
-// offsets) or of the given range with 2 MiB folios where the kernel can: maps it at a 2 MiB-aligned address,
-// MADV_HUGEPAGE, MADV_POPULATE_READ. Run after the cache was evicted and before the program is exec'd:
-// the program's own mapping then finds large folios to map with PMDs. Prints one JSON object: file, offset,
-// bytes, congruent (p_vaddr - p_offset a multiple of 2 MiB), load_aligned (the kernel will load it at a
-// 2 MiB-aligned address: ET_EXEC, or p_align >= 2 MiB), FilePmdMapped and Rss of our mapping, error.
-namespace {
-
-struct Range {
-    uint64_t offset = 0, bytes = 0;
-    bool congruent = true, load_aligned = true;
-    char error[256] = {};
-};
-
-bool read_at(int fd, void* out, size_t size, uint64_t at) {
-    return pread(fd, out, size, static_cast<off_t>(at)) == static_cast<ssize_t>(size);
-}
-
-Range text_range(int fd) {
-    Range r;
-    Elf64_Ehdr eh;
-    if (!read_at(fd, &eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh.e_ident[EI_CLASS] != ELFCLASS64) {
-        std::snprintf(r.error, sizeof r.error, "not a 64-bit ELF file");
-        return r;
-    }
-    uint64_t best = 0, align = 0;
-    for (int i = 0; i < eh.e_phnum; ++i) {
-        Elf64_Phdr ph;
-        if (!read_at(fd, &ph, sizeof ph, eh.e_phoff + static_cast<uint64_t>(i) * eh.e_phentsize)) break;
-        if (ph.p_type == PT_LOAD && ph.p_align > align) align = ph.p_align;
-        if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) || ph.p_filesz <= best) continue;
-        best = ph.p_filesz;
-        uint64_t lo = round_up(ph.p_offset, kHuge), hi = round_down(ph.p_offset + ph.p_filesz, kHuge);
-        r.offset = lo;
-        r.bytes = hi > lo ? hi - lo : 0;
-        r.congruent = (ph.p_vaddr - ph.p_offset) % kHuge == 0;
-    }
-    r.load_aligned = r.congruent && (eh.e_type == ET_EXEC || align >= kHuge);
-    if (!best) std::snprintf(r.error, sizeof r.error, "no executable PT_LOAD");
-    return r;
-}
-
-// Maps [offset, offset + bytes) of fd at a 2 MiB-aligned address and populates it with MADV_HUGEPAGE.
-Coverage fill(int fd, Range& r) {
-    void* wide = mmap(nullptr, r.bytes + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    uintptr_t at = round_up(reinterpret_cast<uintptr_t>(wide), kHuge);
-    void* mapped = wide == MAP_FAILED ? MAP_FAILED
-                                      : mmap(reinterpret_cast<void*>(at), r.bytes, PROT_READ, MAP_PRIVATE | MAP_FIXED,
-                                             fd, static_cast<off_t>(r.offset));
-    if (mapped == MAP_FAILED) {
-        std::snprintf(r.error, sizeof r.error, "mmap: %s", strerror(errno));
-    } else if (madvise(mapped, r.bytes, MADV_HUGEPAGE) != 0) {
-        std::snprintf(r.error, sizeof r.error, "madvise(MADV_HUGEPAGE): %s", strerror(errno));
-    } else if (madvise(mapped, r.bytes, MADV_POPULATE_READ) != 0) {
-        std::snprintf(r.error, sizeof r.error, "madvise(MADV_POPULATE_READ): %s", strerror(errno));
-    }
-    return mapped == MAP_FAILED ? Coverage{} : measure("/proc/self/smaps", at, at + r.bytes);
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-    bool ranged = argc == 5 && std::strcmp(argv[1], "--range") == 0;
-    if (argc != 2 && !ranged) {
-        std::fprintf(stderr, "usage: hb-textfill FILE | hb-textfill --range OFFSET LENGTH FILE\n");
-        return 2;
-    }
-    const char* path = argv[argc - 1];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    Range r;
-    if (fd < 0) std::snprintf(r.error, sizeof r.error, "open: %s", strerror(errno));
-    else if (ranged) r.offset = std::strtoull(argv[2], nullptr, 0), r.bytes = std::strtoull(argv[3], nullptr, 0);
-    else r = text_range(fd);
-    if (!r.error[0] && r.offset % kHuge != 0) std::snprintf(r.error, sizeof r.error, "offset not 2 MiB-aligned");
-    Coverage c = !r.error[0] && r.bytes ? fill(fd, r) : Coverage{};
-    Record out;
-    out.text("file", path);
-    out.hex("offset", r.offset);
-    out.hex("bytes", r.bytes);
-    out.number("congruent", r.congruent);
-    out.number("load_aligned", r.load_aligned);
-    out.number("FilePmdMapped", c.bytes[1]);
-    out.number("Rss", c.bytes[4]);
-    out.text("error", r.error[0] ? r.error : nullptr);
-    std::fputs(out.finish(), stdout);
-    return r.error[0] ? 1 : 0;
-}
-#endif

@@ -53,15 +53,6 @@ struct Params {
     std::vector<CounterSpec> counters;
 };
 
-struct SizeClass {
-    uint64_t lo = 0, hi = 0;  // inclusive
-    double weight = 0;
-};
-
-// Throws std::invalid_argument naming the problem.
-std::vector<SizeClass> parse_size_mix(const std::string& text);
-double mean_size(const std::vector<SizeClass>& mix);
-
 // Latency histogram: 32 linear buckets, then 32 per power of two (~3% resolution).
 class Histogram {
 public:

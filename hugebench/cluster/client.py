@@ -28,7 +28,7 @@ from ..orchestrator import SweepResult, record_runs
 from ..plan import block as plan_block
 from ..preflight import check_compatible, new_sweep_id
 from ..store import ResultStore
-from .config import ADAPTIVE_ON_EACH, RESOURCE, ClusterConfig
+from ..spec.cluster import ADAPTIVE_ON_EACH, RESOURCE, ClusterConfig
 from .dispatch import Dispatch, pinned, present_hosts
 from .machine import AdoptPlugin, Part, release_task
 from .placement import blocks, on_host, place  # noqa: F401  (blocks, on_host: public here as before)

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 
 from ..errors import HugebenchError
 from ..run.rows import failed_row
-from .config import HOST_PREFIX, RESOURCE, host_resource
+from ..spec.cluster import HOST_PREFIX, RESOURCE, host_resource
 from .machine import hold_part, preflight_task, run_task
 from .placement import blocks
 

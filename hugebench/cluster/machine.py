@@ -31,7 +31,7 @@ from ..run.rows import failed_row
 from ..preflight import SweepSetup, context, prepare_machine
 from ..system import SweepLock, SystemState, default_lock_paths
 from .claims import claim, new_token, refusal
-from .config import RESOURCE, host_resource, safe_host
+from ..spec.cluster import RESOURCE, host_resource, safe_host
 
 log = logging.getLogger(__name__)
 

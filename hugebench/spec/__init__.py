@@ -21,7 +21,8 @@ Every error names the file, the line and the key, and says what is allowed. Exam
 
 The package: ``model`` (the frozen ``ExperimentSpec`` and what a cell is), ``validation`` (the file's keys,
 each error with file:line:key), ``cells`` (partial cells, and what only the whole product shows) and
-``claims`` (``expected:``, published numbers).
+``claims`` (``expected:``, published numbers) and ``cluster`` (the ``cluster:`` block and the ``--cluster``
+flag, which ``hugebench.cluster`` runs).
 """
 
 from __future__ import annotations

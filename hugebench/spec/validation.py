@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import allocators as alloc_mod
 from .. import workloads
-from ..cluster.config import ADAPTIVE_ON_EACH, parse_block as parse_cluster
+from .cluster import ADAPTIVE_ON_EACH, parse_block as parse_cluster
 from ..columns import user_name_problem
 from ..errors import SpecError, ToolMissingError
 from ..system import aging
