@@ -164,3 +164,16 @@ def wait_for(check, what: str, timeout: float = 60.0):
             return value
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
+
+
+def stop_daemons(daemons, timeout: float) -> None:
+    """Ask every daemon to stop (SIGTERM) at once, then wait for each; one that does not stop in ``timeout``
+    seconds is killed."""
+    for proc in reversed(daemons):
+        proc.terminate()
+    for proc in daemons:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -28,7 +28,7 @@ jobqueue = pytest.importorskip("dask_jobqueue", reason="the cluster extra is not
 psutil = pytest.importorskip("psutil")
 
 from hugebench.spec.cluster import safe_host  # noqa: E402
-from cluster_lab import lab_spec
+from cluster_lab import lab_spec, stop_daemons
 
 BIN = Path(sys.executable).parent
 DAEMONS = {name: shutil.which(name) or f"/usr/sbin/{name}" for name in ("munged", "slurmctld", "slurmd")}
@@ -143,14 +143,7 @@ def slurm(tmp_path, monkeypatch):
         _wait("the node idle in sinfo", idle, 30, logs)
         yield tmp, node
     finally:
-        for proc in reversed(daemons):
-            proc.terminate()
-        for proc in daemons:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_daemons(daemons, timeout=15)
         left = _marked(tmp)  # a job step (slurmstepd) or worker that outlived its daemon
         for proc in left:
             proc.kill()

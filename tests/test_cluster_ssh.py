@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_lab import lab_spec
+from cluster_lab import lab_spec, stop_daemons
 
 pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install '.[cluster]'")
 pytest.importorskip("asyncssh", reason="the cluster extra is not installed: pip install '.[cluster]'")
@@ -130,14 +130,7 @@ def lab(tmp_path):
         yield home, tmp_path
     finally:
         sessions = [c for d in daemons if psutil.pid_exists(d.pid) for c in psutil.Process(d.pid).children(True)]
-        for daemon in daemons:
-            daemon.terminate()
-        for daemon in daemons:
-            try:
-                daemon.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+        stop_daemons(daemons, timeout=10)
         _end(sessions + _started_by_sessions())
 
 

@@ -12,6 +12,7 @@ from hugebench import doctor
 from hugebench.cli_doctor import doctor as doctor_command
 from hugebench.measure.events import EventChoice
 from hugebench.measure.perf import PerfCapabilities
+from fake_tree import write_tree
 
 needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed (apt-get install linux-perf)")
 
@@ -46,17 +47,14 @@ def test_tlb_events_check():
 
 
 def test_thp_mthp_and_hugetlb_checks_on_fake_trees(tmp_path):
+    write_tree(tmp_path, {
+        "sys/kernel/mm/transparent_hugepage/enabled": "always [madvise] never\n",
+        "sys/kernel/mm/transparent_hugepage/defrag": "[madvise] never\n",
+        "sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled": "always inherit madvise [never]\n",
+        "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages": "0\n",
+        "sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages": "0\n",
+        "proc/sys/vm/nr_hugepages": "0\n"})
     thp = tmp_path / "sys/kernel/mm/transparent_hugepage"
-    (thp / "hugepages-64kB").mkdir(parents=True)
-    (thp / "enabled").write_text("always [madvise] never\n")
-    (thp / "defrag").write_text("[madvise] never\n")
-    (thp / "hugepages-64kB/enabled").write_text("always inherit madvise [never]\n")
-    pool = tmp_path / "sys/kernel/mm/hugepages/hugepages-2048kB"
-    pool.mkdir(parents=True)
-    (pool / "nr_hugepages").write_text("0\n")
-    (pool / "free_hugepages").write_text("0\n")
-    (tmp_path / "proc/sys/vm").mkdir(parents=True)
-    (tmp_path / "proc/sys/vm/nr_hugepages").write_text("0\n")
     root = os.geteuid() == 0
     thp_check = doctor.check_thp(tmp_path / "sys")
     assert "[madvise]" in thp_check.detail and thp_check.ok == os.access(thp / "enabled", os.W_OK)

@@ -12,6 +12,7 @@ import pytest
 
 from hugebench import metadata
 from hugebench.measure.perf import PerfCapabilities
+from fake_tree import write_tree
 
 FAKE_CAPS = PerfCapabilities("/usr/bin/perf", "6.1.192", None, 2, frozenset({"task-clock"}), (("cycles", "x"),),
                              False, "KVM guest without vPMU", "KVM", ())
@@ -50,21 +51,16 @@ def test_tlb_info_amd_cpuinfo_cpuid_tool_and_unknown(tmp_path):
 
 
 def test_memory_context_from_fake_trees(tmp_path):
+    thp, pool = "sys/kernel/mm/transparent_hugepage/", "sys/kernel/mm/hugepages/hugepages-2048kB/"
+    write_tree(tmp_path, {
+        "proc/meminfo": "MemTotal:       24731864 kB\nMemFree: 1 kB\n",
+        thp + "enabled": "always [madvise] never\n",
+        thp + "defrag": "always defer defer+madvise [madvise] never\n",
+        thp + "hpage_pmd_size": "2097152\n",
+        thp + "khugepaged/defrag": "1\n",
+        thp + "hugepages-64kB/enabled": "always inherit madvise [never]\n",
+        pool + "nr_hugepages": "0\n", pool + "free_hugepages": "0\n"})
     proc, sysfs = tmp_path / "proc", tmp_path / "sys"
-    proc.mkdir()
-    (proc / "meminfo").write_text("MemTotal:       24731864 kB\nMemFree: 1 kB\n")
-    thp = sysfs / "kernel/mm/transparent_hugepage"
-    (thp / "hugepages-64kB").mkdir(parents=True)
-    (thp / "khugepaged").mkdir()
-    (thp / "enabled").write_text("always [madvise] never\n")
-    (thp / "defrag").write_text("always defer defer+madvise [madvise] never\n")
-    (thp / "hpage_pmd_size").write_text("2097152\n")
-    (thp / "khugepaged/defrag").write_text("1\n")
-    (thp / "hugepages-64kB/enabled").write_text("always inherit madvise [never]\n")
-    pool = sysfs / "kernel/mm/hugepages/hugepages-2048kB"
-    pool.mkdir(parents=True)
-    (pool / "nr_hugepages").write_text("0\n")
-    (pool / "free_hugepages").write_text("0\n")
     mem = metadata.memory_context(proc, sysfs)
     assert mem["total_bytes"] == 24731864 * 1024
     assert mem["hpage_pmd_size"] == 2 * 2**20 and mem["page_size"] == os.sysconf("SC_PAGE_SIZE")
