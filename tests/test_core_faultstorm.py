@@ -174,7 +174,9 @@ def test_hugetlb_workload_runs_on_the_pool():
         r, _ = storm("hugetlb", buffer_bytes=4 << 20, ops_per_thread=2048, threads=2)
     assert r["mismatches"] == 0
     assert r["mapping_page_size"] == 2 << 20 and "MAP_HUGETLB" in r["map_flags"]
-    assert r["steady_thread_minflt"] <= 16  # two 2 MiB pages, not 1024 small ones
+    # two 2 MiB pages, not 1024 small ones: the threads' own stray faults (stack, libc) add a handful, seen
+    # up to 17 on this guest, so the bound sits far below 1024 rather than at the handful
+    assert r["steady_thread_minflt"] <= 64
 
 
 def test_hugetlb_without_a_pool_names_the_fix():
