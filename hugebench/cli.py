@@ -107,6 +107,10 @@ def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, 
 
     spec = _load(experiment, repetitions, local=cluster is None)
     config = resolve(spec.cluster, cluster, machines, workers, experiment)
+    if config is not None and quiet_machine is not None:
+        raise click.UsageError("--quiet-machine waits for this machine to be quiet, but a cluster sweep runs on "
+                               "its workers' machines, which it cannot wait for yet; leave it out (every run "
+                               "still records its noise.* columns and is flagged when disturbed)")
     out = out or _default_out(spec)
     if config is not None:  # the same runs through the same run_one, on Dask workers; the store stays here
         from .cluster import run_cluster_sweep

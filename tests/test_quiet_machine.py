@@ -78,3 +78,18 @@ def test_doctor_noise_findings(tmp_path):
     after = Snapshot(1.0, procs={9: ("khugepaged", 10 + TICK // 2, 1), 10: ("kdamond.0", 0, 2)})
     name, ok, detail, fix = _background(before, after, 1.0)
     assert not ok and detail == "busy: khugepaged[9] 0.50 CPU" and "scan_sleep_millisecs" in fix
+
+
+def test_quiet_machine_with_a_cluster_is_refused_before_anything_runs(tmp_path):
+    """The wait is for this machine; a cluster sweep's runs are elsewhere, so the option is refused, not ignored."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from hugebench.cli import main
+    quick = Path(__file__).resolve().parent.parent / "experiments" / "quick.yaml"
+    result = CliRunner().invoke(main, ["sweep", str(quick), "-o", str(tmp_path / "res"), "--quiet-machine", "5",
+                                       "--cluster", "tcp://127.0.0.1:9"])
+    assert result.exit_code == 2 and "--quiet-machine" in result.output and "cluster" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert not (tmp_path / "res").exists()
