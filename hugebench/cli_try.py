@@ -23,6 +23,14 @@ def parse_budget(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
+def parse_level(text: str) -> int:
+    """'--aged-level 25%' (or 25) -> 25: the share of free 2 MiB blocks the fragmented state pins."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*%?\s*", text or "")
+    if not m or not 1 <= int(m.group(1)) <= 100:
+        raise SpecError(f"--aged-level {text!r}: give a share of the free 2 MiB blocks from 1% to 100%")
+    return int(m.group(1))
+
+
 def _env(pairs) -> dict:
     out = {}
     for pair in pairs:
@@ -61,6 +69,8 @@ def _clean(obj):
 @click.option("--text-pages", is_flag=True, help="also try the program's text on huge pages")
 @click.option("--aged", is_flag=True,
               help="each configuration on a fresh and on a fragmented machine (memory_state; root): a verdict for each")
+@click.option("--aged-level", "aged_level", default="100%", show_default=True, metavar="P%",
+              help="with --aged: the share of free 2 MiB blocks the fragmented machine has pinned (docs/aged.md)")
 @click.option("--allocator", "allocators", multiple=True, type=click.Path(dir_okay=False),
               help="also try this malloc library (.so), preloaded")
 @click.option("--allocators", "only", default=None, metavar="A,B",
@@ -73,7 +83,7 @@ def _clean(obj):
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server, ready, text_pages, aged,
-         allocators, only, thp, out, as_json, sys_root, proc_root):
+         aged_level, allocators, only, thp, out, as_json, sys_root, proc_root):
     """Which allocator and THP setting make PROGRAM faster here? Runs it under each within --budget and
     answers with a verdict: the best configuration vs as-is (glibc, THP as found), how to deploy it, caveats."""
     from .trial import Request, run_try
@@ -81,7 +91,8 @@ def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server
     started = time.monotonic()
     request = Request(argv=tuple(argv), budget_s=parse_budget(budget), metric=metric,
                       higher_is_better=higher_is_better, window=window, stdin=stdin, cwd=cwd, env=_env(env),
-                      server=server, ready=ready, text_pages=text_pages, aged=aged, allocator_paths=tuple(allocators),
+                      server=server, ready=ready, text_pages=text_pages, aged=aged,
+                      aged_level=parse_level(aged_level), allocator_paths=tuple(allocators),
                       thp=tuple(thp),
                       only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else ())
     outcome = run_try(request, out, started, echo=lambda line: click.echo(line, err=True), sys_root=sys_root,
@@ -89,11 +100,9 @@ def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server
     if as_json:
         click.echo(json.dumps(_clean(outcome.verdict), default=str))
         return
-    from .trial.render import text
+    from .trial.render import answer
 
-    for memory, verdict in (outcome.verdict.get("by_memory_state") or {None: outcome.verdict}).items():
-        if memory:
-            click.echo(f"== on a {memory} machine (memory_state {memory}) ==")
-        click.echo(text(verdict, outcome.plan_lines))
+    click.echo(answer(outcome.verdict, outcome.plan_lines))
     click.echo(f"results: {outcome.out} (hugebench report {outcome.out}); experiment: {outcome.experiment_file} "
                f"(hugebench sweep {outcome.experiment_file} -o {outcome.out} re-runs it)")
+

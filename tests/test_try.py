@@ -174,6 +174,71 @@ def test_the_schedule_stops_when_no_configuration_left_differs_from_as_is():
     assert sched.state.stopped == schedule_mod.NO_DIFFERENCE
 
 
+def test_aged_groups_each_compare_with_their_own_as_is_and_a_cut_keeps_whole_configurations():
+    """try --aged: the fragmented configuration is judged against as-is on a fragmented machine (30% slower
+    there), not against fresh as-is; each state is answered on its own; a cut never splits a configuration."""
+    values = {"bf": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "bg": [1.30, 1.31, 1.29, 1.30, 1.32, 1.28],
+              "af": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88], "ag": [1.30, 1.30, 1.31, 1.29, 1.31, 1.29]}
+    bases = {"bf": "bf", "bg": "bg", "af": "bf", "ag": "bg"}
+    sched = schedule_mod.Schedule(list(values), "bf", "window_s", "lower", 600, time.monotonic(), bases=bases)
+    sched.state.active = list(values)
+    assert not sched._decide(_rows({k: v[:3] for k, v in values.items()}), schedule_mod.MIN_BLOCKS)
+    assert "ag" not in sched.state.dropped  # clearly worse than *fresh* as-is, but not than its own
+    assert sched._decide(_rows(values), schedule_mod.RESOLVE_BLOCKS)
+    assert sched.state.answered == {"bf": "the leader's ratio to as-is is resolved", "bg": schedule_mod.NO_DIFFERENCE}
+    assert sched.state.stopped == "every memory state answered"
+    assert sched.state.stopped_for("bg") == schedule_mod.NO_DIFFERENCE
+
+    order = [f"{c}{s}" for c in "bcdef" for s in "fg"]  # 5 configurations x 2 states, as-is (b) first
+    bases = {cid: "b" + cid[1] for cid in order}
+    sched = schedule_mod.Schedule(order, "bf", "window_s", "lower", 4 + 25.5, time.monotonic(), bases=bases)
+    sched.state.run_s = 1.0  # fits 25 runs + the 2 timing runs: 5 cells by the rule, cut to 4 (2 configurations)
+    sched._cut(_rows({"bf": [1.0], "bg": [1.3]}))
+    assert sched.state.kept == ["bf", "bg", "cf", "cg"] and sched.state.cut == order[4:]
+
+
+def test_aged_keep_order_has_both_kinds_of_huge_page_change_first(fake_sys):
+    mx = matrix_mod.build(Request(argv=("true",), only=("jemalloc-thp", "glibc-hugetlb")), fake_sys.sys_root)
+    aged = matrix_mod._aged_order(mx.cells, mx.thp_found)
+    assert aged[0] == mx.cells[0] and sorted(map(str, aged)) == sorted(map(str, mx.cells))
+    assert aged[1] == mx.cells[1] and aged[1]["thp"] == "madvise"  # the first allocator setting, as before
+    assert aged[2] == {"allocator": "glibc", "thp": "always"}  # then THP always: a small budget keeps both kinds
+    assert aged.index({"allocator": "glibc", "thp": "never"}) > aged.index({"allocator": "jemalloc-thp", "thp": "madvise"})
+
+
+def test_a_cut_configuration_reads_not_run_and_each_state_counts_only_its_own_runs():
+    import pandas as pd
+
+    from hugebench.trial import verdict as verdict_mod
+    from hugebench.trial.render import answer
+
+    values = {"bf": [1.00, 1.01, 0.99], "bg": [1.30, 1.31, 1.29], "af": [0.90, 0.91, 0.89],
+              "ag": [1.30, 1.30, 1.31]}
+    rows = pd.DataFrame(_rows(values))
+    rows["noise.disturbed"] = rows["cell_id"] == "bg"  # only the fragmented state's as-is runs were disturbed
+    rows["noise.why"] = rows["noise.disturbed"].map({True: "steal 4% > 2%", False: None})
+    state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=3, cut=["cf", "cg"],
+                                  answered={"bf": "the leader's ratio to as-is is resolved"})
+    cell = {"allocator": "glibc", "thp": "madvise"}
+    each = {}
+    for memory, ids in (("fresh", ("bf", "af", "cf")), ("fragmented:100%", ("bg", "ag", "cg"))):
+        cells = {cid: {**cell, "memory_state": memory, **({"thp": "always"} if cid[0] != "b" else {})} for cid in ids}
+        cells[ids[2]]["allocator"] = "jemalloc-thp"
+        each[memory] = verdict_mod.build(rows, cells, ids[0], "window_s", "lower", None, "madvise", state)
+        each[memory].update(runs=int(rows["cell_id"].isin(ids).sum()), plan=[f"plan cut: {ids[2]}"])
+    fresh, aged = each["fresh"], each["fragmented:100%"]
+    assert [c["class"] for c in fresh["others"]] == ["not run"] and fresh["stopped"].startswith("the leader")
+    assert aged["stopped"] == "budget ended"
+    assert not any(c.startswith("noisy") for c in fresh["caveats"])  # the other state's runs are not its own
+    assert any("3 of 6 runs" in c for c in aged["caveats"] if c.startswith("noisy"))
+    out = answer({**fresh, "by_memory_state": each}, ["12 runs in 30 s"])
+    assert out.count("12 runs in 30 s") == 1 and out.count("plan cut: cf") == 1 and out.count("plan cut: cg") == 1
+    assert "== on a fresh machine (memory_state fresh; 6 runs) ==" in out
+    assert "== on a fragmented machine (memory_state fragmented:100%; 6 runs) ==" in out
+    assert "  not run           jemalloc-thp, THP always, fresh memory: cut to fit the budget" in out
+    assert "failed" not in out and out.count("cut to fit the budget") == 2
+
+
 def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_calibrated_levels():
     import pandas as pd
 

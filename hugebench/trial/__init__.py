@@ -101,10 +101,11 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     base = ids[0]
     metric, _, _, better = get("command").primary_for(spec.params)
     names = {cid: matrix_mod.describe(cell, mx.thp_found) for cid, cell in zip(ids, mx.cells)}
-    schedule = Schedule(ids, base, metric, better, request.budget_s, started)
+    bases = _bases(ids, mx.cells)
+    schedule = Schedule(ids, base, metric, better, request.budget_s, started, bases=bases)
     progress = _progress_line(schedule, names, echo, better)
     echo(f"trying {len(ids)} configurations of {' '.join(request.argv)} within {request.budget_s:.0f} s; "
-         f"baseline: {names[base]} (as-is); results in {out}")
+         f"baseline: {' and '.join(names[b] for b in dict.fromkeys(bases.values()))} (as-is); results in {out}")
     result = run_sweep(spec, runs, SweepOptions(out=out, quiet=True, spec_source=str(path), sys_root=sys_root,
                                                 proc_root=proc_root, batches=schedule, progress=progress))
     state = schedule.state
@@ -112,10 +113,22 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     matrix_mod.write(data, path, _header(request, state))
     plan_lines = _plan_lines(state, names, result, started, request.budget_s)
     verdict = _verdict(out, spec, ids, mx, metric, better, state)
+    if verdict.get("by_memory_state"):  # the whole try's line once; each state's own cut under its verdict
+        plan_lines = plan_lines[:1]
+        for each in verdict["by_memory_state"].values():
+            each["plan"] = _cut_lines(state, names, [c for c in ids if c in each["cells"]])
     verdict.update(program=list(request.argv), results=str(out), experiment_file=str(path),
                    runs=result.rows_written, wall_s=round(time.monotonic() - started, 1),
                    budget_s=request.budget_s, plan=plan_lines)
     return Outcome(verdict, plan_lines, out, path, result.rows_written)
+
+
+def _bases(ids: list[str], cells: list[dict]) -> dict[str, str]:
+    """Each configuration's as-is: the first cell (as-is) in the same memory state (one state unless --aged)."""
+    first = {}
+    for cid, cell in zip(ids, cells):
+        first.setdefault(cell.get("memory_state"), cid)
+    return {cid: first[cell.get("memory_state")] for cid, cell in zip(ids, cells)}
 
 
 def _cell_ids(runs, cells) -> list[str]:
@@ -150,6 +163,7 @@ def _verdict(out, spec, ids, mx, metric, better, state) -> dict:
         mine = {cid: cell for cid, cell in cells.items() if cell["memory_state"] == memory}
         each[memory] = verdict_mod.build(rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state,
                                          library)
+        each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
     return {**each[states[0]], "by_memory_state": each}
 
 
@@ -159,8 +173,10 @@ def _progress_line(schedule, names, echo, better):
     def progress(run, row, done, total):
         state = schedule.state
         used = time.monotonic() - state.started
-        lead = (f"leader: {names[state.leader]} {effect(_ratio(state.leader_ratio), better)}"
-                if state.leader else "leader: none yet")
+        leaders = [(lead, ratio) for lead, ratio in state.leaders.values() if lead] if len(state.leaders) > 1 \
+            else [(state.leader, state.leader_ratio)] if state.leader else []
+        lead = ("leader: " + "; ".join(f"{names[c]} {effect(_ratio(r), better)}" for c, r in leaders)
+                if leaders else "leader: none yet")
         status = "" if row.get("status") == "ok" else f" [{row.get('status')}]"
         echo(f"[{used:5.0f}s/{state.budget_s:.0f}s] run {done}: {names.get(run.cell_id, run.cell_id)}{status}; {lead}")
 
@@ -176,10 +192,17 @@ def _ratio(r) -> dict | None:
 def _plan_lines(state, names, result, started, budget_s) -> list[str]:
     lines = [f"{result.rows_written} runs in {time.monotonic() - started:.0f} s of a {budget_s:.0f} s budget "
              f"(one run ~{state.run_s or 0:.1f} s); {state.blocks} blocks; stopped: {state.stopped or 'plan done'}"]
-    if state.cut:
-        lines.append(f"plan cut to fit the budget: {len(state.kept)} of {len(state.kept) + len(state.cut)} "
-                     f"configurations run; left out: {', '.join(names[c] for c in state.cut)}")
-    return lines
+    return lines + _cut_lines(state, names, list(names))
+
+
+def _cut_lines(state, names, ids: list[str]) -> list[str]:
+    """The plan cut, among ``ids`` (one memory state's configurations with --aged, else all of them)."""
+    cut = [c for c in ids if c in state.cut]
+    if not cut:
+        return []
+    kept = [c for c in ids if c in state.kept]
+    return [f"plan cut to fit the budget: {len(kept)} of {len(kept) + len(cut)} configurations run; "
+            f"left out: {', '.join(names[c] for c in cut)}"]
 
 
 def _header(request: Request, state) -> str:

@@ -42,6 +42,7 @@ class Request:
     ready: str | None = None
     text_pages: bool = False
     aged: bool = False  # --aged: every configuration on a fresh and on a fragmented machine (memory_state)
+    aged_level: int = 100  # --aged-level P%: the share of free 2 MiB blocks the fragmented state pins
     allocator_paths: tuple = ()  # --allocator X.so
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
     only: tuple = ()  # --allocators a,b: only these built-in settings (glibc as found is always measured)
@@ -127,14 +128,31 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
     cells += sorted((c for c in candidates if c != baseline),
                     key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)))
     if request.aged:
-        cells, baseline = _aged(cells)
+        cells, baseline = _aged(_aged_order(cells, found), request.aged_level)
     return Matrix(cells, baseline, found, notes + thp_notes, user)
 
 
-AGED_STATES = ("fresh", "fragmented:100%")
+def _aged_order(cells: list, found: str) -> list:
+    """The keep order for --aged: aging only matters to what asks for huge pages, so at each distance from
+    as-is those come first, a per-process change (an allocator's setting) and a system-wide one (the THP mode)
+    in turn, so that a small budget keeps both kinds; the configurations that ask for none come last."""
+    base, out = cells[0], [cells[0]]
+    for distance in sorted({_distance(c, base) for c in cells[1:]}):
+        same = [c for c in cells[1:] if _distance(c, base) == distance]
+        per = [c for c in same if uses_huge_pages(c) and c["thp"] == found]
+        system = [c for c in same if uses_huge_pages(c) and c["thp"] != found]
+        for i in range(max(len(per), len(system))):
+            out += [c[i] for c in (per, system) if i < len(c)]
+        out += [c for c in same if not uses_huge_pages(c)]
+    return out
 
 
-def _aged(cells: list) -> tuple[list, dict]:
+def aged_states(level: int = 100) -> tuple[str, str]:
+    """The memory states of try --aged: fresh, and fragmented at ``level`` % (memory_state's own values)."""
+    return ("fresh", f"fragmented:{level}%")
+
+
+def _aged(cells: list, level: int) -> tuple[list, dict]:
     """Each configuration in both memory states, side by side in keep order (as-is first in each);
     refused up front where the states cannot be made."""
     from ..system.aging import why_not_here
@@ -142,8 +160,14 @@ def _aged(cells: list) -> tuple[list, dict]:
     why = why_not_here()
     if why:
         raise PrivilegeError(f"--aged: {why}; run try as root, or leave --aged out")
-    aged = [{**cell, "memory_state": state} for cell in cells for state in AGED_STATES]
+    aged = [{**cell, "memory_state": state} for cell in cells for state in aged_states(level)]
     return aged, aged[0]
+
+
+def uses_huge_pages(cell: dict) -> bool:
+    """The configuration asks for huge pages: THP always, a huge-page-aware allocator setting, or text on THP."""
+    return cell["thp"] == "always" or cell["allocator"] in ("jemalloc-thp", "mimalloc-large", "glibc-hugetlb") \
+        or cell.get("text_pages") == "thp"
 
 
 def _cell(allocator: str, thp: str, text: str | None) -> dict:

@@ -33,6 +33,19 @@ def _times(ratio: dict | None) -> str:
     return f"{ratio['value']:.2f}x as-is{ci}"
 
 
+def answer(verdict: dict, plan_lines: list[str]) -> str:
+    """What try prints: the verdict; with --aged the whole try's line once, then each memory state's verdict
+    with only its own runs, cut and caveats."""
+    states = verdict.get("by_memory_state")
+    if not states:
+        return text(verdict, plan_lines)
+    out = list(plan_lines)
+    for memory, each in states.items():
+        out.append(f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each['runs']} runs) ==")
+        out.append(text(each, each.get("plan", [])))
+    return "\n".join(out)
+
+
 def text(verdict: dict, plan_lines: list[str]) -> str:
     better, best = verdict["better"], verdict["best"]
     what = "time" if verdict["metric"] == "window_s" else verdict["metric"]
@@ -74,7 +87,7 @@ def _cov(config: dict) -> str:
 
 def _other(config: dict, better: str) -> str:
     if config["cut"]:
-        return "not run (cut to fit the budget)"
+        return "cut to fit the budget"
     if config["class"] == "failed":
         return f"failed: {config.get('error', 'every run failed')}"
     out = effect(config["ratio"], better)

@@ -11,6 +11,11 @@ when it stops. Every run is one the plan names (same ids as ``hugebench sweep`` 
    configuration left shows no difference worth deploying (:func:`no_difference`: each ratio's CI within
    ``stability.SMALLEST_EFFECT`` of 1), no configuration but as-is is left, or the next block does not fit
    in the budget (then only the leader and as-is are run while a pair of them fits).
+
+With ``try --aged`` the configurations come in groups, one per memory state, each with its own as-is
+(``bases``): every rule above holds within a group (a fragmented configuration is compared with as-is on a
+fragmented machine, dropped by it or by its group's leader), the first block runs every group's as-is, a cut
+keeps whole configurations (all their states), and the schedule stops when every group has its answer.
 """
 
 from __future__ import annotations
@@ -63,6 +68,12 @@ class Progress:
     blocks: int = 0
     stopped: str = ""  # why the schedule ended
     costs: list = field(default_factory=list)
+    answered: dict = field(default_factory=dict)  # a group's as-is -> why that group needs no more runs
+    leaders: dict = field(default_factory=dict)  # a group's as-is -> (its leader, the leader's ratio)
+
+    def stopped_for(self, base: str) -> str:
+        """Why the runs of the group of ``base`` ended (the whole schedule's reason when it was not its own)."""
+        return self.answered.get(base) or self.stopped
 
     def left_s(self) -> float:
         return self.budget_s - (time.monotonic() - self.started) - END_RESERVE_S
@@ -136,20 +147,23 @@ class Schedule:
     """The batches generator a sweep runs (``SweepOptions.batches``), plus what it decided."""
 
     def __init__(self, order: list[str], base: str, metric: str, better: str, budget_s: float, started: float,
-                 on_change: Callable | None = None):
+                 on_change: Callable | None = None, bases: Mapping[str, str] | None = None):
         self.order, self.base, self.metric, self.better = order, base, metric, better
+        # cell id -> the as-is it is compared with (one group per as-is; one group unless try --aged)
+        self.bases = dict(bases) if bases else {cell: base for cell in order}
+        self.groups = list(dict.fromkeys(self.bases[c] for c in order))
         self.state = Progress(started, budget_s)
         self.on_change = on_change or (lambda state: None)
 
     def __call__(self, spec, runs, read_rows: Callable, plan_block: Callable):
         state = self.state
-        timing = [r for r in plan_block(spec, 0, {self.base})]
+        timing = [r for r in plan_block(spec, 0, set(self.groups))]  # every group's as-is: what a run costs
         yield from self._timed(timing)
         self._cut(read_rows())
         for block in range(MAX_BLOCKS):
             todo = [r for r in plan_block(spec, block, set(state.active)) if r.cell_id in state.active]
             if block == 0:
-                todo = [r for r in todo if r.cell_id != self.base]
+                todo = [r for r in todo if r.cell_id not in self.groups]
             if not self._fits(todo):
                 todo = self._shrink(spec, block, plan_block)
                 if not todo:
@@ -175,18 +189,24 @@ class Schedule:
 
     def _cut(self, rows: list) -> None:
         state = self.state
-        if not values_of(rows, [self.base], self.metric)[self.base]:
-            failed = next((r for r in rows if r.get("cell_id") == self.base and r.get("status") != "ok"), None)
-            why = (failed or {}).get("error") or "no value of the metric"
-            raise HugebenchError(f"the first run, as-is, did not succeed ({why}); nothing to compare against")
-        fit = int(state.left_s() // max(state.run_s or 1.0, 1e-3)) + 1  # the timing run is block 0 of as-is
-        if fit < 2 * MIN_BLOCKS:
-            need = (2 * MIN_BLOCKS) * state.run_s + END_RESERVE_S + (time.monotonic() - state.started) \
-                - state.run_s
+        for base in self.groups:
+            if not values_of(rows, [base], self.metric)[base]:
+                failed = next((r for r in rows if r.get("cell_id") == base and r.get("status") != "ok"), None)
+                why = (failed or {}).get("error") or "no value of the metric"
+                raise HugebenchError(f"the first run of as-is did not succeed ({why}); nothing to compare against")
+        groups = len(self.groups)
+        fit = int(state.left_s() // max(state.run_s or 1.0, 1e-3)) + groups  # the timing runs are as-is's block 0
+        least = 2 * groups  # as-is and one configuration in every group
+        if fit < least * MIN_BLOCKS:
+            need = least * MIN_BLOCKS * state.run_s + END_RESERVE_S + (time.monotonic() - state.started) \
+                - groups * state.run_s
+            who = "two configurations need" if groups == 1 else \
+                f"two configurations in each of {groups} memory states need"
             raise BudgetTooSmall(f"one run takes {state.run_s:.1f} s; the budget of {state.budget_s:.0f} s fits "
-                                 f"about {fit} run(s), and two configurations need at least {2 * MIN_BLOCKS} "
-                                 f"({MIN_BLOCKS} each): give --budget {int(need) + 1}s or more")
-        keep = max(2, min(len(self.order), (fit - 2 * (RESOLVE_BLOCKS - MIN_BLOCKS)) // MIN_BLOCKS))
+                                 f"about {fit} run(s), and {who} at least {least * MIN_BLOCKS} ({MIN_BLOCKS} "
+                                 f"each): give --budget {int(need) + 1}s or more")
+        keep = max(least, min(len(self.order), (fit - least * (RESOLVE_BLOCKS - MIN_BLOCKS)) // MIN_BLOCKS))
+        keep -= keep % groups  # whole configurations: every memory state of each (the order keeps them together)
         state.kept, state.cut = self.order[:keep], self.order[keep:]
         state.active = list(state.kept)
 
@@ -194,39 +214,57 @@ class Schedule:
         return self.state.left_s() >= len(todo) * (self.state.run_s or 0)
 
     def _shrink(self, spec, block: int, plan_block) -> list:
-        """The leader and as-is only, when a pair of them still fits."""
+        """Each unanswered group's leader and as-is only, when those pairs still fit."""
         state = self.state
-        pair = {self.base, state.leader} if state.leader else set()
-        todo = [r for r in plan_block(spec, block, pair)] if len(pair) == 2 else []
+        pairs = set()
+        for base in self.groups:
+            lead = state.leaders.get(base, (None, None))[0]
+            if lead and base not in state.answered:
+                pairs |= {base, lead}
+        todo = [r for r in plan_block(spec, block, pairs)] if pairs else []
         return todo if todo and self._fits(todo) else []
 
     def _decide(self, rows: list, blocks: int) -> bool:
-        """After a block: drop what is clearly worse or failing, pick the leader; True to stop."""
+        """After a block: drop what is clearly worse or failing, pick each group's leader; True to stop."""
         state = self.state
         values = values_of(rows, state.active, self.metric)
         for cell in list(state.active):
-            if cell != self.base and not stats.finite(values[cell]).size:
+            if cell not in self.groups and not stats.finite(values[cell]).size:
                 state.dropped[cell] = "every run failed"
-        state.leader, state.leader_ratio = leader(rows, [c for c in state.active if c not in state.dropped],
-                                                  self.base, self.metric, self.better)
-        for cell in state.active:
-            if cell in (self.base, state.leader) or cell in state.dropped:
+        for base in self.groups:
+            if base not in state.answered:
+                self._decide_group(rows, values, base, blocks)
+        first = state.leaders.get(self.groups[0], (None, None))
+        state.leader, state.leader_ratio = first
+        answered = [c for c in state.active if self.bases[c] in state.answered]
+        state.active = [c for c in state.active if c not in state.dropped and c not in answered]
+        self.on_change(state)
+        if len(state.answered) < len(self.groups):
+            return False
+        reasons = list(dict.fromkeys(state.answered[b] for b in self.groups))
+        state.stopped = reasons[0] if len(reasons) == 1 else "every memory state answered"
+        return True
+
+    def _decide_group(self, rows: list, values: dict, base: str, blocks: int) -> None:
+        """One group's part of :meth:`_decide`: its leader, what it drops, and whether it is answered."""
+        state = self.state
+        members = [c for c in state.active if self.bases[c] == base and c not in state.dropped]
+        lead, lead_ratio = leader(rows, members, base, self.metric, self.better)
+        state.leaders[base] = (lead, lead_ratio)
+        for cell in members:
+            if cell in (base, lead):
                 continue
-            for ref, name in ((self.base, "as-is"), (state.leader, "the leader")):
+            for ref, name in ((base, "as-is"), (lead, "the leader")):
                 if ref and clearly_worse(values[cell], values[ref], self.better):
                     state.dropped[cell] = f"clearly worse than {name} after {blocks} runs"
                     break
-        state.active = [c for c in state.active if c not in state.dropped]
-        self.on_change(state)
-        if len(state.active) < 2:
-            state.stopped = "no configuration but as-is left"
-            return True
-        steady = [steadiness(rows, c, self.metric) for c in (state.leader, self.base) if c]
-        if blocks >= RESOLVE_BLOCKS and _resolved(state.leader_ratio, *steady) \
-                and not stability.equivalent(state.leader_ratio, *steady):  # a resolved 2 % is no answer yet
-            state.stopped = "the leader's ratio to as-is is resolved"
-            return True
-        if blocks >= RESOLVE_BLOCKS and no_difference(rows, state.active, self.base, self.metric):
-            state.stopped = NO_DIFFERENCE
-            return True
-        return False
+        members = [c for c in members if c not in state.dropped]
+        if len(members) < 2:
+            state.answered[base] = "no configuration but as-is left"
+            return
+        steady = [steadiness(rows, c, self.metric) for c in (lead, base) if c]
+        if blocks >= RESOLVE_BLOCKS and _resolved(lead_ratio, *steady) \
+                and not stability.equivalent(lead_ratio, *steady):  # a resolved 2 % is no answer yet
+            state.answered[base] = "the leader's ratio to as-is is resolved"
+        elif blocks >= RESOLVE_BLOCKS and no_difference(rows, members, base, self.metric):
+            state.answered[base] = NO_DIFFERENCE

@@ -14,7 +14,7 @@ import pandas as pd
 from .. import allocators as alloc_mod
 from .. import stability, stats
 from ..measure.phases import COVERAGE_EXPECTED
-from .matrix import describe
+from .matrix import describe, uses_huge_pages
 from .schedule import _resolved, better_ratio
 
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
@@ -129,14 +129,18 @@ def classify(config: dict, better: str) -> str:
 
 def build(rows: pd.DataFrame, cells: Mapping[str, dict], base_id: str, metric: str, better: str, spec,
           thp_found: str, state, text_library: str | None = None) -> dict:
-    """The verdict as one JSON-able dict (``cells``: cell id -> axis values, in keep order)."""
+    """The verdict as one JSON-able dict (``cells``: cell id -> axis values, in keep order; only their rows
+    count, so that with try --aged each memory state's caveats and counts are its own)."""
+    if "cell_id" in rows.columns:
+        rows = rows[rows["cell_id"].isin(list(cells))]
     base = rows[rows["cell_id"] == base_id] if "cell_id" in rows.columns else rows.iloc[0:0]
     configs = {cid: configuration(rows[rows["cell_id"] == cid], base, cell, metric) for cid, cell in cells.items()}
     for cid, config in configs.items():
         config["name"] = describe(config["cell"], thp_found)
-        config["class"] = "baseline" if cid == base_id else classify(config, better)
         config["dropped"] = state.dropped.get(cid)
         config["cut"] = cid in state.cut
+        config["class"] = "baseline" if cid == base_id else "not run" if config["cut"] and not config["runs"] \
+            else classify(config, better)
     best_id = _best(configs, base_id, better)
     group = [best_id, *_ties(rows, configs, best_id, base_id, metric)] if best_id else []
     best_id = _simplest(group, list(cells), configs) if group else None  # among equals, the fewest changes
@@ -153,7 +157,7 @@ def build(rows: pd.DataFrame, cells: Mapping[str, dict], base_id: str, metric: s
                "margin": stability.SMALLEST_EFFECT,
                "deploy": deploy(best["cell"], spec, thp_found, text_library) if wins else None,
                "others": [c for cid, c in configs.items() if cid not in (base_id, best_id)],
-               "stopped": state.stopped, "blocks": state.blocks, "run_s": state.run_s}
+               "stopped": state.stopped_for(base_id), "blocks": state.blocks, "run_s": state.run_s}
     verdict["caveats"] = caveats(verdict, rows, base, metric)
     return verdict
 
@@ -219,7 +223,7 @@ def _unstable_caveats(configs: list, shown: int = 3) -> list[str]:
 
 
 def _coverage_caveat(best: dict | None) -> str | None:
-    if not (best and _huge_page(best["cell"]) and best["hp_coverage"] is not None):
+    if not (best and uses_huge_pages(best["cell"]) and best["hp_coverage"] is not None):
         return None
     if best["hp_coverage"] >= COVERAGE_EXPECTED:
         return None
@@ -248,7 +252,3 @@ def _variable_caveat(best: dict | None) -> str | None:
     return (f"variable: the best's ratio CI spans {span:.2f}, wider than the ±{stability.SMALLEST_EFFECT:.0%} band of a "
             "difference worth deploying; the metric varies too much to call closely")
 
-
-def _huge_page(cell: dict) -> bool:
-    return cell["thp"] == "always" or cell["allocator"] in ("jemalloc-thp", "mimalloc-large", "glibc-hugetlb") \
-        or cell.get("text_pages") == "thp"
