@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -237,6 +238,28 @@ def test_a_cut_configuration_reads_not_run_and_each_state_counts_only_its_own_ru
     assert "== on a fragmented machine (memory_state fragmented:100%; 6 runs) ==" in out
     assert "  not run           jemalloc-thp, THP always, fresh memory: cut to fit the budget" in out
     assert "failed" not in out and out.count("cut to fit the budget") == 2
+
+
+def test_a_simpler_tie_that_is_not_resolved_is_named_as_such_not_as_the_simplest():
+    import pandas as pd
+
+    from hugebench.trial import verdict as verdict_mod
+    from hugebench.trial.render import text
+
+    values = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [0.50, 0.50, 0.51, 0.49, 0.95, 0.96],
+              "b": [0.50, 0.51, 0.49, 0.50, 0.52, 0.48]}
+    rows = pd.DataFrame(_rows(values))
+    state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=6)
+    cells = {"base": {"allocator": "glibc", "thp": "madvise"}, "a": {"allocator": "glibc-hugetlb", "thp": "madvise"},
+             "b": {"allocator": "glibc", "thp": "always"}}
+    spec = types.SimpleNamespace(allocators={})
+    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    assert verdict["best"]["cell"] == cells["b"] and verdict["recommend"] == "best"
+    assert verdict["best"]["simpler_unresolved"] == ["glibc-hugetlb, THP madvise (as found)"]
+    out = text(verdict, [])
+    assert "simpler and as good within noise, but not resolved better than as-is on their own runs (so not " \
+           "recommended): glibc-hugetlb, THP madvise (as found)" in out
+    assert "the simplest resolved change is shown" not in out
 
 
 def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_calibrated_levels():

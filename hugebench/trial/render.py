@@ -52,8 +52,13 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
     lines = list(plan_lines)
     if verdict["recommend"] == "best":
         lines.append(f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; resolved at 95%.")
-        if best.get("ties"):
-            lines.append(f"  as good within noise (the simplest change is shown): {'; '.join(best['ties'])}")
+        simpler = best.get("simpler_unresolved") or []
+        if simpler:
+            lines.append(f"  simpler and as good within noise, but not resolved better than as-is on their own runs "
+                         f"(so not recommended): {'; '.join(simpler)}")
+        others = [t for t in best.get("ties") or [] if t not in simpler]
+        if others:
+            lines.append(f"  as good within noise (the simplest resolved change is shown): {'; '.join(others)}")
     elif verdict.get("no_difference"):
         lines.append(f"VERDICT: keep as-is: no difference worth deploying. Every configuration left is within "
                      f"±{verdict['margin']:.0%} of as-is (95% CI); the best, {best['name']}: {what} "

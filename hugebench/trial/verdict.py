@@ -147,6 +147,10 @@ def build(rows: pd.DataFrame, cells: Mapping[str, dict], base_id: str, metric: s
     best = configs.get(best_id) if best_id else None
     if best:
         best["ties"] = [configs[c]["name"] for c in group if c != best_id]
+        # ties simpler than the one recommended (earlier in keep order) that are not resolved on their own runs
+        order = list(cells)
+        best["simpler_unresolved"] = [configs[c]["name"] for c in group
+                                      if order.index(c) < order.index(best_id) and not _worth_deploying(configs[c])]
     # resolved: a difference worth deploying is resolved (a resolved 2 % gain is "no difference worth deploying")
     resolved = bool(best and best["ratio"] and best["ratio"]["resolved"] and not best["equivalent"])
     wins = bool(best and _worth_deploying(best))
