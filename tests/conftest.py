@@ -44,6 +44,7 @@ FAKE_FILES = {
     "proc/sys/vm/compact_memory": "",
     "proc/sys/vm/compact_unevictable_allowed": "1",
     "proc/sys/vm/percpu_pagelist_high_fraction": "0",
+    "proc/sys/vm/compaction_proactiveness": "20",
     "proc/sys/vm/drop_caches": "",
     "proc/meminfo": "MemTotal:       24000000 kB\nHugePages_Total:       0\nHugepagesize:       2048 kB\n",
     "proc/buddyinfo": (
@@ -223,7 +224,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 _GUARDED = ("/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/defrag",
             "/proc/sys/vm/nr_hugepages", "/proc/sys/vm/compact_unevictable_allowed",
-            "/proc/sys/vm/percpu_pagelist_high_fraction")
+            "/proc/sys/vm/percpu_pagelist_high_fraction", "/proc/sys/vm/compaction_proactiveness")
 
 
 def _read_guarded() -> dict[str, str]:

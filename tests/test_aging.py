@@ -45,6 +45,11 @@ def test_values_are_checked_with_file_line_and_key():
             parse_spec(SPEC.replace("STATES", bad), "a.yaml")
     with pytest.raises(SpecError, match="lists a value twice"):
         parse_spec(SPEC.replace("STATES", "fragmented, fragmented:100%"), "a.yaml")
+    movable = parse_spec(SPEC.replace("STATES", 'fragmented-movable, "fragmented-movable:25%", fragmented'), "a.yaml")
+    assert movable.axes["memory_state"] == ("fragmented-movable:100%", "fragmented-movable:25%", "fragmented:100%")
+    assert aging.parse("fragmented-movable:25%") == aging.MemoryState("fragmented", 25, movable=True)
+    with pytest.raises(SpecError, match="or fragmented-movable"):
+        parse_spec(SPEC.replace("STATES", '"fragmented-movable:0%"'), "a.yaml")
 
 
 def test_refused_without_root_before_any_knob(fake_sys, tmp_path, monkeypatch):
@@ -95,6 +100,25 @@ def test_a_state_that_does_not_hold_fails_the_run_with_the_reason(fake_sys, tmp_
     assert fake_sys.read("sys/kernel/mm/transparent_hugepage/defrag").split("[")[1].startswith("madvise")
 
 
+def test_a_movable_state_leaves_its_pages_unlocked_and_keeps_kcompactd_off_only_while_it_lives(fake_sys, tmp_path,
+                                                                                                monkeypatch):
+    """fragmented-movable: the fragmenter is asked for unlocked pages, compaction of mlocked pages stays as
+    found, proactive compaction is off for the run and back as found after."""
+    argv_file = tmp_path / "argv"
+    fake = FAKE_FRAGMENTER.replace("import json, signal", f"import json, signal, sys; open({str(argv_file)!r}, 'w')"
+                                                           ".write(' '.join(sys.argv))")
+    monkeypatch.setattr(aging, "HELPER", [sys.executable, "-c", fake])
+    with open(fake_sys.proc_root / "meminfo", "a") as f:
+        f.write("MemAvailable:   20000000 kB\n")
+    runs, result = _sweep(tmp_path, fake_sys, "fragmented-movable")
+    row = load(tmp_path / "res").iloc[0]
+    assert "memory_state fragmented-movable:100% did not hold" in row["error"]  # the fake buddyinfo stays free
+    assert "--movable" in argv_file.read_text().split() and bool(row["memory.movable"])
+    assert ("proc/sys/vm/compaction_proactiveness", "0") in fake_sys.writes
+    assert ("proc/sys/vm/compact_unevictable_allowed", "0") not in fake_sys.writes
+    assert fake_sys.read("proc/sys/vm/compaction_proactiveness") == "20"  # restored as found
+
+
 def test_not_enough_memory_to_fragment_safely(fake_sys, tmp_path):
     (fake_sys.proc_root / "meminfo").write_text("MemTotal: 2000000 kB\nMemAvailable: 100000 kB\n")
     with SystemState(fake_sys.sys_root, fake_sys.proc_root, fake_sys.journal_path) as state:
@@ -127,6 +151,30 @@ def test_the_fragmenter_reaches_its_level_here_and_is_gone_after(tmp_path):
     assert abs(locked_kib() - locked_before) < 1024  # its locked pages are gone (others' may move a little)
     assert kernel.mem_available() > available_before - (256 << 20) - 0.02 * available_before
     assert not list((tmp_path / "runs").glob("*.json"))  # no record left for end_leftovers to find
+
+
+@pytest.mark.needs_root
+@pytest.mark.needs_thp
+def test_compaction_undoes_the_movable_kind_and_not_the_pinned_one(tmp_path):
+    """Both kinds at 10% reach their level; then `compact_memory` while the fragmenter lives rebuilds free
+    2 MiB blocks from the movable kind's (its pages migrate into other blocks' holes) and not from the pinned
+    kind's. Proactive compaction is off only while the movable kind lives."""
+    proactive = "/proc/sys/vm/compaction_proactiveness"
+    found = open(proactive).read().strip()
+    regained = {}
+    for value in ("fragmented:10%", "fragmented-movable:10%"):
+        with SystemState(journal_path=tmp_path / f"journal-{len(regained)}.json") as state:
+            aged = aging.AgedMemory(value, state, records=tmp_path / "runs").enter()
+            assert aged.failed is None, aged.failed
+            pinned, before = aged.columns["memory.fragmenter.blocks_pinned"], aged.columns["memory.free_2mib_blocks"]
+            assert open(proactive).read().strip() == ("0" if "movable" in value else found)
+            with open("/proc/sys/vm/compact_memory", "w") as f:
+                f.write("1")
+            regained[value] = (sum(kernel.free_huge_blocks().values()) - before) / pinned
+            aged.close()
+        assert open(proactive).read().strip() == found
+    assert regained["fragmented-movable:10%"] > 0.3, regained
+    assert regained["fragmented:10%"] < 0.15, regained
 
 
 def test_the_report_says_how_much_of_the_fresh_gain_survives():
@@ -199,3 +247,45 @@ def test_plan_prices_making_each_memory_state():
     aged = plan_mod.plan(parse_spec(SPEC.replace("STATES", "fresh, fragmented:50%"), "a.yaml"))
     extra = estimate(aged).seconds - 2 * estimate(plain).seconds
     assert extra == pytest.approx(2 * aging.FRESH_SECONDS + aging.FRAGMENT_SECONDS_AT_100 / 2 + aging.SETTLE_S)
+
+
+@pytest.mark.needs_root
+@pytest.mark.needs_thp
+def test_try_aged_end_to_end_gives_each_memory_state_its_own_verdict(tmp_path):
+    """`hugebench try --aged` on a real program: every run in the state it asked for (verified in its row),
+    one verdict per state against as-is in that state, with its own run count; nothing left behind."""
+    import json
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from hugebench.cli import main
+    from hugebench.store import load
+    from hugebench.trial.render import answer
+
+    knobs = {p: open(p).read() for p in ("/sys/kernel/mm/transparent_hugepage/enabled",
+                                           "/sys/kernel/mm/transparent_hugepage/defrag",
+                                           "/proc/sys/vm/compact_unevictable_allowed")}
+    program = [sys.executable, "-c", "b = bytearray(96 << 20); b[::4096] = b'x' * len(b[::4096])"]
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["try", "--json", "--aged", "--aged-level", "5%", "--budget", "150s",
+                                       "--allocators", "glibc", "--thp", "madvise", "--thp", "always",
+                                       "-o", str(out), "--", *program], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    verdict = json.loads(result.stdout.strip().splitlines()[-1])
+    states = verdict["by_memory_state"]
+    assert list(states) == ["fresh", "fragmented:5%"]
+    rows = load(out, hosts=False)
+    for memory, each in states.items():
+        mine = rows[rows["cell_id"].isin(each["cells"])]
+        assert (mine["memory_state"] == memory).all() and each["runs"] == len(mine) > 0
+        assert each["baseline"]["cell"] == {"allocator": "glibc", "thp": "madvise", "memory_state": memory}
+        assert each["baseline"]["runs"] >= 1 and mine["memory.free_2mib_blocks"].notna().all()
+    assert sum(each["runs"] for each in states.values()) == len(rows) == verdict["runs"]
+    aged = rows[(rows["memory_state"] == "fragmented:5%") & (rows["status"] == "ok")]
+    assert len(aged) and (aged["memory.free_2mib_blocks"] <= aged["memory.free_2mib_limit"]).all()
+    text = answer(verdict, verdict["plan"])
+    assert text.count(verdict["plan"][0]) == 1 and "== on a fragmented machine (memory_state fragmented:5%;" in text
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "hugebench.system.fragmenter" not in ps
+    assert {p: open(p).read() for p in knobs} == knobs

@@ -6,7 +6,13 @@
 * ``fragmented`` (= ``fragmented:100%``) or ``fragmented:P%``: the same start, then the fragmenter
   (``hugebench.system.fragmenter``) pins one 4 KiB page in P% of the free 2 MiB blocks counted after
   compaction, with ``vm.compact_unevictable_allowed=0`` (journaled and restored like every knob), and lives
-  until the run has ended. While it takes blocks THP is ``always`` with ``defrag: never`` (so it only takes
+  until the run has ended. Compaction cannot undo it: the kind a kernel's own unmovable allocations and
+  pinned (mlocked, DMA-pinned) memory leave.
+* ``fragmented-movable`` / ``fragmented-movable:P%``: the same pattern with the kept pages left movable
+  (ordinary anonymous memory, as long-lived processes scatter it): compaction can undo it, so what the
+  ``defrag`` modes change shows here. ``vm.compaction_proactiveness=0`` (journaled) while it lives, so that
+  kcompactd does not compact it away in the background before the run starts; direct compaction by a THP
+  fault (defrag ``always``, or ``madvise`` in madvised memory) and kcompactd woken by ``defer`` still can. While it takes blocks THP is ``always`` with ``defrag: never`` (so it only takes
   blocks that are free, stalls in no compaction, and works whatever THP mode the run has); the run's own
   THP values are back before the run starts.
 
@@ -39,7 +45,7 @@ from hugebench import kernel
 from hugebench.system.containment import RunContainer
 from hugebench.system.memory import condition_memory
 
-FRESH, FRAGMENTED = "fresh", "fragmented"
+FRESH, FRAGMENTED, MOVABLE = "fresh", "fragmented", "fragmented-movable"
 DEFAULT_LEVEL = 100  # % of the free 2 MiB blocks after compaction that ``fragmented`` pins
 TOLERANCE_SHARE, TOLERANCE_BLOCKS = 0.02, 16
 HELD_SHARE = 0.01  # the fragmenter holds at most this share of MemAvailable
@@ -48,6 +54,7 @@ HEADROOM = 0.9  # of MemAvailable usable by the fragmenter's peak plus the run's
 DEADLINE_S = 300.0  # the fragmenter stops where it is after this long
 SETTLE_S = 3.0  # after it, the most we wait for its blocks to come back before recording them
 KNOB = "vm.compact_unevictable_allowed"
+PROACTIVE_KNOB = "vm.compaction_proactiveness"  # 0 while a movable fragmentation lives (see the module)
 # Pages freed onto the per-CPU free lists stay there (up to ~40 MiB per CPU and zone here, indefinitely): a
 # pinned page the fragmenter freed keeps its 2 MiB block from merging, and compaction cannot move it, so a
 # later "fresh" run would not be fresh. A high percpu_pagelist_high_fraction for a moment makes the kernel
@@ -60,7 +67,8 @@ WHILE_FRAGMENTING = {"thp.enabled": "always", "thp.defrag": "never"}
 DURING_VMSTAT = ("compact_migrate_scanned", "compact_free_scanned", "compact_isolated", "compact_daemon_wake",
                  "allocstall_normal", "allocstall_movable", "thp_fault_fallback", "compact_stall")
 PREFIX = "memory."
-SPEC_HELP = "fresh, fragmented (= fragmented:100%) or fragmented:P% (P from 1 to 100)"
+SPEC_HELP = ("fresh, fragmented (= fragmented:100%), fragmented:P% (P from 1 to 100), or fragmented-movable "
+             "(= fragmented-movable:100%) / fragmented-movable:P%")
 HELPER = [sys.executable, "-m", "hugebench.system.fragmenter"]  # the fragmenter's command line
 
 
@@ -68,6 +76,7 @@ HELPER = [sys.executable, "-m", "hugebench.system.fragmenter"]  # the fragmenter
 class MemoryState:
     kind: str  # fresh | fragmented
     level: int = 0  # fragmented: % of the free 2 MiB blocks pinned
+    movable: bool = False  # fragmented-movable: the kept pages can be moved by compaction
 
 
 def parse(value) -> MemoryState:
@@ -75,19 +84,22 @@ def parse(value) -> MemoryState:
     text = value.strip() if isinstance(value, str) else None
     if text == FRESH:
         return MemoryState(FRESH)
-    if text == FRAGMENTED:
-        return MemoryState(FRAGMENTED, DEFAULT_LEVEL)
-    if text and text.startswith(FRAGMENTED + ":") and text.endswith("%"):
-        number = text[len(FRAGMENTED) + 1:-1]
-        if number.isdigit() and 1 <= int(number) <= 100:
-            return MemoryState(FRAGMENTED, int(number))
+    for name, movable in ((MOVABLE, True), (FRAGMENTED, False)):
+        if text == name:
+            return MemoryState(FRAGMENTED, DEFAULT_LEVEL, movable)
+        if text and text.startswith(name + ":") and text.endswith("%"):
+            number = text[len(name) + 1:-1]
+            if number.isdigit() and 1 <= int(number) <= 100:
+                return MemoryState(FRAGMENTED, int(number), movable)
     raise ValueError(f"memory_state must be {SPEC_HELP}; got {value!r}")
 
 
 def canonical(value) -> str:
     """The one spelling of a state (``fragmented`` and ``fragmented:100%`` are the same runs)."""
     state = parse(value)
-    return FRESH if state.kind == FRESH else f"{FRAGMENTED}:{state.level}%"
+    if state.kind == FRESH:
+        return FRESH
+    return f"{MOVABLE if state.movable else FRAGMENTED}:{state.level}%"
 
 
 # What making a state costs before its run, for plan's estimate (measured on the 24 GiB 2-vCPU guest with
@@ -141,8 +153,11 @@ class AgedMemory:
     # -- before the run --------------------------------------------------------------------------
 
     def enter(self) -> AgedMemory:
-        if KNOB in self.state.knobs:
-            self.state.apply({KNOB: "0" if self.want.kind == FRAGMENTED else self.state.found(KNOB)})
+        fragmented, movable = self.want.kind == FRAGMENTED, self.want.movable
+        wanted = {KNOB: "0" if fragmented and not movable else None, PROACTIVE_KNOB: "0" if movable else None}
+        self.state.apply({k: v if v is not None else self.state.found(k) for k, v in wanted.items()
+                          if k in self.state.knobs})
+        self.columns[f"{PREFIX}movable"] = movable if fragmented else None
         self.columns[f"{PREFIX}pcp_drain_s"] = self._drain_percpu_lists()
         done = condition_memory(self.proc_root, compact=True, drop_caches=self.drop_caches, io=self.state.io)
         initial = sum(kernel.free_huge_blocks(self.proc_root).values())
@@ -207,7 +222,8 @@ class AgedMemory:
         """Start the fragmenter, recorded for ``end_leftovers``; its report (or why there is none)."""
         argv = self.helper or HELPER
         argv = [*argv, "--leave", str(leave), "--max-blocks", str(max_blocks), "--chunk-blocks", str(chunk_blocks),
-                "--deadline", str(DEADLINE_S), "--proc-root", str(self.proc_root)]
+                "--deadline", str(DEADLINE_S), "--proc-root", str(self.proc_root),
+                *(["--movable"] if self.want.movable else [])]
         self.container = RunContainer(f"fragmenter-{self.run_id}", self.records, proc_root="/proc", use_cgroup=False)
         env = {**os.environ, **self.container.env()}
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,

@@ -7,6 +7,8 @@ then splits each huge page (``MADV_COLD`` on part of it splits it at once), keep
 of it and unmaps the other 511, which go back to the buddy allocator as order-0..8 pieces. With
 ``vm.compact_unevictable_allowed=0`` (the caller sets it, journaled) compaction cannot move the kept pages, so
 no free 2 MiB block can be rebuilt in a pinned one while this process lives; when it exits, all of it is free.
+With ``--movable`` the kept pages are not locked: ordinary anonymous memory, which compaction can migrate
+(``memory_state: fragmented-movable``).
 
 It stops when at most ``--leave`` free 2 MiB blocks are left (``/proc/buddyinfo``, every zone but DMA), or
 it has pinned ``--max-blocks`` pages, or a chunk found no free 2 MiB block (its faults fell back to 4 KiB), or
@@ -61,8 +63,9 @@ def _anon_huge_bytes() -> int:
     return kernel.read_smaps_rollup("self").get("AnonHugePages", 0)
 
 
-def take_chunk(blocks: int) -> int:
-    """Fault ``blocks`` huge pages, keep one locked 4 KiB page of each, free the rest; how many were huge."""
+def take_chunk(blocks: int, movable: bool = False) -> int:
+    """Fault ``blocks`` huge pages, keep one 4 KiB page of each (locked unless ``movable``), free the rest;
+    how many were huge."""
     length = (blocks + 1) * HUGE
     raw = _libc.mmap(None, length, PROT_RW, MAP_PRIVATE_ANON, -1, 0)
     if raw in (None, ctypes.c_void_p(-1).value):
@@ -76,7 +79,8 @@ def take_chunk(blocks: int) -> int:
     for i in range(blocks):
         block = base + i * HUGE
         _check(_libc.madvise(block, PAGE, MADV_COLD), "madvise(MADV_COLD)")  # splits the huge page now
-        _check(_libc.mlock(block, PAGE), "mlock")
+        if not movable:
+            _check(_libc.mlock(block, PAGE), "mlock")
         _check(_libc.munmap(block + PAGE, HUGE - PAGE), "munmap")
     for start, end in ((raw, base), (base + blocks * HUGE, raw + length)):
         if end > start:
@@ -84,7 +88,8 @@ def take_chunk(blocks: int) -> int:
     return huge
 
 
-def fragment(leave: int, max_blocks: int, chunk_blocks: int, deadline_s: float, proc_root: str = "/proc") -> dict:
+def fragment(leave: int, max_blocks: int, chunk_blocks: int, deadline_s: float, proc_root: str = "/proc",
+             movable: bool = False) -> dict:
     """Pin blocks chunk by chunk until a stop condition (see the module); the report."""
     started = time.monotonic()
     pinned = held_pages = chunks = stalls = 0
@@ -98,7 +103,7 @@ def fragment(leave: int, max_blocks: int, chunk_blocks: int, deadline_s: float, 
             stopped = "max blocks pinned"
             break
         blocks = min(chunk_blocks, free - leave, max_blocks - held_pages)
-        huge = take_chunk(blocks)
+        huge = take_chunk(blocks, movable)
         pinned, held_pages, chunks = pinned + huge, held_pages + blocks, chunks + 1
         if huge == 0:
             stopped = "no free 2 MiB block left to take (huge-page faults fell back to 4 KiB)"
@@ -110,7 +115,7 @@ def fragment(leave: int, max_blocks: int, chunk_blocks: int, deadline_s: float, 
     hwm = kernel.read_status("self").get("VmHWM")
     return {"blocks_pinned": pinned, "held_bytes": held_pages * PAGE, "chunks": chunks, "peak_rss_bytes": hwm,
             "seconds": round(time.monotonic() - started, 3), "stopped": stopped,
-            "free_2mib_blocks": free_huge_blocks(proc_root)}
+            "free_2mib_blocks": free_huge_blocks(proc_root), "movable": movable}
 
 
 def _prepare_process() -> None:
@@ -131,10 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk-blocks", type=int, required=True, help="2 MiB blocks faulted at once")
     parser.add_argument("--deadline", type=float, default=300.0, help="seconds before it stops where it is")
     parser.add_argument("--proc-root", default="/proc")
+    parser.add_argument("--movable", action="store_true", help="keep the pages unlocked (compaction can move them)")
     args = parser.parse_args(argv)
     _prepare_process()
     try:
-        report = fragment(args.leave, args.max_blocks, max(1, args.chunk_blocks), args.deadline, args.proc_root)
+        report = fragment(args.leave, args.max_blocks, max(1, args.chunk_blocks), args.deadline, args.proc_root,
+                          args.movable)
     except OSError as exc:
         report = {"error": str(exc)}
     print(json.dumps(report), flush=True)

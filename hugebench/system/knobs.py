@@ -25,11 +25,13 @@ ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
 # /proc/sys/vm knobs hugebench changes for a run: 0 keeps compaction off mlocked pages, which is what lets
 # ``memory_state: fragmented`` hold (hugebench.system.aging). (name, path under the /proc root, min, max)
 # percpu_pagelist_high_fraction: set high for a moment, the per-CPU free lists give their pages back to the
-# buddy allocator (the sysctl itself refuses 1..7).
+# buddy allocator (the sysctl itself refuses 1..7). compaction_proactiveness: 0 keeps kcompactd from compacting
+# a ``fragmented-movable`` state away in the background.
 # (name, path under /proc, minimum, maximum, smallest value above 0: the kernel takes 0, its default, or a
 # fraction of 8 and more for percpu_pagelist_high_fraction, and refuses 1..7 with EINVAL)
 VM_KNOBS = (("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1, 0),
-            ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1, 8))
+            ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1, 8),
+            ("vm.compaction_proactiveness", "sys/vm/compaction_proactiveness", 0, 100, 1))
 
 
 class SysfsIO(Protocol):
