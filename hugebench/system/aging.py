@@ -9,8 +9,8 @@
   until the run has ended. Compaction cannot undo it: the kind a kernel's own unmovable allocations and
   pinned (mlocked, DMA-pinned) memory leave.
 * ``fragmented-movable`` / ``fragmented-movable:P%``: the same pattern with the kept pages left movable
-  (ordinary anonymous memory, as long-lived processes scatter it): compaction can undo it, so what the
-  ``defrag`` modes change shows here. ``vm.compaction_proactiveness=0`` (journaled) while it lives, so that
+  (ordinary anonymous memory, as long-lived processes scatter it): compaction may move them, so what the
+  ``defrag`` modes change can show here. ``vm.compaction_proactiveness=0`` (journaled) while it lives, so that
   kcompactd does not compact it away in the background before the run starts; direct compaction by a THP
   fault (defrag ``always``, or ``madvise`` in madvised memory) and kcompactd woken by ``defer`` still can. While it takes blocks THP is ``always`` with ``defrag: never`` (so it only takes
   blocks that are free, stalls in no compaction, and works whatever THP mode the run has); the run's own
