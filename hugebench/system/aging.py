@@ -12,9 +12,11 @@
   (ordinary anonymous memory, as long-lived processes scatter it): compaction may move them, so what the
   ``defrag`` modes change can show here. ``vm.compaction_proactiveness=0`` (journaled) while it lives, so that
   kcompactd does not compact it away in the background before the run starts; direct compaction by a THP
-  fault (defrag ``always``, or ``madvise`` in madvised memory) and kcompactd woken by ``defer`` still can. While it takes blocks THP is ``always`` with ``defrag: never`` (so it only takes
-  blocks that are free, stalls in no compaction, and works whatever THP mode the run has); the run's own
-  THP values are back before the run starts.
+  fault (defrag ``always``, or ``madvise`` in madvised memory) and kcompactd woken by ``defer`` still can.
+
+While the fragmenter takes blocks (either kind) THP is ``always`` with ``defrag: never`` (so it only takes
+blocks that are free, stalls in no compaction, and works whatever THP mode the run has); the run's own THP
+values are back before the run starts.
 
 Verified, not assumed: the state holds when at most ``limit`` = (100-P)% of the blocks counted after
 compaction, plus ``TOLERANCE`` (2% of them, at least 16 blocks, for the machine's own churn), are free just
