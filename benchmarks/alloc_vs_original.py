@@ -60,7 +60,9 @@ def run_child(argv: list[str], env: dict) -> tuple[str, float, float]:
     """Run argv to completion; (stdout, wall seconds, CPU seconds of the child)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    done = subprocess.run(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -72,30 +74,60 @@ def run_child(argv: list[str], env: dict) -> tuple[str, float, float]:
 def parse_original(text: str) -> dict:
     """The original's output -> its parameters, main-loop ns per pair (real, void, net), whole-run ms/Mop."""
     params, made = _PARAMS.search(text), _MADE.findall(text)
-    shares = {bool(void): (float(ms), float(setup), float(loop)) for void, ms, setup, loop, _ in _THREAD.findall(text)}
+    shares = {
+        bool(void): (float(ms), float(setup), float(loop))
+        for void, ms, setup, loop, _ in _THREAD.findall(text)
+    }
     loops = {void: ms * loop / 100 for void, (ms, _, loop) in shares.items()}
     if not params or len(made) != 2 or set(loops) != {False, True}:
-        sys.exit("the original's output lacks its parameters, two runs or the per-thread stats of both: is it "
-                 "the one-thread build with the added void line of docs/results.md?\n" + text[-2000:])
+        sys.exit(
+            "the original's output lacks its parameters, two runs or the per-thread stats of both: is it "
+            "the one-thread build with the added void line of docs/results.md?\n" + text[-2000:]
+        )
     exp, slots, ops = (int(v) for v in params.groups())
     real_ms, void_ms = (float(ms) for _, ms in made)
     pairs = ops / 2
     real, void = loops[False] * 1e6 / pairs, loops[True] * 1e6 / pairs
-    return {"max_size_exp": exp, "slots": slots, "ops": ops,
-            "ns_per_pair": real, "void_ns_per_pair": void, "ns_per_pair_net": real - void,
-            "ms_per_mop": real_ms * 1e6 / ops, "void_ms_per_mop": void_ms * 1e6 / ops,
-            "ms_per_mop_net": (real_ms - void_ms) * 1e6 / ops,
-            "phase_s": {name: shares[False][0] * pct / 100 / 1e3 for name, pct in
-                        (("setup", shares[False][1]), ("run", shares[False][2]),
-                         ("teardown", 100 - shares[False][1] - shares[False][2]))}}
+    return {
+        "max_size_exp": exp,
+        "slots": slots,
+        "ops": ops,
+        "ns_per_pair": real,
+        "void_ns_per_pair": void,
+        "ns_per_pair_net": real - void,
+        "ms_per_mop": real_ms * 1e6 / ops,
+        "void_ms_per_mop": void_ms * 1e6 / ops,
+        "ms_per_mop_net": (real_ms - void_ms) * 1e6 / ops,
+        "phase_s": {
+            name: shares[False][0] * pct / 100 / 1e3
+            for name, pct in (
+                ("setup", shares[False][1]),
+                ("run", shares[False][2]),
+                ("teardown", 100 - shares[False][1] - shares[False][2]),
+            )
+        },
+    }
 
 
 def hugebench_params(original: dict, touch: str) -> dict:
     """alloctest's parameters for the original's run: its slots, ops and sizes, one thread, its void pass."""
-    return {"threads": 1, "slots": original["slots"], "slots_per": "total", "iterations": original["ops"],
-            "iterations_per": "thread", "warmup_iterations": 0, "max_size": 1 << original["max_size_exp"],
-            "min_size": 5, "size_law": "bands", "slot_law": "pareto6", "hot_slots": "contiguous",
-            "touch": touch, "void_run": "in-process", "chunks": 1, "seed": 1}
+    return {
+        "threads": 1,
+        "slots": original["slots"],
+        "slots_per": "total",
+        "iterations": original["ops"],
+        "iterations_per": "thread",
+        "warmup_iterations": 0,
+        "max_size": 1 << original["max_size_exp"],
+        "min_size": 5,
+        "size_law": "bands",
+        "slot_law": "pareto6",
+        "hot_slots": "contiguous",
+        "touch": touch,
+        "void_run": "in-process",
+        "chunks": 1,
+        "seed": 1,
+    }
 
 
 def run_original(binary: str, env: dict) -> dict:
@@ -104,7 +136,9 @@ def run_original(binary: str, env: dict) -> dict:
 
 
 def run_hugebench(params: dict, env: dict) -> dict:
-    out, wall, cpu = run_child([sys.executable, "-I", "-c", HUGEBENCH_CHILD, json.dumps(params)], env)
+    out, wall, cpu = run_child(
+        [sys.executable, "-I", "-c", HUGEBENCH_CHILD, json.dumps(params)], env
+    )
     r = json.loads(out.strip().splitlines()[-1])
     r["void_ns_per_pair"] = 2 * r.pop("void_ns_per_op")
     return {**r, "wall_s": wall, "cpu_s": cpu}
@@ -116,30 +150,56 @@ def environment(allocator: str) -> dict:
     return env
 
 
-def measure(binary: str, names: list[str], pairs: int, first_pair: int, touch: str, out) -> list[dict]:
+def measure(
+    binary: str, names: list[str], pairs: int, first_pair: int, touch: str, out
+) -> list[dict]:
     """Interleaved pairs: per pair and allocator, both programs back to back, order alternating."""
     rows, params = [], None
     for pair in range(first_pair, first_pair + pairs):
         for name in names:
             env = environment(name)
-            order = ("original", "hugebench") if (pair + names.index(name)) % 2 == 0 else ("hugebench", "original")
+            order = (
+                ("original", "hugebench")
+                if (pair + names.index(name)) % 2 == 0
+                else ("hugebench", "original")
+            )
             for program in order:
-                if program == "hugebench" and params is None:  # its parameters come from the original's output
+                if (
+                    program == "hugebench" and params is None
+                ):  # its parameters come from the original's output
                     params = hugebench_params(run_original(binary, env), touch)
                 load = os.getloadavg()[0]
-                row = run_original(binary, env) if program == "original" else run_hugebench(params, env)
-                row.update(program=program, allocator=name, pair=pair, loadavg_1m=load,
-                           cpu_share=row["cpu_s"] / row["wall_s"], time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                row = (
+                    run_original(binary, env)
+                    if program == "original"
+                    else run_hugebench(params, env)
+                )
+                row.update(
+                    program=program,
+                    allocator=name,
+                    pair=pair,
+                    loadavg_1m=load,
+                    cpu_share=row["cpu_s"] / row["wall_s"],
+                    time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                )
                 rows.append(row)
                 print(json.dumps(row), file=out, flush=True)
-                print(f"pair {pair} {name:9s} {program:9s} net {row['ns_per_pair_net']:7.1f} ns/pair  "
-                      f"whole {row['ms_per_mop']:7.1f} ms/Mop  cpu/wall {row['cpu_share']:.2f}", file=sys.stderr)
+                print(
+                    f"pair {pair} {name:9s} {program:9s} net {row['ns_per_pair_net']:7.1f} ns/pair  "
+                    f"whole {row['ms_per_mop']:7.1f} ms/Mop  cpu/wall {row['cpu_share']:.2f}",
+                    file=sys.stderr,
+                )
     return rows
 
+
 # (column, heading) of the side-by-side table: the two figures compared (net loop, whole run), then their parts.
-FIGURES = (("ns_per_pair_net", "net main loop, ns/pair"), ("ms_per_mop", "whole run, ms/Mop"),
-           ("ns_per_pair", "main loop, ns/pair"), ("void_ns_per_pair", "void main loop, ns/pair"),
-           ("ms_per_mop_net", "whole run net, ms/Mop"))
+FIGURES = (
+    ("ns_per_pair_net", "net main loop, ns/pair"),
+    ("ms_per_mop", "whole run, ms/Mop"),
+    ("ns_per_pair", "main loop, ns/pair"),
+    ("void_ns_per_pair", "void main loop, ns/pair"),
+    ("ms_per_mop_net", "whole run net, ms/Mop"),
+)
 
 
 def _median_ci(values: list[float]) -> str:
@@ -156,8 +216,10 @@ def _paired(rows: list[dict], name: str, column: str) -> tuple[list[float], list
 
 def table(rows: list[dict], names: list[str]) -> str:
     """Markdown: per allocator and figure, original and hugebench (median [95% CI]) and the paired ratio."""
-    lines = ["| allocator | figure | original | hugebench | ratio hugebench/original [95% CI] | pairs |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| allocator | figure | original | hugebench | ratio hugebench/original [95% CI] | pairs |",
+        "|---|---|---|---|---|---|",
+    ]
     for name in names:
         for column, heading in FIGURES:
             ours, theirs = _paired(rows, name, column)
@@ -165,8 +227,10 @@ def table(rows: list[dict], names: list[str]) -> str:
                 continue
             ratios = np.array(ours) / np.array(theirs)
             lo, hi = paired_ratio_ci(ours, theirs)
-            lines.append(f"| {name} | {heading} | {_median_ci(theirs)} | {_median_ci(ours)} | "
-                         f"{np.median(ratios):.3f} [{lo:.3f}, {hi:.3f}] | {len(ours)} |")
+            lines.append(
+                f"| {name} | {heading} | {_median_ci(theirs)} | {_median_ci(ours)} | "
+                f"{np.median(ratios):.3f} [{lo:.3f}, {hi:.3f}] | {len(ours)} |"
+            )
     return "\n".join(lines)
 
 
@@ -174,27 +238,44 @@ def noise(rows: list[dict]) -> str:
     shares = np.array([r["cpu_share"] for r in rows])
     loads = np.array([r["loadavg_1m"] for r in rows])
     noisy = int((shares < NOISY_CPU_SHARE).sum())
-    return (f"{len(rows)} runs; CPU/wall median {np.median(shares):.2f} (min {shares.min():.2f}); "
-            f"{noisy} run(s) below {NOISY_CPU_SHARE} (waited for the CPU); 1-min load average at start "
-            f"median {np.median(loads):.2f} (max {loads.max():.2f})")
+    return (
+        f"{len(rows)} runs; CPU/wall median {np.median(shares):.2f} (min {shares.min():.2f}); "
+        f"{noisy} run(s) below {NOISY_CPU_SHARE} (waited for the CPU); 1-min load average at start "
+        f"median {np.median(loads):.2f} (max {loads.max():.2f})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("original", help="the original alloc-test binary (built as docs/results.md says)")
-    parser.add_argument("--pairs", type=int, default=6, help="interleaved pairs per allocator (default 6)")
-    parser.add_argument("--allocators", default=",".join(ALLOCATORS), help="comma-separated registry names")
-    parser.add_argument("--touch", default="original", help="hugebench's touch mode (default: original)")
-    parser.add_argument("--out", default="alloc_vs_original.jsonl",
-                        help="one JSON line per run, appended: pairs already there count, numbering continues")
-    parser.add_argument("--table-only", action="store_true", help="only print the table of the --out file")
+    parser.add_argument(
+        "original", help="the original alloc-test binary (built as docs/results.md says)"
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=6, help="interleaved pairs per allocator (default 6)"
+    )
+    parser.add_argument(
+        "--allocators", default=",".join(ALLOCATORS), help="comma-separated registry names"
+    )
+    parser.add_argument(
+        "--touch", default="original", help="hugebench's touch mode (default: original)"
+    )
+    parser.add_argument(
+        "--out",
+        default="alloc_vs_original.jsonl",
+        help="one JSON line per run, appended: pairs already there count, numbering continues",
+    )
+    parser.add_argument(
+        "--table-only", action="store_true", help="only print the table of the --out file"
+    )
     args = parser.parse_args(argv)
     names = [n for n in args.allocators.split(",") if n]
     unknown = [n for n in names if n not in allocators.BUILTIN]
     if unknown:
         parser.error(f"unknown allocator(s) {unknown}; known: {sorted(allocators.BUILTIN)}")
     rows = []
-    if os.path.exists(args.out):  # an earlier invocation's pairs: this one continues their numbering
+    if os.path.exists(
+        args.out
+    ):  # an earlier invocation's pairs: this one continues their numbering
         with open(args.out) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     if not args.table_only:

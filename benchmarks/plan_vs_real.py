@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from hugebench.store import load
 from hugebench import plan as plan_mod
 from hugebench.spec import load_spec
+from hugebench.store import load
 
 
 def main(argv=None) -> int:
@@ -49,21 +49,31 @@ def main(argv=None) -> int:
     print("|" + "---|" * (len(by) + 4))
     for key in sorted(groups, key=lambda k: tuple(str(v) for v in k)):
         n, real, priced = groups[key]
-        print("| " + " | ".join(map(str, key)) + f" | {n} | {real:.0f} | {priced:.0f} | {priced / real:.2f} |")
+        print(
+            "| "
+            + " | ".join(map(str, key))
+            + f" | {n} | {real:.0f} | {priced:.0f} | {priced / real:.2f} |"
+        )
     n, real, priced = total
     print("| total" + " |" * len(by) + f" {n} | {real:.0f} | {priced:.0f} | {priced / real:.2f} |")
     if "started_at" in rows.columns and len(rows):
         starts = pd.to_datetime(rows["started_at"], utc=True)
-        ends = starts + pd.to_timedelta(pd.to_numeric(rows["wall_s"], errors="coerce").fillna(0), unit="s")
+        ends = starts + pd.to_timedelta(
+            pd.to_numeric(rows["wall_s"], errors="coerce").fillna(0), unit="s"
+        )
         span = (ends.max() - starts.min()).total_seconds()
-        print(f"\nruns: {starts.min():%Y-%m-%d %H:%M} to {ends.max():%H:%M} UTC, {span / 60:.1f} min from the first "
-              f"start to the last end; worker wall summed {real / 60:.1f} min; model summed {priced / 60:.1f} min "
-              f"(model / span {priced / span:.2f})")
+        print(
+            f"\nruns: {starts.min():%Y-%m-%d %H:%M} to {ends.max():%H:%M} UTC, {span / 60:.1f} min from the first "
+            f"start to the last end; worker wall summed {real / 60:.1f} min; model summed {priced / 60:.1f} min "
+            f"(model / span {priced / span:.2f})"
+        )
     for record in sorted(Path(args.results, "sweeps").glob("*.json")):
         data = json.loads(record.read_text())
         wall = data.get("sweep_wall_s")
         if wall:
-            print(f"sweep {data['sweep_id']}: {wall / 60:.1f} min (its record), planned {len(model)} runs")
+            print(
+                f"sweep {data['sweep_id']}: {wall / 60:.1f} min (its record), planned {len(model)} runs"
+            )
     return 0
 
 

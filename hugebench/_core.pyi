@@ -20,8 +20,12 @@ class CounterResult(TypedDict):
     raw_value: int | None
     time_enabled_ns: int | None
     time_running_ns: int | None
-    error: str | None  # e.g. "perf_event_open failed: No such file or directory (errno 2)"; numbers are None
-    user_only: bool  # the kernel's share was not counted: perf_event_paranoid forbids it to this user
+    error: (
+        str | None
+    )  # e.g. "perf_event_open failed: No such file or directory (errno 2)"; numbers are None
+    user_only: (
+        bool  # the kernel's share was not counted: perf_event_paranoid forbids it to this user
+    )
 
 class HashlookupPhases(TypedDict):
     generate: float  # seconds
@@ -51,7 +55,9 @@ class BuildInfo(TypedDict):
     compiler: str
     cxx_flags: str
     debug: bool  # True: NDEBUG not defined or a Debug build; do not report numbers from it
-    set_kinds: list[str]  # hashlookup set kinds compiled in (flat, node, and robin/absl/boost where found)
+    set_kinds: list[
+        str
+    ]  # hashlookup set kinds compiled in (flat, node, and robin/absl/boost where found)
     hashes: list[str]  # hashlookup hashes compiled in (own, and xxh3 where found)
 
 def hashlookup(
@@ -79,11 +85,15 @@ def hashlookup(
     ValueError on bad arguments.
     """
 
-def generate_keys(n: int, seed: int = 1, key_min: int = 10, key_max: int = 19, threads: int = 0) -> list[str]:
+def generate_keys(
+    n: int, seed: int = 1, key_min: int = 10, key_max: int = 19, threads: int = 0
+) -> list[str]:
     """The keys hashlookup() generates for the same arguments, before shuffling; their letters written on
     `threads` threads (0: every core this process may use), the same keys for any count."""
 
-def hashlookup_queries(n: int, lookups: int, seed: int = 1, key_min: int = 10, key_max: int = 19) -> list[str]:
+def hashlookup_queries(
+    n: int, lookups: int, seed: int = 1, key_min: int = 10, key_max: int = 19
+) -> list[str]:
     """For tests: the keys hashlookup() looks up in the uniform order, in order (lookups < n: a seeded uniform
     sample of the n keys without replacement; 0: every key once)."""
 
@@ -91,7 +101,9 @@ class HashlookupMembership(TypedDict):
     set_size: int
     found: list[bool]  # one per query
 
-def hashlookup_membership(set_kind: str, hash: str, keys: list[str], queries: list[str]) -> HashlookupMembership:
+def hashlookup_membership(
+    set_kind: str, hash: str, keys: list[str], queries: list[str]
+) -> HashlookupMembership:
     """For tests: insert keys into a set of that kind and hash, then report set_size and which queries it finds."""
 
 class HashsetsKind(TypedDict):
@@ -106,7 +118,9 @@ class HashsetsKind(TypedDict):
     counters: dict[str, CounterResult]  # counted during this kind's chunks only
 
 class HashsetsResult(TypedDict):
-    phases: dict[str, float]  # generate, insert.<kind> per kind, shuffle, lookup (all kinds' chunks)
+    phases: dict[
+        str, float
+    ]  # generate, insert.<kind> per kind, shuffle, lookup (all kinds' chunks)
     keys: int
     hash: str
     rounds: int
@@ -188,7 +202,9 @@ class AlloctestResult(TypedDict):
     void_run: str  # "separate" | "in-process"
     slots: int  # used: slots_per_thread * threads
     slots_per_thread: int
-    pareto_exponent: float | None  # powerlaw: s of p(rank) ~ (rank+1)^-s fitted to 80/20; pareto6: None
+    pareto_exponent: (
+        float | None
+    )  # powerlaw: s of p(rank) ~ (rank+1)^-s fitted to 80/20; pareto6: None
     mean_size: float  # of the size law (bands ~45.5 B at 64 KiB; inverse: continuous law on [min, max + 1))
     realised_mean_size: float  # requested bytes / mallocs in the timed phase
     hot_share: float  # share of timed picks that went to the hottest 0.16% of slots (pareto6 ~0.65, powerlaw ~0.37)
@@ -198,29 +214,41 @@ class AlloctestResult(TypedDict):
     pairs: float  # (mallocs + frees) / 2
     ns_per_pair: float  # = ns_per_pair_thread
     ns_per_pair_wall: float  # run wall seconds * 1e9 / pairs (all threads' throughput)
-    ns_per_pair_thread: float  # sum of each thread's loop seconds * 1e9 / pairs (cost to the thread)
+    ns_per_pair_thread: (
+        float  # sum of each thread's loop seconds * 1e9 / pairs (cost to the thread)
+    )
     ns_per_op: float  # ns_per_pair_thread / 2 (an operation is one malloc or one free)
     whole_s: float  # the original's clock: thread start, setup (fill), warmup, run, teardown, join
     whole_ops: int  # warmup + timed operations of all threads
-    ms_per_mop: float  # the original's unit: whole_s in ms per million whole_ops (gross; net of void below)
+    ms_per_mop: (
+        float  # the original's unit: whole_s in ms per million whole_ops (gross; net of void below)
+    )
     void_whole_s: float | None  # void_run "in-process" only: the void pass's whole_s
     void_ms_per_mop: float | None
     void_ns_per_op: float | None
     ns_per_op_net: float | None  # ns_per_op - void_ns_per_op
     ns_per_pair_net: float | None
-    ms_per_mop_net: float | None  # ms_per_mop - void_ms_per_mop (the figure beside the article's chart)
+    ms_per_mop_net: (
+        float | None
+    )  # ms_per_mop - void_ms_per_mop (the figure beside the article's chart)
     chunk_ns_median: float  # ns per pair within each chunk, over all chunks of all threads
     chunk_ns_p10: float
     chunk_ns_p90: float
-    peak_requested_bytes: int  # max live requested bytes over setup..run (exact at 1 thread, sampled above)
+    peak_requested_bytes: (
+        int  # max live requested bytes over setup..run (exact at 1 thread, sampled above)
+    )
     peak_requested_bytes_bound: int  # sum of per-thread exact peaks, an upper bound
     live_bytes_end: int  # live requested bytes when the timed phase ended
     live_blocks_end: int
     bytes_touched: int  # timed phase: bytes written + bytes read
     bytes_written: int  # all phases
     bytes_read: int  # all phases; == bytes_written for write-read, 2x for full, 0 for none
-    checksum: int  # sum (mod 2^64) of every 64-bit word / tail byte read back; same seed -> same value
-    mismatches: int | None  # blocks whose read-back differed (must be 0); None in void mode (shared buffer)
+    checksum: (
+        int  # sum (mod 2^64) of every 64-bit word / tail byte read back; same seed -> same value
+    )
+    mismatches: (
+        int | None
+    )  # blocks whose read-back differed (must be 0); None in void mode (shared buffer)
     counters: dict[str, CounterResult]
 
 def alloctest(
@@ -254,7 +282,9 @@ def alloctest(
     """
 
 class AlloctestDistributions(TypedDict):
-    slot_counts: _np.ndarray  # uint64, picks per slot id (after the scattering permutation, if scattered)
+    slot_counts: (
+        _np.ndarray
+    )  # uint64, picks per slot id (after the scattering permutation, if scattered)
     rank_counts: _np.ndarray  # uint64, picks per popularity rank (0 = hottest)
     sizes: _np.ndarray  # uint32, one block size per draw
     pareto_exponent: float | None  # None for pareto6
@@ -313,14 +343,18 @@ class FaultstormResult(TypedDict):
     chunk_ns_median: float  # ns per op within each chunk, over all chunks of all threads
     chunk_ns_p10: float
     chunk_ns_p90: float
-    request_ns_p50: float | None  # single-request latency, all threads merged; None outside requests mode
+    request_ns_p50: (
+        float | None
+    )  # single-request latency, all threads merged; None outside requests mode
     request_ns_p90: float | None
     request_ns_p99: float | None
     request_ns_max: float | None
     checksum: int  # sum of every thread's slots read back after the steady phase
     mismatches: int  # slots that disagree with a replay of the op streams; must be 0
     counters: dict[str, CounterResult]  # counted during the steady phase only
-    steady_thread_minflt: int  # sums over the worker threads of RUSAGE_THREAD deltas in the steady phase
+    steady_thread_minflt: (
+        int  # sums over the worker threads of RUSAGE_THREAD deltas in the steady phase
+    )
     steady_thread_majflt: int
     steady_thread_utime_s: float
     steady_thread_stime_s: float
@@ -379,7 +413,9 @@ class TlbprobeResult(TypedDict):
     map_flags: str
     working_set_bytes: int
     mapped_bytes: int
-    mapping_page_size: int  # page size asked for (4 KiB for 4k and thp; THP coverage is checked from smaps)
+    mapping_page_size: (
+        int  # page size asked for (4 KiB for 4k and thp; THP coverage is checked from smaps)
+    )
     nodes: int
     node_stride_bytes: int
     chains: int
@@ -442,7 +478,9 @@ class FleetResult(TypedDict):
     temporaries_done: int
     alloc_calls: int  # malloc + free calls in peak + churn
     alloc_calls_timed: int  # ~ alloc_calls / alloc_sample_every
-    alloc_time_s: float | None  # estimated time in malloc/free over all threads (None when not sampled)
+    alloc_time_s: (
+        float | None
+    )  # estimated time in malloc/free over all threads (None when not sampled)
     alloc_time_share: float | None  # of threads * steady_s
     alloc_clock_overhead_ns: float  # taken off each timed call
     tsc_ghz: float

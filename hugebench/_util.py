@@ -12,8 +12,14 @@ def run_text(argv: list[str], timeout: float = 30) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                              env={**os.environ, "LC_ALL": "C"})
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, "LC_ALL": "C"},
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout if proc.returncode == 0 else None
@@ -27,16 +33,17 @@ def open_regular(path, what: str = "file"):
     read) or a directory never reaches ``read``. A symbolic link is followed to what it names. The caller turns
     the exception into its own error naming the file (``str(exc)`` says what is wrong).
     """
-    import io
     import stat
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise ValueError(f"not a regular file but {_file_kind(mode)}; only a plain file is read as a {what}")
+            raise ValueError(
+                f"not a regular file but {_file_kind(mode)}; only a plain file is read as a {what}"
+            )
         os.set_blocking(fd, True)
-        return io.open(fd, "rb", closefd=True)
+        return open(fd, "rb", closefd=True)
     except BaseException:
         os.close(fd)
         raise
@@ -45,8 +52,13 @@ def open_regular(path, what: str = "file"):
 def _file_kind(mode: int) -> str:
     import stat
 
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
     return next((name for test, name in kinds if test(mode)), "not a file")
 
 

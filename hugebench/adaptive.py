@@ -38,14 +38,24 @@ def relative_width(values: Sequence[float], level: float = 0.95) -> float:
     return (hi - lo) / abs(median) if median else math.inf
 
 
-def too_wide(values_by_cell: Mapping[str, Sequence[float]], target: float, level: float = 0.95) -> list[str]:
+def too_wide(
+    values_by_cell: Mapping[str, Sequence[float]], target: float, level: float = 0.95
+) -> list[str]:
     """Cells (ids) whose median's CI is wider than ``target`` x the median; cells without any value are left out."""
-    return [cell for cell, values in values_by_cell.items()
-            if finite(values).size and relative_width(values, level) > target]
+    return [
+        cell
+        for cell, values in values_by_cell.items()
+        if finite(values).size and relative_width(values, level) > target
+    ]
 
 
-def next_cells(values_by_cell: Mapping[str, Sequence[float]], rule: Mapping, block: int,
-               partners: Mapping[str, Iterable[str]] | None = None, level: float = 0.95) -> list[str]:
+def next_cells(
+    values_by_cell: Mapping[str, Sequence[float]],
+    rule: Mapping,
+    block: int,
+    partners: Mapping[str, Iterable[str]] | None = None,
+    level: float = 0.95,
+) -> list[str]:
     """The cells block ``block`` runs (empty: stop). ``values_by_cell`` holds every planned cell's values from
     blocks before ``block``; ``rule`` is the spec's ``adaptive`` ({min, max, target})."""
     if block < rule["min"]:
@@ -55,17 +65,27 @@ def next_cells(values_by_cell: Mapping[str, Sequence[float]], rule: Mapping, blo
     wide = too_wide(values_by_cell, rule["target"], level)
     chosen = set(wide)
     for cell in wide:
-        chosen.update(p for p in (partners or {}).get(cell, ()) if finite(values_by_cell.get(p, ())).size)
+        chosen.update(
+            p for p in (partners or {}).get(cell, ()) if finite(values_by_cell.get(p, ())).size
+        )
     return [cell for cell in values_by_cell if cell in chosen]  # in plan order
 
 
-def values_by_cell(rows: Iterable[Mapping], cell_ids: Sequence[str], metric: str, before: int) -> dict[str, list]:
+def values_by_cell(
+    rows: Iterable[Mapping], cell_ids: Sequence[str], metric: str, before: int
+) -> dict[str, list]:
     """Each planned cell's ``metric`` values from successful, non-warm-up runs of blocks ``< before``."""
     values: dict[str, list] = {cell: [] for cell in cell_ids}
     for row in rows:
         rep = row.get("repetition")
-        if (row.get("cell_id") in values and row.get("status", "ok") == "ok" and not row.get("warmup")
-                and isinstance(rep, (int, float, np.number)) and not isinstance(rep, bool) and 0 <= rep < before):
+        if (
+            row.get("cell_id") in values
+            and row.get("status", "ok") == "ok"
+            and not row.get("warmup")
+            and isinstance(rep, (int, float, np.number))
+            and not isinstance(rep, bool)
+            and 0 <= rep < before
+        ):
             values[row["cell_id"]].append(row.get(metric))
     return values
 
@@ -94,7 +114,9 @@ def partners_of(spec, runs: Sequence) -> dict[str, set]:
     return out
 
 
-def batches(spec, runs: list, read_rows: Callable[[], Iterable[Mapping]], plan_block: Callable) -> Iterator[list]:
+def batches(
+    spec, runs: list, read_rows: Callable[[], Iterable[Mapping]], plan_block: Callable
+) -> Iterator[list]:
     """The planned ``runs``, then (``repetitions: auto`` only) one block at a time while cells are too wide.
 
     ``read_rows()`` returns the store's rows as they are now; ``plan_block(spec, r, cell_ids)`` the runs of
@@ -107,7 +129,9 @@ def batches(spec, runs: list, read_rows: Callable[[], Iterable[Mapping]], plan_b
     cell_ids = list(dict.fromkeys(r.cell_id for r in runs if not r.warmup))
     partners = partners_of(spec, runs)
     for block in range(spec.repetitions, rule["max"]):
-        chosen = next_cells(values_by_cell(read_rows(), cell_ids, rule["metric"], block), rule, block, partners)
+        chosen = next_cells(
+            values_by_cell(read_rows(), cell_ids, rule["metric"], block), rule, block, partners
+        )
         if not chosen:
             return
         yield plan_block(spec, block, set(chosen))
@@ -124,8 +148,12 @@ def describe(values: Mapping[str, Sequence[float]], rule: Mapping, level: float 
     counts = [finite(v).size for v in values.values()]
     if not counts:
         return ""
-    tight = sum(1 for v in values.values() if finite(v).size and relative_width(v, level) <= rule["target"])
+    tight = sum(
+        1 for v in values.values() if finite(v).size and relative_width(v, level) <= rule["target"]
+    )
     at_max = sum(1 for n in counts if n >= rule["max"])
-    return (f"repetitions auto (min {rule['min']}, max {rule['max']}, target: 95% CI of the median of "
-            f"{rule['metric']} within {rule['target']:.0%} of it): {min(counts)}-{max(counts)} runs per cell "
-            f"({sum(counts)} in all); {tight} of {len(counts)} cells within the target, {at_max} stopped at max.")
+    return (
+        f"repetitions auto (min {rule['min']}, max {rule['max']}, target: 95% CI of the median of "
+        f"{rule['metric']} within {rule['target']:.0%} of it): {min(counts)}-{max(counts)} runs per cell "
+        f"({sum(counts)} in all); {tight} of {len(counts)} cells within the target, {at_max} stopped at max."
+    )

@@ -31,7 +31,9 @@ from .environment import env_name_problem, os_string_problem, probe_library
 from .errors import SpecError, ToolMissingError
 
 # Libraries whose presence in a process's maps means "a non-glibc malloc is active".
-KNOWN_MALLOC_LIBS = re.compile(r"lib(jemalloc|tcmalloc\w*|mimalloc\w*|hoard|tbbmalloc\w*|snmalloc\w*)[.-]")
+KNOWN_MALLOC_LIBS = re.compile(
+    r"lib(jemalloc|tcmalloc\w*|mimalloc\w*|hoard|tbbmalloc\w*|snmalloc\w*)[.-]"
+)
 
 _LIB_DIRS = (
     "/usr/lib/x86_64-linux-gnu",
@@ -49,12 +51,16 @@ class Allocator:
     """One allocator as a sweep uses it: what to preload, which environment knobs, which Debian package."""
 
     name: str
-    library: str | None = None  # soname searched in the linker's dirs, or an absolute path; None = glibc
+    library: str | None = (
+        None  # soname searched in the linker's dirs, or an absolute path; None = glibc
+    )
     env: Mapping[str, str] = field(default_factory=dict)
     package: str | None = None
     mode: str = "malloc"  # "void" = harness-only run (no allocator at all)
     description: str = ""
-    expect: Mapping[str, object] = field(default_factory=dict)  # probe_knobs() values the knobs must produce
+    expect: Mapping[str, object] = field(
+        default_factory=dict
+    )  # probe_knobs() values the knobs must produce
 
     def min_duration_s(self) -> float:
         """Shortest run that shows this allocator's steady behaviour (jemalloc's HPA: hugify delay + margin)."""
@@ -70,7 +76,9 @@ class Allocator:
                 fix = f"install it: apt-get install {self.package}"
             else:
                 fix = "check the path given for it under 'allocators:' in the YAML"
-            raise ToolMissingError(f"allocator {self.name!r}: library {self.library} not found; {fix}")
+            raise ToolMissingError(
+                f"allocator {self.name!r}: library {self.library} not found; {fix}"
+            )
         return path
 
     def environment(self) -> dict[str, str]:
@@ -86,7 +94,13 @@ class Allocator:
         try:
             path = self.resolve()
         except ToolMissingError as exc:
-            return {"name": self.name, "path": None, "version": None, "env": dict(self.env), "error": str(exc)}
+            return {
+                "name": self.name,
+                "path": None,
+                "version": None,
+                "env": dict(self.env),
+                "error": str(exc),
+            }
         return {
             "name": self.name,
             "path": str(path) if path else None,
@@ -110,23 +124,50 @@ def hpa_min_duration_s(env: Mapping[str, str]) -> float:
 
 
 def _builtin() -> dict[str, Allocator]:
-    jemalloc, tcmalloc, mimalloc = "libjemalloc.so.2", "libtcmalloc_minimal.so.4", "libmimalloc.so.2"
+    jemalloc, tcmalloc, mimalloc = (
+        "libjemalloc.so.2",
+        "libtcmalloc_minimal.so.4",
+        "libmimalloc.so.2",
+    )
     entries = [
         Allocator("glibc", description="glibc ptmalloc (no preload)"),
-        Allocator("glibc-hugetlb", env={"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"},
-                  description="glibc with MADV_HUGEPAGE on its heaps"),
+        Allocator(
+            "glibc-hugetlb",
+            env={"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"},
+            description="glibc with MADV_HUGEPAGE on its heaps",
+        ),
         Allocator("jemalloc", jemalloc, package="libjemalloc2"),
-        Allocator("jemalloc-thp", jemalloc, env={"MALLOC_CONF": "thp:always,metadata_thp:always"},
-                  package="libjemalloc2", description="jemalloc asking THP for its extents and metadata",
-                  expect={"jemalloc.opt.thp": "always", "jemalloc.opt.metadata_thp": "always"}),
-        Allocator("jemalloc-hpa", jemalloc, env={"MALLOC_CONF": "hpa:true"}, package="libjemalloc2",
-                  description="jemalloc 5.3's huge-page allocator (HPA), hugify delay 10 s",
-                  expect={"jemalloc.opt.hpa": True}),
-        Allocator("tcmalloc", tcmalloc, package="libtcmalloc-minimal4",
-                  description="gperftools TCMalloc (not the huge-page-aware Google TCMalloc)"),
+        Allocator(
+            "jemalloc-thp",
+            jemalloc,
+            env={"MALLOC_CONF": "thp:always,metadata_thp:always"},
+            package="libjemalloc2",
+            description="jemalloc asking THP for its extents and metadata",
+            expect={"jemalloc.opt.thp": "always", "jemalloc.opt.metadata_thp": "always"},
+        ),
+        Allocator(
+            "jemalloc-hpa",
+            jemalloc,
+            env={"MALLOC_CONF": "hpa:true"},
+            package="libjemalloc2",
+            description="jemalloc 5.3's huge-page allocator (HPA), hugify delay 10 s",
+            expect={"jemalloc.opt.hpa": True},
+        ),
+        Allocator(
+            "tcmalloc",
+            tcmalloc,
+            package="libtcmalloc-minimal4",
+            description="gperftools TCMalloc (not the huge-page-aware Google TCMalloc)",
+        ),
         Allocator("mimalloc", mimalloc, package="libmimalloc2.0"),
-        Allocator("mimalloc-large", mimalloc, env={"MIMALLOC_LARGE_OS_PAGES": "1"}, package="libmimalloc2.0",
-                  description="mimalloc with large (2 MiB) OS pages", expect={"mimalloc.large_os_pages": True}),
+        Allocator(
+            "mimalloc-large",
+            mimalloc,
+            env={"MIMALLOC_LARGE_OS_PAGES": "1"},
+            package="libmimalloc2.0",
+            description="mimalloc with large (2 MiB) OS pages",
+            expect={"mimalloc.large_os_pages": True},
+        ),
         Allocator("void", mode="void", description="no allocator: the harness cost of alloc-test"),
     ]
     return {a.name: a for a in entries}
@@ -144,8 +185,10 @@ def registry(user: Mapping[str, Mapping] | None = None) -> dict[str, Allocator]:
     table = dict(BUILTIN)
     for name, entry in (user or {}).items():
         if name in BUILTIN:
-            raise SpecError(f"allocator {name!r} is a built-in allocator; give yours another name "
-                            f"(e.g. {name}-custom), or use {{base: {name}, env: ...}} under a new name")
+            raise SpecError(
+                f"allocator {name!r} is a built-in allocator; give yours another name "
+                f"(e.g. {name}-custom), or use {{base: {name}, env: ...}} under a new name"
+            )
         table[name] = user_allocator(name, entry)
     return table
 
@@ -153,12 +196,16 @@ def registry(user: Mapping[str, Mapping] | None = None) -> dict[str, Allocator]:
 def user_allocator(name: str, entry: Mapping) -> Allocator:
     """Build one user-defined allocator; SpecError names what is wrong."""
     if not isinstance(entry, Mapping):
-        raise SpecError(f"allocator {name!r}: must be a mapping {{path: /abs/lib.so, env: {{...}}}} or "
-                        f"{{base: NAME, env: {{...}}}}, got {entry!r}")
+        raise SpecError(
+            f"allocator {name!r}: must be a mapping {{path: /abs/lib.so, env: {{...}}}} or "
+            f"{{base: NAME, env: {{...}}}}, got {entry!r}"
+        )
     unknown = set(entry) - {"path", "env", "base", "description"}
     if unknown:
-        raise SpecError(f"allocator {name!r}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
-                        "allowed: path, base, env, description")
+        raise SpecError(
+            f"allocator {name!r}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
+            "allowed: path, base, env, description"
+        )
     for key in ("path", "base", "description"):
         if key in entry and not isinstance(entry[key], str):
             raise SpecError(f"allocator {name!r}: {key} must be a string, got {entry[key]!r}")
@@ -166,29 +213,54 @@ def user_allocator(name: str, entry: Mapping) -> Allocator:
     if "base" in entry:
         base = BUILTIN.get(entry["base"])
         if base is None:
-            raise SpecError(f"allocator {name!r}: base {entry['base']!r} is not a built-in allocator; "
-                            f"known: {', '.join(BUILTIN)}")
+            raise SpecError(
+                f"allocator {name!r}: base {entry['base']!r} is not a built-in allocator; "
+                f"known: {', '.join(BUILTIN)}"
+            )
         if "path" in entry:
             raise SpecError(f"allocator {name!r}: give 'path' or 'base', not both")
-        return Allocator(name, base.library, {**base.env, **env}, base.package, base.mode,
-                         entry.get("description", f"{base.name} with {env}"))
+        return Allocator(
+            name,
+            base.library,
+            {**base.env, **env},
+            base.package,
+            base.mode,
+            entry.get("description", f"{base.name} with {env}"),
+        )
     if "path" not in entry:
-        raise SpecError(f"allocator {name!r}: give 'path' (an absolute .so path) or 'base' (a built-in)")
+        raise SpecError(
+            f"allocator {name!r}: give 'path' (an absolute .so path) or 'base' (a built-in)"
+        )
     path = entry["path"]
     if not os.path.isabs(path) or "\0" in path:
         raise SpecError(f"allocator {name!r}: path {path!r} must be absolute")
     if any(c in path for c in PRELOAD_SEPARATORS) or os_string_problem(path):
-        raise SpecError(f"allocator {name!r}: path {path!r} has a space, a colon or a character a program cannot "
-                        "be given; LD_PRELOAD splits its list at spaces and colons, so the dynamic linker would "
-                        "load other files: link or copy the library to a path without them")
+        raise SpecError(
+            f"allocator {name!r}: path {path!r} has a space, a colon or a character a program cannot "
+            "be given; LD_PRELOAD splits its list at spaces and colons, so the dynamic linker would "
+            "load other files: link or copy the library to a path without them"
+        )
     return Allocator(name, path, env, None, "malloc", entry.get("description", ""))
 
 
-PRELOAD_SEPARATORS = (" ", ":", "\t", "\n")  # LD_PRELOAD is a list split at spaces and colons (ld.so(8))
+PRELOAD_SEPARATORS = (
+    " ",
+    ":",
+    "\t",
+    "\n",
+)  # LD_PRELOAD is a list split at spaces and colons (ld.so(8))
 # The measured process's variables hugebench sets (hugebench.environment.measured_environment, the command's
 # control channel): an allocator's env: must not replace them.
-HUGEBENCH_SETS = ("LD_PRELOAD", "LD_AUDIT", "HB_PROBE_DIR", "HB_TEXT_PAGES", "HB_TEXT_REPORT_DIR", "HUGEBENCH_CTL",
-                  "HUGEBENCH_ACK", "HUGEBENCH_RUN")  # HUGEBENCH_RUN: the run's containment token
+HUGEBENCH_SETS = (
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "HB_PROBE_DIR",
+    "HB_TEXT_PAGES",
+    "HB_TEXT_REPORT_DIR",
+    "HUGEBENCH_CTL",
+    "HUGEBENCH_ACK",
+    "HUGEBENCH_RUN",
+)  # HUGEBENCH_RUN: the run's containment token
 
 
 def _user_env(name: str, env) -> dict[str, str]:
@@ -200,20 +272,28 @@ def _user_env(name: str, env) -> dict[str, str]:
         if env_name_problem(var):
             raise SpecError(f"allocator {name!r}: env: {env_name_problem(var)}")
         if var in HUGEBENCH_SETS:
-            raise SpecError(f"allocator {name!r}: env {var}: hugebench sets this itself (LD_PRELOAD is the "
-                            "allocator's path:, then its probe and text libraries); give the library as path:")
+            raise SpecError(
+                f"allocator {name!r}: env {var}: hugebench sets this itself (LD_PRELOAD is the "
+                "allocator's path:, then its probe and text libraries); give the library as path:"
+            )
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise SpecError(f"allocator {name!r}: env {var} must be a string or a number, got {value!r} "
-                            "(quote yes/no/on/off/true/false)")
+            raise SpecError(
+                f"allocator {name!r}: env {var} must be a string or a number, got {value!r} "
+                "(quote yes/no/on/off/true/false)"
+            )
         if os_string_problem(str(value)):
             raise SpecError(f"allocator {name!r}: env {var} {os_string_problem(str(value))}")
         checked[var] = str(value)
     return checked
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ldconfig_paths() -> dict[str, str]:
-    out = run_text(["ldconfig", "-p"], timeout=10) or run_text(["/sbin/ldconfig", "-p"], timeout=10) or ""
+    out = (
+        run_text(["ldconfig", "-p"], timeout=10)
+        or run_text(["/sbin/ldconfig", "-p"], timeout=10)
+        or ""
+    )
     table = {}
     for line in out.splitlines():
         m = re.match(r"\s*(\S+) \(([^)]*)\) => (\S+)", line)
@@ -245,7 +325,9 @@ def glibc_path() -> str | None:
 
 def library_version(package: str | None, path: Path | None) -> str | None:
     """Debian package version when known, else the version in the real file name (libx.so.4.5.10)."""
-    version = run_text(["dpkg-query", "-W", "-f", "${Version}", package], timeout=10) if package else None
+    version = (
+        run_text(["dpkg-query", "-W", "-f", "${Version}", package], timeout=10) if package else None
+    )
     if version and version.strip():
         return version.strip()
     if path is not None:
@@ -274,13 +356,17 @@ def verify_mapped(name: str, expected_path: str | None, maps_text: str) -> str:
     foreign = sorted(p for p in mapped if KNOWN_MALLOC_LIBS.search(os.path.basename(p)))
     if expected_path is None:
         if foreign:
-            raise RuntimeError(f"allocator {name!r} expects glibc malloc, but {', '.join(foreign)} "
-                               "is mapped (LD_PRELOAD leaking from the environment?)")
+            raise RuntimeError(
+                f"allocator {name!r} expects glibc malloc, but {', '.join(foreign)} "
+                "is mapped (LD_PRELOAD leaking from the environment?)"
+            )
         return "glibc"
     real = os.path.realpath(expected_path)
     if real not in mapped:
-        raise RuntimeError(f"allocator {name!r}: {real} is not mapped in the worker "
-                           f"(mapped malloc libraries: {', '.join(foreign) or 'none'}); LD_PRELOAD did not take")
+        raise RuntimeError(
+            f"allocator {name!r}: {real} is not mapped in the worker "
+            f"(mapped malloc libraries: {', '.join(foreign) or 'none'}); LD_PRELOAD did not take"
+        )
     others = [p for p in foreign if p != real]
     if others:
         raise RuntimeError(f"allocator {name!r}: {', '.join(others)} is mapped besides {real}")
@@ -312,20 +398,28 @@ GLIBC_LIBC = re.compile(r"libc(?:\.so\.6|-2\.\d+\.so)")
 def is_glibc(provider: object) -> bool:
     """True when ``provider`` (the real path an allocation symbol resolves to) is glibc's C library: the one
     rule both the worker's check and the ``command`` probe's use for a glibc cell."""
-    return isinstance(provider, str) and GLIBC_LIBC.fullmatch(os.path.basename(provider)) is not None
+    return (
+        isinstance(provider, str) and GLIBC_LIBC.fullmatch(os.path.basename(provider)) is not None
+    )
 
 
 def verify_malloc(name: str, expected_path: str | None, provider: str | None) -> str:
     """Check that malloc resolves into the requested library (glibc's libc for glibc); return where it does."""
     if provider is None:
-        raise RuntimeError(f"allocator {name!r}: cannot tell which library malloc resolves to (dladdr failed)")
+        raise RuntimeError(
+            f"allocator {name!r}: cannot tell which library malloc resolves to (dladdr failed)"
+        )
     if expected_path is None:
         if not is_glibc(provider):
-            raise RuntimeError(f"allocator {name!r} expects glibc malloc, but malloc resolves to {provider}")
+            raise RuntimeError(
+                f"allocator {name!r} expects glibc malloc, but malloc resolves to {provider}"
+            )
         return provider
     if provider != os.path.realpath(expected_path):
-        raise RuntimeError(f"allocator {name!r}: malloc resolves to {provider}, not to {expected_path} "
-                           "(the library is mapped but does not provide malloc: is it an allocator?)")
+        raise RuntimeError(
+            f"allocator {name!r}: malloc resolves to {provider}, not to {expected_path} "
+            "(the library is mapped but does not provide malloc: is it an allocator?)"
+        )
     return provider
 
 
@@ -341,13 +435,22 @@ def probe_knobs() -> dict[str, object]:
     if hasattr(me, "mallctl"):
         for opt in ("opt.thp", "opt.metadata_thp"):
             value, size = ctypes.c_char_p(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_char_p))
-            if me.mallctl(opt.encode(), ctypes.byref(value), ctypes.byref(size), None, 0) == 0 and value.value:
+            if (
+                me.mallctl(opt.encode(), ctypes.byref(value), ctypes.byref(size), None, 0) == 0
+                and value.value
+            ):
                 found[f"jemalloc.{opt}"] = value.value.decode()
         flag, size = ctypes.c_bool(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_bool))
         if me.mallctl(b"opt.hpa", ctypes.byref(flag), ctypes.byref(size), None, 0) == 0:
             found["jemalloc.opt.hpa"] = bool(flag.value)
             delay, size = ctypes.c_uint64(), ctypes.c_size_t(8)
-            if flag.value and me.mallctl(b"opt.hpa_hugify_delay_ms", ctypes.byref(delay), ctypes.byref(size), None, 0) == 0:
+            if (
+                flag.value
+                and me.mallctl(
+                    b"opt.hpa_hugify_delay_ms", ctypes.byref(delay), ctypes.byref(size), None, 0
+                )
+                == 0
+            ):
                 found["jemalloc.opt.hpa_hugify_delay_ms"] = delay.value
     if hasattr(me, "mi_option_is_enabled") and hasattr(me, "mi_version"):
         version = me.mi_version()
@@ -357,11 +460,19 @@ def probe_knobs() -> dict[str, object]:
     return found
 
 
-def check_expected(allocator_name: str, expect: Mapping[str, object], probed: Mapping[str, object]) -> None:
+def check_expected(
+    allocator_name: str, expect: Mapping[str, object], probed: Mapping[str, object]
+) -> None:
     """RuntimeError naming each knob the allocator did not take up (e.g. an env name this version ignores)."""
-    wrong = [f"{k} is {probed.get(k, 'unknown')!r}, expected {v!r}" for k, v in expect.items() if probed.get(k) != v]
+    wrong = [
+        f"{k} is {probed.get(k, 'unknown')!r}, expected {v!r}"
+        for k, v in expect.items()
+        if probed.get(k) != v
+    ]
     if wrong:
-        raise RuntimeError(f"allocator {allocator_name!r}: its knobs did not take effect: {'; '.join(wrong)}")
+        raise RuntimeError(
+            f"allocator {allocator_name!r}: its knobs did not take effect: {'; '.join(wrong)}"
+        )
 
 
 def check_all(names, table: Mapping[str, Allocator]) -> dict[str, dict]:
@@ -369,8 +480,10 @@ def check_all(names, table: Mapping[str, Allocator]) -> dict[str, dict]:
     problems, described = [], {}
     for name in names:
         if name not in table:
-            problems.append(f"unknown allocator {name!r}; known: {', '.join(table)} "
-                            "(add others under 'allocators:' with a path)")
+            problems.append(
+                f"unknown allocator {name!r}; known: {', '.join(table)} "
+                "(add others under 'allocators:' with a path)"
+            )
             continue
         try:
             table[name].resolve()
@@ -392,7 +505,11 @@ def doctor_rows() -> list[tuple[str, bool, str, str]]:
             continue
         info = alloc.describe()
         if info.get("path"):
-            rows.append((alloc.name, True, f"{info['path']} ({info['version'] or 'version unknown'})", ""))
+            rows.append(
+                (alloc.name, True, f"{info['path']} ({info['version'] or 'version unknown'})", "")
+            )
         else:
-            rows.append((alloc.name, False, "library not found", f"apt-get install {alloc.package}"))
+            rows.append(
+                (alloc.name, False, "library not found", f"apt-get install {alloc.package}")
+            )
     return rows

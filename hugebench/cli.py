@@ -24,10 +24,16 @@ class _Group(click.Group):
                 click.echo(f"hugebench: error: {exc}", err=True)
                 sys.exit(exc.exit_code)
             except Terminated as exc:  # SIGTERM/SIGHUP: knobs were restored on the way out
-                click.echo(f"hugebench: stopped by signal {exc.signum}; kernel knobs restored", err=True)
+                click.echo(
+                    f"hugebench: stopped by signal {exc.signum}; kernel knobs restored", err=True
+                )
                 sys.exit(exc.exit_code)
-            except KeyboardInterrupt:  # Ctrl-C: knobs were restored on the way out; 128 + SIGINT, as shells do
-                click.echo("hugebench: interrupted; kernel knobs restored, finished runs kept", err=True)
+            except (
+                KeyboardInterrupt
+            ):  # Ctrl-C: knobs were restored on the way out; 128 + SIGINT, as shells do
+                click.echo(
+                    "hugebench: interrupted; kernel knobs restored, finished runs kept", err=True
+                )
                 sys.exit(130)
             finally:
                 _print_warnings(caught)
@@ -67,62 +73,127 @@ def _load(experiment: str, repetitions: int | None, local: bool = True):
 
 def _cluster_options(command):
     """--cluster, --machines, --workers: where a sweep runs (and what ``plan`` shows per machine)."""
-    command = click.option("--workers", type=click.IntRange(min=1), default=None,
-                           help="cluster: machines to wait for")(command)
-    command = click.option("--machines", type=click.Choice(["each", "spread"]), default=None,
-                           help="cluster: every cell on every machine (each), or blocks over identical machines "
-                                "(spread)")(command)
-    return click.option("--cluster", default=None, metavar="ADDRESS",
-                        help="run on Dask workers: tcp://HOST:8786 (a running scheduler) or ssh://h1,h2 (beats "
-                             "cluster:)")(command)
+    command = click.option(
+        "--workers", type=click.IntRange(min=1), default=None, help="cluster: machines to wait for"
+    )(command)
+    command = click.option(
+        "--machines",
+        type=click.Choice(["each", "spread"]),
+        default=None,
+        help="cluster: every cell on every machine (each), or blocks over identical machines "
+        "(spread)",
+    )(command)
+    return click.option(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS",
+        help="run on Dask workers: tcp://HOST:8786 (a running scheduler) or ssh://h1,h2 (beats "
+        "cluster:)",
+    )(command)
 
 
-_repetitions = click.option("-r", "--repetitions", type=click.IntRange(min=1), default=None,
-                            help="runs per cell (overrides the file; more later resumes the same sweep)")
+_repetitions = click.option(
+    "-r",
+    "--repetitions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="runs per cell (overrides the file; more later resumes the same sweep)",
+)
 
 
 @main.command()
 @click.argument("experiment", type=click.Path(dir_okay=False))
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
-              help="results directory (default: results/<experiment name>); re-running resumes it")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="results directory (default: results/<experiment name>); re-running resumes it",
+)
 @click.option("-q", "--quiet", is_flag=True, help="no progress bar (CI)")
-@click.option("--perf", "perf_mode", type=click.Choice(["auto", "off"]), default=None,
-              help="whole-process perf stat (default: the YAML's 'perf', auto)")
+@click.option(
+    "--perf",
+    "perf_mode",
+    type=click.Choice(["auto", "off"]),
+    default=None,
+    help="whole-process perf stat (default: the YAML's 'perf', auto)",
+)
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
 @_cluster_options
-@click.option("--label", default=None, metavar="TEXT",
-              help="a label of this sweep kept in its context (e.g. jemalloc 5.3); `history` shows where it changed")
-@click.option("--quiet-machine", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
-              help="before each block wait up to SECONDS for a quiet machine (load, steal); the wait is recorded")
+@click.option(
+    "--label",
+    default=None,
+    metavar="TEXT",
+    help="a label of this sweep kept in its context (e.g. jemalloc 5.3); `history` shows where it changed",
+)
+@click.option(
+    "--quiet-machine",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="before each block wait up to SECONDS for a quiet machine (load, steal); the wait is recorded",
+)
 @_repetitions
-def sweep(experiment, out, quiet, perf_mode, fmt, sys_root, proc_root, journal, cluster, machines, workers,
-          label, quiet_machine, repetitions):
+def sweep(
+    experiment,
+    out,
+    quiet,
+    perf_mode,
+    fmt,
+    sys_root,
+    proc_root,
+    journal,
+    cluster,
+    machines,
+    workers,
+    label,
+    quiet_machine,
+    repetitions,
+):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
     from . import plan as plan_mod
-    from .spec.cluster import resolve
     from .orchestrator import SweepOptions, run_sweep
+    from .spec.cluster import resolve
 
     spec = _load(experiment, repetitions, local=cluster is None)
     config = resolve(spec.cluster, cluster, machines, workers, experiment)
     if config is not None and quiet_machine is not None:
-        raise click.UsageError("--quiet-machine waits for this machine to be quiet, but a cluster sweep runs on "
-                               "its workers' machines, which it cannot wait for yet; leave it out (every run "
-                               "still records its noise.* columns and is flagged when disturbed)")
+        raise click.UsageError(
+            "--quiet-machine waits for this machine to be quiet, but a cluster sweep runs on "
+            "its workers' machines, which it cannot wait for yet; leave it out (every run "
+            "still records its noise.* columns and is flagged when disturbed)"
+        )
     out = out or _default_out(spec)
-    if config is not None:  # the same runs through the same run_one, on Dask workers; the store stays here
+    if (
+        config is not None
+    ):  # the same runs through the same run_one, on Dask workers; the store stays here
         from .cluster import run_cluster_sweep
 
-        run_sweep = run_cluster_sweep  # noqa: F811
-    result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(
-        out=out, quiet=quiet, perf=perf_mode, spec_source=experiment, sys_root=sys_root, proc_root=proc_root,
-        journal=journal, cluster=config, quiet_machine=quiet_machine, label=label))
+        run_sweep = run_cluster_sweep
+    result = run_sweep(
+        spec,
+        plan_mod.plan(spec),
+        SweepOptions(
+            out=out,
+            quiet=quiet,
+            perf=perf_mode,
+            spec_source=experiment,
+            sys_root=sys_root,
+            proc_root=proc_root,
+            journal=journal,
+            cluster=config,
+            quiet_machine=quiet_machine,
+            label=label,
+        ),
+    )
     _print_report(out, fmt, plots=True)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
-    click.echo(f"{result.rows_written} runs this time ({statuses or 'none'}), "
-               f"{result.skipped_done} already done; results in {out}")
+    click.echo(
+        f"{result.rows_written} runs this time ({statuses or 'none'}), "
+        f"{result.skipped_done} already done; results in {out}"
+    )
     if result.failed:
         _print_failures(out, result.sweep_id)
 
@@ -136,7 +207,9 @@ def _print_failures(out: Path, sweep_id: str) -> None:
     ids = rows["sweep_id"].astype(str) if "sweep_id" in rows.columns else None
     if ids is None:
         return
-    mine = rows[(ids == sweep_id) | ids.str.startswith(sweep_id + ".")]  # a cluster sweep: one id per machine
+    mine = rows[
+        (ids == sweep_id) | ids.str.startswith(sweep_id + ".")
+    ]  # a cluster sweep: one id per machine
     for reason, n in failure_counts(mine):
         click.echo(f"  failed: {n} run(s): {reason}")
 
@@ -144,8 +217,12 @@ def _print_failures(out: Path, sweep_id: str) -> None:
 @main.command()
 @click.argument("experiment", type=click.Path(dir_okay=False))
 @click.option("--runs", "show_runs", is_flag=True, help="list every run in order")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
-              help="results directory whose stored runs refine the time estimate (default: results/<name>)")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="results directory whose stored runs refine the time estimate (default: results/<name>)",
+)
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @_cluster_options
@@ -154,28 +231,43 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, 
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
     from . import machine_checks
     from . import plan as plan_mod
-    from .spec.cluster import resolve
     from .estimate import estimate, format_duration, read_history
     from .report import format_bytes
+    from .spec.cluster import resolve
 
     spec = _load(experiment, repetitions, local=cluster is None)
     runs = plan_mod.plan(spec)
     config = resolve(spec.cluster, cluster, machines, workers, experiment)
-    if config is None:  # what a sweep would refuse on this machine (a cluster's machines check themselves)
+    if (
+        config is None
+    ):  # what a sweep would refuse on this machine (a cluster's machines check themselves)
         machine_checks.check(spec, runs, sys_root, proc_root)
     history = read_history(out or _default_out(spec))
     s = plan_mod.summary(runs)
-    mem = (f"largest run needs ~{format_bytes(s['max_memory_bytes'])}" if s["max_memory_bytes"]
-           else "memory per run unknown (the workload has no memory model)")
-    knobs = (f"sets kernel knobs {', '.join(s['knobs'])} ({s['knob_changes']} changes between runs)"
-             if s["knobs"] else "no kernel knob changes")
+    mem = (
+        f"largest run needs ~{format_bytes(s['max_memory_bytes'])}"
+        if s["max_memory_bytes"]
+        else "memory per run unknown (the workload has no memory model)"
+    )
+    knobs = (
+        f"sets kernel knobs {', '.join(s['knobs'])} ({s['knob_changes']} changes between runs)"
+        if s["knobs"]
+        else "no kernel knob changes"
+    )
     reps = f"{spec.repetitions} repetitions"
-    if spec.adaptive:  # repetitions: auto: the plan above is its least; the most is every block up to max
+    if (
+        spec.adaptive
+    ):  # repetitions: auto: the plan above is its least; the most is every block up to max
         most = estimate(plan_mod.plan(spec, spec.adaptive["max"]), history)
-        reps = (f"{spec.repetitions}..{spec.adaptive['max']} repetitions (auto; at most {most.left + most.done} runs"
-                + (f", {format_duration(most.seconds)}" if most.seconds is not None else "") + ")")
-    click.echo(f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {reps} "
-               f"(+{s['warmup_runs']} warm-up), {knobs}, {mem}")
+        reps = (
+            f"{spec.repetitions}..{spec.adaptive['max']} repetitions (auto; at most {most.left + most.done} runs"
+            + (f", {format_duration(most.seconds)}" if most.seconds is not None else "")
+            + ")"
+        )
+    click.echo(
+        f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {reps} "
+        f"(+{s['warmup_runs']} warm-up), {knobs}, {mem}"
+    )
     click.echo(f"time: {estimate(runs, history).text()}")
     if config is not None:
         from .cluster.placement import host_lines
@@ -183,8 +275,10 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, 
         click.echo("\n".join(host_lines(runs, config, history)))
     skips = {} if config else machine_checks.memory_skips(runs, proc_root)
     if skips:
-        click.echo(f"cannot run here: {len(skips)} of {s['cells']} cells would be skipped by a sweep on this "
-                   f"machine, e.g. one {next(iter(skips.values()))}")
+        click.echo(
+            f"cannot run here: {len(skips)} of {s['cells']} cells would be skipped by a sweep on this "
+            f"machine, e.g. one {next(iter(skips.values()))}"
+        )
     if show_runs:
         for r in runs:
             cell = " ".join(f"{k}={v}" for k, v in r.cell.items())
@@ -196,20 +290,36 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, 
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
 @click.option("--plots", is_flag=True, help="also (re)write the PNG/SVG plots into RESULTS/plots")
-@click.option("--primary", default=None, metavar="COLUMN",
-              help="metric that gets the CI and the ratio to the baseline (e.g. chunk_ns_p10)")
-@click.option("--html", "html", is_flag=False, flag_value="", default=None, metavar="[FILE]",
-              help="write one self-contained HTML page (tables, plots, warnings, provenance) to FILE "
-                   "(default RESULTS/report.html) instead of printing the tables")
+@click.option(
+    "--primary",
+    default=None,
+    metavar="COLUMN",
+    help="metric that gets the CI and the ratio to the baseline (e.g. chunk_ns_p10)",
+)
+@click.option(
+    "--html",
+    "html",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[FILE]",
+    help="write one self-contained HTML page (tables, plots, warnings, provenance) to FILE "
+    "(default RESULTS/report.html) instead of printing the tables",
+)
 def report(results, fmt, plots, primary, html):
     """Reprint the report of a results directory without re-running anything."""
     _print_report(results, fmt, plots, primary, html)
 
 
-def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = None, html: str | None = None) -> None:
-    from .report import Options, build_report, load_results, report as build, terminal
+def _print_report(
+    results: Path, fmt: str, plots: bool, primary: str | None = None, html: str | None = None
+) -> None:
+    from .report import Options, build_report, load_results, terminal
+    from .report import report as build
 
-    loaded = load_results(results)  # once: the tables, the page and the plots share rows and contexts
+    loaded = load_results(
+        results
+    )  # once: the tables, the page and the plots share rows and contexts
     if html is not None:
         from .report.html import write_html
 
@@ -218,7 +328,9 @@ def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = No
         click.echo(f"report: {path} ({len(page.sections)} sections, {len(page.warnings)} warnings)")
     else:
         width, color = terminal()
-        click.echo(build(loaded, fmt=fmt, primary=primary, width=width, color=color), color=color or None)
+        click.echo(
+            build(loaded, fmt=fmt, primary=primary, width=width, color=color), color=color or None
+        )
     if plots:
         from .report.figures import write_plots
 
@@ -232,8 +344,8 @@ def _print_report(results: Path, fmt: str, plots: bool, primary: str | None = No
 
 def _add_optional_commands():
     from .cli_compare import compare
-    from .cli_history import history
     from .cli_doctor import doctor
+    from .cli_history import history
     from .cli_probe import probe
     from .cli_system import system, thp
     from .cli_try import try_

@@ -21,7 +21,9 @@ def doctor(strict: bool) -> None:
         table.add_column(column, overflow="fold")
     for check in checks:
         mark = "[green]ok[/green]" if check.ok else "[red]no[/red]"
-        table.add_row(escape(check.name), mark, escape(check.detail), escape(check.fix))  # '[madvise]' is data
+        table.add_row(
+            escape(check.name), mark, escape(check.detail), escape(check.fix)
+        )  # '[madvise]' is data
     Console().print(table)
     if strict and not all(check.ok for check in checks):
         raise SystemExit(1)

@@ -8,13 +8,29 @@ import click
 
 
 @click.command()
-@click.argument("stores", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "stores", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown"]), default="rich")
-@click.option("--primary", default=None, metavar="COLUMN", help="metric to follow (default: each sweep's primary)")
-@click.option("--html", "html", default=None, metavar="FILE", help="write one self-contained HTML page to FILE "
-              "(with the plot)")
-@click.option("--plots", is_flag=True, help="write each experiment's plot (median over time per cell, steps marked) "
-              "as PNG and SVG into the newest store's plots/ directory")
+@click.option(
+    "--primary",
+    default=None,
+    metavar="COLUMN",
+    help="metric to follow (default: each sweep's primary)",
+)
+@click.option(
+    "--html",
+    "html",
+    default=None,
+    metavar="FILE",
+    help="write one self-contained HTML page to FILE (with the plot)",
+)
+@click.option(
+    "--plots",
+    is_flag=True,
+    help="write each experiment's plot (median over time per cell, steps marked) "
+    "as PNG and SVG into the newest store's plots/ directory",
+)
 def history(stores, fmt, primary, html, plots):
     """Each cell's metric over STORES (results directories), oldest first; what changed; where it stepped."""
     from .report import load_results, render_sections

@@ -17,10 +17,21 @@ def _size(ctx, param, value):
 
 
 @click.command()
-@click.option("--max", "largest", default="1GiB", show_default=True, callback=_size,
-              help="largest working set (capped at a quarter of available memory)")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="results directory (default: ~/.cache/hugebench/probe/<machine>); re-running resumes it")
+@click.option(
+    "--max",
+    "largest",
+    default="1GiB",
+    show_default=True,
+    callback=_size,
+    help="largest working set (capped at a quarter of available memory)",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="results directory (default: ~/.cache/hugebench/probe/<machine>); re-running resumes it",
+)
 @click.option("-r", "--repetitions", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="no progress bar")
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
@@ -28,11 +39,20 @@ def _size(ctx, param, value):
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
 def probe(largest, out, repetitions, quiet, sys_root, proc_root, journal):
     """Pointer chase per page size (4k, THP, hugetlb 2M/1G) over growing working sets, and the TLB-reach test."""
-    from .probe_sweep import ProbeOptions, run_probe
     from .probe.text import describe
+    from .probe_sweep import ProbeOptions, run_probe
 
-    outcome = run_probe(ProbeOptions(largest=largest, out=out, repetitions=repetitions, quiet=quiet,
-                                     sys_root=sys_root, proc_root=proc_root, journal=journal))
+    outcome = run_probe(
+        ProbeOptions(
+            largest=largest,
+            out=out,
+            repetitions=repetitions,
+            quiet=quiet,
+            sys_root=sys_root,
+            proc_root=proc_root,
+            journal=journal,
+        )
+    )
     click.echo(describe(outcome.summary))
     for backing, why in outcome.skipped.items():
         click.echo(f"not measured: {backing}: {why}")

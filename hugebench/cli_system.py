@@ -36,11 +36,20 @@ class SystemRoots:
 
 
 @click.group("system")
-@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default=None, help="Where sysfs is (default /sys).")
-@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default=None, help="Where procfs is (default /proc).")
+@click.option(
+    "--sys-root", envvar="HUGEBENCH_SYS_ROOT", default=None, help="Where sysfs is (default /sys)."
+)
+@click.option(
+    "--proc-root",
+    envvar="HUGEBENCH_PROC_ROOT",
+    default=None,
+    help="Where procfs is (default /proc).",
+)
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="Restore journal file.")
 @click.pass_context
-def system(ctx: click.Context, sys_root: str | None, proc_root: str | None, journal: str | None) -> None:
+def system(
+    ctx: click.Context, sys_root: str | None, proc_root: str | None, journal: str | None
+) -> None:
     """Show, set and restore the huge-page kernel knobs (THP modes, khugepaged, mTHP, hugetlb pools)."""
     ctx.obj = SystemRoots(sys_root, proc_root, journal)
 
@@ -57,12 +66,16 @@ def show_cmd(roots: SystemRoots, as_json: bool) -> None:
     console = Console()
     console.print(_knob_table(state["knobs"]))
     console.print(_pool_table(state["hugetlb"]))
-    counters = "  ".join(f"{k.removeprefix('thp_')}={v}" for k, v in state["thp_vmstat"].items() if v)
+    counters = "  ".join(
+        f"{k.removeprefix('thp_')}={v}" for k, v in state["thp_vmstat"].items() if v
+    )
     console.print(f"thp_* counters (non-zero): {counters or 'all zero'}")
 
 
 def _knob_table(knobs: dict) -> Table:
-    table = Table("knob", "value", "allowed", box=box.SIMPLE_HEAD, title="huge-page knobs (paths: --json)")
+    table = Table(
+        "knob", "value", "allowed", box=box.SIMPLE_HEAD, title="huge-page knobs (paths: --json)"
+    )
     table.columns[0].no_wrap = True
     mthp = {name: knob for name, knob in knobs.items() if name.startswith("thp.mthp.")}
     for name, knob in knobs.items():
@@ -92,7 +105,9 @@ def _parse_assignments(assignments: tuple[str, ...]) -> dict[str, str]:
     for item in assignments:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise SpecError(f"expected NAME=VALUE, got {item!r} (e.g. `hugebench system set thp=always`)")
+            raise SpecError(
+                f"expected NAME=VALUE, got {item!r} (e.g. `hugebench system set thp=always`)"
+            )
         settings[name] = value
     return settings
 
@@ -107,7 +122,9 @@ def set_cmd(roots: SystemRoots, assignments: tuple[str, ...]) -> None:
 
     rerun = f"{sudo_hugebench()} system set " + " ".join(shlex.quote(a) for a in assignments)
     check_privileges([settings], roots.sys, roots.proc, os.geteuid(), rerun=rerun)
-    with SystemState(roots.sys, roots.proc, roots.journal, purpose="set", restore_on_exit=False) as state:
+    with SystemState(
+        roots.sys, roots.proc, roots.journal, purpose="set", restore_on_exit=False
+    ) as state:
         readback = state.apply(settings)
     for name, value in readback.items():
         click.echo(f"{name} = {value}")
@@ -116,14 +133,18 @@ def set_cmd(roots: SystemRoots, assignments: tuple[str, ...]) -> None:
 
 
 @system.command("restore")
-@click.option("--force", is_flag=True, help="Restore even though the sweep that changed the knobs still runs.")
+@click.option(
+    "--force", is_flag=True, help="Restore even though the sweep that changed the knobs still runs."
+)
 @click.pass_obj
 def restore_cmd(roots: SystemRoots, force: bool) -> None:
     """End the processes a sweep that died left running, and put back the knob values saved in the journal by
     that sweep, or by `system set`."""
     for ended in end_leftovers(record_dir(roots.journal)):
-        click.echo(f"ended {ended['killed']} process(es) of run {ended['run']} (its sweep, pid {ended['owner_pid']}, "
-                   "is gone)")
+        click.echo(
+            f"ended {ended['killed']} process(es) of run {ended['run']} (its sweep, pid {ended['owner_pid']}, "
+            "is gone)"
+        )
     report = restore_from_journal(roots.journal, roots.sys_root, roots.proc_root, force=force)
     if not report["found"]:
         click.echo(f"nothing to restore: no journal at {report['journal']}")
@@ -139,6 +160,10 @@ def restore_cmd(roots: SystemRoots, force: bool) -> None:
 
 # `hugebench thp show|set|restore`: the old name of `system`, hidden from --help (one command, one help text).
 thp = click.Group(
-    name="thp", commands=system.commands, params=system.params, callback=system.callback, help=system.help,
+    name="thp",
+    commands=system.commands,
+    params=system.params,
+    callback=system.callback,
+    help=system.help,
     hidden=True,
 )

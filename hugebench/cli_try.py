@@ -27,7 +27,9 @@ def parse_level(text: str) -> int:
     """'--aged-level 25%' (or 25) -> 25: the share of free 2 MiB blocks the fragmented state pins."""
     m = re.fullmatch(r"\s*([0-9]+)\s*%?\s*", text or "")
     if not m or not 1 <= int(m.group(1)) <= 100:
-        raise SpecError(f"--aged-level {text!r}: give a share of the free 2 MiB blocks from 1% to 100%")
+        raise SpecError(
+            f"--aged-level {text!r}: give a share of the free 2 MiB blocks from 1% to 100%"
+        )
     return int(m.group(1))
 
 
@@ -54,55 +56,152 @@ def _clean(obj):
 
 @click.command(name="try", context_settings={"ignore_unknown_options": False})
 @click.argument("argv", nargs=-1, required=True, metavar="-- PROGRAM [ARGS]...")
-@click.option("--budget", default="10m", show_default=True, help="wall time for the whole try (90s, 10m, 1h)")
-@click.option("--metric", default="wall", show_default=True,
-              help="wall (time of the run or of its marked window) | json:KEY | regex:'PATTERN ([0-9.]+)'")
-@click.option("--higher-is-better", is_flag=True, help="the metric is a rate (json:/regex: metrics)")
-@click.option("--window", type=click.Choice(["process", "markers"]), default="process", show_default=True,
-              help="markers: time only the region the program marks")
-@click.option("--stdin", "stdin", type=click.Path(dir_okay=False), default=None, help="file the program reads on stdin")
-@click.option("--cwd", type=click.Path(file_okay=False), default=None, help="working directory of the program")
-@click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="added to the program's environment")
-@click.option("--server", default=None, metavar="CMD",
-              help="a server measured under the load driver PROGRAM ({tmp}: the run's directory)")
-@click.option("--ready", default=None, metavar="path:F|port:N|log:RE", help="when the --server takes requests")
+@click.option(
+    "--budget", default="10m", show_default=True, help="wall time for the whole try (90s, 10m, 1h)"
+)
+@click.option(
+    "--metric",
+    default="wall",
+    show_default=True,
+    help="wall (time of the run or of its marked window) | json:KEY | regex:'PATTERN ([0-9.]+)'",
+)
+@click.option(
+    "--higher-is-better", is_flag=True, help="the metric is a rate (json:/regex: metrics)"
+)
+@click.option(
+    "--window",
+    type=click.Choice(["process", "markers"]),
+    default="process",
+    show_default=True,
+    help="markers: time only the region the program marks",
+)
+@click.option(
+    "--stdin",
+    "stdin",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="file the program reads on stdin",
+)
+@click.option(
+    "--cwd", type=click.Path(file_okay=False), default=None, help="working directory of the program"
+)
+@click.option(
+    "--env", "env", multiple=True, metavar="NAME=VALUE", help="added to the program's environment"
+)
+@click.option(
+    "--server",
+    default=None,
+    metavar="CMD",
+    help="a server measured under the load driver PROGRAM ({tmp}: the run's directory)",
+)
+@click.option(
+    "--ready", default=None, metavar="path:F|port:N|log:RE", help="when the --server takes requests"
+)
 @click.option("--text-pages", is_flag=True, help="also try the program's text on huge pages")
-@click.option("--aged", is_flag=True,
-              help="each configuration on a fresh and on a fragmented machine (memory_state; root): a verdict for each")
-@click.option("--aged-level", "aged_level", default="100%", show_default=True, metavar="P%",
-              help="with --aged: the share of free 2 MiB blocks the fragmented machine has pinned (docs/aged.md)")
-@click.option("--allocator", "allocators", multiple=True, type=click.Path(dir_okay=False),
-              help="also try this malloc library (.so), preloaded")
-@click.option("--allocators", "only", default=None, metavar="A,B",
-              help="only these built-in allocator settings (default: glibc plus every huge-page-aware one installed)")
-@click.option("--thp", "thp", multiple=True, type=click.Choice(["never", "madvise", "always"]),
-              help="only these THP modes (default: every mode this user may set)")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="results directory (default results/try-PROGRAM); re-running resumes it")
+@click.option(
+    "--aged",
+    is_flag=True,
+    help="each configuration on a fresh and on a fragmented machine (memory_state; root): a verdict for each",
+)
+@click.option(
+    "--aged-level",
+    "aged_level",
+    default="100%",
+    show_default=True,
+    metavar="P%",
+    help="with --aged: the share of free 2 MiB blocks the fragmented machine has pinned (docs/aged.md)",
+)
+@click.option(
+    "--allocator",
+    "allocators",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="also try this malloc library (.so), preloaded",
+)
+@click.option(
+    "--allocators",
+    "only",
+    default=None,
+    metavar="A,B",
+    help="only these built-in allocator settings (default: glibc plus every huge-page-aware one installed)",
+)
+@click.option(
+    "--thp",
+    "thp",
+    multiple=True,
+    type=click.Choice(["never", "madvise", "always"]),
+    help="only these THP modes (default: every mode this user may set)",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="results directory (default results/try-PROGRAM); re-running resumes it",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the verdict as one JSON object")
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
-def try_(argv, budget, metric, higher_is_better, window, stdin, cwd, env, server, ready, text_pages, aged,
-         aged_level, allocators, only, thp, out, as_json, sys_root, proc_root):
+def try_(
+    argv,
+    budget,
+    metric,
+    higher_is_better,
+    window,
+    stdin,
+    cwd,
+    env,
+    server,
+    ready,
+    text_pages,
+    aged,
+    aged_level,
+    allocators,
+    only,
+    thp,
+    out,
+    as_json,
+    sys_root,
+    proc_root,
+):
     """Which allocator and THP setting make PROGRAM faster here? Runs it under each within --budget and
     answers with a verdict: the best configuration vs as-is (glibc, THP as found), how to deploy it, caveats."""
     from .trial import Request, run_try
 
     started = time.monotonic()
-    request = Request(argv=tuple(argv), budget_s=parse_budget(budget), metric=metric,
-                      higher_is_better=higher_is_better, window=window, stdin=stdin, cwd=cwd, env=_env(env),
-                      server=server, ready=ready, text_pages=text_pages, aged=aged,
-                      aged_level=parse_level(aged_level), allocator_paths=tuple(allocators),
-                      thp=tuple(thp),
-                      only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else ())
-    outcome = run_try(request, out, started, echo=lambda line: click.echo(line, err=True), sys_root=sys_root,
-                      proc_root=proc_root)
+    request = Request(
+        argv=tuple(argv),
+        budget_s=parse_budget(budget),
+        metric=metric,
+        higher_is_better=higher_is_better,
+        window=window,
+        stdin=stdin,
+        cwd=cwd,
+        env=_env(env),
+        server=server,
+        ready=ready,
+        text_pages=text_pages,
+        aged=aged,
+        aged_level=parse_level(aged_level),
+        allocator_paths=tuple(allocators),
+        thp=tuple(thp),
+        only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else (),
+    )
+    outcome = run_try(
+        request,
+        out,
+        started,
+        echo=lambda line: click.echo(line, err=True),
+        sys_root=sys_root,
+        proc_root=proc_root,
+    )
     if as_json:
         click.echo(json.dumps(_clean(outcome.verdict), default=str))
         return
     from .trial.render import answer
 
     click.echo(answer(outcome.verdict, outcome.plan_lines))
-    click.echo(f"results: {outcome.out} (hugebench report {outcome.out}); experiment: {outcome.experiment_file} "
-               f"(hugebench sweep {outcome.experiment_file} -o {outcome.out} re-runs it)")
-
+    click.echo(
+        f"results: {outcome.out} (hugebench report {outcome.out}); experiment: {outcome.experiment_file} "
+        f"(hugebench sweep {outcome.experiment_file} -o {outcome.out} re-runs it)"
+    )

@@ -24,12 +24,16 @@ class Column:
 
     def regex(self) -> re.Pattern:
         parts = re.split(r"(<[^>]+>)", self.pattern)
-        return re.compile("".join(".+" if p.startswith("<") else re.escape(p) for p in parts) + r"\Z")
+        return re.compile(
+            "".join(".+" if p.startswith("<") else re.escape(p) for p in parts) + r"\Z"
+        )
 
 
 def _table(text: str) -> tuple[Column, ...]:
     """Entries written one a line, ``pattern | unit | meaning`` (a long one goes on indented)."""
-    joined = text.strip().replace("\n    ", " ")  # an entry goes on over lines indented by four spaces
+    joined = text.strip().replace(
+        "\n    ", " "
+    )  # an entry goes on over lines indented by four spaces
     rows = [line.split(" | ", 2) for line in joined.splitlines()]
     return tuple(Column(*(part.strip() for part in row)) for row in rows)
 
@@ -184,7 +188,9 @@ chunk_ns_p10 | ns | 10th percentile of the per-lookup time over chunks
 chunk_ns_p90 | ns | 90th percentile of the per-lookup time over chunks
 """),
 }
-REASON = Column("<column>.reason", "text", "why the column is null: what could not be measured here")
+REASON = Column(
+    "<column>.reason", "text", "why the column is null: what could not be measured here"
+)
 
 
 def _workload_columns() -> tuple[Column, ...]:
@@ -203,20 +209,34 @@ def _workload_columns() -> tuple[Column, ...]:
         for name, param in workload.params.items():
             if name not in seen:
                 seen.add(name)
-                out.append(Column(name, param.type.__name__, f"the parameter {name} as the workload ran it "
-                             f"({workload.name}: {param.help})"))
+                out.append(
+                    Column(
+                        name,
+                        param.type.__name__,
+                        f"the parameter {name} as the workload ran it "
+                        f"({workload.name}: {param.help})",
+                    )
+                )
     return tuple(out)
 
 
 def reference() -> dict[str, tuple[Column, ...]]:
     """Every group of columns, the workloads' declared columns last, the .reason suffix at the end."""
-    return {**GROUPS, "Declared by the workloads (metrics and parameters)": _workload_columns(),
-            "Any column": (REASON,)}
+    return {
+        **GROUPS,
+        "Declared by the workloads (metrics and parameters)": _workload_columns(),
+        "Any column": (REASON,),
+    }
 
 
 def undocumented(columns, extra=()) -> list[str]:
     """The columns of ``columns`` no entry of :func:`reference` describes. ``extra``: names the caller
     knows (an experiment's own axes and metric names)."""
-    entries = [c for group in reference().values() for c in group if c.pattern not in ("<axis>", "<metric>")]
+    entries = [
+        c
+        for group in reference().values()
+        for c in group
+        if c.pattern not in ("<axis>", "<metric>")
+    ]
     patterns = [c.regex() for c in entries]
     return [col for col in columns if col not in extra and not any(p.match(col) for p in patterns)]

@@ -24,29 +24,90 @@ from collections.abc import Iterable, Mapping
 SCHEMA_VERSION = 1
 
 # Who the run is; fixed when it is planned, never replaced by anything a run or a user writes.
-IDENTITY = ("schema_version", "run_id", "cell_id", "sweep_id", "experiment", "workload", "repetition",
-            "order_index", "warmup", "started_at")
+IDENTITY = (
+    "schema_version",
+    "run_id",
+    "cell_id",
+    "sweep_id",
+    "experiment",
+    "workload",
+    "repetition",
+    "order_index",
+    "warmup",
+    "started_at",
+)
 # How the run ended: written by hugebench alone (a worker's reply or a user's value must not set them).
 STATUS = ("status", "error", "stderr_tail", "stdout_tail", "exit_code", "wall_s")
 # The other plain (undotted) columns hugebench writes into some row, or adds when it loads rows.
 OWNED = (
-    "allocator", "text_pages", "memory_state", "thp", "host", "source", "knobs_applied", "thp_prctl_disabled",
+    "allocator",
+    "text_pages",
+    "memory_state",
+    "thp",
+    "host",
+    "source",
+    "knobs_applied",
+    "thp_prctl_disabled",
     # what a measured program's run records (hugebench.run.supervisor, command.probe, .sampler)
-    "window_s", "windows", "utime_s", "stime_s", "minflt", "majflt", "peak_rss_bytes", "process_wall_s",
-    "hp_coverage", "hp_coverage_tw", "server_stop_s", "allocator_malloc_from", "allocator_processes",
-    "allocator_mapped", "rss_before_workload_bytes", "anon_huge_before_workload_bytes", "workload_wall_s",
-    "program_path", "program_exes", "hp_coverage_basis", "hp_coverage_exit", "allocator_linked", "allocator_note",
-    "tree_peak_rss_bytes", "tree_processes",
+    "window_s",
+    "windows",
+    "utime_s",
+    "stime_s",
+    "minflt",
+    "majflt",
+    "peak_rss_bytes",
+    "process_wall_s",
+    "hp_coverage",
+    "hp_coverage_tw",
+    "server_stop_s",
+    "allocator_malloc_from",
+    "allocator_processes",
+    "allocator_mapped",
+    "rss_before_workload_bytes",
+    "anon_huge_before_workload_bytes",
+    "workload_wall_s",
+    "program_path",
+    "program_exes",
+    "hp_coverage_basis",
+    "hp_coverage_exit",
+    "allocator_linked",
+    "allocator_note",
+    "tree_peak_rss_bytes",
+    "tree_processes",
     # how the run was contained and ended (hugebench.system.containment, run.rows.oom_verdict)
-    "containment", "oom_kills", "signal",
+    "containment",
+    "oom_kills",
+    "signal",
     # what perf could count for the user who ran the sweep (hugebench.measure.perf)
-    "perf_scope", "pmu_scope",
-    "series_t_s", "series_coverage",  # huge-page coverage over the run (sampler; fleet's from the core)
+    "perf_scope",
+    "pmu_scope",
+    "series_t_s",
+    "series_coverage",  # huge-page coverage over the run (sampler; fleet's from the core)
 )
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
-OWNED_PREFIXES = ("param.", "knob.", "perf.", "pmu.", "smaps.", "vmstat.", "worker.", "allocator.", "text.",
-                  "buddy.", "phase.", "sampler.", "sampled.", "set.", "thp.", "hugetlb.", "containment.", "cgroup.",
-                  "result.", "noise.", "memory.")
+OWNED_PREFIXES = (
+    "param.",
+    "knob.",
+    "perf.",
+    "pmu.",
+    "smaps.",
+    "vmstat.",
+    "worker.",
+    "allocator.",
+    "text.",
+    "buddy.",
+    "phase.",
+    "sampler.",
+    "sampled.",
+    "set.",
+    "thp.",
+    "hugetlb.",
+    "containment.",
+    "cgroup.",
+    "result.",
+    "noise.",
+    "memory.",
+)
 # A measurement that could not be taken is null with ``<column>.reason`` beside it.
 REASON_SUFFIX = ".reason"
 # ``{tmp}`` and ``{python}`` of a command line are hugebench's (hugebench.command.template).
@@ -60,17 +121,24 @@ def user_name_problem(name: str, also: Iterable[str] = (), column: bool = True) 
     or None. ``also``: more names hugebench owns in this context (the workload's metric columns).
     ``column=False``: a fixed parameter, which is a row column only as ``param.<name>``, so only the
     ``{field}`` names are hugebench's."""
-    groups = ((IDENTITY + STATUS, "the run's identity or status"), (TEMPLATE_FIELDS, "a {field} of hugebench's"),
-              (OWNED + tuple(also), "a column hugebench writes"))
+    groups = (
+        (IDENTITY + STATUS, "the run's identity or status"),
+        (TEMPLATE_FIELDS, "a {field} of hugebench's"),
+        (OWNED + tuple(also), "a column hugebench writes"),
+    )
     for group, what in groups if column else groups[1:2]:
         if name in group:
-            return (f"{name!r} is {what}; choose another name. Reserved: {', '.join(dict.fromkeys(group))} "
-                    "(hugebench/columns.py)")
+            return (
+                f"{name!r} is {what}; choose another name. Reserved: {', '.join(dict.fromkeys(group))} "
+                "(hugebench/columns.py)"
+            )
     if not column:
         return None
     if name.startswith(OWNED_PREFIXES):
-        return (f"{name!r} starts with {name.split('.')[0]}., a prefix of hugebench's own columns; choose another "
-                f"name (reserved prefixes: {', '.join(OWNED_PREFIXES)})")
+        return (
+            f"{name!r} starts with {name.split('.')[0]}., a prefix of hugebench's own columns; choose another "
+            f"name (reserved prefixes: {', '.join(OWNED_PREFIXES)})"
+        )
     if name.endswith(REASON_SUFFIX):
         return f"{name!r} ends with {REASON_SUFFIX}, which names why a measurement is missing; choose another name"
     return None
@@ -81,8 +149,10 @@ def add_user_columns(row: dict, values: Mapping, what: str) -> dict:
     hugebench owns: such a name is refused when the file is loaded, so reaching here is a bug, said as one."""
     clash = [key for key in values if key in IDENTITY or key in STATUS]
     if clash:
-        raise ValueError(f"{what} {clash[0]!r} would replace the row's own column; such names are refused when "
-                         "the experiment file is loaded")
+        raise ValueError(
+            f"{what} {clash[0]!r} would replace the row's own column; such names are refused when "
+            "the experiment file is loaded"
+        )
     row.update(values)
     return row
 

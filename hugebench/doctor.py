@@ -30,46 +30,76 @@ def check_root() -> Check:
     uid = os.geteuid()
     if uid == 0:
         return Check("root", True, "running as root: every kernel knob can be set")
-    return Check("root", False, f"running as uid {uid}: sweeps that change no kernel knob run (THP 'never' per "
-                 f"process via prctl); other THP modes, mTHP sizes, hugetlb pools and condition_memory need root",
-                 f"for those: sudo {system.sudo_hugebench()} sweep FILE")
+    return Check(
+        "root",
+        False,
+        f"running as uid {uid}: sweeps that change no kernel knob run (THP 'never' per "
+        f"process via prctl); other THP modes, mTHP sizes, hugetlb pools and condition_memory need root",
+        f"for those: sudo {system.sudo_hugebench()} sweep FILE",
+    )
 
 
 def check_perf(caps: perf_mod.PerfCapabilities) -> Check:
     if caps.available:
         detail = f"{caps.perf_path} (perf {caps.perf_version}), perf_event_paranoid={caps.paranoid}"
         return Check("perf tool", True, detail)
-    return Check("perf tool", False, caps.missing_reason or "perf missing", "apt-get install linux-perf")
+    return Check(
+        "perf tool", False, caps.missing_reason or "perf missing", "apt-get install linux-perf"
+    )
 
 
 def check_paranoid(caps: perf_mod.PerfCapabilities) -> Check:
     """What perf counts for the user running this, as the probe found it (not what the level promises)."""
     who, level = f"uid {os.geteuid()}", f"kernel.perf_event_paranoid={caps.paranoid}"
     if not caps.available:
-        return Check("perf permissions", False, f"{level}; not probed: {caps.missing_reason or 'perf missing'}")
+        return Check(
+            "perf permissions",
+            False,
+            f"{level}; not probed: {caps.missing_reason or 'perf missing'}",
+        )
     if caps.scope == "user+kernel":
         return Check("perf permissions", True, f"{level}: {who} counts user and kernel space")
     if caps.scope == "user":
-        return Check("perf permissions", True,
-                     f"{level}: {who} counts user space only (perf's ':u'; rows say perf_scope=user): CPU time and "
-                     f"events in the kernel are left out, page faults still count",
-                     "kernel counts too: run as root, or `sudo sysctl kernel.perf_event_paranoid=1`")
+        return Check(
+            "perf permissions",
+            True,
+            f"{level}: {who} counts user space only (perf's ':u'; rows say perf_scope=user): CPU time and "
+            f"events in the kernel are left out, page faults still count",
+            "kernel counts too: run as root, or `sudo sysctl kernel.perf_event_paranoid=1`",
+        )
     if caps.supported:
-        return Check("perf permissions", True, f"{level}: {who}: perf accepts {len(caps.supported)} events "
-                     f"(none counted anything in the probe)")
+        return Check(
+            "perf permissions",
+            True,
+            f"{level}: {who}: perf accepts {len(caps.supported)} events "
+            f"(none counted anything in the probe)",
+        )
     reasons = sorted({why for _, why in caps.unsupported})
-    return Check("perf permissions", False, f"{level}: {who} can count nothing ({'; '.join(reasons) or 'no event'})",
-                 "`sudo sysctl kernel.perf_event_paranoid=2` (user space), or run as root")
+    return Check(
+        "perf permissions",
+        False,
+        f"{level}: {who} can count nothing ({'; '.join(reasons) or 'no event'})",
+        "`sudo sysctl kernel.perf_event_paranoid=2` (user space), or run as root",
+    )
 
 
 def check_hardware_counters(caps: perf_mod.PerfCapabilities) -> Check:
     if caps.pmu_available and caps.pmu_reason is None:
-        return Check("hardware counters", True, f"available (PMU: {', '.join(caps.cpu_pmus) or 'cpu'})")
+        return Check(
+            "hardware counters", True, f"available (PMU: {', '.join(caps.cpu_pmus) or 'cpu'})"
+        )
     if caps.pmu_available:
-        return Check("hardware counters", True, f"probably available ({caps.pmu_reason})",
-                     "apt-get install linux-perf to probe them")
-    fix = ("run on bare metal or enable vPMU (e.g. -cpu host,pmu=on)" if caps.hypervisor
-           else "check that the kernel's PMU driver loaded (dmesg | grep -i 'performance events')")
+        return Check(
+            "hardware counters",
+            True,
+            f"probably available ({caps.pmu_reason})",
+            "apt-get install linux-perf to probe them",
+        )
+    fix = (
+        "run on bare metal or enable vPMU (e.g. -cpu host,pmu=on)"
+        if caps.hypervisor
+        else "check that the kernel's PMU driver loaded (dmesg | grep -i 'performance events')"
+    )
     return Check("hardware counters", False, f"not available ({caps.pmu_reason})", fix)
 
 
@@ -81,20 +111,34 @@ def check_tlb_events(choices: list[EventChoice]) -> Check:
         detail = ", ".join(found) + (f"; missing: {', '.join(missing)}" if missing else "")
         return Check("TLB events", True, detail)
     reasons = sorted({c.reason for c in tlb if c.reason})
-    return Check("TLB events", False, "none: " + "; ".join(reasons),
-                 "TLB misses need hardware counters (see above); page faults and huge-page coverage are "
-                 "still measured")
+    return Check(
+        "TLB events",
+        False,
+        "none: " + "; ".join(reasons),
+        "TLB misses need hardware counters (see above); page faults and huge-page coverage are "
+        "still measured",
+    )
 
 
 def check_thp(sysfs_root: str | Path = "/sys") -> Check:
     base = Path(sysfs_root) / kernel.THP_DIR
     enabled = kernel.read_optional(base / "enabled")
     if enabled is None:
-        return Check("THP sysfs", False, f"{base} missing", "a kernel built with CONFIG_TRANSPARENT_HUGEPAGE")
+        return Check(
+            "THP sysfs", False, f"{base} missing", "a kernel built with CONFIG_TRANSPARENT_HUGEPAGE"
+        )
     writable = kernel.writable(base / "enabled") and kernel.writable(base / "defrag")
-    detail = f"enabled: {enabled}; defrag: {kernel.read_optional(base / 'defrag')}; " + _writable(writable)
-    return Check("THP sysfs", writable, detail, "" if writable else
-                 "run as root, with /sys mounted read-write (THP 'never' needs neither: prctl per process)")
+    detail = f"enabled: {enabled}; defrag: {kernel.read_optional(base / 'defrag')}; " + _writable(
+        writable
+    )
+    return Check(
+        "THP sysfs",
+        writable,
+        detail,
+        ""
+        if writable
+        else "run as root, with /sys mounted read-write (THP 'never' needs neither: prctl per process)",
+    )
 
 
 def _writable(writable: bool) -> str:
@@ -108,26 +152,43 @@ def check_lock() -> Check:
     paths = system.default_lock_paths()
     ok, detail = system.lock_status(paths)
     override = " (HUGEBENCH_LOCK)" if os.environ.get("HUGEBENCH_LOCK") else ""
-    return Check("sweep lock", ok, detail + override, "" if ok else
-                 f"root: `sudo chmod 666 {paths[0]}`; or set HUGEBENCH_LOCK to a file you may write")
+    return Check(
+        "sweep lock",
+        ok,
+        detail + override,
+        ""
+        if ok
+        else f"root: `sudo chmod 666 {paths[0]}`; or set HUGEBENCH_LOCK to a file you may write",
+    )
 
 
 def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
     modes = kernel.mthp_modes(sysfs_root)
     if not modes:
-        return Check("mTHP sizes", False, "no per-size THP controls", "kernel 6.8 or later for multi-size THP")
+        return Check(
+            "mTHP sizes",
+            False,
+            "no per-size THP controls",
+            "kernel 6.8 or later for multi-size THP",
+        )
     return Check("mTHP sizes", True, ", ".join(f"{size}: {mode}" for size, mode in modes.items()))
 
 
 def check_hugetlb(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> Check:
     knob = Path(proc_root) / "sys/vm/nr_hugepages"
-    pools = [f"{size}: nr={pool.get('nr')} free={pool.get('free')}"
-             for size, pool in kernel.read_hugetlb_pools(sysfs_root).items()]
+    pools = [
+        f"{size}: nr={pool.get('nr')} free={pool.get('free')}"
+        for size, pool in kernel.read_hugetlb_pools(sysfs_root).items()
+    ]
     if not pools and kernel.read_optional(knob) is None:
-        return Check("hugetlb pool", False, "no hugetlb support", "a kernel built with CONFIG_HUGETLBFS")
+        return Check(
+            "hugetlb pool", False, "no hugetlb support", "a kernel built with CONFIG_HUGETLBFS"
+        )
     writable = kernel.writable(knob)
     detail = "; ".join(pools) + f"; {knob} " + _writable(writable)
-    return Check("hugetlb pool", writable, detail, "" if writable else "run as root to reserve huge pages")
+    return Check(
+        "hugetlb pool", writable, detail, "" if writable else "run as root to reserve huge pages"
+    )
 
 
 def check_probe() -> Check:
@@ -137,24 +198,40 @@ def check_probe() -> Check:
 
     summary = read_summary()
     if summary is None:
-        return Check("huge-page ceiling", True, "not measured on this machine yet",
-                     "hugebench probe (a few minutes; sizes hugetlb pools temporarily)")
+        return Check(
+            "huge-page ceiling",
+            True,
+            "not measured on this machine yet",
+            "hugebench probe (a few minutes; sizes hugetlb pools temporarily)",
+        )
     verdict = summary["verdict"]
-    return Check("huge-page ceiling", True, f"{saving_line(summary)}; TLB reach extended: {verdict['answer']} "
-                 f"(probe of {summary.get('measured_at', '?')})")
+    return Check(
+        "huge-page ceiling",
+        True,
+        f"{saving_line(summary)}; TLB reach extended: {verdict['answer']} "
+        f"(probe of {summary.get('measured_at', '?')})",
+    )
 
 
 def check_core() -> Check:
     try:
         from . import _core
     except ImportError as exc:
-        return Check("_core extension", False, f"not importable: {exc}",
-                     "pip install --no-build-isolation . (builds the C++ extension)")
+        return Check(
+            "_core extension",
+            False,
+            f"not importable: {exc}",
+            "pip install --no-build-isolation . (builds the C++ extension)",
+        )
     info = dict(_core.build_info())
     detail = f"{info.get('build_type')} build, {info.get('compiler')}"
     if info.get("debug") or str(info.get("build_type", "")).lower() == "debug":
-        return Check("_core extension", False, detail + " (numbers would be misleading)",
-                     "reinstall with the default Release build")
+        return Check(
+            "_core extension",
+            False,
+            detail + " (numbers would be misleading)",
+            "reinstall with the default Release build",
+        )
     return Check("_core extension", True, detail)
 
 
@@ -165,12 +242,16 @@ def check_native_tools() -> list[Check]:
     from .errors import ToolMissingError
 
     checks = []
-    for name, locate, what in (("hb-exec", launcher, "every run's launcher: real exit status, no orphans"),
-                               ("libhbprobe.so", probe_library, "command workload: which malloc a program used")):
+    for name, locate, what in (
+        ("hb-exec", launcher, "every run's launcher: real exit status, no orphans"),
+        ("libhbprobe.so", probe_library, "command workload: which malloc a program used"),
+    ):
         try:
             checks.append(Check(name, True, f"{locate()} ({what})"))
         except ToolMissingError as exc:
-            checks.append(Check(name, False, str(exc), "pip install --no-build-isolation . (builds it)"))
+            checks.append(
+                Check(name, False, str(exc), "pip install --no-build-isolation . (builds it)")
+            )
     return checks
 
 
@@ -186,7 +267,11 @@ def check_set_kinds() -> Check:
     missing = [workloads.SET_PACKAGES[k] for k in workloads.SET_KINDS if k not in kinds]
     missing += [workloads.HASH_PACKAGES[h] for h in workloads.HASHES if h not in hashes]
     detail = f"set kinds {', '.join(kinds)}; hashes {', '.join(hashes)}"
-    fix = f"apt-get install {' '.join(missing)}, then pip install --no-build-isolation ." if missing else ""
+    fix = (
+        f"apt-get install {' '.join(missing)}, then pip install --no-build-isolation ."
+        if missing
+        else ""
+    )
     return Check("hash sets", not missing, detail, fix)
 
 
@@ -194,8 +279,12 @@ def _as_check(row) -> Check:
     if isinstance(row, Check):
         return row
     if isinstance(row, dict):
-        return Check(str(row.get("name")), bool(row.get("ok", row.get("found"))), str(row.get("detail", "")),
-                     str(row.get("fix", "") or ""))
+        return Check(
+            str(row.get("name")),
+            bool(row.get("ok", row.get("found"))),
+            str(row.get("detail", "")),
+            str(row.get("fix", "") or ""),
+        )
     name, ok, detail, fix = (list(row) + ["", "", ""])[:4]
     return Check(f"allocator {name}", bool(ok), str(detail), str(fix or ""))
 
@@ -212,8 +301,9 @@ def allocator_checks() -> list[Check]:
         return [Check("allocators", False, f"discovery failed: {exc}", "")]
 
 
-def doctor_report(*, perf_bin: str = "perf", proc_root: str | Path = "/proc",
-                  sysfs_root: str | Path = "/sys") -> list[Check]:
+def doctor_report(
+    *, perf_bin: str = "perf", proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys"
+) -> list[Check]:
     """Every check, in the order a user would fix them."""
     cpu = kernel.read_cpu_info(proc_root)
     caps = perf_mod.detect(perf_bin, cpu=cpu, proc_root=proc_root, sysfs_root=sysfs_root)
@@ -241,5 +331,7 @@ def noise_checks(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys
     """What makes this machine noisy (hugebench.doctor_noise), each with its fix."""
     from .doctor_noise import noise_findings
 
-    return [Check(f"noise: {name}", ok, detail, fix) for name, ok, detail, fix in
-            noise_findings(str(proc_root), str(sysfs_root))]
+    return [
+        Check(f"noise: {name}", ok, detail, fix)
+        for name, ok, detail, fix in noise_findings(str(proc_root), str(sysfs_root))
+    ]

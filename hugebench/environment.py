@@ -17,8 +17,21 @@ from .errors import ToolMissingError
 # Variables a worker inherits; everything else (notably LD_PRELOAD and allocator knobs of the parent's own
 # environment) is dropped so that only what the run asks for is in force. LD_LIBRARY_PATH stays: a
 # user-built allocator may need it.
-ENV_WHITELIST = ("PATH", "LD_LIBRARY_PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONPATH",
-                 "VIRTUAL_ENV", "USER", "LOGNAME", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+ENV_WHITELIST = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "USER",
+    "LOGNAME",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+)
 
 
 # One argument or one NAME=value string of execve(2) is at most MAX_ARG_STRLEN bytes with its NUL (32 pages);
@@ -45,8 +58,10 @@ def os_string_problem(text: str) -> str | None:
     except UnicodeEncodeError:
         return "holds a lone surrogate (\\udXXX), which is not text a program can be given"
     if size >= MAX_ARG_STRLEN:
-        return (f"is {size} bytes long, over the kernel's limit of {MAX_ARG_STRLEN - 1} bytes for one argument "
-                "or variable (MAX_ARG_STRLEN): pass it in a file")
+        return (
+            f"is {size} bytes long, over the kernel's limit of {MAX_ARG_STRLEN - 1} bytes for one argument "
+            "or variable (MAX_ARG_STRLEN): pass it in a file"
+        )
     return None
 
 
@@ -57,12 +72,16 @@ def arg_space_problem(strings: Sequence[str]) -> str | None:
     inherited = sum(len(k) + len(v) + 2 for k, v in os.environ.items())
     need = sum(len(s.encode(errors="replace")) + 1 for s in strings)
     if need + inherited + 65536 > limit:
-        return (f"needs {need} bytes of arguments and variables; with the {inherited} of the environment the "
-                f"kernel allows {limit} in all (ARG_MAX): pass the data in a file")
+        return (
+            f"needs {need} bytes of arguments and variables; with the {inherited} of the environment the "
+            f"kernel allows {limit} in all (ARG_MAX): pass the data in a file"
+        )
     return None
 
 
-def worker_environment(alloc_env: Mapping[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+def worker_environment(
+    alloc_env: Mapping[str, str], base: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The worker's environment: the whitelisted part of ``base`` (default: ours) plus ``alloc_env``
     (from ``Allocator.environment()``)."""
     base = os.environ if base is None else base
@@ -77,7 +96,9 @@ def launcher() -> str:
     """The hb-exec launcher installed beside _core (see csrc/tools/hb_exec.cpp)."""
     path = Path(__file__).resolve().parent / "hb-exec"
     if not os.access(path, os.X_OK):
-        raise ToolMissingError(f"{path} is missing: reinstall hugebench (pip install .) to build its launcher")
+        raise ToolMissingError(
+            f"{path} is missing: reinstall hugebench (pip install .) to build its launcher"
+        )
     return str(path)
 
 
@@ -89,19 +110,34 @@ def probe_library() -> str:
     reports is read by hugebench.command.probe."""
     path = Path(__file__).resolve().parent / PROBE_LIBRARY
     if not path.is_file():
-        raise ToolMissingError(f"{path} is missing: reinstall hugebench (pip install .) to build its probe library")
+        raise ToolMissingError(
+            f"{path} is missing: reinstall hugebench (pip install .) to build its probe library"
+        )
     return str(path)
 
 
-def launch_argv(command: Sequence[str], alloc_env: Mapping[str, str], status_path: str | os.PathLike) -> list[str]:
+def launch_argv(
+    command: Sequence[str], alloc_env: Mapping[str, str], status_path: str | os.PathLike
+) -> list[str]:
     """``hb-exec STATUS NAME=VALUE... -- command``: the allocator's variables are in force in the measured
     process only (perf, when it wraps this, must not run under the allocator under test), and its real exit
     status and rusage land in ``status_path``."""
-    return [launcher(), str(status_path), *(f"{k}={v}" for k, v in alloc_env.items()), "--", *command]
+    return [
+        launcher(),
+        str(status_path),
+        *(f"{k}={v}" for k, v in alloc_env.items()),
+        "--",
+        *command,
+    ]
 
 
-def measured_environment(alloc_env: Mapping[str, str], *, probe_dir: str | os.PathLike | None = None,
-                         text_pages: str | None = None, text_dir: str | os.PathLike | None = None) -> dict[str, str]:
+def measured_environment(
+    alloc_env: Mapping[str, str],
+    *,
+    probe_dir: str | os.PathLike | None = None,
+    text_pages: str | None = None,
+    text_dir: str | os.PathLike | None = None,
+) -> dict[str, str]:
     """The variables of the measured process itself: the allocator's (its library first in LD_PRELOAD, so
     its malloc wins), then hugebench's probe library (which malloc really served it) and its text library
     (the program's text on huge pages, ``text_pages``), each with the directory it reports into."""

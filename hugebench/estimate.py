@@ -42,19 +42,25 @@ class Estimate:
     overhead: float | None = None
 
     def text(self) -> str:
-        """"~3.2 min for 84 runs (all from the workload's time model)" and the like."""
+        """ "~3.2 min for 84 runs (all from the workload's time model)" and the like."""
         done = f"{self.done} of {self.done + self.left} runs already done; " if self.done else ""
         if self.left == 0:
             return f"{done}nothing left to run"
         if self.seconds is None:
-            return (f"{done}unknown for {self.left} runs: {self.unpriced} have no stored runs of their cell and "
-                    "their workload no time model (after a first sweep, `hugebench plan -o DIR` prices them)")
-        return f"{done}{format_duration(self.seconds)} for the {self.left} runs left ({self.basis()})"
+            return (
+                f"{done}unknown for {self.left} runs: {self.unpriced} have no stored runs of their cell and "
+                "their workload no time model (after a first sweep, `hugebench plan -o DIR` prices them)"
+            )
+        return (
+            f"{done}{format_duration(self.seconds)} for the {self.left} runs left ({self.basis()})"
+        )
 
     def basis(self) -> str:
         parts = []
         if self.from_history:
-            parts.append(f"{self.from_history} from the measured wall time of stored runs of the same cells")
+            parts.append(
+                f"{self.from_history} from the measured wall time of stored runs of the same cells"
+            )
         if self.from_model:
             parts.append(f"{self.from_model} from the workload's time model")
         text = ", ".join(parts) if len(parts) > 1 else ("all " + parts[0].split(" ", 1)[1])
@@ -86,11 +92,22 @@ def estimate(runs: Iterable, history: History = History()) -> Estimate:
     unpriced = len(left) - len(measured) - len(modelled)
     seconds = None
     if not unpriced:
-        seconds = sum(history.wall_by_cell[r.cell_id] for r in measured) + sum(r.time_estimate for r in modelled)
+        seconds = sum(history.wall_by_cell[r.cell_id] for r in measured) + sum(
+            r.time_estimate for r in modelled
+        )
         seconds *= history.overhead or 1.0
-        seconds += sum(prepare_seconds(getattr(r, "memory_state", None)) for r in left)  # outside a worker's wall
-    return Estimate(seconds, len(left), len(runs) - len(left), len(measured), len(modelled), unpriced,
-                    history.overhead)
+        seconds += sum(
+            prepare_seconds(getattr(r, "memory_state", None)) for r in left
+        )  # outside a worker's wall
+    return Estimate(
+        seconds,
+        len(left),
+        len(runs) - len(left),
+        len(measured),
+        len(modelled),
+        unpriced,
+        history.overhead,
+    )
 
 
 def read_history(path: str | os.PathLike) -> History:
@@ -100,9 +117,17 @@ def read_history(path: str | os.PathLike) -> History:
     if not Path(path, "runs.jsonl").exists():
         return History()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a torn store: the report says so; an estimate uses what it can read
+        warnings.simplefilter(
+            "ignore"
+        )  # a torn store: the report says so; an estimate uses what it can read
         store = ResultStore(path)
-        ratios = [c["sweep_wall_s"] / c["worker_wall_s_sum"] for c in store.contexts().values()
-                  if isinstance(c.get("sweep_wall_s"), (int, float)) and c.get("worker_wall_s_sum")]
-        return History(measured_wall_times(path), frozenset(store.completed_run_ids()),
-                       statistics.median(ratios) if ratios else None)
+        ratios = [
+            c["sweep_wall_s"] / c["worker_wall_s_sum"]
+            for c in store.contexts().values()
+            if isinstance(c.get("sweep_wall_s"), (int, float)) and c.get("worker_wall_s_sum")
+        ]
+        return History(
+            measured_wall_times(path),
+            frozenset(store.completed_run_ids()),
+            statistics.median(ratios) if ratios else None,
+        )

@@ -31,7 +31,9 @@ class Ended:
     code: int
     wall_s: float
     timed_out: bool = False
-    status: dict = field(default_factory=dict)  # hb-exec's record: rusage of the tree, leftover processes
+    status: dict = field(
+        default_factory=dict
+    )  # hb-exec's record: rusage of the tree, leftover processes
 
     @property
     def signal_name(self) -> str | None:
@@ -45,10 +47,18 @@ class Launched:
     ``container`` (hugebench.system.containment), it and all it starts are the run's: in its cgroup from before
     exec, carrying its token, tracked while it runs and all killed with it."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike, *,
-                 stdout: str | os.PathLike, stderr: str | os.PathLike | None = None,
-                 status_path: str | os.PathLike | None = None, container: RunContainer | None = None,
-                 stdin: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | os.PathLike,
+        *,
+        stdout: str | os.PathLike,
+        stderr: str | os.PathLike | None = None,
+        status_path: str | os.PathLike | None = None,
+        container: RunContainer | None = None,
+        stdin: str | os.PathLike | None = None,
+    ):
         """``stdout`` (and ``stderr``, default: with stdout) are files written from the start; ``stdin`` a file
         read (default: /dev/null)."""
         self.status_path = Path(status_path) if status_path else None
@@ -59,9 +69,16 @@ class Launched:
         with open(stdout, "wb") as out, open(stdin or os.devnull, "rb") as inp:
             err = open(stderr, "wb") if stderr else None
             try:
-                self.proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdin=inp,
-                                             stdout=out, stderr=err or subprocess.STDOUT,
-                                             start_new_session=True, preexec_fn=self._in_child)
+                self.proc = subprocess.Popen(
+                    list(argv),
+                    env=dict(env),
+                    cwd=cwd,
+                    stdin=inp,
+                    stdout=out,
+                    stderr=err or subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=self._in_child,
+                )
             finally:
                 if err:
                     err.close()
@@ -78,8 +95,12 @@ class Launched:
     def pid(self) -> int:
         return self.proc.pid
 
-    def wait(self, timeout: float | None, tick: float | None = None,
-             on_tick: Callable[[], None] | None = None) -> Ended:
+    def wait(
+        self,
+        timeout: float | None,
+        tick: float | None = None,
+        on_tick: Callable[[], None] | None = None,
+    ) -> Ended:
         """Wait for the end (calling ``on_tick`` every ``tick`` s meanwhile); ``timeout`` seconds from now,
         kill the group. On any exception (Ctrl-C, SIGTERM) the group is killed before it propagates.
         """
@@ -158,7 +179,11 @@ def read_status(path: Path) -> dict:
 
 
 # Control characters a tail never carries (newline and tab stay): a binary output's bytes, terminal escapes.
-_CONTROL = dict.fromkeys(c for c in range(32) if c not in (9, 10)) | {127: None} | dict.fromkeys(range(0x80, 0xA0))
+_CONTROL = (
+    dict.fromkeys(c for c in range(32) if c not in (9, 10))
+    | {127: None}
+    | dict.fromkeys(range(0x80, 0xA0))
+)
 
 
 def read_end(path: str | os.PathLike, size: int) -> bytes:

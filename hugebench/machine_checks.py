@@ -38,10 +38,15 @@ def memory_skips(runs, proc_root: str = "/proc") -> dict[str, str]:
     for run in runs:
         need = run.memory_estimate
         if need and need > available * MEMORY_HEADROOM:
-            have = ("which is more than this machine's memory (MemTotal)" if total and need > total else
-                    f"but only {available / 2**30:.1f} GiB is available (MemAvailable)")
-            skips[run.cell_id] = (f"needs about {need / 2**30:.1f} GiB, {have}; run it on a larger machine or "
-                                  "shrink the cell")
+            have = (
+                "which is more than this machine's memory (MemTotal)"
+                if total and need > total
+                else f"but only {available / 2**30:.1f} GiB is available (MemAvailable)"
+            )
+            skips[run.cell_id] = (
+                f"needs about {need / 2**30:.1f} GiB, {have}; run it on a larger machine or "
+                "shrink the cell"
+            )
     return skips
 
 
@@ -66,8 +71,12 @@ def _check_knobs(spec, sys_root: str, proc_root: str) -> None:
     from .system.knobs import discover_knobs, resolve_name
 
     settings = [("system", name, None, value) for name, value in spec.system.items()]
-    settings += [("axes", name, i, value) for name, values in spec.axes.items() if _is_knob(name)
-                 for i, value in enumerate(values)]
+    settings += [
+        ("axes", name, i, value)
+        for name, values in spec.axes.items()
+        if _is_knob(name)
+        for i, value in enumerate(values)
+    ]
     if not settings:
         return
     knobs = discover_knobs(sys_root, proc_root)
@@ -93,6 +102,9 @@ def _check_text_thp(spec, runs, sys_root: str) -> None:
         return  # no THP here: the sweep's text check says so
     if mode == "never":
         where = _where(spec)
-        raise where.error(("axes", "text_pages"), f"text_pages thp needs THP 'madvise' or 'always', and this "
-                                                  f"machine's is 'never' ({Path(sys_root)}): set it for the sweep "
-                                                  "with system: {thp: madvise}")
+        raise where.error(
+            ("axes", "text_pages"),
+            f"text_pages thp needs THP 'madvise' or 'always', and this "
+            f"machine's is 'never' ({Path(sys_root)}): set it for the sweep "
+            "with system: {thp: madvise}",
+        )

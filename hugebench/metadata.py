@@ -45,9 +45,12 @@ def tlb_info(proc_root: str | Path = "/proc", cpuid_text: str | None = None) -> 
         lines = [ln.strip() for ln in cpuid_text.splitlines() if "TLB" in ln or "tlb" in ln]
         if lines:
             return {"source": "cpuid -1", "entries": list(dict.fromkeys(lines))}
-    return {"source": None, "entries": [],
-            "unknown": "TLB geometry unknown: /proc/cpuinfo has no 'TLB size' (Intel) and the 'cpuid' tool "
-                       "is not installed (apt-get install cpuid)"}
+    return {
+        "source": None,
+        "entries": [],
+        "unknown": "TLB geometry unknown: /proc/cpuinfo has no 'TLB size' (Intel) and the 'cpuid' tool "
+        "is not installed (apt-get install cpuid)",
+    }
 
 
 def _lscpu_topology(lscpu_text: str | None) -> dict:
@@ -60,11 +63,18 @@ def _lscpu_topology(lscpu_text: str | None) -> dict:
         value = fields.get(key, "")
         return int(value) if value.isdigit() else None
 
-    threads_per_core, cores_per_socket, sockets = (as_int("Thread(s) per core"),
-                                                   as_int("Core(s) per socket"), as_int("Socket(s)"))
+    threads_per_core, cores_per_socket, sockets = (
+        as_int("Thread(s) per core"),
+        as_int("Core(s) per socket"),
+        as_int("Socket(s)"),
+    )
     cores = cores_per_socket * sockets if cores_per_socket and sockets else None
-    return {"sockets": sockets, "cores": cores, "threads_per_core": threads_per_core,
-            "numa_nodes": as_int("NUMA node(s)")}
+    return {
+        "sockets": sockets,
+        "cores": cores,
+        "threads_per_core": threads_per_core,
+        "numa_nodes": as_int("NUMA node(s)"),
+    }
 
 
 def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) -> dict:
@@ -74,8 +84,13 @@ def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) 
         lscpu_text = run_text(["lscpu"])
     topo = _lscpu_topology(lscpu_text)
     return {
-        "vendor": cpu.vendor, "vendor_id": cpu.vendor_id, "model_name": cpu.model_name,
-        "family": cpu.family, "model": cpu.model, "stepping": cpu.stepping, "microarch": cpu.microarch,
+        "vendor": cpu.vendor,
+        "vendor_id": cpu.vendor_id,
+        "model_name": cpu.model_name,
+        "family": cpu.family,
+        "model": cpu.model,
+        "stepping": cpu.stepping,
+        "microarch": cpu.microarch,
         **topo,
         "logical_cpus": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)),
@@ -86,8 +101,10 @@ def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) 
 
 def memory_context(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> dict:
     """Memory size, base and huge page sizes, THP/mTHP modes and hugetlb pools (read only)."""
-    pools = {size: {"nr": pool.get("nr"), "free": pool.get("free")}
-             for size, pool in kernel.read_hugetlb_pools(sysfs_root).items()}
+    pools = {
+        size: {"nr": pool.get("nr"), "free": pool.get("free")}
+        for size, pool in kernel.read_hugetlb_pools(sysfs_root).items()
+    }
     return {
         "total_bytes": kernel.mem_total(proc_root),
         "page_size": os.sysconf("SC_PAGE_SIZE"),
@@ -123,8 +140,13 @@ def git_state(directory: Path | None) -> dict:
     sha = run_text(["git", "-C", str(directory), "rev-parse", "HEAD"])
     if not sha:
         return {"git_sha": None, "git_dirty": None}
-    status = run_text(["git", "-C", str(directory), "status", "--porcelain", "--untracked-files=no"])
-    return {"git_sha": sha.strip(), "git_dirty": bool(status.strip()) if status is not None else None}
+    status = run_text(
+        ["git", "-C", str(directory), "status", "--porcelain", "--untracked-files=no"]
+    )
+    return {
+        "git_sha": sha.strip(),
+        "git_dirty": bool(status.strip()) if status is not None else None,
+    }
 
 
 def core_build_info() -> dict | str:
@@ -145,15 +167,29 @@ def software_context() -> dict:
     src = source_dir()
     return {
         "kernel": {"release": uname.release, "version": uname.version, "machine": uname.machine},
-        "glibc": os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else None,
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
-        "hugebench": {"version": __version__, "source_dir": str(src) if src else None, **git_state(src),
-                      "core_build": core_build_info()},
+        "glibc": os.confstr("CS_GNU_LIBC_VERSION")
+        if "CS_GNU_LIBC_VERSION" in os.confstr_names
+        else None,
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+        },
+        "hugebench": {
+            "version": __version__,
+            "source_dir": str(src) if src else None,
+            **git_state(src),
+            "core_build": core_build_info(),
+        },
     }
 
 
-def machine_context(allocators: dict | None = None, *, perf_caps=None, proc_root: str | Path = "/proc",
-                    sysfs_root: str | Path = "/sys") -> dict:
+def machine_context(
+    allocators: dict | None = None,
+    *,
+    perf_caps=None,
+    proc_root: str | Path = "/proc",
+    sysfs_root: str | Path = "/sys",
+) -> dict:
     """Everything about the machine worth storing once per sweep (JSON-serialisable).
 
     Keys: hostname, cpu, caches, tlb, memory, kernel, glibc, python, hugebench, perf, allocators.

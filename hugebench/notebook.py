@@ -16,8 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SAMPLES = Path(__file__).resolve().parents[1] / "tests" / "data"  # in a source checkout only
-VARIABLES = {"results": "HUGEBENCH_RESULTS", "workloads": "HUGEBENCH_WORKLOADS", "other": "HUGEBENCH_RESULTS_B"}
-SAMPLE_NAMES = {"results": "sample_results", "workloads": "sample_workloads", "other": "sample_results_b"}
+VARIABLES = {
+    "results": "HUGEBENCH_RESULTS",
+    "workloads": "HUGEBENCH_WORKLOADS",
+    "other": "HUGEBENCH_RESULTS_B",
+}
+SAMPLE_NAMES = {
+    "results": "sample_results",
+    "workloads": "sample_workloads",
+    "other": "sample_results_b",
+}
 
 
 @dataclass(frozen=True)
@@ -31,10 +39,19 @@ class Stores:
 
     def describe(self) -> str:
         if self.sample:
-            return ("SAMPLE DATA: the synthetic stores of hugebench's tests (not measurements), copied to "
-                    f"{self.results.parent}. Set HUGEBENCH_RESULTS to your results directory to see yours.")
-        given = {k: v for k, v in (("results", self.results), ("workloads", self.workloads),
-                                   ("other machine", self.other)) if v}
+            return (
+                "SAMPLE DATA: the synthetic stores of hugebench's tests (not measurements), copied to "
+                f"{self.results.parent}. Set HUGEBENCH_RESULTS to your results directory to see yours."
+            )
+        given = {
+            k: v
+            for k, v in (
+                ("results", self.results),
+                ("workloads", self.workloads),
+                ("other machine", self.other),
+            )
+            if v
+        }
         return "Your stores: " + ", ".join(f"{k} = {v}" for k, v in given.items())
 
 
@@ -44,14 +61,21 @@ def stores(environ=None) -> Stores:
     environ = os.environ if environ is None else environ
     chosen = {key: Path(environ[var]) for key, var in VARIABLES.items() if environ.get(var)}
     if chosen:
-        return Stores(chosen.get("results"), chosen.get("workloads"), chosen.get("other"), sample=False)
+        return Stores(
+            chosen.get("results"), chosen.get("workloads"), chosen.get("other"), sample=False
+        )
     from .errors import HugebenchError
 
     if not SAMPLES.is_dir():
-        raise HugebenchError("no store given: set HUGEBENCH_RESULTS to a results directory "
-                             "(the sample stores exist only in a source checkout)")
+        raise HugebenchError(
+            "no store given: set HUGEBENCH_RESULTS to a results directory "
+            "(the sample stores exist only in a source checkout)"
+        )
     copy = Path(tempfile.mkdtemp(prefix="hugebench-samples-"))
-    paths = {key: Path(shutil.copytree(SAMPLES / name, copy / name)) for key, name in SAMPLE_NAMES.items()}
+    paths = {
+        key: Path(shutil.copytree(SAMPLES / name, copy / name))
+        for key, name in SAMPLE_NAMES.items()
+    }
     return Stores(paths["results"], paths["workloads"], paths["other"], sample=True)
 
 
@@ -81,7 +105,9 @@ def show(results, experiment: str | None = None, figures: bool = True) -> int:
     from .report import Options, build_report
 
     if results is None:
-        _say(f"(no store for this section: set the environment variable it names; experiment {experiment!r})")
+        _say(
+            f"(no store for this section: set the environment variable it names; experiment {experiment!r})"
+        )
         return 0
     built = build_report(results, Options(figures=figures))
     chosen = [s for s in built.sections if experiment is None or s.experiment == experiment]
@@ -105,7 +131,11 @@ def _section(section) -> None:
     display(Markdown(f"### {section.title}"))
     if section.table is not None:
         display(section.table)
-    notes = list(section.notes) + [f"**warning:** {w.text}" for w in section.warnings] + list(section.summary)
+    notes = (
+        list(section.notes)
+        + [f"**warning:** {w.text}" for w in section.warnings]
+        + list(section.summary)
+    )
     if notes:
         display(Markdown("\n".join(f"- {line}" for line in notes)))
     for _, fig in section.figures:

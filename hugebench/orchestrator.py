@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import adaptive
-from .measure import disturbance
 from .errors import HugebenchError
-from .plan import RunSpec, block as plan_block
+from .measure import disturbance
+from .plan import RunSpec
+from .plan import block as plan_block
+from .preflight import prepare
 from .run.execute import run_one
 from .run.rows import now
 from .run.rundir import remove_stale_run_dirs
-from .preflight import prepare
 from .store import ResultStore, StoreWarning
 from .system import SweepLock, SystemState, default_lock_paths
 from .system.containment import end_leftovers, record_dir
-
 
 
 @dataclass
@@ -44,9 +44,15 @@ class SweepOptions:
     progress: Callable | None = None  # progress(run, row, done, total) for custom front ends
     spec_source: str = "FILE"  # named in the fix of a privilege error
     lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
-    cluster: object = None  # a hugebench.cluster.ClusterConfig: the CLI then runs it with hugebench.cluster
-    quiet_machine: float | None = None  # seconds to wait, before each block, for a quiet machine (disturbance)
-    label: str | None = None  # the user's label of this sweep, kept in its context (hugebench history)
+    cluster: object = (
+        None  # a hugebench.cluster.ClusterConfig: the CLI then runs it with hugebench.cluster
+    )
+    quiet_machine: float | None = (
+        None  # seconds to wait, before each block, for a quiet machine (disturbance)
+    )
+    label: str | None = (
+        None  # the user's label of this sweep, kept in its context (hugebench history)
+    )
     # batches(spec, runs, read_rows, plan_block) -> iterator of run lists: who decides the runs after the plan
     # (default: adaptive.batches; ``hugebench try`` passes its budget schedule, hugebench.trial.schedule)
     batches: Callable | None = None
@@ -66,18 +72,25 @@ class SweepResult:
 
 def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
     """Preflight everything, then run every planned run not already in the store, on this machine."""
-    with SweepLock(options.lock or default_lock_paths(options.sys_root), f"experiment {spec.name!r}"):
+    with SweepLock(
+        options.lock or default_lock_paths(options.sys_root), f"experiment {spec.name!r}"
+    ):
         return _run_locked(spec, runs, options)
 
 
 def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
-    end_stale_runs(options.journal)  # first: whatever this sweep then refuses, a dead one's processes end
+    end_stale_runs(
+        options.journal
+    )  # first: whatever this sweep then refuses, a dead one's processes end
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
-    store.write_context(setup.sweep_id, {**setup.context, **({"label": options.label} if options.label else {})})
+    store.write_context(
+        setup.sweep_id, {**setup.context, **({"label": options.label} if options.label else {})}
+    )
     disturbance.warn_if_busy(options.proc_root, options.sys_root, options.quiet_machine)
     gate = disturbance.QuietGate(options.quiet_machine, options.proc_root, options.sys_root)
     with SystemState(options.sys_root, options.proc_root, options.journal) as state:
+
         def execute_runs(todo):
             for run in todo:
                 waited = gate(run)
@@ -90,8 +103,16 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
         return record_runs(store, batches, setup.done, execute_runs, options, result, total)
 
 
-def record_runs(store: ResultStore, batches, done, execute_runs: Callable, options: SweepOptions,
-                result: SweepResult, total: int, context_ids: tuple[str, ...] = ()) -> SweepResult:
+def record_runs(
+    store: ResultStore,
+    batches,
+    done,
+    execute_runs: Callable,
+    options: SweepOptions,
+    result: SweepResult,
+    total: int,
+    context_ids: tuple[str, ...] = (),
+) -> SweepResult:
     """The one loop of every sweep, local or on a cluster: for each batch of runs (one batch: the plan; a
     generator may add more as results come in), hand the runs the store lacks to ``execute_runs(todo)`` (an
     iterator of ``(run, row)``, in whatever order they finish) and append each row at once. At the end, the
@@ -117,13 +138,22 @@ def record_runs(store: ResultStore, batches, done, execute_runs: Callable, optio
         failing = sys.exc_info()[1] is not None
         for sweep_id in context_ids or (result.sweep_id,):
             try:
-                store.update_context(sweep_id, ended_at=now(), sweep_wall_s=result.wall_s,
-                                     worker_wall_s_sum=worker_wall[sweep_id], rows_written=result.rows_written)
+                store.update_context(
+                    sweep_id,
+                    ended_at=now(),
+                    sweep_wall_s=result.wall_s,
+                    worker_wall_s_sum=worker_wall[sweep_id],
+                    rows_written=result.rows_written,
+                )
             except HugebenchError as exc:
                 if not failing:
                     raise
                 # the sweep is already failing (e.g. the disk is full): its error is the one to show
-                warnings.warn(f"the end of sweep {sweep_id} was not recorded: {exc}", StoreWarning, stacklevel=2)
+                warnings.warn(
+                    f"the end of sweep {sweep_id} was not recorded: {exc}",
+                    StoreWarning,
+                    stacklevel=2,
+                )
     return result
 
 
@@ -143,7 +173,10 @@ def end_stale_runs(journal) -> list[dict]:
     killed = sum(e["killed"] for e in ended)
     if killed:
         owners = ", ".join(sorted({str(e["owner_pid"]) for e in ended}))
-        warnings.warn(f"ended {killed} process(es) left running by a sweep that died (pid {owners})", stacklevel=2)
+        warnings.warn(
+            f"ended {killed} process(es) left running by a sweep that died (pid {owners})",
+            stacklevel=2,
+        )
     return ended
 
 

@@ -16,9 +16,9 @@ import random
 from dataclasses import dataclass, field
 
 from . import spec as spec_mod
-from .workloads import Workload
 from .errors import SpecError
-from .spec import DEFAULT_ALLOCATOR, MEMORY_AXIS, TEXT_AXIS, MAX_RUNS, ExperimentSpec, is_knob
+from .spec import DEFAULT_ALLOCATOR, MAX_RUNS, MEMORY_AXIS, TEXT_AXIS, ExperimentSpec, is_knob
+from .workloads import Workload
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,15 @@ class RunSpec:
     warmup: bool = False
     memory_estimate: int | None = None
     time_estimate: float | None = None
-    text_pages: str | None = None  # off | thp | hugetlb | file-thp: where the program's text goes (None: untouched)
-    memory_state: str | None = None  # fresh | fragmented:P%: the free memory it starts with (None: as found)
-    workload_def: Workload | None = field(default=None, compare=False, repr=False)  # the spec's, as a value
+    text_pages: str | None = (
+        None  # off | thp | hugetlb | file-thp: where the program's text goes (None: untouched)
+    )
+    memory_state: str | None = (
+        None  # fresh | fragmented:P%: the free memory it starts with (None: as found)
+    )
+    workload_def: Workload | None = field(
+        default=None, compare=False, repr=False
+    )  # the spec's, as a value
 
     def to_dict(self) -> dict:
         """The run as plain data (the worker's request): ``workload_module`` instead of the workload itself, so
@@ -75,7 +81,9 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
             params[name] = value
     allocator = cell.get("allocator", DEFAULT_ALLOCATOR)
     if spec.allocator_table[allocator].mode == "void":
-        params["allocator_mode"] = "void"  # harness-only run: the workload's loop without any malloc
+        params["allocator_mode"] = (
+            "void"  # harness-only run: the workload's loop without any malloc
+        )
     content = {
         "workload": spec.workload,
         "allocator": allocator,
@@ -83,7 +91,10 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
         "params": params,
         "system": system,
     }
-    for axis in (TEXT_AXIS, MEMORY_AXIS):  # only then: cells without the axis keep the ids they always had
+    for axis in (
+        TEXT_AXIS,
+        MEMORY_AXIS,
+    ):  # only then: cells without the axis keep the ids they always had
         if axis in cell:
             content[axis] = cell[axis]
     return content
@@ -97,9 +108,13 @@ def plan(spec: ExperimentSpec, repetitions: int | None = None) -> list[RunSpec]:
     """
     reps = spec.repetitions if repetitions is None else repetitions
     total = len(cells(spec)) * (spec.warmup + reps)
-    if total > MAX_RUNS:  # the file's values are checked at load; this catches a -r flag beyond them
-        raise SpecError(f"{spec.source}: {reps} repetitions (+{spec.warmup} warm-up) of "
-                        f"{total // (spec.warmup + reps)} cells make {total} runs; at most {MAX_RUNS} are allowed")
+    if (
+        total > MAX_RUNS
+    ):  # the file's values are checked at load; this catches a -r flag beyond them
+        raise SpecError(
+            f"{spec.source}: {reps} repetitions (+{spec.warmup} warm-up) of "
+            f"{total // (spec.warmup + reps)} cells make {total} runs; at most {MAX_RUNS} are allowed"
+        )
     blocks = [(-1, True)] * spec.warmup + [(r, False) for r in range(reps)]
     return _runs(spec, list(enumerate(blocks)))
 
@@ -119,32 +134,36 @@ def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
         cell_id = content_hash(content)
         base.append((cell, content, cell_id))
         params = content["params"]  # the models are per cell: computed once, not once per run
-        estimates[cell_id] = (workload.memory_estimate(params) if workload.memory_estimate else None,
-                              workload.time_estimate(params) if workload.time_estimate else None)
+        estimates[cell_id] = (
+            workload.memory_estimate(params) if workload.memory_estimate else None,
+            workload.time_estimate(params) if workload.time_estimate else None,
+        )
     runs: list[RunSpec] = []
     for block_no, (rep, warm) in blocks:
         order = _block_order(base, spec, block_no)
         for position, (cell, content, cell_id) in enumerate(order):
             tag = f"w{block_no}" if warm else rep
-            runs.append(RunSpec(
-                run_id=content_hash([cell_id, tag, spec.seed]),
-                cell_id=cell_id,
-                experiment=spec.name,
-                workload=spec.workload,
-                repetition=rep,
-                order_index=block_no * len(base) + position,
-                allocator=content["allocator"],
-                text_pages=content.get(TEXT_AXIS),
-                memory_state=content.get(MEMORY_AXIS),
-                params=content["params"],
-                system=content["system"],
-                cell=dict(cell),
-                timeout=spec.timeout,
-                warmup=warm,
-                memory_estimate=estimates[cell_id][0],
-                time_estimate=estimates[cell_id][1],
-                workload_def=workload,
-            ))
+            runs.append(
+                RunSpec(
+                    run_id=content_hash([cell_id, tag, spec.seed]),
+                    cell_id=cell_id,
+                    experiment=spec.name,
+                    workload=spec.workload,
+                    repetition=rep,
+                    order_index=block_no * len(base) + position,
+                    allocator=content["allocator"],
+                    text_pages=content.get(TEXT_AXIS),
+                    memory_state=content.get(MEMORY_AXIS),
+                    params=content["params"],
+                    system=content["system"],
+                    cell=dict(cell),
+                    timeout=spec.timeout,
+                    warmup=warm,
+                    memory_estimate=estimates[cell_id][0],
+                    time_estimate=estimates[cell_id][1],
+                    workload_def=workload,
+                )
+            )
     return runs
 
 
@@ -179,6 +198,8 @@ def summary(runs: list[RunSpec], measured: dict | None = None) -> dict:
         "cells": len({r.cell_id for r in runs}),
         "warmup_runs": sum(r.warmup for r in runs),
         "knob_changes": flips,
-        "knobs": sorted({name for r in runs for name in r.system}),  # set before the first run, fixed or not
+        "knobs": sorted(
+            {name for r in runs for name in r.system}
+        ),  # set before the first run, fixed or not
         "max_memory_bytes": max(estimates) if estimates else None,
     }

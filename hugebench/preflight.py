@@ -26,7 +26,9 @@ from .measure import perf as perf_mod
 from .measure.encoding import resolve_counters
 from .run.request import WorkerRequest
 
-MEMORY_HEADROOM = machine_checks.MEMORY_HEADROOM  # of MemAvailable, kept free (its one definition is there)
+MEMORY_HEADROOM = (
+    machine_checks.MEMORY_HEADROOM
+)  # of MemAvailable, kept free (its one definition is there)
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,9 @@ class SweepSetup:
     allocators: Mapping[str, Allocator]  # the resolved allocator of each name the plan uses
     done: frozenset = frozenset()  # run ids already in the store (resume)
     skip: Mapping[str, str] = field(default_factory=dict)  # cell_id -> reason
-    prctl_never: frozenset = frozenset()  # cell ids whose THP 'never' is done by prctl, not sysfs (any block)
+    prctl_never: frozenset = (
+        frozenset()
+    )  # cell ids whose THP 'never' is done by prctl, not sysfs (any block)
     counter_specs: tuple = ()  # timed-phase counters, as CounterSpec dicts
     perf: PerfWrap | None = None
     condition_memory: Mapping = field(default_factory=dict)
@@ -64,13 +68,21 @@ class SweepSetup:
         """The worker's request for one run."""
         alloc = self.allocators[run.allocator]
         path = alloc.resolve()
-        wraps_program = bool(run.workload_def.runner) and self.perf is not None and bool(self.perf.events)
-        return WorkerRequest(run=run.to_dict(), allocator=alloc.name, allocator_path=str(path) if path else None,
-                             allocator_env=dict(alloc.env), allocator_expect=dict(alloc.expect),
-                             counters=self.counter_specs, thp_prctl_disable=run.cell_id in self.prctl_never,
-                             perf_bin=self.perf.bin if wraps_program else None,
-                             perf_events=self.perf.events if wraps_program else (),
-                             text_pages=run.text_pages)
+        wraps_program = (
+            bool(run.workload_def.runner) and self.perf is not None and bool(self.perf.events)
+        )
+        return WorkerRequest(
+            run=run.to_dict(),
+            allocator=alloc.name,
+            allocator_path=str(path) if path else None,
+            allocator_env=dict(alloc.env),
+            allocator_expect=dict(alloc.expect),
+            counters=self.counter_specs,
+            thp_prctl_disable=run.cell_id in self.prctl_never,
+            perf_bin=self.perf.bin if wraps_program else None,
+            perf_events=self.perf.events if wraps_program else (),
+            text_pages=run.text_pages,
+        )
 
 
 def prepare(spec, runs, store, options) -> SweepSetup:
@@ -94,9 +106,11 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     prctl = _check_system(runs, options)
     _check_memory_state(spec, runs, options)
     if spec.condition_memory and os.geteuid() != 0:
-        raise PrivilegeError(f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
-                             f"which needs root: run `sudo {system.sudo_hugebench()} sweep {spec.source}`, or remove "
-                             f"condition_memory")
+        raise PrivilegeError(
+            f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
+            f"which needs root: run `sudo {system.sudo_hugebench()} sweep {spec.source}`, or remove "
+            f"condition_memory"
+        )
     cpu = kernel.read_cpu_info(options.proc_root)
     caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sysfs_root=options.sys_root)
     counter_specs, perf = _perf_plan(spec, options, cpu, caps)
@@ -110,8 +124,12 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
         perf=perf,
         condition_memory=dict(spec.condition_memory or {}),
     )
-    machine = metadata.machine_context(allocators=described, perf_caps=caps, proc_root=options.proc_root,
-                                       sysfs_root=options.sys_root)
+    machine = metadata.machine_context(
+        allocators=described,
+        perf_caps=caps,
+        proc_root=options.proc_root,
+        sysfs_root=options.sys_root,
+    )
     return dataclasses.replace(setup, context=context(spec, runs, setup, described, machine))
 
 
@@ -121,8 +139,10 @@ def _check_memory_state(spec, runs, options) -> None:
         return
     why = system.aging.why_not_here(options.proc_root)
     if why:
-        raise PrivilegeError(f"{spec.source}: axes: memory_state: {why}; run `sudo {system.sudo_hugebench()} sweep "
-                             f"{spec.source}`, or remove the memory_state axis")
+        raise PrivilegeError(
+            f"{spec.source}: axes: memory_state: {why}; run `sudo {system.sudo_hugebench()} sweep "
+            f"{spec.source}`, or remove the memory_state axis"
+        )
 
 
 def new_sweep_id(spec) -> str:
@@ -137,9 +157,11 @@ def check_compatible(spec, store) -> None:
     contexts = store.contexts(strict=True)
     unexplained = sorted({row.get("sweep_id") for row in store.rows()} - set(contexts), key=str)
     if unexplained:
-        raise SpecError(f"results directory {store.path} holds runs of sweep(s) {', '.join(map(str, unexplained))} "
-                        f"whose context file is missing from {store.sweeps_path}, so nothing proves they were "
-                        f"made with this experiment's settings; use another directory with -o DIR")
+        raise SpecError(
+            f"results directory {store.path} holds runs of sweep(s) {', '.join(map(str, unexplained))} "
+            f"whose context file is missing from {store.sweeps_path}, so nothing proves they were "
+            f"made with this experiment's settings; use another directory with -o DIR"
+        )
     for sweep_id, ctx in contexts.items():
         theirs = (ctx.get("spec_fingerprint"), ctx.get("experiment"))
         if theirs != (mine, spec.name):
@@ -147,7 +169,8 @@ def check_compatible(spec, store) -> None:
                 f"results directory {store.path} already holds runs of experiment {theirs[1]!r} (sweep {sweep_id}) "
                 f"made with different fixed settings (workload, params, allocator definitions, system knobs or "
                 f"measurement options); mixing them would make rows incomparable. Use another directory with "
-                f"-o DIR, or restore the previous YAML to resume that sweep.")
+                f"-o DIR, or restore the previous YAML to resume that sweep."
+            )
 
 
 def _check_void(spec, runs, table) -> None:
@@ -164,8 +187,13 @@ def _check_void(spec, runs, table) -> None:
 def _check_system(runs, options) -> set:
     """Knob names/values and privileges; returns the cell ids whose THP 'never' is done by prctl."""
     settings = [r.system for r in runs]
-    by_prctl = system.check_privileges(settings, options.sys_root, options.proc_root, allow_prctl_never=True,
-                                rerun=f"{system.sudo_hugebench()} sweep {options.spec_source}")
+    by_prctl = system.check_privileges(
+        settings,
+        options.sys_root,
+        options.proc_root,
+        allow_prctl_never=True,
+        rerun=f"{system.sudo_hugebench()} sweep {options.spec_source}",
+    )
     if not by_prctl:
         return set()
     return {r.cell_id for r in runs if r.system.get("thp.enabled") == "never"}
@@ -174,10 +202,19 @@ def _check_system(runs, options) -> set:
 def _perf_plan(spec, options, cpu, caps) -> tuple[list[dict], PerfWrap | None]:
     """Timed-phase counter specs and the perf stat wrapper, from one perf probe."""
     counter_mode = spec.counters
-    counter_choices = perf_mod.choose_events(cpu, caps, None if counter_mode in ("auto", "off") else counter_mode)
-    counter_specs = [] if counter_mode == "off" else [
-        dataclasses.asdict(c) for c in resolve_counters(counter_choices, perf_bin=caps.path or "perf",
-                                                        sysfs_root=options.sys_root)]
+    counter_choices = perf_mod.choose_events(
+        cpu, caps, None if counter_mode in ("auto", "off") else counter_mode
+    )
+    counter_specs = (
+        []
+        if counter_mode == "off"
+        else [
+            dataclasses.asdict(c)
+            for c in resolve_counters(
+                counter_choices, perf_bin=caps.path or "perf", sysfs_root=options.sys_root
+            )
+        ]
+    )
     mode = options.perf if options.perf is not None else spec.perf
     if mode == "off" or not caps.available:
         return counter_specs, None
@@ -200,14 +237,29 @@ def _text_skips(runs, options) -> dict:
     built_in = not runs[0].workload_def.runner
     for mode in modes:
         binary = os.path.realpath(options.python) if built_in else None
-        why = text.check_mode(mode, options.sys_root, options.proc_root, binary, sweep_sets_thp=thp_set,
-                              sweep_sizes_pool=pool_set)
+        why = text.check_mode(
+            mode,
+            options.sys_root,
+            options.proc_root,
+            binary,
+            sweep_sets_thp=thp_set,
+            sweep_sizes_pool=pool_set,
+        )
         if why:
-            hint = " (size the pool in the experiment: system: {hugetlb.2MB: N})" if mode == "hugetlb" else ""
-            raise SpecError(f"{options.spec_source}: text_pages {mode!r} cannot work here: {why}{hint}")
+            hint = (
+                " (size the pool in the experiment: system: {hugetlb.2MB: N})"
+                if mode == "hugetlb"
+                else ""
+            )
+            raise SpecError(
+                f"{options.spec_source}: text_pages {mode!r} cannot work here: {why}{hint}"
+            )
     now = kernel.thp_modes(options.sys_root)["enabled"]
-    return {r.cell_id: "text_pages thp needs THP 'madvise' or 'always'; this cell has THP 'never'"
-            for r in runs if r.text_pages == "thp" and r.system.get("thp.enabled", now) == "never"}
+    return {
+        r.cell_id: "text_pages thp needs THP 'madvise' or 'always'; this cell has THP 'never'"
+        for r in runs
+        if r.text_pages == "thp" and r.system.get("thp.enabled", now) == "never"
+    }
 
 
 def context(spec, runs, setup: SweepSetup, allocators: dict, machine: dict) -> dict:

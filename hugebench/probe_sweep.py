@@ -13,7 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import kernel
-from .probe import cache, curves as curves_mod, plan as plan_mod
+from .probe import cache
+from .probe import curves as curves_mod
+from .probe import plan as plan_mod
 
 
 @dataclass(frozen=True)
@@ -38,11 +40,14 @@ class ProbeOutcome:
 
 def _system_and_backings(largest: int, options: ProbeOptions) -> tuple[dict, list[str], dict]:
     wanted = plan_mod.pool_pages(largest)
-    answers = plan_mod.grantable_pools(wanted, sys_root=options.sys_root, proc_root=options.proc_root,
-                                       journal=options.journal)
+    answers = plan_mod.grantable_pools(
+        wanted, sys_root=options.sys_root, proc_root=options.proc_root, journal=options.journal
+    )
     system, backings, skipped = {}, ["4k", "thp"], {}
     if kernel.thp_modes(options.sys_root).get("enabled") == "never":
-        system["thp.enabled"] = "madvise"  # MADV_HUGEPAGE needs madvise or always; restored after the sweep
+        system["thp.enabled"] = (
+            "madvise"  # MADV_HUGEPAGE needs madvise or always; restored after the sweep
+        )
     for backing, (knob, _) in plan_mod.POOL_PAGE.items():
         if answers.get(knob):
             skipped[backing] = answers[knob]
@@ -53,7 +58,8 @@ def _system_and_backings(largest: int, options: ProbeOptions) -> tuple[dict, lis
 
 
 def run_probe(options: ProbeOptions) -> ProbeOutcome:
-    from . import plan, spec as spec_mod
+    from . import plan
+    from . import spec as spec_mod
     from .orchestrator import SweepOptions, run_sweep
     from .store import load
 
@@ -62,16 +68,24 @@ def run_probe(options: ProbeOptions) -> ProbeOutcome:
     text = plan_mod.probe_spec_text(sizes, backings, system, options.repetitions, options.accesses)
     spec = spec_mod.parse_spec(text, source="<hugebench probe>")
     out = Path(options.out or cache.cache_dir(options.proc_root))
-    run_sweep(spec, plan.plan(spec), SweepOptions(out=out, quiet=options.quiet, spec_source="hugebench probe",
-                                                   sys_root=options.sys_root, proc_root=options.proc_root,
-                                                   journal=options.journal))
+    run_sweep(
+        spec,
+        plan.plan(spec),
+        SweepOptions(
+            out=out,
+            quiet=options.quiet,
+            spec_source="hugebench probe",
+            sys_root=options.sys_root,
+            proc_root=options.proc_root,
+            journal=options.journal,
+        ),
+    )
     summary = summarise(load(out), out, skipped)
     cache.write_summary(out, summary)
     if options.out is not None:  # the machine's cache always holds the latest summary
         cache.write_summary(cache.cache_dir(options.proc_root), summary)
-    from .report.figures import save
-
     from .probe.figure import probe_figure
+    from .report.figures import save
 
     figure = save(probe_figure(curves_mod.curves(load(out)), summary["verdict"]), out, "probe")
     return ProbeOutcome(out, summary, skipped, figure)
@@ -83,8 +97,10 @@ def summarise(rows, out: Path, skipped: dict | None = None) -> dict:
     return {
         "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "results": str(out),
-        "curves": [{"pattern": c.pattern, "backing": c.backing, "points": c.points, "refused": c.refused}
-                   for c in all_curves],
+        "curves": [
+            {"pattern": c.pattern, "backing": c.backing, "points": c.points, "refused": c.refused}
+            for c in all_curves
+        ],
         "verdict": curves_mod.reach_verdict(all_curves).to_dict(),
         "best_saving": curves_mod.best_saving(all_curves),
         "skipped": skipped or {},

@@ -16,7 +16,14 @@ import time
 from datetime import timedelta
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 
 def _cell(run) -> str:
@@ -32,13 +39,20 @@ class LineProgress:
     seconds, except for failed runs and the first and last, which always get theirs."""
 
     def __init__(self, total: int, stream=None, interval: float = 60.0, clock=time.monotonic):
-        self.total, self.stream, self.interval, self.clock = total, stream or sys.stderr, interval, clock
+        self.total, self.stream, self.interval, self.clock = (
+            total,
+            stream or sys.stderr,
+            interval,
+            clock,
+        )
         self.failed = 0
         self.start = clock()
         self.last_line: float | None = None
         self.done = 0
         self.queue: list = []  # the runs handed out and not finished, in the order the local loop runs them
-        self.since = self.start  # when the run now in progress started (the last end, or its batch's start)
+        self.since = (
+            self.start
+        )  # when the run now in progress started (the last end, or its batch's start)
         self.walls: dict[str, list] = {}  # cell id -> wall seconds of its finished runs
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -51,7 +65,9 @@ class LineProgress:
             if len(self.queue) == len(runs):
                 self.since = self.clock()
         if self._beat is None and self.interval > 0:
-            self._beat = threading.Thread(target=self._heartbeat, name="hugebench-heartbeat", daemon=True)
+            self._beat = threading.Thread(
+                target=self._heartbeat, name="hugebench-heartbeat", daemon=True
+            )
             self._beat.start()
 
     def _heartbeat(self) -> None:
@@ -74,8 +90,10 @@ class LineProgress:
 
         est = self.price(run)
         est_text = f", est. {format_duration(est)}" if est else ""
-        return (f"hugebench: run {self.done + 1}/{self.total} {workload} {_cell(run)}: "
-                f"{format_duration(now - self.since).lstrip('~')} elapsed{est_text}")
+        return (
+            f"hugebench: run {self.done + 1}/{self.total} {workload} {_cell(run)}: "
+            f"{format_duration(now - self.since).lstrip('~')} elapsed{est_text}"
+        )
 
     def price(self, run) -> float | None:
         """The run's expected wall time: its cell's finished runs (median), else the workload's model."""
@@ -85,7 +103,11 @@ class LineProgress:
     def _finished(self, run, row) -> None:
         with self._lock:
             self.done += 1
-            self.queue = [r for r in self.queue if r is not run and getattr(r, "run_id", 0) != getattr(run, "run_id", 1)]
+            self.queue = [
+                r
+                for r in self.queue
+                if r is not run and getattr(r, "run_id", 0) != getattr(run, "run_id", 1)
+            ]
             self.since = self.clock()
             if isinstance(row.get("wall_s"), (int, float)):
                 self.walls.setdefault(getattr(run, "cell_id", None), []).append(row["wall_s"])
@@ -103,8 +125,12 @@ class LineProgress:
         eta = _clock(elapsed / done * (self.total - done)) if 0 < done < self.total else "0:00:00"
         share = f"{done / self.total:.0%}" if self.total else "?"
         failed = f" ({self.failed} not ok so far)" if self.failed else ""
-        print(f"hugebench: [{done}/{self.total} {share}] {_clock(elapsed)} elapsed, ETA {eta}: "
-              f"{_cell(run)}: {row['status']}{failed}", file=self.stream, flush=True)
+        print(
+            f"hugebench: [{done}/{self.total} {share}] {_clock(elapsed)} elapsed, ETA {eta}: "
+            f"{_cell(run)}: {row['status']}{failed}",
+            file=self.stream,
+            flush=True,
+        )
 
     def close(self) -> None:
         self._stop.set()
@@ -123,10 +149,15 @@ class RichProgress:
         if self.lines:
             return
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             TextColumn("{task.fields[last]}"),
-            console=console, transient=False,
+            console=console,
+            transient=False,
         )
         self.task = self.progress.add_task("sweep", total=total, last="")
         self.progress.start()

@@ -98,8 +98,15 @@ def assess(values, disturbed: int = 0, causes=(), limit: float = SPREAD_LIMIT) -
         rules.append(f"{disturbed} of {data.size} runs disturbed")
     if not rules:
         return Stability(int(data.size), median, spread, outliers, disturbed, False, None)
-    return Stability(int(data.size), median, spread, outliers, disturbed, True,
-                     "; ".join(rules) + "; " + likely_cause(disturbed, data.size, causes))
+    return Stability(
+        int(data.size),
+        median,
+        spread,
+        outliers,
+        disturbed,
+        True,
+        "; ".join(rules) + "; " + likely_cause(disturbed, data.size, causes),
+    )
 
 
 def likely_cause(disturbed: int, n: int, causes=()) -> str:
@@ -108,13 +115,19 @@ def likely_cause(disturbed: int, n: int, causes=()) -> str:
         common = Counter(_first_reason(c) for c in causes if isinstance(c, str)).most_common(1)
         said = f": {common[0][0]}" if common else ""
         return f"likely the machine{said}"
-    return "no run was flagged disturbed: the workload itself varies, or noise hugebench does not see"
+    return (
+        "no run was flagged disturbed: the workload itself varies, or noise hugebench does not see"
+    )
 
 
 def cell_stability(rows: pd.DataFrame, metric: str, limit: float = SPREAD_LIMIT) -> Stability:
     """The stability of a cell from its run rows (successful measured runs; ``noise.*`` for the cause)."""
     ok = ok_rows(rows)
-    values = pd.to_numeric(ok[metric], errors="coerce") if metric in ok.columns else pd.Series(dtype=float)
+    values = (
+        pd.to_numeric(ok[metric], errors="coerce")
+        if metric in ok.columns
+        else pd.Series(dtype=float)
+    )
     return assess(values.to_numpy(float), *disturbance(ok), limit=limit)
 
 

@@ -24,8 +24,9 @@ _MAX_RESAMPLED_VALUES = 4_000_000  # bounds the memory of one vectorised resampl
 NAN = float("nan")
 
 
-def bootstrap_ci(values, stat: Callable = np.median, level: float = 0.95, n_boot: int = 2000,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values, stat: Callable = np.median, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of ``stat`` over the finite ``values``.
 
     ``stat`` must accept ``axis=`` (numpy reductions do). Fewer than two values give ``(nan, nan)``:
@@ -38,14 +39,26 @@ def bootstrap_ci(values, stat: Callable = np.median, level: float = 0.95, n_boot
     return _interval(_resampled_stats(data, stat, n_boot, rng), level)
 
 
-def ratio_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95, n_boot: int = 2000,
-             seed: int = 0) -> tuple[float, float]:
+def ratio_ci(
+    a_values,
+    b_values,
+    stat: Callable = np.median,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Confidence interval of ``stat(a) / stat(b)``, resampling ``a`` and ``b`` independently."""
     return _two_sample_ci(a_values, b_values, np.divide, stat, level, n_boot, seed)
 
 
-def difference_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95, n_boot: int = 2000,
-                  seed: int = 0) -> tuple[float, float]:
+def difference_ci(
+    a_values,
+    b_values,
+    stat: Callable = np.median,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Confidence interval of ``stat(a) - stat(b)`` (e.g. allocator minus void-allocator time per pair)."""
     return _two_sample_ci(a_values, b_values, np.subtract, stat, level, n_boot, seed)
 
@@ -61,8 +74,14 @@ def _two_sample_ci(a_values, b_values, combine, stat, level, n_boot, seed) -> tu
         return _interval(combine(a_stats, b_stats), level)
 
 
-def paired_ratio_ci(a_values, b_values, stat: Callable = np.median, level: float = 0.95,
-                    n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+def paired_ratio_ci(
+    a_values,
+    b_values,
+    stat: Callable = np.median,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Confidence interval of ``stat`` of the per-pair ratios ``a[i] / b[i]`` (aligned sequences)."""
     return bootstrap_ci(pair_ratios(a_values, b_values), stat, level, n_boot, seed)
 
@@ -114,8 +133,14 @@ def min_runs_for(level: float = 0.95) -> int:
     return int(math.ceil(1.0 + math.log2(1.0 / (1.0 - level)) - 1e-12))
 
 
-def compare(a_rows: pd.DataFrame, b_rows: pd.DataFrame, metric: str, level: float = 0.95,
-            n_boot: int = 2000, seed: int = 0) -> Ratio:
+def compare(
+    a_rows: pd.DataFrame,
+    b_rows: pd.DataFrame,
+    metric: str,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Ratio:
     """Ratio of the median of ``metric`` in ``a_rows`` to that in ``b_rows`` (status-ok rows only).
 
     Paired by repetition block (:data:`PAIR_KEYS`) when each block holds one row of each side and at
@@ -133,8 +158,14 @@ def compare(a_rows: pd.DataFrame, b_rows: pd.DataFrame, metric: str, level: floa
     return Ratio(_median_ratio(a, b), lo, hi, False, int(min(a.size, b.size)), level)
 
 
-def summarize(df: pd.DataFrame, group_by: str | Sequence[str], metric: str, level: float = 0.95,
-              n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def summarize(
+    df: pd.DataFrame,
+    group_by: str | Sequence[str],
+    metric: str,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per cell of ``group_by``: status, n, n_failed, median, min, max, ci_lo, ci_hi of ``metric``.
 
     Statistics use the status-ok rows with a finite value (``n`` counts them). ``n_failed`` counts the
@@ -149,8 +180,9 @@ def summarize(df: pd.DataFrame, group_by: str | Sequence[str], metric: str, leve
     return pd.DataFrame.from_records(records, columns=keys + SUMMARY_COLUMNS)
 
 
-def describe_cell(cell: pd.DataFrame, metric: str, level: float = 0.95, n_boot: int = 2000,
-                  seed: int = 0) -> dict:
+def describe_cell(
+    cell: pd.DataFrame, metric: str, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> dict:
     """The summary of one cell's rows; see :func:`summarize`."""
     ok = ok_rows(cell)
     values = finite(_column(ok, metric))
@@ -205,8 +237,10 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str]) -> None:
     """Raise a HugebenchError naming the missing columns and the ones that exist."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise HugebenchError(f"no column {', '.join(map(repr, missing))} in the results; "
-                             f"columns are: {', '.join(map(str, df.columns))}")
+        raise HugebenchError(
+            f"no column {', '.join(map(repr, missing))} in the results; "
+            f"columns are: {', '.join(map(str, df.columns))}"
+        )
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -225,7 +259,9 @@ def _column(df: pd.DataFrame, metric: str) -> pd.Series:
     return df[metric] if metric in df.columns else pd.Series(NAN, index=df.index)
 
 
-def _resampled_stats(data: np.ndarray, stat: Callable, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+def _resampled_stats(
+    data: np.ndarray, stat: Callable, n_boot: int, rng: np.random.Generator
+) -> np.ndarray:
     block = max(1, _MAX_RESAMPLED_VALUES // data.size)
     parts = []
     for start in range(0, n_boot, block):
@@ -252,18 +288,25 @@ def _median_ratio(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.median(a)) / denominator if denominator != 0 else NAN
 
 
-def _paired_values(a: pd.DataFrame, b: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _paired_values(
+    a: pd.DataFrame, b: pd.DataFrame, metric: str
+) -> tuple[np.ndarray, np.ndarray] | None:
     keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns]
     if "repetition" not in keys or a.empty or b.empty:
         return None
     if a.duplicated(keys).any() or b.duplicated(keys).any():
         return None  # several rows per block: the cell pools several configurations
-    joined = a[keys + [metric]].merge(b[keys + [metric]], on=keys, suffixes=("_a", "_b")) \
-        if metric in a.columns and metric in b.columns else None
+    joined = (
+        a[keys + [metric]].merge(b[keys + [metric]], on=keys, suffixes=("_a", "_b"))
+        if metric in a.columns and metric in b.columns
+        else None
+    )
     if joined is None or len(joined) < 2 or len(joined) < min(len(a), len(b)) / 2:
         return None
     # a stray non-number in a store's metric column (hand-edited, corrupt) is missing, like null
-    return tuple(pd.to_numeric(joined[f"{metric}_{side}"], errors="coerce").to_numpy(float) for side in "ab")
+    return tuple(
+        pd.to_numeric(joined[f"{metric}_{side}"], errors="coerce").to_numpy(float) for side in "ab"
+    )
 
 
 def _most_common_status(cell: pd.DataFrame) -> str:

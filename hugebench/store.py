@@ -68,10 +68,21 @@ import pandas as pd
 from ._util import write_json_atomic
 from .columns import SCHEMA_VERSION
 from .errors import HugebenchError, ToolMissingError
+from .storefiles import (  # noqa: F401
+    MAX_CONTEXT_BYTES,
+    MAX_INT_DIGITS,
+    MAX_JSON_DEPTH,
+    MAX_LINE_BYTES,
+    ROW_TYPES,
+    bounded_lines,
+    context_problem,
+    open_store_file,
+    parse_json,
+    parse_row,
+    read_context,
+    row_problem,
+)
 from .storerows import STATUSES, append_line, json_default, normalise_row, plain  # noqa: F401
-from .storefiles import (MAX_CONTEXT_BYTES, MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_LINE_BYTES, ROW_TYPES,  # noqa: F401
-                         bounded_lines, context_problem, open_store_file, parse_json, parse_row, read_context,
-                         row_problem)
 
 RUNS_FILE = "runs.jsonl"
 SWEEPS_DIR = "sweeps"
@@ -80,7 +91,6 @@ PLOTS_DIR = "plots"
 END_FIELDS = ("ended_at", "sweep_wall_s", "worker_wall_s_sum")
 
 _SAFE_SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
 
 
 class StoreWarning(UserWarning):
@@ -112,7 +122,9 @@ class ResultStore:
         """Merge ``fields`` into an existing context (e.g. the end fields) atomically; return the result."""
         target = self._context_path(sweep_id)
         if not target.exists():
-            raise HugebenchError(f"no context for sweep {sweep_id!r} in {self.path}; write_context() first")
+            raise HugebenchError(
+                f"no context for sweep {sweep_id!r} in {self.path}; write_context() first"
+            )
         document = {**read_context(target), **fields}
         with self._writing():
             _atomic_write_json(target, document)
@@ -142,9 +154,13 @@ class ResultStore:
         try:
             yield
         except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(self.path) else ""
-            raise HugebenchError(f"cannot write the results directory {self.path}: {exc.strerror}{where}; "
-                                 "choose another with -o DIR") from None
+            where = (
+                f" ({exc.filename})" if exc.filename and str(exc.filename) != str(self.path) else ""
+            )
+            raise HugebenchError(
+                f"cannot write the results directory {self.path}: {exc.strerror}{where}; "
+                "choose another with -o DIR"
+            ) from None
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -154,7 +170,9 @@ class ResultStore:
 
     def completed_run_ids(self) -> set[str]:
         """Ids of the runs that finished with status ``ok``: the ones a resumed sweep may skip."""
-        return {row["run_id"] for row in self.rows() if row.get("status") == "ok" and "run_id" in row}
+        return {
+            row["run_id"] for row in self.rows() if row.get("status") == "ok" and "run_id" in row
+        }
 
     def contexts(self, strict: bool = False) -> dict[str, dict]:
         """Every sweep context, by sweep id, in order of file name.
@@ -173,7 +191,8 @@ class ResultStore:
                     raise HugebenchError(
                         f"{exc}; so nothing proves the runs stored in {self.path} were made with this "
                         f"experiment's settings; use another directory with -o, or move that results directory "
-                        f"away") from None
+                        f"away"
+                    ) from None
                 warnings.warn(f"{exc}; context skipped", StoreWarning, stacklevel=2)
                 continue
             found[document.get("sweep_id") or file.stem] = document
@@ -181,7 +200,9 @@ class ResultStore:
 
     def _context_path(self, sweep_id: str) -> Path:
         if not isinstance(sweep_id, str) or not _SAFE_SWEEP_ID.match(sweep_id):
-            raise HugebenchError(f"sweep id {sweep_id!r} is not a safe file name (letters, digits, . _ -)")
+            raise HugebenchError(
+                f"sweep id {sweep_id!r} is not a safe file name (letters, digits, . _ -)"
+            )
         return self.sweeps_path / f"{sweep_id}.json"
 
 
@@ -211,13 +232,27 @@ def _shaped(frame: pd.DataFrame) -> pd.DataFrame:
     as integers. (Integer measurements keep float: NaN marks a failed run's, and statistics want floats.)"""
     for short, canonical in AXIS_SHORTHANDS.items():
         if canonical in frame.columns:
-            frame[short] = frame[short].fillna(frame[canonical]) if short in frame.columns else frame[canonical]
-    for column in [c for c in frame.columns if str(c).endswith("version")]:  # 209, not 209.0 (rows without: <NA>)
+            frame[short] = (
+                frame[short].fillna(frame[canonical])
+                if short in frame.columns
+                else frame[canonical]
+            )
+    for column in [
+        c for c in frame.columns if str(c).endswith("version")
+    ]:  # 209, not 209.0 (rows without: <NA>)
         values = frame[column]
-        if pd.api.types.is_float_dtype(values) and values.notna().any() and (values.dropna() % 1 == 0).all():
+        if (
+            pd.api.types.is_float_dtype(values)
+            and values.notna().any()
+            and (values.dropna() % 1 == 0).all()
+        ):
             frame[column] = values.astype("Int64")
-    if "started_at" in frame.columns and not pd.api.types.is_datetime64_any_dtype(frame["started_at"]):
-        frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True, errors="coerce", format="ISO8601")
+    if "started_at" in frame.columns and not pd.api.types.is_datetime64_any_dtype(
+        frame["started_at"]
+    ):
+        frame["started_at"] = pd.to_datetime(
+            frame["started_at"], utc=True, errors="coerce", format="ISO8601"
+        )
     return frame
 
 
@@ -242,7 +277,7 @@ def export_parquet(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     except ImportError:
         raise ToolMissingError("Parquet export needs pyarrow: pip install pyarrow") from None
     out = frame.copy()
-    for column in out.columns[out.dtypes == object]:
+    for column in out.columns[out.dtypes == "object"]:
         kinds = {type(v) for v in out[column] if v is not None and not _is_nan(v)}
         if len(kinds) > 1 or kinds & {list, dict}:
             out[column] = [None if v is None or _is_nan(v) else str(v) for v in out[column]]
@@ -277,7 +312,9 @@ def _load_one(runs_file: Path, hosts: bool = True) -> pd.DataFrame:
     if not hosts or frame.empty:
         return frame
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StoreWarning)  # the report reads contexts too, and says so once
+        warnings.simplefilter(
+            "ignore", StoreWarning
+        )  # the report reads contexts too, and says so once
         contexts = ResultStore(runs_file.parent).contexts()
     return drop_unusable_cells(_with_host(frame, contexts), cell_columns(contexts), runs_file)
 
@@ -289,7 +326,9 @@ def _with_host(frame: pd.DataFrame, contexts: Mapping[str, dict]) -> pd.DataFram
         return frame
     if "host" in frame.columns and frame["host"].notna().all():
         return frame
-    recorded = frame["sweep_id"].map({s: (c.get("machine") or {}).get("hostname") for s, c in contexts.items()})
+    recorded = frame["sweep_id"].map(
+        {s: (c.get("machine") or {}).get("hostname") for s, c in contexts.items()}
+    )
     frame["host"] = frame["host"].fillna(recorded) if "host" in frame.columns else recorded
     return frame
 
@@ -311,8 +350,12 @@ def drop_unusable_cells(frame: pd.DataFrame, columns, source) -> pd.DataFrame:
         return frame
     rows = bad.any(axis=1)
     named = [c for c in present if bad[c].any()]
-    warnings.warn(f"{source}: {int(rows.sum())} row(s) skipped: their column(s) {', '.join(named)} hold a list "
-                  "or an object, not a value that can name a cell", StoreWarning, stacklevel=3)
+    warnings.warn(
+        f"{source}: {int(rows.sum())} row(s) skipped: their column(s) {', '.join(named)} hold a list "
+        "or an object, not a value that can name a cell",
+        StoreWarning,
+        stacklevel=3,
+    )
     return frame[~rows].reset_index(drop=True)
 
 
@@ -343,8 +386,12 @@ def read_rows(runs_file: str | os.PathLike) -> list[dict]:
         seen.add(key)
         rows.append(row)
     if repeated:
-        warnings.warn(f"{runs_file}: {repeated} row(s) repeat a run already stored (same run_id); each run is "
-                      "counted once (was the file concatenated with itself?)", StoreWarning, stacklevel=2)
+        warnings.warn(
+            f"{runs_file}: {repeated} row(s) repeat a run already stored (same run_id); each run is "
+            "counted once (was the file concatenated with itself?)",
+            StoreWarning,
+            stacklevel=2,
+        )
     return rows
 
 
@@ -372,17 +419,23 @@ def _iter_rows(runs_file: Path) -> Iterator[dict]:
             else:
                 yield row
     if bad:
-        what = [f"{'torn last line (a crash mid-write?)' if n == torn else f'corrupt line {n}'}: {why}"
-                for n, why in bad]
+        what = [
+            f"{'torn last line (a crash mid-write?)' if n == torn else f'corrupt line {n}'}: {why}"
+            for n, why in bad
+        ]
         shown = "; ".join(what[:3]) + (f"; and {len(what) - 3} more" if len(what) > 3 else "")
-        warnings.warn(f"{runs_file}: {len(bad)} unreadable line(s) skipped: {shown}", StoreWarning, stacklevel=3)
+        warnings.warn(
+            f"{runs_file}: {len(bad)} unreadable line(s) skipped: {shown}",
+            StoreWarning,
+            stacklevel=3,
+        )
 
 
 def _numeric_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """Columns of numbers (and nulls) become numeric. A list or an object among a column's numbers is no
     measurement (no statistic can use it): it reads as null, counted in a StoreWarning."""
     nulled = {}
-    for column in frame.columns[frame.dtypes == object]:
+    for column in frame.columns[frame.dtypes == "object"]:
         values = frame[column]
         present = values[values.notna()]
         if present.empty:
@@ -396,9 +449,12 @@ def _numeric_columns(frame: pd.DataFrame) -> pd.DataFrame:
         if numbers.all():
             frame[column] = pd.to_numeric(frame[column])
     if nulled:
-        warnings.warn(f"{len(nulled)} column(s) hold a list or an object among numbers, read as missing: "
-                      + ", ".join(f"{c} ({n} value(s))" for c, n in list(nulled.items())[:8]), StoreWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"{len(nulled)} column(s) hold a list or an object among numbers, read as missing: "
+            + ", ".join(f"{c} ({n} value(s))" for c, n in list(nulled.items())[:8]),
+            StoreWarning,
+            stacklevel=3,
+        )
     return frame
 
 
@@ -411,7 +467,9 @@ def _is_nan(value: Any) -> bool:
 
 
 def _atomic_write_json(target: Path, document: Mapping[str, Any]) -> None:
-    write_json_atomic(target, plain(document), indent=2, sort_keys=False, default=json_default, allow_nan=False)
+    write_json_atomic(
+        target, plain(document), indent=2, sort_keys=False, default=json_default, allow_nan=False
+    )
 
 
 def measured_wall_times(path: str | os.PathLike) -> dict[str, float]:

@@ -27,12 +27,28 @@ from .errors import HugebenchError
 # Bounds of what a reader accepts: far above anything hugebench writes, low enough to keep a hostile file cheap.
 MAX_LINE_BYTES = 4 << 20  # one row of runs.jsonl
 MAX_CONTEXT_BYTES = 16 << 20  # one sweeps/<id>.json
-MAX_JSON_DEPTH = 32  # nesting of lists and objects in a row or context (rows are flat: depth 1 or 2)
-MAX_INT_DIGITS = 20  # an integer beyond 64 bits is no measurement (and 4000 digits take quadratic time)
+MAX_JSON_DEPTH = (
+    32  # nesting of lists and objects in a row or context (rows are flat: depth 1 or 2)
+)
+MAX_INT_DIGITS = (
+    20  # an integer beyond 64 bits is no measurement (and 4000 digits take quadratic time)
+)
 # Fields hugebench owns in a row, and the types a reader may rely on (None is allowed too).
-ROW_TYPES = {"run_id": str, "cell_id": str, "sweep_id": str, "experiment": str, "workload": str, "status": str,
-             "repetition": int, "order_index": int, "warmup": bool, "error": str, "host": str, "started_at": str,
-             "wall_s": (int, float)}
+ROW_TYPES = {
+    "run_id": str,
+    "cell_id": str,
+    "sweep_id": str,
+    "experiment": str,
+    "workload": str,
+    "status": str,
+    "repetition": int,
+    "order_index": int,
+    "warmup": bool,
+    "error": str,
+    "host": str,
+    "started_at": str,
+    "wall_s": (int, float),
+}
 
 
 def open_store_file(path: str | os.PathLike, what: str = "results file"):
@@ -55,9 +71,12 @@ def parse_json(data: bytes | str) -> Any:
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"nested {depth} levels deep (at most {MAX_JSON_DEPTH})")
     try:
-        return json.loads(raw, parse_int=_bounded_int, parse_constant=lambda _: None,
-                          parse_float=_finite_float)
-    except RecursionError:  # not reachable after the depth check; kept so that no reader ever sees one
+        return json.loads(
+            raw, parse_int=_bounded_int, parse_constant=lambda _: None, parse_float=_finite_float
+        )
+    except (
+        RecursionError
+    ):  # not reachable after the depth check; kept so that no reader ever sees one
         raise ValueError("nested too deep") from None
 
 
@@ -69,8 +88,9 @@ def _json_depth(raw: bytes) -> int:
     if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
         return 0
     skeleton = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
-    steps = (np.isin(skeleton, (ord("["), ord("{"))).astype(np.int64)
-             - np.isin(skeleton, (ord("]"), ord("}"))).astype(np.int64))
+    steps = np.isin(skeleton, (ord("["), ord("{"))).astype(np.int64) - np.isin(
+        skeleton, (ord("]"), ord("}"))
+    ).astype(np.int64)
     return int(np.cumsum(steps).max(initial=0))
 
 
@@ -120,8 +140,14 @@ def row_problem(row: Mapping) -> str | None:
         if isinstance(value, kind) and not isinstance(value, bool):
             continue
         return f"{key!r} is a {type(value).__name__}, not {_names(kind if isinstance(kind, tuple) else (kind,))}"
-    knob = next((k for k, v in row.items() if k.startswith("knob.") and isinstance(v, (list, dict))), None)
-    return f"{knob!r} (a kernel knob read back) is a {type(row[knob]).__name__}, not a value" if knob else None
+    knob = next(
+        (k for k, v in row.items() if k.startswith("knob.") and isinstance(v, (list, dict))), None
+    )
+    return (
+        f"{knob!r} (a kernel knob read back) is a {type(row[knob]).__name__}, not a value"
+        if knob
+        else None
+    )
 
 
 def read_context(path: str | os.PathLike) -> dict:
@@ -148,25 +174,65 @@ def read_context(path: str | os.PathLike) -> dict:
 NUMBER = "number"
 EMPTY_OK = "(an empty object means none)"  # in an object schema: {} passes even with required keys
 SCALAR = (str, int, float, bool)
-_CLAIM = {"cell!": {"*": SCALAR}, "vs": {"*": SCALAR}, "metric": str, "name": str, "note": str, "source": str,
-          "ratio": NUMBER, "value": NUMBER, "vs_value": NUMBER}
+_CLAIM = {
+    "cell!": {"*": SCALAR},
+    "vs": {"*": SCALAR},
+    "metric": str,
+    "name": str,
+    "note": str,
+    "source": str,
+    "ratio": NUMBER,
+    "value": NUMBER,
+    "vs_value": NUMBER,
+}
 CONTEXT_SCHEMA = {
-    "sweep_id": str, "experiment": str, "workload": str, "spec_fingerprint": str, "primary_metric": str,
-    "primary_better": ("one of", "lower", "higher"), "started_at": str, "ended_at": str,
-    "hugebench_version": str, "synthetic": bool, "axes": [str], "baseline": {"*": SCALAR},
+    "sweep_id": str,
+    "experiment": str,
+    "workload": str,
+    "spec_fingerprint": str,
+    "primary_metric": str,
+    "primary_better": ("one of", "lower", "higher"),
+    "started_at": str,
+    "ended_at": str,
+    "hugebench_version": str,
+    "synthetic": bool,
+    "axes": [str],
+    "baseline": {"*": SCALAR},
     "metrics": [{"column!": str, "label": str, "fmt": str, "scale": NUMBER}],
-    "sweep_wall_s": NUMBER, "worker_wall_s_sum": NUMBER, "rows_written": NUMBER,
+    "sweep_wall_s": NUMBER,
+    "worker_wall_s_sum": NUMBER,
+    "rows_written": NUMBER,
     "allocators": {"*": {"env": {"*": SCALAR}, "path": str, "version": str}},
-    "machine": {"hostname": str, "glibc": str, "python": {"version": str}, "kernel": {"release": str},
-                "cpu": {"model_name": str, "microarch": str, "cores": NUMBER, "logical_cpus": NUMBER,
-                        "hypervisor": str},
-                "memory": {"total_bytes": NUMBER, "thp": dict, "hugetlb_pools": dict},
-                "perf": {"perf_version": str, "missing_reason": str, "pmu_reason": str, "pmu_available": bool},
-                "hugebench": {"version": str, "git_sha": str, "git_dirty": bool, "core_build": dict},
-                "tlb": {"entries": [str]}, "caches": [dict]},
-    "spec": {"axes": {"*": [SCALAR]}, "params": dict, "system": dict,
-             "adaptive": {EMPTY_OK: True, "metric!": str, "min!": int, "max!": int, "target!": NUMBER},
-             "expected": {"source": str, "metric": str, "claims": [_CLAIM]}},
+    "machine": {
+        "hostname": str,
+        "glibc": str,
+        "python": {"version": str},
+        "kernel": {"release": str},
+        "cpu": {
+            "model_name": str,
+            "microarch": str,
+            "cores": NUMBER,
+            "logical_cpus": NUMBER,
+            "hypervisor": str,
+        },
+        "memory": {"total_bytes": NUMBER, "thp": dict, "hugetlb_pools": dict},
+        "perf": {
+            "perf_version": str,
+            "missing_reason": str,
+            "pmu_reason": str,
+            "pmu_available": bool,
+        },
+        "hugebench": {"version": str, "git_sha": str, "git_dirty": bool, "core_build": dict},
+        "tlb": {"entries": [str]},
+        "caches": [dict],
+    },
+    "spec": {
+        "axes": {"*": [SCALAR]},
+        "params": dict,
+        "system": dict,
+        "adaptive": {EMPTY_OK: True, "metric!": str, "min!": int, "max!": int, "target!": NUMBER},
+        "expected": {"source": str, "metric": str, "claims": [_CLAIM]},
+    },
 }
 
 
@@ -203,7 +269,10 @@ def schema_problem(value: Any, schema: Any, path: str) -> str | None:
     if isinstance(schema, list):
         if not isinstance(value, list):
             return _wrong(path, value, "a list")
-        return next((p for i, v in enumerate(value) if (p := schema_problem(v, schema[0], f"{path}[{i}]"))), None)
+        return next(
+            (p for i, v in enumerate(value) if (p := schema_problem(v, schema[0], f"{path}[{i}]"))),
+            None,
+        )
     if isinstance(schema, tuple) and schema and schema[0] == "one of":
         return None if value in schema[1:] else _wrong(path, value, " or ".join(schema[1:]))
     if schema == NUMBER:
@@ -219,8 +288,14 @@ def _wrong(path: str, value: Any, wanted: str) -> str:
 
 
 def _names(kinds: tuple) -> str:
-    words = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "an object",
-             list: "a list"}
+    words = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        dict: "an object",
+        list: "a list",
+    }
     return " or ".join(dict.fromkeys(words.get(k, k.__name__) for k in kinds))
 
 

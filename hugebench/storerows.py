@@ -89,8 +89,10 @@ def append_line(fd: int, line: bytes) -> None:
     try:
         written = os.write(fd, line)
         if written != len(line):
-            raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes of the row could be written "
-                                        f"(disk full?)")
+            raise OSError(
+                errno.ENOSPC,
+                f"only {written} of {len(line)} bytes of the row could be written (disk full?)",
+            )
         os.fsync(fd)
     except OSError:
         if regular:

@@ -47,7 +47,7 @@ def disable() -> None:
     _send("disable")
 
 
-class window(contextlib.ContextDecorator):  # noqa: N801 - used like a function: `with window():`, `@window()`
+class window(contextlib.ContextDecorator):
     """The timed window as a context manager, or as a decorator around a function."""
 
     def __enter__(self) -> window:

@@ -26,21 +26,27 @@ def read_text(path: str | Path) -> str:
     """The file's text: at most MAX_FILE_BYTES, UTF-8, or a SpecError naming the file (and line)."""
     path = Path(path)
     try:
-        with open_regular(path, "experiment file") as handle:  # a FIFO or /dev/zero is refused, not read
+        with open_regular(
+            path, "experiment file"
+        ) as handle:  # a FIFO or /dev/zero is refused, not read
             raw = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError(f"cannot read experiment file {path}: {exc.strerror}") from None
     except ValueError as exc:
         raise SpecError(f"cannot read experiment file {path}: {exc}") from None
     if len(raw) > MAX_FILE_BYTES:
-        raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file "
-                        "(is it the right file?)")
+        raise SpecError(
+            f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file "
+            "(is it the right file?)"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise SpecError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
-                        "save the file as UTF-8") from None
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(
+            f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+            "save the file as UTF-8"
+        ) from None
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -52,8 +58,12 @@ class _LineLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
-                                                  self.peek_event().start_mark)
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"nested deeper than {MAX_DEPTH} levels",
+                    self.peek_event().start_mark,
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -68,8 +78,12 @@ def _scalar_constructor(construct):
             return construct(loader, node)
         except (ValueError, KeyError, IndexError, OverflowError, AttributeError, TypeError) as exc:
             kind = node.tag.rsplit(":", 1)[-1]
-            raise yaml.constructor.ConstructorError(None, None, f"cannot read {node.value[:40]!r} as {kind}: "
-                                                    f"{str(exc)[:100]}", node.start_mark) from None
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"cannot read {node.value[:40]!r} as {kind}: {str(exc)[:100]}",
+                node.start_mark,
+            ) from None
 
     return checked
 
@@ -91,7 +105,9 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _check_shape(node, source: str, path: tuple = (), depth: int = 1, memo: dict | None = None) -> tuple:
+def _check_shape(
+    node, source: str, path: tuple = (), depth: int = 1, memo: dict | None = None
+) -> tuple:
     """(values, height) of ``node`` with aliases expanded; SpecError when the document is too big, too deep,
     recursive, or has a mapping key that is not a string or is given twice.
 
@@ -109,8 +125,10 @@ def _check_shape(node, source: str, path: tuple = (), depth: int = 1, memo: dict
             child_count, child_height = _check_shape(child, source, path + (step,), depth + 1, memo)
             count, height = count + child_count, max(height, child_height + 1)
             if count > MAX_NODES:
-                raise SpecError(f"{where}: holds more than {MAX_NODES} values with its aliases expanded; "
-                                "an experiment file needs far fewer")
+                raise SpecError(
+                    f"{where}: holds more than {MAX_NODES} values with its aliases expanded; "
+                    "an experiment file needs far fewer"
+                )
         memo[id(node)] = (count, height)
     if depth + height - 1 > MAX_DEPTH:
         raise SpecError(f"{where}: nested deeper than {MAX_DEPTH} levels (aliases expanded)")
@@ -119,9 +137,15 @@ def _check_shape(node, source: str, path: tuple = (), depth: int = 1, memo: dict
 
 def _children(node, source, path, depth):
     """(key or index, child node) of a node; SpecError for a mapping key that is not a unique string."""
-    if depth >= MAX_DEPTH and isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) and node.value:
-        raise SpecError(f"{_where_text(source, node.start_mark.line + 1, path)}: nested deeper than "
-                        f"{MAX_DEPTH} levels (aliases expanded)")
+    if (
+        depth >= MAX_DEPTH
+        and isinstance(node, (yaml.SequenceNode, yaml.MappingNode))
+        and node.value
+    ):
+        raise SpecError(
+            f"{_where_text(source, node.start_mark.line + 1, path)}: nested deeper than "
+            f"{MAX_DEPTH} levels (aliases expanded)"
+        )
     if isinstance(node, yaml.SequenceNode):
         return list(enumerate(node.value))
     if not isinstance(node, yaml.MappingNode):
@@ -129,16 +153,26 @@ def _children(node, source, path, depth):
     children, seen = [], {}
     for key_node, value_node in node.value:
         line = key_node.start_mark.line + 1
-        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`; explicit keys override merged ones
+        if (
+            key_node.tag == "tag:yaml.org,2002:merge"
+        ):  # `<<: *defaults`; explicit keys override merged ones
             children.append(("<<", value_node))
             continue
         if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
-            shown = repr(key_node.value[:40]) if isinstance(key_node, yaml.ScalarNode) else f"a {key_node.id}"
-            raise SpecError(f"{_where_text(source, line, path)}: a mapping key ({_printable(shown)}) is not a "
-                            "string; keys are names (quote it if it is meant as one)")
+            shown = (
+                repr(key_node.value[:40])
+                if isinstance(key_node, yaml.ScalarNode)
+                else f"a {key_node.id}"
+            )
+            raise SpecError(
+                f"{_where_text(source, line, path)}: a mapping key ({_printable(shown)}) is not a "
+                "string; keys are names (quote it if it is meant as one)"
+            )
         if key_node.value in seen:
-            raise SpecError(f"{_where_text(source, line, path + (key_node.value,))}: duplicate key "
-                            f"{key_node.value!r} (first at line {seen[key_node.value]})")
+            raise SpecError(
+                f"{_where_text(source, line, path + (key_node.value,))}: duplicate key "
+                f"{key_node.value!r} (first at line {seen[key_node.value]})"
+            )
         seen[key_node.value] = line
         children.append((key_node.value, value_node))
     return children
@@ -176,7 +210,7 @@ class Where:
             if line:
                 break
         if len(message) > MAX_MESSAGE:
-            message = message[:MAX_MESSAGE - 3] + "..."
+            message = message[: MAX_MESSAGE - 3] + "..."
         return cls(f"{_where_text(self.source, line, path)}: {_printable(message)}")
 
 
@@ -191,9 +225,11 @@ def read_yaml(text: str, source: str) -> tuple[Any, dict]:
         _check_shape(node, source)
         return loader.construct_document(node), _key_lines(node)
     except yaml.reader.ReaderError as exc:  # a control character: the position is in characters
-        line = text[:exc.position].count("\n") + 1
-        raise SpecError(f"{source}:{line}: not valid YAML: character {exc.character:#06x} is not allowed "
-                        "in a YAML file") from None
+        line = text[: exc.position].count("\n") + 1
+        raise SpecError(
+            f"{source}:{line}: not valid YAML: character {exc.character:#06x} is not allowed "
+            "in a YAML file"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"{source}:{mark.line + 1}" if mark else source
@@ -202,5 +238,3 @@ def read_yaml(text: str, source: str) -> tuple[Any, dict]:
     finally:
         if loader is not None:
             loader.dispose()
-
-

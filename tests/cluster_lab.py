@@ -24,8 +24,10 @@ BIN = Path(sys.executable).parent
 
 def lab_spec(name: str) -> str:
     """An experiment file's text: hashlookup at 2000 keys, glibc, no perf; ``name`` names the experiment."""
-    return (f"name: {name}\nworkload: hashlookup\nrepetitions: 2\ntimeout: 60\nperf: off\ncounters: off\n"
-            "params: {keys: 2000, lookups: 20000}\naxes:\n  allocator: [glibc]\n")
+    return (
+        f"name: {name}\nworkload: hashlookup\nrepetitions: 2\ntimeout: 60\nperf: off\ncounters: off\n"
+        "params: {keys: 2000, lookups: 20000}\naxes:\n  allocator: [glibc]\n"
+    )
 
 
 WORKER = """
@@ -70,11 +72,28 @@ class Lab:
         self.tmp = tmp_path
         self.procs: list[subprocess.Popen] = []
         scheduler_file = tmp_path / "scheduler.json"
-        self.scheduler = self._start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
-                                      "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
-                                      str(scheduler_file)], "scheduler", env={**os.environ, "PYTHONPATH": _path()})
-        self.address = json.loads(wait_for(lambda: scheduler_file.exists() and scheduler_file.read_text()
-                                            or None, "the scheduler file"))["address"]
+        self.scheduler = self._start(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(scheduler_file),
+            ],
+            "scheduler",
+            env={**os.environ, "PYTHONPATH": _path()},
+        )
+        self.address = json.loads(
+            wait_for(
+                lambda: scheduler_file.exists() and scheduler_file.read_text() or None,
+                "the scheduler file",
+            )
+        )["address"]
         self.machines: dict[str, FakeKernel] = {}
         self.workers: dict[str, subprocess.Popen] = {}
 
@@ -92,43 +111,106 @@ class Lab:
     def journal(self, host: str) -> Path:
         return self.tmp / f"{host}.journal.json"
 
-    def worker(self, host: str, hidden: tuple = (), plain: bool = False, name: str | None = None) -> subprocess.Popen:
+    def worker(
+        self, host: str, hidden: tuple = (), plain: bool = False, name: str | None = None
+    ) -> subprocess.Popen:
         """`hugebench worker` for fake machine ``host`` (or, ``plain``, `dask worker --resources machine=1`
         told its machine by the environment)."""
         kernel = self.machine(host)
-        code = textwrap.dedent(WORKER.format(tests=str(TESTS_DIR), root=str(kernel.root), hidden=list(hidden),
-                                             plain=plain))
-        roots = {"HUGEBENCH_SYS_ROOT": str(kernel.sys_root), "HUGEBENCH_PROC_ROOT": str(kernel.proc_root),
-                 "HUGEBENCH_JOURNAL": str(self.journal(host)), "HUGEBENCH_LOCK": str(self.tmp / f"{host}.lock"),
-                 "HUGEBENCH_HOST_NAME": host}
+        code = textwrap.dedent(
+            WORKER.format(
+                tests=str(TESTS_DIR), root=str(kernel.root), hidden=list(hidden), plain=plain
+            )
+        )
+        roots = {
+            "HUGEBENCH_SYS_ROOT": str(kernel.sys_root),
+            "HUGEBENCH_PROC_ROOT": str(kernel.proc_root),
+            "HUGEBENCH_JOURNAL": str(self.journal(host)),
+            "HUGEBENCH_LOCK": str(self.tmp / f"{host}.lock"),
+            "HUGEBENCH_HOST_NAME": host,
+        }
         if plain:
-            argv = [sys.executable, "-c", code, self.address, "--name", name or host, "--nthreads", "1", "--no-nanny",
-                    "--resources", "machine=1", "--death-timeout", "30", "--no-dashboard"]
+            argv = [
+                sys.executable,
+                "-c",
+                code,
+                self.address,
+                "--name",
+                name or host,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--resources",
+                "machine=1",
+                "--death-timeout",
+                "30",
+                "--no-dashboard",
+            ]
         else:
-            argv = [sys.executable, "-c", code, "worker", self.address, "--host-name", host, "--sys-root",
-                    str(kernel.sys_root), "--proc-root", str(kernel.proc_root), "--journal", str(self.journal(host)),
-                    "--lock", roots["HUGEBENCH_LOCK"], "--idle-restore", "3", "--death-timeout", "30"]
+            argv = [
+                sys.executable,
+                "-c",
+                code,
+                "worker",
+                self.address,
+                "--host-name",
+                host,
+                "--sys-root",
+                str(kernel.sys_root),
+                "--proc-root",
+                str(kernel.proc_root),
+                "--journal",
+                str(self.journal(host)),
+                "--lock",
+                roots["HUGEBENCH_LOCK"],
+                "--idle-restore",
+                "3",
+                "--death-timeout",
+                "30",
+            ]
             roots = {}
-        self.workers[host] = self._start(argv, f"worker-{host}", env={**os.environ, "PYTHONPATH": _path(), **roots})
+        self.workers[host] = self._start(
+            argv, f"worker-{host}", env={**os.environ, "PYTHONPATH": _path(), **roots}
+        )
         return self.workers[host]
 
     def wait_for_hosts(self, *hosts: str) -> None:
         from distributed import Client
 
         with Client(self.address, timeout=30) as client:
+
             def joined():
                 info = client.scheduler_info()["workers"].values()
                 return set(hosts) <= {w.get("name") for w in info} or None
+
             wait_for(joined, f"workers {hosts}")
 
     def sweep(self, spec: Path, out: Path, *extra: str, wait: bool = True, report: bool = True):
         """`hugebench sweep --cluster` (or, without the report and plots, which take seconds, the same
         run_sweep call it makes)."""
-        argv = [str(BIN / "hugebench"), "sweep", str(spec), "--cluster", self.address, "-q", "-o", str(out),
-                "--format", "csv", *extra]
+        argv = [
+            str(BIN / "hugebench"),
+            "sweep",
+            str(spec),
+            "--cluster",
+            self.address,
+            "-q",
+            "-o",
+            str(out),
+            "--format",
+            "csv",
+            *extra,
+        ]
         if not report:
-            argv = [sys.executable, "-c", textwrap.dedent(CLIENT.format(tests=str(TESTS_DIR))), str(spec),
-                    self.address, str(out), *extra]
+            argv = [
+                sys.executable,
+                "-c",
+                textwrap.dedent(CLIENT.format(tests=str(TESTS_DIR))),
+                str(spec),
+                self.address,
+                str(out),
+                *extra,
+            ]
         proc = self._start(argv, "client", env={**os.environ, "COLUMNS": "200"})
         if not wait:
             return proc

@@ -20,7 +20,13 @@ import pytest
 THP = "sys/kernel/mm/transparent_hugepage"
 HUGETLB = "sys/kernel/mm/hugepages"
 MTHP_SIZES_KB = (16, 32, 64, 128, 256, 512, 1024, 2048)
-MTHP_STATS = ("anon_fault_alloc", "anon_fault_fallback", "anon_fault_fallback_charge", "split", "swpout")
+MTHP_STATS = (
+    "anon_fault_alloc",
+    "anon_fault_fallback",
+    "anon_fault_fallback_charge",
+    "split",
+    "swpout",
+)
 
 FAKE_FILES = {
     f"{THP}/enabled": "always [madvise] never",
@@ -146,9 +152,14 @@ class FakeKernel:
         path.write_text(value + "\n")
 
     def _resize_pool(self, rel: str, asked: int) -> None:
-        size = "2048kB" if rel.startswith("proc/") else rel.split("/")[-2].removeprefix("hugepages-")
+        size = (
+            "2048kB" if rel.startswith("proc/") else rel.split("/")[-2].removeprefix("hugepages-")
+        )
         got = min(asked, self.pool_capacity[size])
-        targets = [f"{HUGETLB}/hugepages-{size}/nr_hugepages", f"{HUGETLB}/hugepages-{size}/free_hugepages"]
+        targets = [
+            f"{HUGETLB}/hugepages-{size}/nr_hugepages",
+            f"{HUGETLB}/hugepages-{size}/free_hugepages",
+        ]
         if size == "2048kB":  # /proc/sys/vm/nr_hugepages is the default-size pool, the same counter
             targets.append("proc/sys/vm/nr_hugepages")
         for target in targets:
@@ -185,7 +196,10 @@ def _perf_stat(event: str) -> subprocess.CompletedProcess | None:
         return None
     try:
         return subprocess.run(
-            ["perf", "stat", "-x,", "-e", event, "--", "true"], capture_output=True, text=True, timeout=20
+            ["perf", "stat", "-x,", "-e", event, "--", "true"],
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -195,20 +209,36 @@ def _perf_stat(event: str) -> subprocess.CompletedProcess | None:
 def missing_capability(marker: str) -> str | None:
     """Why the capability behind `marker` is missing here, or None when it is available."""
     if marker == "needs_root":
-        return None if os.geteuid() == 0 else "needs root (writes kernel knobs): run the tests with sudo"
+        return (
+            None
+            if os.geteuid() == 0
+            else "needs root (writes kernel knobs): run the tests with sudo"
+        )
     if marker == "needs_thp":
         if not REAL_THP_ENABLED.exists():
             return f"kernel without transparent huge pages ({REAL_THP_ENABLED} missing)"
-        return None if os.access(REAL_THP_ENABLED, os.W_OK) else f"{REAL_THP_ENABLED} is not writable here"
+        return (
+            None
+            if os.access(REAL_THP_ENABLED, os.W_OK)
+            else f"{REAL_THP_ENABLED} is not writable here"
+        )
     if marker == "needs_perf":
         result = _perf_stat("task-clock")
-        return None if result is not None and result.returncode == 0 else "the perf tool is missing or does not run"
+        return (
+            None
+            if result is not None and result.returncode == 0
+            else "the perf tool is missing or does not run"
+        )
     if marker == "needs_pmu":
         result = _perf_stat("cycles")
         if result is None or result.returncode != 0:
             return "cannot check the PMU: perf is missing or does not run"
         first_field = (result.stderr.strip().splitlines() or [""])[-1].split(",")[0]
-        return None if first_field.isdigit() else f"no hardware counters (perf stat -e cycles: {first_field})"
+        return (
+            None
+            if first_field.isdigit()
+            else f"no hardware counters (perf stat -e cycles: {first_field})"
+        )
     return None
 
 
@@ -222,9 +252,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 # -- the machine is left as found ------------------------------------------------------------------
 
-_GUARDED = ("/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/defrag",
-            "/proc/sys/vm/nr_hugepages", "/proc/sys/vm/compact_unevictable_allowed",
-            "/proc/sys/vm/percpu_pagelist_high_fraction", "/proc/sys/vm/compaction_proactiveness")
+_GUARDED = (
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+    "/sys/kernel/mm/transparent_hugepage/defrag",
+    "/proc/sys/vm/nr_hugepages",
+    "/proc/sys/vm/compact_unevictable_allowed",
+    "/proc/sys/vm/percpu_pagelist_high_fraction",
+    "/proc/sys/vm/compaction_proactiveness",
+)
 
 
 def _read_guarded() -> dict[str, str]:
@@ -256,7 +291,9 @@ def machine_left_as_found():
     yield
     after = _read_guarded()
     if after != before and not _other_sweep_running():
-        changed = {p: (before.get(p), after.get(p)) for p in before if before.get(p) != after.get(p)}
+        changed = {
+            p: (before.get(p), after.get(p)) for p in before if before.get(p) != after.get(p)
+        }
         pytest.fail(f"the tests left kernel settings changed (before, after): {changed}")
 
 
@@ -279,14 +316,28 @@ class Unprivileged:
         self.uid, self.gid, self.python, self.home = uid, gid, python, home
         self.dropping = os.geteuid() == 0 and uid != 0
 
-    def run(self, argv, *, env: dict | None = None, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:
+    def run(
+        self, argv, *, env: dict | None = None, cwd=None, timeout: float = 300
+    ) -> subprocess.CompletedProcess:
         """Run ``argv`` as the user: a small environment (PATH with the interpreter's bin first, HOME,
         LC_ALL=C) plus ``env``; nothing of the test's own HUGEBENCH_* settings leaks in."""
-        base = {"PATH": f"{Path(self.python).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(self.home),
-                "LC_ALL": "C.UTF-8", "TMPDIR": "/tmp"}
+        base = {
+            "PATH": f"{Path(self.python).parent}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.home),
+            "LC_ALL": "C.UTF-8",
+            "TMPDIR": "/tmp",
+        }
         kwargs = {"user": self.uid, "group": self.gid, "extra_groups": []} if self.dropping else {}
-        return subprocess.run([str(a) for a in argv], env={**base, **(env or {})}, cwd=cwd or self.home,
-                              capture_output=True, text=True, timeout=timeout, check=False, **kwargs)
+        return subprocess.run(
+            [str(a) for a in argv],
+            env={**base, **(env or {})},
+            cwd=cwd or self.home,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            **kwargs,
+        )
 
     def hugebench(self, *args, **kwargs) -> subprocess.CompletedProcess:
         """``hugebench ARGS`` as the user, by the venv's ``hugebench`` script (as a user types it)."""
@@ -310,8 +361,16 @@ class Unprivileged:
 def _runs_as(uid: int, gid: int, argv: list[str]) -> subprocess.CompletedProcess | None:
     kwargs = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 else {}
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, cwd="/",
-                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}, **kwargs)
+        return subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+            **kwargs,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -326,31 +385,64 @@ def _python_for(uid: int, gid: int, root: Path) -> tuple[str | None, str]:
     ran = _runs_as(uid, gid, [sys.executable, *check])
     if ran is not None and ran.returncode == 0:
         return sys.executable, ""
-    candidates = [p for p in (f"/usr/bin/python{version}", f"/usr/local/bin/python{version}",
-                              shutil.which(f"python{version}")) if p]
+    candidates = [
+        p
+        for p in (
+            f"/usr/bin/python{version}",
+            f"/usr/local/bin/python{version}",
+            shutil.which(f"python{version}"),
+        )
+        if p
+    ]
     for candidate in dict.fromkeys(candidates):
         probe = _runs_as(uid, gid, [candidate, "-c", "import sys; print(sys.version_info[:2])"])
-        if probe is None or probe.returncode != 0 or probe.stdout.strip() != str(sys.version_info[:2]):
+        if (
+            probe is None
+            or probe.returncode != 0
+            or probe.stdout.strip() != str(sys.version_info[:2])
+        ):
             continue
         venv = root / "venv"
-        made = subprocess.run([candidate, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True)
+        made = subprocess.run(
+            [candidate, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True
+        )
         if made.returncode != 0:
             return None, f"cannot make a venv with {candidate}: {made.stderr.strip()}"
-        site = Path(subprocess.run([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                                    "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+        site = Path(
+            subprocess.run(
+                [
+                    str(venv / "bin/python"),
+                    "-c",
+                    "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
         ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
         (site / "hugebench-session.pth").write_text("".join(f"{p}\n" for p in ours))
         script = venv / "bin/hugebench"  # the console script, as pip would write it
-        script.write_text(f"#!{venv / 'bin/python'}\nimport sys\nfrom hugebench.cli import main\n"
-                          f"sys.exit(main())\n")
+        script.write_text(
+            f"#!{venv / 'bin/python'}\nimport sys\nfrom hugebench.cli import main\n"
+            f"sys.exit(main())\n"
+        )
         script.chmod(0o755)
         for path in [root, *root.rglob("*")]:
-            path.chmod(path.stat().st_mode | 0o555 if path.is_dir() else path.stat().st_mode | 0o444)
+            path.chmod(
+                path.stat().st_mode | 0o555 if path.is_dir() else path.stat().st_mode | 0o444
+            )
         ran = _runs_as(uid, gid, [str(venv / "bin/python"), *check])
         if ran is not None and ran.returncode == 0:
             return str(venv / "bin/python"), ""
-        return None, f"the session's packages are not readable by uid {uid}: {(ran.stderr if ran else '').strip()}"
-    return None, f"uid {uid} cannot run {sys.executable}, and no python{version} it can run was found"
+        return (
+            None,
+            f"the session's packages are not readable by uid {uid}: {(ran.stderr if ran else '').strip()}",
+        )
+    return (
+        None,
+        f"uid {uid} cannot run {sys.executable}, and no python{version} it can run was found",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -394,8 +486,12 @@ def unprivileged(_unprivileged_base, request) -> Unprivileged:
 # -- fixtures added for issue 26 (section 8) ---------------------------------------------------------------
 
 NON_DEFAULT = {  # knob -> a value no kernel starts with: a restore that writes defaults cannot pass for it
-    "thp.enabled": "never", "thp.defrag": "always", "thp.khugepaged.pages_to_scan": "1234",
-    "thp.khugepaged.max_ptes_none": "100", "thp.mthp.64kB": "madvise", "hugetlb.2MB": "2",
+    "thp.enabled": "never",
+    "thp.defrag": "always",
+    "thp.khugepaged.pages_to_scan": "1234",
+    "thp.khugepaged.max_ptes_none": "100",
+    "thp.mthp.64kB": "madvise",
+    "hugetlb.2MB": "2",
 }
 
 

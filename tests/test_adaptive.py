@@ -32,7 +32,9 @@ def _simulate(rule=RULE, partners=None, stop_after=None, store=None):
     """Rounds of next_cells over simulated cells; returns the store of (cell, rep) -> value."""
     store = {} if store is None else store
     for block in range(rule["max"] + 1):
-        values = {cell: [v for (c, r), v in store.items() if c == cell and r < block] for cell in SPREAD}
+        values = {
+            cell: [v for (c, r), v in store.items() if c == cell and r < block] for cell in SPREAD
+        }
         chosen = adaptive.next_cells(values, rule, block, partners)
         if not chosen:
             break
@@ -57,12 +59,17 @@ def test_a_wide_cell_pulls_its_partner_into_its_blocks():
     store = _simulate(partners={"wide": {"partner"}})
     counts = _counts(store)
     assert counts["partner"] == counts["wide"] == RULE["max"] and counts["tight"] == RULE["min"]
-    assert {r for c, r in store if c == "partner"} == {r for c, r in store if c == "wide"}  # paired blocks
+    assert {r for c, r in store if c == "partner"} == {
+        r for c, r in store if c == "wide"
+    }  # paired blocks
 
 
 def test_precision_not_significance_decides():
     """Two tight cells far apart stop at min like two tight cells that are equal: no look at their ratio."""
-    values = {"a": [100.0, 100.5, 99.5, 100.2, 99.8, 100.1], "b": [50.0, 50.2, 49.9, 50.1, 49.8, 50.0]}
+    values = {
+        "a": [100.0, 100.5, 99.5, 100.2, 99.8, 100.1],
+        "b": [50.0, 50.2, 49.9, 50.1, 49.8, 50.0],
+    }
     assert adaptive.next_cells(values, RULE, 6) == []
     assert adaptive.relative_width(values["a"]) < 0.03
 
@@ -71,7 +78,11 @@ def test_cells_without_a_successful_run_are_not_repeated_and_single_values_are()
     values = {"failed": [], "one": [100.0], "nan": [float("nan")] * 6}
     assert adaptive.next_cells(values, RULE, 6) == ["one"]
     assert adaptive.next_cells(values, RULE, 12) == []
-    assert adaptive.next_cells(values, RULE, 2) == ["failed", "one", "nan"]  # blocks below min are whole
+    assert adaptive.next_cells(values, RULE, 2) == [
+        "failed",
+        "one",
+        "nan",
+    ]  # blocks below min are whole
 
 
 def _execute(spec, rows, stop_after=None):
@@ -86,14 +97,25 @@ def _execute(spec, rows, stop_after=None):
             if stop_after is not None and written == stop_after:
                 return rows
             spread = 0.5 if run.cell["set_kind"] == "node" else 0.001
-            rows.append({"run_id": run.run_id, "cell_id": run.cell_id, "repetition": run.repetition, "status": "ok",
-                         "ns_per_lookup": _value(run.cell_id, run.repetition, spread)})
+            rows.append(
+                {
+                    "run_id": run.run_id,
+                    "cell_id": run.cell_id,
+                    "repetition": run.repetition,
+                    "status": "ok",
+                    "ns_per_lookup": _value(run.cell_id, run.repetition, spread),
+                }
+            )
             written += 1
     return rows
 
 
 def test_an_interrupted_sweep_resumes_to_the_same_runs():
-    spec = parse_spec(AUTO.replace("[flat, node]", "[flat, node, robin]") + "repetitions: {auto: {min: 3, max: 7, target: 0.05}}\n", "auto.yaml")
+    spec = parse_spec(
+        AUTO.replace("[flat, node]", "[flat, node, robin]")
+        + "repetitions: {auto: {min: 3, max: 7, target: 0.05}}\n",
+        "auto.yaml",
+    )
     whole = _execute(spec, [])
     by_cell = {}
     for row in whole:
@@ -103,15 +125,21 @@ def test_an_interrupted_sweep_resumes_to_the_same_runs():
     for stop in (2, 7, 10, 15):
         partial = _execute(spec, [], stop_after=stop)
         assert len(partial) == stop
-        assert sorted(r["run_id"] for r in _execute(spec, partial)) == sorted(r["run_id"] for r in whole)
+        assert sorted(r["run_id"] for r in _execute(spec, partial)) == sorted(
+            r["run_id"] for r in whole
+        )
 
 
 def test_the_decision_for_a_block_reads_only_earlier_blocks():
     rows = [{"cell_id": "a", "status": "ok", "repetition": r, "ns": 100.0 + r} for r in range(8)]
-    rows += [{"cell_id": "a", "status": "failed", "repetition": 8, "ns": 1.0},
-             {"cell_id": "a", "status": "ok", "repetition": -1, "warmup": True, "ns": 1.0}]
-    assert adaptive.values_by_cell(rows, ["a", "b"], "ns", 6) == {"a": [100.0, 101.0, 102.0, 103.0, 104.0, 105.0],
-                                                                    "b": []}
+    rows += [
+        {"cell_id": "a", "status": "failed", "repetition": 8, "ns": 1.0},
+        {"cell_id": "a", "status": "ok", "repetition": -1, "warmup": True, "ns": 1.0},
+    ]
+    assert adaptive.values_by_cell(rows, ["a", "b"], "ns", 6) == {
+        "a": [100.0, 101.0, 102.0, 103.0, 104.0, 105.0],
+        "b": [],
+    }
 
 
 AUTO = """\
@@ -131,7 +159,12 @@ axes:
 
 def test_schema_and_plan(tmp_path):
     spec = parse_spec(AUTO + "repetitions: {auto: {min: 3, max: 5, target: 0.05}}\n", "auto.yaml")
-    assert spec.repetitions == 3 and spec.adaptive == {"min": 3, "max": 5, "target": 0.05, "metric": "ns_per_lookup"}
+    assert spec.repetitions == 3 and spec.adaptive == {
+        "min": 3,
+        "max": 5,
+        "target": 0.05,
+        "metric": "ns_per_lookup",
+    }
     least, most = plan_mod.plan(spec), plan_mod.plan(spec, 5)
     assert len(least) == 6 and len(most) == 10 and most[:6] == least
     assert plan_mod.block(spec, 4) == [r for r in most if r.repetition == 4]
@@ -150,19 +183,27 @@ def test_schema_and_plan(tmp_path):
 
 def _sweep(fake, out, text):
     spec = parse_spec(AUTO + text, "auto.yaml")
-    options = SweepOptions(out=out, quiet=True, journal=fake.journal_path, sys_root=str(fake.sys_root),
-                           proc_root=str(fake.proc_root))
+    options = SweepOptions(
+        out=out,
+        quiet=True,
+        journal=fake.journal_path,
+        sys_root=str(fake.sys_root),
+        proc_root=str(fake.proc_root),
+    )
     return run_sweep(spec, plan_mod.plan(spec), options)
 
 
 def test_real_sweep_adds_blocks_until_max_and_resumes(fake_sys, tmp_path):
     """A target no real cell can meet: every cell runs max times, in blocks numbered as fixed repetitions."""
-    text = ("repetitions: {auto: {min: 3, max: 4, target: 0.000001}}\n"
-            "expected: {source: a test, claims: [{cell: {set_kind: node}, vs: {set_kind: flat}, ratio: 2}]}\n")
+    text = (
+        "repetitions: {auto: {min: 3, max: 4, target: 0.000001}}\n"
+        "expected: {source: a test, claims: [{cell: {set_kind: node}, vs: {set_kind: flat}, ratio: 2}]}\n"
+    )
     result = _sweep(fake_sys, tmp_path / "res", text)
     df = load(tmp_path / "res")
-    assert result.statuses == {"ok": 8} and df.groupby("set_kind")["repetition"].apply(sorted).tolist() == [
-        [0, 1, 2, 3], [0, 1, 2, 3]]
+    assert result.statuses == {"ok": 8} and df.groupby("set_kind")["repetition"].apply(
+        sorted
+    ).tolist() == [[0, 1, 2, 3], [0, 1, 2, 3]]
     again = _sweep(fake_sys, tmp_path / "res", text)
     assert again.rows_written == 0 and again.skipped_done == 8
     text_report = report(tmp_path / "res", fmt="markdown")
@@ -172,8 +213,11 @@ def test_real_sweep_adds_blocks_until_max_and_resumes(fake_sys, tmp_path):
 
 def test_real_sweep_stops_at_min_when_every_cell_is_tight(fake_sys, tmp_path):
     """Tiny runs' latencies vary 30x here, so the judged metric is one a cell repeats closely: its peak RSS."""
-    result = _sweep(fake_sys, tmp_path / "res",
-                    "repetitions: {auto: {min: 3, max: 6, target: 0.5, metric: peak_rss_bytes}}\n")
+    result = _sweep(
+        fake_sys,
+        tmp_path / "res",
+        "repetitions: {auto: {min: 3, max: 6, target: 0.5, metric: peak_rss_bytes}}\n",
+    )
     assert result.statuses == {"ok": 6}
     assert np.array_equal(np.sort(load(tmp_path / "res")["repetition"].unique()), [0, 1, 2])
 

@@ -2,7 +2,6 @@
 run with the reason, buddy state in every row; and, on the real kernel, the fragmenter reaches its level and
 is gone afterwards."""
 
-import os
 import sys
 import textwrap
 
@@ -31,23 +30,42 @@ axes:
 def _sweep(tmp_path, fake, states="fresh"):
     spec = parse_spec(SPEC.replace("STATES", states), "aged-tiny.yaml")
     runs = plan_mod.plan(spec)
-    options = SweepOptions(out=tmp_path / "res", quiet=True, journal=tmp_path / "journal.json",
-                           sys_root=str(fake.sys_root), proc_root=str(fake.proc_root))
+    options = SweepOptions(
+        out=tmp_path / "res",
+        quiet=True,
+        journal=tmp_path / "journal.json",
+        sys_root=str(fake.sys_root),
+        proc_root=str(fake.proc_root),
+    )
     return runs, run_sweep(spec, runs, options)
 
 
 def test_values_are_checked_with_file_line_and_key():
     spec = parse_spec(SPEC.replace("STATES", 'fresh, fragmented, "fragmented:25%"'), "a.yaml")
     assert spec.axes["memory_state"] == ("fresh", "fragmented:100%", "fragmented:25%")
-    assert {r.memory_state for r in plan_mod.plan(spec)} == {"fresh", "fragmented:100%", "fragmented:25%"}
+    assert {r.memory_state for r in plan_mod.plan(spec)} == {
+        "fresh",
+        "fragmented:100%",
+        "fragmented:25%",
+    }
     for bad in ('"fragmented:0%"', "old", "fragmented:50"):
-        with pytest.raises(SpecError, match=r"a.yaml:8: key 'axes.memory_state.0': memory_state must be fresh"):
+        with pytest.raises(
+            SpecError, match=r"a.yaml:8: key 'axes.memory_state.0': memory_state must be fresh"
+        ):
             parse_spec(SPEC.replace("STATES", bad), "a.yaml")
     with pytest.raises(SpecError, match="lists a value twice"):
         parse_spec(SPEC.replace("STATES", "fragmented, fragmented:100%"), "a.yaml")
-    movable = parse_spec(SPEC.replace("STATES", 'fragmented-movable, "fragmented-movable:25%", fragmented'), "a.yaml")
-    assert movable.axes["memory_state"] == ("fragmented-movable:100%", "fragmented-movable:25%", "fragmented:100%")
-    assert aging.parse("fragmented-movable:25%") == aging.MemoryState("fragmented", 25, movable=True)
+    movable = parse_spec(
+        SPEC.replace("STATES", 'fragmented-movable, "fragmented-movable:25%", fragmented'), "a.yaml"
+    )
+    assert movable.axes["memory_state"] == (
+        "fragmented-movable:100%",
+        "fragmented-movable:25%",
+        "fragmented:100%",
+    )
+    assert aging.parse("fragmented-movable:25%") == aging.MemoryState(
+        "fragmented", 25, movable=True
+    )
     with pytest.raises(SpecError, match="or fragmented-movable"):
         parse_spec(SPEC.replace("STATES", '"fragmented-movable:0%"'), "a.yaml")
 
@@ -66,12 +84,20 @@ def test_fresh_compacts_and_records_the_buddy_state(fake_sys, tmp_path):
     row = load(tmp_path / "res").iloc[0]
     assert ("proc/sys/vm/compact_memory", "1") in fake_sys.writes
     # the fake buddyinfo: DMA32 2 + 752*2 blocks, Normal 9 + 37*2; DMA is never counted
-    assert row["memory.zone.DMA32.free_2mib_blocks"] == 1506 and row["memory.zone.Normal.free_2mib_blocks"] == 83
+    assert (
+        row["memory.zone.DMA32.free_2mib_blocks"] == 1506
+        and row["memory.zone.Normal.free_2mib_blocks"] == 83
+    )
     assert row["memory.free_2mib_blocks"] == row["memory.initial_free_2mib_blocks"] == 1589
-    assert row["buddy.order10"] == 3 + 752 + 37 and row["knob.vm.compact_unevictable_allowed"] == "1"
+    assert (
+        row["buddy.order10"] == 3 + 752 + 37 and row["knob.vm.compact_unevictable_allowed"] == "1"
+    )
     assert "debugfs" in row["memory.unusable_index.reason"]
     # what aging did during the run (the fake kernel's counters stand still)
-    assert row["memory.during.thp_fault_fallback"] == 0 and row["memory.during.khugepaged.full_scans"] == 0
+    assert (
+        row["memory.during.thp_fault_fallback"] == 0
+        and row["memory.during.khugepaged.full_scans"] == 0
+    )
 
 
 FAKE_FRAGMENTER = textwrap.dedent("""\
@@ -92,27 +118,41 @@ def test_a_state_that_does_not_hold_fails_the_run_with_the_reason(fake_sys, tmp_
     runs, result = _sweep(tmp_path, fake_sys, "fragmented")
     assert result.statuses == {"failed": 1}
     row = load(tmp_path / "res").iloc[0]
-    assert "memory_state fragmented:100% did not hold: 1589 free 2 MiB blocks before the run" in row["error"]
-    assert "more than the limit of 32" in row["error"] and "no free 2 MiB block left" in row["error"]
+    assert (
+        "memory_state fragmented:100% did not hold: 1589 free 2 MiB blocks before the run"
+        in row["error"]
+    )
+    assert (
+        "more than the limit of 32" in row["error"] and "no free 2 MiB block left" in row["error"]
+    )
     assert row["memory.free_2mib_limit"] == 32 and row["memory.fragmenter_left"] == 0
     assert ("proc/sys/vm/compact_unevictable_allowed", "0") in fake_sys.writes
     assert fake_sys.read("proc/sys/vm/compact_unevictable_allowed") == "1"
-    assert fake_sys.read("sys/kernel/mm/transparent_hugepage/defrag").split("[")[1].startswith("madvise")
+    assert (
+        fake_sys.read("sys/kernel/mm/transparent_hugepage/defrag")
+        .split("[")[1]
+        .startswith("madvise")
+    )
 
 
-def test_a_movable_state_leaves_its_pages_unlocked_and_keeps_kcompactd_off_only_while_it_lives(fake_sys, tmp_path,
-                                                                                                monkeypatch):
+def test_a_movable_state_leaves_its_pages_unlocked_and_keeps_kcompactd_off_only_while_it_lives(
+    fake_sys, tmp_path, monkeypatch
+):
     """fragmented-movable: the fragmenter is asked for unlocked pages, compaction of mlocked pages stays as
     found, proactive compaction is off for the run and back as found after."""
     argv_file = tmp_path / "argv"
-    fake = FAKE_FRAGMENTER.replace("import json, signal", f"import json, signal, sys; open({str(argv_file)!r}, 'w')"
-                                                           ".write(' '.join(sys.argv))")
+    fake = FAKE_FRAGMENTER.replace(
+        "import json, signal",
+        f"import json, signal, sys; open({str(argv_file)!r}, 'w').write(' '.join(sys.argv))",
+    )
     monkeypatch.setattr(aging, "HELPER", [sys.executable, "-c", fake])
     with open(fake_sys.proc_root / "meminfo", "a") as f:
         f.write("MemAvailable:   20000000 kB\n")
     runs, result = _sweep(tmp_path, fake_sys, "fragmented-movable")
     row = load(tmp_path / "res").iloc[0]
-    assert "memory_state fragmented-movable:100% did not hold" in row["error"]  # the fake buddyinfo stays free
+    assert (
+        "memory_state fragmented-movable:100% did not hold" in row["error"]
+    )  # the fake buddyinfo stays free
     assert "--movable" in argv_file.read_text().split() and bool(row["memory.movable"])
     assert ("proc/sys/vm/compaction_proactiveness", "0") in fake_sys.writes
     assert ("proc/sys/vm/compact_unevictable_allowed", "0") not in fake_sys.writes
@@ -122,8 +162,14 @@ def test_a_movable_state_leaves_its_pages_unlocked_and_keeps_kcompactd_off_only_
 def test_not_enough_memory_to_fragment_safely(fake_sys, tmp_path):
     (fake_sys.proc_root / "meminfo").write_text("MemTotal: 2000000 kB\nMemAvailable: 100000 kB\n")
     with SystemState(fake_sys.sys_root, fake_sys.proc_root, fake_sys.journal_path) as state:
-        aged = aging.AgedMemory("fragmented", state, proc_root=str(fake_sys.proc_root), records=tmp_path / "r",
-                                sys_root=str(fake_sys.sys_root), reserve_bytes=200 << 20).enter()
+        aged = aging.AgedMemory(
+            "fragmented",
+            state,
+            proc_root=str(fake_sys.proc_root),
+            records=tmp_path / "r",
+            sys_root=str(fake_sys.sys_root),
+            reserve_bytes=200 << 20,
+        ).enter()
         assert aged.failed.startswith("not enough memory to fragment safely") and aged.proc is None
         aged.close()
 
@@ -132,6 +178,7 @@ def test_not_enough_memory_to_fragment_safely(fake_sys, tmp_path):
 @pytest.mark.needs_thp
 def test_the_fragmenter_reaches_its_level_here_and_is_gone_after(tmp_path):
     """A small level keeps it short: 10% of the free 2 MiB blocks pinned, verified, then ended."""
+
     def locked_kib():
         return kernel.read_meminfo().get("Mlocked", 0) // 1024
 
@@ -142,20 +189,28 @@ def test_the_fragmenter_reaches_its_level_here_and_is_gone_after(tmp_path):
         columns, pid = aged.columns, aged.proc.pid
         assert columns["memory.free_2mib_blocks"] <= columns["memory.free_2mib_limit"]
         assert columns["memory.fragmenter.blocks_pinned"] > 0
-        assert columns["memory.fragmenter.peak_rss_bytes"] <= aging.CHUNK_BYTES + columns["memory.fragmenter.held_bytes"] + (64 << 20)
+        assert columns["memory.fragmenter.peak_rss_bytes"] <= aging.CHUNK_BYTES + columns[
+            "memory.fragmenter.held_bytes"
+        ] + (64 << 20)
         assert open("/proc/sys/vm/compact_unevictable_allowed").read().strip() == "0"
         assert kernel.thp_modes()["defrag"] != "never" or state.found("thp.defrag") == "never"
         aged.close()
         assert not alive(pid, None) and aged.proc is None and columns["memory.fragmenter_left"] == 0
-    assert open("/proc/sys/vm/compact_unevictable_allowed").read().strip() == state.found(aging.KNOB)
-    assert abs(locked_kib() - locked_before) < 1024  # its locked pages are gone (others' may move a little)
+    assert open("/proc/sys/vm/compact_unevictable_allowed").read().strip() == state.found(
+        aging.KNOB
+    )
+    assert (
+        abs(locked_kib() - locked_before) < 1024
+    )  # its locked pages are gone (others' may move a little)
     assert kernel.mem_available() > available_before - (256 << 20) - 0.02 * available_before
     assert not list((tmp_path / "runs").glob("*.json"))  # no record left for end_leftovers to find
 
 
 @pytest.mark.needs_root
 @pytest.mark.needs_thp
-def test_the_movable_kind_reaches_its_level_with_unlocked_pages_and_kcompactd_off_only_while_it_lives(tmp_path):
+def test_the_movable_kind_reaches_its_level_with_unlocked_pages_and_kcompactd_off_only_while_it_lives(
+    tmp_path,
+):
     """Both kinds at 10% reach their level; the pinned kind's pages are mlocked (Mlocked grows by them), the
     movable kind's are not; proactive compaction is 0 only while the movable kind lives. (Whether compaction
     then rebuilds blocks from movable pages depends on where they lie: a whole-zone `compact_memory` here
@@ -186,20 +241,47 @@ def test_the_report_says_how_much_of_the_fresh_gain_survives():
     from hugebench.report.model import Options
     from hugebench.report.results import Experiment
 
-    cells = [("glibc", "never", "fresh", 100.0, 0.0), ("glibc", "never", "fragmented:100%", 100.0, 0.0),
-             ("glibc", "always", "fresh", 80.0, 0.9), ("glibc", "always", "fragmented:100%", 95.0, 0.2)]
-    rows = pd.DataFrame([{"allocator": a, "thp.enabled": t, "memory_state": m, "ns_per_lookup": v + d,
-                          "hp_coverage": c, "status": "ok", "warmup": False}
-                         for a, t, m, v, c in cells for d in (-1.0, 1.0)])
-    context = {"axes": ["allocator", "thp.enabled", "memory_state"], "primary_metric": "ns_per_lookup",
-               "primary_better": "lower", "baseline": {"allocator": "glibc", "thp.enabled": "never"}}
+    cells = [
+        ("glibc", "never", "fresh", 100.0, 0.0),
+        ("glibc", "never", "fragmented:100%", 100.0, 0.0),
+        ("glibc", "always", "fresh", 80.0, 0.9),
+        ("glibc", "always", "fragmented:100%", 95.0, 0.2),
+    ]
+    rows = pd.DataFrame(
+        [
+            {
+                "allocator": a,
+                "thp.enabled": t,
+                "memory_state": m,
+                "ns_per_lookup": v + d,
+                "hp_coverage": c,
+                "status": "ok",
+                "warmup": False,
+            }
+            for a, t, m, v, c in cells
+            for d in (-1.0, 1.0)
+        ]
+    )
+    context = {
+        "axes": ["allocator", "thp.enabled", "memory_state"],
+        "primary_metric": "ns_per_lookup",
+        "primary_better": "lower",
+        "baseline": {"allocator": "glibc", "thp.enabled": "never"},
+    }
     [section] = aging_sections(Experiment("aged", rows, context), None, Options())
     [row] = section.data.to_dict("records")
-    assert row["gain_fresh"] == pytest.approx(0.25) and row["gain_aged"] == pytest.approx(100 / 95 - 1)
+    assert row["gain_fresh"] == pytest.approx(0.25) and row["gain_aged"] == pytest.approx(
+        100 / 95 - 1
+    )
     assert row["kept"] == pytest.approx((100 / 95 - 1) / 0.25)
     assert "keeps 21% of its fresh gain on a fragmented:100% machine" in section.summary[0]
     assert "coverage 90% -> 20%" in section.summary[0]
-    assert aging_sections(Experiment("x", rows[rows.memory_state == "fresh"], context), None, Options()) == []
+    assert (
+        aging_sections(
+            Experiment("x", rows[rows.memory_state == "fresh"], context), None, Options()
+        )
+        == []
+    )
 
 
 def test_try_aged_puts_every_configuration_in_both_states(monkeypatch):
@@ -228,7 +310,7 @@ def test_a_fragmenter_left_by_a_killed_sweep_is_ended_by_the_next(tmp_path):
     code = textwrap.dedent(f"""\
         import subprocess, sys, os
         from hugebench.system.containment import RunContainer
-        box = RunContainer("fragmenter-test", {str(tmp_path / 'runs')!r}, use_cgroup=False)
+        box = RunContainer("fragmenter-test", {str(tmp_path / "runs")!r}, use_cgroup=False)
         helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   env={{**os.environ, **box.env()}})
@@ -236,7 +318,11 @@ def test_a_fragmenter_left_by_a_killed_sweep_is_ended_by_the_next(tmp_path):
         print(helper.pid, flush=True)
         os._exit(0)  # killed: nothing closes the container
     """)
-    pid = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    pid = int(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+    )
     assert alive(pid, None)
     ended = end_leftovers(tmp_path / "runs")
     assert [e["killed"] for e in ended] == [1] and not alive(pid, None)
@@ -245,10 +331,14 @@ def test_a_fragmenter_left_by_a_killed_sweep_is_ended_by_the_next(tmp_path):
 def test_plan_prices_making_each_memory_state():
     from hugebench.estimate import estimate
 
-    plain = plan_mod.plan(parse_spec(SPEC.replace("memory_state: [STATES]", "set_kind: [flat]"), "a.yaml"))
+    plain = plan_mod.plan(
+        parse_spec(SPEC.replace("memory_state: [STATES]", "set_kind: [flat]"), "a.yaml")
+    )
     aged = plan_mod.plan(parse_spec(SPEC.replace("STATES", "fresh, fragmented:50%"), "a.yaml"))
     extra = estimate(aged).seconds - 2 * estimate(plain).seconds
-    assert extra == pytest.approx(2 * aging.FRESH_SECONDS + aging.FRAGMENT_SECONDS_AT_100 / 2 + aging.SETTLE_S)
+    assert extra == pytest.approx(
+        2 * aging.FRESH_SECONDS + aging.FRAGMENT_SECONDS_AT_100 / 2 + aging.SETTLE_S
+    )
 
 
 @pytest.mark.needs_root
@@ -265,14 +355,39 @@ def test_try_aged_end_to_end_gives_each_memory_state_its_own_verdict(tmp_path):
     from hugebench.store import load
     from hugebench.trial.render import answer
 
-    knobs = {p: open(p).read() for p in ("/sys/kernel/mm/transparent_hugepage/enabled",
-                                           "/sys/kernel/mm/transparent_hugepage/defrag",
-                                           "/proc/sys/vm/compact_unevictable_allowed")}
+    knobs = {
+        p: open(p).read()
+        for p in (
+            "/sys/kernel/mm/transparent_hugepage/enabled",
+            "/sys/kernel/mm/transparent_hugepage/defrag",
+            "/proc/sys/vm/compact_unevictable_allowed",
+        )
+    }
     program = [sys.executable, "-c", "b = bytearray(96 << 20); b[::4096] = b'x' * len(b[::4096])"]
     out = tmp_path / "out"
-    result = CliRunner().invoke(main, ["try", "--json", "--aged", "--aged-level", "5%", "--budget", "150s",
-                                       "--allocators", "glibc", "--thp", "madvise", "--thp", "always",
-                                       "-o", str(out), "--", *program], catch_exceptions=False)
+    result = CliRunner().invoke(
+        main,
+        [
+            "try",
+            "--json",
+            "--aged",
+            "--aged-level",
+            "5%",
+            "--budget",
+            "150s",
+            "--allocators",
+            "glibc",
+            "--thp",
+            "madvise",
+            "--thp",
+            "always",
+            "-o",
+            str(out),
+            "--",
+            *program,
+        ],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     verdict = json.loads(result.stdout.strip().splitlines()[-1])
     states = verdict["by_memory_state"]
@@ -281,13 +396,20 @@ def test_try_aged_end_to_end_gives_each_memory_state_its_own_verdict(tmp_path):
     for memory, each in states.items():
         mine = rows[rows["cell_id"].isin(each["cells"])]
         assert (mine["memory_state"] == memory).all() and each["runs"] == len(mine) > 0
-        assert each["baseline"]["cell"] == {"allocator": "glibc", "thp": "madvise", "memory_state": memory}
+        assert each["baseline"]["cell"] == {
+            "allocator": "glibc",
+            "thp": "madvise",
+            "memory_state": memory,
+        }
         assert each["baseline"]["runs"] >= 1 and mine["memory.free_2mib_blocks"].notna().all()
     assert sum(each["runs"] for each in states.values()) == len(rows) == verdict["runs"]
     aged = rows[(rows["memory_state"] == "fragmented:5%") & (rows["status"] == "ok")]
     assert len(aged) and (aged["memory.free_2mib_blocks"] <= aged["memory.free_2mib_limit"]).all()
     text = answer(verdict, verdict["plan"])
-    assert text.count(verdict["plan"][0]) == 1 and "== on a fragmented machine (memory_state fragmented:5%;" in text
+    assert (
+        text.count(verdict["plan"][0]) == 1
+        and "== on a fragmented machine (memory_state fragmented:5%;" in text
+    )
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "hugebench.system.fragmenter" not in ps
     assert {p: open(p).read() for p in knobs} == knobs

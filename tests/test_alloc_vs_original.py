@@ -38,8 +38,17 @@ def test_original_output_gives_loop_and_whole_run_figures(script):
     assert r["ns_per_pair_net"] == pytest.approx(r["ns_per_pair"] - r["void_ns_per_pair"])
     assert (r["ms_per_mop"], r["ms_per_mop_net"]) == (pytest.approx(400), pytest.approx(250))
     params = script.hugebench_params(r, "original")
-    assert (params["slots"], params["iterations"], params["max_size"]) == (1 << 25, 10_000_000, 65536)
-    assert (params["touch"], params["void_run"], params["chunks"], params["threads"]) == ("original", "in-process", 1, 1)
+    assert (params["slots"], params["iterations"], params["max_size"]) == (
+        1 << 25,
+        10_000_000,
+        65536,
+    )
+    assert (params["touch"], params["void_run"], params["chunks"], params["threads"]) == (
+        "original",
+        "in-process",
+        1,
+        1,
+    )
 
 
 def test_output_without_the_void_line_is_refused(script):
@@ -48,9 +57,20 @@ def test_output_without_the_void_line_is_refused(script):
 
 
 def test_table_pairs_runs_by_pair_and_gives_the_ratio(script):
-    rows = [{"program": program, "allocator": "glibc", "pair": pair, "ns_per_pair_net": value,
-             "ms_per_mop": 100.0, "ns_per_pair": 200.0, "void_ns_per_pair": 100.0, "ms_per_mop_net": 50.0}
-            for pair in range(6) for program, value in (("original", 100.0 + pair), ("hugebench", 110.0 + 1.1 * pair))]
+    rows = [
+        {
+            "program": program,
+            "allocator": "glibc",
+            "pair": pair,
+            "ns_per_pair_net": value,
+            "ms_per_mop": 100.0,
+            "ns_per_pair": 200.0,
+            "void_ns_per_pair": 100.0,
+            "ms_per_mop_net": 50.0,
+        }
+        for pair in range(6)
+        for program, value in (("original", 100.0 + pair), ("hugebench", 110.0 + 1.1 * pair))
+    ]
     text = script.table(rows, ["glibc"])
     net = next(line for line in text.splitlines() if "net main loop" in line)
     assert "| 1.100 [1.100, 1.100] | 6 |" in net

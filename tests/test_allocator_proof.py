@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from hugebench import allocators as am
-from hugebench.run import worker
 from hugebench.command.probe import verify
+from hugebench.run import worker
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 GLIBC = f"{LIBDIR}/libc.so.6"
@@ -37,7 +37,9 @@ def test_a_second_malloc_library_beside_the_requested_one_is_refused(libs):
 def test_a_glibc_cell_refuses_any_other_malloc_provider(libs):
     je, _ = libs
     assert am.verify_malloc("glibc", None, GLIBC) == GLIBC
-    assert am.verify_malloc("glibc", None, "/lib/x86_64-linux-gnu/libc-2.31.so")  # glibc before 2.34, real path
+    assert am.verify_malloc(
+        "glibc", None, "/lib/x86_64-linux-gnu/libc-2.31.so"
+    )  # glibc before 2.34, real path
     for other in (je, f"{LIBDIR}/libz.so.1", "/opt/x/libc.evil.so", "/opt/x/libcrypt.so.1", "libc"):
         with pytest.raises(RuntimeError, match="expects glibc malloc"):
             am.verify_malloc("glibc", None, other)
@@ -54,14 +56,27 @@ def test_an_allocator_cell_refuses_glibc_or_another_library(libs):
 
 
 def _probe(pid: int, malloc: str, free: str | None = None, knobs=None) -> dict:
-    return {"pid": pid, "exe": "/usr/bin/prog", "malloc": malloc, "free": free or malloc, "knobs": knobs or {}}
+    return {
+        "pid": pid,
+        "exe": "/usr/bin/prog",
+        "malloc": malloc,
+        "free": free or malloc,
+        "knobs": knobs or {},
+    }
 
 
 def test_the_command_probe_holds_a_glibc_cell_to_glibc_in_every_process(libs):
     je, _ = libs
-    assert verify("glibc", None, [_probe(1, GLIBC), _probe(2, GLIBC)], {})["allocator_processes"] == 2
-    for wrong in ([_probe(1, je)], [_probe(1, GLIBC), _probe(2, je)], [_probe(1, GLIBC, free=je)],
-                  [_probe(1, "/opt/x/libc.so.evil")], [_probe(1, None)]):
+    assert (
+        verify("glibc", None, [_probe(1, GLIBC), _probe(2, GLIBC)], {})["allocator_processes"] == 2
+    )
+    for wrong in (
+        [_probe(1, je)],
+        [_probe(1, GLIBC), _probe(2, je)],
+        [_probe(1, GLIBC, free=je)],
+        [_probe(1, "/opt/x/libc.so.evil")],
+        [_probe(1, None)],
+    ):
         with pytest.raises(RuntimeError, match="do not resolve to glibc's libc.so.6"):
             verify("glibc", None, wrong, {})
 

@@ -19,10 +19,18 @@ def test_each_variant_is_its_base_library_with_knobs():
     assert variants, "no huge-page variant among the built-ins"
     for name, alloc in variants.items():
         base = reg[name.split("-")[0]]
-        assert (alloc.library, alloc.package, alloc.mode) == (base.library, base.package, "malloc"), name
+        assert (alloc.library, alloc.package, alloc.mode) == (
+            base.library,
+            base.package,
+            "malloc",
+        ), name
         assert alloc.env and not base.env, name
         assert set(alloc.environment()) - set(alloc.env) <= {"LD_PRELOAD"}
-    assert reg["glibc"].environment() == {} and reg["void"].mode == "void" and reg["void"].library is None
+    assert (
+        reg["glibc"].environment() == {}
+        and reg["void"].mode == "void"
+        and reg["void"].library is None
+    )
 
 
 def test_glibc_knobs_are_tunables_this_glibc_knows():
@@ -32,7 +40,11 @@ def test_glibc_knobs_are_tunables_this_glibc_knows():
     import subprocess
 
     loaders = glob.glob("/lib64/ld-linux-*.so.*") + glob.glob("/lib/ld-linux-*.so.*")
-    listed = subprocess.run([loaders[0], "--list-tunables"], capture_output=True, text=True) if loaders else None
+    listed = (
+        subprocess.run([loaders[0], "--list-tunables"], capture_output=True, text=True)
+        if loaders
+        else None
+    )
     if listed is None or listed.returncode != 0:
         pytest.skip("no dynamic loader with --list-tunables (glibc >= 2.33) here")
     known = {line.split(":")[0] for line in listed.stdout.splitlines()}
@@ -54,8 +66,16 @@ def test_each_builtin_knob_takes_effect_in_a_process_that_has_it(name):
         pytest.skip(f"{alloc.library} not installed (apt-get install {alloc.package})")
     code = "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
     env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}, **alloc.environment()}
-    probed = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                       cwd="/", check=True).stdout)
+    probed = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd="/",
+            check=True,
+        ).stdout
+    )
     am.check_expected(name, alloc.expect, probed)
 
 
@@ -73,8 +93,12 @@ def test_unknown_allocator_listed_with_known(tmp_path):
 def test_user_allocator_path_and_base(tmp_path):
     lib = tmp_path / "libtcmalloc.so"
     lib.write_bytes(b"")
-    reg = am.registry({"google": {"path": str(lib), "env": {"TCMALLOC_X": 1}},
-                       "je2": {"base": "jemalloc", "env": {"MALLOC_CONF": "narenas:1"}}})
+    reg = am.registry(
+        {
+            "google": {"path": str(lib), "env": {"TCMALLOC_X": 1}},
+            "je2": {"base": "jemalloc", "env": {"MALLOC_CONF": "narenas:1"}},
+        }
+    )
     assert reg["google"].resolve() == lib and reg["google"].env == {"TCMALLOC_X": "1"}
     assert reg["je2"].library == "libjemalloc.so.2" and reg["je2"].env["MALLOC_CONF"] == "narenas:1"
     missing = am.registry({"gone": {"path": str(tmp_path / "missing.so")}})
@@ -112,15 +136,28 @@ def test_expected_knobs_are_checked():
         am.check_expected("x", {"jemalloc.opt.thp": "always"}, {"jemalloc.opt.thp": "default"})
 
 
-@pytest.mark.parametrize("name,env,key,value", [
-    ("jemalloc", {"MALLOC_CONF": "thp:always,metadata_thp:always"}, "jemalloc.opt.thp", "always"),
-    ("jemalloc", {}, "jemalloc.opt.thp", "default"),
-    ("jemalloc", {"MALLOC_CONF": "hpa:true"}, "jemalloc.opt.hpa", True),
-    ("jemalloc", {"MALLOC_CONF": "hpa:true,hpa_hugify_delay_ms:500"}, "jemalloc.opt.hpa_hugify_delay_ms", 500),
-    ("jemalloc", {}, "jemalloc.opt.hpa", False),
-    ("mimalloc", {"MIMALLOC_LARGE_OS_PAGES": "1"}, "mimalloc.large_os_pages", True),
-    ("mimalloc", {"MIMALLOC_ALLOW_LARGE_OS_PAGES": "1"}, "mimalloc.large_os_pages", False),
-])
+@pytest.mark.parametrize(
+    "name,env,key,value",
+    [
+        (
+            "jemalloc",
+            {"MALLOC_CONF": "thp:always,metadata_thp:always"},
+            "jemalloc.opt.thp",
+            "always",
+        ),
+        ("jemalloc", {}, "jemalloc.opt.thp", "default"),
+        ("jemalloc", {"MALLOC_CONF": "hpa:true"}, "jemalloc.opt.hpa", True),
+        (
+            "jemalloc",
+            {"MALLOC_CONF": "hpa:true,hpa_hugify_delay_ms:500"},
+            "jemalloc.opt.hpa_hugify_delay_ms",
+            500,
+        ),
+        ("jemalloc", {}, "jemalloc.opt.hpa", False),
+        ("mimalloc", {"MIMALLOC_LARGE_OS_PAGES": "1"}, "mimalloc.large_os_pages", True),
+        ("mimalloc", {"MIMALLOC_ALLOW_LARGE_OS_PAGES": "1"}, "mimalloc.large_os_pages", False),
+    ],
+)
 def test_probe_reads_the_knobs_the_library_really_took(name, env, key, value):
     import json
     import os
@@ -131,7 +168,12 @@ def test_probe_reads_the_knobs_the_library_really_took(name, env, key, value):
     if path is None:
         pytest.skip(f"{name} not installed")
     code = "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
-    env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}, "LD_PRELOAD": str(path), **env}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd="/",
-                         check=True).stdout
+    env = {
+        **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME")},
+        "LD_PRELOAD": str(path),
+        **env,
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd="/", check=True
+    ).stdout
     assert json.loads(out)[key] == value

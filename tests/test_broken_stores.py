@@ -43,19 +43,31 @@ def _store(tmp_path: Path, runs: str | None = "copy") -> Path:
 
 def _cli(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
     """The CLI in its own process: a hang is a TimeoutExpired (a failed test), not a stuck suite."""
-    return subprocess.run(HUGEBENCH + args, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        HUGEBENCH + args,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _commands(res: Path, tmp_path: Path) -> dict[str, list[str]]:
     (tmp_path / "exp.yaml").write_text(EXPERIMENT)
-    return {"report": ["report", str(res)], "report --html": ["report", str(res), "--html", str(tmp_path / "r.html")],
-            "compare": ["compare", str(res), str(SAMPLE_B)], "plan -o": ["plan", str(tmp_path / "exp.yaml"), "-o", str(res)]}
+    return {
+        "report": ["report", str(res)],
+        "report --html": ["report", str(res), "--html", str(tmp_path / "r.html")],
+        "compare": ["compare", str(res), str(SAMPLE_B)],
+        "plan -o": ["plan", str(tmp_path / "exp.yaml"), "-o", str(res)],
+    }
 
 
 def _load_in_subprocess(res: Path) -> subprocess.CompletedProcess:
-    code = ("import hugebench, hugebench.errors as e\n"
-            f"try:\n    hugebench.load({str(res)!r})\nexcept e.HugebenchError as exc:\n    print('error:', exc)\n")
+    code = (
+        "import hugebench, hugebench.errors as e\n"
+        f"try:\n    hugebench.load({str(res)!r})\nexcept e.HugebenchError as exc:\n    print('error:', exc)\n"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
 
@@ -63,14 +75,20 @@ def _load_in_subprocess(res: Path) -> subprocess.CompletedProcess:
 def test_a_runs_file_that_is_not_a_regular_file_is_refused_by_every_reader(tmp_path, kind):
     res = _store(tmp_path, runs=None)
     runs = res / "runs.jsonl"
-    {"fifo": lambda: os.mkfifo(runs), "dev-zero": lambda: runs.symlink_to("/dev/zero"),
-     "directory": lambda: runs.mkdir()}[kind]()
+    {
+        "fifo": lambda: os.mkfifo(runs),
+        "dev-zero": lambda: runs.symlink_to("/dev/zero"),
+        "directory": lambda: runs.mkdir(),
+    }[kind]()
     what = {"fifo": "a FIFO", "dev-zero": "a character device", "directory": "a directory"}[kind]
     for name, args in _commands(res, tmp_path).items():
         done = _cli(args, tmp_path)
         assert done.returncode != 0, (name, done.stdout)
         assert "Traceback" not in done.stderr, (name, done.stderr)
-        assert f"{runs} cannot be read: not a regular file but {what}" in done.stderr, (name, done.stderr)
+        assert f"{runs} cannot be read: not a regular file but {what}" in done.stderr, (
+            name,
+            done.stderr,
+        )
     done = _load_in_subprocess(res)
     assert "Traceback" not in done.stderr and f"error: {runs} cannot be read" in done.stdout
 
@@ -141,7 +159,9 @@ def test_an_unreadable_runs_file_and_a_read_only_html_target_are_clean_errors(sh
     (shared_dir / "ok.jsonl").chmod(0o644)
 
     def run(args):
-        return lambda: (lambda r: f"exit {r.exit_code}\n{r.output}{r.exception!r}")(CliRunner().invoke(main, args))
+        return lambda: (lambda r: f"exit {r.exit_code}\n{r.output}{r.exception!r}")(
+            CliRunner().invoke(main, args)
+        )
 
     unreadable = _as_nobody(run(["report", str(res)]))
     assert unreadable.startswith("exit 1") and "Traceback" not in unreadable
@@ -159,13 +179,18 @@ def test_an_unreadable_runs_file_and_a_read_only_html_target_are_clean_errors(sh
         except HugebenchError as exc:
             return f"error: {exc}"
 
-    assert _as_nobody(write) == (f"error: cannot write the HTML report to {readonly / 'r.html'}: Permission denied; "
-                                 "choose another file with --html FILE")
+    assert _as_nobody(write) == (
+        f"error: cannot write the HTML report to {readonly / 'r.html'}: Permission denied; "
+        "choose another file with --html FILE"
+    )
     assert not (readonly / "r.html").exists()
 
 
 def test_the_html_report_onto_a_directory_or_a_full_device_is_a_clean_error(tmp_path):
-    for target, why in ((tmp_path, "it is a directory"), (Path("/dev/full"), "No space left on device")):
+    for target, why in (
+        (tmp_path, "it is a directory"),
+        (Path("/dev/full"), "No space left on device"),
+    ):
         result = CliRunner().invoke(main, ["report", str(SAMPLE), "--html", str(target)])
         assert result.exit_code == 1 and result.exception.__class__ is SystemExit
         assert f"cannot write the HTML report to {target}: {why}" in result.output
@@ -190,14 +215,21 @@ def test_deep_nesting_and_huge_integers_are_skipped_lines_counted_in_one_warning
     deep = "[" * 200_000 + "]" * 200_000  # json.loads: RecursionError
     huge = _sample_row(run_id="huge", ns_per_lookup=int("9" * 4000))
     long = _sample_row(run_id="long", stderr_tail="x" * (store.MAX_LINE_BYTES + 10))
-    res = _with_lines(tmp_path, deep, huge, long, '{"run_id": ["not", "a", "string"], "status": "ok"}')
-    with pytest.warns(StoreWarning, match=r"4 unreadable line\(s\) skipped: corrupt line 56: nested 200000 levels "
-                                          r"deep .*corrupt line 57: an integer of 4000 digits"):
+    res = _with_lines(
+        tmp_path, deep, huge, long, '{"run_id": ["not", "a", "string"], "status": "ok"}'
+    )
+    with pytest.warns(
+        StoreWarning,
+        match=r"4 unreadable line\(s\) skipped: corrupt line 56: nested 200000 levels "
+        r"deep .*corrupt line 57: an integer of 4000 digits",
+    ):
         frame = load(res)
     assert len(frame) == 55 and not {"huge", "long"} & set(frame["run_id"])
     result = CliRunner().invoke(main, ["report", str(res), "--format", "markdown"])
     assert result.exit_code == 0, result.output
-    assert "hugebench: warning:" in result.output and "4 unreadable line(s) skipped" in result.output
+    assert (
+        "hugebench: warning:" in result.output and "4 unreadable line(s) skipped" in result.output
+    )
 
 
 def test_list_valued_axis_columns_are_skipped_not_a_crash(tmp_path):
@@ -206,26 +238,46 @@ def test_list_valued_axis_columns_are_skipped_not_a_crash(tmp_path):
     for row in rows[:5]:
         row["allocator"] = [row["allocator"], "x"]
     (res / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.warns(StoreWarning, match=r"5 row\(s\) skipped: their column\(s\) allocator hold a list"):
+    with pytest.warns(
+        StoreWarning, match=r"5 row\(s\) skipped: their column\(s\) allocator hold a list"
+    ):
         assert len(load(res)) == len(rows) - 5
-    for args in (["report", str(res)], ["compare", str(res), str(SAMPLE_B)], ["report", str(res), "--html",
-                                                                                str(tmp_path / "r.html")]):
+    for args in (
+        ["report", str(res)],
+        ["compare", str(res), str(SAMPLE_B)],
+        ["report", str(res), "--html", str(tmp_path / "r.html")],
+    ):
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 0, (args, result.output)
         assert "5 row(s) skipped" in result.output
 
 
-@pytest.mark.parametrize("field, value, said", [
-    ("axes", "allocator", "'axes' must be a list, not str 'allocator'"),
-    ("baseline", [1], "'baseline' must be an object"),
-    ("spec", {"axes": "thp"}, "'spec.axes' must be an object"),
-    ("metrics", [3], "'metrics[0]' must be an object"),
-    ("metrics", [{"column": "ns_per_lookup", "scale": "x"}], "'metrics[0].scale' must be a number"),
-    ("sweep_wall_s", "long", "'sweep_wall_s' must be a number"),
-    ("machine", {"cpu": "x"}, "'machine.cpu' must be an object"),
-    ("spec", {"adaptive": {"metric": 3, "min": 1, "max": 2, "target": 0.1}}, "'spec.adaptive.metric' must be a string"),
-    ("spec", {"expected": {"claims": [{"ratio": 0.5}]}}, "'spec.expected.claims[0].cell' is missing"),
-])
+@pytest.mark.parametrize(
+    "field, value, said",
+    [
+        ("axes", "allocator", "'axes' must be a list, not str 'allocator'"),
+        ("baseline", [1], "'baseline' must be an object"),
+        ("spec", {"axes": "thp"}, "'spec.axes' must be an object"),
+        ("metrics", [3], "'metrics[0]' must be an object"),
+        (
+            "metrics",
+            [{"column": "ns_per_lookup", "scale": "x"}],
+            "'metrics[0].scale' must be a number",
+        ),
+        ("sweep_wall_s", "long", "'sweep_wall_s' must be a number"),
+        ("machine", {"cpu": "x"}, "'machine.cpu' must be an object"),
+        (
+            "spec",
+            {"adaptive": {"metric": 3, "min": 1, "max": 2, "target": 0.1}},
+            "'spec.adaptive.metric' must be a string",
+        ),
+        (
+            "spec",
+            {"expected": {"claims": [{"ratio": 0.5}]}},
+            "'spec.expected.claims[0].cell' is missing",
+        ),
+    ],
+)
 def test_context_files_of_the_wrong_types_are_named_and_skipped(tmp_path, field, value, said):
     res = _store(tmp_path)
     context_file = res / "sweeps" / "tlb-sample-0001.json"
@@ -238,9 +290,15 @@ def test_context_files_of_the_wrong_types_are_named_and_skipped(tmp_path, field,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StoreWarning)
         assert len(load(res)) == 55
-    for args in (["report", str(res)], ["compare", str(res), str(SAMPLE_B)], ["compare", str(SAMPLE_B), str(res)]):
+    for args in (
+        ["report", str(res)],
+        ["compare", str(res), str(SAMPLE_B)],
+        ["compare", str(SAMPLE_B), str(res)],
+    ):
         result = CliRunner().invoke(main, args)
-        assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.output
+        assert not isinstance(result.exception, Exception) or isinstance(
+            result.exception, SystemExit
+        ), result.output
         assert "Traceback" not in result.output and said in result.output
         assert "no column 'a'" not in result.output
 
@@ -251,7 +309,9 @@ def test_parse_json_bounds():
         store.parse_json("[" * 33 + "]" * 33)
     with pytest.raises(ValueError, match="21 digits"):
         store.parse_json("1" * 21)
-    assert store.parse_json(json.dumps(["[{" * 50])) == ["[{" * 50], "brackets inside strings do not nest"
+    assert store.parse_json(json.dumps(["[{" * 50])) == ["[{" * 50], (
+        "brackets inside strings do not nest"
+    )
 
 
 # -- silent pooling ---------------------------------------------------------------------------------
@@ -267,9 +327,13 @@ def test_rows_stored_twice_are_counted_once_with_a_warning(tmp_path):
     assert len(load_results(res).rows) == len(original)
     result = CliRunner().invoke(main, ["report", str(res), "--format", "csv"])
     assert result.exit_code == 0 and "55 row(s) repeat a run" in result.output
-    assert CliRunner().invoke(main, ["report", str(SAMPLE), "--format", "csv"]).output in result.output
+    assert (
+        CliRunner().invoke(main, ["report", str(SAMPLE), "--format", "csv"]).output in result.output
+    )
     page = CliRunner().invoke(main, ["report", str(res), "--html", str(tmp_path / "r.html")])
-    assert page.exit_code == 0 and "55 row(s) repeat a run" in (tmp_path / "r.html").read_text(), "said on the page too"
+    assert page.exit_code == 0 and "55 row(s) repeat a run" in (tmp_path / "r.html").read_text(), (
+        "said on the page too"
+    )
 
 
 def test_a_failed_run_retried_later_is_history_not_a_duplicate(tmp_path):
@@ -286,39 +350,59 @@ def test_a_failed_run_retried_later_is_history_not_a_duplicate(tmp_path):
 def test_two_sweeps_with_different_settings_are_reported_apart(tmp_path):
     res = _store(tmp_path)
     rows = [json.loads(line) for line in (res / "runs.jsonl").read_text().splitlines()]
-    other = [{**r, "sweep_id": "tlb-sample-0002", "run_id": r["run_id"] + "b", "ns_per_lookup": 1e6}
-             for r in rows if r["experiment"] == "tlb-sample"]
+    other = [
+        {**r, "sweep_id": "tlb-sample-0002", "run_id": r["run_id"] + "b", "ns_per_lookup": 1e6}
+        for r in rows
+        if r["experiment"] == "tlb-sample"
+    ]
     (res / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows + other))
     context = json.loads((res / "sweeps" / "tlb-sample-0001.json").read_text())
     context["spec_fingerprint"] = "aaaa"
     (res / "sweeps" / "tlb-sample-0001.json").write_text(json.dumps(context))
-    changed = {**context, "sweep_id": "tlb-sample-0002", "spec_fingerprint": "bbbb",
-               "spec": {**context["spec"], "params": {"keys": 2_000_000}}}
+    changed = {
+        **context,
+        "sweep_id": "tlb-sample-0002",
+        "spec_fingerprint": "bbbb",
+        "spec": {**context["spec"], "params": {"keys": 2_000_000}},
+    }
     (res / "sweeps" / "tlb-sample-0002.json").write_text(json.dumps(changed))
-    with pytest.warns(StoreWarning, match="'tlb-sample' holds runs made with 2 different fixed settings"):
+    with pytest.warns(
+        StoreWarning, match="'tlb-sample' holds runs made with 2 different fixed settings"
+    ):
         names = [e.name for e in load_results(res).experiments()]
-    assert names == ["tlb-sample (settings of sweep tlb-sample-0001)", "tlb-sample (settings of sweep tlb-sample-0002)",
-                     "alloc-sample"]
+    assert names == [
+        "tlb-sample (settings of sweep tlb-sample-0001)",
+        "tlb-sample (settings of sweep tlb-sample-0002)",
+        "alloc-sample",
+    ]
     result = CliRunner().invoke(main, ["report", str(res), "--format", "csv"])
     assert result.exit_code == 0, result.output
     import io
 
     import pandas as pd
 
-    table = pd.read_csv(io.StringIO(result.output[:result.output.index("hugebench: warning")]))
+    table = pd.read_csv(io.StringIO(result.output[: result.output.index("hugebench: warning")]))
     first = table[table["experiment"] == "tlb-sample (settings of sweep tlb-sample-0001)"]
     assert first["ns_per_lookup"].max() < 1000, "the other sweep's 1e6 ns was not pooled in"
-    assert (table[table["experiment"].str.endswith("tlb-sample-0002)")]["ns_per_lookup"].dropna() == 1e6).all()
+    assert (
+        table[table["experiment"].str.endswith("tlb-sample-0002)")]["ns_per_lookup"].dropna() == 1e6
+    ).all()
 
 
-@pytest.mark.parametrize("changes", [
-    {"ns_per_lookup": {"a": 1}},  # an object among a metric's numbers
-    {"ns_per_lookup": ""},  # a string among them (stats pairs the runs by repetition)
-    {"knob.thp.enabled": {"a": 1}},  # a knob read back as an object
-    {"started_at": [1, 2], "status": "failed"},  # a failed run's identity with an unhashable start time
-    {"thp": None, "ns_per_lookup": float("nan")},  # a bar without its colour axis
-    {"wall_s": [1]},  # the overhead line sums worker wall times
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"ns_per_lookup": {"a": 1}},  # an object among a metric's numbers
+        {"ns_per_lookup": ""},  # a string among them (stats pairs the runs by repetition)
+        {"knob.thp.enabled": {"a": 1}},  # a knob read back as an object
+        {
+            "started_at": [1, 2],
+            "status": "failed",
+        },  # a failed run's identity with an unhashable start time
+        {"thp": None, "ns_per_lookup": float("nan")},  # a bar without its colour axis
+        {"wall_s": [1]},  # the overhead line sums worker wall times
+    ],
+)
 def test_stray_values_in_rows_never_crash_a_report(tmp_path, changes):
     """Found by mutating single fields of the sample store's rows (a fuzz run before these fixes)."""
     res = _store(tmp_path)
@@ -326,7 +410,15 @@ def test_stray_values_in_rows_never_crash_a_report(tmp_path, changes):
     for row in rows[1:4]:
         row.update(changes)
     (res / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    for args in (["report", str(res), "--plots"], ["report", str(res), "--format", "csv"],
-                 ["compare", str(res), str(SAMPLE_B)], ["report", str(res), "--html", str(tmp_path / "r.html")]):
+    for args in (
+        ["report", str(res), "--plots"],
+        ["report", str(res), "--format", "csv"],
+        ["compare", str(res), str(SAMPLE_B)],
+        ["report", str(res), "--html", str(tmp_path / "r.html")],
+    ):
         result = CliRunner().invoke(main, args)
-        assert result.exit_code == 0 and result.exception is None, (args, result.output, result.exception)
+        assert result.exit_code == 0 and result.exception is None, (
+            args,
+            result.output,
+            result.exception,
+        )

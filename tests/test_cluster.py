@@ -10,13 +10,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install '.[cluster]'")
+pytest.importorskip(
+    "distributed", reason="the cluster extra is not installed: pip install '.[cluster]'"
+)
 
-from cluster_lab import Lab, wait_for as _wait_for  # noqa: E402
-from conftest import FakeKernel  # noqa: E402
+from cluster_lab import Lab
+from cluster_lab import wait_for as _wait_for
+from conftest import FakeKernel
 
-from hugebench.cli import main  # noqa: E402
-from hugebench.store import ResultStore, load  # noqa: E402
+from hugebench.cli import main
+from hugebench.store import ResultStore, load
 
 THP_ENABLED = "sys/kernel/mm/transparent_hugepage/enabled"
 
@@ -75,10 +78,14 @@ def test_a_sweep_runs_on_both_machines_with_a_host_axis(lab, tmp_path):
     code, log = lab.sweep(_spec(tmp_path, allocators=("glibc", "jemalloc")), out, "--workers", "2")
     assert code == 0, log
     rows = _rows(out)
-    assert len(rows) == 8 and len({r["run_id"] for r in rows}) == 8  # 4 cells x 2 machines, each once
+    assert (
+        len(rows) == 8 and len({r["run_id"] for r in rows}) == 8
+    )  # 4 cells x 2 machines, each once
     by = {(r["host"], r["allocator"], r["thp.enabled"]): r for r in rows}
     assert {h for h, _, _ in by} == {"lab-a", "lab-b"}
-    assert all(r["status"] == "ok" for r in rows if r["host"] == "lab-a" or r["allocator"] == "glibc"), log
+    assert all(
+        r["status"] == "ok" for r in rows if r["host"] == "lab-a" or r["allocator"] == "glibc"
+    ), log
     for thp in ("always", "never"):
         failed = by[("lab-b", "jemalloc", thp)]
         assert failed["status"] == "failed" and "libjemalloc.so.2 not found" in failed["error"]
@@ -101,17 +108,33 @@ def test_a_sweep_runs_on_both_machines_with_a_host_axis(lab, tmp_path):
 def test_spread_gives_whole_repetition_blocks_to_identical_machines(lab, tmp_path):
     out = tmp_path / "res"
     # repetitions: auto adds a 4th block (a target no tiny run meets), placed like the others
-    code, log = lab.sweep(_spec(tmp_path, reps="{auto: {min: 3, max: 4, target: 0.0001}}"), out, "spread",
-                          report=False)
+    code, log = lab.sweep(
+        _spec(tmp_path, reps="{auto: {min: 3, max: 4, target: 0.0001}}"),
+        out,
+        "spread",
+        report=False,
+    )
     assert code == 0, log
     rows = _rows(out)
     assert len(rows) == 8 and all(r["status"] == "ok" for r in rows), log
     assert sorted({r["repetition"] for r in rows}) == [0, 1, 2, 3]
-    hosts_of_block = {r["repetition"]: {x["host"] for x in rows if x["repetition"] == r["repetition"]} for r in rows}
-    assert all(len(hosts) == 1 for hosts in hosts_of_block.values())  # a block's pairs stay on one machine
+    hosts_of_block = {
+        r["repetition"]: {x["host"] for x in rows if x["repetition"] == r["repetition"]}
+        for r in rows
+    }
+    assert all(
+        len(hosts) == 1 for hosts in hosts_of_block.values()
+    )  # a block's pairs stay on one machine
     assert set.union(*hosts_of_block.values()) == {"lab-a", "lab-b"}
-    assert all(r["sweep_id"].endswith("." + r["host"]) for r in rows)  # pairs are made within a sweep id
-    assert all(r["cell_id"] == x["cell_id"] for r in rows for x in rows if r["thp.enabled"] == x["thp.enabled"])
+    assert all(
+        r["sweep_id"].endswith("." + r["host"]) for r in rows
+    )  # pairs are made within a sweep id
+    assert all(
+        r["cell_id"] == x["cell_id"]
+        for r in rows
+        for x in rows
+        if r["thp.enabled"] == x["thp.enabled"]
+    )
     assert all("host" not in c["axes"] for c in ResultStore(out).contexts().values())
 
 
@@ -137,7 +160,10 @@ def test_a_machine_busy_with_another_sweep_fails_its_runs_not_the_sweep(lab, tmp
     rows = _rows(tmp_path / "res")
     assert {r["host"]: r["status"] for r in rows} == {"lab-a": "failed", "lab-b": "ok"}
     busy = next(r for r in rows if r["host"] == "lab-a")
-    assert "another sweep is running on this machine" in busy["error"] and "a local sweep" in busy["error"]
+    assert (
+        "another sweep is running on this machine" in busy["error"]
+        and "a local sweep" in busy["error"]
+    )
     assert not lab.journal("lab-a").exists()
 
 
@@ -158,8 +184,11 @@ def test_a_machine_without_a_knob_fails_the_runs_that_need_it(lab, tmp_path):
     assert code == 0, log
     rows = _rows(tmp_path / "res")
     assert {(r["host"], r["status"]) for r in rows} == {("lab-a", "ok"), ("lab-b", "failed")}
-    assert all("kernel state on this machine" in r["error"] and "khugepaged.defrag" in r["error"]
-               for r in rows if r["host"] == "lab-b")
+    assert all(
+        "kernel state on this machine" in r["error"] and "khugepaged.defrag" in r["error"]
+        for r in rows
+        if r["host"] == "lab-b"
+    )
     assert {r["knob.thp.khugepaged.defrag"] for r in rows if r["host"] == "lab-a"} == {"0"}
     assert lab.machine("lab-a").read("sys/kernel/mm/transparent_hugepage/khugepaged/defrag") == "1"
 
@@ -170,24 +199,41 @@ def test_a_run_task_carries_its_own_run_not_the_machines_run_list(lab, tmp_path,
     import distributed
     from distributed.protocol.pickle import dumps
 
-    from hugebench import plan, spec as spec_mod
+    from hugebench import plan
+    from hugebench import spec as spec_mod
     from hugebench.cluster import run_cluster_sweep
-    from hugebench.spec.cluster import resolve
     from hugebench.orchestrator import SweepOptions
+    from hugebench.spec.cluster import resolve
 
     sent, submit = [], distributed.Client.submit
-    monkeypatch.setattr(distributed.Client, "submit", lambda self, func, *args, **kw: (
-        sent.append((func.__name__, args)), submit(self, func, *args, **kw))[1])
+    monkeypatch.setattr(
+        distributed.Client,
+        "submit",
+        lambda self, func, *args, **kw: (
+            sent.append((func.__name__, args)),
+            submit(self, func, *args, **kw),
+        )[1],
+    )
     path = _spec(tmp_path, reps=3)
     s = spec_mod.load_spec(path, local=False)
-    result = run_cluster_sweep(s, plan.plan(s), SweepOptions(out=tmp_path / "res", quiet=True, spec_source=str(path),
-                                                             cluster=resolve(s.cluster, lab.address, None, 2, path)))
+    result = run_cluster_sweep(
+        s,
+        plan.plan(s),
+        SweepOptions(
+            out=tmp_path / "res",
+            quiet=True,
+            spec_source=str(path),
+            cluster=resolve(s.cluster, lab.address, None, 2, path),
+        ),
+    )
     assert result.statuses == {"ok": 12}
     parts = {args[0].runs[0].cell["host"]: args[0] for name, args in sent if name == "hold_part"}
     tasks = [args for name, args in sent if name == "run_task"]
     assert sorted(parts) == ["lab-a", "lab-b"] and len(tasks) == 12
     for ref, run in tasks:
-        assert isinstance(ref, distributed.Future) and ref.key.startswith("hb-part-")  # a name, not the part
+        assert isinstance(ref, distributed.Future) and ref.key.startswith(
+            "hb-part-"
+        )  # a name, not the part
         before = len(dumps((parts[run.cell["host"]], run)))  # what each task carried until now
         after = len(dumps((ref, run)))
         # the task is its one run and a name (pickle shares the spec between a part's runs, so the part is
@@ -215,8 +261,19 @@ def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp
     # `hugebench system restore` puts machine A back exactly as it was.
     monkeypatch.setattr("hugebench.system.knobs.default_io", FakeKernel(lab.machine("lab-a").root))
     kernel = lab.machine("lab-a")
-    restored = CliRunner().invoke(main, ["system", "--sys-root", str(kernel.sys_root), "--proc-root",
-                                         str(kernel.proc_root), "--journal", str(lab.journal("lab-a")), "restore"])
+    restored = CliRunner().invoke(
+        main,
+        [
+            "system",
+            "--sys-root",
+            str(kernel.sys_root),
+            "--proc-root",
+            str(kernel.proc_root),
+            "--journal",
+            str(lab.journal("lab-a")),
+            "restore",
+        ],
+    )
     assert restored.exit_code == 0, restored.output
     assert "restored thp.enabled" in restored.output
     assert lab.machine("lab-a").files() == original and not lab.journal("lab-a").exists()
@@ -233,12 +290,17 @@ def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp
     assert code == 0, log
     rows = _rows(out)
     ok = [r["run_id"] for r in rows if r["status"] == "ok"]
-    assert len(ok) == 12 and len(set(ok)) == 12, log  # 2 cells x 3 repetitions x 2 machines, each once
+    assert len(ok) == 12 and len(set(ok)) == 12, (
+        log
+    )  # 2 cells x 3 repetitions x 2 machines, each once
     assert {r["host"] for r in rows} == {"lab-a", "lab-b"}
 
     # A worker stopped with SIGTERM mid-sweep ends its part: machine A is restored, no journal is left.
     client = lab.sweep(_spec(tmp_path, reps=3), tmp_path / "res2", wait=False, report=False)
-    _wait_for(lambda: _host_rows(tmp_path / "res2", "lab-a") and lab.journal("lab-a").exists(), "lab-a mid-sweep")
+    _wait_for(
+        lambda: _host_rows(tmp_path / "res2", "lab-a") and lab.journal("lab-a").exists(),
+        "lab-a mid-sweep",
+    )
     lab.workers["lab-a"].send_signal(signal.SIGTERM)
     assert lab.workers["lab-a"].wait(timeout=30) == 0
     assert lab.machine("lab-a").files() == original and not lab.journal("lab-a").exists()
@@ -260,11 +322,19 @@ def test_a_second_worker_for_a_machine_is_refused_when_it_registers(lab, tmp_pat
         code, log = lab.sweep(_spec(tmp_path, reps=2), tmp_path / "res", report=False)
         assert code == 0, log
         rows = _rows(tmp_path / "res")
-        assert sorted((r["host"], r["status"]) for r in rows) == [("lab-a", "ok")] * 4 + [("lab-b", "ok")] * 4, \
-            [r["error"] for r in rows]
-        text = _wait_for(lambda: "refused: machine lab-a already has a hugebench worker" in
-                         (lab.tmp / "worker-lab-a.log").read_text() and (lab.tmp / "worker-lab-a.log").read_text(),
-                         "the refusal in the second worker's log", timeout=20)
+        assert (
+            sorted((r["host"], r["status"]) for r in rows)
+            == [("lab-a", "ok")] * 4 + [("lab-b", "ok")] * 4
+        ), [r["error"] for r in rows]
+        text = _wait_for(
+            lambda: (
+                "refused: machine lab-a already has a hugebench worker"
+                in (lab.tmp / "worker-lab-a.log").read_text()
+                and (lab.tmp / "worker-lab-a.log").read_text()
+            ),
+            "the refusal in the second worker's log",
+            timeout=20,
+        )
         assert "(lab-a at tcp://" in text
     finally:
         second.send_signal(signal.SIGTERM)
@@ -273,6 +343,8 @@ def test_a_second_worker_for_a_machine_is_refused_when_it_registers(lab, tmp_pat
     third = lab.worker("lab-a")
     lab.workers["lab-a"] = first
     assert third.wait(timeout=60) == 1
-    assert "hugebench: error: refused: machine lab-a already has a hugebench worker" in \
-        (lab.tmp / "worker-lab-a.log").read_text()
+    assert (
+        "hugebench: error: refused: machine lab-a already has a hugebench worker"
+        in (lab.tmp / "worker-lab-a.log").read_text()
+    )
     assert first.poll() is None  # the machine's own worker goes on

@@ -10,11 +10,13 @@ import subprocess
 
 import pytest
 
-pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install '.[cluster]'")
+pytest.importorskip(
+    "distributed", reason="the cluster extra is not installed: pip install '.[cluster]'"
+)
 
-from cluster_lab import Lab, wait_for  # noqa: E402
+from cluster_lab import Lab, wait_for
 
-from hugebench.cluster.claims import claim, new_token  # noqa: E402
+from hugebench.cluster.claims import claim, new_token
 
 
 def test_claims_at_the_same_instant_get_one_yes():
@@ -23,6 +25,7 @@ def test_claims_at_the_same_instant_get_one_yes():
 
     async def main():
         async with Scheduler(host="127.0.0.1", port=0, dashboard_address=":0") as scheduler:
+
             async def one(host="lab-x"):
                 async with rpc(scheduler.address) as scheduler_rpc:
                     return await claim(scheduler_rpc, host, new_token(), resource=f"host:{host}")
@@ -44,14 +47,21 @@ def test_two_workers_for_one_machine_started_together_leave_one(tmp_path, monkey
     lab = Lab(tmp_path)
     try:
         first, second = lab.worker("lab-x"), lab.worker("lab-x")
-        ended = wait_for(lambda: [p for p in (first, second) if p.poll() is not None], "one worker to be refused")
+        ended = wait_for(
+            lambda: [p for p in (first, second) if p.poll() is not None], "one worker to be refused"
+        )
         assert len(ended) == 1 and ended[0].returncode == 1
         lab.wait_for_hosts("lab-x")
         log = (tmp_path / "worker-lab-x.log").read_text()
-        assert log.count("hugebench: error: refused: machine lab-x already has a hugebench worker") == 1, log
+        assert (
+            log.count("hugebench: error: refused: machine lab-x already has a hugebench worker")
+            == 1
+        ), log
         assert "Traceback" not in log and "failed to setup" not in log, log
         with pytest.raises(subprocess.TimeoutExpired):
-            next(p for p in (first, second) if p is not ended[0]).wait(timeout=2)  # the other one serves
+            next(p for p in (first, second) if p is not ended[0]).wait(
+                timeout=2
+            )  # the other one serves
     finally:
         killed = lab.close()
     assert not killed, killed

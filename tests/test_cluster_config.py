@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from hugebench import plan, spec
 from hugebench.cli import main
 from hugebench.cluster.client import blocks, check_identical, on_host, place
-from hugebench.spec.cluster import ClusterConfig, resolve
 from hugebench.errors import HugebenchError, SpecError
+from hugebench.spec.cluster import ClusterConfig, resolve
 
 BASE = """name: c
 workload: hashlookup
@@ -27,19 +27,36 @@ def test_a_cluster_block_is_read_and_left_out_of_the_fingerprint():
     s = _parse("cluster:\n  scheduler: tcp://lab1:8786\n  machines: spread\n  workers: 3\n")
     assert s.cluster == {"scheduler": "tcp://lab1:8786", "machines": "spread", "workers": 3}
     assert s.fingerprint() == _parse("").fingerprint()
-    assert resolve(s.cluster, None, None, None, "c.yaml") == ClusterConfig("tcp://lab1:8786", (), "spread", 3)
+    assert resolve(s.cluster, None, None, None, "c.yaml") == ClusterConfig(
+        "tcp://lab1:8786", (), "spread", 3
+    )
 
 
-@pytest.mark.parametrize("block, where", [
-    ("cluster:\n  scheduler: lab1\n", "c.yaml:7: key 'cluster.scheduler': must be an address like tcp://lab1:8786"),
-    ("cluster:\n  ssh: [a, b]\n  machines: both\n", "c.yaml:8: key 'cluster.machines': must be one of each, spread"),
-    ("cluster:\n  scheduler: tcp://a:1\n  ssh: [a]\n", "give exactly one of scheduler"),
-    ("cluster:\n  schedular: tcp://a:1\n", "c.yaml:7: key 'cluster.schedular': unknown key"),
-    ("cluster:\n  ssh: a,b\n", "key 'cluster.ssh': must be a non-empty list of host names"),
-    ("cluster:\n  scheduler: tcp://a:1\n  workers: 0\n", "key 'cluster.workers': must be an integer from 1"),
-    ("cluster: yes\n", "c.yaml:6: key 'cluster': must be a mapping"),
-    ("cluster:\n  scheduler: tcp://a:1\n  lost_after: 0\n", "c.yaml:8: key 'cluster.lost_after': must be a number of seconds"),
-])
+@pytest.mark.parametrize(
+    "block, where",
+    [
+        (
+            "cluster:\n  scheduler: lab1\n",
+            "c.yaml:7: key 'cluster.scheduler': must be an address like tcp://lab1:8786",
+        ),
+        (
+            "cluster:\n  ssh: [a, b]\n  machines: both\n",
+            "c.yaml:8: key 'cluster.machines': must be one of each, spread",
+        ),
+        ("cluster:\n  scheduler: tcp://a:1\n  ssh: [a]\n", "give exactly one of scheduler"),
+        ("cluster:\n  schedular: tcp://a:1\n", "c.yaml:7: key 'cluster.schedular': unknown key"),
+        ("cluster:\n  ssh: a,b\n", "key 'cluster.ssh': must be a non-empty list of host names"),
+        (
+            "cluster:\n  scheduler: tcp://a:1\n  workers: 0\n",
+            "key 'cluster.workers': must be an integer from 1",
+        ),
+        ("cluster: yes\n", "c.yaml:6: key 'cluster': must be a mapping"),
+        (
+            "cluster:\n  scheduler: tcp://a:1\n  lost_after: 0\n",
+            "c.yaml:8: key 'cluster.lost_after': must be a number of seconds",
+        ),
+    ],
+)
 def test_a_bad_cluster_block_is_refused_with_file_line_and_key(block, where):
     with pytest.raises(SpecError) as err:
         _parse(block)
@@ -58,18 +75,24 @@ def test_the_flags_beat_the_block():
 def test_the_sweep_command_refuses_a_bad_cluster_flag_before_anything_runs(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(BASE)
-    result = CliRunner().invoke(main, ["sweep", str(path), "--cluster", "lab1:8786", "-o", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        main, ["sweep", str(path), "--cluster", "lab1:8786", "-o", str(tmp_path / "r")]
+    )
     assert result.exit_code != 0
     assert "cluster scheduler: must be an address like tcp://lab1:8786" in result.output
     assert not (tmp_path / "r").exists()
 
 
 def test_a_user_allocator_path_is_left_to_the_machines_of_a_cluster():
-    text = BASE.replace("axes: {thp: [always, never]}", "axes: {allocator: [mine]}") + \
-        "allocators: {mine: {path: /nowhere/libmine.so}}\n"
+    text = (
+        BASE.replace("axes: {thp: [always, never]}", "axes: {allocator: [mine]}")
+        + "allocators: {mine: {path: /nowhere/libmine.so}}\n"
+    )
     with pytest.raises(HugebenchError, match="c.yaml:6: key .allocators.mine.path.: .*libmine.so"):
         spec.parse_spec(text, "c.yaml")
-    assert spec.parse_spec(text, "c.yaml", local=False).allocators == {"mine": {"path": "/nowhere/libmine.so"}}
+    assert spec.parse_spec(text, "c.yaml", local=False).allocators == {
+        "mine": {"path": "/nowhere/libmine.so"}
+    }
     assert spec.parse_spec(text + "cluster: {scheduler: 'tcp://a:1'}\n", "c.yaml").cluster
 
 
@@ -86,8 +109,11 @@ def test_each_makes_ids_per_host_and_spread_hands_out_whole_blocks():
 
 
 def test_spread_names_what_differs():
-    machine = {"cpu": {"model_name": "X"}, "kernel": {"release": "6.1"},
-               "memory": {"hpage_pmd_size": 2097152, "thp": {"enabled": "madvise", "mthp": {}}}}
+    machine = {
+        "cpu": {"model_name": "X"},
+        "kernel": {"release": "6.1"},
+        "memory": {"hpage_pmd_size": 2097152, "thp": {"enabled": "madvise", "mthp": {}}},
+    }
     check_identical({"a": machine, "b": machine})
     other = {**machine, "kernel": {"release": "6.18"}}
     with pytest.raises(SpecError, match="their kernel differs: a has '6.1', b has '6.18'"):
@@ -98,7 +124,9 @@ def test_blocks_are_whole_also_for_warm_ups_and_adaptive_blocks_of_some_cells():
     s = _parse("warmup: 1\n")
     runs = plan.plan(s)  # a warm-up block, then repetitions 0 and 1, of 2 cells
     assert [[r.repetition for r in b] for b in blocks(runs)] == [[-1, -1], [0, 0], [1, 1]]
-    extra = plan.block(s, 5, {runs[0].cell_id})  # repetitions: auto adds a block of the cells still too wide
+    extra = plan.block(
+        s, 5, {runs[0].cell_id}
+    )  # repetitions: auto adds a block of the cells still too wide
     assert [[r.repetition for r in b] for b in blocks(extra)] == [[5]]
 
 
@@ -106,8 +134,10 @@ def test_adaptive_repetitions_need_spread_on_a_cluster(tmp_path):
     from hugebench.cluster.client import run_cluster_sweep
     from hugebench.orchestrator import SweepOptions
 
-    s = spec.parse_spec(BASE.replace("repetitions: 2", "repetitions: {auto: {min: 3, max: 6, target: 0.05}}"),
-                        "c.yaml")
+    s = spec.parse_spec(
+        BASE.replace("repetitions: 2", "repetitions: {auto: {min: 3, max: 6, target: 0.05}}"),
+        "c.yaml",
+    )
     options = SweepOptions(out=tmp_path / "r", cluster=ClusterConfig("tcp://127.0.0.1:1"))
     with pytest.raises(SpecError, match="repetitions: auto needs machines: spread"):
         run_cluster_sweep(s, plan.plan(s), options)
@@ -117,16 +147,42 @@ def test_plan_shows_which_machine_gets_which_runs_and_its_time(tmp_path):
     """`hugebench plan` expands a cluster sweep per machine: ssh hosts by name, a scheduler's as `workers`
     placeholders (named when the sweep asks it); each: every run everywhere; spread: blocks dealt in turn."""
     path = tmp_path / "c.yaml"
-    path.write_text(BASE.replace("repetitions: 2", "repetitions: 5") + "cluster: {ssh: [lab1, lab2]}\n")
+    path.write_text(
+        BASE.replace("repetitions: 2", "repetitions: 5") + "cluster: {ssh: [lab1, lab2]}\n"
+    )
     each = CliRunner().invoke(main, ["plan", str(path)])
     assert each.exit_code == 0, each.output
-    assert "cluster: machines: each (every run on every machine), over the ssh hosts of ssh://lab1,lab2:" in each.output
-    assert "  lab1: 10 runs (2 cells), ~" in each.output and "  lab2: 10 runs (2 cells), ~" in each.output
-    spread = CliRunner().invoke(main, ["plan", str(path), "--cluster", "tcp://head:8786", "--machines", "spread",
-                                       "--workers", "2"])
+    assert (
+        "cluster: machines: each (every run on every machine), over the ssh hosts of ssh://lab1,lab2:"
+        in each.output
+    )
+    assert (
+        "  lab1: 10 runs (2 cells), ~" in each.output
+        and "  lab2: 10 runs (2 cells), ~" in each.output
+    )
+    spread = CliRunner().invoke(
+        main,
+        [
+            "plan",
+            str(path),
+            "--cluster",
+            "tcp://head:8786",
+            "--machines",
+            "spread",
+            "--workers",
+            "2",
+        ],
+    )
     assert spread.exit_code == 0, spread.output
-    assert "over 2 machine(s) as `workers` says; their names come from tcp://head:8786" in spread.output
+    assert (
+        "over 2 machine(s) as `workers` says; their names come from tcp://head:8786"
+        in spread.output
+    )
     assert "  machine 1: 6 runs (blocks 0, 2, 4), ~" in spread.output
     assert "  machine 2: 4 runs (blocks 1, 3), ~" in spread.output
-    times = [line.rsplit("~", 1)[1] for line in spread.output.splitlines() if line.startswith("  machine")]
+    times = [
+        line.rsplit("~", 1)[1]
+        for line in spread.output.splitlines()
+        if line.startswith("  machine")
+    ]
     assert all(t.strip() and "unknown" not in t for t in times)  # hashlookup has a time model

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install '.[cluster]'")
+pytest.importorskip(
+    "distributed", reason="the cluster extra is not installed: pip install '.[cluster]'"
+)
 
-from cluster_lab import BIN, Lab, wait_for  # noqa: E402
+from cluster_lab import BIN, Lab, wait_for
 
-from hugebench.store import ResultStore  # noqa: E402
+from hugebench.store import ResultStore
 
 SPEC = """
 name: lost
@@ -81,7 +83,11 @@ def _alive(pids: set[int]) -> set[int]:
 
 
 def _host_rows(out: Path, host: str) -> list[dict]:
-    return [r for r in ResultStore(out).rows() if r.get("host") == host] if (out / "runs.jsonl").exists() else []
+    return (
+        [r for r in ResultStore(out).rows() if r.get("host") == host]
+        if (out / "runs.jsonl").exists()
+        else []
+    )
 
 
 def _kill_mid_run(lab: Lab, host: str, out: Path) -> set[int]:
@@ -104,25 +110,46 @@ def _sweep(lab: Lab, tmp_path: Path, machines: str, reps: int) -> tuple[Path, su
 def test_each_reports_a_dead_machines_runs_as_lost_and_ends(lab, tmp_path):
     out, client = _sweep(lab, tmp_path, "each", reps=3)
     children = _kill_mid_run(lab, "lab-a", out)
-    assert client.wait(timeout=90) == 0, (lab.tmp / "client.log").read_text()  # the sweep ends: no endless wait
+    assert client.wait(timeout=90) == 0, (
+        lab.tmp / "client.log"
+    ).read_text()  # the sweep ends: no endless wait
     rows = ResultStore(out).rows()
-    assert len(rows) == 12 and len({r["run_id"] for r in rows}) == 12  # 2 cells x 3 reps x 2 machines, once each
+    assert (
+        len(rows) == 12 and len({r["run_id"] for r in rows}) == 12
+    )  # 2 cells x 3 reps x 2 machines, once each
     assert all(r["status"] == "ok" for r in rows if r["host"] == "lab-b")
     lost = [r for r in rows if r["host"] == "lab-a" and r["status"] != "ok"]
-    assert lost and all(r["status"] == "failed" and r["error"].startswith("machine lab-a lost at ")
-                        and "within 2 s" in r["error"] and r["sweep_id"].endswith(".lab-a") for r in lost)
+    assert lost and all(
+        r["status"] == "failed"
+        and r["error"].startswith("machine lab-a lost at ")
+        and "within 2 s" in r["error"]
+        and r["sweep_id"].endswith(".lab-a")
+        for r in lost
+    )
     assert any(r["status"] == "ok" for r in rows if r["host"] == "lab-a")  # what it finished stays
     context = next(c for c in ResultStore(out).contexts().values() if c["cluster_host"] == "lab-a")
     assert context["cluster_lost"] == lost[0]["error"].split("; run `hugebench system restore`")[0]
     assert not _alive(children), "a process of the killed machine outlived the sweep"
     for fmt in ("markdown", "csv", "rich"):  # the reason is in every report
-        shown = subprocess.run([str(BIN / "hugebench"), "report", str(out), "--format", fmt], capture_output=True,
-                               text=True, timeout=120, env={"COLUMNS": "400", "PATH": str(BIN)})
+        shown = subprocess.run(
+            [str(BIN / "hugebench"), "report", str(out), "--format", fmt],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"COLUMNS": "400", "PATH": str(BIN)},
+        )
         assert shown.returncode == 0, shown.stderr
         assert "machine lab-a lost at" in shown.stdout, (fmt, shown.stdout[-2000:])
-    page = subprocess.run([str(BIN / "hugebench"), "report", str(out), "--html", str(tmp_path / "r.html")],
-                          capture_output=True, text=True, timeout=120, env={"PATH": str(BIN)})
-    assert page.returncode == 0 and "machine lab-a lost at" in (tmp_path / "r.html").read_text(), page.stderr
+    page = subprocess.run(
+        [str(BIN / "hugebench"), "report", str(out), "--html", str(tmp_path / "r.html")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": str(BIN)},
+    )
+    assert page.returncode == 0 and "machine lab-a lost at" in (tmp_path / "r.html").read_text(), (
+        page.stderr
+    )
 
 
 def test_spread_gives_a_dead_machines_block_to_another_machine(lab, tmp_path):
@@ -131,8 +158,12 @@ def test_spread_gives_a_dead_machines_block_to_another_machine(lab, tmp_path):
     assert client.wait(timeout=90) == 0, (lab.tmp / "client.log").read_text()
     rows = ResultStore(out).rows()
     ok = [r for r in rows if r["status"] == "ok"]
-    assert len(ok) == len(rows) == 8 and len({r["run_id"] for r in ok}) == 8, [r.get("error") for r in rows]
-    assert "cluster_lost" in next(c for c in ResultStore(out).contexts().values() if c["cluster_host"] == "lab-a")
+    assert len(ok) == len(rows) == 8 and len({r["run_id"] for r in ok}) == 8, [
+        r.get("error") for r in rows
+    ]
+    assert "cluster_lost" in next(
+        c for c in ResultStore(out).contexts().values() if c["cluster_host"] == "lab-a"
+    )
     on_a = {r["repetition"] for r in ok if r["host"] == "lab-a"}
     assert on_a and len(on_a) < 4  # lab-a did some, lab-b the rest ...
     # ... including what was left of the block lab-a held when it died (pairs stay within a sweep id)

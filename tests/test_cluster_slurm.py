@@ -23,20 +23,32 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install '.[cluster]'")
-jobqueue = pytest.importorskip("dask_jobqueue", reason="the cluster extra is not installed: pip install '.[cluster]'")
+pytest.importorskip(
+    "distributed", reason="the cluster extra is not installed: pip install '.[cluster]'"
+)
+jobqueue = pytest.importorskip(
+    "dask_jobqueue", reason="the cluster extra is not installed: pip install '.[cluster]'"
+)
 psutil = pytest.importorskip("psutil")
 
-from hugebench.spec.cluster import safe_host  # noqa: E402
 from cluster_lab import lab_spec, stop_daemons
 
+from hugebench.spec.cluster import safe_host
+
 BIN = Path(sys.executable).parent
-DAEMONS = {name: shutil.which(name) or f"/usr/sbin/{name}" for name in ("munged", "slurmctld", "slurmd")}
+DAEMONS = {
+    name: shutil.which(name) or f"/usr/sbin/{name}" for name in ("munged", "slurmctld", "slurmd")
+}
 MARK = "HB_SLURM_TEST"  # in the environment of the daemons and the job: what to end afterwards
 
-pytestmark = [pytest.mark.slow, pytest.mark.needs_root,
-              pytest.mark.skipif(not all(Path(p).exists() for p in DAEMONS.values()) or not shutil.which("sbatch"),
-                                 reason="no slurm: apt-get install slurm-wlm munge (.ci/setup does)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.needs_root,
+    pytest.mark.skipif(
+        not all(Path(p).exists() for p in DAEMONS.values()) or not shutil.which("sbatch"),
+        reason="no slurm: apt-get install slurm-wlm munge (.ci/setup does)",
+    ),
+]
 
 SLURM_CONF = """\
 ClusterName=hbtest
@@ -86,7 +98,9 @@ def _wait(what: str, check, timeout: float, logs: list[Path]):
         if value:
             return value
         time.sleep(0.2)
-    text = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in logs if p.exists())
+    text = "\n".join(
+        f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in logs if p.exists()
+    )
     pytest.skip(f"slurm did not start here ({what} within {timeout:g} s):\n{text}")
 
 
@@ -117,27 +131,52 @@ def slurm(tmp_path, monkeypatch):
     memory_mb = int(Path("/proc/meminfo").read_text().split()[1]) // 1024 // 2
     ctld_port, d_port = _free_ports(2)
     conf = tmp / "slurm.conf"
-    conf.write_text(SLURM_CONF.format(node=node, ctld_port=ctld_port, d_port=d_port, run=run, tmp=tmp,
-                                      cpus=os.cpu_count(), memory_mb=memory_mb))
+    conf.write_text(
+        SLURM_CONF.format(
+            node=node,
+            ctld_port=ctld_port,
+            d_port=d_port,
+            run=run,
+            tmp=tmp,
+            cpus=os.cpu_count(),
+            memory_mb=memory_mb,
+        )
+    )
     monkeypatch.setenv("SLURM_CONF", str(conf))
-    monkeypatch.setenv(MARK, str(tmp))  # sbatch exports the environment: the job's processes carry it too
+    monkeypatch.setenv(
+        MARK, str(tmp)
+    )  # sbatch exports the environment: the job's processes carry it too
     env = dict(os.environ)
     daemons = []
 
     def start(name, *args):
         log = open(tmp / f"{name}.out", "ab")
-        daemons.append(subprocess.Popen([DAEMONS[name], *args], stdout=log, stderr=subprocess.STDOUT, env=env))
+        daemons.append(
+            subprocess.Popen([DAEMONS[name], *args], stdout=log, stderr=subprocess.STDOUT, env=env)
+        )
 
-    logs = [tmp / n for n in ("munged.out", "slurmctld.out", "slurmd.out", "slurmctld.log", "slurmd.log")]
+    logs = [
+        tmp / n
+        for n in ("munged.out", "slurmctld.out", "slurmd.out", "slurmctld.log", "slurmd.log")
+    ]
     try:
-        start("munged", "-F", f"--key-file={key}", f"--socket={run}/munge.sock", f"--pid-file={run}/munged.pid",
-              f"--log-file={key_dir}/munged.log", f"--seed-file={key_dir}/munged.seed")
+        start(
+            "munged",
+            "-F",
+            f"--key-file={key}",
+            f"--socket={run}/munge.sock",
+            f"--pid-file={run}/munged.pid",
+            f"--log-file={key_dir}/munged.log",
+            f"--seed-file={key_dir}/munged.seed",
+        )
         _wait("munged's socket", (run / "munge.sock").exists, 15, logs)
         start("slurmctld", "-D", "-f", str(conf))
         start("slurmd", "-D", "-f", str(conf))
 
         def idle():
-            out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=10)
+            out = subprocess.run(
+                ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=10
+            )
             return out.stdout.strip() == "idle"
 
         _wait("the node idle in sinfo", idle, 30, logs)
@@ -156,11 +195,20 @@ def test_a_sweep_through_slurm_runs_on_the_node_and_leaves_no_job(slurm):
     from distributed import Client
 
     cluster = jobqueue.SLURMCluster(
-        cores=1, processes=1, memory="1GB", walltime="00:10:00", log_directory=str(tmp / "jobs"),
+        cores=1,
+        processes=1,
+        memory="1GB",
+        walltime="00:10:00",
+        log_directory=str(tmp / "jobs"),
         # --chdir: not the checkout this test runs in, whose hugebench (no _core) would shadow the installed one
-        job_extra_directives=["--exclusive", f"--chdir={tmp}"], worker_extra_args=["--resources", "machine=1"],
-        job_script_prologue=[f"export HUGEBENCH_LOCK={tmp}/machine.lock HUGEBENCH_JOURNAL={tmp}/journal.json"],
-        scheduler_options={"host": "127.0.0.1", "dashboard_address": ":0"}, python=sys.executable)
+        job_extra_directives=["--exclusive", f"--chdir={tmp}"],
+        worker_extra_args=["--resources", "machine=1"],
+        job_script_prologue=[
+            f"export HUGEBENCH_LOCK={tmp}/machine.lock HUGEBENCH_JOURNAL={tmp}/journal.json"
+        ],
+        scheduler_options={"host": "127.0.0.1", "dashboard_address": ":0"},
+        python=sys.executable,
+    )
     spec = tmp / "slurm-lab.yaml"
     spec.write_text(SPEC)
     out = tmp / "results"
@@ -170,16 +218,36 @@ def test_a_sweep_through_slurm_runs_on_the_node_and_leaves_no_job(slurm):
         client.wait_for_workers(1, timeout=90)
         jobs = client.run(lambda: os.environ.get("SLURM_JOB_ID"))
         assert all(jobs.values()), f"the worker is not a SLURM job: {jobs}"
-        result = subprocess.run([str(BIN / "hugebench"), "sweep", str(spec), "--cluster", cluster.scheduler_address,
-                                 "-q", "-o", str(out), "--format", "csv"],
-                                capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+        result = subprocess.run(
+            [
+                str(BIN / "hugebench"),
+                "sweep",
+                str(spec),
+                "--cluster",
+                cluster.scheduler_address,
+                "-q",
+                "-o",
+                str(out),
+                "--format",
+                "csv",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "COLUMNS": "200"},
+        )
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows]
     context = json.loads(next((out / "sweeps").glob(f"*.{safe_host(node)}.json")).read_text())
-    assert isinstance(context["machine"]["hugebench"]["core_build"], dict), context["machine"]["hugebench"]
+    assert isinstance(context["machine"]["hugebench"]["core_build"], dict), context["machine"][
+        "hugebench"
+    ]
     assert [r["host"] for r in rows if not r["warmup"]] == [safe_host(node)] * 2
-    assert "Launching batch job" in (tmp / "slurmd.log").read_text() or "batch" in (tmp / "slurmd.log").read_text()
+    assert (
+        "Launching batch job" in (tmp / "slurmd.log").read_text()
+        or "batch" in (tmp / "slurmd.log").read_text()
+    )
     deadline = time.monotonic() + 20  # scancel ends the job: its worker and slurmstepd go
     while any("SLURM_JOB_ID" in _env(p) for p in _marked(tmp)) and time.monotonic() < deadline:
         time.sleep(0.5)

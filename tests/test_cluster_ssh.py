@@ -23,17 +23,26 @@ from pathlib import Path
 import pytest
 from cluster_lab import lab_spec, stop_daemons
 
-pytest.importorskip("distributed", reason="the cluster extra is not installed: pip install '.[cluster]'")
-pytest.importorskip("asyncssh", reason="the cluster extra is not installed: pip install '.[cluster]'")
+pytest.importorskip(
+    "distributed", reason="the cluster extra is not installed: pip install '.[cluster]'"
+)
+pytest.importorskip(
+    "asyncssh", reason="the cluster extra is not installed: pip install '.[cluster]'"
+)
 psutil = pytest.importorskip("psutil")
 
 SSHD = Path("/usr/sbin/sshd")
 BIN = Path(sys.executable).parent
 HOSTS = {"127.0.0.1": "lab-a", "127.0.0.2": "lab-b"}
 
-pytestmark = [pytest.mark.slow, pytest.mark.needs_root,
-              pytest.mark.skipif(not SSHD.exists() or not shutil.which("ssh-keygen"),
-                                 reason="no sshd: apt-get install openssh-server (.ci/setup does)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.needs_root,
+    pytest.mark.skipif(
+        not SSHD.exists() or not shutil.which("ssh-keygen"),
+        reason="no sshd: apt-get install openssh-server (.ci/setup does)",
+    ),
+]
 
 SPEC = lab_spec("ssh-lab")
 
@@ -70,7 +79,9 @@ def _free_port() -> int:
 
 
 def _keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=30)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=30
+    )
     return Path(f"{path}.pub").read_text().strip()
 
 
@@ -108,7 +119,9 @@ def _end(procs: list) -> None:
 @pytest.fixture
 def lab(tmp_path):
     """Two sshd on 127.0.0.1 and 127.0.0.2; a HOME whose ~/.ssh reaches both. -> (home, tmp)."""
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory (Debian's)
+    Path("/run/sshd").mkdir(
+        mode=0o755, exist_ok=True
+    )  # sshd's privilege separation directory (Debian's)
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True, mode=0o700)
     user_key = _keygen(home / ".ssh" / "id_ed25519")
@@ -120,16 +133,28 @@ def lab(tmp_path):
             host_key = _keygen(tmp_path / f"host-{name}")
             known.append(f"[{address}]:{port} {host_key}")
             config = tmp_path / f"sshd-{name}.conf"
-            config.write_text(SSHD_CONFIG.format(port=port, address=address, tmp=tmp_path, name=name))
+            config.write_text(
+                SSHD_CONFIG.format(port=port, address=address, tmp=tmp_path, name=name)
+            )
             log = open(tmp_path / f"sshd-{name}.log", "ab")
-            daemons.append(subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stdout=log,
-                                            stderr=subprocess.STDOUT))
+            daemons.append(
+                subprocess.Popen(
+                    [str(SSHD), "-D", "-e", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT
+                )
+            )
             assert _listening(address, port), (tmp_path / f"sshd-{name}.log").read_text()
         (home / ".ssh" / "known_hosts").write_text("\n".join(known) + "\n")
-        (home / ".ssh" / "config").write_text(f"Host {' '.join(HOSTS)}\n  Port {port}\n  User root\n")
+        (home / ".ssh" / "config").write_text(
+            f"Host {' '.join(HOSTS)}\n  Port {port}\n  User root\n"
+        )
         yield home, tmp_path
     finally:
-        sessions = [c for d in daemons if psutil.pid_exists(d.pid) for c in psutil.Process(d.pid).children(True)]
+        sessions = [
+            c
+            for d in daemons
+            if psutil.pid_exists(d.pid)
+            for c in psutil.Process(d.pid).children(True)
+        ]
         stop_daemons(daemons, timeout=10)
         _end(sessions + _started_by_sessions())
 
@@ -141,9 +166,27 @@ def test_a_sweep_through_ssh_runs_on_both_hosts_and_leaves_no_process(lab):
     out = tmp / "results"
     env = {**os.environ, "HOME": str(home), "COLUMNS": "200"}
     env.pop("HUGEBENCH_HOST_NAME", None)
-    result = subprocess.run([str(BIN / "hugebench"), "sweep", str(spec), "--cluster", f"ssh://{','.join(HOSTS)}",
-                             "--workers", "2", "-q", "-o", str(out), "--format", "csv"],
-                            env=env, cwd=tmp, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            str(BIN / "hugebench"),
+            "sweep",
+            str(spec),
+            "--cluster",
+            f"ssh://{','.join(HOSTS)}",
+            "--workers",
+            "2",
+            "-q",
+            "-o",
+            str(out),
+            "--format",
+            "csv",
+        ],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     measured = [r for r in rows if not r["warmup"]]
@@ -153,7 +196,9 @@ def test_a_sweep_through_ssh_runs_on_both_hosts_and_leaves_no_process(lab):
     for name in HOSTS.values():
         assert list((out / "sweeps").glob(f"*.{name}.json")), f"no context of {name}"
         log = (tmp / f"sshd-{name}.log").read_text()
-        assert "Accepted publickey for root" in log, log  # the sessions really went through this sshd
+        assert "Accepted publickey for root" in log, (
+            log
+        )  # the sessions really went through this sshd
     deadline = time.monotonic() + 15
     while _started_by_sessions() and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -13,7 +13,9 @@ from hugebench.codegen import codetlb
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.spec import parse_spec
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="codetlb needs g++ (apt-get install g++)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("g++") is None, reason="codetlb needs g++ (apt-get install g++)"
+)
 
 MIB = 1 << 20
 
@@ -37,15 +39,25 @@ def test_build_once_then_from_the_cache(cache):
     assert first.functions == 256 and MIB <= first.text_bytes < MIB + (64 << 10)
     again = codetlb.build(MIB, "sparse", 256, "4k")
     assert again.cached and again.build_s == 0 and again.binary == first.binary
-    assert [p.name for p in cache.iterdir()] == [first.binary.parent.name]  # no half-built directory left
+    assert [p.name for p in cache.iterdir()] == [
+        first.binary.parent.name
+    ]  # no half-built directory left
 
 
 def test_a_small_sweep_measures_each_layout(fake_sys, tmp_path):
-    spec = parse_spec("name: code\nworkload: codetlb\nperf: off\ncounters: off\ntimeout: 300\n"
-                      "params: {footprint_bytes: 1Mi, calls: 20000, func_bytes: 64}\n"
-                      "axes: {layout: [sparse, dense]}\n", str(tmp_path / "code.yaml"))
-    options = SweepOptions(out=tmp_path / "res", quiet=True, journal=fake_sys.journal_path,
-                           sys_root=str(fake_sys.sys_root), proc_root=str(fake_sys.proc_root))
+    spec = parse_spec(
+        "name: code\nworkload: codetlb\nperf: off\ncounters: off\ntimeout: 300\n"
+        "params: {footprint_bytes: 1Mi, calls: 20000, func_bytes: 64}\n"
+        "axes: {layout: [sparse, dense]}\n",
+        str(tmp_path / "code.yaml"),
+    )
+    options = SweepOptions(
+        out=tmp_path / "res",
+        quiet=True,
+        journal=fake_sys.journal_path,
+        sys_root=str(fake_sys.sys_root),
+        proc_root=str(fake_sys.proc_root),
+    )
     result = run_sweep(spec, plan_mod.plan(spec), options)
     df = load(tmp_path / "res").set_index("layout")
     assert result.statuses == {"ok": 2}, df.get("error")

@@ -24,15 +24,34 @@ def c_program(tmp_path_factory) -> Path:
     if shutil.which("gcc") is None:
         pytest.skip("gcc is needed to build the C window program")
     out = tmp_path_factory.mktemp("window") / "window_program"
-    subprocess.run(["gcc", "-O1", "-Wall", "-Wextra", "-Werror", "-I", os.path.dirname(header_path()),
-                    "-o", str(out), str(DATA / "window_program.c")], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-O1",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-I",
+            os.path.dirname(header_path()),
+            "-o",
+            str(out),
+            str(DATA / "window_program.c"),
+        ],
+        check=True,
+    )
     return out
 
 
 def _argv(style: str, c_program: Path | None, outside=OUTSIDE, inside=INSIDE) -> list[str]:
     if style == "c":
         return [str(c_program), str(outside), str(inside)]
-    return [sys.executable, str(DATA / "window_program.py"), str(outside), str(inside), style.split("-")[1]]
+    return [
+        sys.executable,
+        str(DATA / "window_program.py"),
+        str(outside),
+        str(inside),
+        style.split("-")[1],
+    ]
 
 
 @pytest.fixture(params=STYLES)
@@ -53,11 +72,16 @@ def _marks(stdout: str) -> dict[str, float]:
 
 def test_the_header_is_clean_c_and_cxx(tmp_path):
     source = tmp_path / "use.c"
-    source.write_text('#include "hugebench_window.h"\nint main(void) { hugebench_window_enable(); '
-                      "hugebench_window_disable(); return 0; }\n")
+    source.write_text(
+        '#include "hugebench_window.h"\nint main(void) { hugebench_window_enable(); '
+        "hugebench_window_disable(); return 0; }\n"
+    )
     flags = ["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", os.path.dirname(header_path())]
     ran = False
-    for compiler, lang in (("gcc", ["-std=c99", "-pedantic"]), ("g++", ["-x", "c++", "-std=c++11"])):
+    for compiler, lang in (
+        ("gcc", ["-std=c99", "-pedantic"]),
+        ("g++", ["-x", "c++", "-std=c++11"]),
+    ):
         if shutil.which(compiler):
             subprocess.run([compiler, *flags, *lang, str(source)], check=True)
             ran = True
@@ -84,12 +108,16 @@ def test_the_window_is_timed_and_the_program_waits_for_each_ack(program, tmp_pat
         done[word] = time.monotonic()
 
     with ControlChannel(tmp_path, on_edge=on_edge) as channel:
-        result = subprocess.run(program, env=_env(channel.env()), capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            program, env=_env(channel.env()), capture_output=True, text=True, timeout=60
+        )
     assert result.returncode == 0, result.stderr
     marks = _marks(result.stdout)
     assert [word for word, _ in channel.edges] == ["enable", "disable"]
     [(begin, end)] = channel.windows()
-    assert begin < done["enable"] <= marks["enabled"]  # the inside started only once on_edge had run
+    assert (
+        begin < done["enable"] <= marks["enabled"]
+    )  # the inside started only once on_edge had run
     assert marks["disabling"] <= end < done["disable"] <= marks["disabled"]
     assert INSIDE <= channel.window_seconds() < INSIDE + 2.0
     assert channel.ignored_words == 0 and channel.errors == []
@@ -106,7 +134,9 @@ def _word(channel: ControlChannel, word: bytes, acked: bool = True) -> None:
 def test_garbage_is_ignored_counted_and_not_acked(tmp_path):
     with ControlChannel(tmp_path) as channel:
         _word(channel, b"bogus\n\xff\xfe\n" + b"y" * 5000, acked=False)
-        _word(channel, b"\nenable\n")  # this newline ends the over-long word: counted once, whatever the reads
+        _word(
+            channel, b"\nenable\n"
+        )  # this newline ends the over-long word: counted once, whatever the reads
         _word(channel, b"\n", acked=False)  # a blank line is garbage too
         _word(channel, b"enable\n")  # a second enable inside a window does not open another
         _word(channel, b"  disable \n")
@@ -155,9 +185,21 @@ def test_perf_counts_only_the_window(style, tmp_path, request):
     fifos = perf_fifos(tmp_path)
     out = tmp_path / "perf.csv"
     with ControlChannel(tmp_path, perf_ctl=fifos.ctl, perf_ack=fifos.ack) as channel:
-        argv = ["perf", "stat", "-x,", "-o", str(out), "-e", "task-clock", *fifos.argv, "--",
-                *_argv(style, c_program)]
-        result = subprocess.run(argv, env=_env(channel.env()), capture_output=True, text=True, timeout=60)
+        argv = [
+            "perf",
+            "stat",
+            "-x,",
+            "-o",
+            str(out),
+            "-e",
+            "task-clock",
+            *fifos.argv,
+            "--",
+            *_argv(style, c_program),
+        ]
+        result = subprocess.run(
+            argv, env=_env(channel.env()), capture_output=True, text=True, timeout=60
+        )
     assert result.returncode == 0, result.stderr
     assert channel.errors == [], channel.errors
     counted = _task_clock_seconds(out.read_text())

@@ -14,8 +14,8 @@ import pytest
 from hugebench.command.elf import ElfFormatError, read_elf, why_preload_cannot_take
 from hugebench.command.probe import probe_library, read_probes, verify
 
-TINY_CXX = "#include <cstdio>\nint main() { std::puts(\"static\"); return 0; }\n"
-TINY_C = "#include <stdio.h>\nint main(void) { puts(\"static\"); return 0; }\n"
+TINY_CXX = '#include <cstdio>\nint main() { std::puts("static"); return 0; }\n'
+TINY_C = '#include <stdio.h>\nint main(void) { puts("static"); return 0; }\n'
 
 
 def _compile(tmp: Path, flag: str) -> Path:
@@ -25,7 +25,9 @@ def _compile(tmp: Path, flag: str) -> Path:
         if shutil.which(compiler) is None:
             continue
         (tmp / source).write_text(text)
-        built = subprocess.run([compiler, flag, "-O1", "-o", str(out), str(tmp / source)], capture_output=True)
+        built = subprocess.run(
+            [compiler, flag, "-O1", "-o", str(out), str(tmp / source)], capture_output=True
+        )
         if built.returncode == 0:
             return out
     pytest.skip(f"neither g++ nor gcc links a {flag} program here (static libc/libstdc++ missing?)")
@@ -45,7 +47,11 @@ def _probe_takes(program: str, tmp_path: Path) -> bool:
     """Run ``program`` with the probe preloaded: did any process write a probe file?"""
     directory = Path(tmp_path) / f"probes-{len(list(Path(tmp_path).glob('probes-*')))}"
     directory.mkdir()
-    env = {"PATH": os.environ["PATH"], "LD_PRELOAD": probe_library(), "HB_PROBE_DIR": str(directory)}
+    env = {
+        "PATH": os.environ["PATH"],
+        "LD_PRELOAD": probe_library(),
+        "HB_PROBE_DIR": str(directory),
+    }
     subprocess.run([program], env=env, capture_output=True, timeout=30, check=False)
     return bool(read_probes(directory))
 
@@ -91,7 +97,9 @@ def test_setuid_and_setgid_are_refused_when_they_change_the_ids(tmp_path, bit, o
     os.chown(copy, 65534 if owner == "uid" else -1, 65534 if owner == "gid" else -1)
     copy.chmod(0o755 | bit)  # chown clears the bit
     reason = why_preload_cannot_take(str(copy))
-    assert (reason is None) == _probe_takes(str(copy), tmp_path)  # the verdict is what really happens
+    assert (reason is None) == _probe_takes(
+        str(copy), tmp_path
+    )  # the verdict is what really happens
     if not os.statvfs(copy).f_flag & os.ST_NOSUID:
         assert reason is not None and ("setuid" if owner == "uid" else "setgid") in reason
 
@@ -102,7 +110,10 @@ def test_a_script_is_judged_by_its_interpreter(tmp_path, static_binary):
     assert _probe_takes(str(shell_script), tmp_path)
     static_script = _executable(tmp_path / "bad.sh", f"#!{static_binary} -x\n")
     reason = why_preload_cannot_take(str(static_script))
-    assert reason.startswith(f"{static_script} runs {static_binary}, and ") and "statically linked" in reason
+    assert (
+        reason.startswith(f"{static_script} runs {static_binary}, and ")
+        and "statically linked" in reason
+    )
     nested = _executable(tmp_path / "nested", f"#!{static_script}\n")
     assert "statically linked" in why_preload_cannot_take(str(nested))
     loop = _executable(tmp_path / "loop", f"#!{tmp_path / 'loop'}\n")
@@ -115,12 +126,18 @@ def test_env_shebang_is_judged_by_the_program_env_finds(tmp_path, static_binary)
     bin_dir.mkdir()
     shutil.copy2(static_binary, bin_dir / "tool")
     script = _executable(tmp_path / "script", "#!/usr/bin/env -S tool --flag\n")
-    assert "statically linked" in why_preload_cannot_take(str(script), path_env=f"{bin_dir}:/usr/bin:/bin")
-    assert "tool is not found on PATH" in why_preload_cannot_take(str(script), path_env="/usr/bin:/bin")
+    assert "statically linked" in why_preload_cannot_take(
+        str(script), path_env=f"{bin_dir}:/usr/bin:/bin"
+    )
+    assert "tool is not found on PATH" in why_preload_cannot_take(
+        str(script), path_env="/usr/bin:/bin"
+    )
 
 
 def test_programs_that_cannot_run_at_all(tmp_path):
-    assert why_preload_cannot_take("no-such-program-hb") == "no-such-program-hb is not found on PATH"
+    assert (
+        why_preload_cannot_take("no-such-program-hb") == "no-such-program-hb is not found on PATH"
+    )
     assert "does not exist" in why_preload_cannot_take(str(tmp_path / "missing"))
     (tmp_path / "data").write_text("#!/bin/sh\n")
     assert "not executable" in why_preload_cannot_take(str(tmp_path / "data"))
@@ -143,17 +160,46 @@ def test_path_env_is_where_the_program_is_looked_up(tmp_path):
 
 # -- the parser on headers of other classes and byte orders -----------------------------------------
 
+
 def _elf(bits: int, little: bool, p_types: list[int], e_type: int = 2, machine: int = 62) -> bytes:
     order = "<" if little else ">"
     ident = b"\x7fELF" + bytes([1 if bits == 32 else 2, 1 if little else 2, 1]) + bytes(9)
     if bits == 64:
         ehsize, phentsize = 64, 56
-        header = struct.pack(order + "HHIQQQIHHHHHH", e_type, machine, 1, 0, ehsize, 0, 0, ehsize, phentsize,
-                             len(p_types), 0, 0, 0)
+        header = struct.pack(
+            order + "HHIQQQIHHHHHH",
+            e_type,
+            machine,
+            1,
+            0,
+            ehsize,
+            0,
+            0,
+            ehsize,
+            phentsize,
+            len(p_types),
+            0,
+            0,
+            0,
+        )
     else:
         ehsize, phentsize = 52, 32
-        header = struct.pack(order + "HHIIIIIHHHHHH", e_type, machine, 1, 0, ehsize, 0, 0, ehsize, phentsize,
-                             len(p_types), 0, 0, 0)
+        header = struct.pack(
+            order + "HHIIIIIHHHHHH",
+            e_type,
+            machine,
+            1,
+            0,
+            ehsize,
+            0,
+            0,
+            ehsize,
+            phentsize,
+            len(p_types),
+            0,
+            0,
+            0,
+        )
     phdrs = b"".join(struct.pack(order + "I", t) + bytes(phentsize - 4) for t in p_types)
     return ident + header + phdrs
 
@@ -164,12 +210,20 @@ def test_the_parser_reads_both_classes_and_byte_orders(tmp_path, bits, little):
     path = tmp_path / "elf"
     path.write_bytes(_elf(bits, little, [6, 3, 1, 2], machine=40))
     info = read_elf(open(path, "rb"))
-    assert (info.bits, info.little_endian, info.machine, info.has_interp, info.static_kind) == (bits, little, 40, True, None)
+    assert (info.bits, info.little_endian, info.machine, info.has_interp, info.static_kind) == (
+        bits,
+        little,
+        40,
+        True,
+        None,
+    )
     path.write_bytes(_elf(bits, little, [1, 2], e_type=3))
     assert read_elf(open(path, "rb")).static_kind == "static-pie"
     path.write_bytes(_elf(bits, little, [1]))
     assert read_elf(open(path, "rb")).static_kind == "statically linked"
-    path.write_bytes(_elf(bits, little, [1, 3])[:-(56 if bits == 64 else 32) + 2])  # into the 2nd p_type
+    path.write_bytes(
+        _elf(bits, little, [1, 3])[: -(56 if bits == 64 else 32) + 2]
+    )  # into the 2nd p_type
     with pytest.raises(ElfFormatError):
         read_elf(open(path, "rb"))
 

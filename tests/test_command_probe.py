@@ -15,9 +15,19 @@ from hugebench.allocators import BUILTIN, find_library
 from hugebench.command.probe import probe_library, read_exits, read_probes, verify
 
 ALLOCATOR_VARS = ("LD_PRELOAD", "MALLOC_CONF", "HB_PROBE_DIR", "GLIBC_TUNABLES")
-EXIT_FIELDS = ("Rss", "AnonHugePages", "FilePmdMapped", "ShmemPmdMapped", "Private_Hugetlb", "Shared_Hugetlb",
-               "Anonymous", "VmHWM")
-PRINT_KNOBS = "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
+EXIT_FIELDS = (
+    "Rss",
+    "AnonHugePages",
+    "FilePmdMapped",
+    "ShmemPmdMapped",
+    "Private_Hugetlb",
+    "Shared_Hugetlb",
+    "Anonymous",
+    "VmHWM",
+)
+PRINT_KNOBS = (
+    "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
+)
 
 
 def _library(soname: str) -> str:
@@ -27,14 +37,22 @@ def _library(soname: str) -> str:
     return str(path)
 
 
-def _run(argv, tmp_path: Path, preload=(), env=None, probe_dir: Path | None = None) -> subprocess.CompletedProcess:
+def _run(
+    argv, tmp_path: Path, preload=(), env=None, probe_dir: Path | None = None
+) -> subprocess.CompletedProcess:
     """Run argv with ``preload`` and then the probe in LD_PRELOAD, nothing of ours inherited."""
-    base = {k: v for k, v in os.environ.items() if k not in ALLOCATOR_VARS and not k.startswith("MIMALLOC_")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ALLOCATOR_VARS and not k.startswith("MIMALLOC_")
+    }
     base["LD_PRELOAD"] = " ".join([*preload, probe_library()])
     if probe_dir is not None:
         base["HB_PROBE_DIR"] = str(probe_dir)
     base.update(env or {})
-    return subprocess.run(argv, env=base, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        argv, env=base, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 @pytest.fixture
@@ -49,9 +67,15 @@ def test_the_library_is_installed_beside_the_package_and_exports_only_its_own_na
     assert Path(path).parent == Path(__import__("hugebench").__file__).resolve().parent
     if shutil.which("readelf") is None or shutil.which("nm") is None:
         pytest.skip("binutils (readelf, nm) are needed to inspect the library")
-    needed = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True).stdout
-    assert [line.split("[")[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line] == ["libc.so.6"]
-    exported = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True).stdout
+    needed = subprocess.run(
+        ["readelf", "-d", path], capture_output=True, text=True, check=True
+    ).stdout
+    assert [
+        line.split("[")[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line
+    ] == ["libc.so.6"]
+    exported = subprocess.run(
+        ["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True
+    ).stdout
     # nothing that could interpose on the program's own symbols: one function under a hugebench name
     assert [line.split()[-1] for line in exported.splitlines()] == ["hb_probe_provider"]
 
@@ -70,23 +94,33 @@ def test_glibc_serves_a_program_without_allocator(tmp_path, probe_dir):
     assert probe["exe"] == os.path.realpath("/bin/true")
     assert os.path.basename(probe["malloc"]) == "libc.so.6" == os.path.basename(probe["free"])
     assert probe["knobs"] == {}
-    assert verify("glibc", None, [probe], {}) == {"allocator_malloc_from": probe["malloc"], "allocator_processes": 1}
+    assert verify("glibc", None, [probe], {}) == {
+        "allocator_malloc_from": probe["malloc"],
+        "allocator_processes": 1,
+    }
     with pytest.raises(RuntimeError, match="do not resolve to .*libjemalloc"):
         verify("jemalloc", _library("libjemalloc.so.2"), [probe], {})
 
 
-@pytest.mark.parametrize("name", ["jemalloc", "jemalloc-thp", "jemalloc-hpa", "mimalloc", "mimalloc-large"])
+@pytest.mark.parametrize(
+    "name", ["jemalloc", "jemalloc-thp", "jemalloc-hpa", "mimalloc", "mimalloc-large"]
+)
 def test_the_probe_sees_what_probe_knobs_sees(tmp_path, probe_dir, name):
     """In the same process, the C probe and Python's probe_knobs() agree on the provider and every knob."""
     alloc = BUILTIN[name]
     library = _library(alloc.library)
-    result = _run([sys.executable, "-c", PRINT_KNOBS], tmp_path, [library], dict(alloc.env), probe_dir)
+    result = _run(
+        [sys.executable, "-c", PRINT_KNOBS], tmp_path, [library], dict(alloc.env), probe_dir
+    )
     assert result.returncode == 0, result.stderr
     [probe] = read_probes(probe_dir)
     assert probe["malloc"] == os.path.realpath(library) == probe["free"]
     assert probe["knobs"] == json.loads(result.stdout)
     row = verify(name, library, [probe], alloc.expect)
-    assert row["allocator_malloc_from"] == os.path.realpath(library) and row["allocator_processes"] == 1
+    assert (
+        row["allocator_malloc_from"] == os.path.realpath(library)
+        and row["allocator_processes"] == 1
+    )
     assert {k: row[f"allocator.{k}"] for k in alloc.expect} == dict(alloc.expect)
 
 
@@ -113,7 +147,9 @@ def test_a_preloaded_library_that_is_not_an_allocator_leaves_glibc_in_charge(tmp
     _run(["/bin/true"], tmp_path, [libz], probe_dir=probe_dir)
     probes = read_probes(probe_dir)
     assert os.path.basename(probes[0]["malloc"]) == "libc.so.6"
-    with pytest.raises(RuntimeError, match=r"allocator 'zlib': malloc/free do not resolve to .*libz.* in 1 of 1"):
+    with pytest.raises(
+        RuntimeError, match=r"allocator 'zlib': malloc/free do not resolve to .*libz.* in 1 of 1"
+    ):
         verify("zlib", libz, probes, {})
     assert verify("glibc", None, probes, {})["allocator_processes"] == 1
 
@@ -121,7 +157,10 @@ def test_a_preloaded_library_that_is_not_an_allocator_leaves_glibc_in_charge(tmp
 def test_every_process_and_every_exec_writes_its_own_probe(tmp_path, probe_dir):
     """sh forks python, and a shell may exec its last command in its own pid: both images are reported."""
     library = _library("libjemalloc.so.2")
-    for script, name in ((f"'{sys.executable}' -c pass", "exec"), (f"'{sys.executable}' -c pass; true", "fork")):
+    for script, name in (
+        (f"'{sys.executable}' -c pass", "exec"),
+        (f"'{sys.executable}' -c pass; true", "fork"),
+    ):
         directory = probe_dir / name
         directory.mkdir()
         _run(["sh", "-c", script], tmp_path, [library], probe_dir=directory)
@@ -150,7 +189,9 @@ def test_a_process_ending_by_exit_underscore_leaves_no_exit_record(tmp_path, pro
 
 
 def test_the_program_is_undisturbed_when_the_directory_is_missing(tmp_path):
-    result = _run(["sh", "-c", "echo out; echo err >&2; exit 7"], tmp_path, probe_dir=tmp_path / "missing")
+    result = _run(
+        ["sh", "-c", "echo out; echo err >&2; exit 7"], tmp_path, probe_dir=tmp_path / "missing"
+    )
     assert (result.returncode, result.stdout, result.stderr) == (7, "out\n", "err\n")
 
 
@@ -168,13 +209,29 @@ def test_readers_skip_torn_and_foreign_files(tmp_path):
 
 
 def test_verify_names_each_process_that_escaped_the_allocator():
-    good = {"pid": 10, "exe": "/bin/a", "malloc": "/opt/hb/libjemalloc.so.2", "free": "/opt/hb/libjemalloc.so.2",
-            "knobs": {"jemalloc.opt.thp": "default"}}
-    bad = {"pid": 11, "exe": "/bin/b", "malloc": "/opt/hb/libjemalloc.so.2", "free": "/opt/hb/libc.so.6", "knobs": {}}
-    with pytest.raises(RuntimeError, match=r"in 1 of 2 processes: pid 11 \(/bin/b\): .*free from /opt/hb/libc.so.6"):
+    good = {
+        "pid": 10,
+        "exe": "/bin/a",
+        "malloc": "/opt/hb/libjemalloc.so.2",
+        "free": "/opt/hb/libjemalloc.so.2",
+        "knobs": {"jemalloc.opt.thp": "default"},
+    }
+    bad = {
+        "pid": 11,
+        "exe": "/bin/b",
+        "malloc": "/opt/hb/libjemalloc.so.2",
+        "free": "/opt/hb/libc.so.6",
+        "knobs": {},
+    }
+    with pytest.raises(
+        RuntimeError, match=r"in 1 of 2 processes: pid 11 \(/bin/b\): .*free from /opt/hb/libc.so.6"
+    ):
         verify("j", "/opt/hb/libjemalloc.so.2", [good, bad], {})
     with pytest.raises(RuntimeError, match="LD_PRELOAD did not take .*static or setuid"):
         verify("j", "/opt/hb/libjemalloc.so.2", [], {})
     row = verify("j", "/opt/hb/libjemalloc.so.2", [good], {"jemalloc.opt.thp": "default"})
-    assert row == {"allocator_malloc_from": "/opt/hb/libjemalloc.so.2", "allocator_processes": 1,
-                   "allocator.jemalloc.opt.thp": "default"}
+    assert row == {
+        "allocator_malloc_from": "/opt/hb/libjemalloc.so.2",
+        "allocator_processes": 1,
+        "allocator.jemalloc.opt.thp": "default",
+    }

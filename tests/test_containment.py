@@ -42,12 +42,15 @@ def _fake_proc(tmp_path, mountinfo: str) -> Path:
     return root
 
 
-@pytest.mark.parametrize("text,v2,memory_v1", [
-    (HYBRID, "/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory"),
-    (PURE_V2, "/sys/fs/cgroup", None),
-    (ESCAPED, "/mnt/my cgroups", None),
-    ("", None, None),
-])
+@pytest.mark.parametrize(
+    "text,v2,memory_v1",
+    [
+        (HYBRID, "/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory"),
+        (PURE_V2, "/sys/fs/cgroup", None),
+        (ESCAPED, "/mnt/my cgroups", None),
+        ("", None, None),
+    ],
+)
 def test_the_cgroup_v2_mount_is_found_in_mountinfo(tmp_path, text, v2, memory_v1):
     mounts = kernel.cgroup_mounts(_fake_proc(tmp_path, text))
     assert mounts["v2"] == v2 and mounts["v1"].get("memory") == memory_v1
@@ -83,6 +86,7 @@ def test_the_record_of_runs_lives_beside_the_journal(tmp_path, monkeypatch):
 
 # -- the record of a dead sweep's run, ended -------------------------------------------------------------
 
+
 def _dead_pid() -> tuple[int, int]:
     """A pid that existed and is gone, with the start ticks it had."""
     child = subprocess.Popen(["sleep", "0"])
@@ -92,15 +96,27 @@ def _dead_pid() -> tuple[int, int]:
 
 
 def _sleeper(env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen(["sleep", "60"], env={**os.environ, **(env or {})}, start_new_session=True)
+    return subprocess.Popen(
+        ["sleep", "60"], env={**os.environ, **(env or {})}, start_new_session=True
+    )
 
 
 def _write_record(records: Path, name: str, owner: tuple[int, int], token: str, pids: dict) -> Path:
     records.mkdir(exist_ok=True)
     path = records / f"{name}.json"
-    path.write_text(json.dumps({"format": 1, "name": name, "token": token, "owner_pid": owner[0],
-                                "owner_start": owner[1], "cgroup": None,
-                                "pids": {str(p): s for p, s in pids.items()}}))
+    path.write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "name": name,
+                "token": token,
+                "owner_pid": owner[0],
+                "owner_start": owner[1],
+                "cgroup": None,
+                "pids": {str(p): s for p, s in pids.items()},
+            }
+        )
+    )
     return path
 
 
@@ -109,9 +125,16 @@ def test_a_dead_sweeps_recorded_and_token_carrying_processes_are_ended(tmp_path)
     recorded, tokened = _sleeper(), _sleeper({TOKEN: "tok-1"})
     bystander = _sleeper({TOKEN: "tok-other"})
     try:
-        path = _write_record(records, "1-2-run", _dead_pid(), "tok-1",
-                             {recorded.pid: kernel.process_start_ticks(recorded.pid)})
-        ended = [e for e in end_leftovers(records) if e["run"] == "1-2-run"]  # (a real dead sweep's cgroup too)
+        path = _write_record(
+            records,
+            "1-2-run",
+            _dead_pid(),
+            "tok-1",
+            {recorded.pid: kernel.process_start_ticks(recorded.pid)},
+        )
+        ended = [
+            e for e in end_leftovers(records) if e["run"] == "1-2-run"
+        ]  # (a real dead sweep's cgroup too)
         assert recorded.wait(5) == -signal.SIGKILL and tokened.wait(5) == -signal.SIGKILL
         assert [e["killed"] for e in ended] == [2]
         assert not path.exists() and bystander.poll() is None
@@ -128,8 +151,13 @@ def test_a_live_sweeps_runs_and_a_reused_pid_are_left_alone(tmp_path):
         me = (os.getpid(), kernel.process_start_ticks(os.getpid()))
         live = _write_record(records, "live", me, "tok-live", {})
         # a dead sweep recorded a pid that now belongs to another process (other start time)
-        stale = _write_record(records, "dead", _dead_pid(), "tok-gone",
-                              {reused.pid: kernel.process_start_ticks(reused.pid) - 1})
+        stale = _write_record(
+            records,
+            "dead",
+            _dead_pid(),
+            "tok-gone",
+            {reused.pid: kernel.process_start_ticks(reused.pid) - 1},
+        )
         ended = [e for e in end_leftovers(records) if e["run"] in ("dead", "live")]
         assert [e["run"] for e in ended] == ["dead"] and ended[0]["killed"] == 0
         assert mine.poll() is None and reused.poll() is None
@@ -152,20 +180,47 @@ def test_alive_tells_a_reused_pid_and_a_zombie_from_the_process_recorded():
 
 # -- OOM kills ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fields,vmstat,status", [
-    ({"status": "crashed", "signal": "SIGKILL", "error": "the program died of signal SIGKILL"}, 1, "oom"),
-    ({"status": "crashed", "signal": "SIGKILL", "error": "x"}, 0, "crashed"),  # killed by someone else
-    ({"status": "crashed", "signal": "SIGSEGV", "error": "x"}, 3, "crashed"),  # an OOM elsewhere, a real crash
-    ({"status": "ok"}, 2, "ok"),
-    # the run's own cgroup counted the kill: exact, whatever the program then exited with (sh -> 137)
-    ({"status": "failed", "error": "exited with code 137", "cgroup.oom_kills": 1}, 0, "oom"),
-    ({"status": "crashed", "signal": "SIGKILL", "error": "x", "cgroup.oom_kills": 0}, 5, "crashed"),
-])
+
+@pytest.mark.parametrize(
+    "fields,vmstat,status",
+    [
+        (
+            {
+                "status": "crashed",
+                "signal": "SIGKILL",
+                "error": "the program died of signal SIGKILL",
+            },
+            1,
+            "oom",
+        ),
+        (
+            {"status": "crashed", "signal": "SIGKILL", "error": "x"},
+            0,
+            "crashed",
+        ),  # killed by someone else
+        (
+            {"status": "crashed", "signal": "SIGSEGV", "error": "x"},
+            3,
+            "crashed",
+        ),  # an OOM elsewhere, a real crash
+        ({"status": "ok"}, 2, "ok"),
+        # the run's own cgroup counted the kill: exact, whatever the program then exited with (sh -> 137)
+        ({"status": "failed", "error": "exited with code 137", "cgroup.oom_kills": 1}, 0, "oom"),
+        (
+            {"status": "crashed", "signal": "SIGKILL", "error": "x", "cgroup.oom_kills": 0},
+            5,
+            "crashed",
+        ),
+    ],
+)
 def test_an_oom_kill_is_oom_not_a_crash(fields, vmstat, status):
     verdict = oom_verdict(dict(fields), vmstat)
     assert verdict["status"] == status
     if status == "oom":
-        assert verdict["error"].startswith("killed by the OOM killer") and fields["error"] in verdict["error"]
+        assert (
+            verdict["error"].startswith("killed by the OOM killer")
+            and fields["error"] in verdict["error"]
+        )
 
 
 # -- real processes --------------------------------------------------------------------------------------
@@ -194,7 +249,9 @@ def _cgroup_reason() -> str | None:
 def _wait_for(path: Path, proc: subprocess.Popen | None = None, timeout: float = 60) -> int:
     deadline = time.monotonic() + timeout
     while not (path.exists() and path.read_text().strip()):
-        assert proc is None or proc.poll() is None, "the sweep ended before its program's daemon started"
+        assert proc is None or proc.poll() is None, (
+            "the sweep ended before its program's daemon started"
+        )
         assert time.monotonic() < deadline, f"{path} never written"
         time.sleep(0.05)
     return int(path.read_text())
@@ -222,18 +279,27 @@ def test_a_run_container_ends_a_daemon_that_left_the_group(tmp_path, daemon_scri
         pytest.skip(f"no run cgroup here: {why}")
     pidfile = tmp_path / "daemon.pid"
     container = RunContainer("abcdef123456", tmp_path / "j-runs", use_cgroup=use_cgroup)
-    launched = Launched([sys.executable, str(daemon_script), str(pidfile), "60", "0"], {}, tmp_path,
-                        stdout=tmp_path / "out", container=container)
+    launched = Launched(
+        [sys.executable, str(daemon_script), str(pidfile), "60", "0"],
+        {},
+        tmp_path,
+        stdout=tmp_path / "out",
+        container=container,
+    )
     daemon = _wait_for(pidfile)
     launched.wait(30)  # the program ended; its setsid grandchild did not
     assert alive(daemon, None)
     if use_cgroup:
         assert daemon in container.cgroup.procs()
     else:
-        assert container.record_path.exists() and container.token in container.record_path.read_text()
+        assert (
+            container.record_path.exists() and container.token in container.record_path.read_text()
+        )
     columns = container.close()
     assert _gone(daemon, 5), "the run ended and its daemon lives on"
-    assert columns["containment.killed_at_end"] >= 1 and not list((tmp_path / "j-runs").glob("*.json"))
+    assert columns["containment.killed_at_end"] >= 1 and not list(
+        (tmp_path / "j-runs").glob("*.json")
+    )
     if use_cgroup:
         assert columns["containment"] == "cgroup" and not container.cgroup.path.exists()
         if not container.cgroup.has_memory():
@@ -256,22 +322,35 @@ SWEEP = textwrap.dedent("""\
 
 def _experiment(tmp_path: Path, daemon_script: Path, pidfile: Path, perf: str = "off") -> Path:
     path = tmp_path / "daemon.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         name: daemon
         workload: command
         perf: {perf}
         timeout: 300
         params:
           argv: [{sys.executable}, {daemon_script}, {pidfile}, "300", "300"]
-        """))
+        """)
+    )
     return path
 
 
 def _start_sweep(tmp_path, daemon_script, mode, perf="off") -> tuple[subprocess.Popen, int]:
     pidfile = tmp_path / "daemon.pid"
     exp = _experiment(tmp_path, daemon_script, pidfile, perf)
-    sweep = subprocess.Popen([sys.executable, "-c", SWEEP, mode, str(exp), str(tmp_path / "res"),
-                              str(tmp_path / "j.json")], cwd=tmp_path, start_new_session=True)
+    sweep = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SWEEP,
+            mode,
+            str(exp),
+            str(tmp_path / "res"),
+            str(tmp_path / "j.json"),
+        ],
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     return sweep, _wait_for(pidfile, sweep)
 
 
@@ -313,26 +392,34 @@ def test_sweep_killed_with_9_its_daemon_ends_right_away(tmp_path, daemon_script,
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", _modes())
 @pytest.mark.parametrize("cleaner", ["next sweep", "system restore"])
-def test_when_nothing_of_the_run_could_clean_up_the_next_sweep_or_restore_does(tmp_path, daemon_script, mode,
-                                                                                cleaner):
+def test_when_nothing_of_the_run_could_clean_up_the_next_sweep_or_restore_does(
+    tmp_path, daemon_script, mode, cleaner
+):
     if mode == "on" and (why := _cgroup_reason()):
         pytest.skip(f"no run cgroup here: {why}")
     sweep, daemon = _start_sweep(tmp_path, daemon_script, mode)
     try:
         _kill_all_but(sweep, daemon)
         time.sleep(0.3)
-        assert alive(daemon, None), "the daemon died with its run: nothing left for this test to prove"
+        assert alive(daemon, None), (
+            "the daemon died with its run: nothing left for this test to prove"
+        )
         journal = str(tmp_path / "j.json")
         if mode == "on" and cleaner == "system restore":  # the cgroup alone is record enough
             for record in (tmp_path / "j-runs").glob("*.json"):
                 record.unlink()
         if cleaner == "next sweep":
             tiny = tmp_path / "tiny.yaml"
-            tiny.write_text(f"name: tiny\nworkload: command\nperf: off\nparams: {{argv: [{sys.executable}, -c, '1']}}\n")
+            tiny.write_text(
+                f"name: tiny\nworkload: command\nperf: off\nparams: {{argv: [{sys.executable}, -c, '1']}}\n"
+            )
             from hugebench.cli import main
 
-            result = CliRunner().invoke(main, ["sweep", str(tiny), "-o", str(tmp_path / "res2"), "--quiet"],
-                                        env={"HUGEBENCH_JOURNAL": journal})
+            result = CliRunner().invoke(
+                main,
+                ["sweep", str(tiny), "-o", str(tmp_path / "res2"), "--quiet"],
+                env={"HUGEBENCH_JOURNAL": journal},
+            )
             assert result.exit_code == 0, result.output
             assert f"left running by a sweep that died (pid {sweep.pid})" in result.output
         else:
@@ -342,7 +429,9 @@ def test_when_nothing_of_the_run_could_clean_up_the_next_sweep_or_restore_does(t
             assert result.exit_code == 0, result.output
             assert f"(its sweep, pid {sweep.pid}, is gone)" in result.output
         assert _gone(daemon, 5), f"the daemon outlived {cleaner}"
-        assert not list((tmp_path / "j-runs").glob("*.json")), "the dead run's record was not removed"
+        assert not list((tmp_path / "j-runs").glob("*.json")), (
+            "the dead run's record was not removed"
+        )
         if mode == "on":
             assert not [g for g in cgroups.run_cgroups() if g.path.name.startswith(f"{sweep.pid}-")]
     finally:
@@ -376,10 +465,14 @@ OOM_VICTIM = textwrap.dedent("""\
 
 
 @pytest.mark.parametrize("grandchild", [True, False], ids=["program-of-command", "worker"])
-def test_a_process_killed_by_the_oom_killer_is_an_oom_row(tmp_path, fake_sys, monkeypatch, grandchild):
+def test_a_process_killed_by_the_oom_killer_is_an_oom_row(
+    tmp_path, fake_sys, monkeypatch, grandchild
+):
     """The kernel's count is faked (no memory limit to hit safely on a machine without swap); the victim, the
     SIGKILL and every process between it and the sweep are real. No cgroup: its exact count would say 0."""
-    monkeypatch.setattr(cgroups, "create", lambda name, proc_root="/proc": (None, "off for this test"))
+    monkeypatch.setattr(
+        cgroups, "create", lambda name, proc_root="/proc": (None, "off for this test")
+    )
     from hugebench import load, plan
     from hugebench.orchestrator import SweepOptions, run_sweep
     from hugebench.spec import parse_spec
@@ -388,7 +481,9 @@ def test_a_process_killed_by_the_oom_killer_is_an_oom_row(tmp_path, fake_sys, mo
     victim.write_text(OOM_VICTIM)
     vmstat = fake_sys.proc_root / "vmstat"
     options = {"sys_root": str(fake_sys.sys_root), "proc_root": str(fake_sys.proc_root)}
-    if grandchild:  # the user's program under the command workload: the worker lives and reports its end
+    if (
+        grandchild
+    ):  # the user's program under the command workload: the worker lives and reports its end
         text = f"name: o\nworkload: command\nperf: off\nparams: {{argv: [{sys.executable}, {victim}, {vmstat}]}}\n"
     else:  # the worker itself
         fake_python = tmp_path / "python"
@@ -397,20 +492,30 @@ def test_a_process_killed_by_the_oom_killer_is_an_oom_row(tmp_path, fake_sys, mo
         text = "name: o\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\n"
         options["python"] = str(fake_python)
     spec = parse_spec(text, "o.yaml")
-    result = run_sweep(spec, plan.plan(spec), SweepOptions(out=tmp_path / "res", quiet=True,
-                                                           journal=tmp_path / "j.json", **options))
+    result = run_sweep(
+        spec,
+        plan.plan(spec),
+        SweepOptions(out=tmp_path / "res", quiet=True, journal=tmp_path / "j.json", **options),
+    )
     row = load(tmp_path / "res").iloc[0]
     assert result.statuses == {"oom": 1}, row["error"]
-    assert row["error"].startswith("killed by the OOM killer (/proc/vmstat oom_kill rose by 1") and "SIGKILL" in row["error"]
+    assert (
+        row["error"].startswith("killed by the OOM killer (/proc/vmstat oom_kill rose by 1")
+        and "SIGKILL" in row["error"]
+    )
     assert row["oom_kills"] == 1
 
 
 def test_the_memory_accounting_of_a_cgroup_is_read_from_its_files(tmp_path):
     group = cgroups.Cgroup(tmp_path)
     assert not group.has_memory() and group.memory_peak() is None and group.oom_kills() is None
-    (tmp_path / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n")
+    (tmp_path / "memory.events").write_text(
+        "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n"
+    )
     (tmp_path / "memory.peak").write_text("73400320\n")
-    (tmp_path / "memory.stat").write_text("anon 70000000\nfile 4096\nanon_thp 62914560\nfile_thp 0\n")
+    (tmp_path / "memory.stat").write_text(
+        "anon 70000000\nfile 4096\nanon_thp 62914560\nfile_thp 0\n"
+    )
     assert group.has_memory() and group.memory_peak() == 73400320
     assert group.oom_kills() == 1 and group.anon_thp() == 62914560
 
@@ -428,31 +533,49 @@ def test_a_real_cgroup_oom_kill_is_counted_in_the_run_cgroup(tmp_path):
         (group.path / "memory.max").write_text(str(32 << 20))
         if (group.path / "memory.swap.max").exists():
             (group.path / "memory.swap.max").write_text("0")
-        hog = subprocess.Popen([sys.executable, "-c", "b = bytearray(256 << 20); b[::4096] = b'x' * (65536)"],
-                               preexec_fn=lambda: group.join(os.getpid()))
+        hog = subprocess.Popen(
+            [sys.executable, "-c", "b = bytearray(256 << 20); b[::4096] = b'x' * (65536)"],
+            preexec_fn=lambda: group.join(os.getpid()),
+        )
         assert hog.wait(60) == -signal.SIGKILL
         assert group.oom_kills() >= 1 and group.memory_peak() >= 16 << 20
-        assert oom_verdict({"status": "failed", "error": "x", "cgroup.oom_kills": group.oom_kills()}, 0)["status"] \
+        assert (
+            oom_verdict(
+                {"status": "failed", "error": "x", "cgroup.oom_kills": group.oom_kills()}, 0
+            )["status"]
             == "oom"
+        )
     finally:
         group.remove()
 
 
-def test_a_run_the_kernel_will_not_move_into_its_cgroup_goes_on_under_the_pid_record(tmp_path, monkeypatch,
-                                                                                     daemon_script):
+def test_a_run_the_kernel_will_not_move_into_its_cgroup_goes_on_under_the_pid_record(
+    tmp_path, monkeypatch, daemon_script
+):
     if why := _cgroup_reason():
         pytest.skip(f"no run cgroup here: {why}")
 
     def refused(self, pid):
-        raise PermissionError(13, "Permission denied")  # as in a container without cgroup delegation
+        raise PermissionError(
+            13, "Permission denied"
+        )  # as in a container without cgroup delegation
 
     monkeypatch.setattr(cgroups.Cgroup, "join", refused)
     container = RunContainer("abcdef123456", tmp_path / "j-runs")
     made = container.cgroup.path
     pidfile = tmp_path / "daemon.pid"
-    launched = Launched([sys.executable, str(daemon_script), str(pidfile), "60", "0"], {}, tmp_path,
-                        stdout=tmp_path / "out", container=container)
-    assert container.cgroup is None and "could not move the run into" in container.reason and not made.exists()
+    launched = Launched(
+        [sys.executable, str(daemon_script), str(pidfile), "60", "0"],
+        {},
+        tmp_path,
+        stdout=tmp_path / "out",
+        container=container,
+    )
+    assert (
+        container.cgroup is None
+        and "could not move the run into" in container.reason
+        and not made.exists()
+    )
     daemon = _wait_for(pidfile)
     launched.wait(30)
     columns = container.close()

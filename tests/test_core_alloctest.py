@@ -12,22 +12,66 @@ from hugebench import _core, workloads
 
 # The old laws (this project's defaults before issue 14), at 16 MiB live, 40k picks over all threads.
 INVERSE = dict(size_law="inverse", slot_law="powerlaw", hot_slots="scattered", min_size=8)
-SMALL = dict(INVERSE, iterations=40_000, iterations_per="total", warmup_iterations=5_000, slots=0,
-             total_bytes=16 << 20, chunks=8)
+SMALL = dict(
+    INVERSE,
+    iterations=40_000,
+    iterations_per="total",
+    warmup_iterations=5_000,
+    slots=0,
+    total_bytes=16 << 20,
+    chunks=8,
+)
 # The original's laws and counting (slots in total, operations per thread) at a small size.
 ORIGINAL_SMALL = dict(slots=200_000, iterations=100_000, chunks=8)
 PHASES = ["setup", "warmup", "run", "teardown"]
 RESULT_KEYS = {
-    "phases", "threads", "cores", "oversubscribed", "allocator_mode", "touch", "size_law", "slot_law", "hot_slots",
-    "void_run", "slots", "slots_per_thread", "pareto_exponent", "mean_size", "realised_mean_size", "hot_share",
-    "iterations", "mallocs", "frees", "pairs", "ns_per_pair", "ns_per_pair_wall", "ns_per_pair_thread", "ns_per_op",
-    "whole_s", "whole_ops", "ms_per_mop", "void_whole_s", "void_ms_per_mop", "void_ns_per_op", "ns_per_op_net",
-    "ns_per_pair_net", "ms_per_mop_net",
-    "chunk_ns_median", "chunk_ns_p10", "chunk_ns_p90", "peak_requested_bytes", "peak_requested_bytes_bound",
-    "live_bytes_end", "live_blocks_end", "bytes_touched", "bytes_written", "bytes_read", "checksum",
-    "mismatches", "counters",
+    "phases",
+    "threads",
+    "cores",
+    "oversubscribed",
+    "allocator_mode",
+    "touch",
+    "size_law",
+    "slot_law",
+    "hot_slots",
+    "void_run",
+    "slots",
+    "slots_per_thread",
+    "pareto_exponent",
+    "mean_size",
+    "realised_mean_size",
+    "hot_share",
+    "iterations",
+    "mallocs",
+    "frees",
+    "pairs",
+    "ns_per_pair",
+    "ns_per_pair_wall",
+    "ns_per_pair_thread",
+    "ns_per_op",
+    "whole_s",
+    "whole_ops",
+    "ms_per_mop",
+    "void_whole_s",
+    "void_ms_per_mop",
+    "void_ns_per_op",
+    "ns_per_op_net",
+    "ns_per_pair_net",
+    "ms_per_mop_net",
+    "chunk_ns_median",
+    "chunk_ns_p10",
+    "chunk_ns_p90",
+    "peak_requested_bytes",
+    "peak_requested_bytes_bound",
+    "live_bytes_end",
+    "live_blocks_end",
+    "bytes_touched",
+    "bytes_written",
+    "bytes_read",
+    "checksum",
+    "mismatches",
+    "counters",
 }
-
 
 
 def top_share(counts: np.ndarray, fraction: float) -> float:
@@ -53,7 +97,7 @@ def test_band_sizes_halve_band_by_band_and_average_45_bytes():
     # Band k = (2^k, 2^(k+1)]: probability 2^-(k-1) for k = 2..14, the last band (32K, 64K] 2^-13.
     band = np.ceil(np.log2(sizes)).astype(int) - 1
     counts = np.bincount(band, minlength=16)[2:16] / len(sizes)
-    expected = np.array([2.0 ** -(k - 1) for k in range(2, 15)] + [2.0 ** -13])
+    expected = np.array([2.0 ** -(k - 1) for k in range(2, 15)] + [2.0**-13])
     assert expected.sum() == pytest.approx(1.0)
     tolerance = 4 * np.sqrt(expected / len(sizes)) + 1e-4  # ~4 sigma of a binomial share
     assert np.all(np.abs(counts - expected) < tolerance), (counts, expected)
@@ -64,13 +108,17 @@ def test_band_sizes_halve_band_by_band_and_average_45_bytes():
     assert sizes.mean() == pytest.approx(45.5, rel=0.03)
 
 
-@pytest.mark.parametrize("fraction, share", [(0.000064, 0.262), (0.0016, 0.655), (0.017, 0.90), (0.2, 0.99)])
+@pytest.mark.parametrize(
+    "fraction, share", [(0.000064, 0.262), (0.0016, 0.655), (0.017, 0.90), (0.2, 0.99)]
+)
 def test_six_level_pareto_shares(fraction, share):
     slots = 1 << 20
     d = _core.alloctest_distributions(4_000_000, slots, seed=5)
     counts = d["slot_counts"]
     assert counts.sum() == 4_000_000
-    assert counts[: int(round(fraction * slots))].sum() / counts.sum() == pytest.approx(share, abs=0.01)
+    assert counts[: int(round(fraction * slots))].sum() / counts.sum() == pytest.approx(
+        share, abs=0.01
+    )
 
 
 def test_hot_share_reports_the_hottest_0_16_percent():
@@ -90,10 +138,14 @@ def test_hot_slots_are_the_lowest_indices_when_contiguous():
     counts = d["slot_counts"]
     # Seven contiguous groups, hotter first: mean picks per slot never rises with the index.
     edges = np.cumsum([0, 6, 154, 1536, 8192, 24576, 39322])
-    means = [counts[a:b].mean() for a, b in zip(edges[:-1], edges[1:])] + [counts[edges[-1]:].mean()]
+    means = [counts[a:b].mean() for a, b in zip(edges[:-1], edges[1:])] + [
+        counts[edges[-1] :].mean()
+    ]
     assert all(a > b for a, b in zip(means, means[1:])), means
     scattered = _core.alloctest_distributions(1_000_000, 100_000, seed=2, hot_slots="scattered")
-    assert np.array_equal(np.sort(scattered["slot_counts"]), np.sort(counts))  # same law, other places
+    assert np.array_equal(
+        np.sort(scattered["slot_counts"]), np.sort(counts)
+    )  # same law, other places
     assert scattered["slot_counts"][:160].sum() < 0.05 * 1_000_000
 
 
@@ -101,8 +153,9 @@ def test_every_law_combination_draws():
     for size_law in ("bands", "inverse"):
         for slot_law in ("pareto6", "powerlaw"):
             for hot in ("contiguous", "scattered"):
-                d = _core.alloctest_distributions(10_000, 1000, min_size=5, size_law=size_law, slot_law=slot_law,
-                                                  hot_slots=hot)
+                d = _core.alloctest_distributions(
+                    10_000, 1000, min_size=5, size_law=size_law, slot_law=slot_law, hot_slots=hot
+                )
                 assert d["slot_counts"].sum() == 10_000 and d["sizes"].min() >= 5
 
 
@@ -169,7 +222,13 @@ def test_full_touch_reads_everything_twice_and_none_touches_nothing():
     assert full["mismatches"] == 0
     assert full["bytes_read"] == 2 * full["bytes_written"] > 0
     none = _core.alloctest(touch="none", seed=7, **SMALL)
-    assert none["bytes_written"] == none["bytes_read"] == none["bytes_touched"] == none["checksum"] == 0
+    assert (
+        none["bytes_written"]
+        == none["bytes_read"]
+        == none["bytes_touched"]
+        == none["checksum"]
+        == 0
+    )
     assert none["mismatches"] == 0 and none["iterations"] == SMALL["iterations"]
 
 
@@ -184,7 +243,9 @@ def test_original_touch_writes_the_size_byte_and_sums_it_unchecked():
     byte = size & 0xFF
     per_block = (size // 8) * byte * 0x0101010101010101 + (size % 8) * byte
     assert r["checksum"] == (r["bytes_read"] // size) * per_block % (1 << 64)
-    assert r["bytes_touched"] == r["iterations"] * size  # every malloc writes a block, every free reads one
+    assert (
+        r["bytes_touched"] == r["iterations"] * size
+    )  # every malloc writes a block, every free reads one
 
 
 def test_original_touch_with_its_void_pass_at_the_original_laws():
@@ -205,12 +266,18 @@ def test_checksum_is_reproducible_and_depends_on_the_seed():
     a = _core.alloctest(threads=2, seed=11, **SMALL)
     b = _core.alloctest(threads=2, seed=11, **SMALL)
     c = _core.alloctest(threads=2, seed=12, **SMALL)
-    assert (a["checksum"], a["bytes_written"], a["mallocs"]) == (b["checksum"], b["bytes_written"], b["mallocs"])
+    assert (a["checksum"], a["bytes_written"], a["mallocs"]) == (
+        b["checksum"],
+        b["bytes_written"],
+        b["mallocs"],
+    )
     assert a["checksum"] != c["checksum"]
 
 
 def test_steady_state_holds_about_total_bytes():
-    r = _core.alloctest(**INVERSE, iterations=50_000, warmup_iterations=0, slots=0, total_bytes=64 << 20)
+    r = _core.alloctest(
+        **INVERSE, iterations=50_000, warmup_iterations=0, slots=0, total_bytes=64 << 20
+    )
     assert r["slots"] == pytest.approx(2 * (64 << 20) / r["mean_size"], abs=2)
     assert 0.9 * (64 << 20) < r["peak_requested_bytes"] < 1.2 * (64 << 20)
     assert r["live_bytes_end"] <= r["peak_requested_bytes"] == r["peak_requested_bytes_bound"]
@@ -226,7 +293,9 @@ def test_two_threads_split_the_budget():
 
 
 def test_explicit_slots_override_total_bytes():
-    r = _core.alloctest(slots=3000, total_bytes=1, threads=2, iterations=10_000, warmup_iterations=0)
+    r = _core.alloctest(
+        slots=3000, total_bytes=1, threads=2, iterations=10_000, warmup_iterations=0
+    )
     assert (r["slots"], r["slots_per_thread"]) == (3000, 1500)
     r = _core.alloctest(slots=3000, slots_per="thread", threads=2, iterations=10_000)
     assert (r["slots"], r["slots_per_thread"]) == (6000, 3000)
@@ -240,8 +309,13 @@ def test_operations_are_per_thread_and_slots_in_total_by_default(threads):
     r = _core.alloctest(threads=threads, warmup_iterations=1000, **ORIGINAL_SMALL)
     assert r["iterations"] == r["mallocs"] + r["frees"] == threads * ORIGINAL_SMALL["iterations"]
     assert r["whole_ops"] == threads * (ORIGINAL_SMALL["iterations"] + 1000)
-    assert r["slots"] == ORIGINAL_SMALL["slots"] and r["slots_per_thread"] == ORIGINAL_SMALL["slots"] // threads
-    total = _core.alloctest(threads=threads, iterations_per="total", **{**ORIGINAL_SMALL, "iterations": 30_001})
+    assert (
+        r["slots"] == ORIGINAL_SMALL["slots"]
+        and r["slots_per_thread"] == ORIGINAL_SMALL["slots"] // threads
+    )
+    total = _core.alloctest(
+        threads=threads, iterations_per="total", **{**ORIGINAL_SMALL, "iterations": 30_001}
+    )
     assert total["iterations"] == total["whole_ops"] == 30_001
     assert r["mismatches"] == 0 and r["bytes_read"] == r["bytes_written"] > 0
 
@@ -250,10 +324,15 @@ def test_rows_record_the_realised_laws():
     r = _core.alloctest(**{**ORIGINAL_SMALL, "slots": 1 << 20, "iterations": 1_000_000})
     assert (r["size_law"], r["slot_law"], r["hot_slots"]) == ("bands", "pareto6", "contiguous")
     assert r["mean_size"] == pytest.approx(45.5)
-    assert r["realised_mean_size"] == pytest.approx(45.5, rel=0.1)  # heavy tail: 64 KiB blocks are 1 in 16k
+    assert r["realised_mean_size"] == pytest.approx(
+        45.5, rel=0.1
+    )  # heavy tail: 64 KiB blocks are 1 in 16k
     assert r["hot_share"] == pytest.approx(0.655, abs=0.01)
     old = _core.alloctest(**SMALL)
-    assert old["realised_mean_size"] == pytest.approx(old["mean_size"], rel=0.15) and old["mean_size"] > 5000
+    assert (
+        old["realised_mean_size"] == pytest.approx(old["mean_size"], rel=0.15)
+        and old["mean_size"] > 5000
+    )
     assert old["hot_share"] < 0.5
 
 
@@ -265,12 +344,16 @@ def test_both_units_are_reported_and_agree():
     assert r["ms_per_mop"] == pytest.approx(r["whole_s"] * 1e3 / (r["whole_ops"] / 1e6))
     # The whole run includes the fill and teardown, so per operation it costs more than the loop alone.
     assert r["ms_per_mop"] * 1e-3 * 1e9 / 1e6 > r["ns_per_pair_wall"] / 2
-    assert r["void_run"] == "separate" and r["ms_per_mop_net"] is None and r["ns_per_op_net"] is None
+    assert (
+        r["void_run"] == "separate" and r["ms_per_mop_net"] is None and r["ns_per_op_net"] is None
+    )
 
 
 def test_in_process_void_run_reports_net_figures():
     r = _core.alloctest(void_run="in-process", **ORIGINAL_SMALL)
-    assert r["void_run"] == "in-process" and r["allocator_mode"] == "malloc" and r["mismatches"] == 0
+    assert (
+        r["void_run"] == "in-process" and r["allocator_mode"] == "malloc" and r["mismatches"] == 0
+    )
     assert r["void_whole_s"] > 0 and r["void_ns_per_op"] > 0
     assert r["ns_per_op_net"] == pytest.approx(r["ns_per_op"] - r["void_ns_per_op"])
     assert r["ns_per_pair_net"] == pytest.approx(2 * r["ns_per_op_net"])
@@ -283,7 +366,10 @@ def test_threads_up_to_twice_the_cores_and_oversubscription_recorded():
     cores = os.cpu_count()  # the extension counts hardware threads the same way
     r = _core.alloctest(threads=cores + 1, **{**ORIGINAL_SMALL, "iterations": 2000})
     assert (r["cores"], r["oversubscribed"]) == (cores, True)
-    assert _core.alloctest(threads=1, **{**ORIGINAL_SMALL, "iterations": 2000})["oversubscribed"] is False
+    assert (
+        _core.alloctest(threads=1, **{**ORIGINAL_SMALL, "iterations": 2000})["oversubscribed"]
+        is False
+    )
     with pytest.raises(ValueError, match="twice"):
         _core.alloctest(threads=2 * cores + 1, **ORIGINAL_SMALL)
 
@@ -310,10 +396,20 @@ def test_void_mode_runs_the_same_loop_without_memory():
     void = _core.alloctest(allocator_mode="void", hook=hook, **params)
     void_growth = rss[("run", "end")] - rss[("setup", "begin")]
 
-    assert void["allocator_mode"] == "void" and void["mismatches"] is None  # one shared block: not checkable
+    assert (
+        void["allocator_mode"] == "void" and void["mismatches"] is None
+    )  # one shared block: not checkable
     # Same random sequence: same picks, same sizes, same bytes written and read.
-    for key in ("iterations", "mallocs", "frees", "pairs", "bytes_written", "bytes_read", "bytes_touched",
-                "peak_requested_bytes"):
+    for key in (
+        "iterations",
+        "mallocs",
+        "frees",
+        "pairs",
+        "bytes_written",
+        "bytes_read",
+        "bytes_touched",
+        "peak_requested_bytes",
+    ):
         assert void[key] == real[key], key
     assert void["pairs"] == SMALL["iterations"] / 2
     assert real_rss > real["live_bytes_end"] > 64 << 20  # the blocks really were in memory...
@@ -358,22 +454,50 @@ def test_an_exception_in_the_hook_propagates_and_frees_the_blocks():
     assert _core.alloctest(threads=2, **SMALL)["mismatches"] == 0
 
 
-@pytest.mark.parametrize("bad", [
-    dict(threads=0), dict(iterations=0), dict(warmup_iterations=-1), dict(chunks=0), dict(min_size=0),
-    dict(min_size=100, max_size=99), dict(max_size=(1 << 30) + 1), dict(touch="sometimes"),
-    dict(allocator_mode="jemalloc"), dict(slots=-1), dict(slots=5), dict(total_bytes=0),
-    dict(slots=15, threads=2), dict(threads=1000), dict(size_law="uniform"), dict(slot_law="zipf"), dict(hot_slots="packed"),
-    dict(iterations_per="process"), dict(slots_per="socket"), dict(void_run="later"),
-    dict(size_law="bands", min_size=8), dict(size_law="bands", min_size=5, max_size=60000),
-    dict(size_law="bands", min_size=5, max_size=8),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(threads=0),
+        dict(iterations=0),
+        dict(warmup_iterations=-1),
+        dict(chunks=0),
+        dict(min_size=0),
+        dict(min_size=100, max_size=99),
+        dict(max_size=(1 << 30) + 1),
+        dict(touch="sometimes"),
+        dict(allocator_mode="jemalloc"),
+        dict(slots=-1),
+        dict(slots=5),
+        dict(total_bytes=0),
+        dict(slots=15, threads=2),
+        dict(threads=1000),
+        dict(size_law="uniform"),
+        dict(slot_law="zipf"),
+        dict(hot_slots="packed"),
+        dict(iterations_per="process"),
+        dict(slots_per="socket"),
+        dict(void_run="later"),
+        dict(size_law="bands", min_size=8),
+        dict(size_law="bands", min_size=5, max_size=60000),
+        dict(size_law="bands", min_size=5, max_size=8),
+    ],
+)
 def test_invalid_arguments_raise_value_error(bad):
     with pytest.raises(ValueError):
         _core.alloctest(**{**SMALL, **bad})
 
 
-@pytest.mark.parametrize("bad", [dict(n_draws=-1), dict(slots=5), dict(min_size=0), dict(max_size=4),
-                                 dict(size_law="bands"), dict(slot_law="x")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(n_draws=-1),
+        dict(slots=5),
+        dict(min_size=0),
+        dict(max_size=4),
+        dict(size_law="bands"),
+        dict(slot_law="x"),
+    ],
+)
 def test_invalid_distribution_arguments_raise_value_error(bad):
     args = dict(n_draws=10, slots=100, min_size=8, max_size=64, seed=1, size_law="inverse")
     with pytest.raises(ValueError):
@@ -387,8 +511,16 @@ def test_registry_defaults_are_accepted_by_core_and_estimate_memory():
     entry = workloads.get("alloctest")
     defaults = {name: p.default for name, p in entry.params.items()}
     assert (defaults["slots"], defaults["iterations"]) == (1 << 25, 100_000_000)
-    assert (defaults["slots_per"], defaults["iterations_per"], defaults["warmup_iterations"]) == ("total", "thread", 0)
-    assert (defaults["size_law"], defaults["slot_law"], defaults["hot_slots"]) == ("bands", "pareto6", "contiguous")
+    assert (defaults["slots_per"], defaults["iterations_per"], defaults["warmup_iterations"]) == (
+        "total",
+        "thread",
+        0,
+    )
+    assert (defaults["size_law"], defaults["slot_law"], defaults["hot_slots"]) == (
+        "bands",
+        "pareto6",
+        "contiguous",
+    )
     small = {**defaults, **ORIGINAL_SMALL}
     assert set(r := _core.alloctest(**small)) == RESULT_KEYS
     assert entry.timed_phase in r["phases"] and entry.primary_metric in r
@@ -402,4 +534,6 @@ def test_registry_defaults_are_accepted_by_core_and_estimate_memory():
     old = {**defaults, **INVERSE, "slots": 0, "total_bytes": 1_300_000_000}
     assert 1.3e9 < entry.memory_estimate(old) < 2.5 * 1.3e9
     assert math.isfinite(entry.memory_estimate({**old, "min_size": 64, "max_size": 64}))
-    assert entry.time_estimate(defaults) > entry.time_estimate({**defaults, "iterations": 1_000_000})
+    assert entry.time_estimate(defaults) > entry.time_estimate(
+        {**defaults, "iterations": 1_000_000}
+    )

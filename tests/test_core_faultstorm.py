@@ -27,16 +27,50 @@ THP_DIR = Path("/sys/kernel/mm/transparent_hugepage")
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
 HUGETLB_2M = Path("/sys/kernel/mm/hugepages/hugepages-2048kB")
 
-PRIVATE = ["vector", "new", "malloc", "mmap-private", "mmap-private-populate", "madv-hugepage", "madv-populate"]
+PRIVATE = [
+    "vector",
+    "new",
+    "malloc",
+    "mmap-private",
+    "mmap-private-populate",
+    "madv-hugepage",
+    "madv-populate",
+]
 SHARED = ["mmap-shared", "mmap-shared-populate"]
 POPULATED = ["vector", "mmap-private-populate", "mmap-shared-populate", "madv-populate"]
 LAZY = ["new", "malloc", "mmap-private", "mmap-shared"]
 RESULT_KEYS = {
-    "phases", "backing", "map_flags", "buffer_bytes", "page_size", "mapping_page_size", "pages", "threads",
-    "op_unit", "ops", "requests", "pages_per_request", "ns_per_op", "chunks", "chunk_ns_median", "chunk_ns_p10",
-    "chunk_ns_p90", "request_ns_p50", "request_ns_p90", "request_ns_p99", "request_ns_max", "checksum",
-    "mismatches", "counters", "steady_thread_minflt", "steady_thread_majflt", "steady_thread_utime_s",
-    "steady_thread_stime_s", "steady_thread_cpu_s", "steady_thread_wall_max_s", "steady_thread_stime_share",
+    "phases",
+    "backing",
+    "map_flags",
+    "buffer_bytes",
+    "page_size",
+    "mapping_page_size",
+    "pages",
+    "threads",
+    "op_unit",
+    "ops",
+    "requests",
+    "pages_per_request",
+    "ns_per_op",
+    "chunks",
+    "chunk_ns_median",
+    "chunk_ns_p10",
+    "chunk_ns_p90",
+    "request_ns_p50",
+    "request_ns_p90",
+    "request_ns_p99",
+    "request_ns_max",
+    "checksum",
+    "mismatches",
+    "counters",
+    "steady_thread_minflt",
+    "steady_thread_majflt",
+    "steady_thread_utime_s",
+    "steady_thread_stime_s",
+    "steady_thread_cpu_s",
+    "steady_thread_wall_max_s",
+    "steady_thread_stime_share",
 }
 
 
@@ -96,7 +130,9 @@ class RusageByPhase:
 def storm(backing: str, **params) -> tuple[dict, RusageByPhase]:
     hook = RusageByPhase()
     params.setdefault("buffer_bytes", LAZY_BYTES)
-    params.setdefault("ops_per_thread", LAZY_PAGES)  # each thread's permutation covers every page once
+    params.setdefault(
+        "ops_per_thread", LAZY_PAGES
+    )  # each thread's permutation covers every page once
     result = _core.faultstorm(backing=backing, hook=hook, **params)
     return result, hook
 
@@ -147,8 +183,10 @@ def hugetlb_pool(extra_pages: int):
     """Grow the default (2 MiB) hugetlb pool by extra_pages, and put it back to what it was."""
     if os.geteuid() != 0 or not os.access(NR_HUGEPAGES, os.W_OK):
         pytest.skip("needs root to reserve hugetlb pages in /proc/sys/vm/nr_hugepages")
-    if not (HUGETLB_2M / "nr_hugepages").exists() or "Hugepagesize:       2048 kB" not in Path(
-            "/proc/meminfo").read_text():
+    if (
+        not (HUGETLB_2M / "nr_hugepages").exists()
+        or "Hugepagesize:       2048 kB" not in Path("/proc/meminfo").read_text()
+    ):
         pytest.skip("the default huge page size is not 2 MiB")
     before = int(NR_HUGEPAGES.read_text())
     try:
@@ -251,9 +289,14 @@ def test_first_touch_moves_the_faults_out_of_the_steady_phase(small_pages):
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_result_shape_and_counts(threads):
-    r = _core.faultstorm(backing="mmap-private", buffer_bytes=SMALL_BYTES, threads=threads, ops_per_thread=5000,
-                         chunks=10, counters=[("minflt", _core.PERF_TYPE_SOFTWARE, _core.PERF_COUNT_SW_PAGE_FAULTS_MIN,
-                                               0)])
+    r = _core.faultstorm(
+        backing="mmap-private",
+        buffer_bytes=SMALL_BYTES,
+        threads=threads,
+        ops_per_thread=5000,
+        chunks=10,
+        counters=[("minflt", _core.PERF_TYPE_SOFTWARE, _core.PERF_COUNT_SW_PAGE_FAULTS_MIN, 0)],
+    )
     assert set(r) == RESULT_KEYS
     assert list(r["phases"]) == ["obtain", "steady", "release"]
     assert (r["threads"], r["pages"], r["page_size"]) == (threads, SMALL_BYTES // PAGE, PAGE)
@@ -274,28 +317,43 @@ def test_same_seed_same_checksum_other_seed_other_checksum():
 
 
 def test_read_only_run_writes_nothing():
-    r = _core.faultstorm(backing="mmap-private-populate", buffer_bytes=SMALL_BYTES, ops_per_thread=3000,
-                         write_ratio=0.0)
+    r = _core.faultstorm(
+        backing="mmap-private-populate",
+        buffer_bytes=SMALL_BYTES,
+        ops_per_thread=3000,
+        write_ratio=0.0,
+    )
     assert r["checksum"] == 0 and r["mismatches"] == 0
 
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_requests_mode_reports_latency_percentiles(threads):
-    r = _core.faultstorm(backing="mmap-private", buffer_bytes=SMALL_BYTES, threads=threads,
-                         requests_per_thread=40, request_bytes=256 << 10, chunks=4)
+    r = _core.faultstorm(
+        backing="mmap-private",
+        buffer_bytes=SMALL_BYTES,
+        threads=threads,
+        requests_per_thread=40,
+        request_bytes=256 << 10,
+        chunks=4,
+    )
     assert (r["op_unit"], r["requests"], r["ops"]) == ("request", 40 * threads, 40 * threads)
     assert r["pages_per_request"] == (256 << 10) // PAGE
-    assert 0 < r["request_ns_p50"] <= r["request_ns_p90"] <= r["request_ns_p99"] <= r["request_ns_max"]
+    assert (
+        0 < r["request_ns_p50"] <= r["request_ns_p90"] <= r["request_ns_p99"] <= r["request_ns_max"]
+    )
     assert r["mismatches"] == 0 and r["checksum"] != 0
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"backing": "mmap-privat"},
-    {"threads": 0},
-    {"write_ratio": 1.5},
-    {"buffer_bytes": PAGE + 1},
-    {"chunks": 0},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"backing": "mmap-privat"},
+        {"threads": 0},
+        {"write_ratio": 1.5},
+        {"buffer_bytes": PAGE + 1},
+        {"chunks": 0},
+    ],
+)
 def test_bad_parameters_are_value_errors(kwargs):
     with pytest.raises(ValueError):
         _core.faultstorm(**{"buffer_bytes": SMALL_BYTES, "ops_per_thread": 10, **kwargs})

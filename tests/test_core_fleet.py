@@ -9,16 +9,18 @@ import pytest
 
 from hugebench import _core, allocators, spec
 from hugebench.errors import SpecError
-from hugebench.workloads.fleet import fleet_metrics, fragmentation, time_weighted
 from hugebench.measure.phases import PhaseRecorder
 from hugebench.workloads import WORKLOADS
+from hugebench.workloads.fleet import fleet_metrics, fragmentation, time_weighted
 
 SMALL = {"objects": 2000, "duration_s": 0.2, "sample_interval_s": 0.05, "chunks": 4}
 
 
 def _run(**params):
     calls = []
-    result = _core.fleet(**{**SMALL, **params}, hook=lambda phase, edge: calls.append((phase, edge)))
+    result = _core.fleet(
+        **{**SMALL, **params}, hook=lambda phase, edge: calls.append((phase, edge))
+    )
     return result, calls
 
 
@@ -26,11 +28,21 @@ def test_request_accounting():
     r, _ = _run(threads=2, temporaries=3, replacements=2, lookups=5, shrink_fraction=0.75)
     n = r["requests"]
     assert n > 0 and n == r["requests_peak"] + r["requests_churn"]
-    assert r["lookups_done"] == 5 * n and r["replacements_done"] == 2 * n and r["temporaries_done"] == 3 * n
-    assert set(r) & set(WORKLOADS["fleet"].params) == {"threads"}  # a result key must not hide an axis value
+    assert (
+        r["lookups_done"] == 5 * n
+        and r["replacements_done"] == 2 * n
+        and r["temporaries_done"] == 3 * n
+    )
+    assert set(r) & set(WORKLOADS["fleet"].params) == {
+        "threads"
+    }  # a result key must not hide an axis value
     assert r["steady_mallocs"] == r["steady_frees"] == 5 * n
-    assert r["objects_peak"] == 2000 and r["objects_after_shrink"] == 2 * 250  # each thread keeps a quarter
-    assert r["mallocs"] == 2000 + r["steady_mallocs"]  # grow + requests; the shrink and teardown only free
+    assert (
+        r["objects_peak"] == 2000 and r["objects_after_shrink"] == 2 * 250
+    )  # each thread keeps a quarter
+    assert (
+        r["mallocs"] == 2000 + r["steady_mallocs"]
+    )  # grow + requests; the shrink and teardown only free
     assert r["frees"] == r["mallocs"]
     assert r["mismatches"] == 0
     assert r["requests_per_s"] == pytest.approx(n / r["steady_s"])
@@ -99,11 +111,24 @@ def test_recorder_records_the_series_and_its_cost():
 
 def test_fragmentation_arithmetic():
     assert fragmentation(300, 100, 100) == (1.0, 2.0)
-    assert fragmentation(None, 100, 100) == (None, None) and fragmentation(300, None, 0) == (None, None)
-    row = {"peak_rss_bytes": 250, "rss_before_workload_bytes": 50, "peak_live_bytes": 160,
-           "live_bytes_after_shrink": 60, "phase.peak.smaps.Rss": 240, "phase.shrink.smaps.Rss": 220,
-           "phase.churn.smaps.Rss": 190, "series_t_s": [0.0, 1.0, 3.0], "series_rss_bytes": [100, 100, 200],
-           "series_anon_huge_bytes": [0, 50, 100], "steady_s": 2.0, "sampler.read_s": 0.01}
+    assert fragmentation(None, 100, 100) == (None, None) and fragmentation(300, None, 0) == (
+        None,
+        None,
+    )
+    row = {
+        "peak_rss_bytes": 250,
+        "rss_before_workload_bytes": 50,
+        "peak_live_bytes": 160,
+        "live_bytes_after_shrink": 60,
+        "phase.peak.smaps.Rss": 240,
+        "phase.shrink.smaps.Rss": 220,
+        "phase.churn.smaps.Rss": 190,
+        "series_t_s": [0.0, 1.0, 3.0],
+        "series_rss_bytes": [100, 100, 200],
+        "series_anon_huge_bytes": [0, 50, 100],
+        "steady_s": 2.0,
+        "sampler.read_s": 0.01,
+    }
     m = fleet_metrics(row)
     assert m["fragmentation"] == pytest.approx(200 / 160 - 1)
     assert m["fragmentation_gross"] == pytest.approx(250 / 160 - 1)
@@ -126,10 +151,14 @@ def test_hpa_minimum_duration(tmp_path):
     assert allocators.BUILTIN["jemalloc"].min_duration_s() == 0.0
     assert allocators.hpa_min_duration_s({"MALLOC_CONF": "hpa:true,hpa_hugify_delay_ms:500"}) == 2.5
     path = tmp_path / "f.yaml"
-    path.write_text("name: f\nworkload: fleet\nparams: {duration_s: 5}\naxes: {allocator: [glibc, jemalloc-hpa]}\n")
+    path.write_text(
+        "name: f\nworkload: fleet\nparams: {duration_s: 5}\naxes: {allocator: [glibc, jemalloc-hpa]}\n"
+    )
     with pytest.raises(SpecError, match="duration_s >= 12 s"):
         spec.load_spec(path)
-    path.write_text("name: f\nworkload: fleet\nparams: {duration_s: 12}\naxes: {allocator: [glibc, jemalloc-hpa]}\n")
+    path.write_text(
+        "name: f\nworkload: fleet\nparams: {duration_s: 12}\naxes: {allocator: [glibc, jemalloc-hpa]}\n"
+    )
     spec.load_spec(path)
 
 
@@ -142,13 +171,36 @@ def test_tradeoff_table_flags_more_malloc_more_throughput():
     spec_ = WORKLOADS["fleet"].ratio_tables[0]
     rows = []
     for rep in range(3):
-        rows.append({"allocator": "glibc", "status": "ok", "alloc_time_share": 0.027, "requests_per_s": 100 + rep})
-        rows.append({"allocator": "hpa", "status": "ok", "alloc_time_share": 0.035, "requests_per_s": 104 + rep})
-        rows.append({"allocator": "slow", "status": "ok", "alloc_time_share": 0.035, "requests_per_s": 90 + rep})
+        rows.append(
+            {
+                "allocator": "glibc",
+                "status": "ok",
+                "alloc_time_share": 0.027,
+                "requests_per_s": 100 + rep,
+            }
+        )
+        rows.append(
+            {
+                "allocator": "hpa",
+                "status": "ok",
+                "alloc_time_share": 0.035,
+                "requests_per_s": 104 + rep,
+            }
+        )
+        rows.append(
+            {
+                "allocator": "slow",
+                "status": "ok",
+                "alloc_time_share": 0.035,
+                "requests_per_s": 90 + rep,
+            }
+        )
     table = ratio_table(pd.DataFrame(rows), ["allocator"], {"allocator": "glibc"}, spec_)
     flags = dict(zip(table["allocator"], table["flag"]))
     assert flags == {"glibc": False, "hpa": True, "slow": False}
-    assert table.set_index("allocator").loc["hpa", "alloc_time_share"] == pytest.approx(0.035 / 0.027)
+    assert table.set_index("allocator").loc["hpa", "alloc_time_share"] == pytest.approx(
+        0.035 / 0.027
+    )
     text = render_ratio_table(table, ["allocator"], spec_)
     assert "**yes**" in text and "Temeraire" in text
 
@@ -159,9 +211,19 @@ def test_series_and_scatter_plots_draw_one_mark_per_run():
     from hugebench.report.figures import xy_plot
     from hugebench.workloads import WORKLOADS
 
-    rows = pd.DataFrame([{"allocator": a, "series_t_s": [0.0, 1.0, 2.0], "series_coverage": [0.0, 0.5, None],
-                          "series_rss_bytes": [1, 2, 3], "alloc_time_share": 0.03 + i / 100,
-                          "requests_per_s": 100.0 + i} for i, a in enumerate(["glibc", "jemalloc-hpa", "glibc"])])
+    rows = pd.DataFrame(
+        [
+            {
+                "allocator": a,
+                "series_t_s": [0.0, 1.0, 2.0],
+                "series_coverage": [0.0, 0.5, None],
+                "series_rss_bytes": [1, 2, 3],
+                "alloc_time_share": 0.03 + i / 100,
+                "requests_per_s": 100.0 + i,
+            }
+            for i, a in enumerate(["glibc", "jemalloc-hpa", "glibc"])
+        ]
+    )
     series, rss, scatter = WORKLOADS["fleet"].xy_plots
     fig = xy_plot(rows, series)
     assert len(fig.axes[0].lines) == 3 and len(fig.axes[0].get_legend().texts) == 2

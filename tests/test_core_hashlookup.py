@@ -14,8 +14,21 @@ from hugebench import _core
 N = 3000
 PHASES = ["generate", "insert", "shuffle", "lookup"]
 RESULT_KEYS = {
-    "phases", "keys", "set_size", "lookups", "found", "checksum", "ns_per_lookup", "chunk_ns_median",
-    "chunk_ns_p10", "chunk_ns_p90", "threads", "set_kind", "hash", "capacity", "counters",
+    "phases",
+    "keys",
+    "set_size",
+    "lookups",
+    "found",
+    "checksum",
+    "ns_per_lookup",
+    "chunk_ns_median",
+    "chunk_ns_p10",
+    "chunk_ns_p90",
+    "threads",
+    "set_kind",
+    "hash",
+    "capacity",
+    "counters",
 }
 COUNTER_KEYS = {"value", "raw_value", "time_enabled_ns", "time_running_ns", "error", "user_only"}
 
@@ -111,12 +124,23 @@ def test_software_counters_count_the_lookup_phase():
     assert task["value"] <= 2 * r["phases"]["lookup"] * 1e9 * 1.5 + 1e6
 
 
-@pytest.mark.parametrize("spec", [
-    ("cycles", _core.PERF_TYPE_HARDWARE, _core.PERF_COUNT_HW_CPU_CYCLES, 0),
-    ("dtlb_read_miss", _core.PERF_TYPE_HW_CACHE, _core.perf_hw_cache_config(
-        _core.PERF_COUNT_HW_CACHE_DTLB, _core.PERF_COUNT_HW_CACHE_OP_READ, _core.PERF_COUNT_HW_CACHE_RESULT_MISS), 0),
-    ("bogus_type", 999, 0, 0),
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ("cycles", _core.PERF_TYPE_HARDWARE, _core.PERF_COUNT_HW_CPU_CYCLES, 0),
+        (
+            "dtlb_read_miss",
+            _core.PERF_TYPE_HW_CACHE,
+            _core.perf_hw_cache_config(
+                _core.PERF_COUNT_HW_CACHE_DTLB,
+                _core.PERF_COUNT_HW_CACHE_OP_READ,
+                _core.PERF_COUNT_HW_CACHE_RESULT_MISS,
+            ),
+            0,
+        ),
+        ("bogus_type", 999, 0, 0),
+    ],
+)
 def test_other_counters_give_a_value_or_an_error_never_both(spec):
     entry = _core.hashlookup(keys=N, counters=[spec])["counters"][spec[0]]
     if entry["error"] is None:
@@ -128,18 +152,21 @@ def test_other_counters_give_a_value_or_an_error_never_both(spec):
         assert entry["error"] is not None
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"set_kind": "tree"}, "set_kind"),
-    ({"order": "random"}, "order"),
-    ({"key_min": 12, "key_max": 11}, "key_min"),
-    ({"threads": 0}, "threads"),
-    ({"keys": 0}, "keys"),
-    ({"lookups": -1}, "lookups"),
-    ({"chunks": 0}, "chunks"),
-    ({"zipf_s": -1.0}, "zipf_s"),
-    ({"teardown": "never"}, "teardown"),
-    ({"counters": [software("x", 0), software("x", 1)]}, "duplicate"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"set_kind": "tree"}, "set_kind"),
+        ({"order": "random"}, "order"),
+        ({"key_min": 12, "key_max": 11}, "key_min"),
+        ({"threads": 0}, "threads"),
+        ({"keys": 0}, "keys"),
+        ({"lookups": -1}, "lookups"),
+        ({"chunks": 0}, "chunks"),
+        ({"zipf_s": -1.0}, "zipf_s"),
+        ({"teardown": "never"}, "teardown"),
+        ({"counters": [software("x", 0), software("x", 1)]}, "duplicate"),
+    ],
+)
 def test_invalid_arguments_raise_value_error(kwargs, message):
     args = {"keys": 100, **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -159,6 +186,7 @@ def test_build_info_describes_a_release_build():
 
 
 # -- lookups over a sample of the keys (issue 31) ------------------------------------------------------------
+
 
 def test_sample_lookups_are_distinct_keys_of_the_set_and_seeded():
     keys = _core.generate_keys(3000, seed=4)
@@ -210,13 +238,35 @@ json.dump({k: v for k, v in r.items() if k != "counters"}, sys.stdout)
 def test_teardown_exit_gives_the_results_of_free(set_kind, tmp_path):
     # In a child process, which exits right after like a sweep's worker, so this process keeps no leak
     # (cwd: away from a source checkout, whose hugebench/ has no built _core).
-    args = {"keys": 20000, "lookups": 5000, "set_kind": set_kind, "threads": 2, "chunks": 4, "seed": 7}
-    child = subprocess.run([sys.executable, "-c", _EXIT_RUN, json.dumps(args)], capture_output=True, text=True,
-                           timeout=60, cwd=tmp_path)
+    args = {
+        "keys": 20000,
+        "lookups": 5000,
+        "set_kind": set_kind,
+        "threads": 2,
+        "chunks": 4,
+        "seed": 7,
+    }
+    child = subprocess.run(
+        [sys.executable, "-c", _EXIT_RUN, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert child.returncode == 0, child.stderr
     left = json.loads(child.stdout)
     freed = _core.hashlookup(**args, teardown="free")
     assert list(left["phases"]) == PHASES == list(freed["phases"])
-    same = ("keys", "set_size", "lookups", "found", "checksum", "threads", "set_kind", "hash", "capacity")
+    same = (
+        "keys",
+        "set_size",
+        "lookups",
+        "found",
+        "checksum",
+        "threads",
+        "set_kind",
+        "hash",
+        "capacity",
+    )
     assert {k: left[k] for k in same} == {k: freed[k] for k in same}
     assert left["found"] == 5000 and left["ns_per_lookup"] > 0

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench import _core
-from hugebench.workloads import hashsets
 from hugebench.cli import main
 from hugebench.run.worker import _flatten_core_result
+from hugebench.workloads import hashsets
 
 INFO = _core.build_info()
 KINDS = INFO["set_kinds"]
@@ -20,7 +20,9 @@ KINDS = INFO["set_kinds"]
 
 def test_every_kind_finds_every_key_in_its_own_chunks():
     keys = _core.generate_keys(3000, seed=5, key_min=4, key_max=22)
-    r = _core.hashsets(keys=3000, set_kinds=",".join(KINDS), key_min=4, key_max=22, rounds=7, seed=5)
+    r = _core.hashsets(
+        keys=3000, set_kinds=",".join(KINDS), key_min=4, key_max=22, rounds=7, seed=5
+    )
     assert r["kinds"] == KINDS
     assert set(r["phases"]) == {"generate", "shuffle", "lookup", *(f"insert.{k}" for k in KINDS)}
     for kind in KINDS:
@@ -36,20 +38,29 @@ def test_every_kind_finds_every_key_in_its_own_chunks():
 
 def test_lookups_per_kind_and_the_base_first_in_either_build_order():
     r = _core.hashsets(keys=500, set_kinds="node, flat", lookups=1001, rounds=10)
-    assert r["kinds"] == ["node", "flat"] and list(r["phases"])[1:3] == ["insert.node", "insert.flat"]
+    assert r["kinds"] == ["node", "flat"] and list(r["phases"])[1:3] == [
+        "insert.node",
+        "insert.flat",
+    ]
     assert [r["set"][k]["lookups"] for k in ("node", "flat")] == [1001, 1001]
     reversed_ = _core.hashsets(keys=500, set_kinds="node,flat", rounds=10, build_order="reversed")
-    assert reversed_["kinds"] == ["node", "flat"] and list(reversed_["phases"])[1:3] == ["insert.flat", "insert.node"]
+    assert reversed_["kinds"] == ["node", "flat"] and list(reversed_["phases"])[1:3] == [
+        "insert.flat",
+        "insert.node",
+    ]
     with pytest.raises(ValueError, match="build_order"):
         _core.hashsets(keys=10, set_kinds="flat,node", build_order="random")
 
 
-@pytest.mark.parametrize("set_kinds, match", [
-    ("flat", "at least two kinds"),
-    ("flat,flat", "'flat' twice"),
-    ("flat,tree", "set_kind must be one of"),
-    ("flat,", "set_kind must be one of"),
-])
+@pytest.mark.parametrize(
+    "set_kinds, match",
+    [
+        ("flat", "at least two kinds"),
+        ("flat,flat", "'flat' twice"),
+        ("flat,tree", "set_kind must be one of"),
+        ("flat,", "set_kind must be one of"),
+    ],
+)
 def test_bad_kinds_are_value_errors(set_kinds, match):
     with pytest.raises(ValueError, match=match):
         _core.hashsets(keys=10, set_kinds=set_kinds)
@@ -66,12 +77,15 @@ def _spec(tmp_path, params: str):
     return spec
 
 
-@pytest.mark.parametrize("params, words", [
-    ("set_kinds: 'flat,flat'", ["'flat' twice"]),
-    ("set_kinds: 'flat,btree'", ["'btree' is not a set kind"]),
-    ("rounds: 65", ["at most 64"]),
-    ("keys: 10, rounds: 20", ["must not exceed the lookups"]),
-])
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ("set_kinds: 'flat,flat'", ["'flat' twice"]),
+        ("set_kinds: 'flat,btree'", ["'btree' is not a set kind"]),
+        ("rounds: 65", ["at most 64"]),
+        ("keys: 10, rounds: 20", ["must not exceed the lookups"]),
+    ],
+)
 def test_plan_refuses_bad_params_with_the_file_and_key(tmp_path, params, words):
     result = CliRunner().invoke(main, ["plan", str(_spec(tmp_path, params))])
     assert result.exit_code != 0 and "Traceback" not in result.output
@@ -79,7 +93,9 @@ def test_plan_refuses_bad_params_with_the_file_and_key(tmp_path, params, words):
 
 
 def test_plan_refuses_a_kind_the_build_lacks_naming_the_package(tmp_path, monkeypatch):
-    monkeypatch.setattr(_core, "build_info", lambda: {**INFO, "set_kinds": ["flat", "node"], "hashes": ["own"]})
+    monkeypatch.setattr(
+        _core, "build_info", lambda: {**INFO, "set_kinds": ["flat", "node"], "hashes": ["own"]}
+    )
     result = CliRunner().invoke(main, ["plan", str(_spec(tmp_path, "set_kinds: 'flat,boost'"))])
     assert result.exit_code != 0 and "apt-get install libboost1.81-dev" in result.output
 
@@ -87,13 +103,24 @@ def test_plan_refuses_a_kind_the_build_lacks_naming_the_package(tmp_path, monkey
 def test_nested_results_flatten_to_kind_columns_with_their_counters():
     from hugebench.measure.encoding import CounterSpec
 
-    result = {"phases": {"lookup": 1.5}, "kinds": ["flat", "node"],
-              "set": {"flat": {"ns_per_lookup": 10.0, "round_ns": [1.0, 2.0],
-                               "counters": {"cycles": {"value": None, "error": "not supported"}}}}}
+    result = {
+        "phases": {"lookup": 1.5},
+        "kinds": ["flat", "node"],
+        "set": {
+            "flat": {
+                "ns_per_lookup": 10.0,
+                "round_ns": [1.0, 2.0],
+                "counters": {"cycles": {"value": None, "error": "not supported"}},
+            }
+        },
+    }
     row = _flatten_core_result(result, [CounterSpec("cycles", "cycles", 0, 0)])
     assert row["phase.lookup.s"] == 1.5 and row["kinds"] == ["flat", "node"]
     assert row["set.flat.ns_per_lookup"] == 10.0 and row["set.flat.round_ns"] == [1.0, 2.0]
-    assert math.isnan(row["pmu.set.flat.cycles"]) and row["pmu.set.flat.cycles.reason"] == "not supported"
+    assert (
+        math.isnan(row["pmu.set.flat.cycles"])
+        and row["pmu.set.flat.cycles.reason"] == "not supported"
+    )
 
 
 @pytest.mark.needs_perf
@@ -109,11 +136,23 @@ def test_each_kind_counts_only_its_own_chunks():
 
 
 def _row(base_rounds, other_rounds, found=100):
-    return {"kinds": ["flat", "boost"], "set.flat.round_ns": base_rounds, "set.boost.round_ns": other_rounds,
-            "set.flat.found": 100, "set.flat.lookups": 100, "set.boost.found": found, "set.boost.lookups": 100,
-            "set.flat.set_size": 50, "set.boost.set_size": 50, "set.flat.ns_per_lookup": 100.0,
-            "set.boost.ns_per_lookup": 120.0, "set.flat.insert_s": 1.0, "set.boost.insert_s": 2.0,
-            "status": "ok", "keys": 1000}
+    return {
+        "kinds": ["flat", "boost"],
+        "set.flat.round_ns": base_rounds,
+        "set.boost.round_ns": other_rounds,
+        "set.flat.found": 100,
+        "set.flat.lookups": 100,
+        "set.boost.found": found,
+        "set.boost.lookups": 100,
+        "set.flat.set_size": 50,
+        "set.boost.set_size": 50,
+        "set.flat.ns_per_lookup": 100.0,
+        "set.boost.ns_per_lookup": 120.0,
+        "set.flat.insert_s": 1.0,
+        "set.boost.insert_s": 2.0,
+        "status": "ok",
+        "keys": 1000,
+    }
 
 
 def test_the_ratio_is_the_median_of_per_round_ratios_so_drift_cancels():
@@ -134,21 +173,32 @@ def test_side_by_side_pools_rounds_over_runs_with_a_ci():
     rows = []
     for repetition in range(3):
         base = list(rng.uniform(100, 400, 12))  # drift between rounds and runs
-        rows.append({**_row(base, [b * rng.normal(1.1, 0.01) for b in base]), "repetition": repetition})
-    same = [{**_row([100.0] * 12, [100.0 * rng.normal(1.0, 0.05) for _ in range(12)]), "keys": 2000}]
-    table = hashsets.side_by_side(pd.DataFrame(rows + same), ["keys"]).set_index(["keys", "set_kind"])
+        rows.append(
+            {**_row(base, [b * rng.normal(1.1, 0.01) for b in base]), "repetition": repetition}
+        )
+    same = [
+        {**_row([100.0] * 12, [100.0 * rng.normal(1.0, 0.05) for _ in range(12)]), "keys": 2000}
+    ]
+    table = hashsets.side_by_side(pd.DataFrame(rows + same), ["keys"]).set_index(
+        ["keys", "set_kind"]
+    )
     faster = table.loc[(1000, "boost")]
     assert faster["rounds"] == 36 and faster["n"] == 3
     assert faster["ratio.ci_lo"] < faster["ratio"] < faster["ratio.ci_hi"]
     assert 1.08 < faster["ratio"] < 1.12 and faster["resolved"] is True
-    assert table.loc[(1000, "flat")]["resolved"] is None and math.isnan(table.loc[(1000, "flat")]["ratio.ci_lo"])
+    assert table.loc[(1000, "flat")]["resolved"] is None and math.isnan(
+        table.loc[(1000, "flat")]["ratio.ci_lo"]
+    )
     assert table.loc[(2000, "boost")]["resolved"] is False  # no difference: the CI holds 1
 
 
 def test_runs_that_disagree_widen_the_ci_beyond_one_run():
     # Each run is steady within itself (ratio 1.0 in one, 1.5 in the other): resampling rounds alone would
     # give a narrow interval; resampling runs first spans both.
-    runs = [np.full(32, 1.0) + np.linspace(0, 0.01, 32), np.full(32, 1.5) + np.linspace(0, 0.01, 32)]
+    runs = [
+        np.full(32, 1.0) + np.linspace(0, 0.01, 32),
+        np.full(32, 1.5) + np.linspace(0, 0.01, 32),
+    ]
     lo, hi = hashsets.two_level_ci(runs)
     assert lo < 1.05 and hi > 1.45
     lo_one, hi_one = hashsets.two_level_ci(runs[:1])
@@ -157,8 +207,10 @@ def test_runs_that_disagree_widen_the_ci_beyond_one_run():
 
 def test_a_tiny_sweep_reports_the_kinds_side_by_side(tmp_path):
     spec = tmp_path / "side.yaml"
-    spec.write_text("name: side\nworkload: hashsets\nrepetitions: 2\nparams: {keys: 20000, rounds: 4, "
-                    "set_kinds: 'flat,node'}\naxes:\n  key_max: [12, 24]\n")
+    spec.write_text(
+        "name: side\nworkload: hashsets\nrepetitions: 2\nparams: {keys: 20000, rounds: 4, "
+        "set_kinds: 'flat,node'}\naxes:\n  key_max: [12, 24]\n"
+    )
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["sweep", str(spec), "-o", str(out)])
     assert result.exit_code == 0, result.output
@@ -174,18 +226,25 @@ def test_the_memory_model_bounds_measured_peaks(tmp_path):
     from hugebench import load, workloads
 
     spec = tmp_path / "mem.yaml"
-    spec.write_text("name: mem\nworkload: hashlookup\nparams: {keys: 1M, lookups: 1000}\n"
-                    f"axes:\n  set_kind: [{', '.join(KINDS)}]\n")
+    spec.write_text(
+        "name: mem\nworkload: hashlookup\nparams: {keys: 1M, lookups: 1000}\n"
+        f"axes:\n  set_kind: [{', '.join(KINDS)}]\n"
+    )
     both = tmp_path / "both.yaml"
-    both.write_text("name: both\nworkload: hashsets\n"
-                    f"params: {{keys: 1M, lookups: 1000, set_kinds: '{','.join(KINDS)}'}}\n")
+    both.write_text(
+        "name: both\nworkload: hashsets\n"
+        f"params: {{keys: 1M, lookups: 1000, set_kinds: '{','.join(KINDS)}'}}\n"
+    )
     for path, out in ((spec, "a"), (both, "b")):
         result = CliRunner().invoke(main, ["sweep", str(path), "-o", str(tmp_path / out)])
         assert result.exit_code == 0, result.output
     for row in load(tmp_path / "a").to_dict("records"):
-        model = workloads.get("hashlookup").memory_estimate({"keys": 1_000_000, "set_kind": row["set_kind"]})
+        model = workloads.get("hashlookup").memory_estimate(
+            {"keys": 1_000_000, "set_kind": row["set_kind"]}
+        )
         assert row["peak_rss_bytes"] <= model <= 1.8 * row["peak_rss_bytes"], row["set_kind"]
     row = load(tmp_path / "b").iloc[0]
-    model = workloads.get("hashsets").memory_estimate({"keys": 1_000_000, "set_kinds": ",".join(KINDS),
-                                                       "key_min": 10, "key_max": 19})
+    model = workloads.get("hashsets").memory_estimate(
+        {"keys": 1_000_000, "set_kinds": ",".join(KINDS), "key_min": 10, "key_max": 19}
+    )
     assert row["peak_rss_bytes"] <= model <= 1.5 * row["peak_rss_bytes"]

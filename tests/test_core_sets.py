@@ -32,8 +32,11 @@ def test_every_kind_finds_every_inserted_key_and_no_absent_key(set_kind, hash_na
 def test_same_checksum_across_kinds(set_kind):
     reference = _core.hashlookup(keys=30000, set_kind="flat", key_min=8, key_max=19, seed=7)
     r = _core.hashlookup(keys=30000, set_kind=set_kind, key_min=8, key_max=19, seed=7)
-    assert (r["found"], r["set_size"], r["checksum"]) == (reference["found"], reference["set_size"],
-                                                         reference["checksum"])
+    assert (r["found"], r["set_size"], r["checksum"]) == (
+        reference["found"],
+        reference["set_size"],
+        reference["checksum"],
+    )
 
 
 @pytest.mark.parametrize("set_kind", KINDS)
@@ -82,10 +85,16 @@ def lacking_absl(monkeypatch):
 
 def test_plan_refuses_a_set_kind_the_build_lacks_naming_the_package(tmp_path, lacking_absl):
     spec = tmp_path / "s.yaml"
-    spec.write_text("name: s\nworkload: hashlookup\nparams: {keys: 1000}\naxes:\n  set_kind: [flat, absl]\n")
+    spec.write_text(
+        "name: s\nworkload: hashlookup\nparams: {keys: 1000}\naxes:\n  set_kind: [flat, absl]\n"
+    )
     result = CliRunner().invoke(main, ["plan", str(spec)])
     assert result.exit_code != 0
-    assert "set_kind" in result.output and "'absl'" in result.output and "apt-get install libabsl-dev" in result.output
+    assert (
+        "set_kind" in result.output
+        and "'absl'" in result.output
+        and "apt-get install libabsl-dev" in result.output
+    )
 
 
 def test_plan_refuses_a_hash_the_build_lacks(tmp_path, lacking_absl):
@@ -98,10 +107,14 @@ def test_plan_refuses_a_hash_the_build_lacks(tmp_path, lacking_absl):
 def test_doctor_names_the_package_of_each_missing_set_kind(lacking_absl):
     check = doctor.check_set_kinds()
     assert not check.ok
-    assert "libabsl-dev" in check.fix and "robin-map-dev" in check.fix and "libxxhash-dev" in check.fix
+    assert (
+        "libabsl-dev" in check.fix and "robin-map-dev" in check.fix and "libxxhash-dev" in check.fix
+    )
 
 
 def test_doctor_is_happy_with_every_set_kind():
     check = doctor.check_set_kinds()
-    assert check.ok == (set(KINDS) == set(workloads.SET_KINDS) and set(HASHES) == set(workloads.HASHES))
+    assert check.ok == (
+        set(KINDS) == set(workloads.SET_KINDS) and set(HASHES) == set(workloads.HASHES)
+    )
     assert all(kind in check.detail for kind in KINDS)

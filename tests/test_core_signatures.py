@@ -32,10 +32,14 @@ def _args(fn: ast.FunctionDef, source: str) -> list[Arg]:
     a = fn.args
     positional = a.posonlyargs + a.args
     pos_defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    out = [Arg(p.arg, ast.get_source_segment(source, p.annotation) or "", value(d), False)
-           for p, d in zip(positional, pos_defaults)]
-    out += [Arg(p.arg, ast.get_source_segment(source, p.annotation) or "", value(d), True)
-            for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+    out = [
+        Arg(p.arg, ast.get_source_segment(source, p.annotation) or "", value(d), False)
+        for p, d in zip(positional, pos_defaults)
+    ]
+    out += [
+        Arg(p.arg, ast.get_source_segment(source, p.annotation) or "", value(d), True)
+        for p, d in zip(a.kwonlyargs, a.kw_defaults)
+    ]
     return out
 
 
@@ -60,8 +64,13 @@ def stub_args(name: str) -> list[Arg]:
 def stub_literal_choices(annotation: str) -> tuple | None:
     """The values of a Literal[...] annotation, following a module-level alias; None if not a Literal."""
     module, _ = _stub_module()
-    aliases = {t.id: n.value for n in module.body if isinstance(n, ast.Assign) for t in n.targets
-               if isinstance(t, ast.Name)}
+    aliases = {
+        t.id: n.value
+        for n in module.body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
     node = ast.parse(annotation, mode="eval").body
     if isinstance(node, ast.Name) and node.id in aliases:
         node = aliases[node.id]
@@ -72,7 +81,12 @@ def stub_literal_choices(annotation: str) -> tuple | None:
 
 
 # pybind11 spells a C++ parameter's type by what it accepts (2.x: "int", 3.x: "typing.SupportsInt | ...").
-BINDING_TYPES = {int: ("int", "SupportsInt"), float: ("float", "SupportsFloat"), str: ("str",), bool: ("bool",)}
+BINDING_TYPES = {
+    int: ("int", "SupportsInt"),
+    float: ("float", "SupportsFloat"),
+    str: ("str",),
+    bool: ("bool",),
+}
 
 
 def agreement_problems(entry: workloads.Workload, binding: list[Arg], stub: list[Arg]) -> list[str]:
@@ -87,22 +101,36 @@ def agreement_problems(entry: workloads.Workload, binding: list[Arg], stub: list
         param = entry.params.get(arg.name)
         if param is None:
             continue
-        if arg.default is NO_DEFAULT or arg.default != param.default or type(arg.default) is not type(param.default):
-            problems.append(f"binding default of {arg.name} is {arg.default!r}, registry says {param.default!r}")
+        if (
+            arg.default is NO_DEFAULT
+            or arg.default != param.default
+            or type(arg.default) is not type(param.default)
+        ):
+            problems.append(
+                f"binding default of {arg.name} is {arg.default!r}, registry says {param.default!r}"
+            )
         accepted = {part.strip().split(".")[-1] for part in arg.annotation.split("|")}
         if not accepted & set(BINDING_TYPES[param.type]):
-            problems.append(f"binding type of {arg.name} is {arg.annotation}, registry says {param.type.__name__}")
+            problems.append(
+                f"binding type of {arg.name} is {arg.annotation}, registry says {param.type.__name__}"
+            )
     for arg in stub:
         param = entry.params.get(arg.name)
         if param is None:
             continue
         if arg.default is NO_DEFAULT or arg.default not in (Ellipsis, param.default):
-            problems.append(f"stub default of {arg.name} is {arg.default!r}: write '...' (registry: {param.default!r})")
+            problems.append(
+                f"stub default of {arg.name} is {arg.default!r}: write '...' (registry: {param.default!r})"
+            )
         choices = stub_literal_choices(arg.annotation)
         if param.choices and choices != param.choices:
-            problems.append(f"stub choices of {arg.name} are {choices}, registry says {param.choices}")
+            problems.append(
+                f"stub choices of {arg.name} are {choices}, registry says {param.choices}"
+            )
         if not param.choices and arg.annotation != param.type.__name__:
-            problems.append(f"stub type of {arg.name} is {arg.annotation}, registry says {param.type.__name__}")
+            problems.append(
+                f"stub type of {arg.name} is {arg.annotation}, registry says {param.type.__name__}"
+            )
     return problems
 
 
@@ -122,9 +150,14 @@ def test_extras_are_optional_in_binding_and_stub(name):
 
 
 def test_every_core_function_taking_a_hook_is_a_registered_workload():
-    functions = {name for name in dir(_core) if callable(getattr(_core, name)) and getattr(_core, name).__doc__}
-    with_hook = {name for name in functions
-                 if "hook" in [a.name for a in binding_args(getattr(_core, name))]}
+    functions = {
+        name
+        for name in dir(_core)
+        if callable(getattr(_core, name)) and getattr(_core, name).__doc__
+    }
+    with_hook = {
+        name for name in functions if "hook" in [a.name for a in binding_args(getattr(_core, name))]
+    }
     assert with_hook == {w.function for w in workloads.WORKLOADS.values() if w.function}
 
 
@@ -141,7 +174,9 @@ def test_a_drifted_signature_is_reported():
     required_keys = replaced(binding, "keys", default=NO_DEFAULT)
     assert any("default of keys" in p for p in agreement_problems(entry, required_keys, stub))
     wrong_default = replaced(stub, "threads", default=2)
-    assert any("stub default of threads" in p for p in agreement_problems(entry, binding, wrong_default))
+    assert any(
+        "stub default of threads" in p for p in agreement_problems(entry, binding, wrong_default)
+    )
     swapped = [binding[1], binding[0], *binding[2:]]
     assert any("binding parameters" in p for p in agreement_problems(entry, swapped, stub))
     missing = stub[1:]
@@ -154,6 +189,10 @@ def test_a_drifted_signature_is_reported():
 
 def test_core_defaults_come_from_the_registry():
     """One source of truth: _core's defaults are the registry's values (the binding reads them at import)."""
-    for entry in (w for w in workloads.WORKLOADS.values() if w.function):  # `command` runs no _core code
+    for entry in (
+        w for w in workloads.WORKLOADS.values() if w.function
+    ):  # `command` runs no _core code
         binding = {a.name: a.default for a in binding_args(getattr(_core, entry.function))}
-        assert {n: binding[n] for n in entry.params} == {n: p.default for n, p in entry.params.items()}
+        assert {n: binding[n] for n in entry.params} == {
+            n: p.default for n, p in entry.params.items()
+        }

@@ -15,8 +15,17 @@ SAMPLE = Path(__file__).parent / "data" / "sample_results"
 
 
 def _rows(allocator, threads, values):
-    return [{"allocator": allocator, "threads": threads, "status": "ok", "ns_per_pair": v, "warmup": False,
-             "repetition": i} for i, v in enumerate(values)]
+    return [
+        {
+            "allocator": allocator,
+            "threads": threads,
+            "status": "ok",
+            "ns_per_pair": v,
+            "warmup": False,
+            "repetition": i,
+        }
+        for i, v in enumerate(values)
+    ]
 
 
 def test_difference_ci_brackets_the_true_difference():
@@ -28,10 +37,16 @@ def test_difference_ci_brackets_the_true_difference():
 
 
 def test_void_compensation_subtracts_the_matching_void_cell():
-    df = pd.DataFrame(_rows("void", 1, [10, 11, 12]) + _rows("void", 2, [20, 21, 22]) +
-                      _rows("glibc", 1, [50, 51, 52]) + _rows("glibc", 2, [90, 91, 92]))
+    df = pd.DataFrame(
+        _rows("void", 1, [10, 11, 12])
+        + _rows("void", 2, [20, 21, 22])
+        + _rows("glibc", 1, [50, 51, 52])
+        + _rows("glibc", 2, [90, 91, 92])
+    )
     table = void_compensation(df, ["allocator", "threads"]).set_index(["allocator", "threads"])
-    assert table.loc[("glibc", 1), "difference"] == 40 and table.loc[("glibc", 2), "difference"] == 70
+    assert (
+        table.loc[("glibc", 1), "difference"] == 40 and table.loc[("glibc", 2), "difference"] == 70
+    )
     assert table.loc[("glibc", 1), "ci_lo"] <= 40 <= table.loc[("glibc", 1), "ci_hi"]
     text = render_void(void_compensation(df, ["allocator", "threads"]), "markdown")
     assert "| glibc | 1 | 3/3 | 51.0 | 11.0 | 40.0 [" in text
@@ -62,5 +77,8 @@ def test_plot_levels_follow_the_yaml_order():
 
     frame = pd.DataFrame({"thp.enabled": ["always", "never", "madvise", "never"]})
     assert _levels(frame, "thp.enabled") == ["always", "madvise", "never"]
-    assert _levels(frame, "thp.enabled", {"thp.enabled": ["never", "madvise", "always"]}) == \
-        ["never", "madvise", "always"]
+    assert _levels(frame, "thp.enabled", {"thp.enabled": ["never", "madvise", "always"]}) == [
+        "never",
+        "madvise",
+        "always",
+    ]

@@ -14,39 +14,83 @@ from hugebench.store import ResultStore
 JITTER = [0.0, 0.5, -0.5, 0.25, -0.25, 0.1]
 
 
-def _store(path: Path, started: str, label: str, kernel: str, values: dict, spread: dict = {}) -> Path:
+def _store(
+    path: Path, started: str, label: str, kernel: str, values: dict, spread: dict = {}
+) -> Path:
     store = ResultStore(path)
-    store.write_context("s", {"experiment": "e", "workload": "hashlookup", "axes": ["allocator"],
-                              "primary_metric": "ns", "started_at": started, "label": label,
-                              "machine": {"kernel": {"release": kernel}}})
+    store.write_context(
+        "s",
+        {
+            "experiment": "e",
+            "workload": "hashlookup",
+            "axes": ["allocator"],
+            "primary_metric": "ns",
+            "started_at": started,
+            "label": label,
+            "machine": {"kernel": {"release": kernel}},
+        },
+    )
     for rep, jitter in enumerate(JITTER):
         for allocator, value in values.items():
             wide = spread.get(allocator, 0.0) * (rep - 2.5)
-            store.append({"run_id": f"{allocator}{rep}", "sweep_id": "s", "experiment": "e", "workload": "hashlookup",
-                          "status": "ok", "repetition": rep, "allocator": allocator,
-                          "ns": value * (1 + wide) + jitter})
+            store.append(
+                {
+                    "run_id": f"{allocator}{rep}",
+                    "sweep_id": "s",
+                    "experiment": "e",
+                    "workload": "hashlookup",
+                    "status": "ok",
+                    "repetition": rep,
+                    "allocator": allocator,
+                    "ns": value * (1 + wide) + jitter,
+                }
+            )
     return path
 
 
 def test_a_real_step_is_found_and_what_changed_is_named(tmp_path):
-    old = _store(tmp_path / "old", "2026-01-01T00:00:00+00:00", "jemalloc 5.3", "6.18", {"glibc": 100.0,
-                                                                                      "jemalloc": 80.0})
-    new = _store(tmp_path / "new", "2026-02-01T00:00:00+00:00", "jemalloc 5.4", "6.18", {"glibc": 100.0,
-                                                                                      "jemalloc": 60.0})
-    later = _store(tmp_path / "later", "2026-03-01T00:00:00+00:00", "jemalloc 5.4", "6.19",
-                   {"glibc": 101.0, "jemalloc": 60.0}, spread={"glibc": 0.3})
+    old = _store(
+        tmp_path / "old",
+        "2026-01-01T00:00:00+00:00",
+        "jemalloc 5.3",
+        "6.18",
+        {"glibc": 100.0, "jemalloc": 80.0},
+    )
+    new = _store(
+        tmp_path / "new",
+        "2026-02-01T00:00:00+00:00",
+        "jemalloc 5.4",
+        "6.18",
+        {"glibc": 100.0, "jemalloc": 60.0},
+    )
+    later = _store(
+        tmp_path / "later",
+        "2026-03-01T00:00:00+00:00",
+        "jemalloc 5.4",
+        "6.19",
+        {"glibc": 101.0, "jemalloc": 60.0},
+        spread={"glibc": 0.3},
+    )
     report = history_report([load_results(p) for p in (later, old, new)])  # given out of order
     section = report.sections[0]
     assert [c for c in section.table.columns][1:] == ["1: old", "2: new", "3: later"]
     shown = section.table.set_index("cell")
     assert shown.loc["allocator=jemalloc", "2: new"] == "60.05 (step down x0.750)"
     assert shown.loc["allocator=glibc", "2: new"] == "100"  # no step
-    assert "step" not in shown.loc["allocator=glibc", "3: later"]  # an unstable cell is never a step
+    assert (
+        "step" not in shown.loc["allocator=glibc", "3: later"]
+    )  # an unstable cell is never a step
     assert section.summary == ["1 step(s): allocator=jemalloc: step down x0.750 at " + str(new)]
     changes = report.sections[-1].table
-    assert changes.values.tolist() == [["1 -> 2", "label", "jemalloc 5.3", "jemalloc 5.4"],
-                                       ["2 -> 3", "kernel", "6.18", "6.19"]]
-    text = CliRunner().invoke(main, ["history", str(old), str(new), str(later), "--format", "markdown"]).output
+    assert changes.values.tolist() == [
+        ["1 -> 2", "label", "jemalloc 5.3", "jemalloc 5.4"],
+        ["2 -> 3", "kernel", "6.18", "6.19"],
+    ]
+    text = (
+        CliRunner()
+        .invoke(main, ["history", str(old), str(new), str(later), "--format", "markdown"])
+        .output
+    )
     assert "step down x0.750" in text and "What changed between stores" in text
 
 
@@ -59,19 +103,39 @@ def test_no_step_without_a_resolved_change(tmp_path):
 
 
 def test_the_plot_shows_each_cell_over_time_with_its_steps_marked(tmp_path):
-    old = _store(tmp_path / "old", "2026-01-01T00:00:00+00:00", "jemalloc 5.3", "6.18", {"glibc": 100.0,
-                                                                                      "jemalloc": 80.0})
-    new = _store(tmp_path / "new", "2026-02-01T00:00:00+00:00", "jemalloc 5.4", "6.18", {"glibc": 100.0,
-                                                                                      "jemalloc": 60.0})
+    old = _store(
+        tmp_path / "old",
+        "2026-01-01T00:00:00+00:00",
+        "jemalloc 5.3",
+        "6.18",
+        {"glibc": 100.0, "jemalloc": 80.0},
+    )
+    new = _store(
+        tmp_path / "new",
+        "2026-02-01T00:00:00+00:00",
+        "jemalloc 5.4",
+        "6.18",
+        {"glibc": 100.0, "jemalloc": 60.0},
+    )
     report = history_report([load_results(new), load_results(old)], figures=True)
-    (name, fig), = report.sections[0].figures
+    ((name, fig),) = report.sections[0].figures
     ax = fig.axes[0]
-    assert name == "history-e" and [t.get_text() for t in ax.get_xticklabels()] == ["1: old", "2: new"]
-    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"allocator=glibc", "allocator=jemalloc"}
-    steps = [line for line in ax.get_lines() if line.get_marker() == "v"]  # the step down, where it happened
+    assert name == "history-e" and [t.get_text() for t in ax.get_xticklabels()] == [
+        "1: old",
+        "2: new",
+    ]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {
+        "allocator=glibc",
+        "allocator=jemalloc",
+    }
+    steps = [
+        line for line in ax.get_lines() if line.get_marker() == "v"
+    ]  # the step down, where it happened
     assert len(steps) == 1 and steps[0].get_xydata().tolist() == [[1.0, 60.05]]
     assert [t.get_text() for t in ax.texts] == ["x0.750"]
-    ran = CliRunner().invoke(main, ["history", str(old), str(new), "--plots", "--html", str(tmp_path / "h.html")])
+    ran = CliRunner().invoke(
+        main, ["history", str(old), str(new), "--plots", "--html", str(tmp_path / "h.html")]
+    )
     assert ran.exit_code == 0, ran.output
     assert (new / "plots" / "history-e.png").stat().st_size > 1000  # the newest store's plots/
     assert "<svg" in (tmp_path / "h.html").read_text()

@@ -30,7 +30,9 @@ def _audit(event: str, args: tuple) -> None:
     path, mode = str(args[0]), args[1] or "r"
     if any(c in str(mode) for c in "wa+"):
         return  # writing is the system package's job
-    if not path.startswith(("/proc/", "/sys/")) and "/fake/" not in path:  # the real or the fake_sys tree
+    if (
+        not path.startswith(("/proc/", "/sys/")) and "/fake/" not in path
+    ):  # the real or the fake_sys tree
         return
     module = _first_project_module()
     if module and module.startswith("hugebench") and not module.startswith("hugebench.kernel"):
@@ -54,21 +56,39 @@ def test_only_the_kernel_layer_reads_proc_and_sys(fake_sys, opened_outside_kerne
     from hugebench.measure.perf import PerfCapabilities
     from hugebench.run.worker import WorkerRequest, run
 
-    caps = PerfCapabilities(None, None, "perf not probed in this test", None, frozenset(), (), False,
-                            "not probed", None, ())
+    caps = PerfCapabilities(
+        None,
+        None,
+        "perf not probed in this test",
+        None,
+        frozenset(),
+        (),
+        False,
+        "not probed",
+        None,
+        (),
+    )
     for proc_root, sys_root in (("/proc", "/sys"), (fake_sys.proc_root, fake_sys.sys_root)):
         metadata.machine_context(perf_caps=caps, proc_root=proc_root, sysfs_root=sys_root)
-        doctor.check_thp(sys_root), doctor.check_mthp(sys_root), doctor.check_hugetlb(proc_root, sys_root)
+        (
+            doctor.check_thp(sys_root),
+            doctor.check_mthp(sys_root),
+            doctor.check_hugetlb(proc_root, sys_root),
+        )
         system.show(sys_root, proc_root)
         with system.SystemState(sys_root, proc_root, fake_sys.journal_path) as state:
             state.snapshot()
     recorder = phases.PhaseRecorder("touch")
     recorder("touch", "begin"), recorder("touch", "end")
-    request = WorkerRequest(run={"workload": "hashlookup", "params": {"keys": 1000, "set_kind": "flat"}},
-                            allocator="glibc")
+    request = WorkerRequest(
+        run={"workload": "hashlookup", "params": {"keys": 1000, "set_kind": "flat"}},
+        allocator="glibc",
+    )
     row = run(request)
     assert row["lookups"] == 1000 and row["allocator_mapped"] == "glibc"
-    assert not opened_outside_kernel, f"read /proc or /sys outside hugebench.kernel: {sorted(opened_outside_kernel)}"
+    assert not opened_outside_kernel, (
+        f"read /proc or /sys outside hugebench.kernel: {sorted(opened_outside_kernel)}"
+    )
 
 
 def test_the_audit_sees_a_read_outside_the_layer(opened_outside_kernel):
@@ -96,7 +116,10 @@ def test_readers_degrade_on_a_kernel_without_the_files(tmp_path):
     assert kernel.read_meminfo(tmp_path) == {} and kernel.mem_available(tmp_path) is None
     assert kernel.thp_modes(tmp_path)["enabled"] is None and kernel.mthp_modes(tmp_path) == {}
     assert kernel.read_hugetlb_pools(tmp_path) == {} and kernel.cpu_caches(tmp_path) == []
-    assert kernel.read_pmu_format("cpu", tmp_path) is None and kernel.read_pmu_type("cpu", tmp_path) is None
+    assert (
+        kernel.read_pmu_format("cpu", tmp_path) is None
+        and kernel.read_pmu_type("cpu", tmp_path) is None
+    )
     assert kernel.process_start_ticks(2**22 + 7, tmp_path) is None
     with pytest.raises(FileNotFoundError):
         kernel.read_vmstat(tmp_path)

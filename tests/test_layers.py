@@ -18,16 +18,36 @@ LAYERS = (
     ("system", ("system",)),
     ("measure", ("measure",)),
     ("store", ("", "store", "storerows", "storefiles", "stats", "stability", "adaptive")),
-    ("machine", ("environment", "launch", "text", "allocators", "command", "probe", "metadata",
-                 "doctor_noise")),
+    (
+        "machine",
+        (
+            "environment",
+            "launch",
+            "text",
+            "allocators",
+            "command",
+            "probe",
+            "metadata",
+            "doctor_noise",
+        ),
+    ),
     ("workloads", ("workloads",)),
     ("spec", ("spec",)),  # spec.cluster: the parser of an experiment's cluster: block
     ("plan", ("plan", "estimate", "machine_checks")),
-    ("run", ("run", "codegen")),  # codegen: a workload's runner, called by the worker like run.supervisor
+    (
+        "run",
+        ("run", "codegen"),
+    ),  # codegen: a workload's runner, called by the worker like run.supervisor
     ("preflight", ("preflight",)),  # SweepSetup: makes each run's request; run/ takes it as a value
-    ("sweep", ("orchestrator", "progress", "cluster")),  # progress: prices a run with the plan's estimate
+    (
+        "sweep",
+        ("orchestrator", "progress", "cluster"),
+    ),  # progress: prices a run with the plan's estimate
     ("report", ("report",)),
-    ("commands", ("probe_sweep", "trial", "doctor", "docgen", "column_reference", "notebook", "cli")),
+    (
+        "commands",
+        ("probe_sweep", "trial", "doctor", "docgen", "column_reference", "notebook", "cli"),
+    ),
 )
 # The layers the house rules name: these never import those.
 LOWER = {"kernel", "system", "measure", "store"}
@@ -35,7 +55,9 @@ HIGHER = {"spec", "plan", "run", "report", "commands"}
 
 
 def _modules() -> dict[str, Path | None]:
-    found: dict[str, Path | None] = {"hugebench._core": None}  # the C++ extension: imports nothing of ours
+    found: dict[str, Path | None] = {
+        "hugebench._core": None
+    }  # the C++ extension: imports nothing of ours
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
@@ -51,10 +73,15 @@ def _imports(name: str, path: Path | None, modules: dict) -> set[str]:
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.split(".")[0] == "hugebench"}
         elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            base = (
+                package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            )
             target = ".".join(base + ([node.module] if node.module else []))
             if target.split(".")[0] == "hugebench":
-                out |= {f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target for a in node.names}
+                out |= {
+                    f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target
+                    for a in node.names
+                }
     return {m for m in out if m in modules and m != name}
 
 
@@ -71,7 +98,9 @@ def layer_of(module: str) -> int:
     for end in range(len(parts), -1, -1):
         if ".".join(parts[:end]) in by_prefix:
             return by_prefix[".".join(parts[:end])]
-    raise AssertionError(f"{module}: no layer in tests/test_layers.py LAYERS; add it where it belongs")
+    raise AssertionError(
+        f"{module}: no layer in tests/test_layers.py LAYERS; add it where it belongs"
+    )
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -118,10 +147,19 @@ def test_the_graph_reader_sees_the_imports_it_should():
     graph = _graph()
     assert "hugebench.run.rundir" in graph["hugebench.run.worker"]  # from .rundir import ...
     assert "hugebench.stats" in graph["hugebench.adaptive"]  # from .stats import ...
-    assert "hugebench.report.figures" in graph["hugebench.probe_sweep"]  # a lazy import in a function
-    assert "hugebench._core" in graph["hugebench.run.worker"] and "hugebench" not in graph["hugebench.run.worker"]
+    assert (
+        "hugebench.report.figures" in graph["hugebench.probe_sweep"]
+    )  # a lazy import in a function
+    assert (
+        "hugebench._core" in graph["hugebench.run.worker"]
+        and "hugebench" not in graph["hugebench.run.worker"]
+    )
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert layer_of("hugebench.cli_try") == layer_of("hugebench.cli") > layer_of("hugebench.report.tables")
+    assert (
+        layer_of("hugebench.cli_try")
+        == layer_of("hugebench.cli")
+        > layer_of("hugebench.report.tables")
+    )
 
 
 def test_no_import_circle():
@@ -130,8 +168,12 @@ def test_no_import_circle():
 
 def test_no_module_imports_a_higher_layer():
     graph = _graph()
-    upward = sorted(f"{a} -> {b} ({LAYERS[layer_of(a)][0]} imports {LAYERS[layer_of(b)][0]})"
-                    for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a))
+    upward = sorted(
+        f"{a} -> {b} ({LAYERS[layer_of(a)][0]} imports {LAYERS[layer_of(b)][0]})"
+        for a, targets in graph.items()
+        for b in targets
+        if layer_of(b) > layer_of(a)
+    )
     assert upward == []
     names = [name for name, _ in LAYERS]
     assert all(names.index(low) < names.index(high) for low in LOWER for high in HIGHER)

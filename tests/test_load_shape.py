@@ -18,14 +18,23 @@ SAMPLE = Path(__file__).parent / "data" / "sample_results"
 def test_a_thp_axis_is_a_thp_column_and_started_at_a_timestamp(tmp_path):
     store = ResultStore(tmp_path)
     for i, mode in enumerate(["never", "always", "always"]):
-        store.append({"run_id": str(i), "status": "ok", "thp.enabled": mode, "ns_per_lookup": 10.0 + i,
-                      "started_at": f"2026-11-25T17:0{i}:00+00:00",
-                      **({"allocator.mimalloc.version": 209} if i else {})})
+        store.append(
+            {
+                "run_id": str(i),
+                "status": "ok",
+                "thp.enabled": mode,
+                "ns_per_lookup": 10.0 + i,
+                "started_at": f"2026-11-25T17:0{i}:00+00:00",
+                **({"allocator.mimalloc.version": 209} if i else {}),
+            }
+        )
     df = load(tmp_path)
     assert df.groupby("thp")["ns_per_lookup"].median().to_dict() == {"always": 11.5, "never": 10.0}
     assert pd.api.types.is_datetime64_any_dtype(df["started_at"])
     assert df["started_at"].iloc[1] == pd.Timestamp("2026-11-25T17:01:00", tz="UTC")
-    assert str(df["allocator.mimalloc.version"].iloc[1]) == "209" and pd.isna(df["allocator.mimalloc.version"].iloc[0])
+    assert str(df["allocator.mimalloc.version"].iloc[1]) == "209" and pd.isna(
+        df["allocator.mimalloc.version"].iloc[0]
+    )
 
 
 def test_the_csv_report_keeps_the_verdict_text():

@@ -7,20 +7,31 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
+from fake_tree import write_tree
 
 from hugebench import doctor
 from hugebench.cli_doctor import doctor as doctor_command
 from hugebench.measure.events import EventChoice
 from hugebench.measure.perf import PerfCapabilities
-from fake_tree import write_tree
 
-needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed (apt-get install linux-perf)")
+needs_perf = pytest.mark.skipif(
+    shutil.which("perf") is None, reason="perf not installed (apt-get install linux-perf)"
+)
 
 
 def caps(**kw):
-    base = dict(perf_path="/usr/bin/perf", perf_version="6.1.192", missing_reason=None, paranoid=2,
-                supported=frozenset({"task-clock"}), unsupported=(), pmu_available=False,
-                pmu_reason="KVM guest without vPMU", hypervisor="KVM", cpu_pmus=())
+    base = dict(
+        perf_path="/usr/bin/perf",
+        perf_version="6.1.192",
+        missing_reason=None,
+        paranoid=2,
+        supported=frozenset({"task-clock"}),
+        unsupported=(),
+        pmu_available=False,
+        pmu_reason="KVM guest without vPMU",
+        hypervisor="KVM",
+        cpu_pmus=(),
+    )
     base.update(kw)
     return PerfCapabilities(**base)
 
@@ -29,31 +40,49 @@ def test_hardware_counter_check_wording():
     kvm = doctor.check_hardware_counters(caps())
     assert not kvm.ok and kvm.detail == "not available (KVM guest without vPMU)"
     assert kvm.fix == "run on bare metal or enable vPMU (e.g. -cpu host,pmu=on)"
-    metal = doctor.check_hardware_counters(caps(pmu_available=True, pmu_reason=None, hypervisor=None, cpu_pmus=("cpu",)))
+    metal = doctor.check_hardware_counters(
+        caps(pmu_available=True, pmu_reason=None, hypervisor=None, cpu_pmus=("cpu",))
+    )
     assert metal.ok and "available" in metal.detail
 
 
 def test_perf_missing_check_gives_the_package():
-    missing = doctor.check_perf(caps(perf_path=None, perf_version=None, missing_reason="perf not found on PATH"))
+    missing = doctor.check_perf(
+        caps(perf_path=None, perf_version=None, missing_reason="perf not found on PATH")
+    )
     assert not missing.ok and missing.fix == "apt-get install linux-perf"
 
 
 def test_tlb_events_check():
-    none = doctor.check_tlb_events([EventChoice("stlb_misses", None, (), "not supported here: KVM guest without vPMU")])
+    none = doctor.check_tlb_events(
+        [EventChoice("stlb_misses", None, (), "not supported here: KVM guest without vPMU")]
+    )
     assert not none.ok and "KVM guest without vPMU" in none.detail
-    some = doctor.check_tlb_events([EventChoice("stlb_misses", "dtlb_load_misses.walk_completed"),
-                                    EventChoice("walk_cycles", None, (), "x")])
-    assert some.ok and "stlb_misses=dtlb_load_misses.walk_completed" in some.detail and "walk_cycles" in some.detail
+    some = doctor.check_tlb_events(
+        [
+            EventChoice("stlb_misses", "dtlb_load_misses.walk_completed"),
+            EventChoice("walk_cycles", None, (), "x"),
+        ]
+    )
+    assert (
+        some.ok
+        and "stlb_misses=dtlb_load_misses.walk_completed" in some.detail
+        and "walk_cycles" in some.detail
+    )
 
 
 def test_thp_mthp_and_hugetlb_checks_on_fake_trees(tmp_path):
-    write_tree(tmp_path, {
-        "sys/kernel/mm/transparent_hugepage/enabled": "always [madvise] never\n",
-        "sys/kernel/mm/transparent_hugepage/defrag": "[madvise] never\n",
-        "sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled": "always inherit madvise [never]\n",
-        "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages": "0\n",
-        "sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages": "0\n",
-        "proc/sys/vm/nr_hugepages": "0\n"})
+    write_tree(
+        tmp_path,
+        {
+            "sys/kernel/mm/transparent_hugepage/enabled": "always [madvise] never\n",
+            "sys/kernel/mm/transparent_hugepage/defrag": "[madvise] never\n",
+            "sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled": "always inherit madvise [never]\n",
+            "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages": "0\n",
+            "sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages": "0\n",
+            "proc/sys/vm/nr_hugepages": "0\n",
+        },
+    )
     thp = tmp_path / "sys/kernel/mm/transparent_hugepage"
     root = os.geteuid() == 0
     thp_check = doctor.check_thp(tmp_path / "sys")
@@ -66,8 +95,11 @@ def test_thp_mthp_and_hugetlb_checks_on_fake_trees(tmp_path):
 
 
 def test_allocator_rows_in_any_shape():
-    assert doctor._as_check(("jemalloc", False, "library not found", "apt-get install libjemalloc2")) == \
-        doctor.Check("allocator jemalloc", False, "library not found", "apt-get install libjemalloc2")
+    assert doctor._as_check(
+        ("jemalloc", False, "library not found", "apt-get install libjemalloc2")
+    ) == doctor.Check(
+        "allocator jemalloc", False, "library not found", "apt-get install libjemalloc2"
+    )
     assert doctor._as_check({"name": "x", "found": True, "detail": "d"}).ok
     assert all(isinstance(c, doctor.Check) for c in doctor.allocator_checks())
 

@@ -12,7 +12,9 @@ from hugebench.measure import perf
 from hugebench.measure.events import CpuInfo, EventChoice, choose_events
 
 DATA = Path(__file__).parent / "data" / "perf"
-needs_perf = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed (apt-get install linux-perf)")
+needs_perf = pytest.mark.skipif(
+    shutil.which("perf") is None, reason="perf not installed (apt-get install linux-perf)"
+)
 
 
 def load(name: str) -> str:
@@ -21,12 +23,17 @@ def load(name: str) -> str:
 
 # ---- captured on this VM (perf 6.1, no vPMU) ----
 
+
 def test_captured_software_events_are_real_counts():
     counters = perf.parse_perf_csv(load("captured_software_events.csv"))
     assert counters["page-faults"].value == 25764
-    assert counters["minor-faults"].value == 25764  # 64 MiB bytearray: ~16k faults plus interpreter start-up
+    assert (
+        counters["minor-faults"].value == 25764
+    )  # 64 MiB bytearray: ~16k faults plus interpreter start-up
     assert counters["major-faults"].value == 0
-    assert counters["task-clock"].unit == "ns" and counters["task-clock"].value == pytest.approx(190.05e6)
+    assert counters["task-clock"].unit == "ns" and counters["task-clock"].value == pytest.approx(
+        190.05e6
+    )
     assert all(c.running_pct == 100.0 and not c.multiplexed for c in counters.values())
 
 
@@ -67,19 +74,33 @@ def test_captured_modifiers_keep_the_printed_event_name():
 
 # ---- hand-built PMU outputs ----
 
+
 def test_intel_multiplexed_counters_are_flagged_with_running_pct():
     counters = perf.parse_perf_csv(load("built_intel_skylake_multiplexed.csv"))
     cycles = counters["cycles"]
-    assert cycles.value == 8021337412 and cycles.multiplexed and cycles.running_pct == pytest.approx(66.67)
-    assert counters["instructions"].value == 5012345678  # the metric columns (IPC) are not the value
+    assert (
+        cycles.value == 8021337412
+        and cycles.multiplexed
+        and cycles.running_pct == pytest.approx(66.67)
+    )
+    assert (
+        counters["instructions"].value == 5012345678
+    )  # the metric columns (IPC) are not the value
     assert counters["dtlb_load_misses.walk_active"].value == 812345678
     assert not counters["page-faults"].multiplexed
 
 
 def test_amd_events_and_labels():
     cpu = CpuInfo("amd", "AuthenticAMD", 0x19, 0x21)
-    supported = {"cycles", "instructions", "ls_l1_d_tlb_miss.all", "ls_l1_d_tlb_miss.all_l2_miss",
-                 "bp_l1_tlb_miss_l2_tlb_miss", "task-clock", "page-faults"}
+    supported = {
+        "cycles",
+        "instructions",
+        "ls_l1_d_tlb_miss.all",
+        "ls_l1_d_tlb_miss.all_l2_miss",
+        "bp_l1_tlb_miss_l2_tlb_miss",
+        "task-clock",
+        "page-faults",
+    }
     choices = choose_events(cpu, supported)
     counters = perf.parse_perf_csv(load("built_amd_zen3.csv"), choices)
     assert counters["stlb_misses"].value == 45678901
@@ -114,28 +135,47 @@ def test_semicolon_separator_and_garbage_lines():
 
 
 def test_by_label_reports_missing_and_unsupported_labels():
-    choices = [EventChoice("cycles", None, ("cycles",), "not supported here: KVM guest without vPMU"),
-               EventChoice("page_faults", "page-faults", ("page-faults",)),
-               EventChoice("context_switches", "context-switches", ("context-switches",))]
+    choices = [
+        EventChoice("cycles", None, ("cycles",), "not supported here: KVM guest without vPMU"),
+        EventChoice("page_faults", "page-faults", ("page-faults",)),
+        EventChoice("context_switches", "context-switches", ("context-switches",)),
+    ]
     counters = perf.by_label(choices, perf.parse_perf_csv("12,,page-faults,100,100.00,,\n"))
     assert counters["cycles"].reason == "not supported here: KVM guest without vPMU"
     assert counters["page_faults"].value == 12
-    assert counters["context_switches"].value is None and "missing" in counters["context_switches"].reason
+    assert (
+        counters["context_switches"].value is None
+        and "missing" in counters["context_switches"].reason
+    )
 
 
 # ---- argv, columns, derived metrics ----
 
+
 def test_perf_stat_argv_shape():
-    argv = perf.perf_stat_argv("/usr/bin/perf", ["cycles", "cpu/event=0x8,umask=0xe/"], "/tmp/out.csv")
-    assert argv == ["/usr/bin/perf", "stat", "-x,", "--no-big-num", "-o", "/tmp/out.csv",
-                    "-e", "cycles,cpu/event=0x8,umask=0xe/", "--"]
+    argv = perf.perf_stat_argv(
+        "/usr/bin/perf", ["cycles", "cpu/event=0x8,umask=0xe/"], "/tmp/out.csv"
+    )
+    assert argv == [
+        "/usr/bin/perf",
+        "stat",
+        "-x,",
+        "--no-big-num",
+        "-o",
+        "/tmp/out.csv",
+        "-e",
+        "cycles,cpu/event=0x8,umask=0xe/",
+        "--",
+    ]
     with pytest.raises(ValueError):
         perf.perf_stat_argv("perf", [], "x")
 
 
 def test_row_columns_for_perf_counters():
-    counters = {"cycles": perf.Counter(None, reason="not supported here"),
-                "page_faults": perf.Counter(10.0, running_pct=100.0)}
+    counters = {
+        "cycles": perf.Counter(None, reason="not supported here"),
+        "page_faults": perf.Counter(10.0, running_pct=100.0),
+    }
     row = perf.row_columns("perf", counters)
     assert math.isnan(row["perf.cycles"]) and row["perf.cycles.reason"] == "not supported here"
     assert math.isnan(row["perf.cycles.running_pct"])
@@ -145,10 +185,27 @@ def test_row_columns_for_perf_counters():
 
 def test_row_columns_for_in_process_results():
     results = {
-        "cycles": {"value": 1500.0, "raw_value": 1000, "time_enabled_ns": 300, "time_running_ns": 200, "error": None},
-        "stlb_misses": {"value": None, "raw_value": None, "time_enabled_ns": None, "time_running_ns": None,
-                        "error": "perf_event_open failed: No such file or directory (errno 2)"},
-        "idle": {"value": 0.0, "raw_value": 0, "time_enabled_ns": 500, "time_running_ns": 0, "error": None},
+        "cycles": {
+            "value": 1500.0,
+            "raw_value": 1000,
+            "time_enabled_ns": 300,
+            "time_running_ns": 200,
+            "error": None,
+        },
+        "stlb_misses": {
+            "value": None,
+            "raw_value": None,
+            "time_enabled_ns": None,
+            "time_running_ns": None,
+            "error": "perf_event_open failed: No such file or directory (errno 2)",
+        },
+        "idle": {
+            "value": 0.0,
+            "raw_value": 0,
+            "time_enabled_ns": 500,
+            "time_running_ns": 0,
+            "error": None,
+        },
     }
     row = perf.row_columns("pmu.", results)
     assert row["pmu.cycles"] == 1500.0 and row["pmu.cycles.running_pct"] == pytest.approx(200 / 3)
@@ -157,26 +214,41 @@ def test_row_columns_for_in_process_results():
 
 
 def test_derive_metrics_and_nan_when_inputs_missing():
-    row = {"pmu.cycles": 4.0e9, "pmu.stlb_misses": 2.0e6, "pmu.walk_cycles": 1.0e9, "pmu.page_faults": 512.0,
-           "elapsed_ns": 1.0e9}
+    row = {
+        "pmu.cycles": 4.0e9,
+        "pmu.stlb_misses": 2.0e6,
+        "pmu.walk_cycles": 1.0e9,
+        "pmu.page_faults": 512.0,
+        "elapsed_ns": 1.0e9,
+    }
     d = perf.derive(row, ops=1e7, bytes_touched=2 * 2**30)
     assert d["ns_per_op"] == pytest.approx(100.0)
     assert d["cycles_per_op"] == pytest.approx(400.0)
     assert d["stlb_misses_per_1k_ops"] == pytest.approx(200.0)
     assert d["walk_cycles_share"] == pytest.approx(0.25)
     assert d["faults_per_gib"] == pytest.approx(256.0)
-    bare = perf.derive({"pmu.cycles": math.nan, "pmu.minor_faults": 10, "pmu.major_faults": 0}, ops=10,
-                       bytes_touched=2**30, elapsed_ns=50.0)
+    bare = perf.derive(
+        {"pmu.cycles": math.nan, "pmu.minor_faults": 10, "pmu.major_faults": 0},
+        ops=10,
+        bytes_touched=2**30,
+        elapsed_ns=50.0,
+    )
     assert bare["ns_per_op"] == 5.0 and bare["faults_per_gib"] == 10.0
-    assert all(math.isnan(bare[k]) for k in ("cycles_per_op", "stlb_misses_per_1k_ops", "walk_cycles_share"))
+    assert all(
+        math.isnan(bare[k])
+        for k in ("cycles_per_op", "stlb_misses_per_1k_ops", "walk_cycles_share")
+    )
 
 
 # ---- against the real perf on this machine ----
 
+
 @needs_perf
 @pytest.mark.needs_perf
 def test_probe_separates_unknown_and_unsupported_events():
-    supported, reasons = perf.probe_events(shutil.which("perf"), ["task-clock", "page-faults", "no_such_event_xyz"])
+    supported, reasons = perf.probe_events(
+        shutil.which("perf"), ["task-clock", "page-faults", "no_such_event_xyz"]
+    )
     assert {"task-clock", "page-faults"} <= supported
     assert "no_such_event_xyz" not in supported and "syntax error" in reasons["no_such_event_xyz"]
 
@@ -202,9 +274,15 @@ def test_wrapping_a_command_and_parsing_its_counts(tmp_path):
 
     out = tmp_path / "stat.csv"
     argv = perf.perf_stat_argv("perf", ["page-faults", "minor-faults", "task-clock"], out)
-    code = "import mmap; m = mmap.mmap(-1, 32 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS); m.madvise(mmap.MADV_NOHUGEPAGE)\n" \
-           "for i in range(0, len(m), 4096): m[i] = 1"
-    subprocess.run(argv + [sys.executable, "-c", code], check=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    code = (
+        "import mmap; m = mmap.mmap(-1, 32 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS); m.madvise(mmap.MADV_NOHUGEPAGE)\n"
+        "for i in range(0, len(m), 4096): m[i] = 1"
+    )
+    subprocess.run(
+        argv + [sys.executable, "-c", code],
+        check=True,
+        env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"},
+    )
     counters = perf.parse_perf_csv(out.read_text())
     assert counters["minor-faults"].value >= 8192  # 32 MiB of 4 KiB pages
     assert counters["task-clock"].value > 0
@@ -213,11 +291,20 @@ def test_wrapping_a_command_and_parsing_its_counts(tmp_path):
 def test_pmu_columns_keep_reasons_of_labels_left_out_of_the_counters():
     from hugebench.measure.encoding import CounterSpec
 
-    resolved = [CounterSpec("cycles", None, reason="not supported here: KVM guest without vPMU"),
-                CounterSpec("page_faults", "page-faults", 1, 2, 0),
-                CounterSpec("minor_faults", "minor-faults", 1, 5, 0)]
-    results = {"page_faults": {"value": 7.0, "raw_value": 7, "time_enabled_ns": 10, "time_running_ns": 10,
-                               "error": None}}
+    resolved = [
+        CounterSpec("cycles", None, reason="not supported here: KVM guest without vPMU"),
+        CounterSpec("page_faults", "page-faults", 1, 2, 0),
+        CounterSpec("minor_faults", "minor-faults", 1, 5, 0),
+    ]
+    results = {
+        "page_faults": {
+            "value": 7.0,
+            "raw_value": 7,
+            "time_enabled_ns": 10,
+            "time_running_ns": 10,
+            "error": None,
+        }
+    }
     row = perf.pmu_columns(resolved, results)
     assert math.isnan(row["pmu.cycles"]) and row["pmu.cycles.reason"].endswith("vPMU")
     assert row["pmu.page_faults"] == 7.0 and row["pmu.page_faults.running_pct"] == 100.0

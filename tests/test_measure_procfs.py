@@ -24,7 +24,9 @@ Private_Hugetlb:    2048 kB
 Swap:                  0 kB
 """
 
-STATUS = "Name:\tpython\nVmPeak:\t  500000 kB\nVmHWM:\t  300000 kB\nVmRSS:\t  250000 kB\nThreads:\t4\n"
+STATUS = (
+    "Name:\tpython\nVmPeak:\t  500000 kB\nVmHWM:\t  300000 kB\nVmRSS:\t  250000 kB\nThreads:\t4\n"
+)
 
 VMSTAT = "nr_free_pages 123\nthp_fault_alloc 10\nthp_fault_fallback 2\nthp_split_page 1\nnr_anon_transparent_hugepages 5\n"
 
@@ -59,14 +61,19 @@ def test_vmstat_and_delta_with_missing_counter(fake_proc):
     before = kernel.read_vmstat(fake_proc)
     assert before["thp_fault_alloc"] == 10
     after = dict(before, thp_fault_alloc=15, thp_split_page=4)
-    delta = kernel.counter_delta(before, after, ("thp_fault_alloc", "thp_split_page", "thp_collapse_alloc"))
+    delta = kernel.counter_delta(
+        before, after, ("thp_fault_alloc", "thp_split_page", "thp_collapse_alloc")
+    )
     assert delta["thp_fault_alloc"] == 5 and delta["thp_split_page"] == 3
     assert math.isnan(delta["thp_collapse_alloc"])  # this (fake) kernel lacks it: NaN, not 0
 
 
 def test_mthp_sizes_and_stats_on_fake_sysfs(tmp_path):
     base = tmp_path / "kernel/mm/transparent_hugepage"
-    for size, mode, allocs in (("64kB", "always [inherit] madvise never", 7), ("2048kB", "always inherit madvise [never]", 0)):
+    for size, mode, allocs in (
+        ("64kB", "always [inherit] madvise never", 7),
+        ("2048kB", "always inherit madvise [never]", 0),
+    ):
         (base / f"hugepages-{size}" / "stats").mkdir(parents=True)
         (base / f"hugepages-{size}" / "enabled").write_text(mode + "\n")
         (base / f"hugepages-{size}" / "stats" / "anon_fault_alloc").write_text(f"{allocs}\n")
@@ -158,7 +165,9 @@ def _thp_mode() -> str | None:
 
 
 @pytest.mark.needs_thp
-@pytest.mark.skipif(_thp_mode() not in ("always", "madvise"), reason="THP is disabled (enabled=never) or absent")
+@pytest.mark.skipif(
+    _thp_mode() not in ("always", "madvise"), reason="THP is disabled (enabled=never) or absent"
+)
 def test_phase_recorder_sees_huge_pages_of_a_madvised_region():
     rec = phases.PhaseRecorder(timed_phase="huge")
     size = 16 << 20

@@ -9,20 +9,36 @@ import shutil
 import subprocess
 
 import pytest
+from fake_tree import write_tree
 
 from hugebench import metadata
 from hugebench.measure.perf import PerfCapabilities
-from fake_tree import write_tree
 
-FAKE_CAPS = PerfCapabilities("/usr/bin/perf", "6.1.192", None, 2, frozenset({"task-clock"}), (("cycles", "x"),),
-                             False, "KVM guest without vPMU", "KVM", ())
+FAKE_CAPS = PerfCapabilities(
+    "/usr/bin/perf",
+    "6.1.192",
+    None,
+    2,
+    frozenset({"task-clock"}),
+    (("cycles", "x"),),
+    False,
+    "KVM guest without vPMU",
+    "KVM",
+    (),
+)
 
 
 def make_cache(root, index, level, kind, size, ways="8", line="64", shared="0"):
     d = root / f"devices/system/cpu/cpu0/cache/index{index}"
     d.mkdir(parents=True)
-    for name, value in (("level", level), ("type", kind), ("size", size), ("ways_of_associativity", ways),
-                        ("coherency_line_size", line), ("shared_cpu_list", shared)):
+    for name, value in (
+        ("level", level),
+        ("type", kind),
+        ("size", size),
+        ("ways_of_associativity", ways),
+        ("coherency_line_size", line),
+        ("shared_cpu_list", shared),
+    ):
         (d / name).write_text(f"{value}\n")
 
 
@@ -32,8 +48,14 @@ def test_caches_from_fake_sysfs(tmp_path):
     make_cache(tmp_path, 10, 2, "Unified", "2048K", "16")
     caches = metadata.caches(tmp_path)
     assert [c["level"] for c in caches] == [1, 3, 2]  # index order, numeric (index10 after index3)
-    assert caches[0] == {"level": 1, "type": "Data", "size_bytes": 48 * 1024, "ways": 12, "line_bytes": 64,
-                         "shared_cpu_list": "0"}
+    assert caches[0] == {
+        "level": 1,
+        "type": "Data",
+        "size_bytes": 48 * 1024,
+        "ways": 12,
+        "line_bytes": 64,
+        "shared_cpu_list": "0",
+    }
     assert caches[1]["size_bytes"] == 300 * 2**20
     assert metadata.caches(tmp_path / "missing") == []
 
@@ -42,24 +64,34 @@ def test_tlb_info_amd_cpuinfo_cpuid_tool_and_unknown(tmp_path):
     (tmp_path / "cpuinfo").write_text("vendor_id\t: AuthenticAMD\nTLB size\t: 3072 4K pages\n")
     assert metadata.tlb_info(tmp_path)["entries"] == ["TLB size: 3072 4K pages"]
     (tmp_path / "cpuinfo").write_text("vendor_id\t: GenuineIntel\n")
-    cpuid = ("   L1 TLB/cache information: 2M/4M pages & L1 TLB (0x80000005/eax):\n"
-             "   --- cache 0 ---\n      data TLB: 4K pages, 4-way, 64 entries\n      data TLB: 4K pages, 4-way, 64 entries\n")
+    cpuid = (
+        "   L1 TLB/cache information: 2M/4M pages & L1 TLB (0x80000005/eax):\n"
+        "   --- cache 0 ---\n      data TLB: 4K pages, 4-way, 64 entries\n      data TLB: 4K pages, 4-way, 64 entries\n"
+    )
     info = metadata.tlb_info(tmp_path, cpuid_text=cpuid)
-    assert info["source"] == "cpuid -1" and info["entries"].count("data TLB: 4K pages, 4-way, 64 entries") == 1
+    assert (
+        info["source"] == "cpuid -1"
+        and info["entries"].count("data TLB: 4K pages, 4-way, 64 entries") == 1
+    )
     unknown = metadata.tlb_info(tmp_path, cpuid_text="")
     assert unknown["source"] is None and "unknown" in unknown["unknown"]
 
 
 def test_memory_context_from_fake_trees(tmp_path):
     thp, pool = "sys/kernel/mm/transparent_hugepage/", "sys/kernel/mm/hugepages/hugepages-2048kB/"
-    write_tree(tmp_path, {
-        "proc/meminfo": "MemTotal:       24731864 kB\nMemFree: 1 kB\n",
-        thp + "enabled": "always [madvise] never\n",
-        thp + "defrag": "always defer defer+madvise [madvise] never\n",
-        thp + "hpage_pmd_size": "2097152\n",
-        thp + "khugepaged/defrag": "1\n",
-        thp + "hugepages-64kB/enabled": "always inherit madvise [never]\n",
-        pool + "nr_hugepages": "0\n", pool + "free_hugepages": "0\n"})
+    write_tree(
+        tmp_path,
+        {
+            "proc/meminfo": "MemTotal:       24731864 kB\nMemFree: 1 kB\n",
+            thp + "enabled": "always [madvise] never\n",
+            thp + "defrag": "always defer defer+madvise [madvise] never\n",
+            thp + "hpage_pmd_size": "2097152\n",
+            thp + "khugepaged/defrag": "1\n",
+            thp + "hugepages-64kB/enabled": "always inherit madvise [never]\n",
+            pool + "nr_hugepages": "0\n",
+            pool + "free_hugepages": "0\n",
+        },
+    )
     proc, sysfs = tmp_path / "proc", tmp_path / "sys"
     mem = metadata.memory_context(proc, sysfs)
     assert mem["total_bytes"] == 24731864 * 1024
@@ -72,7 +104,12 @@ def test_memory_context_from_fake_trees(tmp_path):
 
 def test_lscpu_topology_parsing():
     text = "Thread(s) per core:  2\nCore(s) per socket:  16\nSocket(s):           2\nNUMA node(s):        2\n"
-    assert metadata._lscpu_topology(text) == {"sockets": 2, "cores": 32, "threads_per_core": 2, "numa_nodes": 2}
+    assert metadata._lscpu_topology(text) == {
+        "sockets": 2,
+        "cores": 32,
+        "threads_per_core": 2,
+        "numa_nodes": 2,
+    }
     assert metadata._lscpu_topology(None)["cores"] is None
 
 

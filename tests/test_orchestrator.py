@@ -61,11 +61,14 @@ def _fake_python(tmp_path, body: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("body,status,error", [
-    ("kill -SEGV $$", "crashed", "signal SIGSEGV"),
-    ("exec sleep 30", "timeout", "timeout of 1 s"),
-    ("echo boom >&2; exit 1", "failed", "exited with code 1"),
-])
+@pytest.mark.parametrize(
+    "body,status,error",
+    [
+        ("kill -SEGV $$", "crashed", "signal SIGSEGV"),
+        ("exec sleep 30", "timeout", "timeout of 1 s"),
+        ("echo boom >&2; exit 1", "failed", "exited with code 1"),
+    ],
+)
 def test_worker_failures_become_rows(tmp_path, body, status, error):
     text = TINY.replace("timeout: 60", "timeout: 1").replace("[glibc, jemalloc]", "[glibc]")
     _, runs, result = _sweep(text, tmp_path, python=_fake_python(tmp_path, body))
@@ -103,14 +106,22 @@ def test_changed_fixed_settings_refused(tmp_path):
 
 def test_memory_preflight_skips_cells_that_cannot_fit(tmp_path):
     text = TINY.replace("[glibc, jemalloc]", "[glibc]").replace("keys: 3000", "keys: 100G")
-    text = text.replace("set_kind: [flat, node]", "set_kind: [flat]").replace("repetitions: 2", "repetitions: 1")
+    text = text.replace("set_kind: [flat, node]", "set_kind: [flat]").replace(
+        "repetitions: 2", "repetitions: 1"
+    )
     _, _, result = _sweep(text, tmp_path)
     df = load(tmp_path / "res")
     assert result.statuses == {"skipped": 1} and "GiB" in df["error"].iloc[0]
 
 
 def test_worker_environment_drops_parent_allocator_settings():
-    base = {"PATH": "/bin", "LD_PRELOAD": "/evil.so", "MALLOC_CONF": "x", "HOME": "/root", "LC_ALL": "C"}
+    base = {
+        "PATH": "/bin",
+        "LD_PRELOAD": "/evil.so",
+        "MALLOC_CONF": "x",
+        "HOME": "/root",
+        "LC_ALL": "C",
+    }
     env = worker_environment({"LD_PRELOAD": "/lib/je.so"}, base)
     assert env["LD_PRELOAD"] == "/lib/je.so" and "MALLOC_CONF" not in env
     assert env["PATH"] == "/bin" and env["LC_ALL"] == "C"
@@ -119,7 +130,9 @@ def test_worker_environment_drops_parent_allocator_settings():
 def _one_counted_run(tmp_path):
     """One 200k-key glibc run with perf stat and in-process counters; its row."""
     text = TINY.replace("perf: off", "perf: auto").replace("[glibc, jemalloc]", "[glibc]")
-    text = text.replace("keys: 3000", "keys: 200000").replace("set_kind: [flat, node]", "set_kind: [flat]")
+    text = text.replace("keys: 3000", "keys: 200000").replace(
+        "set_kind: [flat, node]", "set_kind: [flat]"
+    )
     _sweep(text.replace("repetitions: 2", "repetitions: 1"), tmp_path)
     return load(tmp_path / "res").iloc[0]
 
@@ -132,7 +145,9 @@ def test_phase_counters_exclude_setup(tmp_path):
     assert row["pmu.task_clock"] < 0.5 * row["perf.task_clock"]
     assert row["pmu.page_faults"] < 0.05 * row["perf.page_faults"]
     # The phase recorder agrees: the lookup phase faults far less than key generation and insertion.
-    assert row["phase.lookup.minflt"] < 0.05 * (row["phase.generate.minflt"] + row["phase.insert.minflt"])
+    assert row["phase.lookup.minflt"] < 0.05 * (
+        row["phase.generate.minflt"] + row["phase.insert.minflt"]
+    )
 
 
 @pytest.mark.needs_perf
@@ -140,7 +155,14 @@ def test_phase_counters_exclude_setup(tmp_path):
 def test_hardware_counters_on_a_machine_with_a_pmu(tmp_path):
     """Where the PMU counts, cycles appear for the timed phase and the whole process, phase < process."""
     row = _one_counted_run(tmp_path)
-    assert row["pmu.cycles"] > 0 and row["pmu.instructions"] > 0 and row["perf.cycles"] > row["pmu.cycles"]
+    assert (
+        row["pmu.cycles"] > 0
+        and row["pmu.instructions"] > 0
+        and row["perf.cycles"] > row["pmu.cycles"]
+    )
     assert row["cycles_per_op"] > 0
-    for label in ("dtlb_load_misses", "stlb_misses"):  # a value, or why not — never both, never neither
+    for label in (
+        "dtlb_load_misses",
+        "stlb_misses",
+    ):  # a value, or why not — never both, never neither
         assert (row[f"pmu.{label}"] > 0) != bool(row.get(f"pmu.{label}.reason"))

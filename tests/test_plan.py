@@ -40,10 +40,10 @@ def test_interleaved_blocks_hold_each_cell_once():
     runs = plan_mod.plan(parse_spec(SPEC))
     n = 10
     for rep in range(3):
-        block = runs[rep * n:(rep + 1) * n]
+        block = runs[rep * n : (rep + 1) * n]
         assert {r.repetition for r in block} == {rep}
         assert len({r.cell_id for r in block}) == n
-    assert [r.cell_id for r in runs[:n]] != [r.cell_id for r in runs[n:2 * n]]
+    assert [r.cell_id for r in runs[:n]] != [r.cell_id for r in runs[n : 2 * n]]
 
 
 def test_params_and_knobs_land_in_the_right_place():
@@ -67,13 +67,13 @@ def test_warmup_runs_come_first_and_are_marked():
 
 # -- issue 26 §4: plan refuses what sweep would, fast, and says what cannot fit --------------------------
 
-import time  # noqa: E402
+import time
 
-import pytest  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
+import pytest
+from click.testing import CliRunner
 
-from hugebench.workloads import sets  # noqa: E402
-from hugebench.cli import main  # noqa: E402
+from hugebench.cli import main
+from hugebench.workloads import sets
 
 
 def _file(tmp_path, body: str):
@@ -82,18 +82,27 @@ def _file(tmp_path, body: str):
     return path
 
 
-@pytest.mark.parametrize("body, key, words", [
-    ("system: {thp.defrag: bogus}\n", "kn.yaml:3: key 'system.thp.defrag'", "choose one of"),
-    ("axes:\n  thp.foo: [1]\n", "kn.yaml:4: key 'axes.thp.foo.0'", "unknown kernel knob"),
-    ("system: {hugetlb.2MB: 1000000000}\n", "kn.yaml:3: key 'system.hugetlb.2MB'", "at most"),
-])
-def test_plan_and_sweep_refuse_the_same_knob_settings_with_file_line_key(tmp_path, fake_sys, body, key, words):
+@pytest.mark.parametrize(
+    "body, key, words",
+    [
+        ("system: {thp.defrag: bogus}\n", "kn.yaml:3: key 'system.thp.defrag'", "choose one of"),
+        ("axes:\n  thp.foo: [1]\n", "kn.yaml:4: key 'axes.thp.foo.0'", "unknown kernel knob"),
+        ("system: {hugetlb.2MB: 1000000000}\n", "kn.yaml:3: key 'system.hugetlb.2MB'", "at most"),
+    ],
+)
+def test_plan_and_sweep_refuse_the_same_knob_settings_with_file_line_key(
+    tmp_path, fake_sys, body, key, words
+):
     path = _file(tmp_path, body)
     roots = ["--sys-root", str(fake_sys.sys_root), "--proc-root", str(fake_sys.proc_root)]
     planned = CliRunner().invoke(main, ["plan", str(path), *roots])
-    swept = CliRunner().invoke(main, ["sweep", str(path), "-o", str(tmp_path / "res"), "-q", *roots])
+    swept = CliRunner().invoke(
+        main, ["sweep", str(path), "-o", str(tmp_path / "res"), "-q", *roots]
+    )
     for result in (planned, swept):
-        assert result.exit_code != 0 and key in result.output and words in result.output, result.output
+        assert result.exit_code != 0 and key in result.output and words in result.output, (
+            result.output
+        )
         assert "Traceback" not in result.output
     assert not fake_sys.writes and not (tmp_path / "res" / "runs.jsonl").exists()
 

@@ -21,8 +21,14 @@ def sample():
 
 
 def test_line_plot_draws_one_line_per_hue_with_error_bars(sample):
-    fig = plots.line_plot(sample["alloc-sample"], "threads", "ns_per_pair", hue="allocator",
-                          ylabel="ns per malloc/free pair", logx=True)
+    fig = plots.line_plot(
+        sample["alloc-sample"],
+        "threads",
+        "ns_per_pair",
+        hue="allocator",
+        ylabel="ns per malloc/free pair",
+        logx=True,
+    )
     assert isinstance(fig, Figure)
     (ax,) = fig.axes
     lines = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
@@ -36,7 +42,9 @@ def test_line_plot_draws_one_line_per_hue_with_error_bars(sample):
 
 
 def test_line_plot_facets_by_column_and_leaves_failed_cells_out(sample):
-    fig = plots.line_plot(sample["tlb-sample"], "thp", "ns_per_lookup", hue="allocator", col="allocator")
+    fig = plots.line_plot(
+        sample["tlb-sample"], "thp", "ns_per_lookup", hue="allocator", col="allocator"
+    )
     assert len(fig.axes) == 3
     titles = [ax.get_title() for ax in fig.axes]
     assert titles == ["allocator = glibc", "allocator = jemalloc", "allocator = mimalloc"]
@@ -45,17 +53,27 @@ def test_line_plot_facets_by_column_and_leaves_failed_cells_out(sample):
 
 
 def test_line_plot_without_hue_draws_a_single_line(sample):
-    fig = plots.line_plot(sample["alloc-sample"], "threads", "peak_rss_bytes", title="memory overhead")
+    fig = plots.line_plot(
+        sample["alloc-sample"], "threads", "peak_rss_bytes", title="memory overhead"
+    )
     assert len(fig.axes[0].containers) == 1 and fig.axes[0].get_legend() is None
     assert fig.get_suptitle() == "memory overhead"
 
 
 def test_bar_plot_groups_bars_and_annotates_ratios(sample):
-    fig = plots.bar_plot(sample["tlb-sample"], ["allocator", "thp"], "ns_per_lookup",
-                         baseline={"allocator": "glibc", "thp": "never"}, ylabel="ns per lookup")
+    fig = plots.bar_plot(
+        sample["tlb-sample"],
+        ["allocator", "thp"],
+        "ns_per_lookup",
+        baseline={"allocator": "glibc", "thp": "never"},
+        ylabel="ns per lookup",
+    )
     (ax,) = fig.axes
     bars = [c for c in ax.containers if isinstance(c, BarContainer)]
-    assert len(bars) == 2 and [len(b) for b in bars] == [3, 3]  # thp always/never x three allocators
+    assert len(bars) == 2 and [len(b) for b in bars] == [
+        3,
+        3,
+    ]  # thp always/never x three allocators
     assert [t.get_text() for t in ax.get_xticklabels()] == ["glibc", "jemalloc", "mimalloc"]
     texts = {t.get_text() for t in ax.texts}
     assert {"base", "0.74×", "≈1.01×", "0.72×?", "failed"} <= texts
@@ -86,19 +104,32 @@ def _drawn(fig):
 
 def test_an_excluded_cell_leaves_no_gap_in_its_group(sample):
     rows = sample["tlb-sample"]
-    rows = rows[~((rows["allocator"] == "jemalloc") & (rows["thp"] == "never"))]  # as `exclude:` would
-    fig = plots.bar_plot(rows, ["allocator", "thp"], "ns_per_lookup", baseline={"allocator": "glibc", "thp": "never"})
-    centres = sorted(round(bar.get_x() + bar.get_width() / 2, 6) for c in fig.axes[0].containers
-                     if isinstance(c, BarContainer) for bar in c)
+    rows = rows[
+        ~((rows["allocator"] == "jemalloc") & (rows["thp"] == "never"))
+    ]  # as `exclude:` would
+    fig = plots.bar_plot(
+        rows, ["allocator", "thp"], "ns_per_lookup", baseline={"allocator": "glibc", "thp": "never"}
+    )
+    centres = sorted(
+        round(bar.get_x() + bar.get_width() / 2, 6)
+        for c in fig.axes[0].containers
+        if isinstance(c, BarContainer)
+        for bar in c
+    )
     width = 0.4
-    assert centres == [round(c, 6) for c in (-width / 2, width / 2, 1.0, 2 - width / 2, 2 + width / 2)], \
-        "jemalloc's one bar sits on its group's centre; mimalloc's failed cell keeps its slot"
+    assert centres == [
+        round(c, 6) for c in (-width / 2, width / 2, 1.0, 2 - width / 2, 2 + width / 2)
+    ], "jemalloc's one bar sits on its group's centre; mimalloc's failed cell keeps its slot"
 
 
 def test_the_ratio_legend_under_a_narrow_plot_stays_inside_the_figure(sample):
     rows = sample["tlb-sample"]
-    fig = plots.bar_plot(rows[rows["allocator"] == "glibc"], ["allocator", "thp"], "ns_per_lookup",
-                         baseline={"allocator": "glibc", "thp": "never"})
+    fig = plots.bar_plot(
+        rows[rows["allocator"] == "glibc"],
+        ["allocator", "thp"],
+        "ns_per_lookup",
+        baseline={"allocator": "glibc", "thp": "never"},
+    )
     assert fig.get_figwidth() <= 4.5 and "\n" in fig.get_supxlabel()
     renderer = _drawn(fig)
     box = fig._supxlabel.get_window_extent(renderer)
@@ -109,11 +140,23 @@ def test_probe_labels_sit_beside_the_plot_not_on_the_last_group(sample):
     from hugebench.probe.figure import underlay_bars
 
     rows = sample["tlb-sample"].assign(peak_rss_bytes=180e6)
-    fig = plots.bar_plot(rows, ["allocator", "thp"], "ns_per_lookup", baseline={"allocator": "glibc", "thp": "never"})
-    points = [{"working_set_bytes": 4 << 20, "median": 60.0}, {"working_set_bytes": 1 << 30, "median": 120.0}]
-    summary = {"curves": [{"pattern": "chase", "backing": "4k", "points": points},
-                          {"pattern": "chase", "backing": "thp", "points": [dict(p, median=p["median"] * 0.99)
-                                                                             for p in points]}]}
+    fig = plots.bar_plot(
+        rows, ["allocator", "thp"], "ns_per_lookup", baseline={"allocator": "glibc", "thp": "never"}
+    )
+    points = [
+        {"working_set_bytes": 4 << 20, "median": 60.0},
+        {"working_set_bytes": 1 << 30, "median": 120.0},
+    ]
+    summary = {
+        "curves": [
+            {"pattern": "chase", "backing": "4k", "points": points},
+            {
+                "pattern": "chase",
+                "backing": "thp",
+                "points": [dict(p, median=p["median"] * 0.99) for p in points],
+            },
+        ]
+    }
     assert underlay_bars(fig.axes[0], rows, summary)
     renderer = _drawn(fig)
     ax = fig.axes[0]

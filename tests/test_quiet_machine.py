@@ -19,8 +19,11 @@ def _snapshots(monkeypatch, busy: bool):
         state["t"] += 1.0
         t = state["t"]
         busy_ticks = int(1.5 * TICK * t) if busy else 0
-        return Snapshot(at=t, cpu={"user": busy_ticks, "idle": int(2 * TICK * t) - busy_ticks, "steal": 0},
-                        procs={77: ("cc1plus", busy_ticks, 5)})
+        return Snapshot(
+            at=t,
+            cpu={"user": busy_ticks, "idle": int(2 * TICK * t) - busy_ticks, "steal": 0},
+            procs={77: ("cc1plus", busy_ticks, 5)},
+        )
 
     monkeypatch.setattr(disturbance, "snapshot", fake)
     monkeypatch.setattr(disturbance.time, "sleep", lambda s: None)
@@ -30,7 +33,9 @@ def test_busy_machine_is_named_and_warned(monkeypatch):
     _snapshots(monkeypatch, busy=True)
     why = disturbance.busy_reason()
     assert why.startswith("other work kept 1.50 CPUs busy > 0.5 (cc1plus[77] 1.50 CPU)")
-    with pytest.warns(NoisyMachineWarning, match="busy as the sweep starts .*--quiet-machine SECONDS"):
+    with pytest.warns(
+        NoisyMachineWarning, match="busy as the sweep starts .*--quiet-machine SECONDS"
+    ):
         disturbance.warn_if_busy()
     _snapshots(monkeypatch, busy=False)
     with warnings.catch_warnings():
@@ -73,7 +78,9 @@ def test_doctor_noise_findings(tmp_path):
     gov = tmp_path / "devices/system/cpu/cpu0/cpufreq"
     gov.mkdir(parents=True)
     (gov / "scaling_governor").write_text("powersave\n")
-    assert _governor(tmp_path)[1:3] == (False, "powersave") and "performance" in _governor(tmp_path)[3]
+    assert (
+        _governor(tmp_path)[1:3] == (False, "powersave") and "performance" in _governor(tmp_path)[3]
+    )
     before = Snapshot(0.0, procs={9: ("khugepaged", 10, 1), 10: ("kdamond.0", 0, 2)})
     after = Snapshot(1.0, procs={9: ("khugepaged", 10 + TICK // 2, 1), 10: ("kdamond.0", 0, 2)})
     name, ok, detail, fix = _background(before, after, 1.0)
@@ -87,9 +94,23 @@ def test_quiet_machine_with_a_cluster_is_refused_before_anything_runs(tmp_path):
     from click.testing import CliRunner
 
     from hugebench.cli import main
+
     quick = Path(__file__).resolve().parent.parent / "experiments" / "quick.yaml"
-    result = CliRunner().invoke(main, ["sweep", str(quick), "-o", str(tmp_path / "res"), "--quiet-machine", "5",
-                                       "--cluster", "tcp://127.0.0.1:9"])
-    assert result.exit_code == 2 and "--quiet-machine" in result.output and "cluster" in result.output
+    result = CliRunner().invoke(
+        main,
+        [
+            "sweep",
+            str(quick),
+            "-o",
+            str(tmp_path / "res"),
+            "--quiet-machine",
+            "5",
+            "--cluster",
+            "tcp://127.0.0.1:9",
+        ],
+    )
+    assert (
+        result.exit_code == 2 and "--quiet-machine" in result.output and "cluster" in result.output
+    )
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert not (tmp_path / "res").exists()

@@ -11,27 +11,64 @@ import pandas as pd
 import pytest
 
 from hugebench.errors import HugebenchError
-from hugebench.report import (MetricSpec, as_metric, build_table, default_metrics, format_axis, format_bytes,
-                              format_si, render, report)
+from hugebench.report import (
+    MetricSpec,
+    as_metric,
+    build_table,
+    default_metrics,
+    format_axis,
+    format_bytes,
+    format_si,
+    render,
+    report,
+)
 from hugebench.store import ResultStore
 
 SAMPLE = Path(__file__).parent / "data" / "sample_results"
 
 
-@pytest.mark.parametrize("value, text", [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"),
-                                         (3 * 2**30, "3.0 GiB"), (float("nan"), "n/a")])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1536, "1.5 KiB"),
+        (3 * 2**30, "3.0 GiB"),
+        (float("nan"), "n/a"),
+    ],
+)
 def test_format_bytes(value, text):
     assert format_bytes(value) == text
 
 
-@pytest.mark.parametrize("value, text", [(0, "0"), (999, "999"), (1234567, "1.23M"), (999999, "1M"),
-                                         (0.00012, "120u"), (-2500, "-2.5k"), (float("nan"), "n/a")])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0, "0"),
+        (999, "999"),
+        (1234567, "1.23M"),
+        (999999, "1M"),
+        (0.00012, "120u"),
+        (-2500, "-2.5k"),
+        (float("nan"), "n/a"),
+    ],
+)
 def test_format_si(value, text):
     assert format_si(value) == text
 
 
-@pytest.mark.parametrize("value, text", [(1_000_000, "1M"), (10_000_000.0, "10M"), (1_500_000, "1.5M"),
-                                         (1_234_567, "1234567"), (4, "4"), (2.0, "2"), ("never", "never")])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (1_000_000, "1M"),
+        (10_000_000.0, "10M"),
+        (1_500_000, "1.5M"),
+        (1_234_567, "1234567"),
+        (4, "4"),
+        (2.0, "2"),
+        ("never", "never"),
+    ],
+)
 def test_axis_values_are_compact_but_never_rounded(value, text):
     assert format_axis(value) == text
 
@@ -40,7 +77,9 @@ def test_metric_spec_formats_and_descriptors():
     assert MetricSpec("hp_coverage", "Coverage", ".0%").format(0.934) == "93%"
     assert MetricSpec("x", fmt="bytes", scale=1024).format(2048) == "2.0 MiB"
     assert MetricSpec("x").format(None) == "n/a"
-    spec = as_metric({"column": "pmu.cycles", "label": "Cycles", "fmt": "si", "scale": 1.0, "extra": 1})
+    spec = as_metric(
+        {"column": "pmu.cycles", "label": "Cycles", "fmt": "si", "scale": 1.0, "extra": 1}
+    )
     assert spec == MetricSpec("pmu.cycles", "Cycles", "si") and as_metric(spec.to_dict()) == spec
     assert as_metric("pmu.stlb_misses").title == "STLB misses"
 
@@ -51,55 +90,108 @@ def frame(cells: dict, reps: int, drift=None, **columns) -> pd.DataFrame:
     for (allocator, thp), value in cells.items():
         for r in range(reps):
             ns = (value[r] if isinstance(value, list) else value) * (1 + (drift or 0) * r)
-            rows.append({"sweep_id": "s", "repetition": r, "allocator": allocator, "thp": thp, "status": "ok",
-                         "run_id": f"{allocator}{thp}{r}", "ns": ns, **columns})
+            rows.append(
+                {
+                    "sweep_id": "s",
+                    "repetition": r,
+                    "allocator": allocator,
+                    "thp": thp,
+                    "status": "ok",
+                    "run_id": f"{allocator}{thp}{r}",
+                    "ns": ns,
+                    **columns,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def test_build_table_ratios_and_resolved_flags():
-    cells = {("glibc", "never"): 100.0, ("glibc", "always"): 75.0,
-             ("jemalloc", "never"): [101, 99, 102, 98, 101, 99], ("jemalloc", "always"): 80.0}
-    table = build_table(frame(cells, 6, drift=0.05), ["allocator", "thp"], ["ns"],
-                        baseline={"thp": "never"}).set_index(["allocator", "thp"])
+    cells = {
+        ("glibc", "never"): 100.0,
+        ("glibc", "always"): 75.0,
+        ("jemalloc", "never"): [101, 99, 102, 98, 101, 99],
+        ("jemalloc", "always"): 80.0,
+    }
+    table = build_table(
+        frame(cells, 6, drift=0.05), ["allocator", "thp"], ["ns"], baseline={"thp": "never"}
+    ).set_index(["allocator", "thp"])
     # Baseline per allocator: the other axes stay equal.
-    assert table.loc[("glibc", "never"), "is_baseline"] and table.loc[("jemalloc", "never"), "is_baseline"]
+    assert (
+        table.loc[("glibc", "never"), "is_baseline"]
+        and table.loc[("jemalloc", "never"), "is_baseline"]
+    )
     assert table.loc[("glibc", "always"), "ratio"] == pytest.approx(0.75)
     assert table.loc[("jemalloc", "always"), "ratio"] == pytest.approx(0.8, rel=0.01)
-    assert table.loc[("glibc", "always"), "resolved"] is True and table.loc[("glibc", "always"), "ratio.paired"]
+    assert (
+        table.loc[("glibc", "always"), "resolved"] is True
+        and table.loc[("glibc", "always"), "ratio.paired"]
+    )
 
-    table = build_table(frame(cells, 6, drift=0.05), ["allocator", "thp"], ["ns"],
-                        baseline={"allocator": "glibc", "thp": "never"}).set_index(["allocator", "thp"])
+    table = build_table(
+        frame(cells, 6, drift=0.05),
+        ["allocator", "thp"],
+        ["ns"],
+        baseline={"allocator": "glibc", "thp": "never"},
+    ).set_index(["allocator", "thp"])
     unresolved = table.loc[("jemalloc", "never")]
-    assert unresolved["ratio.ci_lo"] <= 1.0 <= unresolved["ratio.ci_hi"] and unresolved["resolved"] is False
+    assert (
+        unresolved["ratio.ci_lo"] <= 1.0 <= unresolved["ratio.ci_hi"]
+        and unresolved["resolved"] is False
+    )
     assert table.loc[("jemalloc", "always"), "ratio"] == pytest.approx(0.8, rel=0.01)
 
 
 def test_too_few_runs_give_no_verdict():
-    table = build_table(frame({("glibc", "never"): 100.0, ("glibc", "always"): 70.0}, 3), ["thp"], ["ns"],
-                        baseline={"thp": "never"})
+    table = build_table(
+        frame({("glibc", "never"): 100.0, ("glibc", "always"): 70.0}, 3),
+        ["thp"],
+        ["ns"],
+        baseline={"thp": "never"},
+    )
     always = table.set_index("thp").loc["always"]
     assert always["ratio"] == pytest.approx(0.7) and always["resolved"] is None
     assert "n<6" in render(table, "markdown")
 
 
 def test_unmeasurable_columns_keep_their_reason_and_failed_cells_their_status():
-    df = frame({("glibc", "never"): 100.0, ("mimalloc", "never"): 90.0}, 2,
-               **{"pmu.cycles": None, "pmu.cycles.reason": "not supported"})
+    df = frame(
+        {("glibc", "never"): 100.0, ("mimalloc", "never"): 90.0},
+        2,
+        **{"pmu.cycles": None, "pmu.cycles.reason": "not supported"},
+    )
     df.loc[df["allocator"] == "mimalloc", ["status", "ns"]] = ["oom", None]
-    specs = [MetricSpec("ns", "Latency"), MetricSpec("pmu.cycles", "Cycles"), MetricSpec("never.there")]
+    specs = [
+        MetricSpec("ns", "Latency"),
+        MetricSpec("pmu.cycles", "Cycles"),
+        MetricSpec("never.there"),
+    ]
     table = build_table(df, ["allocator"], specs, baseline={"allocator": "glibc"})
-    assert table.attrs["na_reasons"] == {"pmu.cycles": "not supported", "never.there": "not recorded in these runs"}
+    assert table.attrs["na_reasons"] == {
+        "pmu.cycles": "not supported",
+        "never.there": "not recorded in these runs",
+    }
     failed = table.set_index("allocator").loc["mimalloc"]
-    assert (failed["status"], failed["n"], failed["n_failed"]) == ("oom", 0, 2) and math.isnan(failed["ratio"])
+    assert (failed["status"], failed["n"], failed["n_failed"]) == ("oom", 0, 2) and math.isnan(
+        failed["ratio"]
+    )
     text = render(table, "markdown")
     assert "| Cycles [1] |" in text and "[1] Cycles (pmu.cycles): n/a, not supported." in text
     assert "| mimalloc | 0 (+2 failed) | oom | — |" in text
 
 
 def test_default_metrics_skip_columns_with_neither_value_nor_reason():
-    df = pd.DataFrame({"ns_per_lookup": [1.0], "minflt": [None], "pmu.cycles": [None],
-                       "pmu.cycles.reason": ["not supported"]})
-    assert [m.column for m in default_metrics(df, "ns_per_lookup")] == ["ns_per_lookup", "pmu.cycles"]
+    df = pd.DataFrame(
+        {
+            "ns_per_lookup": [1.0],
+            "minflt": [None],
+            "pmu.cycles": [None],
+            "pmu.cycles.reason": ["not supported"],
+        }
+    )
+    assert [m.column for m in default_metrics(df, "ns_per_lookup")] == [
+        "ns_per_lookup",
+        "pmu.cycles",
+    ]
 
 
 def test_render_rejects_an_unknown_format():
@@ -114,8 +206,12 @@ def test_render_rejects_an_unknown_format():
 
 def test_sample_store_is_labelled_synthetic_and_reproducible(tmp_path):
     contexts = ResultStore(SAMPLE).contexts()
-    assert contexts and all(c["synthetic"] is True and "SYNTHETIC" in c["note"] for c in contexts.values())
-    spec = importlib.util.spec_from_file_location("make_sample", SAMPLE.parent / "make_sample_results.py")
+    assert contexts and all(
+        c["synthetic"] is True and "SYNTHETIC" in c["note"] for c in contexts.values()
+    )
+    spec = importlib.util.spec_from_file_location(
+        "make_sample", SAMPLE.parent / "make_sample_results.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.main(tmp_path / "again")
@@ -127,10 +223,16 @@ def test_markdown_report_of_the_sample_store():
     assert text.index("### tlb-sample (hashlookup)") < text.index("### alloc-sample (alloctest)")
     header = "| Allocator | THP | n | status | Latency ns | Cycles [1] | STLB misses [2] | Huge-page coverage |"
     assert header in text
-    lines = {tuple(c.strip() for c in line.strip("|").split("|")[:4]): line for line in text.splitlines()
-             if line.startswith("| ")}
+    lines = {
+        tuple(c.strip() for c in line.strip("|").split("|")[:4]): line
+        for line in text.splitlines()
+        if line.startswith("| ")
+    }
     # The warm-up row (500 ns) is not a repetition: the baseline cell has 6 runs and a median near 92 ns.
-    assert "| baseline |" in lines[("glibc", "never", "6", "ok")] and "| 91.9 [" in lines[("glibc", "never", "6", "ok")]
+    assert (
+        "| baseline |" in lines[("glibc", "never", "6", "ok")]
+        and "| 91.9 [" in lines[("glibc", "never", "6", "ok")]
+    )
     assert lines[("glibc", "always", "6", "ok")].endswith("| yes |")
     assert lines[("jemalloc", "never", "6", "ok")].endswith("| no |")
     assert lines[("mimalloc", "always", "5 (+1 failed)", "ok")].endswith("| n<6 |")
@@ -149,19 +251,25 @@ def test_rich_report_of_the_sample_store():
     row = next(line for line in text.splitlines() if line.startswith("│ jemalloc  │ never"))
     assert "│ n/a " in row and row.rstrip().endswith("│ no       │")
     assert "[1] Cycles (pmu.cycles): n/a, not supported." in text
-    assert "failed" in next(line for line in text.splitlines() if line.startswith("│ mimalloc  │ never"))
+    assert "failed" in next(
+        line for line in text.splitlines() if line.startswith("│ mimalloc  │ never")
+    )
     assert max(len(line) for line in text.splitlines()) > 160, "natural width, no wrapping"
 
 
 def test_csv_report_is_machine_readable():
     df = pd.read_csv(io.StringIO(report(SAMPLE, "csv")))
     assert len(df) == 6 + 6 and set(df["experiment"]) == {"tlb-sample", "alloc-sample"}
-    glibc_always = df[(df["experiment"] == "tlb-sample") & (df["allocator"] == "glibc") & (df["thp"] == "always")]
+    glibc_always = df[
+        (df["experiment"] == "tlb-sample") & (df["allocator"] == "glibc") & (df["thp"] == "always")
+    ]
     assert glibc_always["ratio"].iloc[0] == pytest.approx(0.74, abs=0.01)
 
 
 def test_report_arguments_override_the_context():
-    text = report(SAMPLE, "markdown", group_by=["allocator"], metrics=["ns_per_lookup", "ns_per_pair"])
+    text = report(
+        SAMPLE, "markdown", group_by=["allocator"], metrics=["ns_per_lookup", "ns_per_pair"]
+    )
     assert "| Allocator | n | status | Latency ns | ns_per_pair [1] |" in text
     # Pooled cells have several runs per block, so the ratio is unpaired and its interval wide.
     assert "| jemalloc | 12 | ok |" in text

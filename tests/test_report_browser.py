@@ -17,13 +17,17 @@ from hugebench.cli import main
 DATA = Path(__file__).parent / "data"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="no chromium here (apt-get install chromium; .ci/setup does as root)")
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(),
+    reason="no chromium here (apt-get install chromium; .ci/setup does as root)",
+)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install '.[test]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright not installed (pip install '.[test]')"
+    )
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield launched
@@ -61,7 +65,9 @@ def test_report_page_renders_in_chromium(browser, tmp_path, command):
     shot = tmp_path / "page.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
-    assert [m for m in seen["console"] if m[0] in ("error", "warning")] == [] and seen["errors"] == []
+    assert [m for m in seen["console"] if m[0] in ("error", "warning")] == [] and seen[
+        "errors"
+    ] == []
     assert seen["requests"] == [page_file.as_uri()], "the page fetched something besides itself"
     sections = page.locator("section.report-section").count()
     assert sections >= 6 and page.locator("h1").inner_text().startswith(f"hugebench {command[0]}")

@@ -6,12 +6,16 @@ import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from hugebench.cli import main
-from hugebench.report import EXPERIMENT_SECTIONS, Options, Section, build_report, load_results, report
+from hugebench.report import (
+    Options,
+    build_report,
+    load_results,
+    report,
+)
 from hugebench.report.html import render_html
 from hugebench.store import ResultStore
 
@@ -63,18 +67,29 @@ def test_the_page_fetches_nothing(page):
     _, text = page
     parsed = Page(text)
     assert text.startswith("<!DOCTYPE html>")
-    assert not {"script", "link", "img", "iframe", "object", "embed", "image"} & {t for t, _ in parsed.tags}
+    assert not {"script", "link", "img", "iframe", "object", "embed", "image"} & {
+        t for t, _ in parsed.tags
+    }
     for tag, attrs in parsed.tags:
         for name, value in attrs.items():
             if name.startswith("xmlns"):
                 continue  # namespace names, never fetched
             assert name not in ("src", "srcset"), (tag, name, value)
-            if name in ("href", "xlink:href"):  # links and SVG <use> of a marker: inside the page only
+            if name in (
+                "href",
+                "xlink:href",
+            ):  # links and SVG <use> of a marker: inside the page only
                 assert value.startswith("#"), (tag, value)
-            assert "http:" not in (value or "") and "https:" not in (value or ""), (tag, name, value)
-    styles = text[text.index("<style>"):text.index("</style>")]
+            assert "http:" not in (value or "") and "https:" not in (value or ""), (
+                tag,
+                name,
+                value,
+            )
+    styles = text[text.index("<style>") : text.index("</style>")]
     assert "@import" not in styles and "url(" not in styles and "@font-face" not in styles
-    assert all(ref.startswith("url(#") for ref in _urls(text))  # SVG clip paths inside the page only
+    assert all(
+        ref.startswith("url(#") for ref in _urls(text)
+    )  # SVG clip paths inside the page only
 
 
 def _urls(text: str) -> list[str]:
@@ -90,7 +105,9 @@ def test_every_section_table_figure_and_warning_is_on_the_page(page):
     assert titles[:2] == ["tlb-sample (hashlookup)", "alloc-sample (alloctest)"]
     assert all(title in parsed.headings for title in titles)
     assert {"Sweeps", "Machine", "Allocators", "Kernel knobs read back"} <= set(parsed.headings)
-    assert parsed.count("table") == sum(s.table is not None for s in built.sections + built.provenance)
+    assert parsed.count("table") == sum(
+        s.table is not None for s in built.sections + built.provenance
+    )
     figures = sum(len(s.figures) for s in built.sections)
     assert figures >= 2 and parsed.count("svg") == figures and parsed.count("figure") == figures
     words = " ".join(parsed.all_text.split())
@@ -107,20 +124,45 @@ def test_every_section_table_figure_and_warning_is_on_the_page(page):
 def test_each_experiment_gets_a_summary_from_its_numbers(page):
     built, _ = page
     tlb = built.sections[0]
-    assert tlb.summary[0].startswith("6 cells, 29 successful runs, 7 failed; primary metric Latency ns")
-    assert tlb.summary[1].startswith("Best against the baseline: allocator=mimalloc, thp=always, 68.2, 0.721x")
+    assert tlb.summary[0].startswith(
+        "6 cells, 29 successful runs, 7 failed; primary metric Latency ns"
+    )
+    assert tlb.summary[1].startswith(
+        "Best against the baseline: allocator=mimalloc, thp=always, 68.2, 0.721x"
+    )
     assert "too few runs for a verdict" in tlb.summary[1]
-    assert tlb.summary[2].startswith("Worst: allocator=jemalloc, thp=never") and "not resolved" in tlb.summary[2]
+    assert (
+        tlb.summary[2].startswith("Worst: allocator=jemalloc, thp=never")
+        and "not resolved" in tlb.summary[2]
+    )
     assert tlb.summary[3].startswith("2 of 4 differences from the baseline are resolved at 95%")
 
 
 def test_text_from_the_results_is_escaped(tmp_path):
     store = ResultStore(tmp_path / "r")
-    store.write_context("s1", {"experiment": "<i>x</i>", "workload": "hashlookup", "axes": ["allocator"],
-                               "baseline": {"allocator": "glibc"}, "primary_metric": "ns_per_lookup"})
+    store.write_context(
+        "s1",
+        {
+            "experiment": "<i>x</i>",
+            "workload": "hashlookup",
+            "axes": ["allocator"],
+            "baseline": {"allocator": "glibc"},
+            "primary_metric": "ns_per_lookup",
+        },
+    )
     for i, allocator in enumerate(["glibc", "<script>alert(1)</script>"] * 2):
-        store.append({"run_id": f"r{i}", "sweep_id": "s1", "experiment": "<i>x</i>", "workload": "hashlookup",
-                      "status": "ok", "repetition": i // 2, "allocator": allocator, "ns_per_lookup": 10.0 + i})
+        store.append(
+            {
+                "run_id": f"r{i}",
+                "sweep_id": "s1",
+                "experiment": "<i>x</i>",
+                "workload": "hashlookup",
+                "status": "ok",
+                "repetition": i // 2,
+                "allocator": allocator,
+                "ns_per_lookup": 10.0 + i,
+            }
+        )
     text = render_html(build_report(load_results(tmp_path / "r")))
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "<i>x</i>" not in text
@@ -133,8 +175,13 @@ def test_cli_writes_the_page_into_the_results_directory(tmp_path):
     assert outcome.exit_code == 0, outcome.output
     assert f"report: {results / 'report.html'}" in outcome.output
     parsed = Page((results / "report.html").read_text())
-    for title in ("faults-sample (faultstorm)", "gcc-sample (command)", "fleet-sample (fleet)",
-                  "probe-sample (tlbprobe)", "the Temeraire trade-off, each as a ratio to the baseline [95% CI]"):
+    for title in (
+        "faults-sample (faultstorm)",
+        "gcc-sample (command)",
+        "fleet-sample (fleet)",
+        "probe-sample (tlbprobe)",
+        "the Temeraire trade-off, each as a ratio to the baseline [95% CI]",
+    ):
         assert title in parsed.headings
     # faultstorm: two line plots; fleet: two series and a scatter; fleet, the command and the probe (no declared
     # line or bar fits their axes): their primary metric by allocator (issue 30: every workload gets figures)
@@ -146,8 +193,10 @@ def test_cli_writes_the_page_into_the_results_directory(tmp_path):
 
 def test_a_coverage_shortfall_is_a_warning_in_every_format():
     text = report(WORKLOADS, fmt="markdown")
-    line = ("warning: huge-page coverage under THP always below 90% (part of the memory stayed on 4 KiB pages) in 2 "
-            "cell(s): allocator=glibc, thp=always (60%); allocator=jemalloc, thp=always (60%)")
+    line = (
+        "warning: huge-page coverage under THP always below 90% (part of the memory stayed on 4 KiB pages) in 2 "
+        "cell(s): allocator=glibc, thp=always (60%); allocator=jemalloc, thp=always (60%)"
+    )
     assert line in text
     assert "allocator=glibc, thp=always (60%)" in render_html(build_report(load_results(WORKLOADS)))
 
@@ -161,18 +210,48 @@ def test_expected_claims_get_a_verdict_section_in_every_format(tmp_path):
     shutil.copytree(SAMPLE, store)
     context_path = store / "sweeps" / "tlb-sample-0001.json"
     context = json.loads(context_path.read_text())
-    context["spec"]["expected"] = {"source": "a paper", "metric": "ns_per_lookup", "claims": [
-        {"cell": {"allocator": "jemalloc", "thp": "always"}, "vs": {"allocator": "glibc", "thp": "never"},
-         "ratio": 0.5, "value": None, "vs_value": None, "metric": None, "name": None, "source": None, "note": None},
-        {"cell": {"allocator": "glibc", "thp": "never"}, "vs": None, "ratio": None, "value": 1e9,
-         "vs_value": None, "metric": None, "name": None, "source": None, "note": None}]}
+    context["spec"]["expected"] = {
+        "source": "a paper",
+        "metric": "ns_per_lookup",
+        "claims": [
+            {
+                "cell": {"allocator": "jemalloc", "thp": "always"},
+                "vs": {"allocator": "glibc", "thp": "never"},
+                "ratio": 0.5,
+                "value": None,
+                "vs_value": None,
+                "metric": None,
+                "name": None,
+                "source": None,
+                "note": None,
+            },
+            {
+                "cell": {"allocator": "glibc", "thp": "never"},
+                "vs": None,
+                "ratio": None,
+                "value": 1e9,
+                "vs_value": None,
+                "metric": None,
+                "name": None,
+                "source": None,
+                "note": None,
+            },
+        ],
+    }
     context_path.write_text(json.dumps(context))
     built = build_report(load_results(store))
     [section] = [s for s in built.sections if s.kind == "verdicts"]
-    assert section.title == "tlb-sample: expected vs observed" and list(section.data["verdict"])[1] == "contradicted"
+    assert (
+        section.title == "tlb-sample: expected vs observed"
+        and list(section.data["verdict"])[1] == "contradicted"
+    )
     assert any("contradicted" in flag.text for flag in section.warnings)
     for fmt in ("rich", "markdown"):
         text = report(store, fmt=fmt)
-        assert "tlb-sample: expected vs observed" in text and "contradicted" in text and "[1] a paper" in text
+        assert (
+            "tlb-sample: expected vs observed" in text
+            and "contradicted" in text
+            and "[1] a paper" in text
+        )
     page = render_html(built)
     assert "tlb-sample: expected vs observed" in Page(page).headings and "contradicted" in page

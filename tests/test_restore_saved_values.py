@@ -21,8 +21,14 @@ from hugebench.system.knobs import discover_knobs
 
 THP = "sys/kernel/mm/transparent_hugepage"
 # What the tests below apply: each value differs from NON_DEFAULT (and most from the kernel default too).
-CHANGES = {"thp.enabled": "always", "thp.defrag": "never", "thp.khugepaged.pages_to_scan": "4096",
-           "thp.khugepaged.max_ptes_none": "17", "thp.mthp.64kB": "never", "hugetlb.2MB": "3"}
+CHANGES = {
+    "thp.enabled": "always",
+    "thp.defrag": "never",
+    "thp.khugepaged.pages_to_scan": "4096",
+    "thp.khugepaged.max_ptes_none": "17",
+    "thp.mthp.64kB": "never",
+    "hugetlb.2MB": "3",
+}
 
 
 def _values(fake) -> dict[str, str]:
@@ -40,7 +46,9 @@ def test_the_changed_tree_really_starts_away_from_the_defaults(fake_sys_changed)
 def test_a_sweep_state_restores_the_saved_values(fake_sys_changed, leave):
     before = fake_sys_changed.files()
     with pytest.raises(RuntimeError) if leave != "normally" else _nothing():
-        with SystemState(fake_sys_changed.sys_root, fake_sys_changed.proc_root, fake_sys_changed.journal_path) as s:
+        with SystemState(
+            fake_sys_changed.sys_root, fake_sys_changed.proc_root, fake_sys_changed.journal_path
+        ) as s:
             s.apply(CHANGES)
             assert _values(fake_sys_changed) == CHANGES
             if leave != "normally":
@@ -73,8 +81,10 @@ def test_thp_set_then_restore_on_the_command_line(fake_sys_changed, monkeypatch)
     monkeypatch.setenv("HUGEBENCH_PROC_ROOT", str(fake_sys_changed.proc_root))
     before = fake_sys_changed.files()
     runner = CliRunner()
-    changed = runner.invoke(system, ["set", "thp.enabled=madvise", "thp.defrag=madvise",
-                                     "thp.khugepaged.pages_to_scan=4096"])
+    changed = runner.invoke(
+        system,
+        ["set", "thp.enabled=madvise", "thp.defrag=madvise", "thp.khugepaged.pages_to_scan=4096"],
+    )
     assert changed.exit_code == 0, changed.output
     assert fake_sys_changed.read(f"{THP}/khugepaged/pages_to_scan") == "4096"
     restored = runner.invoke(system, ["restore"])
@@ -86,12 +96,19 @@ def test_thp_set_then_restore_on_the_command_line(fake_sys_changed, monkeypatch)
 
 def test_a_real_sweep_over_knob_axes_leaves_the_saved_values(fake_sys_changed, tmp_path):
     before = fake_sys_changed.files()
-    spec = parse_spec("name: k\nworkload: hashlookup\nperf: off\ncounters: off\ntimeout: 120\n"
-                      "params: {keys: 2000, chunks: 2}\n"
-                      "axes: {thp: [madvise, always], thp.khugepaged.pages_to_scan: [4096]}\n"
-                      "system: {thp.defrag: madvise}\n")
-    options = SweepOptions(out=tmp_path / "res", quiet=True, journal=fake_sys_changed.journal_path,
-                           sys_root=str(fake_sys_changed.sys_root), proc_root=str(fake_sys_changed.proc_root))
+    spec = parse_spec(
+        "name: k\nworkload: hashlookup\nperf: off\ncounters: off\ntimeout: 120\n"
+        "params: {keys: 2000, chunks: 2}\n"
+        "axes: {thp: [madvise, always], thp.khugepaged.pages_to_scan: [4096]}\n"
+        "system: {thp.defrag: madvise}\n"
+    )
+    options = SweepOptions(
+        out=tmp_path / "res",
+        quiet=True,
+        journal=fake_sys_changed.journal_path,
+        sys_root=str(fake_sys_changed.sys_root),
+        proc_root=str(fake_sys_changed.proc_root),
+    )
     result = run_sweep(spec, plan_mod.plan(spec), options)
     assert result.statuses == {"ok": 2}
     assert _values(fake_sys_changed) == NON_DEFAULT and fake_sys_changed.files() == before

@@ -41,13 +41,18 @@ def crashing_allocator(tmp_path_factory) -> Path:
     if shutil.which("gcc") is None:
         pytest.skip("gcc is needed to build the crashing allocator")
     lib = tmp_path_factory.mktemp("alloc") / "libcrashing_malloc.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(DATA / "crashing_malloc.c")], check=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(DATA / "crashing_malloc.c")],
+        check=True,
+    )
     return lib
 
 
 @pytest.mark.needs_perf
 @pytest.mark.parametrize("how,signame", [("segv", "SIGSEGV"), ("abort", "SIGABRT")])
-def test_a_crashing_allocator_under_perf_is_a_crashed_row(tmp_path, crashing_allocator, how, signame):
+def test_a_crashing_allocator_under_perf_is_a_crashed_row(
+    tmp_path, crashing_allocator, how, signame
+):
     text = textwrap.dedent(f"""\
         name: crash
         workload: hashlookup
@@ -62,7 +67,9 @@ def test_a_crashing_allocator_under_perf_is_a_crashed_row(tmp_path, crashing_all
     row = load(tmp_path / "res").iloc[0]
     assert row["status"] == "crashed" and signame in row["error"]
     assert row["exit_code"] == -signal.Signals[signame].value
-    assert "perf.task_clock" in row.index or any(c.startswith("perf.") for c in row.index)  # perf did wrap it
+    assert "perf.task_clock" in row.index or any(
+        c.startswith("perf.") for c in row.index
+    )  # perf did wrap it
 
 
 @pytest.mark.needs_perf
@@ -70,8 +77,11 @@ def test_a_sigkilled_worker_under_perf_is_not_exit_code_zero(tmp_path):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\nkill -KILL $$\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    result = _sweep("name: k\nworkload: hashlookup\nperf: auto\nparams: {keys: 100}\n", tmp_path,
-                    python=str(fake))
+    result = _sweep(
+        "name: k\nworkload: hashlookup\nperf: auto\nparams: {keys: 100}\n",
+        tmp_path,
+        python=str(fake),
+    )
     assert result.statuses in ({"crashed": 1}, {"oom": 1})
     assert "SIGKILL" in load(tmp_path / "res").iloc[0]["error"] or result.statuses == {"oom": 1}
 
@@ -82,8 +92,10 @@ def test_a_library_that_is_not_an_allocator_fails_the_run(tmp_path):
     libz = find_library("libz.so.1")
     if libz is None:
         pytest.skip("libz.so.1 not found")
-    text = (f"name: z\nworkload: hashlookup\nperf: off\nparams: {{keys: 100}}\n"
-            f"allocators: {{zlib: {{path: {libz}}}}}\naxes: {{allocator: [zlib]}}\n")
+    text = (
+        f"name: z\nworkload: hashlookup\nperf: off\nparams: {{keys: 100}}\n"
+        f"allocators: {{zlib: {{path: {libz}}}}}\naxes: {{allocator: [zlib]}}\n"
+    )
     assert _sweep(text, tmp_path).statuses == {"failed": 1}
     error = load(tmp_path / "res").iloc[0]["error"]
     assert "malloc resolves to" in error and "libc.so" in error
@@ -91,7 +103,10 @@ def test_a_library_that_is_not_an_allocator_fails_the_run(tmp_path):
 
 def test_a_user_allocator_named_like_a_builtin_is_refused():
     with pytest.raises(SpecError, match="'jemalloc' is a built-in allocator"):
-        parse_spec("name: x\nworkload: hashlookup\nallocators: {jemalloc: {path: /usr/lib/libfoo.so}}\n", "x.yaml")
+        parse_spec(
+            "name: x\nworkload: hashlookup\nallocators: {jemalloc: {path: /usr/lib/libfoo.so}}\n",
+            "x.yaml",
+        )
 
 
 def test_a_second_sweep_is_refused_naming_the_holder(tmp_path, monkeypatch):
@@ -101,17 +116,26 @@ def test_a_second_sweep_is_refused_naming_the_holder(tmp_path, monkeypatch):
         with pytest.raises(SystemStateError, match=rf"pid {os.getpid()}, experiment 'first'"):
             _sweep("name: second\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\n", tmp_path)
     assert not (tmp_path / "res").exists()  # refused before anything was written
-    result = _sweep("name: second\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\n", tmp_path)
+    result = _sweep(
+        "name: second\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\n", tmp_path
+    )
     assert result.statuses == {"ok": 1}  # the lock went with its holder
 
 
 def test_knobs_changed_during_a_run_mark_the_row_disturbed(tmp_path, fake_sys):
     enabled = fake_sys.sys_root / "kernel/mm/transparent_hugepage/enabled"
     meddler = tmp_path / "python"
-    meddler.write_text(f"#!/bin/sh\necho 'always madvise [never]' > {enabled}\nexec {sys.executable} \"$@\"\n")
+    meddler.write_text(
+        f"#!/bin/sh\necho 'always madvise [never]' > {enabled}\nexec {sys.executable} \"$@\"\n"
+    )
     meddler.chmod(meddler.stat().st_mode | stat.S_IEXEC)
-    result = _sweep("name: d\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\n", tmp_path,
-                    python=str(meddler), sys_root=str(fake_sys.sys_root), proc_root=str(fake_sys.proc_root))
+    result = _sweep(
+        "name: d\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\n",
+        tmp_path,
+        python=str(meddler),
+        sys_root=str(fake_sys.sys_root),
+        proc_root=str(fake_sys.proc_root),
+    )
     assert result.statuses == {"disturbed": 1}
     row = load(tmp_path / "res").iloc[0]
     assert "thp.enabled madvise -> never" in row["error"]
@@ -133,7 +157,10 @@ def test_a_torn_context_file_refuses_to_mix_runs(tmp_path):
 
 
 def test_torn_store_warning_printed_once(tmp_path):
-    _sweep("name: t\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\naxes: {set_kind: [flat]}\n", tmp_path)
+    _sweep(
+        "name: t\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\naxes: {set_kind: [flat]}\n",
+        tmp_path,
+    )
     with open(tmp_path / "res" / "runs.jsonl", "a") as f:
         f.write('{"run_id": "torn')
     result = CliRunner().invoke(main, ["report", str(tmp_path / "res")])
@@ -197,7 +224,9 @@ def _alive(pid: int) -> bool:
 
 
 def _left_behind(tmp_path) -> list[str]:
-    found = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
+    found = subprocess.run(
+        ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True
+    ).stdout.split()
     return [p for p in found if int(p) != os.getpid()]
 
 
@@ -206,18 +235,23 @@ def test_sigkill_of_the_sweep_process_group_leaves_no_process_behind(tmp_path, p
     sleepy = tmp_path / "python"
     sleepy.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/worker.pid\nexec sleep 120\n")
     sleepy.chmod(sleepy.stat().st_mode | stat.S_IEXEC)
-    code = SWEEP_SCRIPT.format(perf=perf, out=str(tmp_path / "res"), journal=str(tmp_path / "j.json"),
-                               python=str(sleepy))
+    code = SWEEP_SCRIPT.format(
+        perf=perf, out=str(tmp_path / "res"), journal=str(tmp_path / "j.json"), python=str(sleepy)
+    )
     sweep = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, start_new_session=True)
     pid_file = tmp_path / "worker.pid"
     deadline = time.monotonic() + 60
     while not pid_file.exists() or not pid_file.read_text().strip():
-        assert sweep.poll() is None and time.monotonic() < deadline, "the sweep never started its worker"
+        assert sweep.poll() is None and time.monotonic() < deadline, (
+            "the sweep never started its worker"
+        )
         time.sleep(0.05)
     worker = int(pid_file.read_text())
     run_dirs = list(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"hb-run-{sweep.pid}-*"))
     assert run_dirs, "the run's temporary directory is named after the sweep"
-    os.killpg(sweep.pid, signal.SIGKILL)  # the user's `kill -9 -PGID`: nothing gets a chance to clean up
+    os.killpg(
+        sweep.pid, signal.SIGKILL
+    )  # the user's `kill -9 -PGID`: nothing gets a chance to clean up
     sweep.wait(timeout=10)
     deadline = time.monotonic() + 10
     while _alive(worker) and time.monotonic() < deadline:
@@ -231,5 +265,7 @@ def test_sigkill_of_the_sweep_process_group_leaves_no_process_behind(tmp_path, p
     finally:
         if _alive(worker):
             os.kill(worker, signal.SIGKILL)
-    assert set(run_dirs) <= set(remove_stale_run_dirs())  # the next sweep clears what the dead one left
+    assert set(run_dirs) <= set(
+        remove_stale_run_dirs()
+    )  # the next sweep clears what the dead one left
     assert not any(d.exists() for d in run_dirs)

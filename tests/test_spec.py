@@ -25,8 +25,11 @@ baseline: {allocator: glibc, thp: never}
 
 def test_good_spec_is_coerced():
     spec = parse_spec(GOOD, "t.yaml")
-    assert spec.axes == {"allocator": ("glibc", "jemalloc-thp"), "thp.enabled": ("never", "always"),
-                         "keys": (10_000, 2_000_000)}
+    assert spec.axes == {
+        "allocator": ("glibc", "jemalloc-thp"),
+        "thp.enabled": ("never", "always"),
+        "keys": (10_000, 2_000_000),
+    }
     assert spec.params == {"set_kind": "node"}
     assert spec.baseline == {"allocator": "glibc", "thp.enabled": "never"}
     assert spec.exclude == ({"allocator": "glibc", "thp.enabled": "always"},)
@@ -73,7 +76,9 @@ def test_unknown_param_and_bad_value():
 
 
 def test_baseline_must_be_on_the_axes():
-    msg = _error(GOOD.replace("baseline: {allocator: glibc, thp: never}", "baseline: {allocator: tcmalloc}"))
+    msg = _error(
+        GOOD.replace("baseline: {allocator: glibc, thp: never}", "baseline: {allocator: tcmalloc}")
+    )
     assert "baseline.allocator" in msg and "not on the axis" in msg
 
 
@@ -98,10 +103,14 @@ def test_param_and_axis_overlap():
 
 
 def test_readme_example_parses():
-    manual = (Path(__file__).parent.parent / "docs" / "experiments.md").read_text()  # the manual's example file
+    manual = (
+        Path(__file__).parent.parent / "docs" / "experiments.md"
+    ).read_text()  # the manual's example file
     block = manual.split("## The file, key by key")[1].split("```yaml\n")[1].split("```")[0]
     spec = parse_spec(block, "README.md")
-    assert spec.axes["thp.enabled"] == ("never", "madvise", "always") and spec.order == "interleaved"
+    assert (
+        spec.axes["thp.enabled"] == ("never", "madvise", "always") and spec.order == "interleaved"
+    )
     assert spec.system == {"thp.defrag": "defer", "thp.khugepaged.max_ptes_none": 0}
     msg = _error(block.replace("[never, madvise, always]", "[never, alwyas, always]"))
     assert "key 'axes.thp.1': THP mode must be one of always, madvise, never; got 'alwyas'" in msg

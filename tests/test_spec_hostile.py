@@ -46,7 +46,9 @@ def test_recursive_alias_is_refused():
 
 def test_deep_nesting_is_refused():
     assert "nested deeper than" in _error("description: " + "[" * 5000 + "]" * 5000 + "\n")
-    deep_by_alias = "x: &a " + "[" * 40 + "]" * 40 + "\ndescription: " + "[" * 30 + "*a" + "]" * 30 + "\n"
+    deep_by_alias = (
+        "x: &a " + "[" * 40 + "]" * 40 + "\ndescription: " + "[" * 30 + "*a" + "]" * 30 + "\n"
+    )
     assert "nested deeper than" in _error(deep_by_alias)
 
 
@@ -60,14 +62,19 @@ def test_file_above_the_size_limit_is_refused(tmp_path):
 # -- 4. what used to be a traceback -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("entry, words", [
-    ("null", "must be a mapping"), ("3", "must be a mapping"), ("[a]", "must be a mapping"),
-    ("{base: jemalloc, env: [a]}", "env must be a mapping"),
-    ("{base: jemalloc, env: {A: [1]}}", "must be a string or a number"),
-    ("{base: jemalloc, env: {'A=B': 1}}", "not an environment variable name"),
-    ("{base: [jemalloc]}", "base must be a string"),
-    ("{base: jemalloc, path: /lib/x.so}", "not both"),
-])
+@pytest.mark.parametrize(
+    "entry, words",
+    [
+        ("null", "must be a mapping"),
+        ("3", "must be a mapping"),
+        ("[a]", "must be a mapping"),
+        ("{base: jemalloc, env: [a]}", "env must be a mapping"),
+        ("{base: jemalloc, env: {A: [1]}}", "must be a string or a number"),
+        ("{base: jemalloc, env: {'A=B': 1}}", "not an environment variable name"),
+        ("{base: [jemalloc]}", "base must be a string"),
+        ("{base: jemalloc, path: /lib/x.so}", "not both"),
+    ],
+)
 def test_bad_allocator_entries(entry, words):
     msg = _error(f"allocators:\n  mine: {entry}\n")
     assert msg.startswith("exp.yaml:4: key 'allocators.mine': ") and words in msg
@@ -83,16 +90,32 @@ def test_counts_that_are_not_numbers(value):
 
 def test_counts_still_read():
     assert [parse_count(t) for t in ("10M", "1.5G", "64Ki", "4GiB", "1_000", "2 k")] == [
-        10**7, 1_500_000_000, 65536, 2**32, 1000, 2000]
+        10**7,
+        1_500_000_000,
+        65536,
+        2**32,
+        1000,
+        2000,
+    ]
 
 
-@pytest.mark.parametrize("text, key", [
-    ("axes: {1: [x]}\n", "axes"), ("axes: {[a]: b}\n", "axes"), ("params: {~: 1}\n", "params"),
-    ("axes: {allocator: [[glibc]]}\n", "axes.allocator.0"), ("axes: {thp: [[never]]}\n", "axes.thp.0"),
-    ("params: {zipf_s: .nan}\n", "params.zipf_s"), ("params: {zipf_s: .inf}\n", "params.zipf_s"),
-    ("params: {keys: 99999999999999999999999}\n", "params.keys"), ("workload2: x\n", "workload2"),
-    ("description: 2020-13-45\n", None), ("seed: !!int x\n", None), ("seed: " + "1" * 5000 + "\n", None),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("axes: {1: [x]}\n", "axes"),
+        ("axes: {[a]: b}\n", "axes"),
+        ("params: {~: 1}\n", "params"),
+        ("axes: {allocator: [[glibc]]}\n", "axes.allocator.0"),
+        ("axes: {thp: [[never]]}\n", "axes.thp.0"),
+        ("params: {zipf_s: .nan}\n", "params.zipf_s"),
+        ("params: {zipf_s: .inf}\n", "params.zipf_s"),
+        ("params: {keys: 99999999999999999999999}\n", "params.keys"),
+        ("workload2: x\n", "workload2"),
+        ("description: 2020-13-45\n", None),
+        ("seed: !!int x\n", None),
+        ("seed: " + "1" * 5000 + "\n", None),
+    ],
+)
 def test_odd_values_and_keys_name_line_and_key(text, key):
     msg = _error(text)
     assert msg.startswith("exp.yaml:3: ")
@@ -112,7 +135,9 @@ def test_non_utf8_file_names_the_line(tmp_path):
 
 
 def test_control_character_names_the_line():
-    assert _error("description: 'a\x00'\n").startswith("exp.yaml:3: not valid YAML: character 0x0000")
+    assert _error("description: 'a\x00'\n").startswith(
+        "exp.yaml:3: not valid YAML: character 0x0000"
+    )
 
 
 def test_key_with_a_newline_stays_one_line():
@@ -124,7 +149,10 @@ def test_key_with_a_newline_stays_one_line():
 
 def test_values_equal_after_coercion_are_one_value_twice():
     msg = _error("axes: {keys: [1000, 1k]}\n")
-    assert msg.startswith("exp.yaml:3: key 'axes.keys.1': lists a value twice") and "both are 1000" in msg
+    assert (
+        msg.startswith("exp.yaml:3: key 'axes.keys.1': lists a value twice")
+        and "both are 1000" in msg
+    )
     assert "lists a value twice" in _error("axes: {zipf_s: [1, 1.0]}\n")
     assert "lists a value twice" in _error("axes: {allocator: [glibc, glibc]}\n")
 
@@ -144,14 +172,20 @@ def test_no_axes_means_one_allocator_axis_with_the_same_cell():
 
 @pytest.mark.parametrize("value", [".nan", ".inf", "-1", "0", "1.0e+99", "yes"])
 def test_timeout_must_be_a_finite_positive_number(value):
-    assert _error(f"timeout: {value}\n").startswith("exp.yaml:3: key 'timeout': must be a number of seconds")
+    assert _error(f"timeout: {value}\n").startswith(
+        "exp.yaml:3: key 'timeout': must be a number of seconds"
+    )
 
 
-@pytest.mark.parametrize("text, key", [
-    ("system: {thp: no}\n", "system.thp"), ("system: {thp.defrag: yes}\n", "system.thp.defrag"),
-    ("axes: {thp.khugepaged.defrag: [on, off]}\n", "axes.thp.khugepaged.defrag.0"),
-    ("params: {set_kind: no}\n", "params.set_kind"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("system: {thp: no}\n", "system.thp"),
+        ("system: {thp.defrag: yes}\n", "system.thp.defrag"),
+        ("axes: {thp.khugepaged.defrag: [on, off]}\n", "axes.thp.khugepaged.defrag.0"),
+        ("params: {set_kind: no}\n", "params.set_kind"),
+    ],
+)
 def test_yaml_booleans_where_a_word_is_meant(text, key):
     msg = _error(text)
     assert f"key '{key}'" in msg and "quote the word" in msg
@@ -169,17 +203,26 @@ def _error_text(text: str) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize("name", ["../x", "a/b", "..", "", ".hidden", "a\x01b", "x" * 101, "no", "a b"])
+@pytest.mark.parametrize(
+    "name", ["../x", "a/b", "..", "", ".hidden", "a\x01b", "x" * 101, "no", "a b"]
+)
 def test_unsafe_experiment_names_are_refused(name):
     msg = _error_text(f"name: {name!r}\nworkload: hashlookup\n".replace("name: 'no'", "name: no"))
     assert "key 'name'" in msg and "names the results directory" in msg
 
 
 def test_user_allocator_path_must_exist_when_used():
-    text = "axes: {allocator: [glibc, mine]}\nallocators:\n  mine: {path: /nonexistent/libmine.so}\n"
+    text = (
+        "axes: {allocator: [glibc, mine]}\nallocators:\n  mine: {path: /nonexistent/libmine.so}\n"
+    )
     msg = _error(text, ToolMissingError)
-    assert msg.startswith("exp.yaml:5: key 'allocators.mine.path': ") and "/nonexistent/libmine.so not found" in msg
-    parse_spec(HEAD + "allocators:\n  mine: {path: /nonexistent/libmine.so}\n")  # defined, not used: fine
+    assert (
+        msg.startswith("exp.yaml:5: key 'allocators.mine.path': ")
+        and "/nonexistent/libmine.so not found" in msg
+    )
+    parse_spec(
+        HEAD + "allocators:\n  mine: {path: /nonexistent/libmine.so}\n"
+    )  # defined, not used: fine
 
 
 def test_builtin_allocator_library_may_be_missing_at_plan_time(monkeypatch):
@@ -194,7 +237,9 @@ def test_crossed_min_and_max_are_refused_at_load():
     msg = _error("axes: {key_max: [40, 5]}\n")
     assert msg.startswith("exp.yaml:3: key 'axes.key_max'") and "key_max (5)" in msg
     _error_text("name: t\nworkload: alloctest\nparams: {min_size: 100, max_size: 10}\n")
-    parse_spec(HEAD + "axes: {key_max: [40, 5]}\nexclude: [{key_max: 5}]\n")  # the crossed cell is left out
+    parse_spec(
+        HEAD + "axes: {key_max: [40, 5]}\nexclude: [{key_max: 5}]\n"
+    )  # the crossed cell is left out
 
 
 def test_excluded_baseline_and_everything_excluded():
@@ -222,25 +267,36 @@ def test_plan_counts_system_knobs(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text(HEAD + "params: {keys: 1000}\nsystem: {thp.defrag: never}\n")
     result = CliRunner().invoke(main, ["plan", str(path), "-o", str(tmp_path / "r")])
-    assert result.exit_code == 0 and "sets kernel knobs thp.defrag (0 changes between runs)" in result.output
+    assert (
+        result.exit_code == 0
+        and "sets kernel knobs thp.defrag (0 changes between runs)" in result.output
+    )
     assert plan_mod.summary(plan_mod.plan(load_spec(path)))["knobs"] == ["thp.defrag"]
 
 
 def test_repetitions_and_total_runs_are_bounded(tmp_path):
-    assert _error("repetitions: 1000000000\n").startswith("exp.yaml:3: key 'repetitions': must be an integer")
+    assert _error("repetitions: 1000000000\n").startswith(
+        "exp.yaml:3: key 'repetitions': must be an integer"
+    )
     keys = ", ".join(str(k) for k in range(1, 202))
     msg = _error(f"repetitions: 5000\naxes: {{keys: [{keys}]}}\n")
     assert "key 'repetitions'" in msg and "1005000 runs" in msg
     path = tmp_path / "exp.yaml"
     path.write_text(HEAD)
-    result = CliRunner().invoke(main, ["plan", str(path), "-r", "1000000000", "-o", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        main, ["plan", str(path), "-r", "1000000000", "-o", str(tmp_path / "r")]
+    )
     assert result.exit_code == 2 and "at most 1000000" in result.output
 
 
 def test_axes_product_is_bounded_before_it_is_enumerated():
     values = ", ".join(str(k) for k in range(1, 101))
     started = time.perf_counter()
-    msg = _error("axes: {" + ", ".join(f"{p}: [{values}]" for p in ("keys", "lookups", "chunks", "seed")) + "}\n")
+    msg = _error(
+        "axes: {"
+        + ", ".join(f"{p}: [{values}]" for p in ("keys", "lookups", "chunks", "seed"))
+        + "}\n"
+    )
     assert "100000000 cells" in msg and time.perf_counter() - started < 5
 
 
@@ -261,35 +317,66 @@ def _cmd_error(text: str) -> str:
 
 
 def test_numbers_in_a_command_line_are_given_to_the_program_as_text():
-    spec = parse_spec(CMD + "params: {argv: [/bin/sleep, 0, 1.5], setup: [/bin/echo, 7], env: {N: 3},\n"
-                            "         server: {argv: [/bin/sleep, 2], ready: {port: 6379}}}\n", "exp.yaml")
-    assert spec.params["argv"] == ["/bin/sleep", "0", "1.5"] and spec.params["setup"] == ["/bin/echo", "7"]
+    spec = parse_spec(
+        CMD + "params: {argv: [/bin/sleep, 0, 1.5], setup: [/bin/echo, 7], env: {N: 3},\n"
+        "         server: {argv: [/bin/sleep, 2], ready: {port: 6379}}}\n",
+        "exp.yaml",
+    )
+    assert spec.params["argv"] == ["/bin/sleep", "0", "1.5"] and spec.params["setup"] == [
+        "/bin/echo",
+        "7",
+    ]
     assert spec.params["env"] == {"N": "3"} and spec.params["server"]["argv"] == ["/bin/sleep", "2"]
     run = plan_mod.plan(spec)[0]
     assert all(isinstance(a, str) for a in run.params["argv"] + list(run.params["env"].values()))
 
 
-@pytest.mark.parametrize("text, key, words", [
-    ("params: {argv: [/bin/true], env: {'A=B': x}}\n", "params.env", "not an environment variable name"),
-    ("params: {argv: [/bin/true], env: {A: yes}}\n", "params.env", "quote"),
-    ("params: {argv: [/bin/true], env: {HUGEBENCH_RUN: x}}\n", "params.env", "sets this itself"),
-    ("params: {argv: [/bin/true], env: {LD_PRELOAD: /x.so}}\n", "params.env", "allocator of each cell"),
-    ('params: {argv: [/bin/true, "a\\0b"]}\n', "params.argv", "NUL"),
-    ('params: {argv: [/bin/true], env: {A: "\\ud800"}}\n', "params.env", "lone surrogate"),
-    ('params: {argv: [/bin/true, "{x}"], x: "\\udc80"}\n', "params.x", "lone surrogate"),
-    ('params: {argv: [/bin/true], cwd: "a\\0"}\n', "params.cwd", "NUL"),
-    ("params: {argv: [/bin/true], server: {argv: [/bin/true], ready: {log: '('}}}\n", "params.server",
-     "not a regular expression"),
-    ("params: {argv: [/bin/true], server: {argv: [/bin/true], ready: {port: true}}}\n", "params.server",
-     "TCP port"),
-    ("params: {argv: [/bin/true, " + "x" * 140_000 + "]}\n", "params.argv", "MAX_ARG_STRLEN"),
-    ("params: {argv: [/bin/true], windw: markers}\n", "params.windw", "did you mean window?"),
-    ("params: {argv: [/bin/true], timeout: 5}\n", "params.timeout", "top-level key"),
-    ("params: {argv: [/bin/true], stdn: /dev/null}\n", "params.stdn", "did you mean stdin?"),
-    ("params: {argv: [/bin/true], stdin: /no/such/file}\n", "params.stdin", "not a readable file"),
-    ("params: {argv: [/bin/true], text_pages: thp}\n", "params.text_pages", "an axis"),
-    ("axes: {argv: [[/bin/echo, 1], [/bin/echo, 2]]}\n", "axes.argv.0", "one value"),
-])
+@pytest.mark.parametrize(
+    "text, key, words",
+    [
+        (
+            "params: {argv: [/bin/true], env: {'A=B': x}}\n",
+            "params.env",
+            "not an environment variable name",
+        ),
+        ("params: {argv: [/bin/true], env: {A: yes}}\n", "params.env", "quote"),
+        (
+            "params: {argv: [/bin/true], env: {HUGEBENCH_RUN: x}}\n",
+            "params.env",
+            "sets this itself",
+        ),
+        (
+            "params: {argv: [/bin/true], env: {LD_PRELOAD: /x.so}}\n",
+            "params.env",
+            "allocator of each cell",
+        ),
+        ('params: {argv: [/bin/true, "a\\0b"]}\n', "params.argv", "NUL"),
+        ('params: {argv: [/bin/true], env: {A: "\\ud800"}}\n', "params.env", "lone surrogate"),
+        ('params: {argv: [/bin/true, "{x}"], x: "\\udc80"}\n', "params.x", "lone surrogate"),
+        ('params: {argv: [/bin/true], cwd: "a\\0"}\n', "params.cwd", "NUL"),
+        (
+            "params: {argv: [/bin/true], server: {argv: [/bin/true], ready: {log: '('}}}\n",
+            "params.server",
+            "not a regular expression",
+        ),
+        (
+            "params: {argv: [/bin/true], server: {argv: [/bin/true], ready: {port: true}}}\n",
+            "params.server",
+            "TCP port",
+        ),
+        ("params: {argv: [/bin/true, " + "x" * 140_000 + "]}\n", "params.argv", "MAX_ARG_STRLEN"),
+        ("params: {argv: [/bin/true], windw: markers}\n", "params.windw", "did you mean window?"),
+        ("params: {argv: [/bin/true], timeout: 5}\n", "params.timeout", "top-level key"),
+        ("params: {argv: [/bin/true], stdn: /dev/null}\n", "params.stdn", "did you mean stdin?"),
+        (
+            "params: {argv: [/bin/true], stdin: /no/such/file}\n",
+            "params.stdin",
+            "not a readable file",
+        ),
+        ("params: {argv: [/bin/true], text_pages: thp}\n", "params.text_pages", "an axis"),
+        ("axes: {argv: [[/bin/echo, 1], [/bin/echo, 2]]}\n", "axes.argv.0", "one value"),
+    ],
+)
 def test_what_a_program_cannot_be_given_is_refused_at_load(text, key, words):
     msg = _cmd_error(text)
     assert msg.startswith("exp.yaml:3: key ") and f"'{key}" in msg and words in msg, msg
@@ -304,39 +391,60 @@ def test_an_argument_list_over_arg_max_is_refused(monkeypatch):
     assert "key 'params.argv'" in msg and "ARG_MAX" in msg
 
 
-@pytest.mark.parametrize("entry, words", [
-    ("{path: '/opt/my lib/x.so'}", "LD_PRELOAD splits"), ("{path: '/opt/a:b.so'}", "LD_PRELOAD splits"),
-    ("{base: jemalloc, env: {LD_PRELOAD: /x.so}}", "sets this itself"),
-    ("{path: /x.so, env: {HB_PROBE_DIR: /tmp}}", "sets this itself"),
-    ('{base: jemalloc, env: {MALLOC_CONF: "\\udc80"}}', "lone surrogate"),
-])
+@pytest.mark.parametrize(
+    "entry, words",
+    [
+        ("{path: '/opt/my lib/x.so'}", "LD_PRELOAD splits"),
+        ("{path: '/opt/a:b.so'}", "LD_PRELOAD splits"),
+        ("{base: jemalloc, env: {LD_PRELOAD: /x.so}}", "sets this itself"),
+        ("{path: /x.so, env: {HB_PROBE_DIR: /tmp}}", "sets this itself"),
+        ('{base: jemalloc, env: {MALLOC_CONF: "\\udc80"}}', "lone surrogate"),
+    ],
+)
 def test_allocators_ld_preload_cannot_carry_are_refused(entry, words):
     msg = _error(f"allocators:\n  mine: {entry}\n")
     assert msg.startswith("exp.yaml:4: key 'allocators.mine': ") and words in msg, msg
 
 
-@pytest.mark.parametrize("numbers", ["value: 1.0e+308, vs_value: 1.0e-308", "value: 1.0e-308, vs_value: 1.0e+308",
-                                     "ratio: 5.0e-324", "ratio: 1.0e+308"])
+@pytest.mark.parametrize(
+    "numbers",
+    [
+        "value: 1.0e+308, vs_value: 1.0e-308",
+        "value: 1.0e-308, vs_value: 1.0e+308",
+        "ratio: 5.0e-324",
+        "ratio: 1.0e+308",
+    ],
+)
 def test_published_ratios_a_report_cannot_use_are_refused(numbers):
-    msg = _error("axes: {keys: [1k, 2k]}\nexpected: {source: x, claims: [{cell: {keys: 1k}, vs: {keys: 2k}, "
-                 f"{numbers}}}]}}\n")
+    msg = _error(
+        "axes: {keys: [1k, 2k]}\nexpected: {source: x, claims: [{cell: {keys: 1k}, vs: {keys: 2k}, "
+        f"{numbers}}}]}}\n"
+    )
     assert "key 'expected.claims.0." in msg and "makes a ratio of" in msg, msg
 
 
 def test_text_pages_thp_with_thp_never_is_refused_at_load():
     assert "key 'axes.text_pages'" in _error("axes: {text_pages: [thp], thp: [never, always]}\n")
     assert "key 'system.thp'" in _error("axes: {text_pages: [thp, 'off']}\nsystem: {thp: never}\n")
-    parse_spec(HEAD + "axes: {text_pages: [thp, 'off'], thp: [never, always]}\n"
-                      "exclude: [{text_pages: thp, thp: never}]\n", "exp.yaml")
+    parse_spec(
+        HEAD + "axes: {text_pages: [thp, 'off'], thp: [never, always]}\n"
+        "exclude: [{text_pages: thp, thp: never}]\n",
+        "exp.yaml",
+    )
 
 
 def test_settings_a_sweep_refuses_are_refused_at_load():
     assert "key 'axes.allocator.0'" in _error("axes: {allocator: [void]}\n")
-    msg = _error("repetitions: {auto: {max: 8, target: 0.05}}\ncluster: {scheduler: 'tcp://x:8786'}\n")
+    msg = _error(
+        "repetitions: {auto: {max: 8, target: 0.05}}\ncluster: {scheduler: 'tcp://x:8786'}\n"
+    )
     assert "key 'cluster'" in msg and "machines: spread" in msg
 
 
 def test_a_metric_regex_with_braces_and_a_used_parameter_still_load():
-    spec = parse_spec(CMD + "params: {argv: [/bin/echo, '{n}'], n: 5, "
-                            "metric: {regex: 'took ([0-9]{1,9}) ms', name: took_ms}}\n", "exp.yaml")
+    spec = parse_spec(
+        CMD + "params: {argv: [/bin/echo, '{n}'], n: 5, "
+        "metric: {regex: 'took ([0-9]{1,9}) ms', name: took_ms}}\n",
+        "exp.yaml",
+    )
     assert spec.params["n"] == 5

@@ -5,8 +5,8 @@ import math
 import pandas as pd
 import pytest
 
-from hugebench.stability import Stability, assess, cell_stability, guard, outlier_mask
 from hugebench.report.verdicts import NOT_RESOLVED, claim_verdicts
+from hugebench.stability import Stability, assess, cell_stability, guard, outlier_mask
 
 
 def test_a_tight_cell_is_stable():
@@ -26,9 +26,19 @@ def test_outliers_by_the_modified_z_score():
 
 def test_wide_cell_is_unstable_and_says_the_cause():
     wide = assess([60, 80, 100, 120, 140, 160])
-    assert wide.unstable and wide.why.startswith("spread ") and "no run was flagged disturbed" in wide.why
-    hogged = assess([60, 80, 100, 120, 140, 160], disturbed=3, causes=[
-        "other work kept 0.95 CPUs busy > 0.5 (python3[42] 0.95 CPU)", "other work kept 0.97 CPUs busy > 0.5"])
+    assert (
+        wide.unstable
+        and wide.why.startswith("spread ")
+        and "no run was flagged disturbed" in wide.why
+    )
+    hogged = assess(
+        [60, 80, 100, 120, 140, 160],
+        disturbed=3,
+        causes=[
+            "other work kept 0.95 CPUs busy > 0.5 (python3[42] 0.95 CPU)",
+            "other work kept 0.97 CPUs busy > 0.5",
+        ],
+    )
     assert "likely the machine: other work kept 0.95 CPUs busy > 0.5" in hogged.why
     assert "3 of 6 runs disturbed" in hogged.why
 
@@ -51,9 +61,18 @@ def _rows(cell_values: dict, disturbed: dict = {}):
     rows = []
     for allocator, values in cell_values.items():
         for i, v in enumerate(values):
-            rows.append({"allocator": allocator, "repetition": i, "sweep_id": "s", "status": "ok", "warmup": False,
-                         "ns": v, "noise.disturbed": i < disturbed.get(allocator, 0),
-                         "noise.why": "steal 30% > 10%" if i < disturbed.get(allocator, 0) else None})
+            rows.append(
+                {
+                    "allocator": allocator,
+                    "repetition": i,
+                    "sweep_id": "s",
+                    "status": "ok",
+                    "warmup": False,
+                    "ns": v,
+                    "noise.disturbed": i < disturbed.get(allocator, 0),
+                    "noise.why": "steal 30% > 10%" if i < disturbed.get(allocator, 0) else None,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -65,7 +84,10 @@ def test_cell_stability_reads_the_noise_columns():
 
 
 def test_claim_verdict_on_an_unstable_cell_is_not_resolved():
-    expected = {"metric": "ns", "claims": [{"cell": {"allocator": "b"}, "vs": {"allocator": "a"}, "ratio": 0.5}]}
+    expected = {
+        "metric": "ns",
+        "claims": [{"cell": {"allocator": "b"}, "vs": {"allocator": "a"}, "ratio": 0.5}],
+    }
     steady = _rows({"a": [100, 101, 99, 100, 102, 98], "b": [50, 51, 49, 50, 51, 49]})
     assert claim_verdicts(steady, expected)["verdict"][0] == "magnitude within the CI"
     shaky = _rows({"a": [100, 101, 99, 100, 102, 98], "b": [30, 40, 50, 60, 70, 45]})

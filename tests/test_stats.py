@@ -8,8 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hugebench.stats import (Ratio, bootstrap_ci, compare, min_runs_for, pair_ratios, paired_ratio_ci,
-                             ratio_ci, summarize)
+from hugebench.stats import (
+    Ratio,
+    bootstrap_ci,
+    compare,
+    min_runs_for,
+    pair_ratios,
+    paired_ratio_ci,
+    ratio_ci,
+    summarize,
+)
 
 
 def test_constant_data_gives_a_zero_width_interval():
@@ -33,8 +41,16 @@ def test_interval_is_reproducible_and_ignores_missing_values():
 def _coverage(level: float, trials: int = 2000) -> float:
     """Share of `trials` samples (40 normal values each, fixed seeds) whose interval holds the true median 0."""
     rng = np.random.default_rng(7)
-    return sum(lo <= 0.0 <= hi for lo, hi in
-               (bootstrap_ci(rng.normal(0, 1, 40), level=level, n_boot=400, seed=s) for s in range(trials))) / trials
+    return (
+        sum(
+            lo <= 0.0 <= hi
+            for lo, hi in (
+                bootstrap_ci(rng.normal(0, 1, 40), level=level, n_boot=400, seed=s)
+                for s in range(trials)
+            )
+        )
+        / trials
+    )
 
 
 def test_interval_of_normal_samples_covers_the_true_median_at_about_the_nominal_rate():
@@ -87,20 +103,31 @@ def test_min_runs_for_level():
     assert [min_runs_for(level) for level in (0.75, 0.9, 0.95, 0.99)] == [3, 5, 6, 8]
 
 
-@pytest.mark.parametrize("lo, hi, n, resolved", [
-    (0.97, 1.02, 10, False),  # the interval contains 1: no resolved difference
-    (0.80, 0.90, 10, True),
-    (0.80, 0.90, 3, None),  # excludes 1, but three values cannot carry a 95% verdict
-    (0.97, 1.02, 3, False),
-    (float("nan"), float("nan"), 1, None),
-])
+@pytest.mark.parametrize(
+    "lo, hi, n, resolved",
+    [
+        (0.97, 1.02, 10, False),  # the interval contains 1: no resolved difference
+        (0.80, 0.90, 10, True),
+        (0.80, 0.90, 3, None),  # excludes 1, but three values cannot carry a 95% verdict
+        (0.97, 1.02, 3, False),
+        (float("nan"), float("nan"), 1, None),
+    ],
+)
 def test_resolved_verdict(lo, hi, n, resolved):
     assert Ratio(0.9, lo, hi, True, n).resolved is resolved
 
 
 def cell(value, reps, **extra):
-    return pd.DataFrame({"source": "x", "sweep_id": "s", "repetition": range(reps), "status": "ok",
-                         "ns": value, **extra})
+    return pd.DataFrame(
+        {
+            "source": "x",
+            "sweep_id": "s",
+            "repetition": range(reps),
+            "status": "ok",
+            "ns": value,
+            **extra,
+        }
+    )
 
 
 def test_compare_pairs_by_repetition_block_when_it_can():
@@ -121,13 +148,15 @@ def test_compare_excludes_failed_rows():
 
 
 def test_summarize_counts_failures_and_ignores_warmups():
-    df = pd.DataFrame({
-        "allocator": ["glibc"] * 5 + ["mimalloc"] * 3,
-        "run_id": ["g0", "g1", "g2", "g3", "gw", "m0", "m1", "m0"],
-        "status": ["ok", "ok", "timeout", "ok", "ok", "failed", "failed", "failed"],
-        "warmup": [False, False, False, False, True, False, False, False],
-        "ns": [10.0, 12.0, None, 11.0, 500.0, None, None, None],
-    })
+    df = pd.DataFrame(
+        {
+            "allocator": ["glibc"] * 5 + ["mimalloc"] * 3,
+            "run_id": ["g0", "g1", "g2", "g3", "gw", "m0", "m1", "m0"],
+            "status": ["ok", "ok", "timeout", "ok", "ok", "failed", "failed", "failed"],
+            "warmup": [False, False, False, False, True, False, False, False],
+            "ns": [10.0, 12.0, None, 11.0, 500.0, None, None, None],
+        }
+    )
     summary = summarize(df, "allocator", "ns").set_index("allocator")
     glibc, mimalloc = summary.loc["glibc"], summary.loc["mimalloc"]
     assert (glibc["status"], glibc["n"], glibc["n_failed"]) == ("ok", 3, 1)
@@ -138,8 +167,14 @@ def test_summarize_counts_failures_and_ignores_warmups():
 
 
 def test_a_failure_retried_successfully_is_not_counted_as_failed():
-    df = pd.DataFrame({"k": ["a"] * 3, "run_id": ["r0", "r1", "r1"], "status": ["ok", "crashed", "ok"],
-                       "ns": [1.0, None, 2.0]})
+    df = pd.DataFrame(
+        {
+            "k": ["a"] * 3,
+            "run_id": ["r0", "r1", "r1"],
+            "status": ["ok", "crashed", "ok"],
+            "ns": [1.0, None, 2.0],
+        }
+    )
     summary = summarize(df, ["k"], "ns")
     assert summary["n"].tolist() == [2] and summary["n_failed"].tolist() == [0]
 

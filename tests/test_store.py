@@ -16,14 +16,31 @@ from hugebench.store import STATUSES, ResultStore, StoreWarning, export_parquet,
 
 
 def row(run_id, status="ok", **extra):
-    return {"run_id": run_id, "cell_id": "c-" + run_id[:1], "sweep_id": "s1", "experiment": "e", "workload": "w",
-            "repetition": 0, "order_index": 0, "status": status, **extra}
+    return {
+        "run_id": run_id,
+        "cell_id": "c-" + run_id[:1],
+        "sweep_id": "s1",
+        "experiment": "e",
+        "workload": "w",
+        "repetition": 0,
+        "order_index": 0,
+        "status": status,
+        **extra,
+    }
 
 
 def test_append_round_trips_and_normalises_values(tmp_path):
     store = ResultStore(tmp_path / "res")
-    stored = store.append(row("a1", ns_per_lookup=np.float64(81.5), minflt=np.int64(7), missing=float("nan"),
-                              smaps={"Rss": 4096, "AnonHugePages": 2048}, chunks=[1.0, float("inf")]))
+    stored = store.append(
+        row(
+            "a1",
+            ns_per_lookup=np.float64(81.5),
+            minflt=np.int64(7),
+            missing=float("nan"),
+            smaps={"Rss": 4096, "AnonHugePages": 2048},
+            chunks=[1.0, float("inf")],
+        )
+    )
     assert stored["schema_version"] == 1
     text = (tmp_path / "res" / "runs.jsonl").read_text()
     assert text.endswith("\n") and text.count("\n") == 1
@@ -43,10 +60,13 @@ def test_append_is_fsynced(tmp_path, monkeypatch):
     assert synced, "append must fsync before returning"
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"status": "ok"}, "run_id"),
-    ({"run_id": "x", "status": "weird"}, "weird"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"status": "ok"}, "run_id"),
+        ({"run_id": "x", "status": "weird"}, "weird"),
+    ],
+)
 def test_append_rejects_malformed_rows(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message):
         ResultStore(tmp_path).append(bad)
@@ -85,16 +105,21 @@ def test_reading_an_empty_or_missing_store(tmp_path):
 
 def test_contexts_are_written_updated_and_listed(tmp_path):
     store = ResultStore(tmp_path)
-    store.write_context("s1", {"axes": ["allocator"], "baseline": {"allocator": "glibc"}, "x": float("nan")})
+    store.write_context(
+        "s1", {"axes": ["allocator"], "baseline": {"allocator": "glibc"}, "x": float("nan")}
+    )
     store.write_context("s2", {"axes": ["thp"]})
-    merged = store.update_context("s1", ended_at="2024-01-01T00:00:00+00:00", sweep_wall_s=12.5,
-                                  worker_wall_s_sum=10.0)
+    merged = store.update_context(
+        "s1", ended_at="2024-01-01T00:00:00+00:00", sweep_wall_s=12.5, worker_wall_s_sum=10.0
+    )
     assert merged["axes"] == ["allocator"] and merged["sweep_wall_s"] == 12.5
     contexts = store.contexts()
     assert set(contexts) == {"s1", "s2"}
     assert contexts["s1"]["worker_wall_s_sum"] == 10.0 and contexts["s1"]["x"] is None
     assert contexts["s1"]["schema_version"] == 1 and contexts["s1"]["sweep_id"] == "s1"
-    assert sorted(p.name for p in (tmp_path / "sweeps").iterdir()) == ["s1.json", "s2.json"], "no temp files left"
+    assert sorted(p.name for p in (tmp_path / "sweeps").iterdir()) == ["s1.json", "s2.json"], (
+        "no temp files left"
+    )
     assert load_contexts(tmp_path)["s2"]["source"] == str(tmp_path)
 
 
@@ -109,8 +134,12 @@ def test_context_errors_name_the_problem(tmp_path):
 def test_load_concatenates_several_stores_and_keeps_unknown_columns(tmp_path):
     first, second = ResultStore(tmp_path / "m1"), ResultStore(tmp_path / "m2")
     first.append(row("a1", allocator="glibc", ns_per_lookup=80.0, keys=1000))
-    first.append(row("a2", status="oom", allocator="glibc", ns_per_lookup=None, keys=1000, error="killed"))
-    second.append(row("b1", allocator="jemalloc", ns_per_lookup=70, keys=2000, brand_new_metric="x"))
+    first.append(
+        row("a2", status="oom", allocator="glibc", ns_per_lookup=None, keys=1000, error="killed")
+    )
+    second.append(
+        row("b1", allocator="jemalloc", ns_per_lookup=70, keys=2000, brand_new_metric="x")
+    )
     df = hugebench.load(tmp_path / "m1", tmp_path / "m2" / "runs.jsonl")
     assert list(df["run_id"]) == ["a1", "a2", "b1"]
     assert list(df["source"]) == [str(tmp_path / "m1")] * 2 + [str(tmp_path / "m2")]
@@ -140,7 +169,10 @@ def test_load_of_several_sweeps_in_one_directory(tmp_path):
 
 
 def test_load_names_the_machine_of_every_row(tmp_path):
-    for machine in ("m1", "m2"):  # two local sweeps on two machines: the host name comes from each context
+    for machine in (
+        "m1",
+        "m2",
+    ):  # two local sweeps on two machines: the host name comes from each context
         store = ResultStore(tmp_path / machine)
         store.write_context(f"s-{machine}", {"machine": {"hostname": f"box-{machine}"}})
         store.append({**row(f"{machine}-r"), "sweep_id": f"s-{machine}"})

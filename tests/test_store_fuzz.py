@@ -23,6 +23,7 @@ import pytest
 from conftest import FakeKernel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from time_limit import time_limit
 
 from hugebench import load
 from hugebench import plan as plan_mod
@@ -30,12 +31,19 @@ from hugebench.errors import HugebenchError
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.report import report
 from hugebench.spec import parse_spec
-from time_limit import time_limit
 
 EXAMPLE_SECONDS = 20
-STORE_FUZZ = settings(max_examples=150, deadline=timedelta(seconds=10), database=None, report_multiple_bugs=False,
-                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                             HealthCheck.function_scoped_fixture])
+STORE_FUZZ = settings(
+    max_examples=150,
+    deadline=timedelta(seconds=10),
+    database=None,
+    report_multiple_bugs=False,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 SPEC = """\
 name: store
 workload: hashlookup
@@ -61,8 +69,13 @@ def real_store(tmp_path_factory) -> tuple[list[bytes], dict[str, bytes]]:
         mp.setattr(knobs, "default_io", kernel)
         mp.setenv("HUGEBENCH_LOCK", str(root / "lock"))
         spec = parse_spec(SPEC, str(root / "store.yaml"))
-        options = SweepOptions(out=root / "res", quiet=True, journal=root / "journal.json",
-                               sys_root=str(kernel.sys_root), proc_root=str(kernel.proc_root))
+        options = SweepOptions(
+            out=root / "res",
+            quiet=True,
+            journal=root / "journal.json",
+            sys_root=str(kernel.sys_root),
+            proc_root=str(kernel.proc_root),
+        )
         assert run_sweep(spec, plan_mod.plan(spec), options).statuses == {"ok": 4}
     lines = (root / "res" / "runs.jsonl").read_bytes().splitlines()
     contexts = {p.name: p.read_bytes() for p in (root / "res" / "sweeps").glob("*.json")}
@@ -71,10 +84,16 @@ def real_store(tmp_path_factory) -> tuple[list[bytes], dict[str, bytes]]:
 
 
 HOSTILE = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.just(int("9" * 4000)),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20),
-    st.lists(st.integers(0, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-    st.sampled_from(["all", "", "ok", "failed", "NaN", "<script>x</script>"]))
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.just(int("9" * 4000)),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.lists(st.integers(0, 3), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.sampled_from(["all", "", "ok", "failed", "NaN", "<script>x</script>"]),
+)
 
 
 def _nested(depth: int) -> bytes:
@@ -92,12 +111,15 @@ def _with_value(document: bytes, draw) -> bytes:
 @st.composite
 def broken_line(draw, good: list[bytes]) -> bytes:
     line = draw(st.sampled_from(good))
-    kind = draw(st.sampled_from(["good", "value", "value", "truncated", "bytes", "nested", "scalar", "bigint",
-                                 "empty"]))
+    kind = draw(
+        st.sampled_from(
+            ["good", "value", "value", "truncated", "bytes", "nested", "scalar", "bigint", "empty"]
+        )
+    )
     if kind == "value":
         return _with_value(line, draw)
     if kind == "truncated":
-        return line[:draw(st.integers(0, len(line)))]
+        return line[: draw(st.integers(0, len(line)))]
     if kind == "bytes":
         return draw(st.binary(max_size=60)).replace(b"\n", b" ")
     if kind == "nested":
@@ -111,14 +133,18 @@ def broken_line(draw, good: list[bytes]) -> bytes:
 
 @st.composite
 def broken_context(draw, good: bytes) -> bytes:
-    kind = draw(st.sampled_from(["good", "value", "value", "value", "truncated", "bytes", "nested", "scalar"]))
+    kind = draw(
+        st.sampled_from(
+            ["good", "value", "value", "value", "truncated", "bytes", "nested", "scalar"]
+        )
+    )
     if kind == "value":
         document = good
         for _ in range(draw(st.integers(1, 3))):
             document = _with_value(document, draw)
         return document
     if kind == "truncated":
-        return good[:draw(st.integers(0, len(good)))]
+        return good[: draw(st.integers(0, len(good)))]
     if kind == "bytes":
         return draw(st.binary(max_size=100))
     if kind == "nested":
@@ -150,10 +176,18 @@ def _read(directory: Path, store_crashes: list[str], typed_damage: bool) -> None
                 read()
             except HugebenchError:
                 pass
-            except Exception as exc:  # noqa: BLE001 (a crash is what this test looks for)
-                frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/hugebench/" in f.filename]
+            except Exception as exc:
+                frames = [
+                    f
+                    for f in traceback.extract_tb(exc.__traceback__)
+                    if "/hugebench/" in f.filename
+                ]
                 innermost = frames[-1].filename if frames else ""
-                if not (innermost.endswith("hugebench/store.py") or "hugebench/report/" in innermost and typed_damage):
+                if not (
+                    innermost.endswith("hugebench/store.py")
+                    or "hugebench/report/" in innermost
+                    and typed_damage
+                ):
                     raise
                 where = f"{frames[-1].filename.split('/hugebench/')[-1]}:{frames[-1].lineno}"
                 store_crashes.append(f"{type(exc).__name__} at {where}")
@@ -171,7 +205,9 @@ def test_broken_stores_load_and_report_or_fail_cleanly(real_store, tmp_path_fact
     def check(data):
         directory = tmp_path_factory.mktemp("broken")
         runs = data.draw(st.lists(broken_line(lines), min_size=0, max_size=8), label="runs.jsonl")
-        (directory / "runs.jsonl").write_bytes(b"\n".join(runs) + data.draw(st.sampled_from([b"\n", b""])))
+        (directory / "runs.jsonl").write_bytes(
+            b"\n".join(runs) + data.draw(st.sampled_from([b"\n", b""]))
+        )
         (directory / "sweeps").mkdir()
         written = [data.draw(broken_context(context), label="context")]
         if data.draw(st.booleans(), label="a second context"):
@@ -179,7 +215,8 @@ def test_broken_stores_load_and_report_or_fail_cleanly(real_store, tmp_path_fact
         for name, text in zip((context_name, "other.json"), written):
             (directory / "sweeps" / name).write_bytes(text)
         typed_damage = any(text != context for text in written) or any(
-            line not in lines and _is_object(line) for line in runs)
+            line not in lines and _is_object(line) for line in runs
+        )
         try:
             _read(directory, store_crashes, typed_damage)
         finally:
@@ -188,8 +225,10 @@ def test_broken_stores_load_and_report_or_fail_cleanly(real_store, tmp_path_fact
     check()
     if store_crashes:
         kinds = sorted(set(store_crashes))
-        pytest.xfail(f"fixed by the store-hardening branch: the store reader crashed in {len(store_crashes)} "
-                     f"examples: {'; '.join(kinds[:5])}")
+        pytest.xfail(
+            f"fixed by the store-hardening branch: the store reader crashed in {len(store_crashes)} "
+            f"examples: {'; '.join(kinds[:5])}"
+        )
 
 
 def test_the_real_store_reads_cleanly(real_store, tmp_path):

@@ -11,7 +11,9 @@ from hugebench.store import ResultStore
 def test_results_directory_under_a_file_is_a_clean_error(tmp_path):
     (tmp_path / "file").write_text("")
     store = ResultStore(tmp_path / "file" / "results")
-    with pytest.raises(HugebenchError, match="cannot write the results directory .*file/results.*-o DIR"):
+    with pytest.raises(
+        HugebenchError, match="cannot write the results directory .*file/results.*-o DIR"
+    ):
         store.write_context("s-1", {})
     with pytest.raises(HugebenchError, match="cannot write the results directory"):
         store.append({"run_id": "r", "status": "ok"})
@@ -27,6 +29,7 @@ def test_results_directory_without_write_permission_is_a_clean_error(unprivilege
         "try:\n"
         f"    ResultStore({str(locked / 'r')!r}).write_context('s-1', {{}})\n"
         "except HugebenchError as exc:\n"
-        "    print('clean:', exc)\n")
+        "    print('clean:', exc)\n"
+    )
     assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
     assert ran.stdout.startswith("clean: cannot write the results directory"), ran.stdout

@@ -51,11 +51,24 @@ def _sleeping_worker(tmp_path: Path) -> str:
     return str(path)
 
 
-def _kill_sweep_mid_run(tmp_path, *, fake, root, sys_root, proc_root, mode, defrag, changed) -> None:
-    code = SWEEP.format(tests=str(TESTS_DIR), fake=fake, root=str(root), mode=mode, defrag=defrag,
-                        out=str(tmp_path / "res"), journal=str(tmp_path / "journal.json"), sys_root=sys_root,
-                        proc_root=proc_root, python=_sleeping_worker(tmp_path))
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path)  # the installed package
+def _kill_sweep_mid_run(
+    tmp_path, *, fake, root, sys_root, proc_root, mode, defrag, changed
+) -> None:
+    code = SWEEP.format(
+        tests=str(TESTS_DIR),
+        fake=fake,
+        root=str(root),
+        mode=mode,
+        defrag=defrag,
+        out=str(tmp_path / "res"),
+        journal=str(tmp_path / "journal.json"),
+        sys_root=sys_root,
+        proc_root=proc_root,
+        python=_sleeping_worker(tmp_path),
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path
+    )  # the installed package
     try:
         deadline = time.monotonic() + 60
         while not ((tmp_path / "worker.pid").exists() and changed()):
@@ -74,22 +87,35 @@ def _kill_sweep_mid_run(tmp_path, *, fake, root, sys_root, proc_root, mode, defr
 
 
 def _restore_cli(tmp_path, sys_root, proc_root):
-    env = {"HUGEBENCH_JOURNAL": str(tmp_path / "journal.json"), "HUGEBENCH_SYS_ROOT": sys_root,
-           "HUGEBENCH_PROC_ROOT": proc_root}
+    env = {
+        "HUGEBENCH_JOURNAL": str(tmp_path / "journal.json"),
+        "HUGEBENCH_SYS_ROOT": sys_root,
+        "HUGEBENCH_PROC_ROOT": proc_root,
+    }
     return CliRunner().invoke(main, ["system", "restore"], env=env)
 
 
 def test_killed_sweep_then_restore_on_fake_tree(fake_sys, tmp_path):
     before = fake_sys.files()
     sys_root, proc_root = str(fake_sys.sys_root), str(fake_sys.proc_root)
-    _kill_sweep_mid_run(tmp_path, fake=True, root=fake_sys.root, sys_root=sys_root, proc_root=proc_root,
-                        mode="always", defrag="never",
-                        changed=lambda: "[always]" in fake_sys.read("sys/kernel/mm/transparent_hugepage/enabled"))
+    _kill_sweep_mid_run(
+        tmp_path,
+        fake=True,
+        root=fake_sys.root,
+        sys_root=sys_root,
+        proc_root=proc_root,
+        mode="always",
+        defrag="never",
+        changed=lambda: "[always]" in fake_sys.read("sys/kernel/mm/transparent_hugepage/enabled"),
+    )
     assert fake_sys.files() != before
     tiny = tmp_path / "tiny.yaml"
     tiny.write_text("name: tiny\nworkload: hashlookup\nparams: {keys: 100}\n")
-    refused = CliRunner().invoke(main, ["sweep", str(tiny), "-o", str(tmp_path / "other")],
-                                 env={"HUGEBENCH_JOURNAL": str(tmp_path / "journal.json")})
+    refused = CliRunner().invoke(
+        main,
+        ["sweep", str(tiny), "-o", str(tmp_path / "other")],
+        env={"HUGEBENCH_JOURNAL": str(tmp_path / "journal.json")},
+    )
     assert refused.exit_code != 0 and "hugebench system restore" in refused.output
     result = _restore_cli(tmp_path, sys_root, proc_root)
     assert result.exit_code == 0, result.output
@@ -110,14 +136,23 @@ def test_killed_sweep_then_restore_on_this_kernel(tmp_path):
     defrag_now = before["defrag"].split("[")[1].split("]")[0]
     defrag = "defer" if defrag_now != "defer" else "never"
     try:
-        _kill_sweep_mid_run(tmp_path, fake=False, root="", sys_root="/sys", proc_root="/proc", mode=mode,
-                            defrag=defrag, changed=lambda: f"[{mode}]" in _real("enabled")
-                            and f"[{defrag}]" in _real("defrag"))
+        _kill_sweep_mid_run(
+            tmp_path,
+            fake=False,
+            root="",
+            sys_root="/sys",
+            proc_root="/proc",
+            mode=mode,
+            defrag=defrag,
+            changed=lambda: f"[{mode}]" in _real("enabled") and f"[{defrag}]" in _real("defrag"),
+        )
         result = _restore_cli(tmp_path, "/sys", "/proc")
         assert result.exit_code == 0, result.output
         assert {name: _real(name) for name in ("enabled", "defrag")} == before
     finally:
-        if (tmp_path / "journal.json").exists():  # the test failed half-way: never leave the machine changed
+        if (
+            tmp_path / "journal.json"
+        ).exists():  # the test failed half-way: never leave the machine changed
             from hugebench.system import restore_from_journal
 
             restore_from_journal(tmp_path / "journal.json", force=True)

@@ -20,20 +20,29 @@ params: {keys: 2000, chunks: 2}
 
 def _sweep(fake, tmp_path, text):
     spec = parse_spec(BASE + text)
-    options = SweepOptions(out=tmp_path / "res", quiet=True, journal=fake.journal_path,
-                           sys_root=str(fake.sys_root), proc_root=str(fake.proc_root))
+    options = SweepOptions(
+        out=tmp_path / "res",
+        quiet=True,
+        journal=fake.journal_path,
+        sys_root=str(fake.sys_root),
+        proc_root=str(fake.proc_root),
+    )
     result = run_sweep(spec, plan_mod.plan(spec), options)
     return result, load(tmp_path / "res")
 
 
 def test_knob_axes_are_applied_recorded_and_restored(fake_sys, tmp_path):
     before = fake_sys.files()
-    result, df = _sweep(fake_sys, tmp_path, """\
+    result, df = _sweep(
+        fake_sys,
+        tmp_path,
+        """\
 axes:
   thp.defrag: [never, defer]
   thp.mthp.64kB: [never, always]
 system: {thp.khugepaged.max_ptes_none: 0}
-""")
+""",
+    )
     assert result.statuses == {"ok": 4}
     assert (df["knob.thp.defrag"] == df["thp.defrag"]).all()
     assert (df["knob.thp.mthp.64kB"] == df["thp.mthp.64kB"]).all()
@@ -46,7 +55,11 @@ def test_hugetlb_shortfall_fails_only_the_cells_that_needed_it(fake_sys, tmp_pat
     result, df = _sweep(fake_sys, tmp_path, "axes:\n  hugetlb.2MB: [0, 5]\n")
     assert result.statuses == {"ok": 1, "failed": 1}
     failed = df[df["status"] == "failed"].iloc[0]
-    assert failed["hugetlb.2MB"] == 5 and "asked the kernel for 5" in failed["error"] and "gave 3" in failed["error"]
+    assert (
+        failed["hugetlb.2MB"] == 5
+        and "asked the kernel for 5" in failed["error"]
+        and "gave 3" in failed["error"]
+    )
     assert fake_sys.read("proc/sys/vm/nr_hugepages") == "0"
 
 

@@ -32,7 +32,13 @@ def test_show_table_and_json(run):
     assert "thp.mthp.<size>" in result.output and "inherit: 2048kB" in result.output
     assert "2048kB" in result.output and "fault_alloc=32" in result.output
     data = json.loads(run("show", "--json").output)
-    assert data["knobs"]["thp.defrag"]["choices"] == ["always", "defer", "defer+madvise", "madvise", "never"]
+    assert data["knobs"]["thp.defrag"]["choices"] == [
+        "always",
+        "defer",
+        "defer+madvise",
+        "madvise",
+        "never",
+    ]
     assert data["hugetlb"]["1048576kB"] == {"nr": 0, "free": 0, "surplus": 0, "resv": 0}
     assert data["thp_vmstat"]["thp_fault_fallback"] == 3
 

@@ -39,9 +39,14 @@ time.sleep(60)
 def crash_a_sweep(fake) -> int:
     """Run a sweep in a child that changes knobs on the fake tree, then kill it with SIGKILL."""
     code = CRASHING_SWEEP.format(
-        source=str(SOURCE_DIR), tests=str(TESTS_DIR), root=str(fake.root), journal=str(fake.journal_path)
+        source=str(SOURCE_DIR),
+        tests=str(TESTS_DIR),
+        root=str(fake.root),
+        journal=str(fake.journal_path),
     )
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout.readline().strip() == "applied"
     finally:
@@ -74,8 +79,14 @@ def test_restore_from_journal_puts_everything_back(crashed):
     report = restore_from_journal(fake.journal_path)
     assert fake.files() == before
     assert report["restored"]["thp.enabled"] == {"from": "always", "to": "madvise"}
-    assert set(report["restored"]) == {"thp.enabled", "thp.defrag", "thp.khugepaged.max_ptes_none",
-                                       "thp.mthp.2048kB", "hugetlb.2MB", "hugetlb.1GB"}
+    assert set(report["restored"]) == {
+        "thp.enabled",
+        "thp.defrag",
+        "thp.khugepaged.max_ptes_none",
+        "thp.mthp.2048kB",
+        "hugetlb.2MB",
+        "hugetlb.1GB",
+    }
     check_no_stale_journal(fake.journal_path)  # the journal is gone
     assert restore_from_journal(fake.journal_path)["found"] is False
 
@@ -96,7 +107,14 @@ def test_restore_cli_with_env_roots(crashed, monkeypatch):
 
 def test_restore_cli_with_root_options(crashed):
     fake, before, _ = crashed
-    args = ["--sys-root", str(fake.sys_root), "--proc-root", str(fake.proc_root), "--journal", str(fake.journal_path)]
+    args = [
+        "--sys-root",
+        str(fake.sys_root),
+        "--proc-root",
+        str(fake.proc_root),
+        "--journal",
+        str(fake.journal_path),
+    ]
     result = CliRunner().invoke(system, [*args, "restore"])
     assert result.exit_code == 0, result.output
     assert fake.files() == before
@@ -123,7 +141,9 @@ def test_reused_pid_counts_as_dead(fake_sys):
 
     record = JournalRecord.new("sweep", fake_sys.sys_root, fake_sys.proc_root, {})
     assert record.owner_alive()
-    assert not JournalRecord(**{**record.__dict__, "pid_start": (record.pid_start or 0) + 1}).owner_alive()
+    assert not JournalRecord(
+        **{**record.__dict__, "pid_start": (record.pid_start or 0) + 1}
+    ).owner_alive()
 
 
 def test_corrupt_journal_is_an_error_naming_the_file(fake_sys):

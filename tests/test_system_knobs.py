@@ -7,8 +7,14 @@ import errno
 import pytest
 
 from hugebench.errors import PrivilegeError, SystemStateError
-from hugebench.system import HugetlbShortfall, KnobValueError, UnknownKnobError, discover_knobs, resolve_name
 from hugebench.kernel import parse_choice as parse_knob_text
+from hugebench.system import (
+    HugetlbShortfall,
+    KnobValueError,
+    UnknownKnobError,
+    discover_knobs,
+    resolve_name,
+)
 
 THP = "sys/kernel/mm/transparent_hugepage"
 
@@ -25,11 +31,21 @@ def test_parse_bracketed_and_plain():
 
 def test_discovery_names_match_kernel_618_layout(fake_sys):
     knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
-    for name in ("thp.enabled", "thp.defrag", "thp.shmem_enabled", "thp.khugepaged.defrag",
-                 "thp.khugepaged.max_ptes_none", "thp.khugepaged.scan_sleep_millisecs", "hugetlb.2MB", "hugetlb.1GB"):
+    for name in (
+        "thp.enabled",
+        "thp.defrag",
+        "thp.shmem_enabled",
+        "thp.khugepaged.defrag",
+        "thp.khugepaged.max_ptes_none",
+        "thp.khugepaged.scan_sleep_millisecs",
+        "hugetlb.2MB",
+        "hugetlb.1GB",
+    ):
         assert name in knobs
     mthp = sorted(n for n in knobs if n.startswith("thp.mthp."))
-    assert mthp == sorted(f"thp.mthp.{s}kB" for s in (16, 32, 64, 128, 256, 512, 1024, 2048))  # no 8kB
+    assert mthp == sorted(
+        f"thp.mthp.{s}kB" for s in (16, 32, 64, 128, 256, 512, 1024, 2048)
+    )  # no 8kB
     assert str(knobs["hugetlb.2MB"].path).endswith("proc/sys/vm/nr_hugepages")
     assert knobs["thp.enabled"].read() == "madvise"
     assert knobs["thp.mthp.2048kB"].choices() == ("always", "inherit", "madvise", "never")
@@ -57,7 +73,12 @@ def test_write_is_read_back(fake_sys):
     knob = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)["thp.enabled"]
     assert knob.write("always") == "always"
     assert fake_sys.read(f"{THP}/enabled") == "[always] madvise never"
-    assert discover_knobs(fake_sys.sys_root, fake_sys.proc_root)["thp.khugepaged.max_ptes_none"].write(0) == "0"
+    assert (
+        discover_knobs(fake_sys.sys_root, fake_sys.proc_root)["thp.khugepaged.max_ptes_none"].write(
+            0
+        )
+        == "0"
+    )
 
 
 def test_ignored_write_raises_naming_file_and_value(fake_sys):
@@ -105,8 +126,11 @@ def test_hugetlb_shortfall_reports_asked_and_got(fake_sys):
 def test_a_knob_that_refuses_small_fractions_says_so_before_writing(tmp_path):
     """vm.percpu_pagelist_high_fraction takes 0 (the kernel's default) or 8 and more; 1..7 is EINVAL."""
     from hugebench.system.knobs import Knob, KnobValueError
+
     (tmp_path / "f").write_text("0\n")
-    knob = Knob("vm.percpu_pagelist_high_fraction", tmp_path, "f", "int", 0, 2**31 - 1, least_nonzero=8)
+    knob = Knob(
+        "vm.percpu_pagelist_high_fraction", tmp_path, "f", "int", 0, 2**31 - 1, least_nonzero=8
+    )
     assert knob.validate(0) == "0" and knob.validate(8) == "8"
     with pytest.raises(KnobValueError, match=r"0 or 8\.\."):
         knob.validate(1)

@@ -61,9 +61,14 @@ def test_a_lock_root_left_0644_is_taken_by_another_user(unprivileged):
     ran = _take_as_user(unprivileged, [lock])
     assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
     assert ran.stdout.startswith("held") and "locked read-only" in ran.stdout, ran.stdout
-    with SweepLock(lock, "experiment 'root'"):  # and while root holds it, the user is refused by name
+    with SweepLock(
+        lock, "experiment 'root'"
+    ):  # and while root holds it, the user is refused by name
         refused = _take_as_user(unprivileged, [lock])
-    assert f"refused: another sweep is running on this machine (pid {os.getpid()}, experiment 'root'" in refused.stdout
+    assert (
+        f"refused: another sweep is running on this machine (pid {os.getpid()}, experiment 'root'"
+        in refused.stdout
+    )
     shutil.rmtree(shared)
 
 
@@ -83,16 +88,28 @@ def test_root_creates_and_heals_the_lock_for_every_user(tmp_path):
 
 
 def test_a_lock_nobody_may_create_is_a_clean_error_with_the_fix(unprivileged):
-    closed = unprivileged.home.parent / "closed"  # a directory the user may not write (root's, or read-only)
+    closed = (
+        unprivileged.home.parent / "closed"
+    )  # a directory the user may not write (root's, or read-only)
     closed.mkdir(exist_ok=True)
     closed.chmod(0o555)
     ran = _take_as_user(unprivileged, [closed / "hugebench.lock"])
     assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
-    assert "refused: cannot take the host's sweep lock" in ran.stdout and "HUGEBENCH_LOCK" in ran.stdout, ran.stdout
-    (unprivileged.home / "exp.yaml").write_text("name: t\nworkload: hashlookup\nparams: {keys: 100}\n")
-    swept = unprivileged.hugebench("sweep", "exp.yaml", env={"HUGEBENCH_LOCK": str(closed / "hugebench.lock")})
+    assert (
+        "refused: cannot take the host's sweep lock" in ran.stdout
+        and "HUGEBENCH_LOCK" in ran.stdout
+    ), ran.stdout
+    (unprivileged.home / "exp.yaml").write_text(
+        "name: t\nworkload: hashlookup\nparams: {keys: 100}\n"
+    )
+    swept = unprivileged.hugebench(
+        "sweep", "exp.yaml", env={"HUGEBENCH_LOCK": str(closed / "hugebench.lock")}
+    )
     assert swept.returncode != 0 and "Traceback" not in swept.stderr, swept.stderr
-    assert "cannot take the host's sweep lock" in swept.stderr and not (unprivileged.home / "results").exists()
+    assert (
+        "cannot take the host's sweep lock" in swept.stderr
+        and not (unprivileged.home / "results").exists()
+    )
     closed.chmod(0o755)
     closed.rmdir()
 
@@ -104,15 +121,25 @@ def test_a_user_and_root_meet_on_the_host_lock_where_run_lock_is_roots_alone(unp
     base = unprivileged.home.parent
     run_lock, tmp = _shared_dir(base / "run", 0o755), _shared_dir(base / "tmp", 0o1777)
     paths = [run_lock / "hugebench.lock", tmp / "hugebench.lock"]
-    user = subprocess.Popen([unprivileged.python, "-c", TAKE_LOCK.format(paths=[str(p) for p in paths])],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=unprivileged.home,
-                            env={"HOME": str(unprivileged.home), "PATH": "/usr/bin:/bin"},
-                            **({"user": unprivileged.uid, "group": unprivileged.gid, "extra_groups": []}
-                               if unprivileged.dropping else {}))
+    user = subprocess.Popen(
+        [unprivileged.python, "-c", TAKE_LOCK.format(paths=[str(p) for p in paths])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=unprivileged.home,
+        env={"HOME": str(unprivileged.home), "PATH": "/usr/bin:/bin"},
+        **(
+            {"user": unprivileged.uid, "group": unprivileged.gid, "extra_groups": []}
+            if unprivileged.dropping
+            else {}
+        ),
+    )
     try:
         assert user.stdout.readline().strip() == "held"
         assert not paths[0].exists() and stat.S_IMODE(paths[1].stat().st_mode) == 0o666
-        with pytest.raises(SystemStateError, match=rf"another sweep is running .*pid {user.pid}.*{paths[1]}"):
+        with pytest.raises(
+            SystemStateError, match=rf"another sweep is running .*pid {user.pid}.*{paths[1]}"
+        ):
             with SweepLock(paths, "experiment 'root'"):
                 pass
         assert paths[0].exists()  # root created its own on the way, 0666 for the next user
@@ -129,10 +156,14 @@ def test_a_user_and_root_meet_on_the_host_lock_where_run_lock_is_roots_alone(unp
 
 def test_the_host_lock_files_and_what_doctor_says_of_them(tmp_path, monkeypatch):
     monkeypatch.delenv("HUGEBENCH_LOCK")
-    assert lock_mod.default_lock_paths() == tuple(Path(d, "hugebench.lock") for d in lock_mod.HOST_LOCK_DIRS)
+    assert lock_mod.default_lock_paths() == tuple(
+        Path(d, "hugebench.lock") for d in lock_mod.HOST_LOCK_DIRS
+    )
     monkeypatch.setattr(lock_mod, "HOST_LOCK_DIRS", (str(tmp_path / "a"), str(tmp_path / "b")))
     (tmp_path / "b").mkdir()
-    assert lock_mod.default_lock_paths() == (tmp_path / "b/hugebench.lock",)  # a directory that is missing
+    assert lock_mod.default_lock_paths() == (
+        tmp_path / "b/hugebench.lock",
+    )  # a directory that is missing
     ok, detail = lock_status([tmp_path / "b/hugebench.lock"])
     assert ok and detail == f"{tmp_path}/b/hugebench.lock: created mode 0666 by the next sweep"
     with SweepLock([tmp_path / "b/hugebench.lock"], "x"):

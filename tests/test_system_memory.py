@@ -14,14 +14,20 @@ def test_condition_memory_writes_both_triggers(fake_sys):
     done = condition_memory(fake_sys.proc_root, euid=0)
     assert done["dropped_caches"] and done["compacted"] and done["seconds"] >= 0
     assert [(rel.rsplit("/", 1)[1], value) for rel, value in fake_sys.writes] == [
-        ("drop_caches", "3"), ("compact_memory", "1")
+        ("drop_caches", "3"),
+        ("compact_memory", "1"),
     ]
 
 
 def test_condition_memory_needs_root(fake_sys):
     with pytest.raises(PrivilegeError, match="needs root"):
         condition_memory(fake_sys.proc_root, euid=1000)
-    assert condition_memory(fake_sys.proc_root, compact=False, drop_caches=False, euid=1000)["compacted"] is False
+    assert (
+        condition_memory(fake_sys.proc_root, compact=False, drop_caches=False, euid=1000)[
+            "compacted"
+        ]
+        is False
+    )
     assert fake_sys.writes == []
 
 
@@ -39,7 +45,9 @@ def test_mthp_stats_and_deltas(fake_sys):
     before = read_mthp_stats(fake_sys.sys_root)
     assert before["mthp.2048kB.anon_fault_alloc"] == 0
     assert list(before)[0].startswith("mthp.16kB.")  # sizes in numeric order
-    stat = fake_sys.sys_root / "kernel/mm/transparent_hugepage/hugepages-2048kB/stats/anon_fault_alloc"
+    stat = (
+        fake_sys.sys_root / "kernel/mm/transparent_hugepage/hugepages-2048kB/stats/anon_fault_alloc"
+    )
     stat.write_text("7\n")
     after = read_mthp_stats(fake_sys.sys_root)
     assert diff_counters(before, after)["mthp.2048kB.anon_fault_alloc"] == 7

@@ -24,15 +24,27 @@ def test_root_may_change_anything_allowed(fake_sys):
 
 
 def test_unchanged_values_need_no_root(fake_sys):
-    assert check(fake_sys, [{"thp.enabled": "madvise", "thp.defrag": "madvise", "hugetlb.2MB": 0}], euid=1000) == {}
+    assert (
+        check(
+            fake_sys,
+            [{"thp.enabled": "madvise", "thp.defrag": "madvise", "hugetlb.2MB": 0}],
+            euid=1000,
+        )
+        == {}
+    )
 
 
 def test_refusal_without_root_gives_the_exact_fix(fake_sys):
     with pytest.raises(PrivilegeError) as info:
         check(fake_sys, [{"thp": "madvise"}, {"thp": "always"}], euid=1000)
     message = str(info.value)
-    assert message.startswith("THP mode 'always' needs root: run `sudo hugebench sweep FILE`, or set it yourself:")
-    assert f"echo always | sudo tee {fake_sys.sys_root}/kernel/mm/transparent_hugepage/enabled" in message
+    assert message.startswith(
+        "THP mode 'always' needs root: run `sudo hugebench sweep FILE`, or set it yourself:"
+    )
+    assert (
+        f"echo always | sudo tee {fake_sys.sys_root}/kernel/mm/transparent_hugepage/enabled"
+        in message
+    )
 
 
 def test_unknown_names_and_bad_values_fail_first(fake_sys):
@@ -47,9 +59,9 @@ def test_unknown_names_and_bad_values_fail_first(fake_sys):
 def test_never_by_prctl_without_root(fake_sys):
     with pytest.raises(PrivilegeError):
         check(fake_sys, [{"thp": "never"}], euid=1000)
-    assert check(fake_sys, [{"thp": "madvise"}, {"thp": "never"}], euid=1000, allow_prctl_never=True) == {
-        "thp.enabled": "never"
-    }
+    assert check(
+        fake_sys, [{"thp": "madvise"}, {"thp": "never"}], euid=1000, allow_prctl_never=True
+    ) == {"thp.enabled": "never"}
     with pytest.raises(PrivilegeError, match="'always'"):
         check(fake_sys, [{"thp": "never"}, {"thp": "always"}], euid=1000, allow_prctl_never=True)
     # as root prctl is not needed: the sysfs knob is set instead
@@ -66,6 +78,8 @@ def test_disable_thp_for_this_process_really_takes_effect():
         "line = [l for l in status.splitlines() if l.startswith('THP_enabled')]\n"
         "print(ok, line[0].split()[1] if line else 'n/a')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out[0] == "True"
     assert out[1] in ("0", "n/a")  # /proc/PID/status shows THP_enabled on kernels >= 6.x

@@ -79,6 +79,8 @@ def test_real_hugetlb_1gb_pool_or_honest_shortfall(tmp_path):
         with SystemState("/sys", "/proc", tmp_path / "journal.json", io=FileIO()) as state:
             try:
                 assert state.apply({"hugetlb.1GB": 1}) == {"hugetlb.1GB": "1"}
-            except HugetlbShortfall as shortfall:  # no free contiguous GiB right now: reported, not hidden
+            except (
+                HugetlbShortfall
+            ) as shortfall:  # no free contiguous GiB right now: reported, not hidden
                 assert shortfall.asked == 1 and shortfall.got == 0
         assert real_knobs()["hugetlb.1GB"].read() == originals["hugetlb.1GB"]

@@ -23,9 +23,18 @@ def state_for(fake, **kwargs) -> SystemState:
 def test_apply_writes_only_differences_and_restores(fake_sys):
     before = fake_sys.files()
     with state_for(fake_sys) as state:
-        got = state.apply({"thp": "always", "thp.defrag": "madvise", "thp.khugepaged.max_ptes_none": 0})
-        assert got == {"thp.enabled": "always", "thp.defrag": "madvise", "thp.khugepaged.max_ptes_none": "0"}
-        assert [rel for rel, _ in fake_sys.writes] == [f"{THP}/enabled", f"{THP}/khugepaged/max_ptes_none"]
+        got = state.apply(
+            {"thp": "always", "thp.defrag": "madvise", "thp.khugepaged.max_ptes_none": 0}
+        )
+        assert got == {
+            "thp.enabled": "always",
+            "thp.defrag": "madvise",
+            "thp.khugepaged.max_ptes_none": "0",
+        }
+        assert [rel for rel, _ in fake_sys.writes] == [
+            f"{THP}/enabled",
+            f"{THP}/khugepaged/max_ptes_none",
+        ]
         assert state.snapshot()["thp.enabled"] == "always"
         assert len(state.snapshot()) == len(state.knobs)
     assert fake_sys.files() == before
@@ -99,7 +108,9 @@ def test_shortfall_applies_the_rest_then_raises(fake_sys):
 
 
 def test_pools_restored_shrinking_first(fake_sys):
-    (fake_sys.root / "proc/sys/vm/nr_hugepages").write_text("2\n")  # the machine started with a 2MB pool
+    (fake_sys.root / "proc/sys/vm/nr_hugepages").write_text(
+        "2\n"
+    )  # the machine started with a 2MB pool
     with state_for(fake_sys) as state:
         state.apply({"hugetlb.2MB": 0})
         state.apply({"hugetlb.1GB": 2})

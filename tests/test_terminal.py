@@ -50,7 +50,9 @@ def test_colour_only_on_a_terminal():
     from hugebench.report import report
 
     coloured = report(SAMPLE, "rich", width=120, color=True)
-    assert "\x1b[1;31mfailed" in coloured and "\x1b[32myes" in coloured  # failures red, resolved green
+    assert (
+        "\x1b[1;31mfailed" in coloured and "\x1b[32myes" in coloured
+    )  # failures red, resolved green
     assert not ANSI.search(report(SAMPLE, "rich", width=120))
 
 
@@ -67,13 +69,19 @@ def test_progress_off_a_terminal_is_one_line_per_run_at_most_one_a_minute():
     now = [0.0]
     out = io.StringIO()
     progress = LineProgress(5, out, interval=60, clock=lambda: now[0])
-    for done, (t, status) in enumerate([(10, "ok"), (20, "ok"), (30, "failed"), (95, "ok"), (100, "ok")], 1):
+    for done, (t, status) in enumerate(
+        [(10, "ok"), (20, "ok"), (30, "failed"), (95, "ok"), (100, "ok")], 1
+    ):
         now[0] = t
         progress(_run(), {"status": status}, done)
     lines = out.getvalue().splitlines()
     # the first; the second is 10 s later (skipped); the failure; 65 s after the last line; the last run
-    assert [line.split("]")[0] for line in lines] == ["hugebench: [1/5 20%", "hugebench: [3/5 60%",
-                                                       "hugebench: [4/5 80%", "hugebench: [5/5 100%"]
+    assert [line.split("]")[0] for line in lines] == [
+        "hugebench: [1/5 20%",
+        "hugebench: [3/5 60%",
+        "hugebench: [4/5 80%",
+        "hugebench: [5/5 100%",
+    ]
     assert "0:00:10 elapsed, ETA 0:00:40: allocator=glibc: ok" in lines[0]
     assert lines[1].endswith("failed (1 not ok so far)")
 
@@ -82,31 +90,50 @@ def test_a_long_run_gets_a_heartbeat_line_once_a_minute_with_its_estimate():
     now = [0.0]
     out = io.StringIO()
     progress = LineProgress(10, out, interval=60, clock=lambda: now[0])
-    runs = [SimpleNamespace(cell={"allocator": "glibc"}, cell_id="c1", run_id=f"r{i}", workload="hashlookup",
-                            time_estimate=300.0) for i in range(3)]
+    runs = [
+        SimpleNamespace(
+            cell={"allocator": "glibc"},
+            cell_id="c1",
+            run_id=f"r{i}",
+            workload="hashlookup",
+            time_estimate=300.0,
+        )
+        for i in range(3)
+    ]
     progress.interval = 0  # no thread in this test: the clock is driven by hand
     progress.pending(runs)
     progress.interval = 60
     now[0] = 30
     assert progress.heartbeat_line() is None  # under a minute: nothing to say
     now[0] = 125
-    assert progress.heartbeat_line() == "hugebench: run 1/10 hashlookup allocator=glibc: 2.1 min elapsed, est. ~5.0 min"
+    assert (
+        progress.heartbeat_line()
+        == "hugebench: run 1/10 hashlookup allocator=glibc: 2.1 min elapsed, est. ~5.0 min"
+    )
     now[0] = 130
     progress(runs[0], {"status": "ok", "wall_s": 130.0}, 1)
     now[0] = 200
     line = progress.heartbeat_line()
-    assert line.startswith("hugebench: run 2/10 hashlookup") and "est. ~2.2 min" in line  # its cell's run: 130 s
+    assert (
+        line.startswith("hugebench: run 2/10 hashlookup") and "est. ~2.2 min" in line
+    )  # its cell's run: 130 s
 
 
 def test_the_heartbeat_is_written_while_a_run_goes_on_and_stops_at_close():
     out = io.StringIO()
     progress = LineProgress(2, out, interval=0.2)
-    run = SimpleNamespace(cell={"allocator": "glibc"}, cell_id="c", run_id="r", workload="command", time_estimate=None)
+    run = SimpleNamespace(
+        cell={"allocator": "glibc"}, cell_id="c", run_id="r", workload="command", time_estimate=None
+    )
     progress.pending([run])
     time.sleep(0.7)
     progress(run, {"status": "ok", "wall_s": 0.7}, 1)
     progress.close()
-    beats = [line for line in out.getvalue().splitlines() if line.startswith("hugebench: run 1/2 command")]
+    beats = [
+        line
+        for line in out.getvalue().splitlines()
+        if line.startswith("hugebench: run 1/2 command")
+    ]
     assert 1 <= len(beats) <= 4 and "elapsed" in beats[0] and "est." not in beats[0]
     assert not progress._beat.is_alive()
 
@@ -122,7 +149,9 @@ def test_the_sweep_progress_writes_lines_when_stderr_is_not_a_terminal():
 
 def test_thp_is_a_hidden_alias_of_system():
     help_text = CliRunner().invoke(main, ["--help"]).output
-    assert re.search(r"^\s+system\s", help_text, re.M) and not re.search(r"^\s+thp\s", help_text, re.M)
+    assert re.search(r"^\s+system\s", help_text, re.M) and not re.search(
+        r"^\s+thp\s", help_text, re.M
+    )
     assert "sudo .venv/bin/hugebench" in help_text  # how to run as root from a virtualenv
     assert CliRunner().invoke(main, ["thp", "--help"]).exit_code == 0
 
@@ -130,12 +159,23 @@ def test_thp_is_a_hidden_alias_of_system():
 # -- plan: one source for durations, history first ------------------------------------------------------
 
 
-SPEC = ("name: t\nworkload: hashlookup\nperf: off\nrepetitions: 2\nparams: {keys: 2000}\n"
-        "axes:\n  allocator: [glibc, jemalloc]\n")
+SPEC = (
+    "name: t\nworkload: hashlookup\nperf: off\nrepetitions: 2\nparams: {keys: 2000}\n"
+    "axes:\n  allocator: [glibc, jemalloc]\n"
+)
 
 
-@pytest.mark.parametrize("seconds, text", [(None, "unknown"), (0.2, "~1 s"), (40, "~40 s"), (210, "~3.5 min"),
-                                           (25 * 60, "~25 min"), (2.4 * 3600, "~2.4 h")])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (None, "unknown"),
+        (0.2, "~1 s"),
+        (40, "~40 s"),
+        (210, "~3.5 min"),
+        (25 * 60, "~25 min"),
+        (2.4 * 3600, "~2.4 h"),
+    ],
+)
 def test_durations_are_written_one_way(seconds, text):
     assert format_duration(seconds) == text
 
@@ -151,8 +191,10 @@ def test_plan_prices_the_runs_left_from_the_stored_history(tmp_path):
         store.append({"run_id": r.run_id, "cell_id": r.cell_id, "status": "ok", "wall_s": 30.0})
     result = CliRunner().invoke(main, ["plan", str(spec_file), "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert f"time: {len(first)} of {len(runs)} runs already done; ~1.0 min for the {len(runs) - len(first)} runs " \
-           "left (all from the measured wall time of stored runs of the same cells)" in result.output
+    assert (
+        f"time: {len(first)} of {len(runs)} runs already done; ~1.0 min for the {len(runs) - len(first)} runs "
+        "left (all from the measured wall time of stored runs of the same cells)" in result.output
+    )
     fresh = CliRunner().invoke(main, ["plan", str(spec_file), "-o", str(tmp_path / "none")]).output
     assert f"for the {len(runs)} runs left (all from the workload's time model)" in fresh
 
@@ -160,6 +202,10 @@ def test_plan_prices_the_runs_left_from_the_stored_history(tmp_path):
 def test_an_estimate_without_model_or_history_says_so():
     runs = [SimpleNamespace(run_id=str(i), cell_id="c", time_estimate=None) for i in range(3)]
     e = estimate(runs)
-    assert e.seconds is None and "unknown for 3 runs: 3 have no stored runs" in e.text() and "no time model" in e.text()
+    assert (
+        e.seconds is None
+        and "unknown for 3 runs: 3 have no stored runs" in e.text()
+        and "no time model" in e.text()
+    )
     priced = estimate(runs, History({"c": 2.0}, frozenset({"0"}), overhead=1.5))
     assert priced.seconds == pytest.approx(6.0) and "x1.50 orchestration overhead" in priced.text()

@@ -54,7 +54,15 @@ def built(tmp_path_factory):
     commands = {
         "big2m": ["g++", "-O2", "-Wl,-z,max-page-size=0x200000", "-o", "big2m", "big.cpp"],
         "big4k": ["g++", "-O2", "-o", "big4k", "big.cpp"],
-        "libthreads.so": ["gcc", "-shared", "-fPIC", "-o", "libthreads.so", "threads.c", "-lpthread"],
+        "libthreads.so": [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            "libthreads.so",
+            "threads.c",
+            "-lpthread",
+        ],
     }
     for command in commands.values():
         subprocess.run(command, cwd=out, check=True, capture_output=True)
@@ -63,12 +71,18 @@ def built(tmp_path_factory):
 
 def run(program, mode, report_dir, preload=None, **env):
     report_dir.mkdir(exist_ok=True)
-    environ = {**os.environ, "LD_PRELOAD": preload or text.text_library(), "HB_TEXT_REPORT_DIR": str(report_dir),
-               **env}
+    environ = {
+        **os.environ,
+        "LD_PRELOAD": preload or text.text_library(),
+        "HB_TEXT_REPORT_DIR": str(report_dir),
+        **env,
+    }
     if mode is not None:
         environ["HB_TEXT_PAGES"] = mode
     result = subprocess.run([program], env=environ, capture_output=True, text=True, timeout=60)
-    assert (result.returncode, result.stdout) == (7, f"calls={CALLS}\n"), result.stderr  # the program still works
+    assert (result.returncode, result.stdout) == (7, f"calls={CALLS}\n"), (
+        result.stderr
+    )  # the program still works
     return text.read_reports(report_dir)
 
 
@@ -83,12 +97,23 @@ def skip_unless_possible(mode, binary=None):
 MIB = 1 << 20
 
 
-@pytest.mark.parametrize("start, end, expected", [
-    (0x1000, 0x1000 + 12 * MIB, (2 * MIB, 12 * MIB, 2 * MIB - 0x1000, 0x1000)),
-    (2 * MIB, 8 * MIB, (2 * MIB, 8 * MIB, 0, 0)),  # already aligned: no head, no tail
-    (0x1000, 0x5000, (0x1000, 0x1000, 0, 0x4000)),  # tiny text: no interior, all of it stays small
-    (MIB, 3 * MIB, (MIB, MIB, 0, 2 * MIB)),  # 2 MiB long but straddling a boundary: no whole page inside
-])
+@pytest.mark.parametrize(
+    "start, end, expected",
+    [
+        (0x1000, 0x1000 + 12 * MIB, (2 * MIB, 12 * MIB, 2 * MIB - 0x1000, 0x1000)),
+        (2 * MIB, 8 * MIB, (2 * MIB, 8 * MIB, 0, 0)),  # already aligned: no head, no tail
+        (
+            0x1000,
+            0x5000,
+            (0x1000, 0x1000, 0, 0x4000),
+        ),  # tiny text: no interior, all of it stays small
+        (
+            MIB,
+            3 * MIB,
+            (MIB, MIB, 0, 2 * MIB),
+        ),  # 2 MiB long but straddling a boundary: no whole page inside
+    ],
+)
 def test_interior(start, end, expected):
     assert text.interior(start, end) == expected
 
@@ -108,39 +133,69 @@ def test_interior_refuses_a_backward_range():
 
 # -- reports and verify, on files ------------------------------------------------------------------
 
+
 def record(pid=100, mode="thp", action="moved", huge=10 * MIB, **extra):
-    fields = {"pid": pid, "image": 0, "exe": "/bin/x", "mode": mode, "text_start": 0x1000,
-              "text_end": 0x1000 + 12 * MIB, "interior_start": 2 * MIB, "interior_end": 12 * MIB,
-              "head_bytes": 2 * MIB - 0x1000, "tail_bytes": 0x1000, "action": action, "error": None,
-              "seconds": 0.01, "AnonHugePages": huge, "FilePmdMapped": 0, "Private_Hugetlb": 0,
-              "Shared_Hugetlb": 0, "Rss": 12 * MIB}
+    fields = {
+        "pid": pid,
+        "image": 0,
+        "exe": "/bin/x",
+        "mode": mode,
+        "text_start": 0x1000,
+        "text_end": 0x1000 + 12 * MIB,
+        "interior_start": 2 * MIB,
+        "interior_end": 12 * MIB,
+        "head_bytes": 2 * MIB - 0x1000,
+        "tail_bytes": 0x1000,
+        "action": action,
+        "error": None,
+        "seconds": 0.01,
+        "AnonHugePages": huge,
+        "FilePmdMapped": 0,
+        "Private_Hugetlb": 0,
+        "Shared_Hugetlb": 0,
+        "Rss": 12 * MIB,
+    }
     return {**fields, **extra}
 
 
 def test_read_reports_merges_start_and_exit_per_image(tmp_path):
-    exit_only = {k: v for k, v in record(pid=101).items() if k not in ("action", "error", "seconds")}
-    files = {"text-100.json": record(), "text-exit-100.json": record(huge=4 * MIB),
-             "text-100-1.json": record(image=1), "text-exit-101.json": {**exit_only, "forked_from": 100},
-             "text-9.json.tmp": {}, "other.json": {}}
+    exit_only = {
+        k: v for k, v in record(pid=101).items() if k not in ("action", "error", "seconds")
+    }
+    files = {
+        "text-100.json": record(),
+        "text-exit-100.json": record(huge=4 * MIB),
+        "text-100-1.json": record(image=1),
+        "text-exit-101.json": {**exit_only, "forked_from": 100},
+        "text-9.json.tmp": {},
+        "other.json": {},
+    }
     for name, value in files.items():
         (tmp_path / name).write_text(json.dumps(value))
     (tmp_path / "text-7.json").write_text("{truncated")
     reports = text.read_reports(tmp_path)
     assert [(r["pid"], r["image"], "exit" in r, "action" in r) for r in reports] == [
-        (100, 0, True, True), (100, 1, False, True), (101, 0, True, False)]
+        (100, 0, True, True),
+        (100, 1, False, True),
+        (101, 0, True, False),
+    ]
     assert reports[0]["exit"]["AnonHugePages"] == 4 * MIB
 
 
 def test_verify_columns_prefer_the_exit_reading():
     main = {**record(huge=0), "exit": record(huge=10 * MIB)}  # e.g. collapsed after load
-    row = text.verify("thp", [main, {"pid": 5, "forked_from": 100, "exit": record(huge=0)}])  # a fork: not judged
+    row = text.verify(
+        "thp", [main, {"pid": 5, "forked_from": 100, "exit": record(huge=0)}]
+    )  # a fork: not judged
     assert row["text.interior_bytes"] == 10 * MIB and row["text.huge_bytes"] == 10 * MIB
     assert row["text.coverage"] == 1.0 and row["text.head_bytes"] == 2 * MIB - 0x1000
     assert row["text.processes"] == 2 and row["text.measured_at"] == "exit"
 
 
 def test_verify_fails_a_shortfall_with_the_reason():
-    failed = record(action="error", huge=0, error="mremap: Cannot allocate memory (old text still mapped)")
+    failed = record(
+        action="error", huge=0, error="mremap: Cannot allocate memory (old text still mapped)"
+    )
     with pytest.raises(RuntimeError, match=r"0% < 90%.*mremap: Cannot allocate memory"):
         text.verify("thp", [failed])
     with pytest.raises(RuntimeError, match="did not hold in 1 of 2"):
@@ -151,7 +206,9 @@ def test_verify_off_needs_small_pages_and_skips_texts_without_interior():
     tiny = record(interior_start=0x1000, interior_end=0x1000, huge=0, action="none", mode="off")
     row = text.verify("off", [record(mode="off", action="none", huge=0), tiny])
     assert row["text.coverage"] == 0
-    with pytest.raises(RuntimeError, match="control was not on 4 KiB pages.*page cache held large folios"):
+    with pytest.raises(
+        RuntimeError, match="control was not on 4 KiB pages.*page cache held large folios"
+    ):
         text.verify("off", [record(mode="off", action="none", FilePmdMapped=4 * MIB, huge=0)])
     assert math.isnan(text.verify("thp", [tiny])["text.coverage"])
 
@@ -165,12 +222,15 @@ def test_verify_without_reports_says_the_preload_did_not_take():
 
 # -- check_mode on a fake kernel -------------------------------------------------------------------
 
+
 def test_check_mode_refusals_on_a_fake_kernel(fake_sys, built):
     roots = {"sys_root": fake_sys.sys_root, "proc_root": fake_sys.proc_root}
     assert text.check_mode("off", **roots) is None
     assert text.check_mode("thp", **roots) is None
     assert "unknown" in text.check_mode("2m", **roots)
-    (fake_sys.sys_root / "kernel/mm/transparent_hugepage/enabled").write_text("always madvise [never]\n")
+    (fake_sys.sys_root / "kernel/mm/transparent_hugepage/enabled").write_text(
+        "always madvise [never]\n"
+    )
     assert "'never'" in text.check_mode("thp", **roots)
     assert "no free page" in text.check_mode("hugetlb", **roots)
     pool = fake_sys.sys_root / "kernel/mm/hugepages/hugepages-2048kB"
@@ -191,6 +251,7 @@ def test_text_segment_of_the_built_programs(built):
 
 # -- the library in real programs ------------------------------------------------------------------
 
+
 def test_nothing_happens_without_the_mode(built, tmp_path):
     assert run(built["big2m"], None, tmp_path / "r") == []
 
@@ -202,16 +263,24 @@ def test_thp_moves_the_text_onto_huge_pages(built, tmp_path, program):
     reports = run(built[program], "thp", tmp_path / "r")
     row = text.verify("thp", reports)
     main = reports[0]
-    assert main["action"] == "moved" and main["exit"]["AnonHugePages"] >= 0.9 * row["text.interior_bytes"]
+    assert (
+        main["action"] == "moved"
+        and main["exit"]["AnonHugePages"] >= 0.9 * row["text.interior_bytes"]
+    )
     assert row["text.coverage"] >= 0.9 and row["text.interior_bytes"] >= 10 * MIB
-    assert row["text.head_bytes"] + row["text.interior_bytes"] + row["text.tail_bytes"] == row["text.bytes"]
+    assert (
+        row["text.head_bytes"] + row["text.interior_bytes"] + row["text.tail_bytes"]
+        == row["text.bytes"]
+    )
     if program == "big4k":  # a 4 KiB-granular base: the unaligned ends stay small and are counted
         assert row["text.head_bytes"] + row["text.tail_bytes"] > 0
 
 
 def test_off_is_on_small_pages_once_the_page_cache_is_evicted(built, tmp_path):
     skip_unless_possible("file-thp", built["big2m"])
-    text.prepare_page_cache(built["big2m"], "file-thp")  # leave large folios behind, as a file-thp run would
+    text.prepare_page_cache(
+        built["big2m"], "file-thp"
+    )  # leave large folios behind, as a file-thp run would
     polluted = run(built["big2m"], "off", tmp_path / "polluted")
     assert polluted[0]["action"] == "none" and polluted[0]["exit"]["FilePmdMapped"] > 0
     with pytest.raises(RuntimeError, match="control was not on 4 KiB pages"):
@@ -226,10 +295,16 @@ def test_file_thp_maps_the_file_text_with_pmds(built, tmp_path):
     binary loaded 2 MiB-aligned, once hb-textfill has filled its page cache with 2 MiB folios."""
     skip_unless_possible("file-thp", built["big2m"])
     cache = text.prepare_page_cache(built["big2m"], "file-thp")
-    assert cache["text.page_cache"] == "evicted+filled-large" and cache["text.page_cache_pmd_bytes"] == 12 * MIB
+    assert (
+        cache["text.page_cache"] == "evicted+filled-large"
+        and cache["text.page_cache_pmd_bytes"] == 12 * MIB
+    )
     reports = run(built["big2m"], "file-thp", tmp_path / "r")
     row = text.verify("file-thp", reports)
-    assert reports[0]["action"] == "madvised" and reports[0]["exit"]["FilePmdMapped"] == row["text.huge_bytes"]
+    assert (
+        reports[0]["action"] == "madvised"
+        and reports[0]["exit"]["FilePmdMapped"] == row["text.huge_bytes"]
+    )
     assert row["text.coverage"] >= 0.9
 
 
@@ -263,8 +338,10 @@ def test_threads_at_load_leave_the_text_alone(built, tmp_path):
         text.verify("thp", reports)
 
 
-@pytest.mark.parametrize("failure, state", [("mremap", "mapped again from the file"),
-                                            ("mremap-early", "old text still mapped")])
+@pytest.mark.parametrize(
+    "failure, state",
+    [("mremap", "mapped again from the file"), ("mremap-early", "old text still mapped")],
+)
 def test_a_failed_mremap_leaves_a_working_program(built, tmp_path, failure, state):
     reports = run(built["big4k"], "thp", tmp_path / "r", HB_TEXT_FAIL=failure)
     assert reports[0]["action"] == "error" and state in reports[0]["error"]
@@ -282,11 +359,15 @@ def test_hugetlb_refused_then_granted_from_the_pool(built, tmp_path):
     try:
         pool.write(str(int(original) + needed - 1))
         assert "too small" in text.check_mode("hugetlb", binary=built["big2m"])
-        short = run(built["big2m"], "hugetlb", tmp_path / "short")  # the library alone: refused, text left
+        short = run(
+            built["big2m"], "hugetlb", tmp_path / "short"
+        )  # the library alone: refused, text left
         assert short[0]["action"] == "error" and "MAP_HUGETLB" in short[0]["error"]
         pool.write(str(int(original) + needed))
         if text.check_mode("hugetlb", binary=built["big2m"]):
-            pytest.skip(f"could not reserve {needed} 2 MiB pages: {text.check_mode('hugetlb', binary=built['big2m'])}")
+            pytest.skip(
+                f"could not reserve {needed} 2 MiB pages: {text.check_mode('hugetlb', binary=built['big2m'])}"
+            )
         reports = run(built["big2m"], "hugetlb", tmp_path / "granted")
         row = text.verify("hugetlb", reports)
         assert reports[0]["action"] == "moved" and reports[0]["exit"]["Private_Hugetlb"] == 12 * MIB

@@ -36,8 +36,11 @@ def test_thp_modes_take_effect_and_are_restored(tmp_path):
         pytest.skip("libjemalloc2 not installed")
     before = ENABLED.read_text()
     spec = parse_spec(SPEC)
-    result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(out=tmp_path / "res", quiet=True,
-                                                               journal=tmp_path / "journal.json"))
+    result = run_sweep(
+        spec,
+        plan_mod.plan(spec),
+        SweepOptions(out=tmp_path / "res", quiet=True, journal=tmp_path / "journal.json"),
+    )
     assert ENABLED.read_text() == before
     assert not (tmp_path / "journal.json").exists()
     assert result.statuses == {"ok": 4}

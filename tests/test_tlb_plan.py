@@ -23,7 +23,9 @@ def test_tlb_sweep_plans_at_most_two_hours_over_the_articles_axes():
     assert len(cells) == 7 * 3 * 3  # every allocator x THP mode x size
     assert all(r.params["lookups"] == 10_000_000 for r in runs)  # all keys at 10M, a sample beyond
     assert all(r.params["teardown"] == "exit" for r in runs)  # the set left to each worker's exit
-    assert {r.repetition for r in runs} == set(range(4))  # the most that fit; a 95% verdict needs -r 6
+    assert {r.repetition for r in runs} == set(
+        range(4)
+    )  # the most that fit; a 95% verdict needs -r 6
 
 
 def test_time_model_charges_the_sample_not_every_key():

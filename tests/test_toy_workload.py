@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import toy_workload
 from click.testing import CliRunner
 
-import toy_workload
 from hugebench import load, workloads
 from hugebench.cli import main
 
@@ -18,7 +18,9 @@ TESTS = Path(__file__).resolve().parent
 def test_a_toy_workload_from_its_own_module_plans_sweeps_and_reports(tmp_path, monkeypatch):
     assert workloads.get("toy") is toy_workload.WORKLOAD and "toy" in workloads.WORKLOADS
     # The worker is another process: it finds the toy by importing its module from the path it inherits.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
+    )
     spec = tmp_path / "toy.yaml"
     spec.write_text("name: toy\nworkload: toy\nrepetitions: 2\naxes:\n  items: [20k, 50k]\n")
     out = tmp_path / "out"
@@ -31,7 +33,10 @@ def test_a_toy_workload_from_its_own_module_plans_sweeps_and_reports(tmp_path, m
     assert swept.exit_code == 0, swept.output
     rows = load(out)
     assert list(rows["status"]) == ["ok"] * 4, rows.get("error")
-    assert sorted(rows["items_summed"]) == [20_000, 20_000, 50_000, 50_000] and (rows["ns_per_item"] > 0).all()
+    assert (
+        sorted(rows["items_summed"]) == [20_000, 20_000, 50_000, 50_000]
+        and (rows["ns_per_item"] > 0).all()
+    )
 
     report = CliRunner().invoke(main, ["report", str(out), "--format", "markdown"])
     assert report.exit_code == 0, report.output
@@ -45,8 +50,16 @@ def test_an_unknown_name_is_refused_and_a_name_is_registered_once():
     with pytest.raises(KeyError, match="unknown workload 'no-such'"):
         workloads.get("no-such")
     with pytest.raises(ValueError, match="already registered"):
-        workloads.register(workloads.Workload(name="toy", module="elsewhere", function="", params={},
-                                              timed_phase="", primary_metric=""))
+        workloads.register(
+            workloads.Workload(
+                name="toy",
+                module="elsewhere",
+                function="",
+                params={},
+                timed_phase="",
+                primary_metric="",
+            )
+        )
 
 
 def test_what_a_declaration_leaves_out_follows_from_the_rest():
@@ -55,7 +68,10 @@ def test_what_a_declaration_leaves_out_follows_from_the_rest():
     toy = workloads.get("toy")
     assert (toy.module, toy.function, toy.primary_metric) == ("toy_workload", "", "ns_per_item")
     faultstorm = workloads.get("faultstorm")
-    assert faultstorm.module == "hugebench.workloads.faultstorm" and faultstorm.function == "faultstorm"
+    assert (
+        faultstorm.module == "hugebench.workloads.faultstorm"
+        and faultstorm.function == "faultstorm"
+    )
     assert faultstorm.primary_metric == faultstorm.metrics[0][0] == "ns_per_op"
     hashsets = workloads.get("hashsets")  # given explicitly, it stays
     assert hashsets.primary_metric == "set.flat.ns_per_lookup" and not hashsets.metrics
@@ -70,8 +86,13 @@ def test_the_spec_resolves_workload_and_allocators_once_and_the_runs_carry_them(
     from hugebench import allocators, plan
     from hugebench.spec import parse_spec
 
-    spec = parse_spec("name: v\nworkload: toy\nallocators: {mine: {base: glibc}}\naxes:\n  allocator: [glibc, mine]\n")
-    assert spec.workload_def is toy_workload.WORKLOAD and set(spec.allocator_table) >= {"glibc", "mine"}
+    spec = parse_spec(
+        "name: v\nworkload: toy\nallocators: {mine: {base: glibc}}\naxes:\n  allocator: [glibc, mine]\n"
+    )
+    assert spec.workload_def is toy_workload.WORKLOAD and set(spec.allocator_table) >= {
+        "glibc",
+        "mine",
+    }
     assert "workload_def" not in spec.to_dict() and "allocator_table" not in spec.to_dict()
 
     def looked_up(*args, **kwargs):

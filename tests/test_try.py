@@ -53,7 +53,9 @@ print(json.dumps({"inserts_per_s": 200000 / (time.perf_counter() - t)}))
 
 def _try(args, tmp_path, **kwargs):
     out = tmp_path / "out"
-    result = CliRunner().invoke(main, ["try", "--json", "-o", str(out), *args], catch_exceptions=False, **kwargs)
+    result = CliRunner().invoke(
+        main, ["try", "--json", "-o", str(out), *args], catch_exceptions=False, **kwargs
+    )
     return result, out
 
 
@@ -81,14 +83,18 @@ def test_budget_text_is_seconds_minutes_or_hours():
 def test_refusals_name_the_reason(tmp_path):
     with pytest.raises(SpecError, match="not found"):
         refuse(Request(argv=("no-such-program-hb",)))
-    static = shutil.which("ldconfig") or "/sbin/ldconfig"  # Debian's ldconfig is a static executable
+    static = (
+        shutil.which("ldconfig") or "/sbin/ldconfig"
+    )  # Debian's ldconfig is a static executable
     if os.path.exists(static):
         with pytest.raises(SpecError, match="static"):
             refuse(Request(argv=(static, "-p")))
     setuid = tmp_path / "true-setuid"
     shutil.copy2("/bin/true", setuid)
     if os.geteuid() == 0:
-        os.chown(setuid, 65534, -1)  # setuid to another user: secure execution, the loader ignores LD_PRELOAD
+        os.chown(
+            setuid, 65534, -1
+        )  # setuid to another user: secure execution, the loader ignores LD_PRELOAD
     setuid.chmod(0o4755)
     if os.geteuid() == 0 and not os.statvfs(setuid).f_flag & os.ST_NOSUID:
         with pytest.raises(SpecError, match="setuid"):
@@ -98,7 +104,9 @@ def test_refusals_name_the_reason(tmp_path):
 
 
 def test_cli_refusal_is_a_clean_error_before_anything_runs(tmp_path):
-    result = CliRunner().invoke(main, ["try", "-o", str(tmp_path / "o"), "--", "no-such-program-hb"])
+    result = CliRunner().invoke(
+        main, ["try", "-o", str(tmp_path / "o"), "--", "no-such-program-hb"]
+    )
     assert result.exit_code == 2 and "cannot try no-such-program-hb" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "o").exists()
 
@@ -107,25 +115,35 @@ def test_without_root_thp_modes_are_never_and_as_found(fake_sys):
     modes, found, notes = matrix_mod.thp_modes((), fake_sys.sys_root, euid=1000)
     assert found == "madvise" and modes == ["never", "madvise"]
     assert "always left out (needs root)" in notes[0] and "never (per process)" in notes[0]
-    with pytest.raises(PrivilegeError, match=r"THP always cannot be set .* still possible: --thp never --thp madvise"):
+    with pytest.raises(
+        PrivilegeError,
+        match=r"THP always cannot be set .* still possible: --thp never --thp madvise",
+    ):
         matrix_mod.thp_modes(("always",), fake_sys.sys_root, euid=1000)
     assert matrix_mod.thp_modes((), fake_sys.sys_root, euid=0)[0] == ["never", "madvise", "always"]
 
 
 def test_matrix_puts_as_is_first_then_one_change_at_a_time(fake_sys):
-    mx = matrix_mod.build(Request(argv=("true",), only=("jemalloc-thp",), thp=("never", "always")),
-                          fake_sys.sys_root)
+    mx = matrix_mod.build(
+        Request(argv=("true",), only=("jemalloc-thp",), thp=("never", "always")), fake_sys.sys_root
+    )
     assert mx.baseline == {"allocator": "glibc", "thp": "madvise"} == mx.cells[0]
     one_change = [c for c in mx.cells[1:] if (c["allocator"] == "glibc") != (c["thp"] == "madvise")]
-    assert mx.cells[1:1 + len(one_change)] == one_change  # single changes before combinations
+    assert mx.cells[1 : 1 + len(one_change)] == one_change  # single changes before combinations
     assert {"allocator": "jemalloc-thp", "thp": "always"} in mx.cells
 
 
 def test_metric_options_become_the_command_metric():
     assert matrix_mod.metric_param("wall", False) == "wall"
-    assert matrix_mod.metric_param("json:ops", True) == {"json": "ops", "name": "ops", "better": "higher"}
+    assert matrix_mod.metric_param("json:ops", True) == {
+        "json": "ops",
+        "name": "ops",
+        "better": "higher",
+    }
     assert matrix_mod.metric_param("regex:took ([0-9.]+)", False)["name"] == "score"
-    assert matrix_mod.metric_param("json:metric", False)["name"] == "score"  # a parameter's name is taken
+    assert (
+        matrix_mod.metric_param("json:metric", False)["name"] == "score"
+    )  # a parameter's name is taken
     with pytest.raises(SpecError, match="higher-is-better"):
         matrix_mod.metric_param("wall", True)
 
@@ -138,8 +156,12 @@ def test_clearly_worse_needs_separated_runs_and_resolution_is_one_rule():
     from hugebench.stats import Ratio
 
     assert schedule_mod._resolved(Ratio(0.5, 0.45, 0.55, True, 6))
-    assert not schedule_mod._resolved(Ratio(0.5, 0.45, 0.55, True, 3))  # a CI on 3 pairs is their range
-    assert not schedule_mod._resolved(Ratio(0.98, 0.9, 1.05, True, 12)) and not schedule_mod._resolved(None)
+    assert not schedule_mod._resolved(
+        Ratio(0.5, 0.45, 0.55, True, 3)
+    )  # a CI on 3 pairs is their range
+    assert not schedule_mod._resolved(
+        Ratio(0.98, 0.9, 1.05, True, 12)
+    ) and not schedule_mod._resolved(None)
 
 
 def test_no_difference_worth_deploying_is_the_stability_rules_equivalence():
@@ -149,27 +171,48 @@ def test_no_difference_worth_deploying_is_the_stability_rules_equivalence():
     assert SMALLEST_EFFECT == 0.05
     assert equivalent(Ratio(1.01, 0.97, 1.04, True, 6))
     assert not equivalent(Ratio(1.01, 0.97, 1.04, True, 3))  # too few pairs to prove anything
-    assert not equivalent(Ratio(0.97, 0.90, 1.02, True, 12))  # could be 10 % better: not proven the same
-    assert not equivalent(Ratio(1.0, 0.99, 1.01, True, 6), assess([60, 80, 100, 120, 140, 160]))  # unstable
+    assert not equivalent(
+        Ratio(0.97, 0.90, 1.02, True, 12)
+    )  # could be 10 % better: not proven the same
+    assert not equivalent(
+        Ratio(1.0, 0.99, 1.01, True, 6), assess([60, 80, 100, 120, 140, 160])
+    )  # unstable
     assert not equivalent(None)
 
 
 def _rows(values: dict[str, list[float]]) -> list[dict]:
-    return [{"cell_id": cell, "status": "ok", "window_s": v, "repetition": i, "sweep_id": "s", "source": "local"}
-            for cell, vs in values.items() for i, v in enumerate(vs)]
+    return [
+        {
+            "cell_id": cell,
+            "status": "ok",
+            "window_s": v,
+            "repetition": i,
+            "sweep_id": "s",
+            "source": "local",
+        }
+        for cell, vs in values.items()
+        for i, v in enumerate(vs)
+    ]
 
 
 def test_the_schedule_stops_when_no_configuration_left_differs_from_as_is():
-    same = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [1.00, 1.00, 1.01, 0.99, 1.01, 0.99],
-            "b": [1.01, 1.00, 0.99, 1.00, 1.01, 0.99]}
+    same = {
+        "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
+        "a": [1.00, 1.00, 1.01, 0.99, 1.01, 0.99],
+        "b": [1.01, 1.00, 0.99, 1.00, 1.01, 0.99],
+    }
     assert schedule_mod.no_difference(_rows(same), ["base", "a", "b"], "base", "window_s")
     faster = {**same, "b": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88]}
     assert not schedule_mod.no_difference(_rows(faster), ["base", "a", "b"], "base", "window_s")
-    assert schedule_mod.no_difference(_rows(faster), ["base", "a"], "base", "window_s")  # b dropped: not left
+    assert schedule_mod.no_difference(
+        _rows(faster), ["base", "a"], "base", "window_s"
+    )  # b dropped: not left
     short = {k: v[:3] for k, v in same.items()}
     assert not schedule_mod.no_difference(_rows(short), ["base", "a", "b"], "base", "window_s")
     # the schedule itself: after RESOLVE_BLOCKS blocks it stops and says why
-    sched = schedule_mod.Schedule(["base", "a", "b"], "base", "window_s", "lower", 600, time.monotonic())
+    sched = schedule_mod.Schedule(
+        ["base", "a", "b"], "base", "window_s", "lower", 600, time.monotonic()
+    )
     sched.state.active = ["base", "a", "b"]
     assert sched._decide(_rows(same), schedule_mod.RESOLVE_BLOCKS)
     assert sched.state.stopped == schedule_mod.NO_DIFFERENCE
@@ -178,33 +221,57 @@ def test_the_schedule_stops_when_no_configuration_left_differs_from_as_is():
 def test_aged_groups_each_compare_with_their_own_as_is_and_a_cut_keeps_whole_configurations():
     """try --aged: the fragmented configuration is judged against as-is on a fragmented machine (30% slower
     there), not against fresh as-is; each state is answered on its own; a cut never splits a configuration."""
-    values = {"bf": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "bg": [1.30, 1.31, 1.29, 1.30, 1.32, 1.28],
-              "af": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88], "ag": [1.30, 1.30, 1.31, 1.29, 1.31, 1.29]}
+    values = {
+        "bf": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
+        "bg": [1.30, 1.31, 1.29, 1.30, 1.32, 1.28],
+        "af": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88],
+        "ag": [1.30, 1.30, 1.31, 1.29, 1.31, 1.29],
+    }
     bases = {"bf": "bf", "bg": "bg", "af": "bf", "ag": "bg"}
-    sched = schedule_mod.Schedule(list(values), "bf", "window_s", "lower", 600, time.monotonic(), bases=bases)
+    sched = schedule_mod.Schedule(
+        list(values), "bf", "window_s", "lower", 600, time.monotonic(), bases=bases
+    )
     sched.state.active = list(values)
     assert not sched._decide(_rows({k: v[:3] for k, v in values.items()}), schedule_mod.MIN_BLOCKS)
     assert "ag" not in sched.state.dropped  # clearly worse than *fresh* as-is, but not than its own
     assert sched._decide(_rows(values), schedule_mod.RESOLVE_BLOCKS)
-    assert sched.state.answered == {"bf": "the leader's ratio to as-is is resolved", "bg": schedule_mod.NO_DIFFERENCE}
+    assert sched.state.answered == {
+        "bf": "the leader's ratio to as-is is resolved",
+        "bg": schedule_mod.NO_DIFFERENCE,
+    }
     assert sched.state.stopped == "every memory state answered"
     assert sched.state.stopped_for("bg") == schedule_mod.NO_DIFFERENCE
 
-    order = [f"{c}{s}" for c in "bcdef" for s in "fg"]  # 5 configurations x 2 states, as-is (b) first
+    order = [
+        f"{c}{s}" for c in "bcdef" for s in "fg"
+    ]  # 5 configurations x 2 states, as-is (b) first
     bases = {cid: "b" + cid[1] for cid in order}
-    sched = schedule_mod.Schedule(order, "bf", "window_s", "lower", 4 + 25.5, time.monotonic(), bases=bases)
-    sched.state.run_s = 1.0  # fits 25 runs + the 2 timing runs: 5 cells by the rule, cut to 4 (2 configurations)
+    sched = schedule_mod.Schedule(
+        order, "bf", "window_s", "lower", 4 + 25.5, time.monotonic(), bases=bases
+    )
+    sched.state.run_s = (
+        1.0  # fits 25 runs + the 2 timing runs: 5 cells by the rule, cut to 4 (2 configurations)
+    )
     sched._cut(_rows({"bf": [1.0], "bg": [1.3]}))
     assert sched.state.kept == ["bf", "bg", "cf", "cg"] and sched.state.cut == order[4:]
 
 
 def test_aged_keep_order_has_both_kinds_of_huge_page_change_first(fake_sys):
-    mx = matrix_mod.build(Request(argv=("true",), only=("jemalloc-thp", "glibc-hugetlb")), fake_sys.sys_root)
+    mx = matrix_mod.build(
+        Request(argv=("true",), only=("jemalloc-thp", "glibc-hugetlb")), fake_sys.sys_root
+    )
     aged = matrix_mod._aged_order(mx.cells, mx.thp_found)
     assert aged[0] == mx.cells[0] and sorted(map(str, aged)) == sorted(map(str, mx.cells))
-    assert aged[1] == mx.cells[1] and aged[1]["thp"] == "madvise"  # the first allocator setting, as before
-    assert aged[2] == {"allocator": "glibc", "thp": "always"}  # then THP always: a small budget keeps both kinds
-    assert aged.index({"allocator": "glibc", "thp": "never"}) > aged.index({"allocator": "jemalloc-thp", "thp": "madvise"})
+    assert (
+        aged[1] == mx.cells[1] and aged[1]["thp"] == "madvise"
+    )  # the first allocator setting, as before
+    assert aged[2] == {
+        "allocator": "glibc",
+        "thp": "always",
+    }  # then THP always: a small budget keeps both kinds
+    assert aged.index({"allocator": "glibc", "thp": "never"}) > aged.index(
+        {"allocator": "jemalloc-thp", "thp": "madvise"}
+    )
 
 
 def test_a_cut_configuration_reads_not_run_and_each_state_counts_only_its_own_runs():
@@ -213,30 +280,57 @@ def test_a_cut_configuration_reads_not_run_and_each_state_counts_only_its_own_ru
     from hugebench.trial import verdict as verdict_mod
     from hugebench.trial.render import answer
 
-    values = {"bf": [1.00, 1.01, 0.99], "bg": [1.30, 1.31, 1.29], "af": [0.90, 0.91, 0.89],
-              "ag": [1.30, 1.30, 1.31]}
+    values = {
+        "bf": [1.00, 1.01, 0.99],
+        "bg": [1.30, 1.31, 1.29],
+        "af": [0.90, 0.91, 0.89],
+        "ag": [1.30, 1.30, 1.31],
+    }
     rows = pd.DataFrame(_rows(values))
-    rows["noise.disturbed"] = rows["cell_id"] == "bg"  # only the fragmented state's as-is runs were disturbed
+    rows["noise.disturbed"] = (
+        rows["cell_id"] == "bg"
+    )  # only the fragmented state's as-is runs were disturbed
     rows["noise.why"] = rows["noise.disturbed"].map({True: "steal 4% > 2%", False: None})
-    state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=3, cut=["cf", "cg"],
-                                  answered={"bf": "the leader's ratio to as-is is resolved"})
+    state = schedule_mod.Progress(
+        0.0,
+        60,
+        stopped="budget ended",
+        blocks=3,
+        cut=["cf", "cg"],
+        answered={"bf": "the leader's ratio to as-is is resolved"},
+    )
     cell = {"allocator": "glibc", "thp": "madvise"}
     each = {}
     for memory, ids in (("fresh", ("bf", "af", "cf")), ("fragmented:100%", ("bg", "ag", "cg"))):
-        cells = {cid: {**cell, "memory_state": memory, **({"thp": "always"} if cid[0] != "b" else {})} for cid in ids}
+        cells = {
+            cid: {**cell, "memory_state": memory, **({"thp": "always"} if cid[0] != "b" else {})}
+            for cid in ids
+        }
         cells[ids[2]]["allocator"] = "jemalloc-thp"
-        each[memory] = verdict_mod.build(rows, cells, ids[0], "window_s", "lower", None, "madvise", state)
+        each[memory] = verdict_mod.build(
+            rows, cells, ids[0], "window_s", "lower", None, "madvise", state
+        )
         each[memory].update(runs=int(rows["cell_id"].isin(ids).sum()), plan=[f"plan cut: {ids[2]}"])
     fresh, aged = each["fresh"], each["fragmented:100%"]
-    assert [c["class"] for c in fresh["others"]] == ["not run"] and fresh["stopped"].startswith("the leader")
+    assert [c["class"] for c in fresh["others"]] == ["not run"] and fresh["stopped"].startswith(
+        "the leader"
+    )
     assert aged["stopped"] == "budget ended"
-    assert not any(c.startswith("noisy") for c in fresh["caveats"])  # the other state's runs are not its own
+    assert not any(
+        c.startswith("noisy") for c in fresh["caveats"]
+    )  # the other state's runs are not its own
     assert any("3 of 6 runs" in c for c in aged["caveats"] if c.startswith("noisy"))
     out = answer({**fresh, "by_memory_state": each}, ["12 runs in 30 s"])
-    assert out.count("12 runs in 30 s") == 1 and out.count("plan cut: cf") == 1 and out.count("plan cut: cg") == 1
+    assert (
+        out.count("12 runs in 30 s") == 1
+        and out.count("plan cut: cf") == 1
+        and out.count("plan cut: cg") == 1
+    )
     assert "== on a fresh machine (memory_state fresh; 6 runs) ==" in out
     assert "== on a fragmented machine (memory_state fragmented:100%; 6 runs) ==" in out
-    assert "  not run           jemalloc-thp, THP always, fresh memory: cut to fit the budget" in out
+    assert (
+        "  not run           jemalloc-thp, THP always, fresh memory: cut to fit the budget" in out
+    )
     assert "failed" not in out and out.count("cut to fit the budget") == 2
 
 
@@ -246,19 +340,27 @@ def test_a_simpler_tie_that_is_not_resolved_is_named_as_such_not_as_the_simplest
     from hugebench.trial import verdict as verdict_mod
     from hugebench.trial.render import text
 
-    values = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [0.50, 0.50, 0.51, 0.49, 0.95, 0.96],
-              "b": [0.50, 0.51, 0.49, 0.50, 0.52, 0.48]}
+    values = {
+        "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
+        "a": [0.50, 0.50, 0.51, 0.49, 0.95, 0.96],
+        "b": [0.50, 0.51, 0.49, 0.50, 0.52, 0.48],
+    }
     rows = pd.DataFrame(_rows(values))
     state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=6)
-    cells = {"base": {"allocator": "glibc", "thp": "madvise"}, "a": {"allocator": "glibc-hugetlb", "thp": "madvise"},
-             "b": {"allocator": "glibc", "thp": "always"}}
+    cells = {
+        "base": {"allocator": "glibc", "thp": "madvise"},
+        "a": {"allocator": "glibc-hugetlb", "thp": "madvise"},
+        "b": {"allocator": "glibc", "thp": "always"},
+    }
     spec = types.SimpleNamespace(allocators={})
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
     assert verdict["best"]["cell"] == cells["b"] and verdict["recommend"] == "best"
     assert verdict["best"]["simpler_unresolved"] == ["glibc-hugetlb, THP madvise (as found)"]
     out = text(verdict, [])
-    assert "simpler and as good within noise, but not resolved better than as-is on their own runs (so not " \
-           "recommended): glibc-hugetlb, THP madvise (as found)" in out
+    assert (
+        "simpler and as good within noise, but not resolved better than as-is on their own runs (so not "
+        "recommended): glibc-hugetlb, THP madvise (as found)" in out
+    )
     assert "the simplest resolved change is shown" not in out
 
 
@@ -274,16 +376,26 @@ def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_
     rows["noise.disturbed"] = [False] * 11 + [True]
     rows["noise.why"] = [None] * 11 + ["other work kept 1.02 CPUs busy > 0.5 (python3[1] 1.00 CPU)"]
     state = schedule_mod.Progress(0.0, 60, stopped=schedule_mod.NO_DIFFERENCE, blocks=6)
-    cells = {"base": {"allocator": "glibc", "thp": "madvise"}, "a": {"allocator": "jemalloc-thp", "thp": "madvise"}}
+    cells = {
+        "base": {"allocator": "glibc", "thp": "madvise"},
+        "a": {"allocator": "jemalloc-thp", "thp": "madvise"},
+    }
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
-    assert verdict["no_difference"] and verdict["recommend"] == "as-is" and verdict["deploy"] is None
-    assert verdict["best"]["equivalent"] and verdict["best"]["peak_rss_column"] == "tree_peak_rss_bytes"
+    assert (
+        verdict["no_difference"] and verdict["recommend"] == "as-is" and verdict["deploy"] is None
+    )
+    assert (
+        verdict["best"]["equivalent"]
+        and verdict["best"]["peak_rss_column"] == "tree_peak_rss_bytes"
+    )
     assert verdict["best"]["peak_rss_ratio"]["value"] == pytest.approx(1.5)
     out = text(verdict, [])
     assert "no difference worth deploying" in out and "within ±5% of as-is" in out
     assert "process tree's peak RSS 1.50x as-is" in out
     caveats = verdict["caveats"]
-    assert not any(c.startswith("not resolved") for c in caveats)  # sameness resolved is not "not resolved"
+    assert not any(
+        c.startswith("not resolved") for c in caveats
+    )  # sameness resolved is not "not resolved"
     noisy = [c for c in caveats if c.startswith("noisy")]
     assert noisy and "1 of 12 runs" in noisy[0] and "other work kept 1.02 CPUs busy" in noisy[0]
     # coverage short of the one level (measure.phases.COVERAGE_EXPECTED), never a local constant
@@ -311,24 +423,43 @@ def faults_program(tmp_path_factory) -> Path:
 @pytest.mark.needs_thp
 def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(faults_program, tmp_path):
     started = time.monotonic()
-    result, out = _try(["--budget", "50s", "--allocators", "glibc", "--thp", "never", "--thp", "always",
-                        "--", str(faults_program)], tmp_path)
+    result, out = _try(
+        [
+            "--budget",
+            "50s",
+            "--allocators",
+            "glibc",
+            "--thp",
+            "never",
+            "--thp",
+            "always",
+            "--",
+            str(faults_program),
+        ],
+        tmp_path,
+    )
     wall = time.monotonic() - started
     verdict = _verdict(result)
     best = verdict["best"]
     always = [c for c in (best, *verdict["others"]) if c["cell"]["thp"] == "always"]
-    assert always and all(c["hp_coverage"] > 0.5 for c in always), verdict  # the mode held: coverage proven
+    assert always and all(c["hp_coverage"] > 0.5 for c in always), (
+        verdict
+    )  # the mode held: coverage proven
     assert best["allocator_proof"] and "libc.so.6" in best["allocator_proof"]
     if verdict["resolved"]:  # 2 MiB pages: 512x fewer faults and TLB misses
         assert best["cell"]["thp"] == "always" and best["ratio"]["value"] < 0.9, verdict
         assert verdict["recommend"] == "best"
-        assert "echo always > /sys/kernel/mm/transparent_hugepage/enabled" in verdict["deploy"]["thp"]
+        assert (
+            "echo always > /sys/kernel/mm/transparent_hugepage/enabled" in verdict["deploy"]["thp"]
+        )
     else:
         # On this KVM guest THP always is sometimes 0.45x as-is and sometimes slower (the runs are bimodal: a
         # 2 MiB block the host has not backed yet costs its faults there), so the stability rule may refuse to
         # call it: then try must keep as-is and say why, never recommend on an unresolved difference.
         assert verdict["recommend"] == "as-is" and verdict["deploy"] is None
-        assert any("not resolved" in c or "unstable" in c or "varies" in c for c in verdict["caveats"]), verdict
+        assert any(
+            "not resolved" in c or "unstable" in c or "varies" in c for c in verdict["caveats"]
+        ), verdict
     assert wall < 50 + 15
     assert Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().count("[madvise]") == 1
 
@@ -336,8 +467,23 @@ def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(faults_progra
 def test_gzip_reading_stdin_and_the_experiment_file_resumes_with_sweep(tmp_path):
     data = tmp_path / "input.bin"
     data.write_bytes(os.urandom(1 << 20) + bytes(4 << 20))
-    result, out = _try(["--budget", "40s", "--allocators", "glibc,jemalloc-thp", "--thp", "madvise",
-                        "--stdin", str(data), "--", "gzip", "-c", "-6"], tmp_path)
+    result, out = _try(
+        [
+            "--budget",
+            "40s",
+            "--allocators",
+            "glibc,jemalloc-thp",
+            "--thp",
+            "madvise",
+            "--stdin",
+            str(data),
+            "--",
+            "gzip",
+            "-c",
+            "-6",
+        ],
+        tmp_path,
+    )
     verdict = _verdict(result)
     assert verdict["baseline"]["runs"] >= schedule_mod.MIN_BLOCKS
     assert verdict["best"]["cell"] == {"allocator": "jemalloc-thp", "thp": "madvise"}
@@ -357,26 +503,69 @@ def test_gzip_reading_stdin_and_the_experiment_file_resumes_with_sweep(tmp_path)
 def test_python_json_metric_higher_is_better(tmp_path):
     script = tmp_path / "bench.py"
     script.write_text(JSON_PY)
-    result, out = _try(["--budget", "30s", "--allocators", "glibc,mimalloc-large", "--thp", "madvise",
-                        "--metric", "json:inserts_per_s", "--higher-is-better", "--env", "PYTHONHASHSEED=0",
-                        "--", sys.executable, str(script)], tmp_path)
+    result, out = _try(
+        [
+            "--budget",
+            "30s",
+            "--allocators",
+            "glibc,mimalloc-large",
+            "--thp",
+            "madvise",
+            "--metric",
+            "json:inserts_per_s",
+            "--higher-is-better",
+            "--env",
+            "PYTHONHASHSEED=0",
+            "--",
+            sys.executable,
+            str(script),
+        ],
+        tmp_path,
+    )
     verdict = _verdict(result)
     assert verdict["metric"] == "inserts_per_s" and verdict["better"] == "higher"
     assert verdict["baseline"]["median"] > 1000
     assert all(str(r.get("param.env.PYTHONHASHSEED")) == "0" for r in _store_rows(out))
 
 
-@pytest.mark.skipif(shutil.which("redis-server") is None or shutil.which("redis-benchmark") is None,
-                    reason="redis-server/redis-benchmark not installed")
+@pytest.mark.skipif(
+    shutil.which("redis-server") is None or shutil.which("redis-benchmark") is None,
+    reason="redis-server/redis-benchmark not installed",
+)
 def test_redis_server_under_redis_benchmark(tmp_path):
-    result, out = _try(["--budget", "40s", "--allocators", "glibc,jemalloc-thp", "--thp", "madvise",
-                        "--server", "redis-server --port 0 --unixsocket {tmp}/s --save '' --appendonly no",
-                        "--ready", "path:{tmp}/s", "--metric", r"regex:GET: ([0-9.]+) requests per second",
-                        "--higher-is-better",
-                        "--", "redis-benchmark", "-s", "{tmp}/s", "-t", "get", "-n", "5000", "-q"], tmp_path)
+    result, out = _try(
+        [
+            "--budget",
+            "40s",
+            "--allocators",
+            "glibc,jemalloc-thp",
+            "--thp",
+            "madvise",
+            "--server",
+            "redis-server --port 0 --unixsocket {tmp}/s --save '' --appendonly no",
+            "--ready",
+            "path:{tmp}/s",
+            "--metric",
+            r"regex:GET: ([0-9.]+) requests per second",
+            "--higher-is-better",
+            "--",
+            "redis-benchmark",
+            "-s",
+            "{tmp}/s",
+            "-t",
+            "get",
+            "-n",
+            "5000",
+            "-q",
+        ],
+        tmp_path,
+    )
     verdict = _verdict(result)
     assert verdict["baseline"]["runs"] >= 1 and verdict["baseline"]["median"] > 100
-    assert "redis-server" in verdict["baseline"]["allocator_proof"] or verdict["baseline"]["allocator_proof"]
+    assert (
+        "redis-server" in verdict["baseline"]["allocator_proof"]
+        or verdict["baseline"]["allocator_proof"]
+    )
     assert not [p for p in _processes() if "redis-server" in p]  # no server left running
 
 
@@ -386,8 +575,19 @@ def _processes() -> list[str]:
 
 def test_the_budget_holds(tmp_path):
     started = time.monotonic()
-    result, out = _try(["--budget", "30s", "--allocators", "glibc,jemalloc-thp,mimalloc-large",
-                        "--", "sh", "-c", "exec sleep 0.2"], tmp_path)
+    result, out = _try(
+        [
+            "--budget",
+            "30s",
+            "--allocators",
+            "glibc,jemalloc-thp,mimalloc-large",
+            "--",
+            "sh",
+            "-c",
+            "exec sleep 0.2",
+        ],
+        tmp_path,
+    )
     wall = time.monotonic() - started
     verdict = _verdict(result)
     assert wall < 45, f"--budget 30s took {wall:.0f} s"
@@ -396,19 +596,36 @@ def test_the_budget_holds(tmp_path):
 
 def test_a_program_no_setting_changes_stops_early_with_no_difference_worth_deploying(tmp_path):
     started = time.monotonic()
-    result, out = _try(["--budget", "60s", "--allocators", "glibc,glibc-hugetlb", "--thp", "madvise",
-                        "--", "sh", "-c", "exec sleep 0.4"], tmp_path)
+    result, out = _try(
+        [
+            "--budget",
+            "60s",
+            "--allocators",
+            "glibc,glibc-hugetlb",
+            "--thp",
+            "madvise",
+            "--",
+            "sh",
+            "-c",
+            "exec sleep 0.4",
+        ],
+        tmp_path,
+    )
     wall = time.monotonic() - started
     verdict = _verdict(result)
     assert verdict["recommend"] == "as-is" and verdict["deploy"] is None, verdict
     if verdict["stopped"] == schedule_mod.NO_DIFFERENCE:
         assert verdict["no_difference"] and verdict["best"]["equivalent"], verdict
         assert verdict["best"]["ratio"]["n"] >= schedule_mod.RESOLVE_BLOCKS
-        assert wall < 45, f"stopped early? {wall:.0f} s of a 60 s budget"  # ~6 blocks of 2 runs of ~0.5 s
+        assert wall < 45, (
+            f"stopped early? {wall:.0f} s of a 60 s budget"
+        )  # ~6 blocks of 2 runs of ~0.5 s
     else:
         # sleep's time does not move, but a third of the runs measured beside another job makes a cell
         # unstable by the one rule, and then sameness is no more proven than a difference: said, not called
-        assert not verdict["no_difference"] and any(c.startswith("unstable") for c in verdict["caveats"]), verdict
+        assert not verdict["no_difference"] and any(
+            c.startswith("unstable") for c in verdict["caveats"]
+        ), verdict
 
 
 def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp_path):
@@ -417,15 +634,35 @@ def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp
     work = unprivileged.owned_dir(unprivileged.home / "lab")
     lock_dir = _shared_dir(unprivileged.home.parent / "lock-try", 0o1777)
     env = {"HUGEBENCH_LOCK": str(lock_dir / "hugebench.lock")}
-    ran = unprivileged.hugebench("try", "--json", "--budget", "30s", "--allocators", "glibc", "-o", "r", "--",
-                                 "gzip", "-c", "/etc/services", env=env, cwd=work)
+    ran = unprivileged.hugebench(
+        "try",
+        "--json",
+        "--budget",
+        "30s",
+        "--allocators",
+        "glibc",
+        "-o",
+        "r",
+        "--",
+        "gzip",
+        "-c",
+        "/etc/services",
+        env=env,
+        cwd=work,
+    )
     assert ran.returncode == 0, ran.stderr
     verdict = json.loads(ran.stdout.strip().splitlines()[-1])
-    modes = {verdict["baseline"]["cell"]["thp"]} | {c["cell"]["thp"] for c in [verdict["best"], *verdict["others"]]}
-    found = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().split("[")[1].split("]")[0]
+    modes = {verdict["baseline"]["cell"]["thp"]} | {
+        c["cell"]["thp"] for c in [verdict["best"], *verdict["others"]]
+    }
+    found = (
+        Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().split("[")[1].split("]")[0]
+    )
     assert modes == {"never", found} if found != "never" else {"never"}
     assert "left out (needs root)" in ran.stderr
-    refused = unprivileged.hugebench("try", "--thp", "always", "-o", "r2", "--", "true", env=env, cwd=work)
+    refused = unprivileged.hugebench(
+        "try", "--thp", "always", "-o", "r2", "--", "true", env=env, cwd=work
+    )
     assert refused.returncode == 3 and "still possible" in refused.stderr
 
 
@@ -443,14 +680,24 @@ def test_a_resolved_gain_within_the_smallest_effect_is_not_recommended():
 
     from hugebench.trial import verdict as verdict_mod
 
-    values = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [0.980, 0.985, 0.975, 0.980, 0.990, 0.970]}
+    values = {
+        "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
+        "a": [0.980, 0.985, 0.975, 0.980, 0.990, 0.970],
+    }
     rows = pd.DataFrame(_rows(values))
     state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=6)
-    cells = {"base": {"allocator": "glibc", "thp": "madvise"}, "a": {"allocator": "jemalloc-thp", "thp": "madvise"}}
+    cells = {
+        "base": {"allocator": "glibc", "thp": "madvise"},
+        "a": {"allocator": "jemalloc-thp", "thp": "madvise"},
+    }
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
     best = verdict["best"]
-    assert best["class"] == "better" and best["ratio"]["resolved"] and best["equivalent"]  # 2 % faster, proven
-    assert verdict["recommend"] == "as-is" and verdict["deploy"] is None and verdict["no_difference"]
+    assert (
+        best["class"] == "better" and best["ratio"]["resolved"] and best["equivalent"]
+    )  # 2 % faster, proven
+    assert (
+        verdict["recommend"] == "as-is" and verdict["deploy"] is None and verdict["no_difference"]
+    )
     assert not verdict["resolved"]  # what try calls resolved is a difference worth deploying
     sched = schedule_mod.Schedule(["base", "a"], "base", "window_s", "lower", 600, time.monotonic())
     sched.state.active = ["base", "a"]

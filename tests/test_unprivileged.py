@@ -62,7 +62,11 @@ def _assert_user_counts(row: dict, uid: int, paranoid: int) -> None:
         assert row["perf_scope"] == "user+kernel" and row["perf.task_clock"] > 0
     elif paranoid == 2 or row["perf_scope"] == "user":  # mainline kernels treat levels above 2 as 2
         assert row["perf_scope"] == "user", row
-        assert row["perf.task_clock"] > 0 and row["perf.page_faults"] > 0 and row["perf.task_clock.reason"] is None
+        assert (
+            row["perf.task_clock"] > 0
+            and row["perf.page_faults"] > 0
+            and row["perf.task_clock.reason"] is None
+        )
     else:
         assert row["perf_scope"] is None and "perf_event_paranoid" in row["perf.task_clock.reason"]
 
@@ -80,8 +84,11 @@ def test_a_user_without_root_runs_doctor_plan_and_sweeps_after_root_swept(unpriv
 
         from hugebench.cli import main
 
-        swept = CliRunner().invoke(main, ["sweep", str(work / "hash.yaml"), "-o", str(tmp_path / "root"), "-q"],
-                                   env={**env, "HUGEBENCH_JOURNAL": str(tmp_path / "journal.json")})
+        swept = CliRunner().invoke(
+            main,
+            ["sweep", str(work / "hash.yaml"), "-o", str(tmp_path / "root"), "-q"],
+            env={**env, "HUGEBENCH_JOURNAL": str(tmp_path / "journal.json")},
+        )
         assert swept.exit_code == 0, swept.output
         assert (lock_dir / "hugebench.lock").stat().st_uid == 0
         (root_row,) = _rows(tmp_path / "root")
@@ -92,16 +99,22 @@ def test_a_user_without_root_runs_doctor_plan_and_sweeps_after_root_swept(unpriv
     paranoid, uid = _paranoid(), unprivileged.uid
     if uid != 0 and paranoid == 2:
         assert f"uid {uid} counts user space only" in doctor.stdout, doctor.stdout
-    lock_line = "mode 0666, writable" if os.geteuid() == 0 else "created mode 0666 by the next sweep"
+    lock_line = (
+        "mode 0666, writable" if os.geteuid() == 0 else "created mode 0666 by the next sweep"
+    )
     assert f"{lock_dir}/hugebench.lock: {lock_line}" in doctor.stdout
     if uid != 0:
         assert f"not writable by uid {uid}" in doctor.stdout  # THP and the hugetlb pool, said so
 
     for name, out in (("hash.yaml", "r-hash"), ("cmd.yaml", "r-cmd")):
         plan = unprivileged.hugebench("plan", name, env=env, cwd=work)
-        assert plan.returncode == 0 and "no kernel knob changes" in plan.stdout, plan.stdout + plan.stderr
+        assert plan.returncode == 0 and "no kernel knob changes" in plan.stdout, (
+            plan.stdout + plan.stderr
+        )
         sweep = unprivileged.hugebench("sweep", name, "-o", out, "-q", env=env, cwd=work)
-        assert sweep.returncode == 0 and "Traceback" not in sweep.stderr, sweep.stdout + sweep.stderr
+        assert sweep.returncode == 0 and "Traceback" not in sweep.stderr, (
+            sweep.stdout + sweep.stderr
+        )
         (row,) = _rows(work / out)
         assert row["status"] == "ok", row.get("error")
         _assert_user_counts(row, uid, paranoid)
@@ -109,21 +122,31 @@ def test_a_user_without_root_runs_doctor_plan_and_sweeps_after_root_swept(unpriv
     if uid != 0 and paranoid == 2:  # the in-process counters fall back to user space as perf does
         assert hash_row["pmu_scope"] == "user" and hash_row["pmu.task_clock"] > 0
     if uid != 0:  # THP 'never' without root: by prctl, for the worker alone
-        (work / "never.yaml").write_text(HASH.replace("nonroot-hash", "nonroot-never") + "  thp: [never]\n")
+        (work / "never.yaml").write_text(
+            HASH.replace("nonroot-hash", "nonroot-never") + "  thp: [never]\n"
+        )
         (work / "never.yaml").chmod(0o644)
-        never = unprivileged.hugebench("sweep", "never.yaml", "-o", "r-never", "-q", env=env, cwd=work)
+        never = unprivileged.hugebench(
+            "sweep", "never.yaml", "-o", "r-never", "-q", env=env, cwd=work
+        )
         assert never.returncode == 0, never.stdout + never.stderr
         (row,) = _rows(work / "r-never")
         assert row["status"] == "ok" and row["thp.enabled"] == "never", row.get("error")
         thp_now = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
         assert row.get("thp_prctl_disabled") is (True if "[never]" not in thp_now else None)
-    if uid != 0:  # a THP mode that needs root: refused up front with the command that works from a venv
+    if (
+        uid != 0
+    ):  # a THP mode that needs root: refused up front with the command that works from a venv
         (work / "always.yaml").write_text(HASH + "system: {thp: always}\n")
         (work / "always.yaml").chmod(0o644)
-        refused = unprivileged.hugebench("sweep", "always.yaml", "-o", "r-always", env=env, cwd=work)
+        refused = unprivileged.hugebench(
+            "sweep", "always.yaml", "-o", "r-always", env=env, cwd=work
+        )
         script = Path(unprivileged.python).parent / "hugebench"
         assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
-        assert f"needs root: run `sudo {script} sweep always.yaml`" in refused.stderr, refused.stderr
+        assert f"needs root: run `sudo {script} sweep always.yaml`" in refused.stderr, (
+            refused.stderr
+        )
         assert not (work / "r-always" / "runs.jsonl").exists()
     shutil.rmtree(lock_dir)
 
@@ -167,11 +190,22 @@ def test_perf_that_may_count_nothing_gives_reasons_not_a_crash(forbidding_perf, 
     assert caps.available and not caps.supported and caps.scope is None
     assert all("perf_event_paranoid" in why for _, why in caps.unsupported)
     check = doctor.check_paranoid(caps)
-    assert not check.ok and "can count nothing" in check.detail and "perf_event_paranoid=2" in check.fix
+    assert (
+        not check.ok
+        and "can count nothing" in check.detail
+        and "perf_event_paranoid=2" in check.fix
+    )
     spec = parse_spec(HASH.replace("keys: 20000", "keys: 2000") + "perf: auto\n", "exp.yaml")
-    result = run_sweep(spec, plan_mod.plan(spec), SweepOptions(out=tmp_path / "res", quiet=True,
-                                                               sys_root=str(fake_sys.sys_root),
-                                                               proc_root=str(fake_sys.proc_root)))
+    result = run_sweep(
+        spec,
+        plan_mod.plan(spec),
+        SweepOptions(
+            out=tmp_path / "res",
+            quiet=True,
+            sys_root=str(fake_sys.sys_root),
+            proc_root=str(fake_sys.proc_root),
+        ),
+    )
     assert result.statuses == {"ok": 1}
     (row,) = _rows(tmp_path / "res")
     assert row["perf_scope"] is None and row["perf.task_clock"] is None
@@ -191,10 +225,17 @@ def test_perf_names_with_the_user_space_modifier_are_parsed():
         1200,,cpu/event=0x8,umask=0xe/u,782931,100.00,,
     """)
     counters = perf.parse_perf_csv(text)  # keyed as printed; the 'u' marks what was counted
-    assert counters["task-clock:u"].value == pytest.approx(780000) and counters["task-clock:u"].user_only
+    assert (
+        counters["task-clock:u"].value == pytest.approx(780000)
+        and counters["task-clock:u"].user_only
+    )
     assert counters["cpu/event=0x8,umask=0xe/u"].user_only and not perf.user_space_only("cycles:k")
-    choices = [EventChoice("task_clock", "task-clock"), EventChoice("page_faults", "page-faults:u"),
-               EventChoice("cycles", "cycles"), EventChoice("raw", "cpu/event=0x8,umask=0xe/")]
+    choices = [
+        EventChoice("task_clock", "task-clock"),
+        EventChoice("page_faults", "page-faults:u"),
+        EventChoice("cycles", "cycles"),
+        EventChoice("raw", "cpu/event=0x8,umask=0xe/"),
+    ]
     row = perf.perf_columns(text, choices)
     assert row["perf.page_faults"] == 47 and row["perf.raw"] == 1200 and row["perf_scope"] == "user"
     assert row["perf.cycles.reason"].startswith("not supported")
@@ -227,7 +268,11 @@ def test_doctor_says_what_perf_counts_for_this_user():
         return PerfCapabilities("/usr/bin/perf", "6.1", None, 2, frozenset({"task-clock"}), **kw)
 
     user = doctor.check_paranoid(caps(scope="user"))
-    assert user.ok and f"uid {os.geteuid()} counts user space only" in user.detail and "paranoid=1" in user.fix
+    assert (
+        user.ok
+        and f"uid {os.geteuid()} counts user space only" in user.detail
+        and "paranoid=1" in user.fix
+    )
     whole = doctor.check_paranoid(caps(scope="user+kernel"))
     assert whole.ok and "counts user and kernel space" in whole.detail
     missing = doctor.check_paranoid(PerfCapabilities(None, None, "perf not found on PATH", 2))

@@ -9,6 +9,7 @@ import signal
 @contextlib.contextmanager
 def time_limit(seconds: int, what: str):
     """Raise AssertionError naming ``what`` when the block runs longer than ``seconds`` (SIGALRM; main thread)."""
+
     def hang(signum, frame):
         raise AssertionError(f"{what} took more than {seconds} s")
 

@@ -43,15 +43,22 @@ def _memory(params: dict) -> int:
     return 64 << 20
 
 
-WORKLOAD = register(Workload(
-    name="toy",
-    doc="Sums integers in Python: a workload registered from a test module of its own.",
-    runner=f"{__name__}:run",
-    params={"items": Param(int, 100_000, minimum=1, help="integers summed in the timed loop")},
-    timed_phase="sum",
-    metrics=(("ns_per_item", "ns/item", ".1f"), ("items_summed", "Items", "si")),
-    time_estimate=_time,
-    memory_estimate=_memory,
-    tables=(TableSection("Toy: the fastest run of each cell", per_cell,
-                         (Column("runs", "runs"), Column("best_ns", "best ns/item", ".2f"))),),
-))
+WORKLOAD = register(
+    Workload(
+        name="toy",
+        doc="Sums integers in Python: a workload registered from a test module of its own.",
+        runner=f"{__name__}:run",
+        params={"items": Param(int, 100_000, minimum=1, help="integers summed in the timed loop")},
+        timed_phase="sum",
+        metrics=(("ns_per_item", "ns/item", ".1f"), ("items_summed", "Items", "si")),
+        time_estimate=_time,
+        memory_estimate=_memory,
+        tables=(
+            TableSection(
+                "Toy: the fastest run of each cell",
+                per_cell,
+                (Column("runs", "runs"), Column("best_ns", "best ns/item", ".2f")),
+            ),
+        ),
+    )
+)

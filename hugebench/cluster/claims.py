@@ -36,19 +36,27 @@ class ClaimPlugin(SchedulerPlugin):
         self.claims: dict[str, tuple[str, str | None, float]] = {}
         self.scheduler = None
 
-    def start(self, scheduler) -> None:  # not async: installing it is one step of the scheduler's loop
+    def start(
+        self, scheduler
+    ) -> None:  # not async: installing it is one step of the scheduler's loop
         self.scheduler = scheduler
         scheduler.handlers[HANDLER] = self.claim
 
-    def claim(self, host: str, token: str, address: str | None = None, resource: str | None = None) -> dict:
+    def claim(
+        self, host: str, token: str, address: str | None = None, resource: str | None = None
+    ) -> dict:
         """Give ``host`` to the claimant ``token`` unless another live worker holds it: ``{"ok": bool,
         "holder": who}``. ``resource`` (``host:<name>``): a worker registered with it counts as a holder."""
         held = self.claims.get(host)
         if held is not None and held[0] != token and self._alive(held):
             return {"ok": False, "holder": self._who(held[1])}
         for other, state in self.scheduler.workers.items():
-            if other != address and resource and state.resources.get(resource) and \
-                    (held is None or held[1] != other):
+            if (
+                other != address
+                and resource
+                and state.resources.get(resource)
+                and (held is None or held[1] != other)
+            ):
                 return {"ok": False, "holder": self._who(other)}
         self.claims[host] = (token, address, time.monotonic())
         return {"ok": True, "holder": None}
@@ -60,7 +68,9 @@ class ClaimPlugin(SchedulerPlugin):
 
     def _alive(self, held) -> bool:
         _, address, at = held
-        return (address is not None and address in self.scheduler.workers) or time.monotonic() - at < PENDING_S
+        return (
+            address is not None and address in self.scheduler.workers
+        ) or time.monotonic() - at < PENDING_S
 
     def _who(self, address: str | None) -> str:
         if address is None:
@@ -73,26 +83,36 @@ def new_token() -> str:
     return uuid.uuid4().hex
 
 
-async def claim(scheduler_rpc, host: str, token: str, address: str | None = None,
-                resource: str | None = None) -> dict | None:
+async def claim(
+    scheduler_rpc, host: str, token: str, address: str | None = None, resource: str | None = None
+) -> dict | None:
     """Ask the scheduler (an rpc to it) for ``host``: its answer, or None where it cannot decide (no hugebench
     there); OSError where it cannot be reached."""
     from distributed.protocol.pickle import dumps
 
     try:
-        await scheduler_rpc.register_scheduler_plugin(plugin=dumps(ClaimPlugin()), name=ClaimPlugin.name,
-                                                      idempotent=True)
-        return await getattr(scheduler_rpc, HANDLER)(host=host, token=token, address=address, resource=resource)
+        await scheduler_rpc.register_scheduler_plugin(
+            plugin=dumps(ClaimPlugin()), name=ClaimPlugin.name, idempotent=True
+        )
+        return await getattr(scheduler_rpc, HANDLER)(
+            host=host, token=token, address=address, resource=resource
+        )
     except OSError:  # the scheduler is not reachable: the caller decides
         raise
     except Exception as exc:  # e.g. the scheduler cannot import hugebench to load the plugin
-        log.warning("the scheduler cannot decide claims (%s: %s); checking for another worker of machine %s "
-                    "in two steps instead", type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "",
-                    host)
+        log.warning(
+            "the scheduler cannot decide claims (%s: %s); checking for another worker of machine %s "
+            "in two steps instead",
+            type(exc).__name__,
+            str(exc).splitlines()[0][:200] if str(exc) else "",
+            host,
+        )
         return None
 
 
 def refusal(host: str, holder: str, me: str) -> str:
     """The one message of a refused worker."""
-    return (f"refused: machine {host} already has a hugebench worker ({holder}), and one machine runs one sweep "
-            f"at a time; stop this worker ({me}) or give it its own name (--host-name, HUGEBENCH_HOST_NAME)")
+    return (
+        f"refused: machine {host} already has a hugebench worker ({holder}), and one machine runs one sweep "
+        f"at a time; stop this worker ({me}) or give it its own name (--host-name, HUGEBENCH_HOST_NAME)"
+    )

@@ -27,8 +27,8 @@ from ..errors import HugebenchError, SpecError
 from ..orchestrator import SweepResult, record_runs
 from ..plan import block as plan_block
 from ..preflight import check_compatible, new_sweep_id
-from ..store import ResultStore
 from ..spec.cluster import ADAPTIVE_ON_EACH, RESOURCE, ClusterConfig
+from ..store import ResultStore
 from .dispatch import Dispatch, pinned, present_hosts
 from .machine import AdoptPlugin, Part, release_task
 from .placement import blocks, on_host, place  # noqa: F401  (blocks, on_host: public here as before)
@@ -48,14 +48,19 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
         hosts = _hosts(client, config)
         spread = config.machines == "spread"
         placed = {h: runs for h in hosts} if spread else place(runs, hosts)
-        parts = {h: Part(sweep_id, spec, tuple(rs), options.perf, options.spec_source) for h, rs in placed.items()}
+        parts = {
+            h: Part(sweep_id, spec, tuple(rs), options.perf, options.spec_source)
+            for h, rs in placed.items()
+        }
         dispatch = Dispatch(client, parts, config.lost_after, _all_workers(client))
         try:
             prepared = dispatch.preflight()
             if spread:
                 check_identical({h: p["context"].get("machine") or {} for h, p in prepared.items()})
-            for host, pre in prepared.items():
-                store.write_context(pre["sweep_id"], cluster_context(pre["context"], config, hosts, sweep_id))
+            for pre in prepared.values():
+                store.write_context(
+                    pre["sweep_id"], cluster_context(pre["context"], config, hosts, sweep_id)
+                )
             planned = runs if spread else [r for h in hosts for r in placed[h]]
             host_of = {r.run_id: h for h, rs in placed.items() for r in rs}
 
@@ -63,14 +68,27 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
                 return dispatch.spread(todo) if spread else dispatch.each(todo, host_of)
 
             result, done = SweepResult(sweep_id, Path(options.out)), store.completed_run_ids()
-            if spread:  # run ids are the plan's: repetitions: auto adds blocks exactly as in a local sweep
+            if (
+                spread
+            ):  # run ids are the plan's: repetitions: auto adds blocks exactly as in a local sweep
                 batches = adaptive.batches(spec, runs, store.rows, plan_block)
                 total = adaptive.max_runs(spec, runs) - len(done & {r.run_id for r in runs})
             else:
                 batches, total = [planned], sum(r.run_id not in done for r in planned)
-            record_runs(store, batches, done, execute_runs, options, result, total,
-                        tuple(p["sweep_id"] for p in prepared.values()))
-            for host, why in dispatch.lost.items():  # provenance: this machine's part ended early, and why
+            record_runs(
+                store,
+                batches,
+                done,
+                execute_runs,
+                options,
+                result,
+                total,
+                tuple(p["sweep_id"] for p in prepared.values()),
+            )
+            for (
+                host,
+                why,
+            ) in dispatch.lost.items():  # provenance: this machine's part ended early, and why
                 store.update_context(dispatch.sweep_of(host), cluster_lost=why)
             return result
         finally:
@@ -87,8 +105,11 @@ def identity(machine: dict) -> dict:
     return {
         "CPU model": (machine.get("cpu") or {}).get("model_name"),
         "kernel": (machine.get("kernel") or {}).get("release"),
-        "THP support": {"pmd size": memory.get("hpage_pmd_size"),
-                        "knobs": sorted(k for k in thp if k != "mthp"), "mTHP sizes": sorted(thp.get("mthp") or {})},
+        "THP support": {
+            "pmd size": memory.get("hpage_pmd_size"),
+            "knobs": sorted(k for k in thp if k != "mthp"),
+            "mTHP sizes": sorted(thp.get("mthp") or {}),
+        },
     }
 
 
@@ -102,7 +123,8 @@ def check_identical(machines: dict[str, dict]) -> None:
                 raise SpecError(
                     f"machines: spread needs identical machines, but their {what} differs: {first_host} has "
                     f"{first[what]!r}, {host} has {value!r}. Use machines: each to compare them, or leave "
-                    f"{host} out of the cluster")
+                    f"{host} out of the cluster"
+                )
 
 
 def cluster_context(context: dict, config: ClusterConfig, hosts: list[str], sweep_id: str) -> dict:
@@ -110,8 +132,12 @@ def cluster_context(context: dict, config: ClusterConfig, hosts: list[str], swee
     out = dict(context)
     if config.machines == "each" and "host" not in (out.get("axes") or []):
         out["axes"] = [*(out.get("axes") or []), "host"]
-    out["cluster"] = {"mode": config.machines, "hosts": list(hosts), "client_sweep_id": sweep_id,
-                      "where": config.describe()}
+    out["cluster"] = {
+        "mode": config.machines,
+        "hosts": list(hosts),
+        "client_sweep_id": sweep_id,
+        "where": config.describe(),
+    }
     return out
 
 
@@ -123,21 +149,28 @@ def _connect(config: ClusterConfig):
     try:
         from distributed import Client
     except ImportError:
-        raise HugebenchError("a cluster sweep needs Dask: pip install 'hugebench[cluster]'") from None
+        raise HugebenchError(
+            "a cluster sweep needs Dask: pip install 'hugebench[cluster]'"
+        ) from None
     if config.scheduler:
         try:
             client = Client(config.scheduler, timeout=config.wait)
         except (OSError, TimeoutError) as exc:
-            raise HugebenchError(f"cannot reach the Dask scheduler at {config.scheduler} ({exc}); start one with "
-                                 f"`dask scheduler` and a `hugebench worker` per machine") from None
+            raise HugebenchError(
+                f"cannot reach the Dask scheduler at {config.scheduler} ({exc}); start one with "
+                f"`dask scheduler` and a `hugebench worker` per machine"
+            ) from None
         with client:
             _adopt(client)
             yield client
         return
     from distributed import SSHCluster
 
-    cluster = SSHCluster([config.ssh[0], *config.ssh], scheduler_options={"dashboard_address": None},
-                         worker_options={"nthreads": 1, "resources": {RESOURCE: 1}})
+    cluster = SSHCluster(
+        [config.ssh[0], *config.ssh],
+        scheduler_options={"dashboard_address": None},
+        worker_options={"nthreads": 1, "resources": {RESOURCE: 1}},
+    )
     with cluster, Client(cluster) as client:
         _adopt(client)
         yield client
@@ -156,22 +189,32 @@ def _hosts(client, config: ClusterConfig) -> list[str]:
         if len(hosts) >= config.workers:
             return hosts
         if time.monotonic() > deadline:
-            raise HugebenchError(f"only {len(hosts)} of {config.workers} machines joined {config.describe()} within "
-                                 f"{config.wait:g} s ({', '.join(hosts) or 'none'}); start `hugebench worker "
-                                 f"{config.scheduler or 'tcp://SCHEDULER:8786'}` on each machine")
+            raise HugebenchError(
+                f"only {len(hosts)} of {config.workers} machines joined {config.describe()} within "
+                f"{config.wait:g} s ({', '.join(hosts) or 'none'}); start `hugebench worker "
+                f"{config.scheduler or 'tcp://SCHEDULER:8786'}` on each machine"
+            )
         time.sleep(0.2)
 
 
 def _all_workers(client) -> dict:
     import inspect
 
-    return {"n_workers": -1} if "n_workers" in inspect.signature(client.scheduler_info).parameters else {}
+    return (
+        {"n_workers": -1}
+        if "n_workers" in inspect.signature(client.scheduler_info).parameters
+        else {}
+    )
 
 
 def _release(client, hosts: list[str], sweep_id: str) -> None:
     """Each machine ends its part now: knobs restored, lock dropped (else they do so when idle)."""
-    futures = [client.submit(release_task, sweep_id, resources=pinned(h), pure=False) for h in hosts]
+    futures = [
+        client.submit(release_task, sweep_id, resources=pinned(h), pure=False) for h in hosts
+    ]
     from distributed import wait
 
-    with contextlib.suppress(Exception):  # a machine that is gone restores when its worker ends or on restore
+    with contextlib.suppress(
+        Exception
+    ):  # a machine that is gone restores when its worker ends or on restore
         wait(futures, timeout=RELEASE_TIMEOUT_S)

@@ -36,8 +36,12 @@ def pinned(host: str) -> dict:
 def present_hosts(client, **all_workers) -> set[str]:
     """The machines that have a hugebench worker now (a refused second worker has 0 of its resources)."""
     info = client.scheduler_info(**all_workers)["workers"]
-    return {k.removeprefix(HOST_PREFIX) for w in info.values()
-            for k, v in (w.get("resources") or {}).items() if k.startswith(HOST_PREFIX) and v}
+    return {
+        k.removeprefix(HOST_PREFIX)
+        for w in info.values()
+        for k, v in (w.get("resources") or {}).items()
+        if k.startswith(HOST_PREFIX) and v
+    }
 
 
 class Dispatch:
@@ -48,20 +52,33 @@ class Dispatch:
         self.all_workers = all_workers or {}
         self.alive = list(parts)
         self.lost: dict[str, str] = {}  # host -> why ("machine X lost at T: ...")
-        self.missing: dict[str, tuple[float, str]] = {}  # host -> (monotonic, UTC) since it has had no worker
+        self.missing: dict[
+            str, tuple[float, str]
+        ] = {}  # host -> (monotonic, UTC) since it has had no worker
         self.running: dict = {}  # future -> (run, host)
         self.pending: list[list] = []  # spread: blocks no machine has yet
         self._polled = 0.0
-        self.refs = {h: client.submit(hold_part, part, key=f"hb-part-{part.sweep_id}-{h}", resources=pinned(h),
-                                      pure=False, priority=1_000_000) for h, part in parts.items()}
+        self.refs = {
+            h: client.submit(
+                hold_part,
+                part,
+                key=f"hb-part-{part.sweep_id}-{h}",
+                resources=pinned(h),
+                pure=False,
+                priority=1_000_000,
+            )
+            for h, part in parts.items()
+        }
 
     # -- preparing ----------------------------------------------------------------------------------
 
     def preflight(self) -> dict:
         """Each machine checks its part (a run it cannot do becomes a failed row later, not an error here);
         a machine lost meanwhile is an error: nothing has run yet."""
-        futures = {self.client.submit(preflight_task, self.refs[h], resources=pinned(h), pure=False): h
-                   for h in self.alive}
+        futures = {
+            self.client.submit(preflight_task, self.refs[h], resources=pinned(h), pure=False): h
+            for h in self.alive
+        }
         prepared = {}
         while futures:
             for future in self._finished(futures):
@@ -88,8 +105,7 @@ class Dispatch:
         self.pending = blocks(todo)
         self._give_idle()
         while self.running:
-            for run, row in self._collect():
-                yield run, row
+            yield from self._collect()
             for host in self._newly_lost():
                 withdrawn = self._withdraw(host)
                 if withdrawn:
@@ -109,8 +125,15 @@ class Dispatch:
 
     def _submit(self, run, host: str) -> None:
         part = self.parts[host]
-        future = self.client.submit(run_task, self.refs[host], run, key=f"hb-{part.sweep_id}-{host}-{run.run_id}",
-                                    resources=pinned(host), priority=-run.order_index, pure=False)
+        future = self.client.submit(
+            run_task,
+            self.refs[host],
+            run,
+            key=f"hb-{part.sweep_id}-{host}-{run.run_id}",
+            resources=pinned(host),
+            priority=-run.order_index,
+            pure=False,
+        )
         self.running[future] = run, host
 
     def _collect(self):
@@ -121,9 +144,16 @@ class Dispatch:
     def _row(self, future, run, host: str) -> dict:
         try:
             row = future.result()
-        except Exception as exc:  # the task itself failed (its worker died too often, ...): a failed row
-            row = failed_row(run, self.sweep_of(host), "failed", f"cluster task: {type(exc).__name__}: {exc}",
-                             host=host)
+        except (
+            Exception
+        ) as exc:  # the task itself failed (its worker died too often, ...): a failed row
+            row = failed_row(
+                run,
+                self.sweep_of(host),
+                "failed",
+                f"cluster task: {type(exc).__name__}: {exc}",
+                host=host,
+            )
         future.release()
         return row
 
@@ -142,7 +172,9 @@ class Dispatch:
             done, _ = wait(list(futures), timeout=POLL_S, return_when="FIRST_COMPLETED")
         except TimeoutError:
             return []
-        except Exception:  # the scheduler cancelled some (lost dependencies, ...): their rows say why
+        except (
+            Exception
+        ):  # the scheduler cancelled some (lost dependencies, ...): their rows say why
             return [f for f in futures if f.status in ("finished", "error", "cancelled", "lost")]
         return list(done)
 
@@ -158,11 +190,15 @@ class Dispatch:
             if host in present:
                 self.missing.pop(host, None)
                 continue
-            since, at = self.missing.setdefault(host, (now, datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")))
+            since, at = self.missing.setdefault(
+                host, (now, datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
+            )
             if now - since >= self.lost_after:
                 self.alive.remove(host)
-                self.lost[host] = (f"machine {host} lost at {at}: its worker left the cluster and none came back "
-                                   f"within {self.lost_after:g} s (cluster lost_after)")
+                self.lost[host] = (
+                    f"machine {host} lost at {at}: its worker left the cluster and none came back "
+                    f"within {self.lost_after:g} s (cluster lost_after)"
+                )
                 gone.append(host)
         return gone
 
@@ -174,8 +210,10 @@ class Dispatch:
         return sorted(runs, key=lambda r: r.order_index)
 
     def _lost_rows(self, runs: list, host: str):
-        why = (f"{self.lost[host]}; run `hugebench system restore` on {host}, then the same sweep command "
-               f"runs these again")
+        why = (
+            f"{self.lost[host]}; run `hugebench system restore` on {host}, then the same sweep command "
+            f"runs these again"
+        )
         for run in runs:
             yield run, failed_row(run, self.sweep_of(host), "failed", why, host=host)
 
@@ -185,5 +223,9 @@ def _prepared(future, host: str) -> dict:
         return future.result()
     except HugebenchError:
         raise
-    except Exception as exc:  # a bug or a broken install on that machine: say where, without a traceback
-        raise HugebenchError(f"machine {host} could not prepare the sweep: {type(exc).__name__}: {exc}") from None
+    except (
+        Exception
+    ) as exc:  # a bug or a broken install on that machine: say where, without a traceback
+        raise HugebenchError(
+            f"machine {host} could not prepare the sweep: {type(exc).__name__}: {exc}"
+        ) from None

@@ -26,12 +26,12 @@ from .. import allocators as alloc_mod
 from .. import metadata, system
 from ..errors import HugebenchError
 from ..orchestrator import SweepOptions, end_stale_runs
+from ..preflight import SweepSetup, context, prepare_machine
 from ..run.execute import run_one
 from ..run.rows import failed_row
-from ..preflight import SweepSetup, context, prepare_machine
+from ..spec.cluster import RESOURCE, host_resource, safe_host
 from ..system import SweepLock, SystemState, default_lock_paths
 from .claims import claim, new_token, refusal
-from ..spec.cluster import RESOURCE, host_resource, safe_host
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,9 @@ class Part:
 class _Prepared:
     sweep_id: str
     setup: SweepSetup | None
-    failures: dict  # cell_id -> why this machine cannot run it (any repetition, also one planned later)
+    failures: (
+        dict  # cell_id -> why this machine cannot run it (any repetition, also one planned later)
+    )
     context: dict
     options: SweepOptions
     lock: SweepLock | None = None
@@ -68,9 +70,16 @@ class MachinePlugin(WorkerPlugin):
 
     name = PLUGIN_NAME
 
-    def __init__(self, host: str | None = None, sys_root: str | None = None, proc_root: str | None = None,
-                 journal: str | None = None, lock: str | None = None, python: str = sys.executable,
-                 idle_s: float = 30.0):
+    def __init__(
+        self,
+        host: str | None = None,
+        sys_root: str | None = None,
+        proc_root: str | None = None,
+        journal: str | None = None,
+        lock: str | None = None,
+        python: str = sys.executable,
+        idle_s: float = 30.0,
+    ):
         # Unset: what the worker's environment says, as for the hugebench commands (HUGEBENCH_SYS_ROOT, ...).
         host = host or os.environ.get("HUGEBENCH_HOST_NAME")
         self.host = safe_host(host) if host else None
@@ -92,14 +101,22 @@ class MachinePlugin(WorkerPlugin):
         self.host = self.host or safe_host(socket.gethostname())
         wanted = host_resource(self.host)
         holder = await self._holder(worker, wanted)
-        if holder is not None:  # one worker per machine: this one takes no runs (its lock would fail them all)
+        if (
+            holder is not None
+        ):  # one worker per machine: this one takes no runs (its lock would fail them all)
             self.refused = refusal(self.host, holder, worker.address)
             log.error("%s", self.refused)
-            if not getattr(worker.state, "address", None):  # `hugebench worker`, before it registers: it does not start at all
+            if not getattr(
+                worker.state, "address", None
+            ):  # `hugebench worker`, before it registers: it does not start at all
                 raise HugebenchError(self.refused)
-            await worker.set_resources(**{RESOURCE: 0, wanted: 0})  # adopted after joining: it stays idle
+            await worker.set_resources(
+                **{RESOURCE: 0, wanted: 0}
+            )  # adopted after joining: it stays idle
             return
-        if wanted not in (worker.state.total_resources or {}):  # registered by a client (SSHCluster)
+        if wanted not in (
+            worker.state.total_resources or {}
+        ):  # registered by a client (SSHCluster)
             await worker.set_resources(**{RESOURCE: 1, wanted: 1})
 
     async def _holder(self, worker, wanted: str) -> str | None:
@@ -119,8 +136,12 @@ class MachinePlugin(WorkerPlugin):
         """Prepare this machine for its part; return its sweep id, context and the runs it cannot do."""
         with self._mutex:
             prepared = self._prepared(part)
-            return {"host": self.host, "sweep_id": prepared.sweep_id, "context": prepared.context,
-                    "failures": dict(prepared.failures)}
+            return {
+                "host": self.host,
+                "sweep_id": prepared.sweep_id,
+                "context": prepared.context,
+                "failures": dict(prepared.failures),
+            }
 
     def run(self, part: Part, run) -> dict:
         """One run on this machine, as a local sweep runs it; always a row."""
@@ -139,7 +160,9 @@ class MachinePlugin(WorkerPlugin):
         with self._mutex:
             self._cancel_timer()
             part = self._part
-            if part is None or (sweep_id is not None and not part.sweep_id.startswith(f"{sweep_id}.")):
+            if part is None or (
+                sweep_id is not None and not part.sweep_id.startswith(f"{sweep_id}.")
+            ):
                 return {"host": self.host, "released": None}
             self._part = None
             try:
@@ -158,9 +181,16 @@ class MachinePlugin(WorkerPlugin):
         if self._part is not None and self._part.sweep_id == sweep_id:
             return self._part
         self.release()  # another sweep's part was still open (its client died): end it first
-        options = SweepOptions(out=Path("."), quiet=True, perf=part.perf, sys_root=self.sys_root,
-                               proc_root=self.proc_root, journal=self.journal, python=self.python,
-                               spec_source=part.spec_source)
+        options = SweepOptions(
+            out=Path("."),
+            quiet=True,
+            perf=part.perf,
+            sys_root=self.sys_root,
+            proc_root=self.proc_root,
+            journal=self.journal,
+            python=self.python,
+            spec_source=part.spec_source,
+        )
         end_stale_runs(self.journal)
         setup, failures, ctx = machine_preflight(part.spec, list(part.runs), options, sweep_id)
         ctx["cluster_host"] = self.host
@@ -182,8 +212,10 @@ class MachinePlugin(WorkerPlugin):
         if prepared.state is not None:
             return None
         options = prepared.options
-        lock = SweepLock(self.lock_path or default_lock_paths(options.sys_root),
-                         f"cluster sweep {prepared.sweep_id} (worker {self.host})")
+        lock = SweepLock(
+            self.lock_path or default_lock_paths(options.sys_root),
+            f"cluster sweep {prepared.sweep_id} (worker {self.host})",
+        )
         try:
             lock.__enter__()
         except HugebenchError as exc:
@@ -239,14 +271,26 @@ def machine_preflight(spec, runs: list, options: SweepOptions, sweep_id: str):
         try:
             table[name].resolve()
         except HugebenchError as exc:
-            failures.update({r.cell_id: f"not on this machine: {exc}" for r in runs if r.allocator == name})
+            failures.update(
+                {r.cell_id: f"not on this machine: {exc}" for r in runs if r.allocator == name}
+            )
     for settings in {_key(r.system) for r in runs}:
         try:
-            system.check_privileges([dict(settings)], options.sys_root, options.proc_root, allow_prctl_never=True,
-                                    rerun=f"hugebench worker ... (as root), then the sweep")
+            system.check_privileges(
+                [dict(settings)],
+                options.sys_root,
+                options.proc_root,
+                allow_prctl_never=True,
+                rerun="hugebench worker ... (as root), then the sweep",
+            )
         except HugebenchError as exc:
-            failures.update({r.cell_id: f"kernel state on this machine: {exc}" for r in runs
-                             if _key(r.system) == settings})
+            failures.update(
+                {
+                    r.cell_id: f"kernel state on this machine: {exc}"
+                    for r in runs
+                    if _key(r.system) == settings
+                }
+            )
     left = [r for r in runs if r.cell_id not in failures]
     setup = None
     try:
@@ -270,11 +314,14 @@ def _plugin() -> MachinePlugin:
 
     plugin = get_worker().plugins.get(PLUGIN_NAME)
     if plugin is None:
-        raise HugebenchError("this Dask worker has no hugebench plugin: start it with `hugebench worker`")
+        raise HugebenchError(
+            "this Dask worker has no hugebench plugin: start it with `hugebench worker`"
+        )
     return plugin
 
 
 # Task functions: module-level, so Dask sends them by name (the worker has hugebench installed).
+
 
 def hold_part(part: Part) -> Part:
     """The machine's part, kept on its worker: each run task names it instead of carrying it (the scheduler

@@ -20,15 +20,21 @@ def place(runs: list, hosts: list[str]) -> dict[str, list]:
 
 def on_host(run, host: str):
     """The run as machine ``host`` does it in ``machines: each``: host is part of its cell."""
-    return dataclasses.replace(run, run_id=content_hash([run.run_id, host]), cell_id=content_hash([run.cell_id, host]),
-                               cell={**run.cell, "host": host})
+    return dataclasses.replace(
+        run,
+        run_id=content_hash([run.run_id, host]),
+        cell_id=content_hash([run.cell_id, host]),
+        cell={**run.cell, "host": host},
+    )
 
 
 def blocks(runs: list) -> list[list]:
     """The runs by repetition block (each warm-up block too), in plan order: at most one run of each cell."""
     cells = len({r.cell_id for r in runs}) or 1
     grouped: dict[tuple, list] = {}
-    for run in runs:  # warm-ups all have repetition -1 and come first, one whole block of cells after another
+    for run in (
+        runs
+    ):  # warm-ups all have repetition -1 and come first, one whole block of cells after another
         key = (0, run.order_index // cells) if run.warmup else (1, run.repetition)
         grouped.setdefault(key, []).append(run)
     return [grouped[b] for b in sorted(grouped)]
@@ -50,8 +56,10 @@ def plan_hosts(config) -> tuple[list[str], str]:
     if config.ssh:
         return list(config.ssh), f"the ssh hosts of {config.describe()}"
     names = [f"machine {n}" for n in range(1, config.workers + 1)]
-    return names, (f"{config.workers} machine(s) as `workers` says; their names come from {config.scheduler} "
-                   "when the sweep starts")
+    return names, (
+        f"{config.workers} machine(s) as `workers` says; their names come from {config.scheduler} "
+        "when the sweep starts"
+    )
 
 
 def host_lines(runs: list, config, history) -> list[str]:
@@ -60,13 +68,21 @@ def host_lines(runs: list, config, history) -> list[str]:
 
     hosts, note = plan_hosts(config)
     share = expansion(runs, hosts, config.machines)
-    how = ("every run on every machine" if config.machines == "each"
-           else "whole repetition blocks to the next free machine; shown: the blocks dealt in turn")
+    how = (
+        "every run on every machine"
+        if config.machines == "each"
+        else "whole repetition blocks to the next free machine; shown: the blocks dealt in turn"
+    )
     lines = [f"cluster: machines: {config.machines} ({how}), over {note}:"]
     count = len(blocks(runs))
     for number, host in enumerate(hosts):
         mine = share[host]
-        detail = (f"{len({r.cell_id for r in mine})} cells" if config.machines == "each" else
-                  "blocks " + (", ".join(str(b) for b in range(number, count, len(hosts))) or "none"))
-        lines.append(f"  {host}: {len(mine)} runs ({detail}), {format_duration(estimate(mine, history).seconds)}")
+        detail = (
+            f"{len({r.cell_id for r in mine})} cells"
+            if config.machines == "each"
+            else "blocks " + (", ".join(str(b) for b in range(number, count, len(hosts))) or "none")
+        )
+        lines.append(
+            f"  {host}: {len(mine)} runs ({detail}), {format_duration(estimate(mine, history).seconds)}"
+        )
     return lines

@@ -16,24 +16,54 @@ from ..spec.cluster import RESOURCE, host_resource, safe_host
 
 @click.command("worker")
 @click.argument("scheduler")
-@click.option("--host-name", envvar="HUGEBENCH_HOST_NAME", default=None, help="name of this machine in results (default: its host name)")
-@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", help="where sysfs is (tests: a fake tree)")
+@click.option(
+    "--host-name",
+    envvar="HUGEBENCH_HOST_NAME",
+    default=None,
+    help="name of this machine in results (default: its host name)",
+)
+@click.option(
+    "--sys-root",
+    envvar="HUGEBENCH_SYS_ROOT",
+    default="/sys",
+    help="where sysfs is (tests: a fake tree)",
+)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", help="where procfs is")
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
-@click.option("--lock", "lock", envvar="HUGEBENCH_LOCK", default=None, help="host-wide sweep lock file")
-@click.option("--idle-restore", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
-              help="seconds without a run after which this machine's knobs are restored and its lock dropped")
-@click.option("--death-timeout", type=click.FloatRange(min=1), default=None,
-              help="exit when the scheduler has been unreachable this long (default: keep trying)")
+@click.option(
+    "--lock", "lock", envvar="HUGEBENCH_LOCK", default=None, help="host-wide sweep lock file"
+)
+@click.option(
+    "--idle-restore",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="seconds without a run after which this machine's knobs are restored and its lock dropped",
+)
+@click.option(
+    "--death-timeout",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="exit when the scheduler has been unreachable this long (default: keep trying)",
+)
 def worker(scheduler, host_name, sys_root, proc_root, journal, lock, idle_restore, death_timeout):
     """Serve this machine to the Dask scheduler at SCHEDULER (tcp://HOST:8786) for cluster sweeps."""
     try:
         from .machine import MachinePlugin
     except ImportError:
-        raise click.ClickException("hugebench worker needs Dask: pip install 'hugebench[cluster]'") from None
+        raise click.ClickException(
+            "hugebench worker needs Dask: pip install 'hugebench[cluster]'"
+        ) from None
     host = safe_host(host_name or socket.gethostname())
-    plugin = MachinePlugin(host, sys_root=sys_root, proc_root=proc_root, journal=journal, lock=lock,
-                           python=sys.executable, idle_s=idle_restore)
+    plugin = MachinePlugin(
+        host,
+        sys_root=sys_root,
+        proc_root=proc_root,
+        journal=journal,
+        lock=lock,
+        python=sys.executable,
+        idle_s=idle_restore,
+    )
     asyncio.run(serve(scheduler, host, plugin, death_timeout))
 
 
@@ -42,8 +72,14 @@ async def serve(scheduler: str, host: str, plugin, death_timeout: float | None) 
     from distributed import Worker
 
     await claim_first(scheduler, host, plugin)
-    worker = Worker(scheduler, name=host, nthreads=1, resources={RESOURCE: 1, host_resource(host): 1},
-                    plugins=[plugin], death_timeout=death_timeout)
+    worker = Worker(
+        scheduler,
+        name=host,
+        nthreads=1,
+        resources={RESOURCE: 1, host_resource(host): 1},
+        plugins=[plugin],
+        death_timeout=death_timeout,
+    )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(worker.close()))
@@ -70,4 +106,6 @@ async def claim_first(scheduler: str, host: str, plugin) -> None:
     except OSError:
         return
     if answer is not None and not answer["ok"]:
-        raise HugebenchError(refusal(host, answer["holder"], f"hugebench worker on {socket.gethostname()}"))
+        raise HugebenchError(
+            refusal(host, answer["holder"], f"hugebench worker on {socket.gethostname()}")
+        )

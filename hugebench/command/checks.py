@@ -18,12 +18,27 @@ from .metric import parse_metric
 from .program import resolve, user_path
 
 # The allocator's variables: a command's own env must not override what the cell asks for.
-RESERVED_ENV = ("LD_PRELOAD", "LD_AUDIT", "MALLOC_CONF", "GLIBC_TUNABLES", "HB_PROBE_DIR", "HUGEBENCH_CTL",
-                "HUGEBENCH_ACK")
+RESERVED_ENV = (
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "MALLOC_CONF",
+    "GLIBC_TUNABLES",
+    "HB_PROBE_DIR",
+    "HUGEBENCH_CTL",
+    "HUGEBENCH_ACK",
+)
 RESERVED_PREFIXES = ("MIMALLOC_", "TCMALLOC_", "JE_MALLOC_")
 SCALARS = (str, int, float)
 DISCARD = "discard"  # stdout: discard sends the program's standard output to /dev/null
-TEMPLATED = ("argv", "setup", "env", "server", "cwd", "stdin", "stdout")  # the parameters whose strings take {fields}
+TEMPLATED = (
+    "argv",
+    "setup",
+    "env",
+    "server",
+    "cwd",
+    "stdin",
+    "stdout",
+)  # the parameters whose strings take {fields}
 
 
 def check_params(params: dict) -> None:
@@ -40,12 +55,18 @@ def check_params(params: dict) -> None:
     metric = parse_metric(params.get("metric"))
     _metric_name(metric, params)
     if params.get("stdout") == DISCARD and metric.kind == "json":
-        raise ValueError("stdout: discard, but metric.json reads the JSON object the program prints on stdout: "
-                         "give stdout a file, or keep the default")
+        raise ValueError(
+            "stdout: discard, but metric.json reads the JSON object the program prints on stdout: "
+            "give stdout a file, or keep the default"
+        )
     for name in ("stdin", "stdout"):
-        if params.get(name) is not None and (not isinstance(params[name], str) or not params[name].strip()):
-            raise ValueError(f"{name} must be a file name{' or discard' if name == 'stdout' else ''}, "
-                             f"got {params[name]!r}")
+        if params.get(name) is not None and (
+            not isinstance(params[name], str) or not params[name].strip()
+        ):
+            raise ValueError(
+                f"{name} must be a file name{' or discard' if name == 'stdout' else ''}, "
+                f"got {params[name]!r}"
+            )
     for name in TEMPLATED:
         try:
             template.check(params.get(name), known)
@@ -53,8 +74,11 @@ def check_params(params: dict) -> None:
             raise ValueError(f"{name}: {exc}") from None
     for name, value in params.items():
         if name not in ("argv", "setup", "env", "server", "metric") and (
-                isinstance(value, bool) or not isinstance(value, SCALARS + (type(None),))):
-            raise ValueError(f"{name}: a command parameter must be a string or a number, got {value!r}")
+            isinstance(value, bool) or not isinstance(value, SCALARS + (type(None),))
+        ):
+            raise ValueError(
+                f"{name}: a command parameter must be a string or a number, got {value!r}"
+            )
     _os_strings(params)
 
 
@@ -66,14 +90,20 @@ def _env(env) -> None:
         if why:
             raise ValueError(f"env: {why}")
         if isinstance(value, bool) or not isinstance(value, SCALARS):
-            raise ValueError(f"env.{name}: must be a string or a number, got {value!r}"
-                             + (" (quote true/false/yes/no/on/off)" if isinstance(value, bool) else ""))
+            raise ValueError(
+                f"env.{name}: must be a string or a number, got {value!r}"
+                + (" (quote true/false/yes/no/on/off)" if isinstance(value, bool) else "")
+            )
         if name in HUGEBENCH_SETS and name not in RESERVED_ENV:
-            raise ValueError(f"env.{name}: hugebench sets this itself for every run (the text-pages library's "
-                             "settings, the run's containment token)")
+            raise ValueError(
+                f"env.{name}: hugebench sets this itself for every run (the text-pages library's "
+                "settings, the run's containment token)"
+            )
         if name in RESERVED_ENV or name.startswith(RESERVED_PREFIXES):
-            raise ValueError(f"env.{name}: the allocator of each cell sets this; define an allocator "
-                             f"under 'allocators:' instead (e.g. {{base: jemalloc, env: {{{name}: ...}}}})")
+            raise ValueError(
+                f"env.{name}: the allocator of each cell sets this; define an allocator "
+                f"under 'allocators:' instead (e.g. {{base: jemalloc, env: {{{name}: ...}}}})"
+            )
 
 
 def _os_strings(params: dict) -> None:
@@ -86,7 +116,9 @@ def _os_strings(params: dict) -> None:
                 raise ValueError(f"{path}: {why}")
     for name in ("argv", "setup"):
         argv = params.get(name) or []
-        strings = [str(a) for a in argv] + [f"{k}={v}" for k, v in (params.get("env") or {}).items()]
+        strings = [str(a) for a in argv] + [
+            f"{k}={v}" for k, v in (params.get("env") or {}).items()
+        ]
         why = arg_space_problem(strings)
         if why:
             raise ValueError(f"{name}: {why}")
@@ -105,11 +137,18 @@ def _leaves(value, path: str):
 
 
 # Keys of an experiment file that are not parameters: under params, one of them is misplaced.
-_ELSEWHERE = {"timeout": "a top-level key", "repetitions": "a top-level key", "warmup": "a top-level key",
-              "perf": "a top-level key", "counters": "a top-level key", "system": "a top-level key",
-              "text_pages": "an axis (axes: {text_pages: [thp]})",
-              "memory_state": "an axis (axes: {memory_state: [fresh, fragmented]})", "allocator": "an axis (axes: {allocator: [...]})",
-              "thp": "an axis or a system knob (axes: {thp: [never, always]})"}
+_ELSEWHERE = {
+    "timeout": "a top-level key",
+    "repetitions": "a top-level key",
+    "warmup": "a top-level key",
+    "perf": "a top-level key",
+    "counters": "a top-level key",
+    "system": "a top-level key",
+    "text_pages": "an axis (axes: {text_pages: [thp]})",
+    "memory_state": "an axis (axes: {memory_state: [fresh, fragmented]})",
+    "allocator": "an axis (axes: {allocator: [...]})",
+    "thp": "an axis or a system knob (axes: {thp: [never, always]})",
+}
 
 
 def check_unused(params: dict, declared) -> None:
@@ -123,11 +162,15 @@ def check_unused(params: dict, declared) -> None:
         if name in declared or name in used:
             continue
         if name in _ELSEWHERE:
-            raise ValueError(f"{name}: is {_ELSEWHERE[name]}, not a parameter: move it out of params")
+            raise ValueError(
+                f"{name}: is {_ELSEWHERE[name]}, not a parameter: move it out of params"
+            )
         close = difflib.get_close_matches(name, list(declared), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        raise ValueError(f"{name}: no {{{name}}} field uses this parameter of your own, so it would change "
-                         f"nothing{hint}; parameters of the command workload: {', '.join(declared)}")
+        raise ValueError(
+            f"{name}: no {{{name}}} field uses this parameter of your own, so it would change "
+            f"nothing{hint}; parameters of the command workload: {', '.join(declared)}"
+        )
 
 
 def prepare(params: dict, base_dir: Path) -> dict:
@@ -158,11 +201,18 @@ def _streams(params: dict) -> None:
             continue
         path = os.path.normpath(os.path.join(cwd, value))
         params[name] = path
-        if name == "stdin" and not params.get("setup") and (os.path.isdir(path) or not os.access(path, os.R_OK)):
+        if (
+            name == "stdin"
+            and not params.get("setup")
+            and (os.path.isdir(path) or not os.access(path, os.R_OK))
+        ):
             raise ValueError(f"stdin: {path} is not a readable file")
         if name == "stdout" and (os.path.isdir(path) or not os.path.isdir(os.path.dirname(path))):
-            raise ValueError(f"stdout: {path} is a directory" if os.path.isdir(path) else
-                             f"stdout: the directory of {path} does not exist")
+            raise ValueError(
+                f"stdout: {path} is a directory"
+                if os.path.isdir(path)
+                else f"stdout: the directory of {path} does not exist"
+            )
 
 
 def _resolve_in(params: dict, where: str) -> None:
@@ -179,8 +229,10 @@ def _resolve_in(params: dict, where: str) -> None:
     if path is None:
         if params.get("setup"):
             return  # setup may build it; the runner resolves it after setup
-        raise ValueError(f"{where}: {why}" + (f" (PATH={user_path(params.get('env') or {})})"
-                                              if "/" not in program else ""))
+        raise ValueError(
+            f"{where}: {why}"
+            + (f" (PATH={user_path(params.get('env') or {})})" if "/" not in program else "")
+        )
     new_argv = [path, *argv[1:]]
     if where == "server.argv":
         params["server"] = {**holder, "argv": new_argv}
@@ -199,7 +251,10 @@ def as_text(params: dict) -> dict:
         out["env"] = {k: v if isinstance(v, str) else str(v) for k, v in params["env"].items()}
     server = params.get("server")
     if isinstance(server, dict) and isinstance(server.get("argv"), list):
-        out["server"] = {**server, "argv": [a if isinstance(a, str) else str(a) for a in server["argv"]]}
+        out["server"] = {
+            **server,
+            "argv": [a if isinstance(a, str) else str(a) for a in server["argv"]],
+        }
     return out
 
 
@@ -231,8 +286,16 @@ def coverage_metrics(params: dict) -> tuple:
     window or a server by the coverage at the window's end."""
     peak = ("sampled.peak.coverage", "HP cov. (peak)", ".0%")
     if params.get("window", "process") == "process" and not params.get("server"):
-        return (("hp_coverage", "HP cov. (time-wtd)", ".0%"), peak, ("hp_coverage_exit", "HP cov. (at exit)", ".0%"))
-    return (("hp_coverage", "HP cov. (window end)", ".0%"), ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"), peak)
+        return (
+            ("hp_coverage", "HP cov. (time-wtd)", ".0%"),
+            peak,
+            ("hp_coverage_exit", "HP cov. (at exit)", ".0%"),
+        )
+    return (
+        ("hp_coverage", "HP cov. (window end)", ".0%"),
+        ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"),
+        peak,
+    )
 
 
 def primary(params: dict) -> tuple[str, str, str, str]:
@@ -243,11 +306,15 @@ def primary(params: dict) -> tuple[str, str, str, str]:
 
 def _argv(name: str, value) -> None:
     if isinstance(value, list) and any(isinstance(a, bool) for a in value):
-        raise ValueError(f"{name} holds a boolean (YAML reads unquoted true/false/yes/no/on/off as one): "
-                         f"quote it, e.g. [\"true\"] or give the path /bin/true")
+        raise ValueError(
+            f"{name} holds a boolean (YAML reads unquoted true/false/yes/no/on/off as one): "
+            f'quote it, e.g. ["true"] or give the path /bin/true'
+        )
     if not isinstance(value, list) or not value or not all(isinstance(a, SCALARS) for a in value):
-        raise ValueError(f"{name} must be a non-empty list of strings (a number is taken as its text): the program "
-                         f"and its arguments, never run through a shell (write [sh, -c, '...'] for one); got {value!r}")
+        raise ValueError(
+            f"{name} must be a non-empty list of strings (a number is taken as its text): the program "
+            f"and its arguments, never run through a shell (write [sh, -c, '...'] for one); got {value!r}"
+        )
 
 
 def _regex(name: str, pattern) -> None:
@@ -268,23 +335,31 @@ def _metric_name(metric, params: dict) -> None:
         return
     why = user_name_problem(metric.column) or (
         f"{metric.column!r} is also a parameter (an axis column of that name); choose another metric name"
-        if metric.column in params else None)
+        if metric.column in params
+        else None
+    )
     if why:
         raise ValueError(f"metric: name {why}")
 
 
 def _server(server) -> None:
     if not isinstance(server, dict) or set(server) - {"argv", "ready", "ready_timeout"}:
-        raise ValueError("server must be {argv: [...], ready: {path: ...} | {port: N} | {log: regex}, "
-                         "ready_timeout: seconds}")
+        raise ValueError(
+            "server must be {argv: [...], ready: {path: ...} | {port: N} | {log: regex}, "
+            "ready_timeout: seconds}"
+        )
     _argv("server.argv", server.get("argv"))
     ready = server.get("ready") or {}
     if not isinstance(ready, dict) or len(ready) > 1 or set(ready) - {"path", "port", "log"}:
-        raise ValueError("server.ready must be one of {path: FILE}, {port: N} (on 127.0.0.1) or {log: REGEX}")
+        raise ValueError(
+            "server.ready must be one of {path: FILE}, {port: N} (on 127.0.0.1) or {log: REGEX}"
+        )
     if "log" in ready:
         _regex("server.ready.log", ready["log"])
-    if "port" in ready and (isinstance(ready["port"], bool) or not (isinstance(ready["port"], int)
-                                                                 and 0 < ready["port"] < 65536)):
+    if "port" in ready and (
+        isinstance(ready["port"], bool)
+        or not (isinstance(ready["port"], int) and 0 < ready["port"] < 65536)
+    ):
         raise ValueError(f"server.ready.port must be a TCP port number, got {ready['port']!r}")
     timeout = server.get("ready_timeout", 60)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 3600:

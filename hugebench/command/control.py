@@ -28,14 +28,18 @@ from ..errors import ToolMissingError
 from ..window import ACK_ENV, CTL_ENV
 
 WORDS = ("enable", "disable")
-_MAX_LINE = 256  # longer "words" are garbage; dropping them keeps a stray writer from growing our buffer
+_MAX_LINE = (
+    256  # longer "words" are garbage; dropping them keeps a stray writer from growing our buffer
+)
 
 
 def header_path() -> str:
     """The installed ``hugebench_window.h`` (compile measured C/C++ programs with ``-I`` its directory)."""
     path = Path(__file__).resolve().parent.parent / "include" / "hugebench_window.h"
     if not path.is_file():
-        raise ToolMissingError(f"{path} is missing: reinstall hugebench (pip install .) to install its header")
+        raise ToolMissingError(
+            f"{path} is missing: reinstall hugebench (pip install .) to install its header"
+        )
     return str(path)
 
 
@@ -70,8 +74,14 @@ class ControlChannel:
     ``perf_timeout`` seconds); the program is acked regardless, so it never hangs on us.
     """
 
-    def __init__(self, directory: str | os.PathLike, perf_ctl: Path | None = None, perf_ack: Path | None = None,
-                 on_edge: Callable[[str], None] | None = None, perf_timeout: float = 5.0):
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        perf_ctl: Path | None = None,
+        perf_ack: Path | None = None,
+        on_edge: Callable[[str], None] | None = None,
+        perf_timeout: float = 5.0,
+    ):
         if (perf_ctl is None) != (perf_ack is None):
             raise ValueError("give both perf_ctl and perf_ack, or neither")
         self.ctl_path = _fifo(Path(directory) / "hugebench-ctl")
@@ -94,8 +104,15 @@ class ControlChannel:
         """Open the FIFOs and serve them from a daemon thread until :meth:`stop`."""
         if self._thread is not None:
             raise RuntimeError("this ControlChannel was already started")
-        paths = {"ctl": self.ctl_path, "ack": self.ack_path, "perf_ctl": self.perf_ctl, "perf_ack": self.perf_ack}
-        self._fds = {name: os.open(path, os.O_RDWR | os.O_CLOEXEC) for name, path in paths.items() if path}
+        paths = {
+            "ctl": self.ctl_path,
+            "ack": self.ack_path,
+            "perf_ctl": self.perf_ctl,
+            "perf_ack": self.perf_ack,
+        }
+        self._fds = {
+            name: os.open(path, os.O_RDWR | os.O_CLOEXEC) for name, path in paths.items() if path
+        }
         self._fds["wake_r"], self._fds["wake_w"] = os.pipe()
         self._thread = threading.Thread(target=self._serve, name="hugebench-control", daemon=True)
         self._thread.start()
@@ -108,7 +125,9 @@ class ControlChannel:
         os.write(self._fds["wake_w"], b"x")
         self._thread.join(timeout=max(10.0, 2 * self.perf_timeout))
         self._stopped_at = time.monotonic()
-        if self._thread.is_alive():  # stuck in on_edge: leave it its descriptors rather than pull them away
+        if (
+            self._thread.is_alive()
+        ):  # stuck in on_edge: leave it its descriptors rather than pull them away
             self.errors.append("the control thread did not finish (on_edge still running?)")
             return
         for fd in self._fds.values():
@@ -137,7 +156,9 @@ class ControlChannel:
                 out.append((opened, at))
                 opened = None
         if opened is not None:
-            out.append((opened, self._stopped_at if self._stopped_at is not None else time.monotonic()))
+            out.append(
+                (opened, self._stopped_at if self._stopped_at is not None else time.monotonic())
+            )
         return out
 
     def window_seconds(self) -> float:
@@ -175,7 +196,9 @@ class ControlChannel:
         if self.on_edge is not None:
             try:
                 self.on_edge(word)
-            except Exception as exc:  # the runner's bug must not leave the program waiting for its ack
+            except (
+                Exception
+            ) as exc:  # the runner's bug must not leave the program waiting for its ack
                 self.errors.append(f"on_edge({word!r}) raised {exc!r}")
         os.write(self._fds["ack"], b"ack\n")
 
@@ -186,6 +209,8 @@ class ControlChannel:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self._fds["perf_ack"]], [], [], max(left, 0))
             if not ready:
-                self.errors.append(f"perf did not acknowledge {word!r} within {self.perf_timeout:g} s")
+                self.errors.append(
+                    f"perf did not acknowledge {word!r} within {self.perf_timeout:g} s"
+                )
                 return
             reply += os.read(self._fds["perf_ack"], 64)

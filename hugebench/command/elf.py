@@ -67,7 +67,9 @@ def read_elf(f) -> ElfInfo:
         fmt, shinfo_at = order + "HHIIIIIHHHHHH", 28
     if len(head) < 16 + struct.calcsize(fmt):
         raise ElfFormatError("truncated ELF header")
-    e_type, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, _, _ = struct.unpack_from(fmt, head, 16)
+    e_type, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, _, _ = (
+        struct.unpack_from(fmt, head, 16)
+    )
     if phnum == PN_XNUM:  # the real count is in section header 0's sh_info
         f.seek(shoff + shinfo_at)
         (phnum,) = struct.unpack(order + "I", _exactly(f, 4))
@@ -86,7 +88,9 @@ def _exactly(f, n: int) -> bytes:
     return data
 
 
-def _resolve(program: str, path_env: str | None, cwd: str | None = None) -> tuple[str | None, str | None]:
+def _resolve(
+    program: str, path_env: str | None, cwd: str | None = None
+) -> tuple[str | None, str | None]:
     """(absolute path, None) or (None, why it cannot be run): the one lookup of :mod:`.program`."""
     return resolve(program, path_env, cwd)
 
@@ -130,8 +134,10 @@ def _why_elf(path: str, info: ElfInfo) -> str | None:
         return f"{path} is {info.static_kind}: it has no dynamic loader to read LD_PRELOAD"
     own = _own_platform()
     if own is not None and own != (info.bits, info.machine):
-        return (f"{path} is a {info.bits}-bit ELF for machine {info.machine}, but the preload libraries are "
-                f"{own[0]}-bit for machine {own[1]}: its loader cannot load them")
+        return (
+            f"{path} is a {info.bits}-bit ELF for machine {info.machine}, but the preload libraries are "
+            f"{own[0]}-bit for machine {own[1]}: its loader cannot load them"
+        )
     return None
 
 
@@ -173,8 +179,13 @@ def _why_file(path: str, path_env: str | None, depth: int) -> str | None:
     return _why(target, path_env, depth + 1, script=path)
 
 
-def _why(program: str, path_env: str | None, depth: int, script: str | None = None,
-         cwd: str | None = None) -> str | None:
+def _why(
+    program: str,
+    path_env: str | None,
+    depth: int,
+    script: str | None = None,
+    cwd: str | None = None,
+) -> str | None:
     path, reason = _resolve(program, path_env, cwd)
     if path is not None:
         reason = _why_file(path, path_env, depth)
@@ -183,7 +194,9 @@ def _why(program: str, path_env: str | None, depth: int, script: str | None = No
     return reason
 
 
-def why_preload_cannot_take(program: str, path_env: str | None = None, cwd: str | None = None) -> str | None:
+def why_preload_cannot_take(
+    program: str, path_env: str | None = None, cwd: str | None = None
+) -> str | None:
     """Why ``LD_PRELOAD`` would not take effect in ``program``, or None when it would.
 
     ``program`` is resolved like ``execvp`` does (:func:`.program.resolve`), on ``path_env`` (default: our

@@ -34,12 +34,16 @@ def parse_metric(value) -> Metric:
     if value in (None, "wall"):
         return Metric("wall", WINDOW_COLUMN)
     if not isinstance(value, dict):
-        raise ValueError(f"metric must be 'wall', {{regex: ..., name: ...}} or {{json: ..., name: ...}}; got {value!r}")
+        raise ValueError(
+            f"metric must be 'wall', {{regex: ..., name: ...}} or {{json: ..., name: ...}}; got {value!r}"
+        )
     kinds = [k for k in ("regex", "json") if k in value]
     unknown = set(value) - {"regex", "json", "name", "better"}
     if len(kinds) != 1 or unknown:
-        raise ValueError("metric takes exactly one of 'regex' or 'json', plus 'name' and 'better' "
-                         f"(lower or higher); got keys {', '.join(map(str, value))}")
+        raise ValueError(
+            "metric takes exactly one of 'regex' or 'json', plus 'name' and 'better' "
+            f"(lower or higher); got keys {', '.join(map(str, value))}"
+        )
     kind = kinds[0]
     pattern = value[kind]
     if not isinstance(pattern, str) or not pattern:
@@ -48,12 +52,18 @@ def parse_metric(value) -> Metric:
         try:
             compiled = re.compile(pattern)
         except re.error as exc:
-            raise ValueError(f"metric.regex {pattern!r} is not a regular expression: {exc}") from None
+            raise ValueError(
+                f"metric.regex {pattern!r} is not a regular expression: {exc}"
+            ) from None
         if compiled.groups < 1:
-            raise ValueError(f"metric.regex {pattern!r} needs a group around the number, e.g. '([0-9.]+)'")
+            raise ValueError(
+                f"metric.regex {pattern!r} needs a group around the number, e.g. '([0-9.]+)'"
+            )
     name = value.get("name", pattern if kind == "json" else None)
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
-        raise ValueError(f"metric.name must be a column name (letters, digits, _ and .); got {name!r}")
+        raise ValueError(
+            f"metric.name must be a column name (letters, digits, _ and .); got {name!r}"
+        )
     better = value.get("better", "lower")
     if better not in ("lower", "higher"):
         raise ValueError(f"metric.better must be lower or higher; got {better!r}")

@@ -81,21 +81,32 @@ def verify(name: str, expected_path: str | None, probes: list[dict], expect: Map
     ``allocator_processes`` counts probed program images: a process that execs counts once per program.
     """
     if not probes:
-        raise RuntimeError(f"allocator {name!r}: no process of the program wrote a probe file: LD_PRELOAD did not "
-                           "take (a static or setuid program?), or the probe library is not in LD_PRELOAD")
+        raise RuntimeError(
+            f"allocator {name!r}: no process of the program wrote a probe file: LD_PRELOAD did not "
+            "take (a static or setuid program?), or the probe library is not in LD_PRELOAD"
+        )
     expected_real = os.path.realpath(expected_path) if expected_path is not None else None
     wanted = expected_real or "glibc's libc.so.6"
-    wrong = [f"pid {p.get('pid')} ({p.get('exe') or '?'}): malloc from {p.get('malloc') or 'unknown'}, "
-             f"free from {p.get('free') or 'unknown'}"
-             for p in probes if not (_serves(p.get("malloc"), expected_real) and _serves(p.get("free"), expected_real))]
+    wrong = [
+        f"pid {p.get('pid')} ({p.get('exe') or '?'}): malloc from {p.get('malloc') or 'unknown'}, "
+        f"free from {p.get('free') or 'unknown'}"
+        for p in probes
+        if not (_serves(p.get("malloc"), expected_real) and _serves(p.get("free"), expected_real))
+    ]
     if wrong:
         shown = "; ".join(wrong[:5]) + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
-        raise RuntimeError(f"allocator {name!r}: malloc/free do not resolve to {wanted} in {len(wrong)} of "
-                           f"{len(probes)} processes: {shown}")
+        raise RuntimeError(
+            f"allocator {name!r}: malloc/free do not resolve to {wanted} in {len(wrong)} of "
+            f"{len(probes)} processes: {shown}"
+        )
     knobs = own_knobs(probes[0])
     check_expected(name, expect, knobs)
-    return {"allocator_malloc_from": probes[0]["malloc"], "allocator_processes": len(probes),
-            **{f"allocator.{k}": v for k, v in knobs.items()}, **linked_allocators(probes, wanted)}
+    return {
+        "allocator_malloc_from": probes[0]["malloc"],
+        "allocator_processes": len(probes),
+        **{f"allocator.{k}": v for k, v in knobs.items()},
+        **linked_allocators(probes, wanted),
+    }
 
 
 # Which entry point answers for the knobs of each library the probe reads (hb_probe.cpp write_knobs).
@@ -108,9 +119,14 @@ def own_knobs(probe: Mapping) -> dict:
     knobs, api = probe.get("knobs") or {}, probe.get("api")
     if not isinstance(api, Mapping):
         return dict(knobs)  # a probe library from before "api": nothing to tell them apart by
-    return {k: v for k, v in knobs.items()
-            if not any(k.startswith(prefix) and api.get(symbol) != probe.get("malloc")
-                       for prefix, symbol in KNOB_SOURCES.items())}
+    return {
+        k: v
+        for k, v in knobs.items()
+        if not any(
+            k.startswith(prefix) and api.get(symbol) != probe.get("malloc")
+            for prefix, symbol in KNOB_SOURCES.items()
+        )
+    }
 
 
 def linked_allocators(probes: list[dict], wanted: str) -> dict:
@@ -126,7 +142,9 @@ def linked_allocators(probes: list[dict], wanted: str) -> dict:
         return {}
     names = "; ".join(sorted(linked))
     answers = "/".join(sorted({s for symbols in linked.values() for s in symbols}))
-    return {"allocator_linked": names,
-            "allocator_note": f"proved: malloc and free resolve to {wanted} in all {len(probes)} processes; not "
-                              f"proved: that {names} (linked by the program) is unused — it stays mapped and its "
-                              f"{answers} still answer; its knobs are not this cell's and are not shown"}
+    return {
+        "allocator_linked": names,
+        "allocator_note": f"proved: malloc and free resolve to {wanted} in all {len(probes)} processes; not "
+        f"proved: that {names} (linked by the program) is unused — it stays mapped and its "
+        f"{answers} still answer; its knobs are not this cell's and are not shown",
+    }

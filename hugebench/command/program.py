@@ -32,7 +32,9 @@ def _runnable(path: str) -> bool:
     return stat.S_ISREG(st.st_mode) and os.access(path, os.X_OK)
 
 
-def resolve(program: str, path_env: str | None = None, cwd: str | None = None) -> tuple[str | None, str | None]:
+def resolve(
+    program: str, path_env: str | None = None, cwd: str | None = None
+) -> tuple[str | None, str | None]:
     """(absolute path, None) of the file ``execvp(program)`` runs from ``cwd``, or (None, why not).
 
     A name with a ``/`` is a path (relative to ``cwd``); a bare name is searched in ``path_env`` (default:

@@ -16,7 +16,14 @@ from hugebench.measure.phases import time_weighted_coverage
 
 MAX_SERIES = 500  # samples kept in a row's coverage series (evenly thinned): a plot, not an archive
 
-FIELDS = ("Rss", "AnonHugePages", "FilePmdMapped", "ShmemPmdMapped", "Private_Hugetlb", "Shared_Hugetlb")
+FIELDS = (
+    "Rss",
+    "AnonHugePages",
+    "FilePmdMapped",
+    "ShmemPmdMapped",
+    "Private_Hugetlb",
+    "Shared_Hugetlb",
+)
 
 
 @dataclass
@@ -27,8 +34,12 @@ class CoverageSampler:
     pid: int | None = None
     samples: list[tuple[float, dict]] = field(default_factory=list)
     read_s: float = 0.0
-    exes: set = field(default_factory=set)  # the executable of every process a sample saw (/proc/PID/exe)
-    rss_peaks: dict = field(default_factory=dict)  # pid -> the largest Rss a sample saw of it (bytes)
+    exes: set = field(
+        default_factory=set
+    )  # the executable of every process a sample saw (/proc/PID/exe)
+    rss_peaks: dict = field(
+        default_factory=dict
+    )  # pid -> the largest Rss a sample saw of it (bytes)
 
     def sample(self) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
@@ -64,15 +75,23 @@ class CoverageSampler:
             return out
         for key in FIELDS:
             out[f"{prefix}peak.{key}"] = max(s[key] for _, s in self.samples)
-        out["hp_coverage_tw"] = time_weighted_coverage([t for t, _ in self.samples],
-                                                       [s["Rss"] for _, s in self.samples],
-                                                       [s["AnonHugePages"] for _, s in self.samples])
-        start, step = self.samples[0][0], max(1, len(self.samples) // MAX_SERIES)  # coverage over the run
+        out["hp_coverage_tw"] = time_weighted_coverage(
+            [t for t, _ in self.samples],
+            [s["Rss"] for _, s in self.samples],
+            [s["AnonHugePages"] for _, s in self.samples],
+        )
+        start, step = (
+            self.samples[0][0],
+            max(1, len(self.samples) // MAX_SERIES),
+        )  # coverage over the run
         kept = self.samples[::step]
         out["series_t_s"] = [round(t - start, 3) for t, _ in kept]
-        out["series_coverage"] = [s["AnonHugePages"] / s["Rss"] if s["Rss"] else None for _, s in kept]
-        out[f"{prefix}peak.coverage"] = max((s["AnonHugePages"] / s["Rss"] for _, s in self.samples if s["Rss"]),
-                                            default=None)
+        out["series_coverage"] = [
+            s["AnonHugePages"] / s["Rss"] if s["Rss"] else None for _, s in kept
+        ]
+        out[f"{prefix}peak.coverage"] = max(
+            (s["AnonHugePages"] / s["Rss"] for _, s in self.samples if s["Rss"]), default=None
+        )
         return out
 
     @property
@@ -94,5 +113,8 @@ def tree_peak_rss(exits: dict, sampled: dict) -> dict:
         if isinstance(hwm, (int, float)) and hwm > 0:
             peaks[int(pid)] = max(peaks.get(int(pid), 0), int(hwm))
     if not peaks:
-        return {TREE_RSS: None, f"{TREE_RSS}.reason": "no process of the program left an exit record or was sampled"}
+        return {
+            TREE_RSS: None,
+            f"{TREE_RSS}.reason": "no process of the program left an exit record or was sampled",
+        }
     return {TREE_RSS: sum(peaks.values()), "tree_processes": len(peaks)}

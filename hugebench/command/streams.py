@@ -39,7 +39,9 @@ class Streams:
         stdin, stdout = (command.stdin, command.stdout) if command else (None, None)
         self.log = workdir / f"{name}.out"
         self.stdin = os.path.join(cwd, stdin) if stdin else None
-        self.stdout = (os.devnull if stdout == DISCARD else os.path.join(cwd, stdout)) if stdout else None
+        self.stdout = (
+            (os.devnull if stdout == DISCARD else os.path.join(cwd, stdout)) if stdout else None
+        )
 
     def files(self) -> dict:
         """Launched's keyword arguments: stdout (and stderr into the log when stdout goes elsewhere), stdin."""

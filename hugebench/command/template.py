@@ -37,7 +37,9 @@ def check(value, known: Iterable[str]) -> None:
     known = set(known) | set(BUILTIN_FIELDS)
     unknown = sorted(fields(value) - known)
     if unknown:
-        raise ValueError(f"'{{{unknown[0]}}}' names no parameter; known: {', '.join(sorted(known))}")
+        raise ValueError(
+            f"'{{{unknown[0]}}}' names no parameter; known: {', '.join(sorted(known))}"
+        )
 
 
 def substitute(value, values: Mapping[str, object]):

@@ -58,7 +58,9 @@ def parse_cpuinfo(text: str) -> CpuInfo:
         key, _, value = line.partition(":")
         fields.setdefault(key.strip(), value.strip())
     vendor_id = fields.get("vendor_id", "")
-    vendor = {"GenuineIntel": "intel", "AuthenticAMD": "amd", "HygonGenuine": "amd"}.get(vendor_id, "other")
+    vendor = {"GenuineIntel": "intel", "AuthenticAMD": "amd", "HygonGenuine": "amd"}.get(
+        vendor_id, "other"
+    )
     stepping = fields.get("stepping", "")
     return CpuInfo(
         vendor=vendor,

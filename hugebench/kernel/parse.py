@@ -72,8 +72,9 @@ def parse_vmstat(text: str) -> dict[str, int]:
     return out
 
 
-def counter_delta(before: Mapping[str, int], after: Mapping[str, int],
-                  keys: Iterable[str] | None = None) -> dict[str, float]:
+def counter_delta(
+    before: Mapping[str, int], after: Mapping[str, int], keys: Iterable[str] | None = None
+) -> dict[str, float]:
     """after - before. With ``keys``: one entry per key, NaN where either side lacks it (a counter this
     kernel does not have). Without: every counter present on both sides."""
     if keys is None:
@@ -107,11 +108,19 @@ def pcp_page_count(zoneinfo: str) -> int:
 
 def huge_blocks_by_zone(zones: Mapping[str, list[int]], huge_order: int = 9) -> dict[str, int]:
     """Free blocks of ``2**huge_order`` pages per zone (an order-10 block counts twice)."""
-    return {zone: sum(count << (order - huge_order) for order, count in enumerate(counts) if order >= huge_order)
-            for zone, counts in zones.items()}
+    return {
+        zone: sum(
+            count << (order - huge_order)
+            for order, count in enumerate(counts)
+            if order >= huge_order
+        )
+        for zone, counts in zones.items()
+    }
 
 
-def summarize_buddyinfo(zones: Mapping[str, list[int]], page_bytes: int, huge_bytes: int = 2 << 20) -> dict:
+def summarize_buddyinfo(
+    zones: Mapping[str, list[int]], page_bytes: int, huge_bytes: int = 2 << 20
+) -> dict:
     """How much free memory could back a huge page right now.
 
     Returns {'zones': zones, 'free_kib', 'free_2mib_blocks', 'free_2mib_fraction' (share of free memory in
@@ -128,7 +137,12 @@ def summarize_buddyinfo(zones: Mapping[str, list[int]], page_bytes: int, huge_by
                 huge_kib += kib
                 blocks += count << (order - huge_order)
     fraction = huge_kib / free_kib if free_kib else 0.0
-    return {"zones": dict(zones), "free_kib": free_kib, "free_2mib_blocks": blocks, "free_2mib_fraction": fraction}
+    return {
+        "zones": dict(zones),
+        "free_kib": free_kib,
+        "free_2mib_blocks": blocks,
+        "free_2mib_fraction": fraction,
+    }
 
 
 def parse_start_ticks(stat_text: str) -> int:

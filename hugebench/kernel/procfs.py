@@ -10,11 +10,11 @@ from hugebench.kernel.parse import (
     parse_buddyinfo,
     parse_cgroup_mounts,
     parse_kb_fields,
-    pcp_page_count,
     parse_ppid,
     parse_start_ticks,
     parse_status_number,
     parse_vmstat,
+    pcp_page_count,
     summarize_buddyinfo,
 )
 from hugebench.kernel.read import read_optional, read_text
@@ -121,8 +121,11 @@ NO_HUGE_ZONES = ("DMA",)
 def free_huge_blocks(proc_root: str | Path = "/proc") -> dict[str, int]:
     """Free 2 MiB blocks now, per zone a huge page can come from ('Normal', 'DMA32', ...)."""
     zones = huge_blocks_by_zone(parse_buddyinfo(read_text(Path(proc_root) / "buddyinfo")))
-    return {zone.split("/", 1)[1] if zone.count("/") else zone: n for zone, n in zones.items()
-            if zone.split("/")[-1] not in NO_HUGE_ZONES}
+    return {
+        zone.split("/", 1)[1] if zone.count("/") else zone: n
+        for zone, n in zones.items()
+        if zone.split("/")[-1] not in NO_HUGE_ZONES
+    }
 
 
 def read_paranoid(proc_root: str | Path = "/proc") -> int | None:

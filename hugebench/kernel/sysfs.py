@@ -9,15 +9,31 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hugebench.kernel.parse import parse_cache_size, parse_extfrag, parse_int, parse_pmu_format, selected
+from hugebench.kernel.parse import (
+    parse_cache_size,
+    parse_extfrag,
+    parse_int,
+    parse_pmu_format,
+    selected,
+)
 from hugebench.kernel.read import read_optional, read_text
 
 THP_DIR = "kernel/mm/transparent_hugepage"
 HUGETLB_DIR = "kernel/mm/hugepages"
 PMU_DIR = "bus/event_source/devices"
-POOL_FIELDS = {"nr": "nr_hugepages", "free": "free_hugepages", "surplus": "surplus_hugepages", "resv": "resv_hugepages"}
-_THP_SETTINGS = {"enabled": "enabled", "defrag": "defrag", "shmem_enabled": "shmem_enabled",
-                 "khugepaged_defrag": "khugepaged/defrag", "use_zero_page": "use_zero_page"}
+POOL_FIELDS = {
+    "nr": "nr_hugepages",
+    "free": "free_hugepages",
+    "surplus": "surplus_hugepages",
+    "resv": "resv_hugepages",
+}
+_THP_SETTINGS = {
+    "enabled": "enabled",
+    "defrag": "defrag",
+    "shmem_enabled": "shmem_enabled",
+    "khugepaged_defrag": "khugepaged/defrag",
+    "use_zero_page": "use_zero_page",
+}
 
 
 def read_choice(path: str | Path) -> str | None:
@@ -54,7 +70,9 @@ def mthp_sizes_kb(sys_root: str | Path = "/sys") -> list[int]:
 def mthp_modes(sys_root: str | Path = "/sys") -> dict[str, str]:
     """{'64kB': 'never', '2048kB': 'inherit', ...} for every per-size anonymous control that reads."""
     base = Path(sys_root, THP_DIR)
-    modes = {f"{kb}kB": read_choice(base / f"hugepages-{kb}kB/enabled") for kb in mthp_sizes_kb(sys_root)}
+    modes = {
+        f"{kb}kB": read_choice(base / f"hugepages-{kb}kB/enabled") for kb in mthp_sizes_kb(sys_root)
+    }
     return {size: mode for size, mode in modes.items() if mode is not None}
 
 
@@ -63,8 +81,11 @@ def active_mthp_sizes(sys_root: str | Path = "/sys") -> tuple[str, ...]:
     return tuple(size for size, mode in mthp_modes(sys_root).items() if mode != "never")
 
 
-def read_mthp_stats(sys_root: str | Path = "/sys", sizes: tuple[str, ...] | None = None,
-                    names: tuple[str, ...] | None = None) -> dict[str, int]:
+def read_mthp_stats(
+    sys_root: str | Path = "/sys",
+    sizes: tuple[str, ...] | None = None,
+    names: tuple[str, ...] | None = None,
+) -> dict[str, int]:
     """System-wide per-size mTHP counters, flattened: {'mthp.64kB.anon_fault_alloc': 12, ...}.
 
     ``sizes`` None: every size with a stats directory; ``names`` None: every counter there. A counter that
@@ -88,7 +109,10 @@ def read_hugetlb_pools(sys_root: str | Path = "/sys") -> dict[str, dict[str, int
     """{'2048kB': {'nr': 0, 'free': 0, 'surplus': 0, 'resv': 0}, '1048576kB': {...}} for each pool size."""
     pools = {}
     for kb, pool_dir in _size_dirs(Path(sys_root, HUGETLB_DIR)):
-        fields = {key: parse_int(read_optional(pool_dir / filename)) for key, filename in POOL_FIELDS.items()}
+        fields = {
+            key: parse_int(read_optional(pool_dir / filename))
+            for key, filename in POOL_FIELDS.items()
+        }
         pools[f"{kb}kB"] = {key: value for key, value in fields.items() if value is not None}
     return pools
 
@@ -98,16 +122,20 @@ def cpu_caches(sys_root: str | Path = "/sys", cpu: int = 0) -> list[dict]:
     base = Path(sys_root) / f"devices/system/cpu/cpu{cpu}/cache"
     out = []
     for index in sorted(base.glob("index*"), key=lambda p: int(p.name[5:] or 0)):
+
         def field(name: str, i=index) -> str | None:
             return read_optional(i / name)
-        out.append({
-            "level": parse_int(field("level")),
-            "type": field("type"),
-            "size_bytes": parse_cache_size(field("size")),
-            "ways": parse_int(field("ways_of_associativity")),
-            "line_bytes": parse_int(field("coherency_line_size")),
-            "shared_cpu_list": field("shared_cpu_list"),
-        })
+
+        out.append(
+            {
+                "level": parse_int(field("level")),
+                "type": field("type"),
+                "size_bytes": parse_cache_size(field("size")),
+                "ways": parse_int(field("ways_of_associativity")),
+                "line_bytes": parse_int(field("coherency_line_size")),
+                "shared_cpu_list": field("shared_cpu_list"),
+            }
+        )
     return out
 
 
@@ -117,7 +145,9 @@ def cpu_pmu_devices(sys_root: str | Path = "/sys") -> tuple[str, ...]:
     return tuple(name for name in ("cpu", "cpu_core", "cpu_atom") if (base / name).exists())
 
 
-def read_pmu_format(pmu: str = "cpu", sys_root: str | Path = "/sys") -> dict[str, list[tuple[str, int, int]]] | None:
+def read_pmu_format(
+    pmu: str = "cpu", sys_root: str | Path = "/sys"
+) -> dict[str, list[tuple[str, int, int]]] | None:
     """Bit layout of a PMU's terms: {'event': [('config', 0, 7)], 'ldlat': [('config1', 0, 15)]}; None without it."""
     fmt_dir = Path(sys_root) / PMU_DIR / pmu / "format"
     if not fmt_dir.is_dir():
@@ -143,5 +173,7 @@ def read_unusable_index(sys_root: str | Path = "/sys") -> dict[str, list[float]]
 def read_khugepaged_counters(sys_root: str | Path = "/sys") -> dict[str, int]:
     """khugepaged's monotonic counters (full_scans, pages_collapsed); those this kernel lacks are left out."""
     base = Path(sys_root, THP_DIR, "khugepaged")
-    values = {name: parse_int(read_optional(base / name)) for name in ("full_scans", "pages_collapsed")}
+    values = {
+        name: parse_int(read_optional(base / name)) for name in ("full_scans", "pages_collapsed")
+    }
     return {name: value for name, value in values.items() if value is not None}

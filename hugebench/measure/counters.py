@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-NOT_COUNTED_REASON = ("not counted: the counter never ran (more events than PMU counters in a group, "
-                      "or a hybrid core type the task never ran on)")
+NOT_COUNTED_REASON = (
+    "not counted: the counter never ran (more events than PMU counters in a group, "
+    "or a hybrid core type the task never ran on)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,13 @@ def counter_from_inprocess(result: dict) -> Counter:
     if enabled and not running:
         return Counter(None, running_pct=0.0, reason=NOT_COUNTED_REASON)
     value = result.get("value")
-    return Counter(None if value is None else float(value), running_pct=pct,
-                   multiplexed=pct is not None and pct < 100.0,
-                   reason=None if value is not None else "no value returned",
-                   user_only=bool(result.get("user_only")))
+    return Counter(
+        None if value is None else float(value),
+        running_pct=pct,
+        multiplexed=pct is not None and pct < 100.0,
+        reason=None if value is not None else "no value returned",
+        user_only=bool(result.get("user_only")),
+    )
 
 
 def row_columns(prefix: str, counters: dict) -> dict:
@@ -92,7 +97,9 @@ def pmu_columns(resolved, results: dict | None, prefix: str = "pmu") -> dict:
         elif spec.label in results:
             merged[spec.label] = results[spec.label]
         else:
-            merged[spec.label] = Counter(None, reason="the workload returned no result for this counter")
+            merged[spec.label] = Counter(
+                None, reason="the workload returned no result for this counter"
+            )
     return row_columns(prefix, merged)
 
 
@@ -111,8 +118,14 @@ def _ratio(numerator: float, denominator: float, scale: float = 1.0) -> float:
     return scale * numerator / denominator
 
 
-def derive(row: dict, ops: float, bytes_touched: float, *, elapsed_ns: float | None = None,
-           source: str = "pmu") -> dict[str, float]:
+def derive(
+    row: dict,
+    ops: float,
+    bytes_touched: float,
+    *,
+    elapsed_ns: float | None = None,
+    source: str = "pmu",
+) -> dict[str, float]:
     """Per-operation metrics from one row's counters (NaN where an input is missing).
 
     ``source`` picks the counter columns: "pmu" (in-process, timed phase only: the right denominator for

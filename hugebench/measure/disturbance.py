@@ -50,8 +50,12 @@ class Thresholds:
 
     steal_pct: float = 10.0  # the hypervisor took more than this % of the CPU time
     other_cpus: float = 0.5  # others kept more than half a CPU busy on average
-    psi_cpu_pct: float = 50.0  # tasks waited for a CPU half the time (judged only when other_cpus is unknown)
-    psi_memory_pct: float = 10.0  # tasks stalled on memory (reclaim, compaction) more than 10 % of the time
+    psi_cpu_pct: float = (
+        50.0  # tasks waited for a CPU half the time (judged only when other_cpus is unknown)
+    )
+    psi_memory_pct: float = (
+        10.0  # tasks stalled on memory (reclaim, compaction) more than 10 % of the time
+    )
 
 
 THRESHOLDS = Thresholds()
@@ -78,14 +82,22 @@ def snapshot(proc_root: str = "/proc", sys_root: str = "/sys") -> Snapshot:
     snap.cpu = _read_cpu(Path(proc_root, "stat"))
     snap.loadavg = _read_loadavg(Path(proc_root, "loadavg"))
     snap.procs = _read_procs(Path(proc_root))
-    snap.psi = {kind: total for kind in ("cpu", "memory", "io")
-                if (total := _read_psi(Path(proc_root, "pressure", kind))) is not None}
+    snap.psi = {
+        kind: total
+        for kind in ("cpu", "memory", "io")
+        if (total := _read_psi(Path(proc_root, "pressure", kind))) is not None
+    }
     snap.cpu_mhz = _read_mhz(Path(sys_root, "devices/system/cpu"))
     return snap
 
 
-def run_columns(before: Snapshot, row: dict, proc_root: str = "/proc", sys_root: str = "/sys",
-                thresholds: Thresholds = THRESHOLDS) -> dict:
+def run_columns(
+    before: Snapshot,
+    row: dict,
+    proc_root: str = "/proc",
+    sys_root: str = "/sys",
+    thresholds: Thresholds = THRESHOLDS,
+) -> dict:
     """The ``noise.*`` columns of a run that started after ``before`` and whose row (hb-exec's ``worker.*``
     rusage, ``wall_s``) is ``row``; the second snapshot is taken now."""
     after = snapshot(proc_root, sys_root)
@@ -93,37 +105,72 @@ def run_columns(before: Snapshot, row: dict, proc_root: str = "/proc", sys_root:
     own = (row.get("worker.utime_s") or 0.0) + (row.get("worker.stime_s") or 0.0)
     cols = machine_columns(before, after, wall, own, exclude={os.getpid()})
     nivcsw = row.get("worker.nivcsw")
-    _put(cols, "nivcsw_per_s", None if nivcsw is None or not row.get("wall_s") else nivcsw / row["wall_s"],
-         "the run's rusage was not recorded (it did not end through hb-exec)")
-    migrated = row.get(PREFIX + "migrations", row.get("worker.nr_migrations"))  # a program's own, else the worker's
-    _put(cols, "migrations", migrated if isinstance(migrated, (int, float)) and migrated >= 0 else None,
-         "no se.nr_migrations in /proc/<pid>/sched (a kernel without CONFIG_SCHED_DEBUG), or the run did not "
-         "end through hb-exec")
+    _put(
+        cols,
+        "nivcsw_per_s",
+        None if nivcsw is None or not row.get("wall_s") else nivcsw / row["wall_s"],
+        "the run's rusage was not recorded (it did not end through hb-exec)",
+    )
+    migrated = row.get(
+        PREFIX + "migrations", row.get("worker.nr_migrations")
+    )  # a program's own, else the worker's
+    _put(
+        cols,
+        "migrations",
+        migrated if isinstance(migrated, (int, float)) and migrated >= 0 else None,
+        "no se.nr_migrations in /proc/<pid>/sched (a kernel without CONFIG_SCHED_DEBUG), or the run did not "
+        "end through hb-exec",
+    )
     disturbed, why = judge(cols, thresholds)
     cols[PREFIX + "disturbed"], cols[PREFIX + "why"] = disturbed, why
     return cols
 
 
-def machine_columns(before: Snapshot, after: Snapshot, wall_s: float, own_cpu_s: float,
-                    exclude: set[int] = frozenset()) -> dict:
+def machine_columns(
+    before: Snapshot,
+    after: Snapshot,
+    wall_s: float,
+    own_cpu_s: float,
+    exclude: set[int] = frozenset(),
+) -> dict:
     """The columns that describe the machine between two snapshots (see the module header)."""
     cols: dict = {}
-    d = {k: after.cpu.get(k, 0) - before.cpu.get(k, 0) for k in _CPU_FIELDS} if before.cpu and after.cpu else {}
+    d = (
+        {k: after.cpu.get(k, 0) - before.cpu.get(k, 0) for k in _CPU_FIELDS}
+        if before.cpu and after.cpu
+        else {}
+    )
     total = sum(d.values())
     no_stat = "no /proc/stat (or no time passed)"
     _put(cols, "steal_pct", 100.0 * d["steal"] / total if total > 0 else None, no_stat)
     busy_s = sum(d.get(k, 0) for k in ("user", "nice", "system", "irq", "softirq")) / _CLK_TCK
-    _put(cols, "other_cpus", max(0.0, busy_s - own_cpu_s) / wall_s if total > 0 and wall_s > 0 else None, no_stat)
-    _put(cols, "top_others", _top_others(before, after, exclude, wall_s) if after.procs else None,
-         "no /proc/<pid>/stat")
+    _put(
+        cols,
+        "other_cpus",
+        max(0.0, busy_s - own_cpu_s) / wall_s if total > 0 and wall_s > 0 else None,
+        no_stat,
+    )
+    _put(
+        cols,
+        "top_others",
+        _top_others(before, after, exclude, wall_s) if after.procs else None,
+        "no /proc/<pid>/stat",
+    )
     loads = [s.loadavg for s in (before, after) if s.loadavg]
     _put(cols, "load1", after.loadavg[0] if after.loadavg else None, "no /proc/loadavg")
     _put(cols, "procs_running", max(r for _, r in loads) - 1 if loads else None, "no /proc/loadavg")
     for kind in ("cpu", "memory", "io"):
-        stalled = after.psi.get(kind, 0) - before.psi.get(kind, 0) if kind in before.psi and kind in after.psi \
+        stalled = (
+            after.psi.get(kind, 0) - before.psi.get(kind, 0)
+            if kind in before.psi and kind in after.psi
             else None
-        _put(cols, f"psi_{kind}_pct", None if stalled is None or wall_s <= 0 else
-             min(100.0, stalled / 1e4 / wall_s), f"no /proc/pressure/{kind} (kernel without PSI)")
+        )
+        _put(
+            cols,
+            f"psi_{kind}_pct",
+            None if stalled is None or wall_s <= 0 else min(100.0, stalled / 1e4 / wall_s),
+            f"no /proc/pressure/{kind} (kernel without PSI)",
+        )
     _put(cols, "cpu_mhz", after.cpu_mhz, "no cpufreq in /sys (a VM guest, or no frequency driver)")
     return cols
 
@@ -138,7 +185,9 @@ def judge(cols: dict, thresholds: Thresholds = THRESHOLDS) -> tuple[bool, str | 
         who = f" ({get('top_others')})" if get("top_others") else ""
         reasons.append(f"other work kept {other:.2f} CPUs busy > {thresholds.other_cpus:g}{who}")
     elif (psi := get("psi_cpu_pct")) is not None and psi > thresholds.psi_cpu_pct and other is None:
-        reasons.append(f"tasks waited for a CPU {psi:.0f}% of the time > {thresholds.psi_cpu_pct:g}%")
+        reasons.append(
+            f"tasks waited for a CPU {psi:.0f}% of the time > {thresholds.psi_cpu_pct:g}%"
+        )
     if (mem := get("psi_memory_pct")) is not None and mem > thresholds.psi_memory_pct:
         reasons.append(f"memory stalls {mem:.0f}% of the time > {thresholds.psi_memory_pct:g}%")
     return bool(reasons), "; ".join(reasons) or None
@@ -155,13 +204,20 @@ def _top_others(before: Snapshot, after: Snapshot, exclude: set[int], wall_s: fl
     for pid, (comm, ticks, start) in after.procs.items():
         if pid in exclude:
             continue
-        prev = before.procs.get(pid)  # the same process: the same start time (a kworker renames itself)
-        delta = ticks - prev[1] if prev and prev[2] == start else ticks  # a new process: all of its time
+        prev = before.procs.get(
+            pid
+        )  # the same process: the same start time (a kworker renames itself)
+        delta = (
+            ticks - prev[1] if prev and prev[2] == start else ticks
+        )  # a new process: all of its time
         if delta > 0:
             used.append((delta / _CLK_TCK, comm, pid))
     used.sort(reverse=True)
-    return ", ".join(f"{comm}[{pid}] {s / wall_s:.2f} CPU" if wall_s > 0 else f"{comm}[{pid}] {s:.2f} s"
-                     for s, comm, pid in used[:TOP_OTHERS] if s / max(wall_s, 1e-9) >= 0.01)
+    return ", ".join(
+        f"{comm}[{pid}] {s / wall_s:.2f} CPU" if wall_s > 0 else f"{comm}[{pid}] {s:.2f} s"
+        for s, comm, pid in used[:TOP_OTHERS]
+        if s / max(wall_s, 1e-9) >= 0.01
+    )
 
 
 def _read(path: Path) -> str | None:
@@ -198,8 +254,8 @@ def _read_procs(proc: Path) -> dict:
         text = _read(proc / entry / "stat")
         if not text or ")" not in text:
             continue  # ended between the listing and the read
-        comm = text[text.index("(") + 1:text.rindex(")")]
-        rest = text[text.rindex(")") + 2:].split()
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        rest = text[text.rindex(")") + 2 :].split()
         try:
             procs[int(entry)] = (comm, int(rest[11]) + int(rest[12]), int(rest[19]))
         except (IndexError, ValueError):
@@ -233,18 +289,25 @@ class NoisyMachineWarning(UserWarning):
     """The machine is busy as a sweep starts: its runs will likely be flagged disturbed."""
 
 
-def busy_reason(proc_root: str = "/proc", sys_root: str = "/sys", look_s: float | None = None,
-                thresholds: Thresholds = THRESHOLDS) -> str | None:
+def busy_reason(
+    proc_root: str = "/proc",
+    sys_root: str = "/sys",
+    look_s: float | None = None,
+    thresholds: Thresholds = THRESHOLDS,
+) -> str | None:
     """Why the machine is busy right now (the :func:`judge` rule over a ``look_s`` look, default
     :data:`LOOK_S`), or None."""
     before = snapshot(proc_root, sys_root)
     time.sleep(LOOK_S if look_s is None else look_s)
     after = snapshot(proc_root, sys_root)
-    return judge(machine_columns(before, after, after.at - before.at, 0.0, exclude={os.getpid()}), thresholds)[1]
+    return judge(
+        machine_columns(before, after, after.at - before.at, 0.0, exclude={os.getpid()}), thresholds
+    )[1]
 
 
-def wait_quiet(limit_s: float, proc_root: str = "/proc", sys_root: str = "/sys",
-               look_s: float | None = None) -> tuple[float, str | None]:
+def wait_quiet(
+    limit_s: float, proc_root: str = "/proc", sys_root: str = "/sys", look_s: float | None = None
+) -> tuple[float, str | None]:
     """Wait until :func:`busy_reason` says nothing, at most ``limit_s`` seconds; (seconds waited, why the
     machine was still busy at the limit or None)."""
     start = time.monotonic()
@@ -272,11 +335,20 @@ class QuietGate:
         return {PREFIX + "waited_s": round(waited, 3), PREFIX + "still_busy": why}
 
 
-def warn_if_busy(proc_root: str = "/proc", sys_root: str = "/sys", quiet_limit: float | None = None) -> str | None:
+def warn_if_busy(
+    proc_root: str = "/proc", sys_root: str = "/sys", quiet_limit: float | None = None
+) -> str | None:
     """Before a sweep: warn (:class:`NoisyMachineWarning`) when the machine is busy now; return why."""
     why = busy_reason(proc_root, sys_root)
     if why:
-        fix = (f"--quiet-machine waits up to {quiet_limit:g} s before each block" if quiet_limit is not None else
-               "its runs will be flagged noise.disturbed; --quiet-machine SECONDS waits for a quiet machine")
-        warnings.warn(f"the machine is busy as the sweep starts ({why}): {fix}", NoisyMachineWarning, stacklevel=3)
+        fix = (
+            f"--quiet-machine waits up to {quiet_limit:g} s before each block"
+            if quiet_limit is not None
+            else "its runs will be flagged noise.disturbed; --quiet-machine SECONDS waits for a quiet machine"
+        )
+        warnings.warn(
+            f"the machine is busy as the sweep starts ({why}): {fix}",
+            NoisyMachineWarning,
+            stacklevel=3,
+        )
     return why

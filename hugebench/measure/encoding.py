@@ -70,11 +70,15 @@ class CounterSpec:
         return (self.label, self.type, self.config, self.config1)
 
 
-def read_pmu_format(pmu: str = "cpu", sysfs_root: str | Path = "/sys") -> dict[str, list[tuple[str, int, int]]]:
+def read_pmu_format(
+    pmu: str = "cpu", sysfs_root: str | Path = "/sys"
+) -> dict[str, list[tuple[str, int, int]]]:
     """Bit layout of a PMU's terms (see ``kernel.read_pmu_format``); EncodingError without that PMU."""
     fmt = kernel.read_pmu_format(pmu, sysfs_root)
     if fmt is None:
-        raise EncodingError(f"no PMU '{pmu}' in {Path(sysfs_root, kernel.sysfs.PMU_DIR)} (no hardware PMU driver here)")
+        raise EncodingError(
+            f"no PMU '{pmu}' in {Path(sysfs_root, kernel.sysfs.PMU_DIR)} (no hardware PMU driver here)"
+        )
     return fmt
 
 
@@ -82,7 +86,9 @@ def pmu_type(pmu: str = "cpu", sysfs_root: str | Path = "/sys") -> int:
     """perf_event_attr.type of a dynamic PMU; EncodingError without that PMU."""
     kind = kernel.read_pmu_type(pmu, sysfs_root)
     if kind is None:
-        raise EncodingError(f"no PMU '{pmu}' ({Path(sysfs_root, kernel.sysfs.PMU_DIR, pmu, 'type')} missing)")
+        raise EncodingError(
+            f"no PMU '{pmu}' ({Path(sysfs_root, kernel.sysfs.PMU_DIR, pmu, 'type')} missing)"
+        )
     return kind
 
 
@@ -92,13 +98,17 @@ def parse_terms(terms: str) -> dict[str, int]:
     for term in filter(None, (t.strip() for t in terms.split(","))):
         name, eq, value = term.partition("=")
         try:
-            out[name] = (int(value, 16) if value.lower().startswith("0x") else int(value, 10)) if eq else 1
+            out[name] = (
+                (int(value, 16) if value.lower().startswith("0x") else int(value, 10)) if eq else 1
+            )
         except ValueError:
             raise EncodingError(f"term {term!r} has no numeric value") from None
     return out
 
 
-def encode_terms(terms: dict[str, int], fmt: dict[str, list[tuple[str, int, int]]]) -> dict[str, int]:
+def encode_terms(
+    terms: dict[str, int], fmt: dict[str, list[tuple[str, int, int]]]
+) -> dict[str, int]:
     """Place term values into config/config1/config2 bits; a term split over ranges fills them low bits first."""
     configs = {"config": 0, "config1": 0, "config2": 0}
     for name, value in terms.items():
@@ -108,11 +118,15 @@ def encode_terms(terms: dict[str, int], fmt: dict[str, list[tuple[str, int, int]
             configs[name] |= value
             continue
         if name not in fmt:
-            raise EncodingError(f"term '{name}' is not in this PMU's format ({', '.join(sorted(fmt))})")
+            raise EncodingError(
+                f"term '{name}' is not in this PMU's format ({', '.join(sorted(fmt))})"
+            )
         remaining = value
         for field_name, lo, hi in fmt[name]:
             width = hi - lo + 1
-            configs[field_name] = configs.get(field_name, 0) | ((remaining & ((1 << width) - 1)) << lo)
+            configs[field_name] = configs.get(field_name, 0) | (
+                (remaining & ((1 << width) - 1)) << lo
+            )
             remaining >>= width
         if remaining:
             raise EncodingError(f"value {value:#x} of term '{name}' does not fit its bits")
@@ -152,8 +166,11 @@ def _pick_encoding(encodings: list[tuple[str, str]]) -> tuple[str, str, str | No
     for preferred in ("cpu", "cpu_core"):
         if preferred in pmus:
             pmu, terms = encodings[pmus.index(preferred)]
-            note = f"hybrid CPU: counts on {pmu} only (also on {', '.join(p for p in pmus if p != pmu)})" \
-                if len(pmus) > 1 else None
+            note = (
+                f"hybrid CPU: counts on {pmu} only (also on {', '.join(p for p in pmus if p != pmu)})"
+                if len(pmus) > 1
+                else None
+            )
             return pmu, terms, note
     pmu, terms = encodings[0]
     return pmu, terms, None
@@ -170,8 +187,11 @@ def _split_modifiers(event: str) -> tuple[str, str | None]:
     return event, None
 
 
-def encode_event(event: str, details: dict[str, list[tuple[str, str]]] | None = None,
-                 sysfs_root: str | Path = "/sys") -> tuple[int, int, int, str | None]:
+def encode_event(
+    event: str,
+    details: dict[str, list[tuple[str, str]]] | None = None,
+    sysfs_root: str | Path = "/sys",
+) -> tuple[int, int, int, str | None]:
     """Return (type, config, config1, note) for one perf event name, or raise EncodingError with the reason.
 
     Accepts generic names (``cycles``, ``dTLB-load-misses``), ``rNNNN`` raw codes, ``pmu/term=v,.../`` and
@@ -193,7 +213,9 @@ def encode_event(event: str, details: dict[str, list[tuple[str, str]]] | None = 
         pmu, terms, hybrid_note = _pick_encoding(details[base.lower()])
         note = "; ".join(filter(None, (note, hybrid_note))) or None
     else:
-        raise EncodingError(f"'{base}' is not in perf list --details output, so its raw encoding is unknown")
+        raise EncodingError(
+            f"'{base}' is not in perf list --details output, so its raw encoding is unknown"
+        )
     configs = encode_terms(parse_terms(terms), read_pmu_format(pmu, sysfs_root))
     if configs.get("config2"):
         raise EncodingError(f"'{event}' needs config2, which _core does not take")
@@ -205,8 +227,13 @@ def perf_list_details(events: list[str], perf_bin: str = "perf", timeout: float 
     if not events:
         return ""
     try:
-        proc = subprocess.run([perf_bin, "list", "--details", *events], capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        proc = subprocess.run(
+            [perf_bin, "list", "--details", *events],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return proc.stdout
@@ -217,8 +244,13 @@ def _needs_lookup(event: str) -> bool:
     return not (base in GENERIC_EVENTS or _RAW_EVENT.match(base) or _PMU_EVENT.match(base))
 
 
-def resolve_counters(choices: list[EventChoice], *, perf_bin: str = "perf", sysfs_root: str | Path = "/sys",
-                     details_text: str | None = None) -> list[CounterSpec]:
+def resolve_counters(
+    choices: list[EventChoice],
+    *,
+    perf_bin: str = "perf",
+    sysfs_root: str | Path = "/sys",
+    details_text: str | None = None,
+) -> list[CounterSpec]:
     """One CounterSpec per choice: numeric encoding, or the reason the label cannot be counted in-process."""
     vendor_events = [c.event for c in choices if c.event and _needs_lookup(c.event)]
     if details_text is None:

@@ -18,7 +18,7 @@ EVENT_MEANING = {
     "cycles": "core cycles (unhalted)",
     "instructions": "instructions retired",
     "dTLB-load-misses": "kernel's generic dTLB read-miss event: on Intel = completed load page walks, "
-                        "on AMD = L1 dTLB misses (including L2 TLB hits)",
+    "on AMD = L1 dTLB misses (including L2 TLB hits)",
     "iTLB-load-misses": "kernel's generic iTLB miss event (vendor mapping differs)",
     "dtlb_load_misses.miss_causes_a_walk": "loads missing all TLB levels and starting a page walk (incl. speculative)",
     "dtlb_load_misses.walk_completed": "load page walks that completed, any page size (incl. speculative)",
@@ -51,16 +51,21 @@ SOFTWARE_LABELS = {
     "cpu_migrations": "cpu-migrations",
 }
 
-_NO_AMD_WALK_CYCLES = ("AMD Zen exposes no page-walk cycle event (ls_tablewalker.* counts walks, not cycles), "
-                       "so walk_cycles_share cannot be computed")
+_NO_AMD_WALK_CYCLES = (
+    "AMD Zen exposes no page-walk cycle event (ls_tablewalker.* counts walks, not cycles), "
+    "so walk_cycles_share cannot be computed"
+)
 
 # label -> candidates, most preferred first. An empty tuple names a label the vendor cannot measure.
 HARDWARE_PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
     "intel": {
         "cycles": ("cycles",),
         "instructions": ("instructions",),
-        "dtlb_load_misses": ("dtlb_load_misses.miss_causes_a_walk", "dtlb_load_misses.walk_completed",
-                             "dTLB-load-misses"),
+        "dtlb_load_misses": (
+            "dtlb_load_misses.miss_causes_a_walk",
+            "dtlb_load_misses.walk_completed",
+            "dTLB-load-misses",
+        ),
         "stlb_misses": ("dtlb_load_misses.walk_completed", "mem_inst_retired.stlb_miss_loads"),
         "itlb_misses": ("itlb_misses.walk_completed", "iTLB-load-misses"),
         "itlb_misses_4k": ("itlb_misses.walk_completed_4k",),
@@ -72,8 +77,12 @@ HARDWARE_PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
         "instructions": ("instructions",),
         "dtlb_load_misses": ("ls_l1_d_tlb_miss.all", "dTLB-load-misses"),
         "stlb_misses": ("ls_l1_d_tlb_miss.all_l2_miss",),
-        "itlb_misses": ("bp_l1_tlb_miss_l2_tlb_miss", "bp_l1_tlb_miss_l2_tlb_miss.all",
-                        "bp_l1_tlb_miss_l2_miss", "iTLB-load-misses"),
+        "itlb_misses": (
+            "bp_l1_tlb_miss_l2_tlb_miss",
+            "bp_l1_tlb_miss_l2_tlb_miss.all",
+            "bp_l1_tlb_miss_l2_miss",
+            "iTLB-load-misses",
+        ),
         "itlb_misses_4k": ("bp_l1_tlb_miss_l2_tlb_miss.if4k",),
         "itlb_frontend_misses": (),
         "walk_cycles": (),
@@ -94,8 +103,14 @@ _EMPTY_REASONS = {
     ("other", "stlb_misses"): "no generic perf event for second-level TLB misses on this vendor",
     ("other", "walk_cycles"): "no generic perf event for page-walk cycles on this vendor",
     ("other", "itlb_misses_4k"): "no generic perf event for iTLB walks by page size on this vendor",
-    ("other", "itlb_frontend_misses"): "no generic perf event for retired iTLB-missing fetches on this vendor",
-    ("amd", "itlb_frontend_misses"): "AMD has no retired-instruction iTLB-miss event; see itlb_misses(_4k)",
+    (
+        "other",
+        "itlb_frontend_misses",
+    ): "no generic perf event for retired iTLB-missing fetches on this vendor",
+    (
+        "amd",
+        "itlb_frontend_misses",
+    ): "AMD has no retired-instruction iTLB-miss event; see itlb_misses(_4k)",
 }
 
 
@@ -117,7 +132,9 @@ def _supported_lookup(supported) -> dict[str, str]:
     return {name.lower(): name for name in supported}
 
 
-def _choose(label: str, candidates: tuple[str, ...], found: dict[str, str], why_none: str) -> EventChoice:
+def _choose(
+    label: str, candidates: tuple[str, ...], found: dict[str, str], why_none: str
+) -> EventChoice:
     for event in candidates:
         if event.lower() in found:
             return EventChoice(label, event, candidates)
@@ -128,13 +145,15 @@ def override_pairs(override) -> list[tuple[str, str]]:
     """Normalise a YAML override (event names, {label: event} mappings, or a mix) to (label, event) pairs."""
     items = override.items() if isinstance(override, dict) else None
     pairs: list[tuple[str, str]] = []
-    for item in ([dict(items)] if items is not None else override):
+    for item in [dict(items)] if items is not None else override:
         if isinstance(item, dict):
             pairs.extend((str(k), str(v)) for k, v in item.items())
         elif isinstance(item, str):
             pairs.append((label_for_event(item), item))
         else:
-            raise ValueError(f"perf event override entries must be names or {{label: event}}, got {item!r}")
+            raise ValueError(
+                f"perf event override entries must be names or {{label: event}}, got {item!r}"
+            )
     return pairs
 
 
@@ -143,7 +162,9 @@ def label_for_event(event: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", event.lower()).strip("_")
 
 
-def choose_events(cpu: CpuInfo, supported, override=None, pmu_reason: str | None = None) -> list[EventChoice]:
+def choose_events(
+    cpu: CpuInfo, supported, override=None, pmu_reason: str | None = None
+) -> list[EventChoice]:
     """Map every label to the first candidate this machine supports.
 
     ``supported``: event names ``perf stat`` accepted, or the ``PerfCapabilities`` of ``perf.detect()``
@@ -152,7 +173,9 @@ def choose_events(cpu: CpuInfo, supported, override=None, pmu_reason: str | None
     hardware labels (software labels are always kept: they are cheap and the fault metrics need them).
     ``pmu_reason`` (e.g. "KVM guest without vPMU") makes the reason of unsupported hardware labels specific.
     """
-    if hasattr(supported, "supported"):  # a PerfCapabilities: probe override events detect() did not see
+    if hasattr(
+        supported, "supported"
+    ):  # a PerfCapabilities: probe override events detect() did not see
         if override:
             supported = supported.including([event for _, event in override_pairs(override)])
         pmu_reason = pmu_reason or supported.pmu_reason
@@ -165,20 +188,30 @@ def choose_events(cpu: CpuInfo, supported, override=None, pmu_reason: str | None
     choices: list[EventChoice] = []
     if override:
         for label, event in override_pairs(override):
-            why = f"{event}: {probe_reasons[event]}" if event in probe_reasons else \
-                (not_here or f"{event} not supported here (perf stat probe)")
+            why = (
+                f"{event}: {probe_reasons[event]}"
+                if event in probe_reasons
+                else (not_here or f"{event} not supported here (perf stat probe)")
+            )
             choices.append(_choose(label, (event,), found, why))
     else:
         vendor = cpu.vendor if cpu.vendor in HARDWARE_PROFILES else "other"
         for label, candidates in HARDWARE_PROFILES[vendor].items():
             if not candidates:
-                choices.append(EventChoice(label, None, (), _EMPTY_REASONS.get((vendor, label), "no event known")))
+                choices.append(
+                    EventChoice(
+                        label, None, (), _EMPTY_REASONS.get((vendor, label), "no event known")
+                    )
+                )
                 continue
             why = not_here or f"none of {', '.join(candidates)} is supported here (perf stat probe)"
             choices.append(_choose(label, candidates, found, why))
     for label, event in SOFTWARE_LABELS.items():
-        why = f"{event}: {probe_reasons[event]}" if event in probe_reasons else \
-            f"{event} not supported here (perf stat probe)"
+        why = (
+            f"{event}: {probe_reasons[event]}"
+            if event in probe_reasons
+            else f"{event} not supported here (perf stat probe)"
+        )
         choices.append(_choose(label, (event,), found, why))
     return choices
 

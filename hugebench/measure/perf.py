@@ -19,19 +19,39 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._util import run_text
-from ..kernel import CpuInfo, cpu_pmu_devices, read_cpu_info, read_paranoid  # noqa: F401 (re-exported)
-from .counters import (NOT_COUNTED_REASON, Counter, counting_scope, derive, pmu_columns,  # noqa: F401 (re-exported)
-                       row_columns)
-from .encoding import CounterSpec, counter_specs, resolve_counters  # noqa: F401  (re-exported API)
-from .events import EventChoice, candidate_events, choose_events  # noqa: F401
+from ..kernel import CpuInfo, cpu_pmu_devices, read_cpu_info, read_paranoid
+from .counters import NOT_COUNTED_REASON, Counter, counting_scope, derive, pmu_columns, row_columns
+from .encoding import CounterSpec, counter_specs, resolve_counters
+from .events import EventChoice, candidate_events, choose_events
 
 # The one import a caller needs: detection, the wrapper, parsing, labels, encodings and row columns.
 __all__ = [
-    "PerfCapabilities", "detect", "probe_events", "perf_version", "hypervisor_vendor", "cpu_pmu_devices",
-    "perf_stat_argv", "parse_perf_csv", "by_label", "perf_columns", "user_space_only", "Counter",
-    "NOT_COUNTED_REASON", "counting_scope", "no_permission_reason",
-    "CpuInfo", "EventChoice", "read_cpu_info", "candidate_events", "choose_events",
-    "CounterSpec", "resolve_counters", "counter_specs", "row_columns", "pmu_columns", "derive",
+    "PerfCapabilities",
+    "detect",
+    "probe_events",
+    "perf_version",
+    "hypervisor_vendor",
+    "cpu_pmu_devices",
+    "perf_stat_argv",
+    "parse_perf_csv",
+    "by_label",
+    "perf_columns",
+    "user_space_only",
+    "Counter",
+    "NOT_COUNTED_REASON",
+    "counting_scope",
+    "no_permission_reason",
+    "CpuInfo",
+    "EventChoice",
+    "read_cpu_info",
+    "candidate_events",
+    "choose_events",
+    "CounterSpec",
+    "resolve_counters",
+    "counter_specs",
+    "row_columns",
+    "pmu_columns",
+    "derive",
 ]
 
 PERF_PACKAGE_HINT = "apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)"
@@ -51,7 +71,9 @@ class PerfCapabilities:
     pmu_reason: str | None = None
     hypervisor: str | None = None
     cpu_pmus: tuple = ()
-    scope: str | None = None  # "user" (perf counts user space only here), "user+kernel", None: nothing counted
+    scope: str | None = (
+        None  # "user" (perf counts user space only here), "user+kernel", None: nothing counted
+    )
 
     @property
     def available(self) -> bool:
@@ -72,19 +94,30 @@ class PerfCapabilities:
         if not new:
             return self
         if not self.available:
-            more_supported, more_reasons = set(), {event: self.missing_reason or "perf missing" for event in new}
+            more_supported, more_reasons = (
+                set(),
+                {event: self.missing_reason or "perf missing" for event in new},
+            )
         else:
             more_supported, more_reasons = probe_events(self.perf_path, new, paranoid=self.paranoid)
         unsupported = tuple(sorted({**dict(self.unsupported), **more_reasons}.items()))
-        return replace(self, supported=self.supported | frozenset(more_supported), unsupported=unsupported)
+        return replace(
+            self, supported=self.supported | frozenset(more_supported), unsupported=unsupported
+        )
 
     def to_dict(self) -> dict:
         return {
-            "perf_path": self.perf_path, "perf_version": self.perf_version,
-            "missing_reason": self.missing_reason, "paranoid": self.paranoid,
-            "supported": sorted(self.supported), "unsupported": dict(self.unsupported),
-            "pmu_available": self.pmu_available, "pmu_reason": self.pmu_reason,
-            "hypervisor": self.hypervisor, "cpu_pmus": list(self.cpu_pmus), "scope": self.scope,
+            "perf_path": self.perf_path,
+            "perf_version": self.perf_version,
+            "missing_reason": self.missing_reason,
+            "paranoid": self.paranoid,
+            "supported": sorted(self.supported),
+            "unsupported": dict(self.unsupported),
+            "pmu_available": self.pmu_available,
+            "pmu_reason": self.pmu_reason,
+            "hypervisor": self.hypervisor,
+            "cpu_pmus": list(self.cpu_pmus),
+            "scope": self.scope,
         }
 
 
@@ -104,28 +137,51 @@ def perf_version(perf_bin: str = "perf") -> tuple[str | None, str | None, str | 
     if path is None:
         return None, None, f"perf not found on PATH; install it: {PERF_PACKAGE_HINT}"
     try:
-        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        proc = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return path, None, f"{path} --version failed: {exc}"
     match = re.search(r"perf version (\S+)", proc.stdout)
     if proc.returncode != 0 or not match:
         first = (proc.stderr or proc.stdout).strip().splitlines()[:1]
-        return path, None, f"{path} does not run ({first[0] if first else 'no output'}); {PERF_PACKAGE_HINT}"
+        return (
+            path,
+            None,
+            f"{path} does not run ({first[0] if first else 'no output'}); {PERF_PACKAGE_HINT}",
+        )
     return path, match.group(1), None
 
 
-def perf_stat_argv(perf_bin: str, events: list[str], out_path: str | Path, extra: list[str] = ()) -> list[str]:
+def perf_stat_argv(
+    perf_bin: str, events: list[str], out_path: str | Path, extra: list[str] = ()
+) -> list[str]:
     """``perf stat`` prefix that writes CSV counts of ``events`` to ``out_path``; append the command to it.
     ``extra`` options go before the command (e.g. ``--control fifo:CTL,ACK -D -1``).
 
     Run it with LC_ALL=C (or at least LC_NUMERIC=C): perf prints decimals in the locale's format.
     """
     if not events:
-        raise ValueError("perf stat needs at least one event (without -e it would pick its own defaults)")
-    return [perf_bin, "stat", "-x,", "--no-big-num", "-o", str(out_path), "-e", ",".join(events), *extra, "--"]
+        raise ValueError(
+            "perf stat needs at least one event (without -e it would pick its own defaults)"
+        )
+    return [
+        perf_bin,
+        "stat",
+        "-x,",
+        "--no-big-num",
+        "-o",
+        str(out_path),
+        "-e",
+        ",".join(events),
+        *extra,
+        "--",
+    ]
 
 
-def probe_events(perf_bin: str, events: list[str], *, paranoid: int | None = None) -> tuple[set[str], dict[str, str]]:
+def probe_events(
+    perf_bin: str, events: list[str], *, paranoid: int | None = None
+) -> tuple[set[str], dict[str, str]]:
     """Which events ``perf stat`` can count here: (supported, {event: reason}).
 
     One batched ``perf stat -x, -e a,b,c true``; an unknown name makes perf reject the whole list, so only
@@ -136,7 +192,9 @@ def probe_events(perf_bin: str, events: list[str], *, paranoid: int | None = Non
     return supported, reasons
 
 
-def _probe(perf_bin: str, events: list[str], paranoid: int | None) -> tuple[set[str], dict[str, str], str | None]:
+def _probe(
+    perf_bin: str, events: list[str], paranoid: int | None
+) -> tuple[set[str], dict[str, str], str | None]:
     """probe_events, plus the scope perf counted in (``counting_scope``), None when nothing counted."""
     ok, counters, error = _stat_true(perf_bin, events, paranoid)
     if not ok and len(events) == 1:
@@ -150,7 +208,11 @@ def _probe(perf_bin: str, events: list[str], paranoid: int | None) -> tuple[set[
             supported |= one_supported
             reasons.update(one_reasons)
             scopes.add(one_scope)
-        return supported, reasons, "user" if "user" in scopes else ("user+kernel" if supported else None)
+        return (
+            supported,
+            reasons,
+            "user" if "user" in scopes else ("user+kernel" if supported else None),
+        )
     for event in events:
         counter = _lookup(counters, event)
         if counter is None:
@@ -162,37 +224,63 @@ def _probe(perf_bin: str, events: list[str], paranoid: int | None) -> tuple[set[
     return supported, reasons, counting_scope(counters.values())
 
 
-_NO_PERMISSION = ("No permission", "not have permission", "Access to performance monitoring", "perf_event_paranoid")
+_NO_PERMISSION = (
+    "No permission",
+    "not have permission",
+    "Access to performance monitoring",
+    "perf_event_paranoid",
+)
 
 
 def no_permission_reason(paranoid: int | None) -> str:
     """Why perf counts nothing for this user: the kernel's perf_event_paranoid, and the fix."""
     level = "unknown" if paranoid is None else str(paranoid)
-    return (f"no permission to count as uid {os.geteuid()}: kernel.perf_event_paranoid={level} (user-space counts "
-            f"need <= 2, kernel counts <= 1, or root/CAP_PERFMON: `sudo sysctl kernel.perf_event_paranoid=2`)")
+    return (
+        f"no permission to count as uid {os.geteuid()}: kernel.perf_event_paranoid={level} (user-space counts "
+        f"need <= 2, kernel counts <= 1, or root/CAP_PERFMON: `sudo sysctl kernel.perf_event_paranoid=2`)"
+    )
 
 
-def _stat_true(perf_bin: str, events: list[str], paranoid: int | None = None) -> tuple[bool, dict, str]:
+def _stat_true(
+    perf_bin: str, events: list[str], paranoid: int | None = None
+) -> tuple[bool, dict, str]:
     with tempfile.TemporaryDirectory(prefix="hb-perf-probe-") as tmp:
         out = Path(tmp) / "stat.csv"
         argv = perf_stat_argv(perf_bin, events, out) + ["true"]
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
-                                  env={**os.environ, "LC_ALL": "C"})
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+                env={**os.environ, "LC_ALL": "C"},
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return False, {}, f"perf stat failed: {exc}"
         text = out.read_text() if out.exists() else ""
     if proc.returncode != 0:
-        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and ln.strip() != "Error:"]
-        why = "no such event for this CPU in this perf (event syntax error)" if "syntax error" in proc.stderr else \
-            no_permission_reason(paranoid) if any(m in proc.stderr for m in _NO_PERMISSION) else \
-            (lines[0] if lines else f"perf stat exited {proc.returncode}")
+        lines = [
+            ln.strip() for ln in proc.stderr.splitlines() if ln.strip() and ln.strip() != "Error:"
+        ]
+        why = (
+            "no such event for this CPU in this perf (event syntax error)"
+            if "syntax error" in proc.stderr
+            else no_permission_reason(paranoid)
+            if any(m in proc.stderr for m in _NO_PERMISSION)
+            else (lines[0] if lines else f"perf stat exited {proc.returncode}")
+        )
         return False, {}, why
     return True, parse_perf_csv(text), ""
 
 
-def _pmu_verdict(supported: set[str], reasons: dict[str, str], hypervisor: str | None,
-                 cpu_pmus: tuple, perf_ok: bool) -> tuple[bool, str | None]:
+def _pmu_verdict(
+    supported: set[str],
+    reasons: dict[str, str],
+    hypervisor: str | None,
+    cpu_pmus: tuple,
+    perf_ok: bool,
+) -> tuple[bool, str | None]:
     if perf_ok and "cycles" in supported:
         return True, None
     if hypervisor and not cpu_pmus:
@@ -204,8 +292,14 @@ def _pmu_verdict(supported: set[str], reasons: dict[str, str], hypervisor: str |
     return False, f"cycles not countable: {reasons.get('cycles', 'not probed')}"
 
 
-def detect(perf_bin: str = "perf", candidates: list[str] | None = None, *, cpu: CpuInfo | None = None,
-           proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> PerfCapabilities:
+def detect(
+    perf_bin: str = "perf",
+    candidates: list[str] | None = None,
+    *,
+    cpu: CpuInfo | None = None,
+    proc_root: str | Path = "/proc",
+    sysfs_root: str | Path = "/sys",
+) -> PerfCapabilities:
     """Find what perf can count here. ``candidates`` defaults to every event the CPU's profile could use."""
     cpu = cpu or read_cpu_info(proc_root)
     path, version, missing = perf_version(perf_bin)
@@ -219,8 +313,19 @@ def detect(perf_bin: str = "perf", candidates: list[str] | None = None, *, cpu: 
     hypervisor = hypervisor_vendor(cpu)
     cpu_pmus = cpu_pmu_devices(sysfs_root)
     pmu_ok, pmu_reason = _pmu_verdict(supported, reasons, hypervisor, cpu_pmus, missing is None)
-    return PerfCapabilities(path, version, missing, paranoid, frozenset(supported),
-                            tuple(sorted(reasons.items())), pmu_ok, pmu_reason, hypervisor, cpu_pmus, scope)
+    return PerfCapabilities(
+        path,
+        version,
+        missing,
+        paranoid,
+        frozenset(supported),
+        tuple(sorted(reasons.items())),
+        pmu_ok,
+        pmu_reason,
+        hypervisor,
+        cpu_pmus,
+        scope,
+    )
 
 
 def _float(text: str) -> float | None:
@@ -238,7 +343,7 @@ def _rejoin_pmu_events(fields: list[str], sep: str) -> list[str]:
         merged = None
         if re.match(r"^[\w.-]+/", fields[i]) and fields[i].count("/") % 2:
             for j in range(i + 1, len(fields)):
-                candidate = sep.join(fields[i:j + 1])
+                candidate = sep.join(fields[i : j + 1])
                 if re.match(r"^[\w.-]+/[^/]*/[A-Za-z:]*$", candidate):
                     merged, i = candidate, j + 1
                     break
@@ -266,7 +371,7 @@ def _parse_row(fields: list[str]) -> tuple[str, Counter] | None:
     if i is None:
         return None
     raw_value, unit, event = fields[i], fields[i + 1], fields[i + 2]
-    rest = fields[i + 3:]
+    rest = fields[i + 3 :]
     variance = None
     if rest and rest[0].endswith("%"):  # -r N: perf 6.x prints the variance right after the event
         variance, rest = _float(rest[0][:-1]), rest[1:]
@@ -316,8 +421,16 @@ def _merge(a: Counter, b: Counter) -> Counter:
     if a.value is None:
         return replace(b, reason=None, variance_pct=None, rows=a.rows + 1)
     pcts = [p for p in (a.running_pct, b.running_pct) if p is not None]
-    return Counter(a.value + b.value, a.unit, min(pcts) if pcts else None,
-                   a.multiplexed or b.multiplexed, None, None, a.rows + 1, a.user_only or b.user_only)
+    return Counter(
+        a.value + b.value,
+        a.unit,
+        min(pcts) if pcts else None,
+        a.multiplexed or b.multiplexed,
+        None,
+        None,
+        a.rows + 1,
+        a.user_only or b.user_only,
+    )
 
 
 def _plain_name(event: str) -> str:
@@ -329,8 +442,9 @@ def _plain_name(event: str) -> str:
     return f"{match.group(1)}:{match.group(2)}" if match.group(2) else match.group(1)
 
 
-def parse_perf_csv(text: str, choices: list[EventChoice] | None = None,
-                   sep: str = ",") -> dict[str, Counter]:
+def parse_perf_csv(
+    text: str, choices: list[EventChoice] | None = None, sep: str = ","
+) -> dict[str, Counter]:
     """Parse ``perf stat -x<sep>`` output into {event: Counter}, or {label: Counter} when given choices.
 
     With ``choices``, every label appears: unsupported ones carry the choice's reason, and an event perf
@@ -356,7 +470,9 @@ def by_label(choices: list[EventChoice], by_event: dict[str, Counter]) -> dict[s
             out[choice.label] = Counter(None, reason=choice.reason)
             continue
         counter = _lookup(by_event, choice.event)
-        out[choice.label] = counter or Counter(None, reason=f"{choice.event} missing from perf output")
+        out[choice.label] = counter or Counter(
+            None, reason=f"{choice.event} missing from perf output"
+        )
     return out
 
 
@@ -377,6 +493,9 @@ def perf_columns(text: str | None, choices) -> dict:
     choices = list(choices)
     if text is None:
         if any(c.event for c in choices):
-            return {**{f"perf.{c.label}.reason": "perf stat wrote no output" for c in choices}, "perf_scope": None}
+            return {
+                **{f"perf.{c.label}.reason": "perf stat wrote no output" for c in choices},
+                "perf_scope": None,
+            }
         text = ""  # nothing was asked of perf: every label keeps the reason it has none
     return row_columns("perf", by_label(choices, parse_perf_csv(text)))

@@ -100,9 +100,15 @@ class PhaseRecorder:
     and ``sampler.read_max_s`` say what the series cost.
     """
 
-    def __init__(self, timed_phase: str | None = None, *, pid: int | str = "self",
-                 proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys",
-                 vmstat_keys: tuple[str, ...] = THP_VMSTAT) -> None:
+    def __init__(
+        self,
+        timed_phase: str | None = None,
+        *,
+        pid: int | str = "self",
+        proc_root: str | Path = "/proc",
+        sysfs_root: str | Path = "/sys",
+        vmstat_keys: tuple[str, ...] = THP_VMSTAT,
+    ) -> None:
         self.timed_phase = timed_phase
         self._pid, self._proc, self._sys = pid, proc_root, sysfs_root
         self._vmstat_keys = vmstat_keys
@@ -173,8 +179,15 @@ class PhaseRecorder:
         for phase in self._open:
             out[f"phase.{phase}.hook_error"] = "begin without end"
         if self._row_smaps is not None:
-            for key in ("Rss", "AnonHugePages", "ShmemPmdMapped", "FilePmdMapped",
-                        "Private_Hugetlb", "Shared_Hugetlb", "Anonymous"):
+            for key in (
+                "Rss",
+                "AnonHugePages",
+                "ShmemPmdMapped",
+                "FilePmdMapped",
+                "Private_Hugetlb",
+                "Shared_Hugetlb",
+                "Anonymous",
+            ):
                 out[f"smaps.{key}"] = self._row_smaps.get(key, 0)
             out["hp_coverage"] = coverage(self._row_smaps)
         if self._series:

@@ -19,8 +19,12 @@ SUMMARY = "probe.json"
 def machine_key(proc_root: str | Path = "/proc") -> str:
     """hostname + a hash of what decides the curves: CPU model, kernel release, memory size."""
     cpu = kernel.read_cpu_info(proc_root)
-    identity = [socket.gethostname(), cpu.model_name, platform.release(),
-                str(kernel.mem_total(proc_root))]
+    identity = [
+        socket.gethostname(),
+        cpu.model_name,
+        platform.release(),
+        str(kernel.mem_total(proc_root)),
+    ]
     digest = hashlib.sha1("|".join(identity).encode()).hexdigest()[:10]
     return f"{socket.gethostname()}-{digest}"
 

@@ -46,8 +46,15 @@ def curves(rows: pd.DataFrame) -> list[Curve]:
                 curve.refused.append({"working_set_bytes": int(size), "reason": reason})
                 continue
             summary = stats.describe_cell(cell, "ns_per_access")
-            curve.points.append({"working_set_bytes": int(size), "median": summary["median"],
-                                 "ci_lo": summary["ci_lo"], "ci_hi": summary["ci_hi"], "n": summary["n"]})
+            curve.points.append(
+                {
+                    "working_set_bytes": int(size),
+                    "median": summary["median"],
+                    "ci_lo": summary["ci_lo"],
+                    "ci_hi": summary["ci_hi"],
+                    "n": summary["n"],
+                }
+            )
         out.append(curve)
     return out
 
@@ -83,19 +90,37 @@ def reach_verdict(all_curves: list[Curve]) -> Verdict:
     huge = {c.backing: _rise(c) for c in all_curves if c.pattern == "reach" and c.backing != "4k"}
     huge = {b: r for b, r in huge.items() if r is not None}
     if rise_4k is None or not huge:
-        return Verdict("inconclusive", "needs reach curves on 4 KiB and on huge pages with two verified points "
-                       "each", rise_4k, huge)
+        return Verdict(
+            "inconclusive",
+            "needs reach curves on 4 KiB and on huge pages with two verified points each",
+            rise_4k,
+            huge,
+        )
     if rise_4k < REACH_RISE:
-        return Verdict("inconclusive", f"4 KiB pages got only {rise_4k:.2f}x slower over the reach sizes: their "
-                       "TLB still covers them, so these sizes cannot tell", rise_4k, huge)
+        return Verdict(
+            "inconclusive",
+            f"4 KiB pages got only {rise_4k:.2f}x slower over the reach sizes: their "
+            "TLB still covers them, so these sizes cannot tell",
+            rise_4k,
+            huge,
+        )
     flat = sorted(b for b, r in huge.items() if r < FLAT)
     if flat:
-        return Verdict("yes", f"4 KiB pages {rise_4k:.2f}x slower over the reach sizes, {', '.join(flat)} flat "
-                       f"(< {FLAT:.2f}x)", rise_4k, huge)
+        return Verdict(
+            "yes",
+            f"4 KiB pages {rise_4k:.2f}x slower over the reach sizes, {', '.join(flat)} flat "
+            f"(< {FLAT:.2f}x)",
+            rise_4k,
+            huge,
+        )
     risen = ", ".join(f"{b} {r:.2f}x" for b, r in sorted(huge.items()))
-    return Verdict("no", f"4 KiB pages {rise_4k:.2f}x slower over the reach sizes and huge pages too ({risen}): "
-                   "TLB entries are no larger than 4 KiB here; huge pages only shorten the page walk",
-                   rise_4k, huge)
+    return Verdict(
+        "no",
+        f"4 KiB pages {rise_4k:.2f}x slower over the reach sizes and huge pages too ({risen}): "
+        "TLB entries are no larger than 4 KiB here; huge pages only shorten the page walk",
+        rise_4k,
+        huge,
+    )
 
 
 def best_saving(all_curves: list[Curve], pattern: str = "chase") -> dict | None:
@@ -106,14 +131,24 @@ def best_saving(all_curves: list[Curve], pattern: str = "chase") -> dict | None:
         return None
     best = None
     for curve in (c for c in all_curves if c.pattern == pattern and c.backing != "4k" and c.points):
-        common = sorted({p["working_set_bytes"] for p in base.points} & {p["working_set_bytes"] for p in curve.points})
+        common = sorted(
+            {p["working_set_bytes"] for p in base.points}
+            & {p["working_set_bytes"] for p in curve.points}
+        )
         if not common:
             continue
         size = common[-1]
         ns_4k, ns_huge = base.at(size), curve.at(size)
-        candidate = {"working_set_bytes": size, "ns_4k": ns_4k, "ns_huge": ns_huge, "backing": curve.backing,
-                     "saving": 1 - ns_huge / ns_4k}
-        if best is None or (candidate["working_set_bytes"], candidate["saving"]) > (best["working_set_bytes"],
-                                                                                     best["saving"]):
+        candidate = {
+            "working_set_bytes": size,
+            "ns_4k": ns_4k,
+            "ns_huge": ns_huge,
+            "backing": curve.backing,
+            "saving": 1 - ns_huge / ns_4k,
+        }
+        if best is None or (candidate["working_set_bytes"], candidate["saving"]) > (
+            best["working_set_bytes"],
+            best["saving"],
+        ):
             best = candidate
     return best

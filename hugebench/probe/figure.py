@@ -14,10 +14,22 @@ STYLE = {"chase": "-", "mlp": ":"}
 def _line(ax, curve: Curve, label: str, style: str) -> None:
     xs = [p["working_set_bytes"] / 2**20 for p in curve.points]
     ys = [p["median"] for p in curve.points]
-    lo = [max(0.0, p["median"] - p["ci_lo"]) if p["ci_lo"] == p["ci_lo"] else 0 for p in curve.points]
-    hi = [max(0.0, p["ci_hi"] - p["median"]) if p["ci_hi"] == p["ci_hi"] else 0 for p in curve.points]
-    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o" + style, ms=3, capsize=2, color=COLORS.get(curve.backing),
-                label=label)
+    lo = [
+        max(0.0, p["median"] - p["ci_lo"]) if p["ci_lo"] == p["ci_lo"] else 0 for p in curve.points
+    ]
+    hi = [
+        max(0.0, p["ci_hi"] - p["median"]) if p["ci_hi"] == p["ci_hi"] else 0 for p in curve.points
+    ]
+    ax.errorbar(
+        xs,
+        ys,
+        yerr=[lo, hi],
+        fmt="o" + style,
+        ms=3,
+        capsize=2,
+        color=COLORS.get(curve.backing),
+        label=label,
+    )
 
 
 def probe_figure(all_curves: list[Curve], verdict: dict, title: str = "hugebench probe") -> Figure:
@@ -31,8 +43,10 @@ def probe_figure(all_curves: list[Curve], verdict: dict, title: str = "hugebench
         else:
             suffix = "" if curve.pattern == "chase" else " (16 chains)"
             _line(left, curve, curve.backing + suffix, STYLE[curve.pattern])
-    for ax, name in ((left, "dependent random access (chase; dotted: 16 chains)"),
-                     (right, "TLB reach: one cached line per 4 KiB page")):
+    for ax, name in (
+        (left, "dependent random access (chase; dotted: 16 chains)"),
+        (right, "TLB reach: one cached line per 4 KiB page"),
+    ):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("working set (MiB)")
@@ -41,13 +55,23 @@ def probe_figure(all_curves: list[Curve], verdict: dict, title: str = "hugebench
         ax.grid(True, which="both", alpha=0.3)
         if ax.lines:
             ax.legend(fontsize="small")
-    refused = [f"{c.pattern}/{c.backing} @ {r['working_set_bytes'] >> 20} MiB"
-               for c in all_curves for r in c.refused]
+    refused = [
+        f"{c.pattern}/{c.backing} @ {r['working_set_bytes'] >> 20} MiB"
+        for c in all_curves
+        for r in c.refused
+    ]
     note = f"huge pages extend TLB reach here: {verdict['answer']}: {verdict['reason']}"
     if refused:
         note += f"\nrefused (pages not as asked): {', '.join(refused[:6])}"
-    right.text(0.02, 0.98, _wrap(note), transform=right.transAxes, va="top", fontsize="x-small",
-               bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.7"})
+    right.text(
+        0.02,
+        0.98,
+        _wrap(note),
+        transform=right.transAxes,
+        va="top",
+        fontsize="x-small",
+        bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.7"},
+    )
     fig.suptitle(title)
     return fig
 
@@ -67,8 +91,15 @@ def draw_under(ax, summary: dict, pattern: str = "chase") -> bool:
             continue
         xs = [p["working_set_bytes"] for p in curve["points"]]
         ys = [p["median"] for p in curve["points"]]
-        ax.plot(xs, ys, ls="--" if curve["backing"] == "4k" else ":", color="0.6", lw=1, zorder=0,
-                label=f"probe {curve['backing']}")
+        ax.plot(
+            xs,
+            ys,
+            ls="--" if curve["backing"] == "4k" else ":",
+            color="0.6",
+            lw=1,
+            zorder=0,
+            label=f"probe {curve['backing']}",
+        )
         drawn = True
     return drawn
 
@@ -85,16 +116,31 @@ def underlay_bars(ax, rows, summary: dict | None, size_column: str = "peak_rss_b
     size = float(np.median(rows[size_column].dropna()))
     levels = []
     for curve in summary.get("curves", []):
-        ns = Curve("chase", curve["backing"], curve["points"]).at(size) if curve["pattern"] == "chase" else None
+        ns = (
+            Curve("chase", curve["backing"], curve["points"]).at(size)
+            if curve["pattern"] == "chase"
+            else None
+        )
         if ns is not None:
-            ax.axhline(ns, color="0.55", lw=0.9, ls="--" if curve["backing"] == "4k" else ":", zorder=0)
+            ax.axhline(
+                ns, color="0.55", lw=0.9, ls="--" if curve["backing"] == "4k" else ":", zorder=0
+            )
             levels.append((ns, curve["backing"]))
     # Labelled beside the plot, right of the axes: inside they ran into the last group's bars and the legend.
     bottom, top = ax.get_ylim()
     previous, shift = None, 0
     for ns, backing in sorted(levels):
         shift = shift + 7 if previous is not None and (ns - previous) < 0.04 * (top - bottom) else 0
-        ax.annotate(f"probe {backing} {ns:.0f} ns", (1.0, ns), xycoords=("axes fraction", "data"), xytext=(3, shift),
-                    textcoords="offset points", ha="left", va="center", fontsize="xx-small", color="0.45")
+        ax.annotate(
+            f"probe {backing} {ns:.0f} ns",
+            (1.0, ns),
+            xycoords=("axes fraction", "data"),
+            xytext=(3, shift),
+            textcoords="offset points",
+            ha="left",
+            va="center",
+            fontsize="xx-small",
+            color="0.45",
+        )
         previous = ns
     return bool(levels)

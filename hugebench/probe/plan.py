@@ -12,8 +12,12 @@ from hugebench.errors import SystemStateError
 
 MIB, GIB = 1 << 20, 1 << 30
 SMALLEST = 4 * MIB
-REACH_LARGEST = 256 * MIB  # reach nodes are one line per 4 KiB page: 4 MiB of lines here, cache-resident
-FREE_MEMORY_SHARE = 0.25  # the largest buffer: the 2 MiB and 1 GiB pools and a 4k buffer must fit at once
+REACH_LARGEST = (
+    256 * MIB
+)  # reach nodes are one line per 4 KiB page: 4 MiB of lines here, cache-resident
+FREE_MEMORY_SHARE = (
+    0.25  # the largest buffer: the 2 MiB and 1 GiB pools and a 4k buffer must fit at once
+)
 POOL_PAGE = {"hugetlb-2m": ("hugetlb.2MB", 2 * MIB), "hugetlb-1g": ("hugetlb.1GB", GIB)}
 BACKINGS = ("4k", "thp", "hugetlb-2m", "hugetlb-1g")
 
@@ -36,7 +40,9 @@ def pool_pages(largest: int) -> dict[str, int]:
     return {knob: -(-largest // page) for knob, page in POOL_PAGE.values()}
 
 
-def grantable_pools(wanted: dict[str, int], *, sys_root="/sys", proc_root="/proc", journal=None) -> dict[str, str]:
+def grantable_pools(
+    wanted: dict[str, int], *, sys_root="/sys", proc_root="/proc", journal=None
+) -> dict[str, str]:
     """knob -> "" if the kernel gives that pool now, else why not. Every pool is put back on the way out."""
     from hugebench.system import SystemState
 
@@ -54,8 +60,9 @@ def grantable_pools(wanted: dict[str, int], *, sys_root="/sys", proc_root="/proc
     return answers
 
 
-def probe_spec_text(sizes: list[int], backings: list[str], system: dict, repetitions: int,
-                    accesses: int = 2_000_000) -> str:
+def probe_spec_text(
+    sizes: list[int], backings: list[str], system: dict, repetitions: int, accesses: int = 2_000_000
+) -> str:
     """The probe's experiment as YAML (what `hugebench sweep` would read): chase, mlp and reach per page size."""
     excluded = [{"pattern": "reach", "working_set_bytes": s} for s in sizes if s > REACH_LARGEST]
     document = {
@@ -69,7 +76,11 @@ def probe_spec_text(sizes: list[int], backings: list[str], system: dict, repetit
         "counters": "off",
         "baseline": {"backing": "4k"},
         "params": {"accesses": accesses, "chains": 16},
-        "axes": {"backing": list(backings), "pattern": ["chase", "mlp", "reach"], "working_set_bytes": sizes},
+        "axes": {
+            "backing": list(backings),
+            "pattern": ["chase", "mlp", "reach"],
+            "working_set_bytes": sizes,
+        },
         "exclude": excluded,
         "system": system,
     }

@@ -25,20 +25,55 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from ..errors import HugebenchError
-from .rendering import (AXIS_LABELS, DASH, FORMATS, format_axis, format_bytes, format_si, render, render_section,
-                        render_sections, render_void, with_verdicts)
-from .terminal import terminal
+from .rendering import (
+    AXIS_LABELS,
+    DASH,
+    FORMATS,
+    format_axis,
+    format_bytes,
+    format_si,
+    render,
+    render_section,
+    render_sections,
+    render_void,
+    with_verdicts,
+)
 from .results import Experiment, Results, as_results, load_results, sweep_context
-from .sections import EXPERIMENT_SECTIONS, Flag, Options, Report, Section, adaptive_lines, build_report
-from .tables import (KNOWN_METRICS, VOID, MetricSpec, as_metric, build_table, default_metrics, in_spec_order,
-                     overhead_lines, void_compensation)
+from .sections import (
+    EXPERIMENT_SECTIONS,
+    Flag,
+    Options,
+    Report,
+    Section,
+    adaptive_lines,
+    build_report,
+)
+from .tables import (
+    KNOWN_METRICS,
+    VOID,
+    MetricSpec,
+    as_metric,
+    build_table,
+    default_metrics,
+    in_spec_order,
+    overhead_lines,
+    void_compensation,
+)
+from .terminal import terminal
 from .verdicts import VERDICTS, claim_verdicts, render_verdicts, verdict_table
 
 
-def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics: Sequence | None = None,
-           group_by: Sequence[str] | None = None, baseline: Mapping | None = None, primary: str | None = None,
-           level: float = 0.95, width: int | None = None, color: bool = False) -> str:
+def report(
+    results_dir: Results | str | os.PathLike,
+    fmt: str = "rich",
+    metrics: Sequence | None = None,
+    group_by: Sequence[str] | None = None,
+    baseline: Mapping | None = None,
+    primary: str | None = None,
+    level: float = 0.95,
+    width: int | None = None,
+    color: bool = False,
+) -> str:
     """Rebuild the report of a results directory from the store alone: per experiment its table, the
     workload's extra tables and alloc-test's void compensation.
 
@@ -48,17 +83,57 @@ def report(results_dir: Results | str | os.PathLike, fmt: str = "rich", metrics:
     An argument given here wins. ``fmt`` "csv" gives the main tables' numbers, one row per cell. ``width`` and
     ``color`` fit a terminal (:func:`.terminal.terminal`); without them a rich table takes its natural width.
     """
-    built = build_report(as_results(results_dir), Options(metrics, group_by, baseline, primary, level))
+    built = build_report(
+        as_results(results_dir), Options(metrics, group_by, baseline, primary, level)
+    )
     if fmt == "csv":
-        return pd.concat([with_verdicts(s.data).assign(experiment=s.experiment) for s in built.sections
-                          if s.kind == "main"],
-                         ignore_index=True).to_csv(index=False)
+        return pd.concat(
+            [
+                with_verdicts(s.data).assign(experiment=s.experiment)
+                for s in built.sections
+                if s.kind == "main"
+            ],
+            ignore_index=True,
+        ).to_csv(index=False)
     return render_sections(built.sections, fmt, width, color)
 
 
-__all__ = ["AXIS_LABELS", "DASH", "EXPERIMENT_SECTIONS", "Experiment", "FORMATS", "Flag", "KNOWN_METRICS",
-           "MetricSpec", "Options", "Report", "Results", "Section", "VERDICTS", "VOID", "adaptive_lines", "as_metric",
-           "as_results", "build_report", "build_table", "claim_verdicts", "default_metrics", "format_axis",
-           "format_bytes", "format_si", "in_spec_order", "load_results", "overhead_lines", "render", "render_section",
-           "render_sections", "render_verdicts", "render_void", "report", "sweep_context", "terminal", "verdict_table",
-           "void_compensation"]
+__all__ = [
+    "AXIS_LABELS",
+    "DASH",
+    "EXPERIMENT_SECTIONS",
+    "Experiment",
+    "FORMATS",
+    "Flag",
+    "KNOWN_METRICS",
+    "MetricSpec",
+    "Options",
+    "Report",
+    "Results",
+    "Section",
+    "VERDICTS",
+    "VOID",
+    "adaptive_lines",
+    "as_metric",
+    "as_results",
+    "build_report",
+    "build_table",
+    "claim_verdicts",
+    "default_metrics",
+    "format_axis",
+    "format_bytes",
+    "format_si",
+    "in_spec_order",
+    "load_results",
+    "overhead_lines",
+    "render",
+    "render_section",
+    "render_sections",
+    "render_verdicts",
+    "render_void",
+    "report",
+    "sweep_context",
+    "terminal",
+    "verdict_table",
+    "void_compensation",
+]

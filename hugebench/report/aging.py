@@ -38,24 +38,60 @@ def aging_sections(experiment, results, options) -> list[Section]:
     lower = experiment.context.get("primary_better", "lower") != "higher"
     keys = [a for a in experiment.axes if a != AXIS and a in rows.columns]
     table = _table(rows, keys, primary, aged, experiment.baseline or {}, lower)
-    headers = [*keys, "fragmented as", f"{primary} fresh", "fragmented", "coverage fresh", "fragmented",
-               "gain fresh", "gain fragmented", "gain kept"]
-    body = [[*(r[k] for k in keys), r["state"], cell_text(r["fresh"]), cell_text(r["aged"]), _pct(r["cov_fresh"]),
-             _pct(r["cov_aged"]), _signed(r["gain_fresh"]), _signed(r["gain_aged"]), _pct(r["kept"])]
-            for _, r in table.iterrows()]
-    notes = [f"gain: over the baseline {experiment.baseline} measured in the same memory state "
-             f"({'lower' if lower else 'higher'} {primary} is better); gain kept = gain fragmented / gain fresh "
-             "(shown when the fresh gain is positive). Coverage: share of RSS on huge pages (hp_coverage)."]
+    headers = [
+        *keys,
+        "fragmented as",
+        f"{primary} fresh",
+        "fragmented",
+        "coverage fresh",
+        "fragmented",
+        "gain fresh",
+        "gain fragmented",
+        "gain kept",
+    ]
+    body = [
+        [
+            *(r[k] for k in keys),
+            r["state"],
+            cell_text(r["fresh"]),
+            cell_text(r["aged"]),
+            _pct(r["cov_fresh"]),
+            _pct(r["cov_aged"]),
+            _signed(r["gain_fresh"]),
+            _signed(r["gain_aged"]),
+            _pct(r["kept"]),
+        ]
+        for _, r in table.iterrows()
+    ]
+    notes = [
+        f"gain: over the baseline {experiment.baseline} measured in the same memory state "
+        f"({'lower' if lower else 'higher'} {primary} is better); gain kept = gain fragmented / gain fresh "
+        "(shown when the fresh gain is positive). Coverage: share of RSS on huge pages (hp_coverage)."
+    ]
     if not experiment.baseline:
-        notes = ["no baseline in the experiment, so no gains: add baseline: {allocator: glibc, thp: never}"]
-    return [Section("Aged machine: what survives fragmentation", display_frame(headers, body), notes,
-                    summary=_summary(table, keys), data=table, experiment=experiment.name, kind="aging")]
+        notes = [
+            "no baseline in the experiment, so no gains: add baseline: {allocator: glibc, thp: never}"
+        ]
+    return [
+        Section(
+            "Aged machine: what survives fragmentation",
+            display_frame(headers, body),
+            notes,
+            summary=_summary(table, keys),
+            data=table,
+            experiment=experiment.name,
+            kind="aging",
+        )
+    ]
 
 
-def _table(rows: pd.DataFrame, keys: list[str], primary: str, aged: list[str], baseline: dict,
-           lower: bool) -> pd.DataFrame:
+def _table(
+    rows: pd.DataFrame, keys: list[str], primary: str, aged: list[str], baseline: dict, lower: bool
+) -> pd.DataFrame:
     cov = rows[COVERAGE] if COVERAGE in rows.columns else pd.Series(math.nan, index=rows.index)
-    frame = rows.assign(_cov=pd.to_numeric(cov, errors="coerce"), _m=pd.to_numeric(rows[primary], errors="coerce"))
+    frame = rows.assign(
+        _cov=pd.to_numeric(cov, errors="coerce"), _m=pd.to_numeric(rows[primary], errors="coerce")
+    )
     medians = frame.groupby([*keys, AXIS], dropna=False)[["_m", "_cov"]].median()
     out = []
     for cell in {tuple(idx[:-1]) for idx in medians.index}:
@@ -67,13 +103,42 @@ def _table(rows: pd.DataFrame, keys: list[str], primary: str, aged: list[str], b
             frag = _at(medians, cell, state)
             if fresh is None or frag is None:
                 continue
-            gains = [_gain(value["_m"], _baseline(medians, keys, named, baseline, which), lower)
-                     for value, which in ((fresh, FRESH), (frag, state))]
-            kept = gains[1] / gains[0] if gains[0] and gains[0] > 0 and not math.isnan(gains[1]) else math.nan
-            out.append({**named, "state": state, "fresh": fresh["_m"], "aged": frag["_m"], "cov_fresh": fresh["_cov"],
-                        "cov_aged": frag["_cov"], "gain_fresh": gains[0], "gain_aged": gains[1], "kept": kept})
-    table = pd.DataFrame(out, columns=[*keys, "state", "fresh", "aged", "cov_fresh", "cov_aged", "gain_fresh",
-                                       "gain_aged", "kept"])
+            gains = [
+                _gain(value["_m"], _baseline(medians, keys, named, baseline, which), lower)
+                for value, which in ((fresh, FRESH), (frag, state))
+            ]
+            kept = (
+                gains[1] / gains[0]
+                if gains[0] and gains[0] > 0 and not math.isnan(gains[1])
+                else math.nan
+            )
+            out.append(
+                {
+                    **named,
+                    "state": state,
+                    "fresh": fresh["_m"],
+                    "aged": frag["_m"],
+                    "cov_fresh": fresh["_cov"],
+                    "cov_aged": frag["_cov"],
+                    "gain_fresh": gains[0],
+                    "gain_aged": gains[1],
+                    "kept": kept,
+                }
+            )
+    table = pd.DataFrame(
+        out,
+        columns=[
+            *keys,
+            "state",
+            "fresh",
+            "aged",
+            "cov_fresh",
+            "cov_aged",
+            "gain_fresh",
+            "gain_aged",
+            "kept",
+        ],
+    )
     return table.sort_values([*keys, "state"], key=lambda s: s.astype(str)).reset_index(drop=True)
 
 
@@ -84,7 +149,9 @@ def _at(medians: pd.DataFrame, cell: tuple, state: str):
         return None
 
 
-def _baseline(medians: pd.DataFrame, keys: list[str], named: dict, baseline: dict, state: str) -> float:
+def _baseline(
+    medians: pd.DataFrame, keys: list[str], named: dict, baseline: dict, state: str
+) -> float:
     """The baseline's median in ``state``: the baseline's own values, the cell's for every other axis (the
     defrag mode, the size), pooled over an axis the baseline has no cell of."""
     if not baseline:
@@ -105,7 +172,9 @@ def _gain(value: float, base: float, lower: bool) -> float:
 
 
 def _pct(value) -> str:
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.0%}"
+    return (
+        "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.0%}"
+    )
 
 
 def _signed(value) -> str:
@@ -116,7 +185,9 @@ def _summary(table: pd.DataFrame, keys: list[str]) -> list[str]:
     lines = []
     for _, r in table.dropna(subset=["kept"]).iterrows():
         where = ", ".join(f"{k}={r[k]}" for k in keys)
-        lines.append(f"{where}: keeps {r['kept']:.0%} of its fresh gain on a {r['state']} machine "
-                     f"({_signed(r['gain_fresh'])} -> {_signed(r['gain_aged'])}); coverage "
-                     f"{_pct(r['cov_fresh'])} -> {_pct(r['cov_aged'])}")
+        lines.append(
+            f"{where}: keeps {r['kept']:.0%} of its fresh gain on a {r['state']} machine "
+            f"({_signed(r['gain_fresh'])} -> {_signed(r['gain_aged'])}); coverage "
+            f"{_pct(r['cov_fresh'])} -> {_pct(r['cov_aged'])}"
+        )
     return lines

@@ -25,12 +25,12 @@ from .results import Experiment, Results, sweep_ids
 from .sections import Flag, Report, Section, failure_flags, listing, varying_axes, verdict
 from .tables import as_metric, axis_key, check_metric, failures_text, in_spec_order
 
-
 NO_MATCH = "No cell matches between A and B."
 
 
-def compare_report(a: Results, b: Results, primary: str | None = None, level: float = 0.95,
-                   figures: bool = False) -> Report:
+def compare_report(
+    a: Results, b: Results, primary: str | None = None, level: float = 0.95, figures: bool = False
+) -> Report:
     """The comparison of ``b`` against ``a``: one section per experiment both have, the unmatched cells,
     and the machine facts that differ."""
     if a.rows.empty or b.rows.empty:
@@ -47,11 +47,14 @@ def compare_report(a: Results, b: Results, primary: str | None = None, level: fl
         unmatched += lonely
     for side, mine, other in (("A", a_exps, b_exps), ("B", b_exps, a_exps)):
         unmatched += [[side, name, "(the whole experiment)"] for name in mine if name not in other]
-    sections.append(_summary_section(sections))  # after the tables it sums up, before what did not match
+    sections.append(
+        _summary_section(sections)
+    )  # after the tables it sums up, before what did not match
     sections.append(_unmatched_section(unmatched))
     sections.append(_context_section(a, b))
-    provenance = [_labelled(s, "A") for s in provenance_sections(a)] + [_labelled(s, "B") for s in
-                                                                        provenance_sections(b)]
+    provenance = [_labelled(s, "A") for s in provenance_sections(a)] + [
+        _labelled(s, "B") for s in provenance_sections(b)
+    ]
     return Report(f"hugebench compare: A = {a.path}, B = {b.path}", sections, provenance)
 
 
@@ -59,12 +62,17 @@ def cell_keys(a: Experiment, b: Experiment) -> list[str]:
     """The columns that identify a cell on both sides: the axes, then the fixed parameters both recorded."""
     axes = list(dict.fromkeys(a.axes + b.axes))
     axes = [k for k in axes if k in a.rows.columns and k in b.rows.columns]
-    params = sorted(c for c in set(a.rows.columns) & set(b.rows.columns)
-                    if c.startswith("param.") and c.removeprefix("param.") not in axes)
+    params = sorted(
+        c
+        for c in set(a.rows.columns) & set(b.rows.columns)
+        if c.startswith("param.") and c.removeprefix("param.") not in axes
+    )
     return axes + params
 
 
-def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -> tuple[Section, list]:
+def _experiment_section(
+    a: Experiment, b: Experiment, primary, level, figures
+) -> tuple[Section, list]:
     keys = cell_keys(a, b)
     if not keys:
         raise HugebenchError(f"experiment {a.name!r}: no axis names its cells on both sides")
@@ -73,30 +81,53 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
         raise HugebenchError(f"experiment {a.name!r}: no primary metric recorded; pass --primary")
     a_cells, b_cells = _cells(a.rows, keys), _cells(b.rows, keys)
     bases = (_baseline_finder(a, keys, a_cells), _baseline_finder(b, keys, b_cells))
-    records = [_record(key, a_cells[key], b_cells[key], keys, metric, level, bases)
-               for key in a_cells if key in b_cells]
-    lonely = [[side, a.name, _cell_text(key, keys)] for side, mine, other in
-              (("A", a_cells, b_cells), ("B", b_cells, a_cells)) for key in mine if key not in other]
-    data = in_spec_order(pd.DataFrame.from_records(records, columns=_columns(keys)), keys, a.axis_order)
-    spec = as_metric(next((m for m in a.context.get("metrics") or [] if m.get("column") == metric), metric))
+    records = [
+        _record(key, a_cells[key], b_cells[key], keys, metric, level, bases)
+        for key in a_cells
+        if key in b_cells
+    ]
+    lonely = [
+        [side, a.name, _cell_text(key, keys)]
+        for side, mine, other in (("A", a_cells, b_cells), ("B", b_cells, a_cells))
+        for key in mine
+        if key not in other
+    ]
+    data = in_spec_order(
+        pd.DataFrame.from_records(records, columns=_columns(keys)), keys, a.axis_order
+    )
+    spec = as_metric(
+        next((m for m in a.context.get("metrics") or [] if m.get("column") == metric), metric)
+    )
     better = a.context.get("primary_better", "lower") if not primary else None
     fixed = [k for k in keys if k.startswith("param.") and k not in varying_axes(data, keys)]
     shown = [k for k in keys if k not in fixed]
-    section = Section(f"{a.name}: {spec.title}, B / A", _display(data, shown, spec, level), data=data,
-                      experiment=a.name, kind="compare")
-    section.notes = [f"A and B: median [{level:.0%} bootstrap CI] of {spec.title} ({metric}) over n successful runs. "
-                     "B / A: ratio of the medians; its CI resamples each side independently (the two sides' runs "
-                     "were not interleaved). resolved: no = the CI contains 1; "
-                     f"n<{min_runs_for(level)} = too few runs on a side for a verdict; unstable = a side's runs "
-                     "spread beyond the stability rule (hugebench.stability), so no verdict. within: each cell's ratio "
-                     "to its own sweep's baseline, B's over A's (cancels a shift of the whole machine). runs: how "
-                     "many of a side's runs were measured on a disturbed machine (noise.disturbed)."]
+    section = Section(
+        f"{a.name}: {spec.title}, B / A",
+        _display(data, shown, spec, level),
+        data=data,
+        experiment=a.name,
+        kind="compare",
+    )
+    section.notes = [
+        f"A and B: median [{level:.0%} bootstrap CI] of {spec.title} ({metric}) over n successful runs. "
+        "B / A: ratio of the medians; its CI resamples each side independently (the two sides' runs "
+        "were not interleaved). resolved: no = the CI contains 1; "
+        f"n<{min_runs_for(level)} = too few runs on a side for a verdict; unstable = a side's runs "
+        "spread beyond the stability rule (hugebench.stability), so no verdict. within: each cell's ratio "
+        "to its own sweep's baseline, B's over A's (cancels a shift of the whole machine). runs: how "
+        "many of a side's runs were measured on a disturbed machine (noise.disturbed)."
+    ]
     if fixed and not data.empty:
-        section.notes.append("Fixed parameters, the same for every cell on both sides: " + ", ".join(
-            f"{k.removeprefix('param.')}={format_axis(data[k].iloc[0])}" for k in fixed) + ".")
+        section.notes.append(
+            "Fixed parameters, the same for every cell on both sides: "
+            + ", ".join(f"{k.removeprefix('param.')}={format_axis(data[k].iloc[0])}" for k in fixed)
+            + "."
+        )
     if better:
-        section.notes.append(f"{spec.title}: {better} is better, so B / A {'< 1' if better == 'lower' else '> 1'} "
-                             "means B is better.")
+        section.notes.append(
+            f"{spec.title}: {better} is better, so B / A {'< 1' if better == 'lower' else '> 1'} "
+            "means B is better."
+        )
     section.summary = _summary(data, varying_axes(data, shown), better, level)
     section.warnings = _flags(data, keys, a, b, level)
     if figures and not data.empty:
@@ -104,15 +135,43 @@ def _experiment_section(a: Experiment, b: Experiment, primary, level, figures) -
 
         named = varying_axes(data, shown)
         labels = [" / ".join(map(format_axis, k)) for k in data[named].itertuples(index=False)]
-        section.figures = [(f"compare-{a.name}", ratio_plot(data, labels, title=f"{a.name}: {spec.title}, B / A",
-                                                            ylabel=" / ".join(named)))]
+        section.figures = [
+            (
+                f"compare-{a.name}",
+                ratio_plot(
+                    data, labels, title=f"{a.name}: {spec.title}, B / A", ylabel=" / ".join(named)
+                ),
+            )
+        ]
     return section, lonely
 
 
 def _columns(keys: Sequence[str]) -> list[str]:
-    return [*keys, "a.n", "a.median", "a.ci_lo", "a.ci_hi", "b.n", "b.median", "b.ci_lo", "b.ci_hi",
-            "ratio", "ratio.ci_lo", "ratio.ci_hi", "resolved", "a.failures", "b.failures", "a.spread", "b.spread",
-            "a.disturbed", "b.disturbed", "unstable", "within", "within.ci_lo", "within.ci_hi"]
+    return [
+        *keys,
+        "a.n",
+        "a.median",
+        "a.ci_lo",
+        "a.ci_hi",
+        "b.n",
+        "b.median",
+        "b.ci_lo",
+        "b.ci_hi",
+        "ratio",
+        "ratio.ci_lo",
+        "ratio.ci_hi",
+        "resolved",
+        "a.failures",
+        "b.failures",
+        "a.spread",
+        "b.spread",
+        "a.disturbed",
+        "b.disturbed",
+        "unstable",
+        "within",
+        "within.ci_lo",
+        "within.ci_hi",
+    ]
 
 
 def _baseline_finder(exp: Experiment, keys, cells: dict):
@@ -137,24 +196,55 @@ def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
     value = b_sum["median"] / a_sum["median"] if a_sum["median"] else float("nan")
     lo, hi = ratio_ci(b_vals, a_vals, level=level)
     a_stab, b_stab = cell_stability(a_cell, metric), cell_stability(b_cell, metric)
-    resolved, unstable = guard(Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved,
-                               a_stab, b_stab)
+    resolved, unstable = guard(
+        Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved,
+        a_stab,
+        b_stab,
+    )
     if unstable:
         unstable = f"{'A' if a_stab.unstable else 'B'} {unstable}"
     a_base, b_base = bases[0](key), bases[1](key)
-    within = (float("nan"),) * 3 if a_base is None or b_base is None else shift.within_ratio(
-        a_vals, _values(a_base, metric), b_vals, _values(b_base, metric), level)
-    return {**dict(zip(keys, key)), "a.n": a_sum["n"], "a.median": a_sum["median"], "a.ci_lo": a_sum["ci_lo"],
-            "a.ci_hi": a_sum["ci_hi"], "b.n": b_sum["n"], "b.median": b_sum["median"], "b.ci_lo": b_sum["ci_lo"],
-            "b.ci_hi": b_sum["ci_hi"], "ratio": value, "ratio.ci_lo": lo, "ratio.ci_hi": hi, "resolved": resolved,
-            "a.failures": failures_text(a_cell), "b.failures": failures_text(b_cell), "a.spread": a_stab.spread,
-            "b.spread": b_stab.spread, "a.disturbed": a_stab.disturbed, "b.disturbed": b_stab.disturbed,
-            "unstable": unstable, "within": within[0], "within.ci_lo": within[1], "within.ci_hi": within[2]}
+    within = (
+        (float("nan"),) * 3
+        if a_base is None or b_base is None
+        else shift.within_ratio(
+            a_vals, _values(a_base, metric), b_vals, _values(b_base, metric), level
+        )
+    )
+    return {
+        **dict(zip(keys, key)),
+        "a.n": a_sum["n"],
+        "a.median": a_sum["median"],
+        "a.ci_lo": a_sum["ci_lo"],
+        "a.ci_hi": a_sum["ci_hi"],
+        "b.n": b_sum["n"],
+        "b.median": b_sum["median"],
+        "b.ci_lo": b_sum["ci_lo"],
+        "b.ci_hi": b_sum["ci_hi"],
+        "ratio": value,
+        "ratio.ci_lo": lo,
+        "ratio.ci_hi": hi,
+        "resolved": resolved,
+        "a.failures": failures_text(a_cell),
+        "b.failures": failures_text(b_cell),
+        "a.spread": a_stab.spread,
+        "b.spread": b_stab.spread,
+        "a.disturbed": a_stab.disturbed,
+        "b.disturbed": b_stab.disturbed,
+        "unstable": unstable,
+        "within": within[0],
+        "within.ci_lo": within[1],
+        "within.ci_hi": within[2],
+    }
 
 
 def _values(cell: pd.DataFrame, metric: str) -> np.ndarray:
     ok = ok_rows(cell)
-    values = pd.to_numeric(ok[metric], errors="coerce") if metric in ok.columns else pd.Series(dtype=float)
+    values = (
+        pd.to_numeric(ok[metric], errors="coerce")
+        if metric in ok.columns
+        else pd.Series(dtype=float)
+    )
     return values.dropna().to_numpy(float)
 
 
@@ -165,23 +255,58 @@ def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:
         if row[f"{s}.n"] == 0:
             return DASH
         text = spec.format(row[f"{s}.median"])
-        return text if np.isnan(row[f"{s}.ci_lo"]) else f"{text} [{spec.format(row[f'{s}.ci_lo'])}, " \
-                                                         f"{spec.format(row[f'{s}.ci_hi'])}]"
+        return (
+            text
+            if np.isnan(row[f"{s}.ci_lo"])
+            else f"{text} [{spec.format(row[f'{s}.ci_lo'])}, {spec.format(row[f'{s}.ci_hi'])}]"
+        )
 
     body = []
     for _, row in data.iterrows():
         ratio = DASH if np.isnan(row["ratio"]) else f"{row['ratio']:.3f}"
         if not np.isnan(row["ratio.ci_lo"]):
             ratio += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
-        said = "unstable" if isinstance(row["unstable"], str) else \
-            verdict(row["resolved"]) or f"n<{min_runs_for(level)}"
-        within = DASH if np.isnan(row["within"]) else f"{row['within']:.3f}" + (
-            "" if np.isnan(row["within.ci_lo"]) else f" [{row['within.ci_lo']:.3f}, {row['within.ci_hi']:.3f}]")
-        runs = ", ".join(f"{s.upper()}: {row[f'{s}.disturbed']} disturbed" for s in "ab" if row[f"{s}.disturbed"])
-        body.append([format_axis(row[k]) for k in keys] + [row["a.n"], side(row, "a"), row["b.n"], side(row, "b"),
-                                                           ratio, said if ratio != DASH else "", within, runs])
-    headers = [AXIS_LABELS.get(k, k) for k in keys] + ["n A", "A", "n B", "B", "B / A", "resolved", "within",
-                                                       "runs"]
+        said = (
+            "unstable"
+            if isinstance(row["unstable"], str)
+            else verdict(row["resolved"]) or f"n<{min_runs_for(level)}"
+        )
+        within = (
+            DASH
+            if np.isnan(row["within"])
+            else f"{row['within']:.3f}"
+            + (
+                ""
+                if np.isnan(row["within.ci_lo"])
+                else f" [{row['within.ci_lo']:.3f}, {row['within.ci_hi']:.3f}]"
+            )
+        )
+        runs = ", ".join(
+            f"{s.upper()}: {row[f'{s}.disturbed']} disturbed" for s in "ab" if row[f"{s}.disturbed"]
+        )
+        body.append(
+            [format_axis(row[k]) for k in keys]
+            + [
+                row["a.n"],
+                side(row, "a"),
+                row["b.n"],
+                side(row, "b"),
+                ratio,
+                said if ratio != DASH else "",
+                within,
+                runs,
+            ]
+        )
+    headers = [AXIS_LABELS.get(k, k) for k in keys] + [
+        "n A",
+        "A",
+        "n B",
+        "B",
+        "B / A",
+        "resolved",
+        "within",
+        "runs",
+    ]
     return display_frame(headers, body)
 
 
@@ -192,15 +317,19 @@ def _cell_text(key, keys) -> str:
 def _summary(data: pd.DataFrame, named, better, level) -> list[str]:
     if data.empty:
         return [NO_MATCH]
-    lines = shift.summary_lines(data, lambda row: _cell_text([row[k] for k in named], named), better, level)
+    lines = shift.summary_lines(
+        data, lambda row: _cell_text([row[k] for k in named], named), better, level
+    )
     kind, factor = shift.common_shift(data["ratio"])
     said = shift.shift_sentence(kind, factor, int(data["ratio"].notna().sum()))
     if said:
         lines.insert(0, said)
     if data["within"].notna().any():
         gm, lo, hi = shift.geometric_mean_ci(data["within"], level)
-        lines.append(f"Within-sweep ratios (each cell to its own sweep's baseline, B's over A's): geometric mean "
-                     f"{gm:.3f}" + ("" if np.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]") + ".")
+        lines.append(
+            f"Within-sweep ratios (each cell to its own sweep's baseline, B's over A's): geometric mean "
+            f"{gm:.3f}" + ("" if np.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]") + "."
+        )
     return lines
 
 
@@ -208,24 +337,55 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
     flags = []
     for side, exp in (("A", a), ("B", b)):  # why runs failed: the table shows only n
         flags += failure_flags(exp.rows, [k for k in keys if k in exp.rows.columns], f"{side}: ")
-    few = data[data["resolved"].isna() & data["ratio"].notna() & ~data["unstable"].map(lambda v: isinstance(v, str))]
+    few = data[
+        data["resolved"].isna()
+        & data["ratio"].notna()
+        & ~data["unstable"].map(lambda v: isinstance(v, str))
+    ]
     if len(few):
-        flags.append(Flag(f"{len(few)} cell(s) with too few runs for a verdict (n<{min_runs_for(level)})", True))
+        flags.append(
+            Flag(
+                f"{len(few)} cell(s) with too few runs for a verdict (n<{min_runs_for(level)})",
+                True,
+            )
+        )
     unstable = data[data["unstable"].map(lambda v: isinstance(v, str))]
     named = varying_axes(data, [k for k in keys if not k.startswith("param.")] or keys)
     if len(unstable):
-        flags.append(Flag(f"{len(unstable)} cell(s) unstable, no verdict: " + listing(
-            [f"{_cell_text([r[k] for k in named], named)} ({r['unstable']})" for _, r in unstable.iterrows()], 6)))
+        flags.append(
+            Flag(
+                f"{len(unstable)} cell(s) unstable, no verdict: "
+                + listing(
+                    [
+                        f"{_cell_text([r[k] for k in named], named)} ({r['unstable']})"
+                        for _, r in unstable.iterrows()
+                    ],
+                    6,
+                )
+            )
+        )
     for side in "ab":
         hit = data[data[f"{side}.disturbed"] > 0]
         if len(hit):
-            flags.append(Flag(f"{side.upper()}: runs measured on a disturbed machine in " + listing(
-                [f"{_cell_text([r[k] for k in named], named)} ({r[f'{side}.disturbed']} of {r[f'{side}.n']})"
-                 for _, r in hit.iterrows()], 6)))
+            flags.append(
+                Flag(
+                    f"{side.upper()}: runs measured on a disturbed machine in "
+                    + listing(
+                        [
+                            f"{_cell_text([r[k] for k in named], named)} ({r[f'{side}.disturbed']} of {r[f'{side}.n']})"
+                            for _, r in hit.iterrows()
+                        ],
+                        6,
+                    )
+                )
+            )
     for side, exp in (("A", a), ("B", b)):
         if exp.context.get("synthetic"):
             flags.append(Flag(f"{side} is synthetic test data, not a measurement"))
-    a_params, b_params = (a.context.get("spec") or {}).get("params"), (b.context.get("spec") or {}).get("params")
+    a_params, b_params = (
+        (a.context.get("spec") or {}).get("params"),
+        (b.context.get("spec") or {}).get("params"),
+    )
     if a_params is not None and b_params is not None and a_params != b_params:
         flags.append(Flag(f"fixed parameters differ: A {a_params}, B {b_params}"))
     return flags
@@ -237,25 +397,46 @@ def _summary_section(sections: list[Section]) -> Section:
     for section in sections:
         prefix = f"{section.experiment}: " if len(sections) > 1 else ""
         notes += [prefix + line for line in section.summary if line != NO_MATCH]
-    return Section("Summary", None, notes or ["No cell has a match on both sides (listed below)."], kind="summary")
+    return Section(
+        "Summary",
+        None,
+        notes or ["No cell has a match on both sides (listed below)."],
+        kind="summary",
+    )
 
 
 def _unmatched_section(unmatched: list) -> Section:
     table = display_frame(["only in", "experiment", "cell"], unmatched) if unmatched else None
     notes = [] if unmatched else ["Every cell of A has a match in B and the other way round."]
-    return Section("Cells without a match", table, notes, kind="unmatched", data=pd.DataFrame(
-        unmatched, columns=["side", "experiment", "cell"]))
+    return Section(
+        "Cells without a match",
+        table,
+        notes,
+        kind="unmatched",
+        data=pd.DataFrame(unmatched, columns=["side", "experiment", "cell"]),
+    )
 
 
 def _context_section(a: Results, b: Results) -> Section:
     fa, fb = _facts(a), _facts(b)
     labels = list(dict.fromkeys(list(fa) + list(fb)))
-    differ = [[label, fa.get(label, DASH), fb.get(label, DASH)] for label in labels if fa.get(label) != fb.get(label)]
+    differ = [
+        [label, fa.get(label, DASH), fb.get(label, DASH)]
+        for label in labels
+        if fa.get(label) != fb.get(label)
+    ]
     same = len(labels) - len(differ)
     notes = [f"{same} other fact(s) of the machine context are the same on both sides."]
     if not differ:
-        return Section("Machine context", None, ["The machine context is the same on both sides."], kind="context")
-    return Section("Machine context that differs", display_frame(["", "A", "B"], differ), notes, kind="context")
+        return Section(
+            "Machine context",
+            None,
+            ["The machine context is the same on both sides."],
+            kind="context",
+        )
+    return Section(
+        "Machine context that differs", display_frame(["", "A", "B"], differ), notes, kind="context"
+    )
 
 
 def _facts(results: Results) -> dict[str, str]:

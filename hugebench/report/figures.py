@@ -32,10 +32,21 @@ _GREY = "0.45"
 PROBE_UNDERLAY = ("hashlookup",)  # workloads whose latency bars get the probe's curves underneath
 
 
-def line_plot(df: pd.DataFrame, x: str, y: str, hue: str | None = None, col: str | None = None, *,
-              xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
-              logx: bool = False, logy: bool = False, level: float = 0.95,
-              order: Mapping[str, Sequence] | None = None) -> Figure:
+def line_plot(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    hue: str | None = None,
+    col: str | None = None,
+    *,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    title: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
+    level: float = 0.95,
+    order: Mapping[str, Sequence] | None = None,
+) -> Figure:
     """Median of ``y`` against ``x`` with CI error bars, one line per ``hue`` value, one panel per ``col``.
 
     E.g. time per malloc/free pair vs threads per allocator, or steady-phase time vs threads per backing.
@@ -50,7 +61,14 @@ def line_plot(df: pd.DataFrame, x: str, y: str, hue: str | None = None, col: str
     for ax, panel in zip(axes, panels):
         rows = summary if col is None else summary[summary[col] == panel]
         _draw_lines(ax, rows, x, hue, order)
-        _decorate(ax, xlabel or x, ylabel or y, f"{col} = {format_axis(panel)}" if col else None, logx, logy)
+        _decorate(
+            ax,
+            xlabel or x,
+            ylabel or y,
+            f"{col} = {format_axis(panel)}" if col else None,
+            logx,
+            logy,
+        )
         _tick_at_values(ax, summary[x])
     if hue:
         axes[0].legend(title=hue, fontsize="small")
@@ -61,9 +79,17 @@ def line_plot(df: pd.DataFrame, x: str, y: str, hue: str | None = None, col: str
     return fig
 
 
-def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: Mapping | None = None, *,
-             ylabel: str | None = None, title: str | None = None, level: float = 0.95,
-             order: Mapping[str, Sequence] | None = None) -> Figure:
+def bar_plot(
+    df: pd.DataFrame,
+    group_by: str | Sequence[str],
+    y: str,
+    baseline: Mapping | None = None,
+    *,
+    ylabel: str | None = None,
+    title: str | None = None,
+    level: float = 0.95,
+    order: Mapping[str, Sequence] | None = None,
+) -> Figure:
     """Grouped bars of the median of ``y`` with CI error bars and, with a baseline, ratio annotations.
 
     The last ``group_by`` column picks the bar colour inside a group; the others name the groups
@@ -76,13 +102,18 @@ def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: 
         table = in_spec_order(table, keys, order)
     inner = keys[-1]
     outer = keys[:-1]
-    kept = table[~table[inner].map(is_missing)]  # a cell without a value of the colour axis has no bar colour
+    kept = table[
+        ~table[inner].map(is_missing)
+    ]  # a cell without a value of the colour axis has no bar colour
     kept.attrs = table.attrs
     table = kept
     group_labels = _group_labels(table, outer)
     bar_values = _levels(table, inner, order)
     width = 0.8 / max(len(bar_values), 1)
-    fig = Figure(figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2), layout="constrained")
+    fig = Figure(
+        figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2),
+        layout="constrained",
+    )
     ax = fig.subplots()
     slots = _bar_slots(table, outer, inner, group_labels, bar_values, width)
     for j, value in enumerate(bar_values):
@@ -97,8 +128,14 @@ def bar_plot(df: pd.DataFrame, group_by: str | Sequence[str], y: str, baseline: 
     ax.margins(y=0.15)
     if "ratio" in table.columns:
         where = ", ".join(f"{k}={format_axis(v)}" for k, v in table.attrs["baseline"].items())
-        parts = [f"ratio to {where}", "≈ CI of the ratio contains 1", "? too few runs for a verdict"]
-        fig.supxlabel(fit_lines(parts, fig.get_figwidth() * 72, "x-small"), fontsize="x-small", color=_GREY)
+        parts = [
+            f"ratio to {where}",
+            "≈ CI of the ratio contains 1",
+            "? too few runs for a verdict",
+        ]
+        fig.supxlabel(
+            fit_lines(parts, fig.get_figwidth() * 72, "x-small"), fontsize="x-small", color=_GREY
+        )
     return fig
 
 
@@ -125,14 +162,20 @@ def fit_lines(parts: Sequence[str], width_pt: float, size="x-small", sep: str = 
     lines: list[str] = []
     for part in parts:
         candidate = f"{lines[-1]}{sep}{part}" if lines else part
-        if lines and measure.get_text_width_height_descent(candidate, font, ismath=False)[0] <= 0.92 * width_pt:
+        if (
+            lines
+            and measure.get_text_width_height_descent(candidate, font, ismath=False)[0]
+            <= 0.92 * width_pt
+        ):
             lines[-1] = candidate
         else:
             lines.append(part)
     return "\n".join(lines)
 
 
-def ratio_plot(data: pd.DataFrame, labels: Sequence[str], *, title: str | None = None, ylabel: str = "") -> Figure:
+def ratio_plot(
+    data: pd.DataFrame, labels: Sequence[str], *, title: str | None = None, ylabel: str = ""
+) -> Figure:
     """One row per cell: the ratio (``ratio``, ``ratio.ci_lo``, ``ratio.ci_hi``) as a point with its CI, a line at 1.
 
     Used by ``hugebench compare`` for B / A; a ratio whose CI contains 1 is drawn grey.
@@ -166,11 +209,15 @@ def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
         fig.savefig(paths[0], dpi=150)
         fig.savefig(paths[1])
     except OSError as exc:
-        raise HugebenchError(f"cannot write the plots into {directory}: {exc.strerror or exc}") from None
+        raise HugebenchError(
+            f"cannot write the plots into {directory}: {exc.strerror or exc}"
+        ) from None
     return paths
 
 
-def write_plots(results_dir: Results | str | os.PathLike, why: list[str] | None = None) -> list[Path]:
+def write_plots(
+    results_dir: Results | str | os.PathLike, why: list[str] | None = None
+) -> list[Path]:
     """Render every plot the results' workloads declare into ``<results_dir>/plots``; return the files.
     ``why``: a list that gets one line per experiment that has no figure, saying why."""
     results = as_results(results_dir)
@@ -211,29 +258,44 @@ def _primary_bars(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str,
     """The primary metric's median per cell with its CI: one group per value of the axes other than THP, one
     bar per THP mode (or per allocator when THP is not swept)."""
     metric = experiment.primary_metric
-    if not metric or metric not in rows.columns or pd.to_numeric(rows[metric], errors="coerce").isna().all():
+    if (
+        not metric
+        or metric not in rows.columns
+        or pd.to_numeric(rows[metric], errors="coerce").isna().all()
+    ):
         return []
-    axes = [a for a in experiment.axes if a in rows.columns and rows[a].nunique() > 1] or \
-        [a for a in ("allocator",) if a in rows.columns]
+    axes = [a for a in experiment.axes if a in rows.columns and rows[a].nunique() > 1] or [
+        a for a in ("allocator",) if a in rows.columns
+    ]
     if not axes:
         return []
     thp = [a for a in axes if canonical_knob(a) == "thp.enabled"]
     groups = [a for a in axes if a not in thp][:2] + thp  # the colour axis last
     label = next((m.title for m in _metric_specs(experiment) if m.column == metric), metric)
-    fig = bar_plot(rows, groups, metric, experiment.baseline, ylabel=label,
-                   title=f"{experiment.name}: {label}", order=experiment.axis_order)
+    fig = bar_plot(
+        rows,
+        groups,
+        metric,
+        experiment.baseline,
+        ylabel=label,
+        title=f"{experiment.name}: {label}",
+        order=experiment.axis_order,
+    )
     return [(f"{experiment.name}-{metric}-by-{'-'.join(groups)}", fig)]
 
 
 def _metric_specs(experiment: Experiment) -> list[MetricSpec]:
     from .tables import as_metric
 
-    declared = experiment.context.get("metrics") or [dict(zip(("column", "label", "fmt"), m))
-                                                     for m in experiment.workload.metrics]
+    declared = experiment.context.get("metrics") or [
+        dict(zip(("column", "label", "fmt"), m)) for m in experiment.workload.metrics
+    ]
     return [as_metric(m) for m in declared]
 
 
-def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping | None = None) -> Figure:
+def xy_plot(
+    df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping | None = None
+) -> Figure:
     """Each run as a line (``plot.kind`` "series": list columns) or a point ("scatter"), coloured by ``plot.hue``."""
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
     ax = fig.subplots()
@@ -242,8 +304,19 @@ def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping 
         runs, label = df[df[plot.hue] == value], format_axis(value)
         for _, run in runs.iterrows():
             xs, ys = run[plot.x], run[plot.y]
-            if plot.kind == "series" and isinstance(xs, list) and isinstance(ys, list) and len(xs) == len(ys):
-                ax.plot(xs, [np.nan if v is None else v for v in ys], color=color, alpha=0.8, label=label)
+            if (
+                plot.kind == "series"
+                and isinstance(xs, list)
+                and isinstance(ys, list)
+                and len(xs) == len(ys)
+            ):
+                ax.plot(
+                    xs,
+                    [np.nan if v is None else v for v in ys],
+                    color=color,
+                    alpha=0.8,
+                    label=label,
+                )
             elif plot.kind == "scatter" and pd.notna(xs) and pd.notna(ys):
                 ax.scatter([xs], [ys], color=color, s=18, label=label)
             label = None  # one legend entry per hue value
@@ -257,12 +330,18 @@ def xy_plot(df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping 
 def _xy_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
     drawn = []
     for plot in experiment.workload.xy_plots:
-        if not {plot.x, plot.y, plot.hue} <= set(rows.columns) or not any(_drawable(plot, r) for _, r in rows.iterrows()):
+        if not {plot.x, plot.y, plot.hue} <= set(rows.columns) or not any(
+            _drawable(plot, r) for _, r in rows.iterrows()
+        ):
             continue  # e.g. a command sampled too briefly for a series: no empty figure
         for keys, part in _split(rows, [a for a in experiment.axes if a != plot.hue]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
-            fig = xy_plot(part, plot, title=f"{_part_title(experiment.name, keys)}: {plot.title}",
-                          order=experiment.axis_order)
+            fig = xy_plot(
+                part,
+                plot,
+                title=f"{_part_title(experiment.name, keys)}: {plot.title}",
+                order=experiment.axis_order,
+            )
             drawn.append((f"{experiment.name}-{plot.name}{suffix}", fig))
     return drawn
 
@@ -277,14 +356,23 @@ def _drawable(plot, run) -> bool:
     return not is_missing(xs) and not is_missing(ys)
 
 
-def _draw_lines(ax, rows: pd.DataFrame, x: str, hue: str | None, order: Mapping | None = None) -> None:
+def _draw_lines(
+    ax, rows: pd.DataFrame, x: str, hue: str | None, order: Mapping | None = None
+) -> None:
     for value in _levels(rows, hue, order) if hue else [None]:
         line = rows if hue is None else rows[rows[hue] == value]
         line = line[line["median"].notna()].sort_values(x)
         if line.empty:
             continue
-        ax.errorbar(line[x].to_numpy(), line["median"].to_numpy(), yerr=_yerr(line, "median", "ci_lo", "ci_hi"),
-                    marker="o", markersize=4, capsize=3, label=None if value is None else format_axis(value))
+        ax.errorbar(
+            line[x].to_numpy(),
+            line["median"].to_numpy(),
+            yerr=_yerr(line, "median", "ci_lo", "ci_hi"),
+            marker="o",
+            markersize=4,
+            capsize=3,
+            label=None if value is None else format_axis(value),
+        )
 
 
 def _draw_bars(ax, rows: pd.DataFrame, positions, width, y, color, label) -> None:
@@ -294,13 +382,29 @@ def _draw_bars(ax, rows: pd.DataFrame, positions, width, y, color, label) -> Non
     ax.bar(positions, heights, width, yerr=yerr, capsize=3, color=color, label=label)
     for x, (_, row) in zip(positions, rows.iterrows()):
         if row["status"] != "ok" or np.isnan(row[y]):
-            ax.text(x, 0, row["status"] if row["status"] != "ok" else "n/a", rotation=90, ha="center",
-                    va="bottom", fontsize="x-small", color=_GREY)
+            ax.text(
+                x,
+                0,
+                row["status"] if row["status"] != "ok" else "n/a",
+                rotation=90,
+                ha="center",
+                va="bottom",
+                fontsize="x-small",
+                color=_GREY,
+            )
         elif "ratio" in rows.columns:
             top = row[f"{y}.ci_hi"] if not pd.isna(row[f"{y}.ci_hi"]) else row[y]
             text, shade = _ratio_text(row)
-            ax.annotate(text, (x, top), xytext=(0, 3), textcoords="offset points", ha="center",
-                        va="bottom", fontsize="x-small", color=shade)
+            ax.annotate(
+                text,
+                (x, top),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize="x-small",
+                color=shade,
+            )
 
 
 def _ratio_text(row: pd.Series) -> tuple[str, str]:
@@ -347,7 +451,9 @@ def _levels(frame: pd.DataFrame, column: str, order: Mapping | None = None) -> l
     values = frame[column].dropna().unique().tolist()
     wanted = [str(v) for v in (order or {}).get(column) or []]
     if wanted:
-        return sorted(values, key=lambda v: wanted.index(str(v)) if str(v) in wanted else len(wanted))
+        return sorted(
+            values, key=lambda v: wanted.index(str(v)) if str(v) in wanted else len(wanted)
+        )
     try:
         return sorted(values)
     except TypeError:  # mixed types: keep the order of appearance
@@ -373,8 +479,17 @@ def _line_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, F
         if x not in rows.columns or y not in rows.columns or rows[y].isna().all():
             continue
         col = _facet(experiment.axes, rows, {x, hue})
-        fig = line_plot(rows, x, y, hue, col, xlabel=AXIS_LABELS.get(x, x), ylabel=label,
-                        title=f"{experiment.name}: {label}", order=experiment.axis_order)
+        fig = line_plot(
+            rows,
+            x,
+            y,
+            hue,
+            col,
+            xlabel=AXIS_LABELS.get(x, x),
+            ylabel=label,
+            title=f"{experiment.name}: {label}",
+            order=experiment.axis_order,
+        )
         drawn.append((f"{experiment.name}-{y}-vs-{x}", fig))
     return drawn
 
@@ -387,8 +502,15 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fi
             continue
         for keys, part in _split(rows, [a for a in experiment.axes if a not in groups]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
-            fig = bar_plot(part, groups, bars.y, experiment.baseline, ylabel=bars.label,
-                           title=f"{_part_title(experiment.name, keys)}: {bars.title}", order=experiment.axis_order)
+            fig = bar_plot(
+                part,
+                groups,
+                bars.y,
+                experiment.baseline,
+                ylabel=bars.label,
+                title=f"{_part_title(experiment.name, keys)}: {bars.title}",
+                order=experiment.axis_order,
+            )
             _probe_underlay(fig, experiment, part)
             drawn.append((f"{experiment.name}-{bars.name}{suffix}", fig))
     return drawn
@@ -419,7 +541,7 @@ def _column(rows: pd.DataFrame, axis: str) -> str | None:
 
 
 def _part_title(name: str, keys) -> str:
-    """"quick, set_kind=flat" for the part of an experiment a figure shows (its file name says "quick-set_kindflat")."""
+    """ "quick, set_kind=flat" for the part of an experiment a figure shows (its file name says "quick-set_kindflat")."""
     return ", ".join([name] + [f"{k}={format_axis(v)}" for k, v in keys])
 
 

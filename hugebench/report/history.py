@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..stability import SMALLEST_EFFECT, cell_stability, guard
 from ..stats import Ratio, describe_cell, ratio_ci
-from .compare import _cells, _cell_text, _values, cell_keys
+from .compare import _cell_text, _cells, _values, cell_keys
 from .provenance import machine_facts
 from .rendering import DASH, display_frame
 from .results import Results, sweep_ids
@@ -28,7 +28,9 @@ STEP_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stability)
 
 
 def store_time(results: Results) -> str:
-    times = [str(results.contexts.get(s, {}).get("started_at") or "") for s in sweep_ids(results.rows)]
+    times = [
+        str(results.contexts.get(s, {}).get("started_at") or "") for s in sweep_ids(results.rows)
+    ]
     return min((t for t in times if t), default="")
 
 
@@ -42,8 +44,9 @@ def fingerprint(results: Results) -> dict[str, str]:
     return facts
 
 
-def history_report(stores: list[Results], primary: str | None = None, level: float = 0.95,
-                   figures: bool = False) -> Report:
+def history_report(
+    stores: list[Results], primary: str | None = None, level: float = 0.95, figures: bool = False
+) -> Report:
     """The history of every experiment the stores share, oldest store first; ``figures``: each experiment's
     section gets its plot (:func:`hugebench.report.history_figure.history_plot`)."""
     ordered = sorted(stores, key=store_time)
@@ -54,10 +57,18 @@ def history_report(stores: list[Results], primary: str | None = None, level: flo
 
         paths, labels = [str(s.path) for s in ordered], [s.path.name for s in ordered]
         for section in sections:
-            section.figures = [(f"history-{section.experiment}", history_plot(
-                section.data, paths, labels, section.data.attrs["metric"], section.title))]
-    return Report("hugebench history: " + ", ".join(str(s.path) for s in ordered),
-                  sections + [_changes(ordered)])
+            section.figures = [
+                (
+                    f"history-{section.experiment}",
+                    history_plot(
+                        section.data, paths, labels, section.data.attrs["metric"], section.title
+                    ),
+                )
+            ]
+    return Report(
+        "hugebench history: " + ", ".join(str(s.path) for s in ordered),
+        sections + [_changes(ordered)],
+    )
 
 
 def _experiment(name: str, stores: list[Results], primary, level) -> Section:
@@ -79,20 +90,36 @@ def _experiment(name: str, stores: list[Results], primary, level) -> Section:
                 mark = _step(prev, cell, metric, level)
                 if mark.startswith("step"):
                     steps.append(f"{_cell_text(key, keys)}: {mark} at {stores[i].path}")
-            row.append(DASH if median != median else f"{median:.4g}" + (f" ({mark})" if mark else ""))
-            records.append({"cell": _cell_text(key, keys), "store": str(stores[i].path), "median": median,
-                            "ci_lo": summary.get("ci_lo", float("nan")), "ci_hi": summary.get("ci_hi", float("nan")),
-                            "mark": mark})
+            row.append(
+                DASH if median != median else f"{median:.4g}" + (f" ({mark})" if mark else "")
+            )
+            records.append(
+                {
+                    "cell": _cell_text(key, keys),
+                    "store": str(stores[i].path),
+                    "median": median,
+                    "ci_lo": summary.get("ci_lo", float("nan")),
+                    "ci_hi": summary.get("ci_hi", float("nan")),
+                    "mark": mark,
+                }
+            )
             prev = cell if cell is not None else prev
         body.append(row)
     headers = ["cell"] + [f"{i + 1}: {s.path.name}" for i, s in enumerate(stores)]
     data = pd.DataFrame(records)
     data.attrs["metric"] = metric
-    section = Section(f"{name}: {metric} over time", display_frame(headers, body), data=data, experiment=name,
-                      kind="history")
-    section.notes = [f"Median of {metric} per store, oldest first. step up/down: the ratio to the previous store's "
-                     f"median has a {level:.0%} CI excluding 1, is at least {STEP_MIN:.0%} from 1 and neither side "
-                     "is unstable (hugebench.stability); unstable: a resolved ratio on an unstable cell."]
+    section = Section(
+        f"{name}: {metric} over time",
+        display_frame(headers, body),
+        data=data,
+        experiment=name,
+        kind="history",
+    )
+    section.notes = [
+        f"Median of {metric} per store, oldest first. step up/down: the ratio to the previous store's "
+        f"median has a {level:.0%} CI excluding 1, is at least {STEP_MIN:.0%} from 1 and neither side "
+        "is unstable (hugebench.stability); unstable: a resolved ratio on an unstable cell."
+    ]
     section.summary = [f"{len(steps)} step(s)" + (": " + "; ".join(steps) if steps else ".")]
     section.warnings = [Flag(s) for s in steps]
     return section
@@ -106,8 +133,11 @@ def _step(before: pd.DataFrame, after: pd.DataFrame, metric: str, level: float) 
 
     value = float(np.median(b) / np.median(a)) if np.median(a) else float("nan")
     lo, hi = ratio_ci(b, a, level=level)
-    resolved, unstable = guard(Ratio(value, lo, hi, False, int(min(a.size, b.size)), level).resolved,
-                               cell_stability(before, metric), cell_stability(after, metric))
+    resolved, unstable = guard(
+        Ratio(value, lo, hi, False, int(min(a.size, b.size)), level).resolved,
+        cell_stability(before, metric),
+        cell_stability(after, metric),
+    )
     if unstable and not (lo <= 1.0 <= hi):
         return f"x{value:.3f}, unstable"
     if resolved and abs(value - 1.0) >= STEP_MIN:
@@ -124,7 +154,15 @@ def _changes(stores: list[Results]) -> Section:
             if old.get(label) != new.get(label):
                 body.append([f"{i} -> {i + 1}", label, old.get(label, DASH), new.get(label, DASH)])
     if not body:
-        return Section("What changed between stores", None, ["Nothing in the recorded fingerprint changed."],
-                       kind="context")
-    return Section("What changed between stores", display_frame(["stores", "", "before", "after"], body),
-                   ["label: hugebench sweep --label; the rest from each store's machine context."], kind="context")
+        return Section(
+            "What changed between stores",
+            None,
+            ["Nothing in the recorded fingerprint changed."],
+            kind="context",
+        )
+    return Section(
+        "What changed between stores",
+        display_frame(["stores", "", "before", "after"], body),
+        ["label: hugebench sweep --label; the rest from each store's machine context."],
+        kind="context",
+    )

@@ -15,7 +15,9 @@ from matplotlib.figure import Figure
 _STEP = {"up": ("^", "C3"), "down": ("v", "C2")}
 
 
-def history_plot(records: pd.DataFrame, stores: list[str], labels: list[str], metric: str, title: str) -> Figure:
+def history_plot(
+    records: pd.DataFrame, stores: list[str], labels: list[str], metric: str, title: str
+) -> Figure:
     """One line per cell over the stores (x: the store's order, labelled by its name), CI error bars; a step
     up is a red triangle up, a step down a green triangle down, labelled with its ratio; an unstable change
     is an open grey circle."""
@@ -26,13 +28,29 @@ def history_plot(records: pd.DataFrame, stores: list[str], labels: list[str], me
         rows = rows.set_index("store").reindex(stores)
         y = rows["median"].to_numpy(float)
         err = np.array([y - rows["ci_lo"].to_numpy(float), rows["ci_hi"].to_numpy(float) - y])
-        colour = f"C{i % 10}" if i % 10 not in (2, 3) else f"C{(i + 5) % 10}"  # C2 and C3 mark the steps
-        ax.errorbar(xs, y, yerr=np.where(np.isfinite(err), np.abs(err), 0), fmt="o-", color=colour, capsize=3,
-                    markersize=4, lw=1.2, label=cell)
+        colour = (
+            f"C{i % 10}" if i % 10 not in (2, 3) else f"C{(i + 5) % 10}"
+        )  # C2 and C3 mark the steps
+        ax.errorbar(
+            xs,
+            y,
+            yerr=np.where(np.isfinite(err), np.abs(err), 0),
+            fmt="o-",
+            color=colour,
+            capsize=3,
+            markersize=4,
+            lw=1.2,
+            label=cell,
+        )
         for x, value, mark in zip(xs, y, rows["mark"].fillna("")):
             _mark(ax, x, value, str(mark))
-    ax.set_xticks(xs, [f"{i + 1}: {name}" for i, name in enumerate(labels)], fontsize="small", rotation=20,
-                  ha="right")
+    ax.set_xticks(
+        xs,
+        [f"{i + 1}: {name}" for i, name in enumerate(labels)],
+        fontsize="small",
+        rotation=20,
+        ha="right",
+    )
     ax.set_ylabel(f"{metric} (median, 95% CI)")
     ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="y", alpha=0.3)
@@ -44,7 +62,13 @@ def _mark(ax, x: float, value: float, mark: str) -> None:
     if mark.startswith("step"):
         shape, colour = _STEP["up" if mark.startswith("step up") else "down"]
         ax.plot([x], [value], shape, color=colour, markersize=12, zorder=5)
-        ax.annotate(mark.removeprefix("step ").split(" ", 1)[-1], (x, value), textcoords="offset points",
-                    xytext=(8, 6), fontsize="small", color=colour)
+        ax.annotate(
+            mark.removeprefix("step ").split(" ", 1)[-1],
+            (x, value),
+            textcoords="offset points",
+            xytext=(8, 6),
+            fontsize="small",
+            color=colour,
+        )
     elif mark.endswith("unstable"):
         ax.plot([x], [value], "o", mfc="none", color="0.45", markersize=11, zorder=5)

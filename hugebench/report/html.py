@@ -17,11 +17,13 @@ from pathlib import Path
 
 from .._util import write_atomic
 from ..errors import HugebenchError
-from .rendering import cell_text
 from .model import Report, Section
+from .rendering import cell_text
 
 TEMPLATE = "report.html.j2"
-WIDE_INCHES = 7.5  # a figure wider than this gets the page's whole width, narrower ones go two to a row
+WIDE_INCHES = (
+    7.5  # a figure wider than this gets the page's whole width, narrower ones go two to a row
+)
 
 
 def render_html(report: Report) -> str:
@@ -29,15 +31,25 @@ def render_html(report: Report) -> str:
     import jinja2
     from markupsafe import Markup
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("hugebench.report", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("hugebench.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     parts = [_part(section, f"s{i}", Markup) for i, section in enumerate(report.sections)]
     provenance = [_part(section, f"p{i}", Markup) for i, section in enumerate(report.provenance)]
     from .. import __version__
 
     return env.get_template(TEMPLATE).render(
-        title=report.title, sections=parts, provenance=provenance, warnings=report.warnings,
-        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), version=__version__)
+        title=report.title,
+        sections=parts,
+        provenance=provenance,
+        warnings=report.warnings,
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        version=__version__,
+    )
 
 
 def write_html(report: Report, path: str | os.PathLike) -> Path:
@@ -50,7 +62,9 @@ def write_html(report: Report, path: str | os.PathLike) -> Path:
     page = render_html(report).encode("utf-8")
     try:
         if path.is_dir():
-            raise IsADirectoryError(errno.EISDIR, "it is a directory (name a file, e.g. DIR/report.html)")
+            raise IsADirectoryError(
+                errno.EISDIR, "it is a directory (name a file, e.g. DIR/report.html)"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and not path.is_file():  # /dev/stdout, a pipe: written as it is
             with open(path, "wb") as handle:
@@ -58,8 +72,10 @@ def write_html(report: Report, path: str | os.PathLike) -> Path:
         else:
             _replace(path, page)
     except OSError as exc:
-        raise HugebenchError(f"cannot write the HTML report to {path}: {exc.strerror or exc}; "
-                             "choose another file with --html FILE") from None
+        raise HugebenchError(
+            f"cannot write the HTML report to {path}: {exc.strerror or exc}; "
+            "choose another file with --html FILE"
+        ) from None
     return path
 
 
@@ -76,18 +92,32 @@ def svg_markup(fig, name: str) -> str:
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
         fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()
-    return re.sub(r"\s*<metadata>.*?</metadata>", "", text[text.index("<svg"):], count=1, flags=re.S)
+    return re.sub(
+        r"\s*<metadata>.*?</metadata>", "", text[text.index("<svg") :], count=1, flags=re.S
+    )
 
 
 def _part(section: Section, anchor: str, markup) -> dict:
     table = section.table
     return {
-        "anchor": anchor, "title": section.title, "kind": section.kind or "table", "summary": section.summary,
-        "warnings": section.warnings, "notes": section.notes,
+        "anchor": anchor,
+        "title": section.title,
+        "kind": section.kind or "table",
+        "summary": section.summary,
+        "warnings": section.warnings,
+        "notes": section.notes,
         "headers": [str(c) for c in table.columns] if table is not None else [],
-        "rows": [list(map(cell_text, row)) for row in table.itertuples(index=False)] if table is not None else [],
-        "figures": [{"name": name, "svg": markup(svg_markup(fig, f"{anchor}-{_slug(name)}")),
-                     "wide": fig.get_figwidth() > WIDE_INCHES} for name, fig in section.figures],
+        "rows": [list(map(cell_text, row)) for row in table.itertuples(index=False)]
+        if table is not None
+        else [],
+        "figures": [
+            {
+                "name": name,
+                "svg": markup(svg_markup(fig, f"{anchor}-{_slug(name)}")),
+                "wide": fig.get_figwidth() > WIDE_INCHES,
+            }
+            for name, fig in section.figures
+        ],
     }
 
 

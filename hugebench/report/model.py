@@ -38,7 +38,10 @@ def format_si(value: float, unit: str = "", digits: int = 3) -> str:
     prefixes = {-4: "p", -3: "n", -2: "u", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P"}
     exponent = min(max(int(math.floor(math.log10(abs(value)) / 3)), -4), 5)
     scaled = value / 1000.0**exponent
-    if round(abs(scaled), max(digits - 1 - int(math.floor(math.log10(abs(scaled)))), 0)) >= 1000 and exponent < 5:
+    if (
+        round(abs(scaled), max(digits - 1 - int(math.floor(math.log10(abs(scaled)))), 0)) >= 1000
+        and exponent < 5
+    ):
         exponent, scaled = exponent + 1, scaled / 1000.0
     return f"{scaled:.{digits}g}{prefixes[exponent]}{unit}"
 
@@ -93,7 +96,9 @@ class Section:
     figures: list = field(default_factory=list)
     data: pd.DataFrame | None = None
     experiment: str | None = None
-    kind: str = ""  # "main" (the experiment's table), "ratio", "void", "context", ... for callers that pick
+    kind: str = (
+        ""  # "main" (the experiment's table), "ratio", "void", "context", ... for callers that pick
+    )
 
 
 @dataclass

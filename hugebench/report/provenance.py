@@ -13,15 +13,21 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ..stats import ok_rows
+from .model import Flag, Section
 from .rendering import DASH, display_frame, format_bytes, is_missing
 from .results import Results, sweep_ids
-from .model import Flag, Section
 
 
 def provenance_sections(results: Results) -> list[Section]:
     """Sweeps, the machine of each, the allocators (with what each run proved) and the kernel knobs read back."""
-    sections = [_store_notes(results), _sweeps(results), _command(results), _machines(results),
-                _allocators(results), _knobs(results)]
+    sections = [
+        _store_notes(results),
+        _sweeps(results),
+        _command(results),
+        _machines(results),
+        _allocators(results),
+        _knobs(results),
+    ]
     return [s for s in sections if s is not None]
 
 
@@ -29,22 +35,35 @@ def _store_notes(results: Results) -> Section | None:
     """What reading the store skipped or merged (bad lines, rows stored twice, unreadable contexts)."""
     if not results.notes:
         return None
-    return Section("Reading the results store", None, ["Lines, rows or files the report could not use, and why."],
-                   warnings=[Flag(note) for note in results.notes], kind="store")
+    return Section(
+        "Reading the results store",
+        None,
+        ["Lines, rows or files the report could not use, and why."],
+        warnings=[Flag(note) for note in results.notes],
+        kind="store",
+    )
 
 
 def machine_facts(context: Mapping) -> dict[str, str]:
     """One sweep's machine and build as label -> text (CPU, kernel, memory, THP at start, perf, versions)."""
     machine = context.get("machine") or {}
-    cpu, memory, perf = machine.get("cpu") or {}, machine.get("memory") or {}, machine.get("perf") or {}
+    cpu, memory, perf = (
+        machine.get("cpu") or {},
+        machine.get("memory") or {},
+        machine.get("perf") or {},
+    )
     hb, kernel = machine.get("hugebench") or {}, machine.get("kernel") or {}
     build = hb.get("core_build") or {}
     thp = memory.get("thp") or {}
     facts = {
         "host": machine.get("hostname"),
-        "CPU": " ".join(str(v) for v in (cpu.get("model_name"), cpu.get("microarch") and f"({cpu['microarch']})")
-                        if v),
-        "cores": cpu.get("cores") and f"{cpu.get('cores')} cores, {cpu.get('logical_cpus')} logical CPUs",
+        "CPU": " ".join(
+            str(v)
+            for v in (cpu.get("model_name"), cpu.get("microarch") and f"({cpu['microarch']})")
+            if v
+        ),
+        "cores": cpu.get("cores")
+        and f"{cpu.get('cores')} cores, {cpu.get('logical_cpus')} logical CPUs",
         "hypervisor": cpu.get("hypervisor") or ("none" if cpu else None),
         "TLB": "; ".join((machine.get("tlb") or {}).get("entries") or []) or None,
         "caches": _caches(machine.get("caches") or []),
@@ -55,12 +74,19 @@ def machine_facts(context: Mapping) -> dict[str, str]:
         "glibc": machine.get("glibc"),
         "python": (machine.get("python") or {}).get("version"),
         "perf": perf.get("perf_version") or perf.get("missing_reason"),
-        "hardware counters": ("available" if perf.get("pmu_available") else
-                              f"not available: {perf.get('pmu_reason')}") if perf else None,
+        "hardware counters": (
+            "available" if perf.get("pmu_available") else f"not available: {perf.get('pmu_reason')}"
+        )
+        if perf
+        else None,
         "hugebench": hb.get("version") or context.get("hugebench_version"),
-        "git": hb.get("git_sha") and (hb["git_sha"][:12] + (" (dirty)" if hb.get("git_dirty") else "")),
-        "core build": build if isinstance(build, str) else  # metadata.core_build_info: why it is unavailable
-                      build and f"{build.get('build_type')}, {build.get('compiler')}, {str(build.get('cxx_flags')).strip()}",
+        "git": hb.get("git_sha")
+        and (hb["git_sha"][:12] + (" (dirty)" if hb.get("git_dirty") else "")),
+        "core build": build
+        if isinstance(build, str)
+        # metadata.core_build_info: why it is unavailable
+        else build
+        and f"{build.get('build_type')}, {build.get('compiler')}, {str(build.get('cxx_flags')).strip()}",
     }
     return {label: str(value) for label, value in facts.items() if value}
 
@@ -75,18 +101,40 @@ def _sweeps(results: Results) -> Section | None:
         spec = context.get("spec") or {}
         rows = results.rows[results.rows["sweep_id"].astype(str) == sweep_id]
         system = ", ".join(f"{k}={v}" for k, v in (spec.get("system") or {}).items()) or DASH
-        body.append([sweep_id, context.get("experiment", DASH), spec.get("source", DASH),
-                     context.get("started_at", DASH), context.get("ended_at", "not recorded"),
-                     f"{len(ok_rows(rows))} ok of {len(rows)}", context.get("hugebench_version", DASH), system])
-    table = display_frame(["sweep", "experiment", "file", "started", "ended", "runs", "hugebench", "system knobs"],
-                          body)
+        body.append(
+            [
+                sweep_id,
+                context.get("experiment", DASH),
+                spec.get("source", DASH),
+                context.get("started_at", DASH),
+                context.get("ended_at", "not recorded"),
+                f"{len(ok_rows(rows))} ok of {len(rows)}",
+                context.get("hugebench_version", DASH),
+                system,
+            ]
+        )
+    table = display_frame(
+        ["sweep", "experiment", "file", "started", "ended", "runs", "hugebench", "system knobs"],
+        body,
+    )
     flags = []
     if any(c.get("synthetic") for c in results.contexts.values()):
         flags.append(Flag("synthetic test data: these rows were generated, not measured"))
     return Section("Sweeps", table, warnings=flags, kind="context")
 
 
-COMMAND_KEYS = ("argv", "server", "setup", "cwd", "env", "stdin", "stdout", "metric", "window", "sample_interval")
+COMMAND_KEYS = (
+    "argv",
+    "server",
+    "setup",
+    "cwd",
+    "env",
+    "stdin",
+    "stdout",
+    "metric",
+    "window",
+    "sample_interval",
+)
 
 
 def _command(results: Results) -> Section | None:
@@ -106,10 +154,15 @@ def _command(results: Results) -> Section | None:
         return None
     labels = list(dict.fromkeys(label for facts in columns.values() for label in facts))
     body = [[label] + [facts.get(label, DASH) for facts in columns.values()] for label in labels]
-    return Section("Command measured", display_frame([""] + list(columns), body),
-                   ["{name} fields are filled per run from the parameters and axes; 'ran' is the file each run "
-                    "executed, resolved once on the user's PATH, and 'process images' every program the probe saw."],
-                   kind="context")
+    return Section(
+        "Command measured",
+        display_frame([""] + list(columns), body),
+        [
+            "{name} fields are filled per run from the parameters and axes; 'ran' is the file each run "
+            "executed, resolved once on the user's PATH, and 'process images' every program the probe saw."
+        ],
+        kind="context",
+    )
 
 
 def command_lines(experiment) -> list[str]:
@@ -119,9 +172,20 @@ def command_lines(experiment) -> list[str]:
     if spec.get("workload") != "command" or not isinstance(spec.get("params"), Mapping):
         return []
     facts = _command_facts(spec, experiment.rows)
-    shown = [f"{label} {facts[key]}" for key, label in (("server", "server:"), ("argv", "command:" if "server"
-             not in facts else "load driver:"), ("ran", "ran")) if key in facts]
-    lines = ["; ".join(shown) + " (all its parameters: the HTML report's 'Command measured')"] if shown else []
+    shown = [
+        f"{label} {facts[key]}"
+        for key, label in (
+            ("server", "server:"),
+            ("argv", "command:" if "server" not in facts else "load driver:"),
+            ("ran", "ran"),
+        )
+        if key in facts
+    ]
+    lines = (
+        ["; ".join(shown) + " (all its parameters: the HTML report's 'Command measured')"]
+        if shown
+        else []
+    )
     return lines + linked_notes(ok_rows(experiment.rows))
 
 
@@ -142,8 +206,9 @@ def _command_facts(spec: Mapping, rows: pd.DataFrame) -> dict[str, str]:
         facts["parameters"] = ", ".join(f"{k}={v}" for k, v in own.items())
     axes = spec.get("axes") or {}
     if isinstance(axes, Mapping) and axes:
-        facts["axes"] = "; ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
-                                  for k, v in axes.items())
+        facts["axes"] = "; ".join(
+            f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in axes.items()
+        )
     for column, label in (("program_path", "ran"), ("program_exes", "process images")):
         if column in rows.columns and rows[column].notna().any():
             facts[label] = _values(rows[column])
@@ -179,20 +244,41 @@ def _allocators(results: Results) -> Section | None:
     resolved: dict[str, dict] = {}
     for context in results.contexts.values():
         resolved.update(context.get("allocators") or {})
-    proofs = [c for c in rows.columns if c in ("allocator_mapped", "allocator_malloc_from", "allocator_linked") or
-              c.startswith("allocator.")]
+    proofs = [
+        c
+        for c in rows.columns
+        if c in ("allocator_mapped", "allocator_malloc_from", "allocator_linked")
+        or c.startswith("allocator.")
+    ]
     body = []
     for name in rows["allocator"].dropna().unique():
         info = resolved.get(str(name), {})
         mine = rows[rows["allocator"] == name]
-        seen = "; ".join(f"{column}: {_values(mine[column])}" for column in proofs if mine[column].notna().any())
+        seen = "; ".join(
+            f"{column}: {_values(mine[column])}" for column in proofs if mine[column].notna().any()
+        )
         env = " ".join(f"{k}={v}" for k, v in (info.get("env") or {}).items())
-        body.append([str(name), info.get("path") or "(libc)", info.get("version") or DASH, env or DASH,
-                     seen or "nothing recorded"])
-    notes = ["found in the runs: what each worker saw mapped, where its malloc resolved, and the allocator's own "
-             "view of its knobs (distinct values over the successful runs)."] + linked_notes(rows)
-    return Section("Allocators", display_frame(["allocator", "library", "version", "environment",
-                                                "found in the runs"], body), notes, kind="context")
+        body.append(
+            [
+                str(name),
+                info.get("path") or "(libc)",
+                info.get("version") or DASH,
+                env or DASH,
+                seen or "nothing recorded",
+            ]
+        )
+    notes = [
+        "found in the runs: what each worker saw mapped, where its malloc resolved, and the allocator's own "
+        "view of its knobs (distinct values over the successful runs)."
+    ] + linked_notes(rows)
+    return Section(
+        "Allocators",
+        display_frame(
+            ["allocator", "library", "version", "environment", "found in the runs"], body
+        ),
+        notes,
+        kind="context",
+    )
 
 
 def linked_notes(rows: pd.DataFrame) -> list[str]:
@@ -201,10 +287,12 @@ def linked_notes(rows: pd.DataFrame) -> list[str]:
     if "allocator_linked" not in rows.columns or "allocator" not in rows.columns:
         return []
     linked = rows[rows["allocator_linked"].notna()]
-    return [f"{name}: the preload proved that malloc and free resolve to this allocator in every process; it did "
-            f"not remove what the program links: {_values(group['allocator_linked'])} stays mapped and its own API "
-            "(mallctl/nallocx, mi_version, tc_malloc) still answers, so its knobs are not this cell's (not shown)."
-            for name, group in linked.groupby("allocator", sort=False)]
+    return [
+        f"{name}: the preload proved that malloc and free resolve to this allocator in every process; it did "
+        f"not remove what the program links: {_values(group['allocator_linked'])} stays mapped and its own API "
+        "(mallctl/nallocx, mi_version, tc_malloc) still answers, so its knobs are not this cell's (not shown)."
+        for name, group in linked.groupby("allocator", sort=False)
+    ]
 
 
 def _knobs(results: Results) -> Section | None:
@@ -214,18 +302,30 @@ def _knobs(results: Results) -> Section | None:
     if not knobs:
         return None
     body = [[k.removeprefix("knob."), _values(rows[k])] for k in knobs]
-    return Section("Kernel knobs read back", display_frame(["knob", "values in the runs"], body),
-                   ["each run reads every knob back after its cell's settings were applied."], kind="context")
+    return Section(
+        "Kernel knobs read back",
+        display_frame(["knob", "values in the runs"], body),
+        ["each run reads every knob back after its cell's settings were applied."],
+        kind="context",
+    )
 
 
 def _values(column: pd.Series) -> str:
-    values = list(dict.fromkeys(str(v) for v in column if not is_missing(v)))  # lists too (unhashable)
-    return ", ".join(str(v) for v in values[:8]) + (f" (+{len(values) - 8} more)" if len(values) > 8 else "")
+    values = list(
+        dict.fromkeys(str(v) for v in column if not is_missing(v))
+    )  # lists too (unhashable)
+    return ", ".join(str(v) for v in values[:8]) + (
+        f" (+{len(values) - 8} more)" if len(values) > 8 else ""
+    )
 
 
 def _caches(caches: list) -> str | None:
-    parts = [f"L{c.get('level')}{(c.get('type') or '')[:1].lower() if c.get('level') == 1 else ''} "
-             f"{format_bytes(c.get('size_bytes'))}" for c in caches if c.get("size_bytes")]
+    parts = [
+        f"L{c.get('level')}{(c.get('type') or '')[:1].lower() if c.get('level') == 1 else ''} "
+        f"{format_bytes(c.get('size_bytes'))}"
+        for c in caches
+        if c.get("size_bytes")
+    ]
     return ", ".join(parts) or None
 
 

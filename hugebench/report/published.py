@@ -21,27 +21,42 @@ from .model import DASH, Section
 from .rendering import AXIS_LABELS, display_frame, format_axis
 
 
-def published_sections(table: pd.DataFrame, expected: Mapping, experiment: str | None, level: float,
-                       unmeasurable: str) -> list[Section]:
+def published_sections(
+    table: pd.DataFrame, expected: Mapping, experiment: str | None, level: float, unmeasurable: str
+) -> list[Section]:
     """The side-by-side tables of one experiment's claims (``table``: ``claim_verdicts`` of
     ``expected["claims"]``, one line per claim in the same order). ``unmeasurable``: the verdict whose reasons
     the notes give."""
     claims = list(expected.get("claims", ()))
     pairs = list(zip(claims, (row for _, row in table.iterrows())))
     out = []
-    for kind, title in (("value", "published values beside ours"), ("ratio", "published ratios beside ours")):
+    for kind, title in (
+        ("value", "published values beside ours"),
+        ("ratio", "published ratios beside ours"),
+    ):
         chosen = [(c, r) for c, r in pairs if r["kind"] == kind]
         if chosen:
-            out.append(_section(chosen, kind, f"{experiment}: {title}" if experiment else title, experiment, level,
-                                unmeasurable))
+            out.append(
+                _section(
+                    chosen,
+                    kind,
+                    f"{experiment}: {title}" if experiment else title,
+                    experiment,
+                    level,
+                    unmeasurable,
+                )
+            )
     if out:
-        out[-1].notes += [f"Published, not judged here: {item['published']}: {item['why']}"
-                          for item in expected.get("not_judged", ())]
+        out[-1].notes += [
+            f"Published, not judged here: {item['published']}: {item['why']}"
+            for item in expected.get("not_judged", ())
+        ]
     return out
 
 
-def _section(pairs: list, kind: str, title: str, experiment: str | None, level: float,
-             unmeasurable: str) -> Section:
+def _section(
+    pairs: list, kind: str, title: str, experiment: str | None, level: float, unmeasurable: str
+) -> Section:
     quantities = list(dict.fromkeys(_quantity(row) for _, row in pairs))
     lines: dict[str, dict] = {}
     for claim, row in pairs:
@@ -51,7 +66,11 @@ def _section(pairs: list, kind: str, title: str, experiment: str | None, level: 
     axes = _shown_axes([c for line in lines.values() for c in (line["cell"], line["vs"]) if c])
     headers = [AXIS_LABELS.get(axis, axis) for axis in axes] + (["vs"] if kind == "ratio" else [])
     for quantity in quantities:
-        headers += [f"{quantity}: published", f"{quantity}: here [{level:.0%} CI]", f"{quantity}: verdict"]
+        headers += [
+            f"{quantity}: published",
+            f"{quantity}: here [{level:.0%} CI]",
+            f"{quantity}: verdict",
+        ]
     body = []
     for line in lines.values():
         cells = [format_axis(line["cell"].get(axis)) for axis in axes]
@@ -59,11 +78,21 @@ def _section(pairs: list, kind: str, title: str, experiment: str | None, level: 
             cells.append(_vs_text(line["cell"], line["vs"]))
         for quantity in quantities:
             row = line["by"].get(quantity)
-            cells += [DASH] * 3 if row is None else [row["published"], row["measured"], row["verdict"]]
+            cells += (
+                [DASH] * 3 if row is None else [row["published"], row["measured"], row["verdict"]]
+            )
         body.append(cells)
     rows = [row for _, row in pairs]
-    return Section(title, display_frame(headers, body), _notes(rows, kind, unmeasurable), [], _summary(rows),
-                   data=pd.DataFrame(rows), experiment=experiment, kind="published")
+    return Section(
+        title,
+        display_frame(headers, body),
+        _notes(rows, kind, unmeasurable),
+        [],
+        _summary(rows),
+        data=pd.DataFrame(rows),
+        experiment=experiment,
+        kind="published",
+    )
 
 
 def _quantity(row) -> str:
@@ -89,12 +118,19 @@ def _notes(rows: list, kind: str, unmeasurable: str) -> list[str]:
     spans = {}
     for row in rows:
         spans.setdefault(_quantity(row), (row["metric"], row.get("scope")))
-    notes = ["Each quantity's column here and what it measures: " + "; ".join(
-        f"{quantity} = {metric}" + (f" ({scope})" if isinstance(scope, str) else "")
-        for quantity, (metric, scope) in spans.items()) + "."]
+    notes = [
+        "Each quantity's column here and what it measures: "
+        + "; ".join(
+            f"{quantity} = {metric}" + (f" ({scope})" if isinstance(scope, str) else "")
+            for quantity, (metric, scope) in spans.items()
+        )
+        + "."
+    ]
     if kind == "ratio":
-        notes.append("A ratio is the line's cell / the cell it is compared with (vs), paired by repetition block; "
-                     "a change of -23% is the ratio 0.77; '< 1 (lower)' is a published direction without a number.")
+        notes.append(
+            "A ratio is the line's cell / the cell it is compared with (vs), paired by repetition block; "
+            "a change of -23% is the ratio 0.77; '< 1 (lower)' is a published direction without a number."
+        )
     reasons = list(dict.fromkeys(row["why"] for row in rows if row["verdict"] == unmeasurable))
     notes += [f"{unmeasurable}: {why}" for why in reasons]
     return notes
@@ -104,4 +140,7 @@ def _summary(rows: list) -> list[str]:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
-    return [f"{len(rows)} published number(s): " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())]
+    return [
+        f"{len(rows)} published number(s): "
+        + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    ]

@@ -18,8 +18,17 @@ from .model import DASH, MetricSpec, format_bytes, format_si  # noqa: F401 (DASH
 FORMATS = ("rich", "markdown", "csv")
 
 # Column headers of the usual axes (the article's table says "Allocator | THP | ...").
-AXIS_LABELS = {"allocator": "Allocator", "thp": "THP", "thp.enabled": "THP", "thp.defrag": "THP defrag", "keys": "Keys",
-               "set_kind": "Set", "threads": "Threads", "backing": "Backing", "order": "Order"}
+AXIS_LABELS = {
+    "allocator": "Allocator",
+    "thp": "THP",
+    "thp.enabled": "THP",
+    "thp.defrag": "THP defrag",
+    "keys": "Keys",
+    "set_kind": "Set",
+    "threads": "Threads",
+    "backing": "Backing",
+    "order": "Order",
+}
 
 
 def format_axis(value) -> str:
@@ -45,7 +54,7 @@ def is_missing(value) -> bool:
 
 
 def verdict(resolved) -> str | None:
-    """"yes", "no" or None (no verdict) of a ``resolved`` value as tables hold it (bool, numpy bool, None, NaN)."""
+    """ "yes", "no" or None (no verdict) of a ``resolved`` value as tables hold it (bool, numpy bool, None, NaN)."""
     return {True: "yes", False: "no"}.get(resolved) if not is_missing(resolved) else None
 
 
@@ -76,39 +85,76 @@ def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -
     return _text(fmt, *void_text(table, unit), None)
 
 
-def void_text(table: pd.DataFrame, unit: str = "ns/pair") -> tuple[str, list[str], list[list[str]], list[str]]:
+def void_text(
+    table: pd.DataFrame, unit: str = "ns/pair"
+) -> tuple[str, list[str], list[list[str]], list[str]]:
     """(title, headers, rows, notes) of a compensation table from :func:`.tables.void_compensation`."""
-    axes = [c for c in table.columns if c not in ("n", "n_void", "allocator_median", "void_median",
-                                                  "difference", "ci_lo", "ci_hi")]
-    headers = [AXIS_LABELS.get(a, a) for a in axes] + ["n", f"allocator {unit}", f"void {unit}",
-                                                       f"allocator - void {unit} [95% CI]"]
+    axes = [
+        c
+        for c in table.columns
+        if c
+        not in ("n", "n_void", "allocator_median", "void_median", "difference", "ci_lo", "ci_hi")
+    ]
+    headers = [AXIS_LABELS.get(a, a) for a in axes] + [
+        "n",
+        f"allocator {unit}",
+        f"void {unit}",
+        f"allocator - void {unit} [95% CI]",
+    ]
     body = []
     for _, r in table.iterrows():
         ci = "" if np.isnan(r["ci_lo"]) else f" [{r['ci_lo']:.1f}, {r['ci_hi']:.1f}]"
-        body.append([format_axis(r[a]) for a in axes] + [f"{r['n']}/{r['n_void']}", f"{r['allocator_median']:.1f}",
-                                                         f"{r['void_median']:.1f}", f"{r['difference']:.1f}{ci}"])
+        body.append(
+            [format_axis(r[a]) for a in axes]
+            + [
+                f"{r['n']}/{r['n_void']}",
+                f"{r['allocator_median']:.1f}",
+                f"{r['void_median']:.1f}",
+                f"{r['difference']:.1f}{ci}",
+            ]
+        )
     whole = unit == "ms/Mop"
-    notes = ["Void allocator: the same loop (slot choice, sizes, memset and read-back) against a pre-touched "
-             "buffer; the difference is the allocator's own cost per malloc/free pair."
-             if not whole else
-             "The original alloc-test's figure: the whole run (thread start, fill, loop, free-all, join) in ms per "
-             "million operations, minus the same for the void allocator (here a separate process)."]
-    title = "Allocator cost net of the harness" + (" (whole run, alloc-test's unit)" if whole else "")
+    notes = [
+        "Void allocator: the same loop (slot choice, sizes, memset and read-back) against a pre-touched "
+        "buffer; the difference is the allocator's own cost per malloc/free pair."
+        if not whole
+        else "The original alloc-test's figure: the whole run (thread start, fill, loop, free-all, join) in ms per "
+        "million operations, minus the same for the void allocator (here a separate process)."
+    ]
+    title = "Allocator cost net of the harness" + (
+        " (whole run, alloc-test's unit)" if whole else ""
+    )
     return title, headers, body, notes
 
 
-def render_section(section, fmt: str = "rich", width: int | None = None, color: bool = False) -> str:
+def render_section(
+    section, fmt: str = "rich", width: int | None = None, color: bool = False
+) -> str:
     """One :class:`.sections.Section` as rich or markdown text: title, table, notes, the warnings the table
     does not already show, and under an experiment's main table the summary in words (the HTML page's)."""
     _check_format(fmt)
-    notes = list(section.notes) + [f"warning: {flag.text}" for flag in section.warnings if not flag.in_table]
-    if section.kind == "main":  # an experiment's table; compare and verdict sections say theirs on the page
-        notes += [f"In words: {line}" if i == 0 else f"  {line}" for i, line in enumerate(section.summary)]
+    notes = list(section.notes) + [
+        f"warning: {flag.text}" for flag in section.warnings if not flag.in_table
+    ]
+    if (
+        section.kind == "main"
+    ):  # an experiment's table; compare and verdict sections say theirs on the page
+        notes += [
+            f"In words: {line}" if i == 0 else f"  {line}" for i, line in enumerate(section.summary)
+        ]
     if section.table is None:
         return _text(fmt, section.title, [], [], notes, width, color)
     rows = [[cell_text(v) for v in row] for row in section.table.itertuples(index=False)]
-    return _text(fmt, section.title, [str(c) for c in section.table.columns], rows, notes, width, color,
-                 _secondary(section))
+    return _text(
+        fmt,
+        section.title,
+        [str(c) for c in section.table.columns],
+        rows,
+        notes,
+        width,
+        color,
+        _secondary(section),
+    )
 
 
 def _secondary(section) -> set[str]:
@@ -118,7 +164,9 @@ def _secondary(section) -> set[str]:
     return {h for h in map(str, section.table.columns) if h.split(" [")[0] in titles}
 
 
-def render_sections(sections, fmt: str = "rich", width: int | None = None, color: bool = False) -> str:
+def render_sections(
+    sections, fmt: str = "rich", width: int | None = None, color: bool = False
+) -> str:
     """Sections one after the other, a blank line between them. ``width``: fit a terminal that wide (see
     :func:`terminal`); ``color``: rich text with ANSI colours (click strips them when output is piped)."""
     return "\n\n".join(render_section(s, fmt, width, color) for s in sections)
@@ -126,7 +174,9 @@ def render_sections(sections, fmt: str = "rich", width: int | None = None, color
 
 def display_frame(headers, rows) -> pd.DataFrame:
     """A table of display text (headers may repeat, e.g. two counters both called "Cycles")."""
-    frame = pd.DataFrame([list(map(str, r)) for r in rows], columns=range(len(headers)), dtype=object)
+    frame = pd.DataFrame(
+        [list(map(str, r)) for r in rows], columns=range(len(headers)), dtype=object
+    )
     frame.columns = list(headers)
     return frame
 
@@ -167,7 +217,9 @@ def _display(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     show_status = (table["status"] != "ok").any() or (table["n_failed"] > 0).any()
     has_ratio = "ratio" in table.columns
     headers = [AXIS_LABELS.get(k, k) for k in keys] + ["n"] + (["status"] if show_status else [])
-    headers += [spec.title + (f" [{notes[spec.column]}]" if spec.column in notes else "") for spec in specs]
+    headers += [
+        spec.title + (f" [{notes[spec.column]}]" if spec.column in notes else "") for spec in specs
+    ]
     headers += ["vs baseline", "resolved"] if has_ratio else []
     rows = []
     for _, row in table.iterrows():
@@ -212,8 +264,14 @@ def with_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     if "ratio" not in table.columns:
         return table
     level = table.attrs.get("level", 0.95)
-    verdicts = ["baseline" if r["is_baseline"] else "" if r["status"] != "ok" or pd.isna(r["ratio"])
-                or pd.isna(r["ratio.ci_lo"]) else _verdict(r, level) for _, r in table.iterrows()]
+    verdicts = [
+        "baseline"
+        if r["is_baseline"]
+        else ""
+        if r["status"] != "ok" or pd.isna(r["ratio"]) or pd.isna(r["ratio.ci_lo"])
+        else _verdict(r, level)
+        for _, r in table.iterrows()
+    ]
     return table.assign(verdict=verdicts)
 
 
@@ -229,12 +287,16 @@ def _footer(table: pd.DataFrame) -> list[str]:
     lines = [f"Medians over n successful runs; [lo, hi] = {percent} bootstrap CI of the median."]
     if "ratio" in table.columns:
         where = ", ".join(f"{axis}={value}" for axis, value in attrs["baseline"].items())
-        lines.append(f"vs baseline: median ratio of {primary_label} to the cell with {where} (other axes equal), "
-                     f"paired by repetition where possible. resolved: no = the CI contains 1, no resolved "
-                     f"difference; n<{min_runs_for(attrs.get('level', 0.95))} = too few runs for a {percent} verdict.")
+        lines.append(
+            f"vs baseline: median ratio of {primary_label} to the cell with {where} (other axes equal), "
+            f"paired by repetition where possible. resolved: no = the CI contains 1, no resolved "
+            f"difference; n<{min_runs_for(attrs.get('level', 0.95))} = too few runs for a {percent} verdict."
+        )
         if attrs.get("better"):
             gain = "< 1" if attrs["better"] == "lower" else "> 1"
-            lines.append(f"{primary_label}: {attrs['better']} is better, so a ratio {gain} is an improvement.")
+            lines.append(
+                f"{primary_label}: {attrs['better']} is better, so a ratio {gain} is an improvement."
+            )
     for number, (column, reason) in enumerate(attrs.get("na_reasons", {}).items(), start=1):
         lines.append(f"[{number}] {specs.get(column, column)} ({column}): n/a, {reason}.")
     return lines + list(attrs.get("overhead", []))
@@ -244,8 +306,10 @@ def _footer(table: pd.DataFrame) -> list[str]:
 # declaration or processing instruction: "<" followed by a letter, / ! or ?), an entity, emphasis, code,
 # strikethrough, a link or image, a table bar, a backslash; at the start of a line also a heading, quote, list
 # or rule. Our own text ("n<6", "[1.2, 1.3]", "ns_per_lookup", "-1.5") is none of these and stays as it is.
-_MARKDOWN_INLINE = re.compile(r"""<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|[\\`*~|]|\](?=[(\[])|!(?=\[)"""
-                              r"""|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])""")
+_MARKDOWN_INLINE = re.compile(
+    r"""<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|[\\`*~|]|\](?=[(\[])|!(?=\[)"""
+    r"""|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"""
+)
 _MARKDOWN_BLOCK = re.compile(r"^(\s*)([#>+=-]|\d+[.)](?=\s|$))")
 _MARKDOWN_ENTITIES = {"<": "&lt;", "&": "&amp;"}
 
@@ -254,9 +318,14 @@ def markdown_text(text, block: bool = False) -> str:
     """``text`` on one line with everything markdown would render as markup (or HTML) escaped; ``block``: it
     starts a line of its own (a title or a note), so a leading # > - + = or "1." is escaped too."""
     flat = " ".join(str(text).splitlines())
-    escaped = _MARKDOWN_INLINE.sub(lambda m: _MARKDOWN_ENTITIES.get(m.group(), "\\" + m.group()), flat)
-    return _MARKDOWN_BLOCK.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], escaped) if block \
+    escaped = _MARKDOWN_INLINE.sub(
+        lambda m: _MARKDOWN_ENTITIES.get(m.group(), "\\" + m.group()), flat
+    )
+    return (
+        _MARKDOWN_BLOCK.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], escaped)
+        if block
         else escaped
+    )
 
 
 def _markdown(title, headers, rows, notes) -> str:
@@ -265,5 +334,7 @@ def _markdown(title, headers, rows, notes) -> str:
 
     out = [f"### {markdown_text(title)}", ""] if title else []
     if headers:
-        out += [line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows]
+        out += [line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [
+            line(r) for r in rows
+        ]
     return "\n".join(out + [""] + [markdown_text(n, block=True) for n in notes]) + "\n"

@@ -60,7 +60,9 @@ class Results:
     path: Path
     rows: pd.DataFrame
     contexts: Mapping[str, dict]
-    notes: tuple[str, ...] = ()  # what reading the store skipped or merged (its StoreWarnings), for the page
+    notes: tuple[
+        str, ...
+    ] = ()  # what reading the store skipped or merged (its StoreWarnings), for the page
 
     def experiments(self) -> list[Experiment]:
         """One Experiment per experiment name, in the order the rows first name them.
@@ -81,21 +83,31 @@ class Results:
         return out
 
 
-def _by_settings(name: str, rows: pd.DataFrame, contexts: Mapping[str, dict], path) -> list[tuple[str, pd.DataFrame]]:
+def _by_settings(
+    name: str, rows: pd.DataFrame, contexts: Mapping[str, dict], path
+) -> list[tuple[str, pd.DataFrame]]:
     """The rows of one experiment split by the fixed settings their sweeps were made with (one part if all agree)."""
     settings = {s: settings_key(contexts.get(s)) for s in sweep_ids(rows)}
     kinds = list(dict.fromkeys(k for k in settings.values() if k is not None))
     if len(kinds) < 2:
         return [(name, rows)]
     parts, firsts = [], []
-    for kind in kinds:  # a sweep without a readable context goes with the first settings (as before)
+    for (
+        kind
+    ) in kinds:  # a sweep without a readable context goes with the first settings (as before)
         sweeps = [s for s, k in settings.items() if k == kind or (k is None and kind == kinds[0])]
         firsts.append(sweeps[0])
-        mine = rows["sweep_id"].astype(str).isin(sweeps) | (rows["sweep_id"].isna() & (kind == kinds[0]))
+        mine = rows["sweep_id"].astype(str).isin(sweeps) | (
+            rows["sweep_id"].isna() & (kind == kinds[0])
+        )
         parts.append((f"{name} (settings of sweep {sweeps[0]})", rows[mine]))
-    warnings.warn(f"{path}: experiment {name!r} holds runs made with {len(kinds)} different fixed settings "
-                  f"(workload, parameters, allocators or knobs differ between the sweeps {', '.join(firsts)}); "
-                  "they are reported apart, never pooled", store.StoreWarning, stacklevel=3)
+    warnings.warn(
+        f"{path}: experiment {name!r} holds runs made with {len(kinds)} different fixed settings "
+        f"(workload, parameters, allocators or knobs differ between the sweeps {', '.join(firsts)}); "
+        "they are reported apart, never pooled",
+        store.StoreWarning,
+        stacklevel=3,
+    )
     return parts
 
 
@@ -109,7 +121,9 @@ def settings_key(context: Mapping | None) -> str | None:
     spec = context.get("spec")
     if not isinstance(spec, Mapping):
         return None
-    fixed = {k: spec.get(k) for k in ("workload", "params", "allocators", "system", "perf", "counters")}
+    fixed = {
+        k: spec.get(k) for k in ("workload", "params", "allocators", "system", "perf", "counters")
+    }
     fixed["axis_names"] = sorted(spec.get("axes") or {})
     return hashlib.sha1(json.dumps(fixed, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -124,9 +138,13 @@ def load_results(results_dir: str | os.PathLike) -> Results:
         contexts = store.load_contexts(results_dir)
         rows = store.load(results_dir, hosts=False)
         rows = store.drop_unusable_cells(rows, store.cell_columns(contexts), results_dir)
-    for warning in caught:  # said again to the caller (the CLI prints them), and kept for the HTML page
+    for (
+        warning
+    ) in caught:  # said again to the caller (the CLI prints them), and kept for the HTML page
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    notes = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, store.StoreWarning)))
+    notes = tuple(
+        dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, store.StoreWarning))
+    )
     return Results(Path(results_dir), rows, contexts, notes)
 
 
@@ -147,4 +165,6 @@ def sweep_context(rows: pd.DataFrame, contexts: Mapping[str, dict]) -> dict:
 
 def sweep_ids(rows: pd.DataFrame) -> list[str]:
     """The rows' sweep ids in order of first appearance."""
-    return [str(s) for s in rows["sweep_id"].dropna().unique()] if "sweep_id" in rows.columns else []
+    return (
+        [str(s) for s in rows["sweep_id"].dropna().unique()] if "sweep_id" in rows.columns else []
+    )

@@ -11,32 +11,49 @@ reports alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+
 import numpy as np
 import pandas as pd
 
-from ..adaptive import describe as describe_adaptive, values_by_cell
+from ..adaptive import describe as describe_adaptive
+from ..adaptive import values_by_cell
 from ..errors import HugebenchError
-from ..measure.phases import COVERAGE_EXPECTED  # the one level: a THP `always` cell below it is flagged
+from ..measure.phases import (
+    COVERAGE_EXPECTED,  # the one level: a THP `always` cell below it is flagged
+)
 from ..stats import min_runs_for, ok_rows
+from .aging import aging_sections
 from .model import Flag, Options, Report, Section
 from .rendering import display_frame, table_text, verdict, void_text
 from .results import Experiment, Results
-from .aging import aging_sections
+from .tables import (
+    VOID,
+    build_table,
+    check_metric,
+    default_metrics,
+    failure_counts,
+    in_spec_order,
+    overhead_lines,
+    ratio_display,
+    ratio_table,
+    void_compensation,
+)
 from .workload_tables import declared_tables
-from .tables import (VOID, build_table, check_metric, default_metrics, failure_counts, in_spec_order, overhead_lines,
-                     ratio_display, ratio_table, void_compensation)
 
 
 def key_value_section(title: str, facts: Mapping[str, object], **kwargs) -> Section:
     """A two-column table of facts (machine context, provenance)."""
-    return Section(title, display_frame(["", "value"], [[k, v] for k, v in facts.items()]), **kwargs)
+    return Section(
+        title, display_frame(["", "value"], [[k, v] for k, v in facts.items()]), **kwargs
+    )
 
 
 # -- the report of a results store -----------------------------------------------------------------
 
 
-def build_report(results: Results, options: Options = Options()) -> Report:
+def build_report(results: Results, options: Options | None = None) -> Report:
     """Every experiment's sections (main table, extra tables, void compensation, ...) and the provenance."""
+    options = options if options is not None else Options()
     if results.rows.empty:
         raise HugebenchError(f"{results.path}: no runs recorded yet")
     if options.primary is not None:
@@ -54,25 +71,44 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
     """The article-style table: medians, the primary metric's CI, the ratio to the baseline."""
     axes = list(options.group_by or experiment.axes)
     if not axes:
-        raise HugebenchError(f"{results.path}: no readable sweep context names the axes of {experiment.name!r}, so "
-                             "its cells cannot be told apart (a context file that could not be read is named in a "
-                             "warning; from Python, pass group_by)")
+        raise HugebenchError(
+            f"{results.path}: no readable sweep context names the axes of {experiment.name!r}, so "
+            "its cells cannot be told apart (a context file that could not be read is named in a "
+            "warning; from Python, pass group_by)"
+        )
     primary = options.primary or experiment.primary_metric
-    chosen = (options.metrics or experiment.context.get("metrics") or _workload_metrics(experiment)
-              or default_metrics(experiment.rows, primary))
+    chosen = (
+        options.metrics
+        or experiment.context.get("metrics")
+        or _workload_metrics(experiment)
+        or default_metrics(experiment.rows, primary)
+    )
     baseline = options.baseline if options.baseline is not None else experiment.baseline
     table = build_table(experiment.rows, axes, chosen, baseline, primary, options.level)
     table = in_spec_order(table, axes, experiment.axis_order)
     table.attrs["title"] = f"{experiment.name} ({_workloads(experiment.rows)})"
-    table.attrs["better"] = experiment.context.get("primary_better", "lower") if not options.primary else None
-    table.attrs["overhead"] = overhead_lines(experiment.rows, results.contexts) + adaptive_lines(experiment)
+    table.attrs["better"] = (
+        experiment.context.get("primary_better", "lower") if not options.primary else None
+    )
+    table.attrs["overhead"] = overhead_lines(experiment.rows, results.contexts) + adaptive_lines(
+        experiment
+    )
     headers, rows, notes = table_text(table)
     from .provenance import command_lines  # a command's text reports name what was measured, too
 
     notes = notes + command_lines(experiment)
-    section = Section(table.attrs["title"], display_frame(headers, rows), notes, data=table,
-                      experiment=experiment.name, summary=summary_lines(table, experiment), kind="main")
-    section.warnings = table_flags(table) + failure_flags(experiment.rows, axes) + coverage_flags(experiment, axes)
+    section = Section(
+        table.attrs["title"],
+        display_frame(headers, rows),
+        notes,
+        data=table,
+        experiment=experiment.name,
+        summary=summary_lines(table, experiment),
+        kind="main",
+    )
+    section.warnings = (
+        table_flags(table) + failure_flags(experiment.rows, axes) + coverage_flags(experiment, axes)
+    )
     if options.figures:
         from .figures import experiment_figures
 
@@ -80,14 +116,23 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
     return [section]
 
 
-def ratio_table_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
+def ratio_table_sections(
+    experiment: Experiment, results: Results, options: Options
+) -> list[Section]:
     """The workload's extra ratio tables (e.g. fleet's Temeraire trade-off)."""
     workload, axes = experiment.workload, list(options.group_by or experiment.axes)
     out = []
     for spec in workload.ratio_tables if workload else ():
         table = ratio_table(experiment.rows, axes, experiment.baseline, spec, options.level)
-        out.append(Section(spec.title, ratio_display(table, axes, spec), data=table, experiment=experiment.name,
-                           kind="ratio"))
+        out.append(
+            Section(
+                spec.title,
+                ratio_display(table, axes, spec),
+                data=table,
+                experiment=experiment.name,
+                kind="ratio",
+            )
+        )
     return out
 
 
@@ -97,8 +142,10 @@ def workload_sections(experiment: Experiment, results: Results, options: Options
     if not workload or not workload.tables:
         return []
     axes = list(options.group_by or experiment.axes)
-    return [Section(title, table, data=data, experiment=experiment.name, kind="workload")
-            for title, table, data in declared_tables(workload, experiment.rows, axes, options.level)]
+    return [
+        Section(title, table, data=data, experiment=experiment.name, kind="workload")
+        for title, table, data in declared_tables(workload, experiment.rows, axes, options.level)
+    ]
 
 
 def void_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
@@ -108,7 +155,10 @@ def void_sections(experiment: Experiment, results: Results, options: Options) ->
         return []
     axes = experiment.axes or ["allocator"]
     out = []
-    for metric, unit in ((experiment.primary_metric or "ns_per_pair", "ns/pair"), (WHOLE_RUN, "ms/Mop")):
+    for metric, unit in (
+        (experiment.primary_metric or "ns_per_pair", "ns/pair"),
+        (WHOLE_RUN, "ms/Mop"),
+    ):
         if metric not in rows.columns or (metric == WHOLE_RUN and not rows[metric].notna().any()):
             continue
         table = void_compensation(rows, axes, metric)
@@ -116,12 +166,21 @@ def void_sections(experiment: Experiment, results: Results, options: Options) ->
             continue
         table = in_spec_order(table, [a for a in axes if a in table.columns], experiment.axis_order)
         title, headers, body, notes = void_text(table, unit)
-        out.append(Section(title, display_frame(headers, body), notes, data=table, experiment=experiment.name,
-                           kind="void"))
+        out.append(
+            Section(
+                title,
+                display_frame(headers, body),
+                notes,
+                data=table,
+                experiment=experiment.name,
+                kind="void",
+            )
+        )
     return out
 
 
 WHOLE_RUN = "ms_per_mop"  # alloc-test's own figure: the whole run in ms per million operations
+
 
 def expected_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """The experiment's ``expected:`` claims, each with its verdict (``verdicts``, which builds on this module)."""
@@ -143,7 +202,13 @@ def adaptive_lines(experiment: Experiment) -> list[str]:
 
 # Per experiment, in reading order. Append a builder here and its sections appear in every format.
 EXPERIMENT_SECTIONS: list[Callable[[Experiment, Results, Options], list[Section]]] = [
-    main_table_section, expected_sections, ratio_table_sections, workload_sections, void_sections, aging_sections]
+    main_table_section,
+    expected_sections,
+    ratio_table_sections,
+    workload_sections,
+    void_sections,
+    aging_sections,
+]
 
 
 # -- warnings and summaries (from the numbers, never from prose) ------------------------------------
@@ -173,30 +238,56 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
     flags = []
     failed = table[table["status"] != "ok"]
     if len(failed):
-        flags.append(Flag(f"{len(failed)} cell(s) without a successful run: " + listing(
-            [f"{cell_label(r, axes)} ({r['status']})" for _, r in failed.iterrows()]), True))
+        flags.append(
+            Flag(
+                f"{len(failed)} cell(s) without a successful run: "
+                + listing([f"{cell_label(r, axes)} ({r['status']})" for _, r in failed.iterrows()]),
+                True,
+            )
+        )
     partly = table[(table["status"] == "ok") & (table["n_failed"] > 0)]
     if len(partly):
-        flags.append(Flag("runs failed in " + listing(
-            [f"{cell_label(r, axes)} ({r['n_failed']} of {r['n'] + r['n_failed']})" for _, r in partly.iterrows()]),
-            True))
+        flags.append(
+            Flag(
+                "runs failed in "
+                + listing(
+                    [
+                        f"{cell_label(r, axes)} ({r['n_failed']} of {r['n'] + r['n_failed']})"
+                        for _, r in partly.iterrows()
+                    ]
+                ),
+                True,
+            )
+        )
     if "ratio" in table.columns:
         compared = table[~table["is_baseline"].astype(bool) & table["ratio"].notna()]
         few = compared[compared["resolved"].isna() & ~_is_unstable(compared)]
         if len(few):
-            flags.append(Flag(f"{len(few)} ratio(s) rest on fewer than {min_runs_for(attrs.get('level', 0.95))} "
-                              f"runs, too few for a verdict (n<{min_runs_for(attrs.get('level', 0.95))}): "
-                              + listing([cell_label(r, axes) for _, r in few.iterrows()]), True))
+            flags.append(
+                Flag(
+                    f"{len(few)} ratio(s) rest on fewer than {min_runs_for(attrs.get('level', 0.95))} "
+                    f"runs, too few for a verdict (n<{min_runs_for(attrs.get('level', 0.95))}): "
+                    + listing([cell_label(r, axes) for _, r in few.iterrows()]),
+                    True,
+                )
+            )
         unresolved = compared[compared["resolved"].map(verdict) == "no"]
         if len(unresolved):
-            flags.append(Flag(f"{len(unresolved)} ratio(s) not resolved (the CI contains 1): "
-                              + listing([cell_label(r, axes) for _, r in unresolved.iterrows()]), True))
+            flags.append(
+                Flag(
+                    f"{len(unresolved)} ratio(s) not resolved (the CI contains 1): "
+                    + listing([cell_label(r, axes) for _, r in unresolved.iterrows()]),
+                    True,
+                )
+            )
     flags += stability_flags(table, axes)
     titles = {spec.column: spec.title for spec in attrs["metrics"]}
     by_reason: dict[str, list[str]] = {}
     for column, reason in attrs.get("na_reasons", {}).items():
         by_reason.setdefault(reason, []).append(f"{titles.get(column, column)} ({column})")
-    flags += [Flag(f"n/a, {reason}: {', '.join(columns)}", True) for reason, columns in by_reason.items()]
+    flags += [
+        Flag(f"n/a, {reason}: {', '.join(columns)}", True) for reason, columns in by_reason.items()
+    ]
     return flags
 
 
@@ -207,15 +298,34 @@ def stability_flags(table: pd.DataFrame, axes: Sequence[str], prefix: str = "") 
     if "stability" in table.columns:
         unstable = table[table["stability"] == "unstable"]
         if len(unstable):
-            flags.append(Flag(f"{prefix}{len(unstable)} unstable cell(s); a verdict resting on one is not shown as "
-                              "resolved: " + listing([f"{cell_label(r, axes)} ({r['stability.why']})"
-                                                      for _, r in unstable.iterrows()], 6)))
+            flags.append(
+                Flag(
+                    f"{prefix}{len(unstable)} unstable cell(s); a verdict resting on one is not shown as "
+                    "resolved: "
+                    + listing(
+                        [
+                            f"{cell_label(r, axes)} ({r['stability.why']})"
+                            for _, r in unstable.iterrows()
+                        ],
+                        6,
+                    )
+                )
+            )
     if "disturbed" in table.columns:
         hit = table[pd.to_numeric(table["disturbed"], errors="coerce").fillna(0) > 0]
         if len(hit):
-            flags.append(Flag(f"{prefix}runs measured on a disturbed machine (kept, flagged in noise.disturbed) in "
-                              + listing([f"{cell_label(r, axes)} ({int(r['disturbed'])} of {r['n']})"
-                                         for _, r in hit.iterrows()], 6)))
+            flags.append(
+                Flag(
+                    f"{prefix}runs measured on a disturbed machine (kept, flagged in noise.disturbed) in "
+                    + listing(
+                        [
+                            f"{cell_label(r, axes)} ({int(r['disturbed'])} of {r['n']})"
+                            for _, r in hit.iterrows()
+                        ],
+                        6,
+                    )
+                )
+            )
     return flags
 
 
@@ -233,21 +343,35 @@ def failure_flags(rows: pd.DataFrame, axes: Sequence[str], prefix: str = "") -> 
     format shows these, since a table can only say "failed"."""
     keys = [a for a in axes if a in rows.columns]
     by_reason: dict[str, list] = {}
-    for key, cell in (rows.groupby(keys, sort=False, dropna=False) if keys else [((), rows)]):
-        label = cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))),
-                           varying_axes(rows, keys)) if keys else "every cell"
+    for key, cell in rows.groupby(keys, sort=False, dropna=False) if keys else [((), rows)]:
+        label = (
+            cell_label(
+                pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))),
+                varying_axes(rows, keys),
+            )
+            if keys
+            else "every cell"
+        )
         for reason, n in failure_counts(cell):
             by_reason.setdefault(reason, []).append((label, n))
     ordered = sorted(by_reason.items(), key=lambda item: -sum(n for _, n in item[1]))
     flags = []
     for reason, cells in ordered[:MAX_REASONS]:
         runs = sum(n for _, n in cells)
-        flags.append(Flag(f"{prefix}{runs} run(s) failed in {len(cells)} cell(s): {reason} — "
-                          + listing([label for label, _ in cells], 6)))
+        flags.append(
+            Flag(
+                f"{prefix}{runs} run(s) failed in {len(cells)} cell(s): {reason} — "
+                + listing([label for label, _ in cells], 6)
+            )
+        )
     if len(ordered) > MAX_REASONS:
         rest = ordered[MAX_REASONS:]
-        flags.append(Flag(f"{prefix}{sum(n for _, c in rest for _, n in c)} more failed run(s) with "
-                          f"{len(rest)} other reason(s); every reason is in the rows' error column (runs.jsonl)"))
+        flags.append(
+            Flag(
+                f"{prefix}{sum(n for _, c in rest for _, n in c)} more failed run(s) with "
+                f"{len(rest)} other reason(s); every reason is in the rows' error column (runs.jsonl)"
+            )
+        )
     return flags
 
 
@@ -266,15 +390,29 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
     for key, cell in always.groupby(keys, sort=False, dropna=False):
         coverage = pd.to_numeric(cell["hp_coverage"], errors="coerce").dropna()
         if len(coverage) and coverage.median() < COVERAGE_EXPECTED:
-            label = cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named)
+            label = cell_label(
+                pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named
+            )
             short.append((coverage.median(), f"{label} ({coverage.median():.0%})"))
     if not short:
         return []
-    short = [text for _, text in sorted(short, key=lambda item: item[0])]  # the largest shortfall first
-    bases = always["hp_coverage_basis"].dropna().unique() if "hp_coverage_basis" in always.columns else []
-    basis = f" ({', '.join(map(str, bases))})" if len(bases) else ""  # which coverage: time-weighted, window end
-    return [Flag(f"huge-page coverage{basis} under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory "
-                 f"stayed on 4 KiB pages) in {len(short)} cell(s): " + listing(short))]
+    short = [
+        text for _, text in sorted(short, key=lambda item: item[0])
+    ]  # the largest shortfall first
+    bases = (
+        always["hp_coverage_basis"].dropna().unique()
+        if "hp_coverage_basis" in always.columns
+        else []
+    )
+    basis = (
+        f" ({', '.join(map(str, bases))})" if len(bases) else ""
+    )  # which coverage: time-weighted, window end
+    return [
+        Flag(
+            f"huge-page coverage{basis} under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory "
+            f"stayed on 4 KiB pages) in {len(short)} cell(s): " + listing(short)
+        )
+    ]
 
 
 def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
@@ -283,25 +421,40 @@ def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
     spec = next(s for s in attrs["metrics"] if s.column == attrs["primary"])
     measured = ok_rows(experiment.rows)
     failed = int((table["n_failed"]).sum())
-    lines = [f"{len(table)} cells, {len(measured)} successful runs" + (f", {failed} failed" if failed else "")
-             + f"; primary metric {spec.title} ({attrs['primary']}"
-             + (f", {attrs['better']} is better)." if attrs.get("better") else ").")]
+    lines = [
+        f"{len(table)} cells, {len(measured)} successful runs"
+        + (f", {failed} failed" if failed else "")
+        + f"; primary metric {spec.title} ({attrs['primary']}"
+        + (f", {attrs['better']} is better)." if attrs.get("better") else ").")
+    ]
     if "ratio" not in table.columns:
         return lines + _extremes_without_baseline(table, spec, axes)
-    compared = table[~table["is_baseline"].astype(bool) & table["ratio"].notna() & (table["status"] == "ok")]
+    compared = table[
+        ~table["is_baseline"].astype(bool) & table["ratio"].notna() & (table["status"] == "ok")
+    ]
     if compared.empty:
         return lines + ["No cell could be compared with the baseline."]
     order = compared.sort_values("ratio", ascending=attrs.get("better", "lower") != "higher")
     best, worst = order.iloc[0], order.iloc[-1]
-    lines.append(f"Best against the baseline: {cell_label(best, axes)}, {_ratio_phrase(best, spec, attrs['primary'])}.")
+    lines.append(
+        f"Best against the baseline: {cell_label(best, axes)}, {_ratio_phrase(best, spec, attrs['primary'])}."
+    )
     if len(order) > 1:
-        lines.append(f"Worst: {cell_label(worst, axes)}, {_ratio_phrase(worst, spec, attrs['primary'])}.")
-    verdicts = compared["resolved"].map(lambda v: verdict(v) or "few").where(~_is_unstable(compared), "unstable")
+        lines.append(
+            f"Worst: {cell_label(worst, axes)}, {_ratio_phrase(worst, spec, attrs['primary'])}."
+        )
+    verdicts = (
+        compared["resolved"]
+        .map(lambda v: verdict(v) or "few")
+        .where(~_is_unstable(compared), "unstable")
+    )
     unstable = (verdicts == "unstable").sum()
-    lines.append(f"{(verdicts == 'yes').sum()} of {len(compared)} differences from the baseline are resolved at "
-                 f"{attrs.get('level', 0.95):.0%} ({(verdicts == 'no').sum()} not resolved, "
-                 f"{(verdicts == 'few').sum()} with too few runs or no CI"
-                 + (f", {unstable} resting on an unstable cell)." if unstable else ")."))
+    lines.append(
+        f"{(verdicts == 'yes').sum()} of {len(compared)} differences from the baseline are resolved at "
+        f"{attrs.get('level', 0.95):.0%} ({(verdicts == 'no').sum()} not resolved, "
+        f"{(verdicts == 'few').sum()} with too few runs or no CI"
+        + (f", {unstable} resting on an unstable cell)." if unstable else ").")
+    )
     return lines
 
 
@@ -310,7 +463,8 @@ def _ratio_phrase(row: pd.Series, spec, primary: str) -> str:
     if not np.isnan(row["ratio.ci_lo"]):
         text += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
     return text + {True: ", resolved", False: ", not resolved (the CI contains 1)"}.get(
-        row["resolved"], ", too few runs for a verdict")
+        row["resolved"], ", too few runs for a verdict"
+    )
 
 
 def _extremes_without_baseline(table: pd.DataFrame, spec, axes) -> list[str]:
@@ -318,8 +472,10 @@ def _extremes_without_baseline(table: pd.DataFrame, spec, axes) -> list[str]:
     if ok.empty:
         return ["No cell has a value of the primary metric."]
     low, high = ok.iloc[0], ok.iloc[-1]
-    return [f"Lowest {spec.title}: {cell_label(low, axes)} ({spec.format(low[spec.column])}); highest: "
-            f"{cell_label(high, axes)} ({spec.format(high[spec.column])}). No baseline, so no ratios."]
+    return [
+        f"Lowest {spec.title}: {cell_label(low, axes)} ({spec.format(low[spec.column])}); highest: "
+        f"{cell_label(high, axes)} ({spec.format(high[spec.column])}). No baseline, so no ratios."
+    ]
 
 
 def _workload_metrics(experiment: Experiment) -> list[dict]:
@@ -329,4 +485,8 @@ def _workload_metrics(experiment: Experiment) -> list[dict]:
 
 
 def _workloads(rows: pd.DataFrame) -> str:
-    return ", ".join(map(str, rows["workload"].dropna().unique())) if "workload" in rows.columns else "?"
+    return (
+        ", ".join(map(str, rows["workload"].dropna().unique()))
+        if "workload" in rows.columns
+        else "?"
+    )

@@ -34,8 +34,9 @@ SPREAD_SHARE = 0.5
 LARGEST = 3  # resolved changes named in the summary
 
 
-def within_ratio(a, a_base, b, b_base, level: float = 0.95, n_boot: int = 2000,
-                 seed: int = 0) -> tuple[float, float, float]:
+def within_ratio(
+    a, a_base, b, b_base, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
     """``(median(b)/median(b_base)) / (median(a)/median(a_base))`` and its percentile-bootstrap CI, each of
     the four samples resampled on its own. NaN where a side has no values (the CI: fewer than 2 each)."""
     samples = [finite(v) for v in (a, a_base, b, b_base)]
@@ -75,11 +76,15 @@ def common_shift(ratios) -> tuple[str | None, float]:
 def shift_sentence(kind: str | None, factor: float, n: int) -> str | None:
     """The common shift in words, or None."""
     if kind == "common":
-        return (f"Every cell of B moved by about the same factor (x{factor:.3f} over {n} cells): the machine, or "
-                "what ran beside it, changed, not the configuration. Read the within-sweep ratios, which cancel it.")
+        return (
+            f"Every cell of B moved by about the same factor (x{factor:.3f} over {n} cells): the machine, or "
+            "what ran beside it, changed, not the configuration. Read the within-sweep ratios, which cancel it."
+        )
     if kind == "broad":
-        return (f"Most cells of B moved the same way (median x{factor:.3f} over {n} cells, unevenly): the two "
-                "sweeps ran on a machine in different states; read the within-sweep ratios before B / A.")
+        return (
+            f"Most cells of B moved the same way (median x{factor:.3f} over {n} cells, unevenly): the two "
+            "sweeps ran on a machine in different states; read the within-sweep ratios before B / A."
+        )
     return None
 
 
@@ -94,28 +99,43 @@ def geometric_mean_ci(ratios, level: float = 0.95) -> tuple[float, float, float]
     return math.exp(float(logs.mean())), math.exp(lo), math.exp(hi)
 
 
-def summary_lines(data: pd.DataFrame, label, better: str | None, level: float,
-                  column: str = "ratio") -> list[str]:
+def summary_lines(
+    data: pd.DataFrame, label, better: str | None, level: float, column: str = "ratio"
+) -> list[str]:
     """Geometric mean with CI, counts better / same / worse / not judged, the largest resolved changes."""
     known = data[data[column].notna()]
     if known.empty:
         return [f"{len(data)} matching cells, no ratio."]
     gm, lo, hi = geometric_mean_ci(known[column], level)
     ci = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
-    lines = [f"{len(known)} matching cells; B / A geometric mean {gm:.3f}{ci} ({level:.0%} CI over cells), "
-             f"from {known[column].min():.3f} to {known[column].max():.3f}."]
+    lines = [
+        f"{len(known)} matching cells; B / A geometric mean {gm:.3f}{ci} ({level:.0%} CI over cells), "
+        f"from {known[column].min():.3f} to {known[column].max():.3f}."
+    ]
     said = known["resolved"].map(lambda v: verdict(v) or "few")
     if "unstable" in known.columns:
         said = said.where(~known["unstable"].map(lambda v: isinstance(v, str)), "unstable")
     resolved = known[said == "yes"]
     gain = (resolved[column] < 1) if better != "higher" else (resolved[column] > 1)
-    counts = (f"B is better in {int(gain.sum())} cell(s) and worse in {int((~gain).sum())}" if better else
-              f"{len(resolved)} resolved ({int((resolved[column] > 1).sum())} up, "
-              f"{int((resolved[column] < 1).sum())} down)")
-    lines.append(f"At {level:.0%}: {counts}; {int((said == 'no').sum())} the same (CI contains 1), "
-                 f"{int((said == 'few').sum())} with too few runs, {int((said == 'unstable').sum())} unstable.")
+    counts = (
+        f"B is better in {int(gain.sum())} cell(s) and worse in {int((~gain).sum())}"
+        if better
+        else f"{len(resolved)} resolved ({int((resolved[column] > 1).sum())} up, "
+        f"{int((resolved[column] < 1).sum())} down)"
+    )
+    lines.append(
+        f"At {level:.0%}: {counts}; {int((said == 'no').sum())} the same (CI contains 1), "
+        f"{int((said == 'few').sum())} with too few runs, {int((said == 'unstable').sum())} unstable."
+    )
     if len(resolved):
-        top = resolved.assign(_size=np.abs(np.log(resolved[column]))).sort_values("_size", ascending=False)
-        lines.append("Largest resolved changes: " + "; ".join(
-            f"{label(row)} x{row[column]:.3f}" for _, row in top.head(LARGEST).iterrows()) + ".")
+        top = resolved.assign(_size=np.abs(np.log(resolved[column]))).sort_values(
+            "_size", ascending=False
+        )
+        lines.append(
+            "Largest resolved changes: "
+            + "; ".join(
+                f"{label(row)} x{row[column]:.3f}" for _, row in top.head(LARGEST).iterrows()
+            )
+            + "."
+        )
     return lines

@@ -15,7 +15,15 @@ import pandas as pd
 
 from ..errors import HugebenchError
 from ..stability import cell_stability, guard
-from ..stats import as_list, compare, describe_cell, difference_ci, failed_rows, ok_rows, require_columns
+from ..stats import (
+    as_list,
+    compare,
+    describe_cell,
+    difference_ci,
+    failed_rows,
+    ok_rows,
+    require_columns,
+)
 from .model import MetricSpec
 from .rendering import display_frame, is_missing
 from .results import sweep_ids
@@ -40,7 +48,9 @@ def as_metric(metric: MetricSpec | Mapping | str) -> MetricSpec:
     if isinstance(metric, MetricSpec):
         return metric
     if isinstance(metric, Mapping):
-        return MetricSpec(**{k: v for k, v in metric.items() if k in MetricSpec.__dataclass_fields__})
+        return MetricSpec(
+            **{k: v for k, v in metric.items() if k in MetricSpec.__dataclass_fields__}
+        )
     known = {spec.column: spec for spec in KNOWN_METRICS}
     return known.get(metric, MetricSpec(metric))
 
@@ -61,8 +71,12 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
     for column in df.columns:
         if column in _NOT_METRICS or df[column].dtype == bool:
             continue
-        values = pd.to_numeric(df[column].map(lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool)
-                                              else None), errors="coerce")
+        values = pd.to_numeric(
+            df[column].map(
+                lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+            ),
+            errors="coerce",
+        )
         if values.notna().any() and np.isfinite(values.to_numpy(float)).any():
             usable.append(str(column))
     return usable
@@ -79,16 +93,25 @@ def check_metric(df: pd.DataFrame, column: str, where: str, flag: str = "--prima
     else:
         sample = next((v for v in df[column] if not is_missing(v)), None)
         problem = f"not a numeric column (its values are like {str(sample)[:40]!r})"
-    raise HugebenchError(f"{flag} {column!r}: {problem} in {where}; numeric columns: {listed or 'none'}")
+    raise HugebenchError(
+        f"{flag} {column!r}: {problem} in {where}; numeric columns: {listed or 'none'}"
+    )
 
 
 def _recorded(df: pd.DataFrame, column: str) -> bool:
     return any(c in df.columns and df[c].notna().any() for c in (column, f"{column}.reason"))
 
 
-def build_table(df: pd.DataFrame, group_by: str | Sequence[str], metrics: Sequence,
-                baseline: Mapping | None = None, primary: str | None = None, level: float = 0.95,
-                n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def build_table(
+    df: pd.DataFrame,
+    group_by: str | Sequence[str],
+    metrics: Sequence,
+    baseline: Mapping | None = None,
+    primary: str | None = None,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per cell: status, n, n_failed, the median of each metric, a CI for ``primary``, and ratios.
 
     Columns: the ``group_by`` axes, ``status``, ``n``, ``n_failed``, each metric column (median),
@@ -117,23 +140,37 @@ def build_table(df: pd.DataFrame, group_by: str | Sequence[str], metrics: Sequen
         record = dict(zip(keys, key))
         record.update(_cell_metrics(cell, specs, primary, level, n_boot, seed))
         if base:
-            record.update(_cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed))
+            record.update(
+                _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed)
+            )
         records.append(record)
     table = pd.DataFrame.from_records(records)
-    table.attrs.update(group_by=keys, metrics=specs, primary=primary, baseline=base, level=level,
-                       na_reasons=_na_reasons(df, table, specs))
+    table.attrs.update(
+        group_by=keys,
+        metrics=specs,
+        primary=primary,
+        baseline=base,
+        level=level,
+        na_reasons=_na_reasons(df, table, specs),
+    )
     return table
 
 
-MAX_REASON = 160  # characters of a failure reason shown in a report (the whole text stays in runs.jsonl)
+MAX_REASON = (
+    160  # characters of a failure reason shown in a report (the whole text stays in runs.jsonl)
+)
 
 
 def failure_reason(row: Mapping) -> str:
     """Why a run failed, in one line: its status and the first line of its error."""
     status = str(row.get("status") or "failed")
     error = row.get("error")
-    text = str(error).strip().splitlines()[0] if isinstance(error, str) and error.strip() else "no reason recorded"
-    text = text if len(text) <= MAX_REASON else text[:MAX_REASON - 3] + "..."
+    text = (
+        str(error).strip().splitlines()[0]
+        if isinstance(error, str) and error.strip()
+        else "no reason recorded"
+    )
+    text = text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
     return text if text.startswith(status) else f"{status}: {text}"
 
 
@@ -154,6 +191,7 @@ def failures_text(rows: pd.DataFrame) -> str:
 
 def in_spec_order(table: pd.DataFrame, keys: Sequence[str], spec_axes: Mapping) -> pd.DataFrame:
     """Rows in the order the YAML lists each axis's values (never/madvise/always), not alphabetical."""
+
     def rank(column: pd.Series) -> pd.Series:
         order = {str(v): i for i, v in enumerate(spec_axes.get(column.name) or [])}
         return column.map(lambda v: order.get(str(v), len(order)))
@@ -170,16 +208,25 @@ def overhead_lines(rows: pd.DataFrame, contexts: Mapping[str, dict]) -> list[str
         context = contexts.get(sweep_id, {})
         sweep_wall, worker_wall = context.get("sweep_wall_s"), context.get("worker_wall_s_sum")
         if sweep_wall is None or not worker_wall:
-            summed = rows.loc[rows["sweep_id"] == sweep_id, "wall_s"].sum() if "wall_s" in rows else float("nan")
-            lines.append(f"Sweep {sweep_id}: no end recorded (interrupted or running); workers ran {summed:.1f} s.")
+            summed = (
+                rows.loc[rows["sweep_id"] == sweep_id, "wall_s"].sum()
+                if "wall_s" in rows
+                else float("nan")
+            )
+            lines.append(
+                f"Sweep {sweep_id}: no end recorded (interrupted or running); workers ran {summed:.1f} s."
+            )
             continue
-        lines.append(f"Orchestration overhead of sweep {sweep_id}: {sweep_wall:.1f} s sweep wall / "
-                     f"{worker_wall:.1f} s in workers = {sweep_wall / worker_wall:.2f}x.")
+        lines.append(
+            f"Orchestration overhead of sweep {sweep_id}: {sweep_wall:.1f} s sweep wall / "
+            f"{worker_wall:.1f} s in workers = {sweep_wall / worker_wall:.2f}x."
+        )
     return lines
 
 
-def void_compensation(df: pd.DataFrame, axes: list[str], metric: str = "ns_per_pair",
-                      level: float = 0.95) -> pd.DataFrame:
+def void_compensation(
+    df: pd.DataFrame, axes: list[str], metric: str = "ns_per_pair", level: float = 0.95
+) -> pd.DataFrame:
     """Per allocator cell: its median, the void cell's median (same other axes) and the difference with a CI."""
     rows = ok_rows(df)
     rows = rows[~rows.get("warmup", pd.Series(False, index=rows.index)).fillna(False).astype(bool)]
@@ -193,11 +240,18 @@ def void_compensation(df: pd.DataFrame, axes: list[str], metric: str = "ns_per_p
             match = match[match[axis] == value]
         a, b = cell[metric].to_numpy(float), match[metric].to_numpy(float)
         lo, hi = difference_ci(a, b, level=level)
-        records.append({**dict(zip(["allocator"] + others, key)), "n": len(a), "n_void": len(b),
-                        "allocator_median": np.median(a) if len(a) else np.nan,
-                        "void_median": np.median(b) if len(b) else np.nan,
-                        "difference": (np.median(a) - np.median(b)) if len(a) and len(b) else np.nan,
-                        "ci_lo": lo, "ci_hi": hi})
+        records.append(
+            {
+                **dict(zip(["allocator"] + others, key)),
+                "n": len(a),
+                "n_void": len(b),
+                "allocator_median": np.median(a) if len(a) else np.nan,
+                "void_median": np.median(b) if len(b) else np.nan,
+                "difference": (np.median(a) - np.median(b)) if len(a) and len(b) else np.nan,
+                "ci_lo": lo,
+                "ci_hi": hi,
+            }
+        )
     return pd.DataFrame.from_records(records)
 
 
@@ -208,10 +262,16 @@ def _cell_metrics(cell, specs, primary, level, n_boot, seed) -> dict:
     summary = describe_cell(cell, primary, level, n_boot, seed)
     record = {"status": summary["status"], "n": summary["n"], "n_failed": summary["n_failed"]}
     if summary["status"] == "ok" and summary["n"] == 0:
-        record["n"] = int(len(ok_rows(cell)))  # primary not measured: still say how many runs succeeded
+        record["n"] = int(
+            len(ok_rows(cell))
+        )  # primary not measured: still say how many runs succeeded
     ok = ok_rows(cell)
     for spec in specs:
-        values = pd.to_numeric(ok[spec.column], errors="coerce") if spec.column in ok else pd.Series(dtype=float)
+        values = (
+            pd.to_numeric(ok[spec.column], errors="coerce")
+            if spec.column in ok
+            else pd.Series(dtype=float)
+        )
         record[spec.column] = float(values.median()) if values.notna().any() else float("nan")
     record[f"{primary}.ci_lo"], record[f"{primary}.ci_hi"] = summary["ci_lo"], summary["ci_hi"]
     record["failures"] = failures_text(cell)
@@ -224,20 +284,45 @@ def _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed) -
     is_baseline = _same_key(tuple(record[axis] for axis in keys), wanted)
     baseline_cell = next((rows for key, rows in cells if _same_key(key, wanted)), None)
     if baseline_cell is None:
-        return {"is_baseline": False, "ratio": np.nan, "ratio.ci_lo": np.nan, "ratio.ci_hi": np.nan,
-                "ratio.paired": False, "ratio.n": 0, "resolved": None}
+        return {
+            "is_baseline": False,
+            "ratio": np.nan,
+            "ratio.ci_lo": np.nan,
+            "ratio.ci_hi": np.nan,
+            "ratio.paired": False,
+            "ratio.n": 0,
+            "resolved": None,
+        }
     ratio = compare(cell, baseline_cell, primary, level, n_boot, seed)
-    resolved, unstable = (None, None) if is_baseline else guard(
-        ratio.resolved, cell_stability(cell, primary), cell_stability(baseline_cell, primary))
-    return {"is_baseline": is_baseline, "ratio": ratio.value, "ratio.ci_lo": ratio.lo, "ratio.ci_hi": ratio.hi,
-            "ratio.paired": ratio.paired, "ratio.n": ratio.n, "resolved": resolved, "unstable": unstable}
+    resolved, unstable = (
+        (None, None)
+        if is_baseline
+        else guard(
+            ratio.resolved, cell_stability(cell, primary), cell_stability(baseline_cell, primary)
+        )
+    )
+    return {
+        "is_baseline": is_baseline,
+        "ratio": ratio.value,
+        "ratio.ci_lo": ratio.lo,
+        "ratio.ci_hi": ratio.hi,
+        "ratio.paired": ratio.paired,
+        "ratio.n": ratio.n,
+        "resolved": resolved,
+        "unstable": unstable,
+    }
 
 
 def stability_columns(cell: pd.DataFrame, metric: str) -> dict:
     """A cell's stability by the one rule (hugebench.stability): robust spread, outliers, disturbed runs."""
     stab = cell_stability(cell, metric)
-    return {"spread": stab.spread, "outliers": stab.outliers, "disturbed": stab.disturbed,
-            "stability": stab.label, "stability.why": stab.why}
+    return {
+        "spread": stab.spread,
+        "outliers": stab.outliers,
+        "disturbed": stab.disturbed,
+        "stability": stab.label,
+        "stability.why": stab.why,
+    }
 
 
 def _same_key(a: tuple, b: tuple) -> bool:
@@ -260,17 +345,26 @@ def same_value(a, b) -> bool:
     return axis_key(a) == axis_key(b)
 
 
-def _na_reasons(df: pd.DataFrame, table: pd.DataFrame, specs: Sequence[MetricSpec]) -> dict[str, str]:
+def _na_reasons(
+    df: pd.DataFrame, table: pd.DataFrame, specs: Sequence[MetricSpec]
+) -> dict[str, str]:
     reasons = {}
     for spec in specs:
         if table[spec.column].notna().any():
             continue
         if spec.column not in df.columns:
-            reasons[spec.column] = ("not recorded in these runs" if not ok_rows(df).empty else
-                                    "no run succeeded (the failure reasons are listed below the table)")
+            reasons[spec.column] = (
+                "not recorded in these runs"
+                if not ok_rows(df).empty
+                else "no run succeeded (the failure reasons are listed below the table)"
+            )
             continue
         reason_column = f"{spec.column}.reason"
-        found = df[reason_column].dropna().astype(str) if reason_column in df.columns else pd.Series(dtype=str)
+        found = (
+            df[reason_column].dropna().astype(str)
+            if reason_column in df.columns
+            else pd.Series(dtype=str)
+        )
         reasons[spec.column] = found.mode().iloc[0] if not found.empty else "no value recorded"
     return reasons
 
@@ -278,8 +372,15 @@ def _na_reasons(df: pd.DataFrame, table: pd.DataFrame, specs: Sequence[MetricSpe
 # -- ratio tables (declared in a workload's registry entry) ----------------------------------------
 
 
-def ratio_table(df: pd.DataFrame, axes: Sequence[str], baseline: Mapping, spec, level: float = 0.95,
-                n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def ratio_table(
+    df: pd.DataFrame,
+    axes: Sequence[str],
+    baseline: Mapping,
+    spec,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per cell: each of ``spec.columns`` as a ratio to the baseline cell (``<col>``, ``.ci_lo``,
     ``.ci_hi``, ``.resolved``) and ``flag``: True where both ``spec.flag`` ratios are above 1 (their CIs are in
     the ``.resolved`` columns)."""
@@ -290,15 +391,25 @@ def ratio_table(df: pd.DataFrame, axes: Sequence[str], baseline: Mapping, spec, 
     for key, cell in cells:
         record = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
         wanted = tuple(base.get(axis, record[axis]) for axis in keys)
-        base_cell = next((rows for k, rows in cells if _same_key(k if isinstance(k, tuple) else (k,), wanted)), None)
+        base_cell = next(
+            (rows for k, rows in cells if _same_key(k if isinstance(k, tuple) else (k,), wanted)),
+            None,
+        )
         for column, _ in spec.columns:
-            ratio = (compare(cell, base_cell, column, level, n_boot, seed)
-                     if base_cell is not None and column in cell and cell[column].notna().any() else None)
+            ratio = (
+                compare(cell, base_cell, column, level, n_boot, seed)
+                if base_cell is not None and column in cell and cell[column].notna().any()
+                else None
+            )
             record[column] = ratio.value if ratio else np.nan
-            record[f"{column}.ci_lo"], record[f"{column}.ci_hi"] = (ratio.lo, ratio.hi) if ratio else (np.nan, np.nan)
+            record[f"{column}.ci_lo"], record[f"{column}.ci_hi"] = (
+                (ratio.lo, ratio.hi) if ratio else (np.nan, np.nan)
+            )
             record[f"{column}.resolved"] = ratio.resolved if ratio else None
         cost, gain = spec.flag or (None, None)
-        record["flag"] = bool(cost and record.get(cost, np.nan) > 1 and record.get(gain, np.nan) > 1)
+        record["flag"] = bool(
+            cost and record.get(cost, np.nan) > 1 and record.get(gain, np.nan) > 1
+        )
         records.append(record)
     return pd.DataFrame.from_records(records)
 
@@ -321,7 +432,14 @@ def ratio_display(table: pd.DataFrame, axes: Sequence[str], spec) -> pd.DataFram
 def render_ratio_table(table: pd.DataFrame, axes: Sequence[str], spec) -> str:
     """Markdown: the axes, then "ratio [lo, hi]" per column, then the flag."""
     shown = ratio_display(table, axes, spec)
-    lines = [f"{spec.title}", "", "| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join([*row[:-1], "**yes**" if row[-1] else ""]) + " |"
-              for row in shown.itertuples(index=False)]
+    lines = [
+        f"{spec.title}",
+        "",
+        "| " + " | ".join(map(str, shown.columns)) + " |",
+        "|" + "---|" * len(shown.columns),
+    ]
+    lines += [
+        "| " + " | ".join([*row[:-1], "**yes**" if row[-1] else ""]) + " |"
+        for row in shown.itertuples(index=False)
+    ]
     return "\n".join(lines)

@@ -24,16 +24,28 @@ def terminal(stream=None) -> tuple[int | None, bool]:
     stream = stream or sys.stdout
     tty = hasattr(stream, "isatty") and stream.isatty()
     columns = os.environ.get("COLUMNS", "")
-    width = int(columns) if columns.isdigit() and int(columns) >= 20 else (
-        shutil.get_terminal_size().columns if tty else None)
+    width = (
+        int(columns)
+        if columns.isdigit() and int(columns) >= 20
+        else (shutil.get_terminal_size().columns if tty else None)
+    )
     return width, tty and "NO_COLOR" not in os.environ
 
 
-
 # Shorter headers for a narrow terminal (the footnotes keep the long names).
-ABBREVIATIONS = {"Huge-page coverage": "HP cov.", "HP coverage": "HP cov.", "p10 chunk ns": "p10 ns", "Minor faults": "Min. faults", "vs baseline": "vs base",
-                 "resolved": "res.", "Latency ns": "ns", "STLB misses": "STLB miss", "Allocator": "Alloc.",
-                 "THP defrag": "defrag", "status": "stat."}
+ABBREVIATIONS = {
+    "Huge-page coverage": "HP cov.",
+    "HP coverage": "HP cov.",
+    "p10 chunk ns": "p10 ns",
+    "Minor faults": "Min. faults",
+    "vs baseline": "vs base",
+    "resolved": "res.",
+    "Latency ns": "ns",
+    "STLB misses": "STLB miss",
+    "Allocator": "Alloc.",
+    "THP defrag": "defrag",
+    "status": "stat.",
+}
 _NOTHING = ("n/a", DASH, "")
 
 
@@ -44,17 +56,30 @@ def fit(headers, rows, notes, width, optional=()) -> tuple[list[str], list[list[
     (secondary metrics) go from the right until every word fits, named in a note."""
     if not headers or not rows:
         return headers, rows, notes
-    empty = [i for i in range(len(headers)) if all(str(r[i]).strip() in _NOTHING for r in rows)
-             and any(str(r[i]).strip() == "n/a" for r in rows)]  # a blank axis value stays
-    notes = ([f"Not shown (n/a in every row): {', '.join(headers[i] for i in empty)}."] if empty else []) + notes
+    empty = [
+        i
+        for i in range(len(headers))
+        if all(str(r[i]).strip() in _NOTHING for r in rows)
+        and any(str(r[i]).strip() == "n/a" for r in rows)
+    ]  # a blank axis value stays
+    notes = (
+        [f"Not shown (n/a in every row): {', '.join(headers[i] for i in empty)}."] if empty else []
+    ) + notes
     headers, rows = _without(headers, rows, empty)
     if _natural_width(headers, rows) <= width:
         return headers, rows, notes
     headers = [_abbreviate(h) for h in headers]
-    same = [i for i in range(len(headers)) if len(rows) > 1 and len({str(r[i]) for r in rows}) == 1
-            and headers[i] not in ("n", "status", ABBREVIATIONS["status"])]
+    same = [
+        i
+        for i in range(len(headers))
+        if len(rows) > 1
+        and len({str(r[i]) for r in rows}) == 1
+        and headers[i] not in ("n", "status", ABBREVIATIONS["status"])
+    ]
     if same:
-        notes = [f"In every row: {', '.join(f'{headers[i]} = {rows[0][i]}' for i in same)}."] + notes
+        notes = [
+            f"In every row: {', '.join(f'{headers[i]} = {rows[0][i]}' for i in same)}."
+        ] + notes
     headers, rows = _without(headers, rows, same)
     if _natural_width(headers, rows) > width:
         rows = [[re.sub(r" (\[[^\]]*\])$", r"\n\1", str(c)) for c in r] for r in rows]
@@ -67,8 +92,10 @@ def fit(headers, rows, notes, width, optional=()) -> tuple[list[str], list[list[
             narrow.insert(0, headers[i])
             headers, rows = _without(headers, rows, [i])
     if narrow:
-        notes = [f"Not shown for lack of width: {', '.join(narrow)} (a wider terminal or --format markdown "
-                 "shows them)."] + notes
+        notes = [
+            f"Not shown for lack of width: {', '.join(narrow)} (a wider terminal or --format markdown "
+            "shows them)."
+        ] + notes
     return headers, rows, notes
 
 
@@ -80,8 +107,12 @@ def _column_widths(headers, rows, width) -> list[int | None]:
     if not n or _word_width(headers, rows) > width:
         return [None] * n
     least = [_longest_word(headers, rows, i) for i in range(n)]
-    natural = [max([len(headers[i])] + [len(line) for r in rows for line in str(r[i]).splitlines() or [""]])
-               for i in range(n)]
+    natural = [
+        max(
+            [len(headers[i])] + [len(line) for r in rows for line in str(r[i]).splitlines() or [""]]
+        )
+        for i in range(n)
+    ]
     spare = width - (sum(least) + 3 * n + 1)
     given = list(least)
     for i in sorted(range(n), key=lambda i: natural[i] - least[i]):
@@ -97,13 +128,21 @@ def _word_width(headers, rows) -> int:
 
 
 def _longest_word(headers, rows, i) -> int:
-    return min(max([len(w) for r in rows for w in str(r[i]).split()] + [len(w) for w in headers[i].split()] + [1]),
-               20)
+    return min(
+        max(
+            [len(w) for r in rows for w in str(r[i]).split()]
+            + [len(w) for w in headers[i].split()]
+            + [1]
+        ),
+        20,
+    )
 
 
 def _without(headers, rows, drop) -> tuple[list[str], list[list[str]]]:
-    return ([h for i, h in enumerate(headers) if i not in drop],
-            [[c for i, c in enumerate(r) if i not in drop] for r in rows])
+    return (
+        [h for i, h in enumerate(headers) if i not in drop],
+        [[c for i, c in enumerate(r) if i not in drop] for r in rows],
+    )
 
 
 def _abbreviate(header: str) -> str:
@@ -113,14 +152,23 @@ def _abbreviate(header: str) -> str:
 
 def _natural_width(headers, rows) -> int:
     """Characters of the widest line of the table at its natural width (cells on one line)."""
-    widths = [max([len(h)] + [len(line) for r in rows for line in str(r[i]).splitlines() or [""]])
-              for i, h in enumerate(headers)]
+    widths = [
+        max([len(h)] + [len(line) for r in rows for line in str(r[i]).splitlines() or [""]])
+        for i, h in enumerate(headers)
+    ]
     return sum(widths) + 3 * len(widths) + 1
 
 
 # Cell text that gets a colour on a terminal: a reader's eye goes to failures and verdicts first.
-_STYLES = {"failed": "bold red", "timeout": "bold red", "crashed": "bold red", "skipped": "yellow", "yes": "green",
-           "no": "yellow", "baseline": "cyan"}
+_STYLES = {
+    "failed": "bold red",
+    "timeout": "bold red",
+    "crashed": "bold red",
+    "skipped": "yellow",
+    "yes": "green",
+    "no": "yellow",
+    "baseline": "cyan",
+}
 
 
 def _cell(text: str, color: bool):
@@ -145,14 +193,23 @@ def rich_text(title, headers, rows, notes, width, color=False) -> str:
     for row in rows:
         table.add_row(*(_cell(str(c), color) for c in row))
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width or 10_000, color_system="standard" if color else None,
-                      force_terminal=color, no_color=not color)
+    console = Console(
+        file=buffer,
+        width=width or 10_000,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        no_color=not color,
+    )
     if headers:
         console.print(table)
     elif title:
         console.print(title, markup=False, highlight=False, style="bold" if color else None)
     for note in notes:
         style = "yellow" if color and note.startswith("warning:") else None
-        indent = len(note) - len(note.lstrip(" "))  # a continued summary keeps its indent when it wraps
-        console.print(Padding(Text(note.lstrip(" "), style=style or ""), (0, 0, 0, indent), expand=False))
+        indent = len(note) - len(
+            note.lstrip(" ")
+        )  # a continued summary keeps its indent when it wraps
+        console.print(
+            Padding(Text(note.lstrip(" "), style=style or ""), (0, 0, 0, indent), expand=False)
+        )
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"

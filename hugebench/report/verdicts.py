@@ -32,17 +32,38 @@ import pandas as pd
 
 from ..stability import cell_stability, guard
 from ..stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
-from .rendering import display_frame, format_axis, format_si, render_section
-from .published import published_sections
-from .results import Experiment
 from .model import Flag, Section
+from .published import published_sections
+from .rendering import display_frame, format_axis, format_si, render_section
+from .results import Experiment
 from .tables import same_value
 
 MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED, NOT_MEASURABLE = (
-    "magnitude within the CI", "direction holds", "contradicted", "not resolved", "not measurable here")
+    "magnitude within the CI",
+    "direction holds",
+    "contradicted",
+    "not resolved",
+    "not measurable here",
+)
 VERDICTS = (MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED, NOT_MEASURABLE)
-COLUMNS = ["claim", "kind", "metric", "published", "measured", "ci_lo", "ci_hi", "n", "verdict", "why",
-           "source", "note", "published_from", "published_to", "quantity", "scope"]
+COLUMNS = [
+    "claim",
+    "kind",
+    "metric",
+    "published",
+    "measured",
+    "ci_lo",
+    "ci_hi",
+    "n",
+    "verdict",
+    "why",
+    "source",
+    "note",
+    "published_from",
+    "published_to",
+    "quantity",
+    "scope",
+]
 
 
 def ratio_verdict(published: float, ratio: Ratio) -> tuple[str, str]:
@@ -51,11 +72,17 @@ def ratio_verdict(published: float, ratio: Ratio) -> tuple[str, str]:
     if math.isnan(ratio.value) or math.isnan(ratio.lo) or math.isnan(ratio.hi):
         return NOT_RESOLVED, "no interval (fewer than 2 successful runs on a side)"
     if ratio.n < needed:
-        return NOT_RESOLVED, f"n={ratio.n}: fewer than {needed} runs for a {ratio.level:.0%} verdict"
+        return (
+            NOT_RESOLVED,
+            f"n={ratio.n}: fewer than {needed} runs for a {ratio.level:.0%} verdict",
+        )
     contains_one = ratio.lo <= 1.0 <= ratio.hi
     if published == 1.0:
-        return (MAGNITUDE, "no difference, as published") if contains_one else (
-            CONTRADICTED, "a difference where none was published")
+        return (
+            (MAGNITUDE, "no difference, as published")
+            if contains_one
+            else (CONTRADICTED, "a difference where none was published")
+        )
     if contains_one:
         return NOT_RESOLVED, "the CI contains 1"
     if (ratio.lo > 1.0) != (published > 1.0):
@@ -70,12 +97,16 @@ def direction_verdict(direction: str, ratio: Ratio) -> tuple[str, str]:
     """The verdict on a published direction ("lower": cell below vs, "higher": above) from a measured ratio."""
     judged = ratio_verdict(0.5 if direction == "lower" else 2.0, ratio)
     if judged[0] in (MAGNITUDE, DIRECTION):
-        return DIRECTION, f"the CI lies {'below' if direction == 'lower' else 'above'} 1, as published"
+        return (
+            DIRECTION,
+            f"the CI lies {'below' if direction == 'lower' else 'above'} 1, as published",
+        )
     return judged
 
 
-def value_verdict(published: float, n: int, median: float, lo: float, hi: float,
-                  level: float = 0.95) -> tuple[str, str]:
+def value_verdict(
+    published: float, n: int, median: float, lo: float, hi: float, level: float = 0.95
+) -> tuple[str, str]:
     """The verdict on a published value of one cell from its measured median's CI over ``n`` runs."""
     needed = min_runs_for(level)
     if n == 0:
@@ -99,8 +130,9 @@ def stable_verdict(judged: tuple[str, str], *stabilities) -> tuple[str, str]:
     return (NOT_RESOLVED, f"{unstable} (would be: {verdict})") if unstable else judged
 
 
-def claim_verdicts(rows: pd.DataFrame, expected: Mapping, level: float = 0.95, n_boot: int = 2000,
-                   seed: int = 0) -> pd.DataFrame:
+def claim_verdicts(
+    rows: pd.DataFrame, expected: Mapping, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> pd.DataFrame:
     """One row per claim of ``expected`` (the spec's section): published and measured numbers and the verdict.
 
     Pure: ``rows`` are run rows (any status; warm-ups are ignored) with the axis columns of the claims' cells.
@@ -109,11 +141,20 @@ def claim_verdicts(rows: pd.DataFrame, expected: Mapping, level: float = 0.95, n
     for claim in expected.get("claims", ()):
         metric = claim.get("metric") or expected.get("metric")
         cell_rows = _select(rows, claim["cell"])
-        record = {"claim": claim.get("name") or _label(claim), "metric": metric,
-                  "source": claim.get("source") or expected.get("source"), "note": claim.get("note"),
-                  "quantity": claim.get("quantity") or metric, "scope": claim.get("scope")}
+        record = {
+            "claim": claim.get("name") or _label(claim),
+            "metric": metric,
+            "source": claim.get("source") or expected.get("source"),
+            "note": claim.get("note"),
+            "quantity": claim.get("quantity") or metric,
+            "scope": claim.get("scope"),
+        }
         if claim.get("vs"):
-            record.update(_ratio_record(claim, cell_rows, _select(rows, claim["vs"]), metric, level, n_boot, seed))
+            record.update(
+                _ratio_record(
+                    claim, cell_rows, _select(rows, claim["vs"]), metric, level, n_boot, seed
+                )
+            )
         else:
             record.update(_value_record(claim, cell_rows, metric, level, n_boot, seed))
         records.append(record)
@@ -126,7 +167,9 @@ def verdict_table(experiment: Experiment, level: float = 0.95) -> pd.DataFrame |
     if not expected or not expected.get("claims"):
         return None
     table = claim_verdicts(experiment.rows, expected, level)
-    table.attrs.update(title=f"{experiment.name}: expected vs observed", level=level, source=expected.get("source"))
+    table.attrs.update(
+        title=f"{experiment.name}: expected vs observed", level=level, source=expected.get("source")
+    )
     return table
 
 
@@ -137,34 +180,68 @@ def verdict_sections(experiment: Experiment, results, options) -> list[Section]:
     if table is None:
         return []
     expected = experiment.context["spec"]["expected"]
-    return [*published_sections(table, expected, experiment.name, options.level, NOT_MEASURABLE),
-            verdict_section(table, experiment.name)]
+    return [
+        *published_sections(table, expected, experiment.name, options.level, NOT_MEASURABLE),
+        verdict_section(table, experiment.name),
+    ]
 
 
 def verdict_section(table: pd.DataFrame, experiment: str | None = None) -> Section:
     """A computed verdict table (:func:`claim_verdicts`) as a section: display text, notes, the claims not
     upheld as warnings."""
     sources = list(dict.fromkeys(s for s in table["source"] if isinstance(s, str)))
-    headers = ["Claim", "Metric", "Published", f"Measured [{table.attrs.get('level', 0.95):.0%} CI]", "n", "Verdict",
-               "Why"]
+    headers = [
+        "Claim",
+        "Metric",
+        "Published",
+        f"Measured [{table.attrs.get('level', 0.95):.0%} CI]",
+        "n",
+        "Verdict",
+        "Why",
+    ]
     body = []
     for _, row in table.iterrows():
         mark = f" [{sources.index(row['source']) + 1}]" if row["source"] in sources else ""
-        body.append([f"{row['claim']}{mark}", row["metric"], row["published"], row["measured"], row["n"],
-                     row["verdict"], row["why"] + (f" ({row['note']})" if isinstance(row["note"], str) else "")])
-    notes = ["Verdicts: magnitude within the CI = the published number is inside the measured CI (for a ratio, "
-             "a CI that excludes 1 on the published side); direction holds = the CI excludes 1 on the published "
-             "side; contradicted = the CI lies on the other side of 1, or a value outside it; not resolved = a "
-             "missing or failed cell, no CI, too few runs, or a ratio's CI containing 1; not measurable here = "
-             "the runs succeeded but none recorded the claim's column (the why gives the reason they stored). "
-             "Ratios are cell / vs, paired by repetition block."]
+        body.append(
+            [
+                f"{row['claim']}{mark}",
+                row["metric"],
+                row["published"],
+                row["measured"],
+                row["n"],
+                row["verdict"],
+                row["why"] + (f" ({row['note']})" if isinstance(row["note"], str) else ""),
+            ]
+        )
+    notes = [
+        "Verdicts: magnitude within the CI = the published number is inside the measured CI (for a ratio, "
+        "a CI that excludes 1 on the published side); direction holds = the CI excludes 1 on the published "
+        "side; contradicted = the CI lies on the other side of 1, or a value outside it; not resolved = a "
+        "missing or failed cell, no CI, too few runs, or a ratio's CI containing 1; not measurable here = "
+        "the runs succeeded but none recorded the claim's column (the why gives the reason they stored). "
+        "Ratios are cell / vs, paired by repetition block."
+    ]
     notes += [f"[{i}] {source}" for i, source in enumerate(sources, start=1)]
     counts = table["verdict"].value_counts()
-    summary = [f"{len(table)} published claim(s): " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts)]
-    warnings = [Flag(f"claim {row['claim']}: {row['verdict']} ({row['why']})", in_table=True)
-                for _, row in table.iterrows() if row["verdict"] in (CONTRADICTED, NOT_RESOLVED)]
-    return Section(table.attrs.get("title") or "expected vs observed", display_frame(headers, body), notes, warnings,
-                   summary, data=table, experiment=experiment, kind="verdicts")
+    summary = [
+        f"{len(table)} published claim(s): "
+        + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts)
+    ]
+    warnings = [
+        Flag(f"claim {row['claim']}: {row['verdict']} ({row['why']})", in_table=True)
+        for _, row in table.iterrows()
+        if row["verdict"] in (CONTRADICTED, NOT_RESOLVED)
+    ]
+    return Section(
+        table.attrs.get("title") or "expected vs observed",
+        display_frame(headers, body),
+        notes,
+        warnings,
+        summary,
+        data=table,
+        experiment=experiment,
+        kind="verdicts",
+    )
 
 
 def render_verdicts(table: pd.DataFrame, fmt: str = "rich") -> str:
@@ -192,45 +269,118 @@ def published_ratio_text(claim: Mapping) -> str:
 def _ratio_record(claim, cell_rows, vs_rows, metric, level, n_boot, seed) -> dict:
     published = claim.get("ratio")
     missing = _missing(cell_rows, "cell") or _missing(vs_rows, "vs")
-    record = {"kind": "ratio", "published": published_ratio_text(claim), "published_from": claim.get("vs_value"),
-              "published_to": claim.get("value")}
+    record = {
+        "kind": "ratio",
+        "published": published_ratio_text(claim),
+        "published_from": claim.get("vs_value"),
+        "published_to": claim.get("value"),
+    }
     if missing:
-        return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_RESOLVED,
-                "why": missing}
+        return {
+            **record,
+            "measured": "n/a",
+            "ci_lo": np.nan,
+            "ci_hi": np.nan,
+            "n": 0,
+            "verdict": NOT_RESOLVED,
+            "why": missing,
+        }
     unmeasured = unmeasured_reason(cell_rows, metric) or unmeasured_reason(vs_rows, metric)
     if unmeasured:
-        return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_MEASURABLE,
-                "why": unmeasured}
+        return {
+            **record,
+            "measured": "n/a",
+            "ci_lo": np.nan,
+            "ci_hi": np.nan,
+            "n": 0,
+            "verdict": NOT_MEASURABLE,
+            "why": unmeasured,
+        }
     ratio = compare(cell_rows, vs_rows, metric, level, n_boot, seed)
-    verdict, why = (direction_verdict(claim["direction"], ratio) if claim.get("direction")
-                    else ratio_verdict(published, ratio))
-    if not ratio.lo <= 1.0 <= ratio.hi:  # a verdict that a difference is resolved: only on stable cells
-        verdict, why = stable_verdict((verdict, why), cell_stability(cell_rows, metric),
-                                      cell_stability(vs_rows, metric))
-    measured = "n/a" if math.isnan(ratio.value) else f"{ratio.value:.3f}" + (
-        "" if math.isnan(ratio.lo) else f" [{ratio.lo:.3f}, {ratio.hi:.3f}]")
-    return {**record, "measured": measured, "ci_lo": ratio.lo, "ci_hi": ratio.hi, "n": ratio.n, "verdict": verdict,
-            "why": why}
+    verdict, why = (
+        direction_verdict(claim["direction"], ratio)
+        if claim.get("direction")
+        else ratio_verdict(published, ratio)
+    )
+    if (
+        not ratio.lo <= 1.0 <= ratio.hi
+    ):  # a verdict that a difference is resolved: only on stable cells
+        verdict, why = stable_verdict(
+            (verdict, why), cell_stability(cell_rows, metric), cell_stability(vs_rows, metric)
+        )
+    measured = (
+        "n/a"
+        if math.isnan(ratio.value)
+        else f"{ratio.value:.3f}"
+        + ("" if math.isnan(ratio.lo) else f" [{ratio.lo:.3f}, {ratio.hi:.3f}]")
+    )
+    return {
+        **record,
+        "measured": measured,
+        "ci_lo": ratio.lo,
+        "ci_hi": ratio.hi,
+        "n": ratio.n,
+        "verdict": verdict,
+        "why": why,
+    }
 
 
 def _value_record(claim, cell_rows, metric, level, n_boot, seed) -> dict:
     published = claim["value"]
-    record = {"kind": "value", "published": format_si(published) if published >= 1e5 else f"{published:g}", "published_from": None, "published_to": published}
+    record = {
+        "kind": "value",
+        "published": format_si(published) if published >= 1e5 else f"{published:g}",
+        "published_from": None,
+        "published_to": published,
+    }
     missing = _missing(cell_rows, "cell")
     if missing:
-        return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_RESOLVED,
-                "why": missing}
+        return {
+            **record,
+            "measured": "n/a",
+            "ci_lo": np.nan,
+            "ci_hi": np.nan,
+            "n": 0,
+            "verdict": NOT_RESOLVED,
+            "why": missing,
+        }
     unmeasured = unmeasured_reason(cell_rows, metric)
     if unmeasured:
-        return {**record, "measured": "n/a", "ci_lo": np.nan, "ci_hi": np.nan, "n": 0, "verdict": NOT_MEASURABLE,
-                "why": unmeasured}
+        return {
+            **record,
+            "measured": "n/a",
+            "ci_lo": np.nan,
+            "ci_hi": np.nan,
+            "n": 0,
+            "verdict": NOT_MEASURABLE,
+            "why": unmeasured,
+        }
     summary = describe_cell(cell_rows, metric, level, n_boot, seed)
-    verdict, why = stable_verdict(value_verdict(published, summary["n"], summary["median"], summary["ci_lo"],
-                                                summary["ci_hi"], level), cell_stability(cell_rows, metric))
-    measured = "n/a" if summary["n"] == 0 else _number(summary["median"]) + (
-        "" if math.isnan(summary["ci_lo"]) else f" [{_number(summary['ci_lo'])}, {_number(summary['ci_hi'])}]")
-    return {**record, "measured": measured, "ci_lo": summary["ci_lo"], "ci_hi": summary["ci_hi"], "n": summary["n"],
-            "verdict": verdict, "why": why}
+    verdict, why = stable_verdict(
+        value_verdict(
+            published, summary["n"], summary["median"], summary["ci_lo"], summary["ci_hi"], level
+        ),
+        cell_stability(cell_rows, metric),
+    )
+    measured = (
+        "n/a"
+        if summary["n"] == 0
+        else _number(summary["median"])
+        + (
+            ""
+            if math.isnan(summary["ci_lo"])
+            else f" [{_number(summary['ci_lo'])}, {_number(summary['ci_hi'])}]"
+        )
+    )
+    return {
+        **record,
+        "measured": measured,
+        "ci_lo": summary["ci_lo"],
+        "ci_hi": summary["ci_hi"],
+        "n": summary["n"],
+        "verdict": verdict,
+        "why": why,
+    }
 
 
 def _missing(cell_rows: pd.DataFrame, side: str) -> str | None:
@@ -248,7 +398,11 @@ def unmeasured_reason(cell_rows: pd.DataFrame, metric: str) -> str | None:
     ok = ok_rows(cell_rows)
     if metric in ok.columns and pd.to_numeric(ok[metric], errors="coerce").notna().any():
         return None
-    reasons = ok[metric + ".reason"].dropna() if metric + ".reason" in ok.columns else pd.Series(dtype=object)
+    reasons = (
+        ok[metric + ".reason"].dropna()
+        if metric + ".reason" in ok.columns
+        else pd.Series(dtype=object)
+    )
     if len(reasons):
         return f"{metric}: {reasons.astype(str).mode().iloc[0]}"
     return f"no successful run recorded {metric}"
@@ -267,8 +421,11 @@ def _label(claim: Mapping) -> str:
     cell, vs = claim["cell"], claim.get("vs") or {}
     text = " ".join(f"{axis}={format_axis(value)}" for axis, value in cell.items())
     if vs:
-        text += " vs " + " ".join(f"{axis}={format_axis(value)}" for axis, value in vs.items()
-                                  if not same_value(value, cell.get(axis)))
+        text += " vs " + " ".join(
+            f"{axis}={format_axis(value)}"
+            for axis, value in vs.items()
+            if not same_value(value, cell.get(axis))
+        )
     return text
 
 

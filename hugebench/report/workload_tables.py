@@ -33,8 +33,11 @@ def declared_display(table: pd.DataFrame, axes: Sequence[str], spec, level: floa
     for row in table.to_dict("records"):
         cells = [format_axis(row[a]) for a in shown]
         for column in spec.columns:
-            cells.extend(_ratio_cells(row, column) if hasattr(column, "verdict") else [_text(row[column.column],
-                                                                                             column.fmt)])
+            cells.extend(
+                _ratio_cells(row, column)
+                if hasattr(column, "verdict")
+                else [_text(row[column.column], column.fmt)]
+            )
         body.append(cells)
     return display_frame(headers, body)
 
@@ -52,5 +55,9 @@ def _ratio_cells(row: Mapping, column) -> list:
         ratio, verdict = format(value, column.fmt), ""
     else:
         ratio = f"{format(value, column.fmt)} [{format(lo, column.fmt)}, {format(hi, column.fmt)}]"
-        verdict = {True: "yes", False: "no", None: column.undecided}[row[column.verdict]] if column.verdict else ""
+        verdict = (
+            {True: "yes", False: "no", None: column.undecided}[row[column.verdict]]
+            if column.verdict
+            else ""
+        )
     return [ratio, verdict] if column.verdict else [ratio]

@@ -17,16 +17,29 @@ from ..measure.perf import perf_stat_argv
 from .rundir import RunDir
 
 
-def measured_argv(program: Sequence[str], alloc_env: Mapping[str, str], rundir: RunDir, *,
-                  status: str | os.PathLike | None = None, perf_bin: str | None = None, perf_events: Sequence = (),
-                  perf_extra: Sequence[str] = (), probe_dir: str | os.PathLike | None = None,
-                  text_pages: str | None = None, extra_env: Mapping[str, str] | None = None) -> list[str]:
+def measured_argv(
+    program: Sequence[str],
+    alloc_env: Mapping[str, str],
+    rundir: RunDir,
+    *,
+    status: str | os.PathLike | None = None,
+    perf_bin: str | None = None,
+    perf_events: Sequence = (),
+    perf_extra: Sequence[str] = (),
+    probe_dir: str | os.PathLike | None = None,
+    text_pages: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> list[str]:
     """``program`` launched by hb-exec (its end recorded in ``status``, default the run directory's) under
     ``alloc_env`` plus the probe and text libraries, with ``extra_env`` last; wrapped in ``perf stat`` writing
     to the run directory's perf.csv when ``perf_bin`` and ``perf_events`` are given."""
-    env = measured_environment(alloc_env, probe_dir=probe_dir, text_pages=text_pages, text_dir=rundir.text)
+    env = measured_environment(
+        alloc_env, probe_dir=probe_dir, text_pages=text_pages, text_dir=rundir.text
+    )
     env.update(extra_env or {})
     argv = launch_argv(program, env, status or rundir.status)
     if perf_bin and perf_events:
-        argv = perf_stat_argv(perf_bin, list(perf_events), str(rundir.perf), list(perf_extra)) + argv
+        argv = (
+            perf_stat_argv(perf_bin, list(perf_events), str(rundir.perf), list(perf_extra)) + argv
+        )
     return argv

@@ -15,14 +15,17 @@ from pathlib import Path
 from .. import kernel
 from ..environment import worker_environment
 from ..launch import Launched, signal_name, tail
-from ..measure import disturbance, perf as perf_mod
+from ..measure import disturbance
+from ..measure import perf as perf_mod
 from ..system.aging import AgedMemory
 from ..system.containment import RunContainer, record_dir
 from .argv import measured_argv
 from .rows import base_row, failure, measured_apart, oom_verdict, reply_fields
 from .rundir import RunDir
 
-SUPERVISOR_GRACE_S = 30.0  # a program's worker: its start-up, the server's stop and the reply, past the timeout
+SUPERVISOR_GRACE_S = (
+    30.0  # a program's worker: its start-up, the server's stop and the reply, past the timeout
+)
 
 
 def run_one(run, setup, state, options) -> dict:
@@ -43,9 +46,16 @@ def run_one(run, setup, state, options) -> dict:
         if setup.condition_memory:
             state.condition_memory(**setup.condition_memory)
         return _measure(run, setup, state, options, row, knobs)
-    aged = AgedMemory(run.memory_state, state, proc_root=options.proc_root, sys_root=options.sys_root,
-                      records=record_dir(options.journal), reserve_bytes=run.memory_estimate, run_id=run.run_id,
-                      drop_caches=bool(setup.condition_memory.get("drop_caches")))
+    aged = AgedMemory(
+        run.memory_state,
+        state,
+        proc_root=options.proc_root,
+        sys_root=options.sys_root,
+        records=record_dir(options.journal),
+        reserve_bytes=run.memory_estimate,
+        run_id=run.run_id,
+        drop_caches=bool(setup.condition_memory.get("drop_caches")),
+    )
     try:
         if _entered(aged).failed is None:
             _measure(run, setup, state, options, row, knobs)
@@ -77,8 +87,13 @@ def _measure(run, setup, state, options, row: dict, knobs: dict) -> dict:
     changed = {k: (v, now) for k, v in before.items() if (now := state.snapshot().get(k)) != v}
     if changed and row["status"] == "ok":
         what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
-        row.update(failure("disturbed", f"kernel settings changed during the run ({what}): "
-                                        "someone else changed them; the row is kept out of statistics"))
+        row.update(
+            failure(
+                "disturbed",
+                f"kernel settings changed during the run ({what}): "
+                "someone else changed them; the row is kept out of statistics",
+            )
+        )
     return row
 
 
@@ -98,7 +113,10 @@ def execute(run, setup, options) -> dict:
     """Launch one worker (under perf stat when enabled) in the run's own directory and containment and turn
     whatever happens into row fields."""
     oom_before = kernel.read_vmstat(options.proc_root).get("oom_kill", 0)
-    with RunDir.create() as rundir, RunContainer(run.run_id, record_dir(options.journal)) as container:
+    with (
+        RunDir.create() as rundir,
+        RunContainer(run.run_id, record_dir(options.journal)) as container,
+    ):
         setup.request_for(run).write(rundir.request)
         argv, timeout, page_cache = _worker_argv(run, setup, options, rundir)
         fields = _spawn(argv, worker_environment({}), timeout, rundir, container)
@@ -109,13 +127,22 @@ def execute(run, setup, options) -> dict:
             fields.update(page_cache)
             fields.update(_text_columns(run.text_pages, rundir.text, fields))
     fields.update(container.columns)
-    return oom_verdict(fields, kernel.read_vmstat(options.proc_root).get("oom_kill", 0) - oom_before)
+    return oom_verdict(
+        fields, kernel.read_vmstat(options.proc_root).get("oom_kill", 0) - oom_before
+    )
 
 
 def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float, dict]:
     """The worker's command line, its timeout and the page-cache columns of its text (built-in workloads)."""
-    worker = [options.python, "-m", "hugebench.run.worker",
-              "--request", str(rundir.request), "--reply", str(rundir.reply)]
+    worker = [
+        options.python,
+        "-m",
+        "hugebench.run.worker",
+        "--request",
+        str(rundir.request),
+        "--reply",
+        str(rundir.reply),
+    ]
     if run.workload_def.runner:
         # The worker supervises a program: the allocator, perf and the text library are for the program,
         # which the worker starts the same way (see run.supervisor), reporting here too. The
@@ -128,9 +155,14 @@ def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float,
         rundir.text.mkdir()
         page_cache = text.prepare_page_cache(os.path.realpath(options.python), run.text_pages)
     perf = setup.perf
-    argv = measured_argv(worker, setup.allocators[run.allocator].environment(), rundir,
-                         perf_bin=perf.bin if perf else None, perf_events=perf.events if perf else (),
-                         text_pages=run.text_pages)
+    argv = measured_argv(
+        worker,
+        setup.allocators[run.allocator].environment(),
+        rundir,
+        perf_bin=perf.bin if perf else None,
+        perf_events=perf.events if perf else (),
+        text_pages=run.text_pages,
+    )
     return argv, run.timeout, page_cache
 
 
@@ -150,13 +182,17 @@ def _text_columns(mode: str, text_dir: Path, fields: dict) -> dict:
 def _spawn(argv, env, timeout, rundir: RunDir, container: RunContainer) -> dict:
     """Run argv in its own session and the run's containment; its real end comes from hb-exec's status file
     (perf hides signals)."""
-    launched = Launched(argv, env, rundir.path, stdout=rundir.stderr, status_path=rundir.status, container=container)
+    launched = Launched(
+        argv, env, rundir.path, stdout=rundir.stderr, status_path=rundir.status, container=container
+    )
     ended = launched.wait(timeout)
     fields = {"wall_s": ended.wall_s, "exit_code": ended.code, "stderr_tail": tail(rundir.stderr)}
     fields.update({f"worker.{k}": v for k, v in ended.status.items()})
     code = ended.code
     if ended.timed_out:
-        fields.update(failure("timeout", f"worker ran past its timeout of {timeout:g} s and was killed"))
+        fields.update(
+            failure("timeout", f"worker ran past its timeout of {timeout:g} s and was killed")
+        )
     elif code < 0 or code > 128:
         name = signal_name(-code if code < 0 else code - 128)
         fields.update(failure("crashed", f"worker died of signal {name}", signal=name))

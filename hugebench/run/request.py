@@ -27,7 +27,9 @@ class WorkerRequest:
     # For a workload that runs a program (workload.runner): the worker wraps the program, not itself.
     perf_bin: str | None = None
     perf_events: tuple = ()
-    text_pages: str | None = None  # the program's text (hugebench.text); a built-in worker gets it from its parent
+    text_pages: str | None = (
+        None  # the program's text (hugebench.text); a built-in worker gets it from its parent
+    )
 
     def write(self, path) -> None:
         write_json_atomic(path, asdict(self), default=str)

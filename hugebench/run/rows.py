@@ -19,7 +19,11 @@ from ..storerows import STATUSES
 from .rundir import read_reply
 
 FAILURES = tuple(s for s in STATUSES if s != "ok")
-WORKER_FAILURES = ("failed", "crashed", "timeout")  # what a worker's reply may say of its run; else "failed"
+WORKER_FAILURES = (
+    "failed",
+    "crashed",
+    "timeout",
+)  # what a worker's reply may say of its run; else "failed"
 
 
 def now() -> str:
@@ -29,10 +33,20 @@ def now() -> str:
 def base_row(run, sweep_id: str) -> dict:
     """The identifying columns every row has, success or failure (status ``ok`` until a failure says not)."""
     row = {
-        "schema_version": SCHEMA_VERSION, "run_id": run.run_id, "cell_id": run.cell_id, "sweep_id": sweep_id,
-        "experiment": run.experiment, "workload": run.workload, "repetition": run.repetition,
-        "order_index": run.order_index, "warmup": run.warmup, "status": "ok", "error": None,
-        "stderr_tail": None, "started_at": now(), "wall_s": None,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run.run_id,
+        "cell_id": run.cell_id,
+        "sweep_id": sweep_id,
+        "experiment": run.experiment,
+        "workload": run.workload,
+        "repetition": run.repetition,
+        "order_index": run.order_index,
+        "warmup": run.warmup,
+        "status": "ok",
+        "error": None,
+        "stderr_tail": None,
+        "started_at": now(),
+        "wall_s": None,
     }
     row["allocator"] = run.allocator  # also when the file has no allocator axis
     add_user_columns(row, {k: v for k, v in run.cell.items() if k != "allocator"}, "axis")
@@ -71,8 +85,13 @@ def oom_verdict(fields: dict, vmstat_oom_kills: int) -> dict:
         hit = fields.get("status") == "crashed" and fields.get("signal") == "SIGKILL" and kills > 0
     fields["oom_kills"] = kills
     if hit:
-        fields.update(failure("oom", f"killed by the OOM killer ({source} rose by {kills} during the run; "
-                                     f"{fields.get('error')})"))
+        fields.update(
+            failure(
+                "oom",
+                f"killed by the OOM killer ({source} rose by {kills} during the run; "
+                f"{fields.get('error')})",
+            )
+        )
     return fields
 
 
@@ -94,16 +113,25 @@ def reply_fields(path: str | Path, fields: dict) -> dict:
         return {}
     reply = read_reply(path)
     if reply is None:
-        return failure("failed", f"worker exited with code {fields.get('exit_code')} without a reply")
+        return failure(
+            "failed", f"worker exited with code {fields.get('exit_code')} without a reply"
+        )
     if reply.get("status") != "ok":
         status = reply.get("status") if reply.get("status") in WORKER_FAILURES else "failed"
-        return failure(status, reply.get("error") or "worker reported failure",
-                       stdout_tail=reply.get("output_tail"), signal=reply.get("signal"))
+        return failure(
+            status,
+            reply.get("error") or "worker reported failure",
+            stdout_tail=reply.get("output_tail"),
+            signal=reply.get("signal"),
+        )
     out = dict(reply["row"])
     clash = clashes(out)
     if clash:  # names are checked at load; a reply that would rewrite who the run is, or how it ended, is a bug
-        return failure("failed", f"the worker's reply would replace the row's own column(s) {', '.join(clash)}; "
-                                 "nothing of it was kept")
+        return failure(
+            "failed",
+            f"the worker's reply would replace the row's own column(s) {', '.join(clash)}; "
+            "nothing of it was kept",
+        )
     if fields.get("exit_code"):
         out.update(failure("failed", f"worker replied but exited with code {fields['exit_code']}"))
     return out

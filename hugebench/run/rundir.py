@@ -68,7 +68,6 @@ class RunDir:
             return None
 
 
-
 def read_reply(path: str | os.PathLike) -> dict | None:
     """The worker's reply (None: it wrote none, or not a JSON object)."""
     try:

@@ -37,8 +37,13 @@ class CommandFailed(RuntimeError):
     how it ended and what it printed last, ``signal`` the signal that killed it (the sweep tells an OOM kill
     from a crash by it)."""
 
-    def __init__(self, message: str, status: str = "failed", output: str | None = None,
-                 signal: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        status: str = "failed",
+        output: str | None = None,
+        signal: str | None = None,
+    ):
         super().__init__(message)
         self.status, self.output, self.signal = status, output_tail(output), signal
 
@@ -67,11 +72,18 @@ class Command:
             return template.substitute(value, values)
 
         server = params.get("server")
-        return cls(argv=sub(list(params["argv"])), cwd=params.get("cwd") or ".", env=sub(dict(params.get("env") or {})),
-                   metric=parse_metric(params.get("metric")), setup=sub(params["setup"]) if params.get("setup") else None,
-                   server=sub(dict(server)) if server else None, sample_interval=float(params.get("sample_interval", 1.0)),
-                   window=params.get("window", "process"), stdin=sub(params.get("stdin")),
-                   stdout=sub(params.get("stdout")))
+        return cls(
+            argv=sub(list(params["argv"])),
+            cwd=params.get("cwd") or ".",
+            env=sub(dict(params.get("env") or {})),
+            metric=parse_metric(params.get("metric")),
+            setup=sub(params["setup"]) if params.get("setup") else None,
+            server=sub(dict(server)) if server else None,
+            sample_interval=float(params.get("sample_interval", 1.0)),
+            window=params.get("window", "process"),
+            stdin=sub(params.get("stdin")),
+            stdout=sub(params.get("stdout")),
+        )
 
     def resolved(self, env: dict) -> Command:
         """The same command with its program (and a server's) as the absolute file it names on the user's PATH
@@ -86,7 +98,11 @@ class Command:
                 raise CommandFailed(f"{where}: {why} (PATH={user_path(env)}); nothing was measured")
             return [path, *argv[1:]]
 
-        server = {**self.server, "argv": absolute(self.server["argv"], "server.argv")} if self.server else None
+        server = (
+            {**self.server, "argv": absolute(self.server["argv"], "server.argv")}
+            if self.server
+            else None
+        )
         return replace(self, argv=absolute(self.argv, "argv"), server=server)
 
     @property
@@ -100,7 +116,9 @@ def run(request, workdir: Path) -> dict:
     tmp = workdir / "tmp"
     tmp.mkdir(exist_ok=True)
     command = Command.from_params(request.run["params"], tmp)
-    deadline = time.monotonic() + float(request.run["timeout"])  # the orchestrator allows the worker more
+    deadline = time.monotonic() + float(
+        request.run["timeout"]
+    )  # the orchestrator allows the worker more
     base_env = {**os.environ, **command.env}
     if command.setup:
         _run_setup(command, base_env, workdir, deadline)
@@ -111,8 +129,14 @@ def run(request, workdir: Path) -> dict:
         row, output = measured.serve(deadline)
     else:
         row, output = measured.run_program(deadline)
-    row.update({f"vmstat.{k}": v for k, v in
-                kernel.counter_delta(vm_before, kernel.read_vmstat(), kernel.THP_VMSTAT).items()})
+    row.update(
+        {
+            f"vmstat.{k}": v
+            for k, v in kernel.counter_delta(
+                vm_before, kernel.read_vmstat(), kernel.THP_VMSTAT
+            ).items()
+        }
+    )
     value, why = extract(command.metric, output, row.get(WINDOW_COLUMN))
     row[command.metric.column] = value
     if why:
@@ -124,15 +148,22 @@ def run(request, workdir: Path) -> dict:
 
 def _run_setup(command: Command, env: dict, workdir: Path, deadline: float) -> None:
     out = workdir / "setup.out"
-    ended = Launched(command.setup, env, command.cwd, stdout=out).wait(max(1.0, deadline - time.monotonic()))
+    ended = Launched(command.setup, env, command.cwd, stdout=out).wait(
+        max(1.0, deadline - time.monotonic())
+    )
     if ended.timed_out or ended.code != 0:
         how = "ran past the run's timeout" if ended.timed_out else _how(ended)
-        raise CommandFailed(f"setup command {command.setup[0]!r} {how}; nothing was measured",
-                            output=tail(out))
+        raise CommandFailed(
+            f"setup command {command.setup[0]!r} {how}; nothing was measured", output=tail(out)
+        )
 
 
 def _how(ended: Ended) -> str:
-    return f"died of signal {ended.signal_name}" if ended.code < 0 else f"exited with code {ended.code}"
+    return (
+        f"died of signal {ended.signal_name}"
+        if ended.code < 0
+        else f"exited with code {ended.code}"
+    )
 
 
 class _Measured:
@@ -146,12 +177,17 @@ class _Measured:
         self.probes.mkdir(exist_ok=True)
         self.status = workdir / "measured.status"
         self.sampler = CoverageSampler()
-        rundir = RunDir(workdir)  # the worker's run directory: the sweep reads perf.csv and text/ from it
+        rundir = RunDir(
+            workdir
+        )  # the worker's run directory: the sweep reads perf.csv and text/ from it
         # glibc cells preload libc itself, so that glibc's malloc wins over one the program is linked with
         library = request.allocator_path or allocators.glibc_path()
         program = command.server["argv"] if command.server else command.argv
-        self.page_cache = (prepare_text(command.program, request.text_pages, rundir.text)
-                           if request.text_pages else {})
+        self.page_cache = (
+            prepare_text(command.program, request.text_pages, rundir.text)
+            if request.text_pages
+            else {}
+        )
         self.control = None
         perf_extra: list[str] = []
         # perf stat puts its own directories first on its child's PATH: the program gets the user's back
@@ -160,12 +196,22 @@ class _Measured:
             perf_ctl = perf_ack = None
             if request.perf_bin:  # perf starts disabled and counts the program's windows only
                 perf_ctl, perf_ack, perf_extra = perf_fifos(workdir)
-            self.control = ControlChannel(workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge)
+            self.control = ControlChannel(
+                workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge
+            )
             extra_env = {**self.control.env(), **extra_env}
-        self.argv = measured_argv(program, {**request.allocator_env, "LD_PRELOAD": library or ""}, rundir,
-                                  status=self.status, perf_bin=request.perf_bin, perf_events=request.perf_events,
-                                  perf_extra=perf_extra, probe_dir=self.probes, text_pages=request.text_pages,
-                                  extra_env=extra_env)
+        self.argv = measured_argv(
+            program,
+            {**request.allocator_env, "LD_PRELOAD": library or ""},
+            rundir,
+            status=self.status,
+            perf_bin=request.perf_bin,
+            perf_events=request.perf_events,
+            perf_extra=perf_extra,
+            probe_dir=self.probes,
+            text_pages=request.text_pages,
+            extra_env=extra_env,
+        )
         self.env = base_env
         self.window_end: dict | None = None
         self._last_sample = 0.0
@@ -183,9 +229,16 @@ class _Measured:
         output = streams.output()
         self._check_end(ended, "the program", output)
         if self.control and not self.control.windows():
-            raise CommandFailed("window: markers, but the program marked no window (it never wrote 'enable' to "
-                                "$HUGEBENCH_CTL: use hugebench_window.h or hugebench.window)", output=output)
-        window = self.control.window_seconds() if self.control else ended.status.get("wall_s", ended.wall_s)
+            raise CommandFailed(
+                "window: markers, but the program marked no window (it never wrote 'enable' to "
+                "$HUGEBENCH_CTL: use hugebench_window.h or hugebench.window)",
+                output=output,
+            )
+        window = (
+            self.control.window_seconds()
+            if self.control
+            else ended.status.get("wall_s", ended.wall_s)
+        )
         return self._row(ended, window, end=self.window_end if self.control else None), output
 
     # -- a server under a load driver ------------------------------------------------------------------
@@ -196,10 +249,17 @@ class _Measured:
         launched = self._launch(Streams(None, self.workdir, "server"))
         try:
             self._wait_ready(launched, server_out, deadline)
-            driver = Launched(self.command.argv, self.env, self.command.cwd,
-                              status_path=self.workdir / "driver.status", **driver_streams.files())
+            driver = Launched(
+                self.command.argv,
+                self.env,
+                self.command.cwd,
+                status_path=self.workdir / "driver.status",
+                **driver_streams.files(),
+            )
             driven = self._sample_while(driver, deadline)
-            self.window_end = self.sampler.sample()  # the server's state at the end of the timed window
+            self.window_end = (
+                self.sampler.sample()
+            )  # the server's state at the end of the timed window
         except BaseException:
             launched.kill()
             launched.proc.wait()
@@ -211,29 +271,49 @@ class _Measured:
         output = driver_streams.output()
         if driven.timed_out or driven.code != 0:
             status = "timeout" if driven.timed_out else "failed"
-            raise CommandFailed(f"the load driver {self.command.argv[0]!r} "
-                                f"{'ran past the timeout' if driven.timed_out else _how(driven)}", status, output)
+            raise CommandFailed(
+                f"the load driver {self.command.argv[0]!r} "
+                f"{'ran past the timeout' if driven.timed_out else _how(driven)}",
+                status,
+                output,
+            )
         if ended.code not in (0, 128 + 15, -15) and not ended.timed_out:
-            raise CommandFailed(f"the server {_how(ended)} before it was stopped", "crashed" if ended.code < 0
-                                else "failed", read_output(server_out), ended.signal_name)
+            raise CommandFailed(
+                f"the server {_how(ended)} before it was stopped",
+                "crashed" if ended.code < 0 else "failed",
+                read_output(server_out),
+                ended.signal_name,
+            )
         self._check_leftovers(ended)
-        window = self.control.window_seconds() if self.control else driven.status.get("wall_s", driven.wall_s)
+        window = (
+            self.control.window_seconds()
+            if self.control
+            else driven.status.get("wall_s", driven.wall_s)
+        )
         row = self._row(ended, window, end=self.window_end)
         row["server_stop_s"] = ended.wall_s
         return row, output
 
     def _wait_ready(self, launched: Launched, server_out: Path, deadline: float) -> None:
         ready = self.command.server.get("ready") or {}
-        limit = min(deadline, time.monotonic() + float(self.command.server.get("ready_timeout", READY_TIMEOUT_S)))
+        limit = min(
+            deadline,
+            time.monotonic() + float(self.command.server.get("ready_timeout", READY_TIMEOUT_S)),
+        )
         while not _is_ready(ready, server_out):
             if launched.proc.poll() is not None:
                 ended = launched.wait(1)
-                raise CommandFailed(f"the server {_how(ended)} before it was ready", output=read_output(server_out))
+                raise CommandFailed(
+                    f"the server {_how(ended)} before it was ready", output=read_output(server_out)
+                )
             if time.monotonic() > limit:
                 launched.kill()
-                raise CommandFailed(f"the server was not ready ({ready}) within "
-                                    f"{self.command.server.get('ready_timeout', READY_TIMEOUT_S)} s",
-                                    "timeout", read_output(server_out))
+                raise CommandFailed(
+                    f"the server was not ready ({ready}) within "
+                    f"{self.command.server.get('ready_timeout', READY_TIMEOUT_S)} s",
+                    "timeout",
+                    read_output(server_out),
+                )
             self._tick()
             time.sleep(POLL_S)
 
@@ -242,7 +322,9 @@ class _Measured:
     def _launch(self, streams: Streams) -> Launched:
         if self.control:
             self.control.start()
-        return Launched(self.argv, self.env, self.command.cwd, status_path=self.status, **streams.files())
+        return Launched(
+            self.argv, self.env, self.command.cwd, status_path=self.status, **streams.files()
+        )
 
     def _watch(self, launched: Launched, deadline: float) -> Ended:
         try:
@@ -267,28 +349,43 @@ class _Measured:
 
     def _check_end(self, ended: Ended, what: str, output: str) -> None:
         if ended.timed_out:
-            raise CommandFailed(f"{what} ran past the run's timeout and was killed", "timeout", output)
+            raise CommandFailed(
+                f"{what} ran past the run's timeout and was killed", "timeout", output
+            )
         if ended.code != 0:
-            raise CommandFailed(f"{what} {_how(ended)}", "crashed" if ended.code < 0 else "failed", output,
-                                ended.signal_name)
+            raise CommandFailed(
+                f"{what} {_how(ended)}",
+                "crashed" if ended.code < 0 else "failed",
+                output,
+                ended.signal_name,
+            )
         self._check_leftovers(ended)
 
     def _check_leftovers(self, ended: Ended) -> None:
         left = ended.status.get("leftover_processes") or 0
         if left:
-            raise CommandFailed(f"the program left {left} process(es) running after it ended (a daemon?); they "
-                                "were killed. Measure a program that stays in the foreground (e.g. a server's "
-                                "--daemonize no)")
+            raise CommandFailed(
+                f"the program left {left} process(es) running after it ended (a daemon?); they "
+                "were killed. Measure a program that stays in the foreground (e.g. a server's "
+                "--daemonize no)"
+            )
 
     def _row(self, ended: Ended, window: float, end: dict | None) -> dict:
         from ..command.probe import read_exits, read_probes, verify
 
         probes = read_probes(self.probes)
-        row = verify(self.request.allocator, self.request.allocator_path, probes, self.request.allocator_expect)
+        row = verify(
+            self.request.allocator,
+            self.request.allocator_path,
+            probes,
+            self.request.allocator_expect,
+        )
         exits = read_exits(self.probes)
         end = end or _sum_exits(exits) or self.sampler.last or {}
         row[WINDOW_COLUMN] = window
-        row["program_path"] = self.command.program  # the file that ran, resolved once on the user's PATH
+        row["program_path"] = (
+            self.command.program
+        )  # the file that ran, resolved once on the user's PATH
         # each process image the probe saw (its /proc/self/exe): the interpreter of a script, a driver's children
         # and every one the sampler saw in the tree (a static child the probe cannot enter, too)
         exes = {str(p["exe"]) for p in probes if p.get("exe")} | self.sampler.exes
@@ -296,33 +393,52 @@ class _Measured:
         if self.control:
             row["windows"] = len(self.control.windows())
         status = ended.status
-        row.update({"utime_s": status.get("utime_s"), "stime_s": status.get("stime_s"),
-                    "minflt": status.get("minflt"), "majflt": status.get("majflt"),
-                    "peak_rss_bytes": status["maxrss_kib"] * 1024 if "maxrss_kib" in status else None,
-                    "process_wall_s": status.get("wall_s", ended.wall_s),
-                    "noise.migrations": status.get("nr_migrations")})  # the program's, not its supervisor's
+        row.update(
+            {
+                "utime_s": status.get("utime_s"),
+                "stime_s": status.get("stime_s"),
+                "minflt": status.get("minflt"),
+                "majflt": status.get("majflt"),
+                "peak_rss_bytes": status["maxrss_kib"] * 1024 if "maxrss_kib" in status else None,
+                "process_wall_s": status.get("wall_s", ended.wall_s),
+                "noise.migrations": status.get("nr_migrations"),
+            }
+        )  # the program's, not its supervisor's
         row.update(tree_peak_rss(exits, self.sampler.rss_peaks))
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
         row.update(self.sampler.summary())
-        row.update(_coverage_columns(coverage(end) if end else None, row.get("hp_coverage_tw"),
-                                     run_to_end=not (self.control or self.command.server),
-                                     interval=self.command.sample_interval))
+        row.update(
+            _coverage_columns(
+                coverage(end) if end else None,
+                row.get("hp_coverage_tw"),
+                run_to_end=not (self.control or self.command.server),
+                interval=self.command.sample_interval,
+            )
+        )
         row.update(self.page_cache)
         return row
 
 
-def _coverage_columns(at_end: float | None, time_weighted: float | None, run_to_end: bool, interval: float) -> dict:
+def _coverage_columns(
+    at_end: float | None, time_weighted: float | None, run_to_end: bool, interval: float
+) -> dict:
     """``hp_coverage`` is the coverage that describes the measured phase, and ``hp_coverage_basis`` says which
     one it is: for a program timed to its end, time-weighted over its run (at exit it has often freed most of
     its memory: ``sort`` is at 0% then, 99% over its run), kept as ``hp_coverage_exit`` beside it; for a
     marked window or a server, at the end of the timed window."""
     if not run_to_end:
         return {"hp_coverage": at_end, "hp_coverage_basis": "window end"}
-    out = {"hp_coverage": time_weighted, "hp_coverage_basis": "time-weighted", "hp_coverage_exit": at_end}
+    out = {
+        "hp_coverage": time_weighted,
+        "hp_coverage_basis": "time-weighted",
+        "hp_coverage_exit": at_end,
+    }
     if time_weighted is None:
-        out["hp_coverage.reason"] = (f"no coverage sample was read while the program ran (sample_interval "
-                                     f"{interval} s): sample more often for a short program")
+        out["hp_coverage.reason"] = (
+            f"no coverage sample was read while the program ran (sample_interval "
+            f"{interval} s): sample more often for a short program"
+        )
     return out
 
 

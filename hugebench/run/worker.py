@@ -60,20 +60,29 @@ def _apply_process_thp(request: WorkerRequest) -> dict:
     from ..system import disable_thp_for_this_process
 
     if not disable_thp_for_this_process():
-        raise RuntimeError("PR_SET_THP_DISABLE did not take effect; THP 'never' cannot be had without root here")
+        raise RuntimeError(
+            "PR_SET_THP_DISABLE did not take effect; THP 'never' cannot be had without root here"
+        )
     return {"thp_prctl_disabled": True}
 
 
 def _verify_allocator(request: WorkerRequest) -> dict:
     mapped = allocators.verify_mapped(request.allocator, request.allocator_path, kernel.read_maps())
-    malloc_from = allocators.verify_malloc(request.allocator, request.allocator_path, allocators.malloc_provider())
+    malloc_from = allocators.verify_malloc(
+        request.allocator, request.allocator_path, allocators.malloc_provider()
+    )
     missing = [k for k, v in request.allocator_env.items() if os.environ.get(k) != v]
     if missing:
-        raise RuntimeError(f"allocator knob(s) {', '.join(missing)} not in the worker's environment")
+        raise RuntimeError(
+            f"allocator knob(s) {', '.join(missing)} not in the worker's environment"
+        )
     probed = allocators.probe_knobs()
     allocators.check_expected(request.allocator, request.allocator_expect, probed)
-    return {"allocator_mapped": mapped, "allocator_malloc_from": malloc_from,
-            **{f"allocator.{k}": v for k, v in probed.items()}}
+    return {
+        "allocator_mapped": mapped,
+        "allocator_malloc_from": malloc_from,
+        **{f"allocator.{k}": v for k, v in probed.items()},
+    }
 
 
 def run(request: WorkerRequest) -> dict:
@@ -81,7 +90,9 @@ def run(request: WorkerRequest) -> dict:
     row = _apply_process_thp(request)
     spec = request.run
     workload = workloads.get(spec["workload"], spec.get("workload_module", ""))
-    if workload.runner:  # a program is the measured process; it proves its own allocator (probe library)
+    if (
+        workload.runner
+    ):  # a program is the measured process; it proves its own allocator (probe library)
         module, _, function = workload.runner.partition(":")
         row.update(getattr(importlib.import_module(module), function)(request, Path.cwd()))
         return row
@@ -89,8 +100,10 @@ def run(request: WorkerRequest) -> dict:
     from .. import _core
 
     if _core.build_info().get("debug"):
-        raise RuntimeError("hugebench._core is a Debug build; numbers from it would be misleading. "
-                           "Reinstall with the default (Release) build")
+        raise RuntimeError(
+            "hugebench._core is a Debug build; numbers from it would be misleading. "
+            "Reinstall with the default (Release) build"
+        )
     recorder = phases.PhaseRecorder(timed_phase=workload.timed_phase)
     resolved = [CounterSpec(**c) for c in request.counters]
     counters = [c.as_tuple() for c in resolved if c.reason is None]
@@ -114,10 +127,16 @@ def _derived(row: dict, workload) -> dict:
     """Per-operation metrics from the timed phase's own counters (NaN where a counter is missing)."""
     ops = row.get(workload.ops_column) or math.nan
     elapsed_ns = (row.get(f"phase.{workload.timed_phase}.s") or math.nan) * 1e9
-    derived = derive(row, ops, row.get("peak_rss_bytes") or math.nan, elapsed_ns=elapsed_ns, source="pmu")
+    derived = derive(
+        row, ops, row.get("peak_rss_bytes") or math.nan, elapsed_ns=elapsed_ns, source="pmu"
+    )
     derived.pop("ns_per_op", None)  # each workload reports its own primary latency
-    inputs = {"cycles_per_op": "cycles", "stlb_misses_per_1k_ops": "stlb_misses", "walk_cycles_share": "walk_cycles",
-              "faults_per_gib": "page_faults"}
+    inputs = {
+        "cycles_per_op": "cycles",
+        "stlb_misses_per_1k_ops": "stlb_misses",
+        "walk_cycles_share": "walk_cycles",
+        "faults_per_gib": "page_faults",
+    }
     for name, counter in inputs.items():
         if name in derived and math.isnan(derived[name]):
             derived[f"{name}.reason"] = row.get(f"pmu.{counter}.reason") or "input missing"
@@ -152,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
         output = getattr(exc, "output", None)
         if output is None:  # a program's own failure is its output, not our traceback
             traceback.print_exc(file=sys.stderr)
-        reply = {"status": getattr(exc, "status", "failed"), "error": f"{type(exc).__name__}: {exc}",
-                 "output_tail": output, "signal": getattr(exc, "signal", None)}
+        reply = {
+            "status": getattr(exc, "status", "failed"),
+            "error": f"{type(exc).__name__}: {exc}",
+            "output_tail": output,
+            "signal": getattr(exc, "signal", None),
+        }
         code = 1
     write_reply(args.reply, reply)
     return code

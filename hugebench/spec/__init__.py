@@ -27,19 +27,60 @@ flag, which ``hugebench.cluster`` runs).
 
 from __future__ import annotations
 
-from ..yamlsafe import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES  # noqa: F401 (limits re-exported)
+from ..yamlsafe import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
 from .cells import void_problem
-from .claims import workload_metrics
-from .model import (DEFAULT_ALLOCATOR, KNOB_PREFIXES, MAX_REPETITIONS, MAX_RUNS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP,
-                    MEMORY_AXIS, PERF_MODES, TEXT_AXIS, THP_MODES, ExperimentSpec, canonical_knob, cells, is_knob, matches)
-from .claims import _CLAIM_KEYS, _EXPECTED_KEYS
-from .validation import _AUTO_KEYS, _TOP_KEYS, AUTO_MIN_DEFAULT, load_spec, parse_spec  # noqa: F401 (_TOP_KEYS: the fuzz test)
+from .claims import _CLAIM_KEYS, _EXPECTED_KEYS, workload_metrics
+from .model import (
+    DEFAULT_ALLOCATOR,
+    KNOB_PREFIXES,
+    MAX_REPETITIONS,
+    MAX_RUNS,
+    MAX_SEED,
+    MAX_TIMEOUT,
+    MAX_WARMUP,
+    MEMORY_AXIS,
+    PERF_MODES,
+    TEXT_AXIS,
+    THP_MODES,
+    ExperimentSpec,
+    canonical_knob,
+    cells,
+    is_knob,
+    matches,
+)
+from .validation import _AUTO_KEYS, _TOP_KEYS, AUTO_MIN_DEFAULT, load_spec, parse_spec
 
 # Public: every key a file may have, one line each; what validation checks, and the manual's reference
 # (hugebench.docgen).
 TOP_KEYS, AUTO_KEYS, EXPECTED_KEYS, CLAIM_KEYS = _TOP_KEYS, _AUTO_KEYS, _EXPECTED_KEYS, _CLAIM_KEYS
 
-__all__ = ["AUTO_KEYS", "AUTO_MIN_DEFAULT", "CLAIM_KEYS", "EXPECTED_KEYS", "TOP_KEYS", "DEFAULT_ALLOCATOR", "KNOB_PREFIXES", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES",
-           "MAX_REPETITIONS", "MAX_RUNS", "MAX_SEED", "MAX_TIMEOUT", "MAX_WARMUP", "MEMORY_AXIS", "PERF_MODES", "TEXT_AXIS",
-           "THP_MODES", "ExperimentSpec", "canonical_knob", "cells", "is_knob", "load_spec", "matches",
-           "parse_spec", "void_problem", "workload_metrics"]
+__all__ = [
+    "AUTO_KEYS",
+    "AUTO_MIN_DEFAULT",
+    "CLAIM_KEYS",
+    "EXPECTED_KEYS",
+    "TOP_KEYS",
+    "DEFAULT_ALLOCATOR",
+    "KNOB_PREFIXES",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_NODES",
+    "MAX_REPETITIONS",
+    "MAX_RUNS",
+    "MAX_SEED",
+    "MAX_TIMEOUT",
+    "MAX_WARMUP",
+    "MEMORY_AXIS",
+    "PERF_MODES",
+    "TEXT_AXIS",
+    "THP_MODES",
+    "ExperimentSpec",
+    "canonical_knob",
+    "cells",
+    "is_knob",
+    "load_spec",
+    "matches",
+    "parse_spec",
+    "void_problem",
+    "workload_metrics",
+]

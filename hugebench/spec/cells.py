@@ -10,7 +10,17 @@ import math
 from pathlib import Path
 
 from .. import workloads
-from .model import DEFAULT_ALLOCATOR, MAX_RUNS, MEMORY_AXIS, TEXT_AXIS, ExperimentSpec, canonical_knob, cells, is_knob, matches
+from .model import (
+    DEFAULT_ALLOCATOR,
+    MAX_RUNS,
+    MEMORY_AXIS,
+    TEXT_AXIS,
+    ExperimentSpec,
+    canonical_knob,
+    cells,
+    is_knob,
+    matches,
+)
 
 
 def _cells(data, key, axes, where, many):
@@ -19,15 +29,22 @@ def _cells(data, key, axes, where, many):
         return () if many else {}
     items = raw if many else [raw]
     if many and not isinstance(raw, list):
-        raise where.error((key,), "must be a list of partial cells, e.g. [{allocator: glibc, thp: always}]")
-    parsed = [_partial_cell(cell, (key, i) if many else (key,), axes, where) for i, cell in enumerate(items)]
+        raise where.error(
+            (key,), "must be a list of partial cells, e.g. [{allocator: glibc, thp: always}]"
+        )
+    parsed = [
+        _partial_cell(cell, (key, i) if many else (key,), axes, where)
+        for i, cell in enumerate(items)
+    ]
     return tuple(parsed) if many else parsed[0]
 
 
 def _partial_cell(cell, path, axes, where) -> dict:
     """A mapping axis -> value with every value on its axis (coerced: '10M' -> 10000000; thp -> thp.enabled)."""
     if not isinstance(cell, dict) or not cell:
-        raise where.error(path, "must be a mapping axis -> value, e.g. {allocator: glibc, thp: never}")
+        raise where.error(
+            path, "must be a mapping axis -> value, e.g. {allocator: glibc, thp: never}"
+        )
     norm = {}
     for name, value in cell.items():
         axis = canonical_knob(name) if isinstance(name, str) and is_knob(name) else name
@@ -38,14 +55,21 @@ def _partial_cell(cell, path, axes, where) -> dict:
         allowed = axes[axis]
         coerced = _coerce_like(value, allowed)
         if coerced not in allowed:
-            raise where.error(path + (name,), f"value {value!r} is not on the axis; "
-                                              f"allowed: {', '.join(map(str, allowed))}")
+            raise where.error(
+                path + (name,),
+                f"value {value!r} is not on the axis; allowed: {', '.join(map(str, allowed))}",
+            )
         norm[axis] = coerced
     return norm
 
 
 def _coerce_like(value, allowed):
-    if isinstance(value, str) and allowed and isinstance(allowed[0], int) and not isinstance(allowed[0], bool):
+    if (
+        isinstance(value, str)
+        and allowed
+        and isinstance(allowed[0], int)
+        and not isinstance(allowed[0], bool)
+    ):
         try:
             return workloads.parse_count(value)
         except ValueError:
@@ -64,11 +88,17 @@ def _check_cells(spec: ExperimentSpec, workload, where) -> None:
     blocks = spec.adaptive.get("max", spec.repetitions)
     runs = len(left) * (blocks + spec.warmup)
     if runs > MAX_RUNS:
-        raise where.error(("repetitions",), f"{blocks} repetitions (+{spec.warmup} warm-up) of "
-                                            f"{len(left)} cells make {runs} runs; at most {MAX_RUNS} are allowed")
+        raise where.error(
+            ("repetitions",),
+            f"{blocks} repetitions (+{spec.warmup} warm-up) of "
+            f"{len(left)} cells make {runs} runs; at most {MAX_RUNS} are allowed",
+        )
     if spec.baseline and not any(matches(cell, spec.baseline) for cell in left):
-        raise where.error(("baseline",), "every cell with the baseline's values is excluded by 'exclude:'; "
-                                         "ratios would have nothing to compare with")
+        raise where.error(
+            ("baseline",),
+            "every cell with the baseline's values is excluded by 'exclude:'; "
+            "ratios would have nothing to compare with",
+        )
     for low, high in _ordered_params(workload):
         _check_order(spec, workload, left, low, high, where)
     _check_min_duration(spec, workload, left, where)
@@ -82,16 +112,24 @@ def _check_text_thp(spec: ExperimentSpec, left, where) -> None:
         mode = cell.get("thp.enabled", spec.system.get("thp.enabled"))
         if cell.get(TEXT_AXIS) == "thp" and mode == "never":
             on_axis = "thp.enabled" in spec.axes
-            fix = "leave it out: exclude: [{text_pages: thp, thp: never}]" if on_axis else "set THP madvise"
-            raise where.error(("axes", TEXT_AXIS) if on_axis else ("system", "thp"),
-                              f"text_pages thp needs THP 'madvise' or 'always', but a cell has THP 'never'; {fix}")
+            fix = (
+                "leave it out: exclude: [{text_pages: thp, thp: never}]"
+                if on_axis
+                else "set THP madvise"
+            )
+            raise where.error(
+                ("axes", TEXT_AXIS) if on_axis else ("system", "thp"),
+                f"text_pages thp needs THP 'madvise' or 'always', but a cell has THP 'never'; {fix}",
+            )
 
 
 def void_problem(workload, allocator) -> str | None:
     """Why the allocator ``void`` (no malloc at all) cannot run this workload, or None."""
     if allocator.mode == "void" and "allocator_mode" not in workload.params:
-        return (f"allocator {allocator.name!r} only applies to workloads with an allocator_mode parameter "
-                f"(alloctest); {workload.name} always uses malloc")
+        return (
+            f"allocator {allocator.name!r} only applies to workloads with an allocator_mode parameter "
+            f"(alloctest); {workload.name} always uses malloc"
+        )
     return None
 
 
@@ -114,19 +152,22 @@ def _check_min_duration(spec: ExperimentSpec, workload, left, where) -> None:
         duration, need = cell.get("duration_s", default), allocator.min_duration_s()
         if duration < need:
             key = ("axes", "duration_s") if "duration_s" in spec.axes else ("params", "duration_s")
-            raise where.error(key, f"{duration} s is too short for allocator {allocator.name!r}: it hugifies only "
-                                   f"after hpa_hugify_delay_ms, so runs need duration_s >= {need:g} s")
+            raise where.error(
+                key,
+                f"{duration} s is too short for allocator {allocator.name!r}: it hugifies only "
+                f"after hpa_hugify_delay_ms, so runs need duration_s >= {need:g} s",
+            )
 
 
 def _ordered_params(workload) -> list[tuple[str, str]]:
     """Parameter pairs that must not cross: key_min <= key_max, min_size <= max_size."""
     pairs = []
     for name in workload.params:
-        for low, high in ((("_min", "_max"), ("min_", "max_"))):
+        for low, high in (("_min", "_max"), ("min_", "max_")):
             if name.endswith(low) and name[: -len(low)] + high in workload.params:
                 pairs.append((name, name[: -len(low)] + high))
-            elif name.startswith(low) and high + name[len(low):] in workload.params:
-                pairs.append((name, high + name[len(low):]))
+            elif name.startswith(low) and high + name[len(low) :] in workload.params:
+                pairs.append((name, high + name[len(low) :]))
     return pairs
 
 
@@ -135,10 +176,19 @@ def _check_order(spec, workload, left, low, high, where) -> None:
     for cell in left if on_axes else left[:1]:
         lo, hi = (cell.get(n, spec.params.get(n, workload.params[n].default)) for n in (low, high))
         if lo > hi:
-            key = (("axes", low) if low in spec.axes else ("axes", high) if high in spec.axes
-                   else ("params", low if low in spec.params else high))
-            raise where.error(key, f"{low} ({lo}) is larger than {high} ({hi})"
-                                   + (f" in the cell {cell}" if on_axes else "") + f"; {low} must be <= {high}")
+            key = (
+                ("axes", low)
+                if low in spec.axes
+                else ("axes", high)
+                if high in spec.axes
+                else ("params", low if low in spec.params else high)
+            )
+            raise where.error(
+                key,
+                f"{low} ({lo}) is larger than {high} ({hi})"
+                + (f" in the cell {cell}" if on_axes else "")
+                + f"; {low} must be <= {high}",
+            )
 
 
 def _workload_checks(spec: ExperimentSpec, workload, where) -> ExperimentSpec:
@@ -149,17 +199,38 @@ def _workload_checks(spec: ExperimentSpec, workload, where) -> ExperimentSpec:
     defaults = {name: p.default for name, p in workload.params.items()}
     prepared = spec.params
     for cell in cells(spec)[:1000]:
-        params = {**defaults, **spec.params, **{k: v for k, v in cell.items() if k in spec.axes and
-                                                not is_knob(k) and k not in ("allocator", TEXT_AXIS, MEMORY_AXIS)}}
+        params = {
+            **defaults,
+            **spec.params,
+            **{
+                k: v
+                for k, v in cell.items()
+                if k in spec.axes
+                and not is_knob(k)
+                and k not in ("allocator", TEXT_AXIS, MEMORY_AXIS)
+            },
+        }
         try:
             if workload.check_params:
                 workload.check_params(params)
             if workload.prepare_params:
                 done = workload.prepare_params(params, base_dir)
-                prepared = {**prepared, **{k: v for k, v in done.items() if k in spec.params or
-                                           (k not in spec.axes and v != defaults.get(k))}}
+                prepared = {
+                    **prepared,
+                    **{
+                        k: v
+                        for k, v in done.items()
+                        if k in spec.params or (k not in spec.axes and v != defaults.get(k))
+                    },
+                }
         except ValueError as exc:
             name = str(exc).split(":", 1)[0].split(".")[0]
-            key = ("axes", name) if name in spec.axes else ("params", name) if name in spec.params else ("params",)
+            key = (
+                ("axes", name)
+                if name in spec.axes
+                else ("params", name)
+                if name in spec.params
+                else ("params",)
+            )
             raise where.error(key, str(exc)) from None
     return dataclasses.replace(spec, params=prepared)

@@ -33,9 +33,14 @@ _RUN_TOTALS = {
     "peak_rss_bytes": "whole run: peak resident set of the measured process (VmHWM)",
 }
 # What a counter label is called in a published table's header (else its label with spaces).
-_COUNTER_NAMES = {"task_clock": "CPU time", "stlb_misses": "STLB misses", "itlb_misses": "iTLB misses",
-                  "dtlb_load_misses": "dTLB load misses", "itlb_misses_4k": "iTLB walks to 4 KiB pages",
-                  "walk_cycles": "page-walk cycles"}
+_COUNTER_NAMES = {
+    "task_clock": "CPU time",
+    "stlb_misses": "STLB misses",
+    "itlb_misses": "iTLB misses",
+    "dtlb_load_misses": "dTLB load misses",
+    "itlb_misses_4k": "iTLB walks to 4 KiB pages",
+    "walk_cycles": "page-walk cycles",
+}
 # Derived in the worker from the timed phase's in-process counters (hugebench.measure.counters.derive).
 _DERIVED = {
     "cycles_per_op": "timed phase: cycles per operation (in-process counters)",
@@ -59,9 +64,14 @@ def measured_columns(spec) -> dict[str, str]:
     """Column -> what it measures, for every column beyond the workload's own metrics a claim may name."""
     out = dict(_RUN_TOTALS)
     out.update(_DERIVED)
-    for prefix, mode, scope in (("perf", spec.perf, _PERF_SCOPE),
-                                ("pmu", spec.counters, f"timed phase '{spec.workload_def.timed_phase}': "
-                                                       "in-process counters")):
+    for prefix, mode, scope in (
+        ("perf", spec.perf, _PERF_SCOPE),
+        (
+            "pmu",
+            spec.counters,
+            f"timed phase '{spec.workload_def.timed_phase}': in-process counters",
+        ),
+    ):
         for label in sorted(counter_labels(mode) or ()):
             out[f"{prefix}.{label}"] = scope
     return out
@@ -92,5 +102,11 @@ def quantity_label(column: str, workload_labels: dict[str, str], scope: str) -> 
         return workload_labels[column]
     label = column.split(".", 1)[-1]
     name = _COUNTER_NAMES.get(label, label.replace("_", " "))
-    span = WHOLE_RUN if scope.startswith(WHOLE_RUN) else TIMED_PHASE if scope.startswith(TIMED_PHASE) else ""
+    span = (
+        WHOLE_RUN
+        if scope.startswith(WHOLE_RUN)
+        else TIMED_PHASE
+        if scope.startswith(TIMED_PHASE)
+        else ""
+    )
     return f"{name} ({span})" if span else name

@@ -21,20 +21,31 @@ from .cells import _partial_cell
 from .claim_metrics import measured_columns, metric_scope, off_reason, quantity_label
 from .model import cells, matches
 
-_EXPECTED_KEYS = {"source": "where the numbers were published (citation text, required)",
-                  "metric": "column the numbers are of (default: the workload's primary metric)",
-                  "claims": "list of claims: {cell: {...}, value: N} or {cell: {...}, vs: {...}, ratio: R}",
-                  "not_judged": "published numbers this workload cannot judge: [{published: TEXT, why: TEXT}]"}
-_CLAIM_KEYS = {"name": "label shown in the report", "cell": "the cell the claim is about (one cell)",
-               "vs": "the cell it is compared with (a ratio claim)", "ratio": "published ratio cell / vs",
-               "value": "published value of cell", "vs_value": "published value of vs (ratio = value / vs_value)",
-               "change": "published change of cell against vs in percent (-23: 23% lower; ratio 1 + change/100)",
-               "direction": "lower | higher: cell's metric is below (above) vs's, no number published",
-               "values": "a row of a published table: {column: N, ...}, one claim per column",
-               "metric": "column (default: expected.metric): a workload metric, perf.<label> (whole run), "
-                         "pmu.<label> (timed phase) or a run total (wall_s, utime_s, minflt, ...)",
-               "source": "citation of this claim (default: expected.source)", "note": "free text shown with the claim"}
-_NOT_JUDGED_KEYS = {"published": "the published number, as published", "why": "why this workload cannot judge it"}
+_EXPECTED_KEYS = {
+    "source": "where the numbers were published (citation text, required)",
+    "metric": "column the numbers are of (default: the workload's primary metric)",
+    "claims": "list of claims: {cell: {...}, value: N} or {cell: {...}, vs: {...}, ratio: R}",
+    "not_judged": "published numbers this workload cannot judge: [{published: TEXT, why: TEXT}]",
+}
+_CLAIM_KEYS = {
+    "name": "label shown in the report",
+    "cell": "the cell the claim is about (one cell)",
+    "vs": "the cell it is compared with (a ratio claim)",
+    "ratio": "published ratio cell / vs",
+    "value": "published value of cell",
+    "vs_value": "published value of vs (ratio = value / vs_value)",
+    "change": "published change of cell against vs in percent (-23: 23% lower; ratio 1 + change/100)",
+    "direction": "lower | higher: cell's metric is below (above) vs's, no number published",
+    "values": "a row of a published table: {column: N, ...}, one claim per column",
+    "metric": "column (default: expected.metric): a workload metric, perf.<label> (whole run), "
+    "pmu.<label> (timed phase) or a run total (wall_s, utime_s, minflt, ...)",
+    "source": "citation of this claim (default: expected.source)",
+    "note": "free text shown with the claim",
+}
+_NOT_JUDGED_KEYS = {
+    "published": "the published number, as published",
+    "why": "why this workload cannot judge it",
+}
 _DIRECTIONS = ("lower", "higher")
 _ONE_SIDED = ("ratio", "value", "vs_value", "change", "direction", "metric")
 
@@ -56,10 +67,20 @@ def workload_metrics(workload, params: dict) -> list[str]:
     """The metric columns a workload's rows are known to carry: report columns, plotted and ratio columns."""
     try:
         primary, metrics, _ = workload.report_metrics(params)
-    except (ValueError, KeyError, TypeError):  # a command's metric is checked with its params, not here
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+    ):  # a command's metric is checked with its params, not here
         primary, metrics = workload.primary_metric, workload.metrics
-    names = [primary, *(m[0] for m in metrics), *(p[1] for p in workload.plots), *(b.y for b in workload.bars),
-             *(x.y for x in workload.xy_plots), *(c for t in workload.ratio_tables for c, _ in t.columns)]
+    names = [
+        primary,
+        *(m[0] for m in metrics),
+        *(p[1] for p in workload.plots),
+        *(b.y for b in workload.bars),
+        *(x.y for x in workload.xy_plots),
+        *(c for t in workload.ratio_tables for c, _ in t.columns),
+    ]
     return list(dict.fromkeys(names))
 
 
@@ -68,7 +89,9 @@ def _metric(value, path, workload, params, where) -> str:
     if value is None:
         return known[0]
     if value not in known:
-        raise where.error(path, f"workload {workload.name!r} has no metric {value!r}; known: {', '.join(known)}")
+        raise where.error(
+            path, f"workload {workload.name!r} has no metric {value!r}; known: {', '.join(known)}"
+        )
     return value
 
 
@@ -87,9 +110,12 @@ def _claim_metric(value, path, spec, workload, measured, where) -> str:
     if value not in known:
         counters = sorted({c.split(".", 1)[1] for c in measured if c.startswith(("perf.", "pmu."))})
         totals = [c for c in measured if "." not in c]
-        raise where.error(path, f"workload {workload.name!r} has no metric {value!r}; known: {', '.join(known)}; "
-                                f"or perf.<label> (whole run) / pmu.<label> (timed phase) with a label of "
-                                f"{', '.join(counters)}; or {', '.join(totals)}")
+        raise where.error(
+            path,
+            f"workload {workload.name!r} has no metric {value!r}; known: {', '.join(known)}; "
+            f"or perf.<label> (whole run) / pmu.<label> (timed phase) with a label of "
+            f"{', '.join(counters)}; or {', '.join(totals)}",
+        )
     return value
 
 
@@ -122,11 +148,21 @@ def _expected(data, spec, workload, where) -> dict:
     metric = _claim_metric(raw.get("metric"), path + ("metric",), spec, workload, measured, where)
     claims = raw.get("claims")
     if not isinstance(claims, list) or not claims:
-        raise where.error(path + ("claims",), f"must be a non-empty list ({_EXPECTED_KEYS['claims']})")
-    ctx = _Claims(spec, workload, cells(spec), metric, measured, _labels(workload, spec.params), where)
-    parsed = tuple(c for i, claim in enumerate(claims) for c in _claims_of(claim, path + ("claims", i), ctx))
-    return {"source": source, "metric": metric, "claims": parsed,
-            "not_judged": _not_judged(raw.get("not_judged"), path + ("not_judged",), where)}
+        raise where.error(
+            path + ("claims",), f"must be a non-empty list ({_EXPECTED_KEYS['claims']})"
+        )
+    ctx = _Claims(
+        spec, workload, cells(spec), metric, measured, _labels(workload, spec.params), where
+    )
+    parsed = tuple(
+        c for i, claim in enumerate(claims) for c in _claims_of(claim, path + ("claims", i), ctx)
+    )
+    return {
+        "source": source,
+        "metric": metric,
+        "claims": parsed,
+        "not_judged": _not_judged(raw.get("not_judged"), path + ("not_judged",), where),
+    }
 
 
 def _labels(workload, params) -> dict[str, str]:
@@ -141,19 +177,34 @@ def _claims_of(raw, path, ctx: _Claims) -> list[dict]:
     """One claim, or one per column of a ``values:`` row."""
     where = ctx.where
     if not isinstance(raw, dict):
-        raise where.error(path, "must be a mapping, e.g. {cell: {...}, value: 81} or {cell: {...}, vs: {...}, ratio: 0.77}")
+        raise where.error(
+            path,
+            "must be a mapping, e.g. {cell: {...}, value: 81} or {cell: {...}, vs: {...}, ratio: 0.77}",
+        )
     _known_keys(raw, _CLAIM_KEYS, path, where)
     if "cell" not in raw:
         raise where.error(path, "missing 'cell' (the cell the published number is about)")
     cell = _one_cell(raw["cell"], path + ("cell",), ctx.spec, ctx.left, where)
     if "values" in raw:
         return _table_row(raw, cell, path, ctx)
-    vs = _one_cell(raw["vs"], path + ("vs",), ctx.spec, ctx.left, where) if raw.get("vs") is not None else None
+    vs = (
+        _one_cell(raw["vs"], path + ("vs",), ctx.spec, ctx.left, where)
+        if raw.get("vs") is not None
+        else None
+    )
     if vs == cell:
-        raise where.error(path + ("vs",), "is the same cell as 'cell'; a ratio needs two different cells")
+        raise where.error(
+            path + ("vs",), "is the same cell as 'cell'; a ratio needs two different cells"
+        )
     published = _published_numbers(raw, vs, path, where)
-    metric = _claim_metric(raw.get("metric", ctx.metric), path + ("metric",), ctx.spec, ctx.workload, ctx.measured,
-                           where)
+    metric = _claim_metric(
+        raw.get("metric", ctx.metric),
+        path + ("metric",),
+        ctx.spec,
+        ctx.workload,
+        ctx.measured,
+        where,
+    )
     return [_record(raw, path, ctx, cell, vs, metric, published)]
 
 
@@ -161,12 +212,18 @@ def _table_row(raw, cell, path, ctx: _Claims) -> list[dict]:
     where = ctx.where
     clash = [key for key in ("vs",) + _ONE_SIDED if key in raw]
     if clash:
-        raise where.error(path + (clash[0],), "a claim with 'values' gives no 'vs', 'ratio', 'value', 'vs_value', "
-                                              "'change', 'direction' or 'metric': each key of 'values' is a column")
+        raise where.error(
+            path + (clash[0],),
+            "a claim with 'values' gives no 'vs', 'ratio', 'value', 'vs_value', "
+            "'change', 'direction' or 'metric': each key of 'values' is a column",
+        )
     values = raw["values"]
     if not isinstance(values, dict) or not values:
-        raise where.error(path + ("values",), "must be a non-empty mapping column -> published value, e.g. "
-                                              "{ns_per_lookup: 105, perf.cycles: 55.5e9}")
+        raise where.error(
+            path + ("values",),
+            "must be a non-empty mapping column -> published value, e.g. "
+            "{ns_per_lookup: 105, perf.cycles: 55.5e9}",
+        )
     out = []
     for column in values:
         here = path + ("values", column)
@@ -179,41 +236,70 @@ def _table_row(raw, cell, path, ctx: _Claims) -> list[dict]:
 def _record(raw, path, ctx: _Claims, cell, vs, metric, published) -> dict:
     where = ctx.where
     scope = metric_scope(metric, ctx.spec, ctx.measured)
-    return {"name": _text(raw, "name", path, where), "cell": cell, "vs": vs, "ratio": published.get("ratio"),
-            "value": published.get("value"), "vs_value": published.get("vs_value"),
-            "change": published.get("change"), "direction": published.get("direction"), "metric": metric,
-            "scope": scope, "quantity": quantity_label(metric, ctx.labels, scope),
-            "source": _text(raw, "source", path, where), "note": _text(raw, "note", path, where)}
+    return {
+        "name": _text(raw, "name", path, where),
+        "cell": cell,
+        "vs": vs,
+        "ratio": published.get("ratio"),
+        "value": published.get("value"),
+        "vs_value": published.get("vs_value"),
+        "change": published.get("change"),
+        "direction": published.get("direction"),
+        "metric": metric,
+        "scope": scope,
+        "quantity": quantity_label(metric, ctx.labels, scope),
+        "source": _text(raw, "source", path, where),
+        "note": _text(raw, "note", path, where),
+    }
 
 
 def _published_numbers(raw, vs, path, where) -> dict:
     """The published side of a claim: value; or ratio, value/vs_value, change or direction against vs."""
     given = {key for key in ("ratio", "value", "vs_value", "change", "direction") if key in raw}
     if vs is None and given != {"value"}:
-        raise where.error(path, "without 'vs' a claim gives exactly 'value' (the published value of its cell)")
-    if vs is not None and given not in ({"ratio"}, {"value", "vs_value"}, {"change"}, {"direction"}):
-        raise where.error(path, "with 'vs' a claim gives either 'ratio' (cell / vs), both 'value' and 'vs_value', "
-                                "'change' (percent) or 'direction' (lower | higher)")
+        raise where.error(
+            path, "without 'vs' a claim gives exactly 'value' (the published value of its cell)"
+        )
+    if vs is not None and given not in (
+        {"ratio"},
+        {"value", "vs_value"},
+        {"change"},
+        {"direction"},
+    ):
+        raise where.error(
+            path,
+            "with 'vs' a claim gives either 'ratio' (cell / vs), both 'value' and 'vs_value', "
+            "'change' (percent) or 'direction' (lower | higher)",
+        )
     if "direction" in given:
         if raw["direction"] not in _DIRECTIONS:
-            raise where.error(path + ("direction",), f"must be lower or higher, got {raw['direction']!r}")
+            raise where.error(
+                path + ("direction",), f"must be lower or higher, got {raw['direction']!r}"
+            )
         return {"direction": raw["direction"]}
     if "change" in given:
         return _change(raw, path, where)
     numbers = {key: _published(raw, key, path, where) for key in given}
-    ratio = numbers.get("ratio") or (numbers["value"] / numbers["vs_value"] if vs is not None else None)
+    ratio = numbers.get("ratio") or (
+        numbers["value"] / numbers["vs_value"] if vs is not None else None
+    )
     if ratio is not None and not (sys.float_info.min <= ratio <= 1 / sys.float_info.min):
         key = "ratio" if "ratio" in numbers else "value"
-        raise where.error(path + (key,), f"makes a ratio of {ratio!r}, which is no number a report can compare "
-                                         "with (overflow, or below the smallest float); check the published values")
+        raise where.error(
+            path + (key,),
+            f"makes a ratio of {ratio!r}, which is no number a report can compare "
+            "with (overflow, or below the smallest float); check the published values",
+        )
     return {**numbers, "ratio": ratio}
 
 
 def _change(raw, path, where) -> dict:
     change = raw["change"]
     if isinstance(change, bool) or not isinstance(change, (int, float)) or not -100 < change < 1e6:
-        raise where.error(path + ("change",), f"must be a percentage above -100 (as published: -23 for 23% "
-                                              f"lower), got {change!r}")
+        raise where.error(
+            path + ("change",),
+            f"must be a percentage above -100 (as published: -23 for 23% lower), got {change!r}",
+        )
     return {"change": float(change), "ratio": 1.0 + change / 100.0}
 
 
@@ -227,7 +313,9 @@ def _not_judged(raw, path, where) -> tuple:
         if not isinstance(item, dict):
             raise where.error(path + (i,), "must be a mapping {published: TEXT, why: TEXT}")
         _known_keys(item, _NOT_JUDGED_KEYS, path + (i,), where)
-        out.append({key: _text(item, key, path + (i,), where, required=True) for key in _NOT_JUDGED_KEYS})
+        out.append(
+            {key: _text(item, key, path + (i,), where, required=True) for key in _NOT_JUDGED_KEYS}
+        )
     return tuple(out)
 
 
@@ -235,10 +323,14 @@ def _one_cell(raw, path, spec, left, where) -> dict:
     partial = _partial_cell(raw, path, spec.axes, where)
     found = [cell for cell in left if matches(cell, partial)]
     if not found:
-        raise where.error(path, "matches no cell of the sweep (every cell with these values is excluded)")
+        raise where.error(
+            path, "matches no cell of the sweep (every cell with these values is excluded)"
+        )
     if len(found) > 1:
         open_axes = [axis for axis in spec.axes if axis not in partial and len(spec.axes[axis]) > 1]
-        raise where.error(path, f"matches {len(found)} cells; give a value for {', '.join(open_axes)} too")
+        raise where.error(
+            path, f"matches {len(found)} cells; give a value for {', '.join(open_axes)} too"
+        )
     return found[0]
 
 
@@ -247,9 +339,17 @@ def _published(raw, key, path, where) -> float:
     value = raw[key]
     if isinstance(value, str):
         value = _number_text(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise where.error(path + (key,), f"must be a positive number (as published: 105, 2.7e+9, '55.5G', "
-                                         f"'5.59k'), got {raw[key]!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise where.error(
+            path + (key,),
+            f"must be a positive number (as published: 105, 2.7e+9, '55.5G', "
+            f"'5.59k'), got {raw[key]!r}",
+        )
     return float(value)
 
 

@@ -23,15 +23,17 @@ KEYS = {
     "scheduler": "address of a running Dask scheduler, tcp://HOST:PORT",
     "ssh": "list of machines to start a Dask cluster on with SSHCluster (the first also runs the scheduler)",
     "machines": "each (every cell on every machine; host becomes an axis) | spread (repetition blocks over "
-                "identical machines)",
+    "identical machines)",
     "workers": "how many machines to wait for before planning (int >= 1, default 1)",
     "wait": "seconds to wait for them (default 60)",
     "lost_after": "seconds a machine may be without a worker mid-sweep before it is lost: its block goes to "
-                  "another machine (spread) or its runs fail as lost (each) (default 300)",
+    "another machine (spread) or its runs fail as lost (each) (default 300)",
 }
 # One refusal, by the file's check (spec) and by a sweep whose --machines flag makes it so (client).
-ADAPTIVE_ON_EACH = ("repetitions: auto needs machines: spread on a cluster (with machines: each, every machine "
-                    "would need its own decisions); give a number of repetitions")
+ADAPTIVE_ON_EACH = (
+    "repetitions: auto needs machines: spread on a cluster (with machines: each, every machine "
+    "would need its own decisions); give a number of repetitions"
+)
 RESOURCE = "machine"  # every hugebench worker has 1 and one thread: one run at a time per machine
 HOST_PREFIX = "host:"  # + the host name: the resource that pins a task to one machine
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -74,13 +76,21 @@ def parse_block(block, where) -> dict:
     if block is None:
         return {}
     if not isinstance(block, dict):
-        raise where.error(("cluster",), "must be a mapping, e.g. {scheduler: tcp://lab1:8786, machines: each}")
+        raise where.error(
+            ("cluster",), "must be a mapping, e.g. {scheduler: tcp://lab1:8786, machines: each}"
+        )
     for key in block:
         if key not in KEYS:
             raise where.error(("cluster", key), f"unknown key; allowed: {', '.join(KEYS)}")
     try:
-        config = from_values(block.get("scheduler"), block.get("ssh"), block.get("machines"),
-                             block.get("workers"), block.get("wait"), block.get("lost_after"))
+        config = from_values(
+            block.get("scheduler"),
+            block.get("ssh"),
+            block.get("machines"),
+            block.get("workers"),
+            block.get("wait"),
+            block.get("lost_after"),
+        )
     except _KeyError as exc:
         raise where.error(("cluster", exc.key), exc.message) from None
     return {**block, "machines": config.machines}
@@ -91,19 +101,32 @@ class _KeyError(Exception):
         self.key, self.message = key, message
 
 
-def from_values(scheduler=None, ssh=None, machines=None, workers=None, wait=None, lost_after=None) -> ClusterConfig:
+def from_values(
+    scheduler=None, ssh=None, machines=None, workers=None, wait=None, lost_after=None
+) -> ClusterConfig:
     """A ClusterConfig from plain values (the YAML block, or the CLI flags over it)."""
     if (scheduler is None) == (ssh is None):
-        raise _KeyError("scheduler" if scheduler is not None else "machines",
-                        "give exactly one of scheduler (tcp://HOST:PORT) and ssh (a list of machines)")
+        raise _KeyError(
+            "scheduler" if scheduler is not None else "machines",
+            "give exactly one of scheduler (tcp://HOST:PORT) and ssh (a list of machines)",
+        )
     if scheduler is not None and (not isinstance(scheduler, str) or not _ADDRESS.match(scheduler)):
         raise _KeyError("scheduler", f"must be an address like tcp://lab1:8786, got {scheduler!r}")
-    if ssh is not None and (not isinstance(ssh, list) or not ssh
-                            or not all(isinstance(h, str) and _HOST.match(h) for h in ssh)):
-        bad = next((h for h in ssh if not (isinstance(h, str) and _HOST.match(h))), ssh) \
-            if isinstance(ssh, list) and ssh else ssh
-        raise _KeyError("ssh", f"must be a non-empty list of host names or addresses ([user@]host[:port], not "
-                               f"starting with '-'), got {str(bad)[:80]!r}")
+    if ssh is not None and (
+        not isinstance(ssh, list)
+        or not ssh
+        or not all(isinstance(h, str) and _HOST.match(h) for h in ssh)
+    ):
+        bad = (
+            next((h for h in ssh if not (isinstance(h, str) and _HOST.match(h))), ssh)
+            if isinstance(ssh, list) and ssh
+            else ssh
+        )
+        raise _KeyError(
+            "ssh",
+            f"must be a non-empty list of host names or addresses ([user@]host[:port], not "
+            f"starting with '-'), got {str(bad)[:80]!r}",
+        )
     machines = "each" if machines is None else machines
     if machines not in MODES:
         raise _KeyError("machines", f"must be one of {', '.join(MODES)}; got {machines!r}")
@@ -111,12 +134,23 @@ def from_values(scheduler=None, ssh=None, machines=None, workers=None, wait=None
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 10_000:
         raise _KeyError("workers", f"must be an integer from 1 to 10000, got {workers!r}")
     wait = _seconds("wait", wait, 60.0)
-    return ClusterConfig(scheduler, tuple(ssh or ()), machines, workers, wait, _seconds("lost_after", lost_after, 300.0))
+    return ClusterConfig(
+        scheduler,
+        tuple(ssh or ()),
+        machines,
+        workers,
+        wait,
+        _seconds("lost_after", lost_after, 300.0),
+    )
 
 
 def _seconds(key: str, value, default: float) -> float:
     value = default if value is None else value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 7 * 24 * 3600:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value <= 7 * 24 * 3600
+    ):
         raise _KeyError(key, f"must be a number of seconds > 0, got {value!r}")
     return float(value)
 
@@ -138,11 +172,19 @@ def resolve(block: dict, flag: str | None, machines: str | None, workers: int | 
         values["workers"] = workers
     if "scheduler" not in values and "ssh" not in values:
         if machines or workers:
-            raise SpecError(f"{source}: --machines/--workers need a cluster: give --cluster tcp://HOST:PORT "
-                            "or a cluster: block in the file")
+            raise SpecError(
+                f"{source}: --machines/--workers need a cluster: give --cluster tcp://HOST:PORT "
+                "or a cluster: block in the file"
+            )
         return None
     try:
-        return from_values(values.get("scheduler"), values.get("ssh"), values.get("machines"),
-                           values.get("workers"), values.get("wait"), values.get("lost_after"))
+        return from_values(
+            values.get("scheduler"),
+            values.get("ssh"),
+            values.get("machines"),
+            values.get("workers"),
+            values.get("wait"),
+            values.get("lost_after"),
+        )
     except _KeyError as exc:
         raise SpecError(f"{source}: cluster {exc.key}: {exc.message}") from None

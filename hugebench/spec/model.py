@@ -61,13 +61,17 @@ class ExperimentSpec:
     # repetitions: {auto: ...}: blocks keep being added up to adaptive["max"] while some cell's CI is wider than
     # adaptive["target"] (hugebench.adaptive); ``repetitions`` is then the blocks always run (adaptive["min"]).
     adaptive: dict = field(default_factory=dict)
-    expected: dict = field(default_factory=dict)  # {source, metric, claims: ({name, cell, vs, ratio, value, ...},)}
+    expected: dict = field(
+        default_factory=dict
+    )  # {source, metric, claims: ({name, cell, vs, ratio, value, ...},)}
     cluster: dict = field(default_factory=dict)  # where it runs, not what: outside the fingerprint
     # Resolved once from the names above (a spec built in code gets them here too); not part of to_dict().
-    workload_def: workloads.Workload | None = field(default=None, compare=False, repr=False,
-                                                    metadata={"resolved": True})
-    allocator_table: Mapping[str, alloc_mod.Allocator] | None = field(default=None, compare=False, repr=False,
-                                                                       metadata={"resolved": True})
+    workload_def: workloads.Workload | None = field(
+        default=None, compare=False, repr=False, metadata={"resolved": True}
+    )
+    allocator_table: Mapping[str, alloc_mod.Allocator] | None = field(
+        default=None, compare=False, repr=False, metadata={"resolved": True}
+    )
 
     def __post_init__(self) -> None:
         if self.workload_def is None:
@@ -77,7 +81,11 @@ class ExperimentSpec:
 
     def to_dict(self) -> dict:
         """The file's content as plain data (what the context file stores), without the resolved values."""
-        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if not f.metadata.get("resolved")}
+        return {
+            f.name: copy.deepcopy(getattr(self, f.name))
+            for f in fields(self)
+            if not f.metadata.get("resolved")
+        }
 
     def fingerprint(self) -> str:
         """Hash of what must not change between sweeps written into one results directory.
@@ -85,10 +93,24 @@ class ExperimentSpec:
         Axis values and repetitions may grow (extending a sweep); fixed parameters, measurement
         settings, allocator definitions and fixed kernel knobs may not.
         """
-        fixed = {k: v for k, v in self.to_dict().items()
-                 if k in ("workload", "params", "allocators", "system", "perf", "counters", "condition_memory")}
+        fixed = {
+            k: v
+            for k, v in self.to_dict().items()
+            if k
+            in (
+                "workload",
+                "params",
+                "allocators",
+                "system",
+                "perf",
+                "counters",
+                "condition_memory",
+            )
+        }
         fixed["axis_names"] = list(self.axes)
-        return hashlib.sha1(json.dumps(fixed, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        return hashlib.sha1(json.dumps(fixed, sort_keys=True, default=str).encode()).hexdigest()[
+            :12
+        ]
 
 
 def is_knob(name: str) -> bool:
@@ -109,5 +131,7 @@ def matches(cell: dict, partial: dict) -> bool:
 def cells(spec: ExperimentSpec) -> list[dict]:
     """All cells (axis name -> value) of the cartesian product, minus excluded ones, in YAML order."""
     names = list(spec.axes)
-    product = (dict(zip(names, values)) for values in itertools.product(*(spec.axes[n] for n in names)))
+    product = (
+        dict(zip(names, values)) for values in itertools.product(*(spec.axes[n] for n in names))
+    )
     return [cell for cell in product if not any(matches(cell, ex) for ex in spec.exclude)]

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from .. import allocators as alloc_mod
 from .. import workloads
-from .cluster import ADAPTIVE_ON_EACH, parse_block as parse_cluster
 from ..columns import user_name_problem
 from ..errors import SpecError, ToolMissingError
 from ..system import aging
@@ -18,8 +17,22 @@ from ..text import MODES as TEXT_MODES
 from ..yamlsafe import MAX_FILE_BYTES, Where, read_text, read_yaml
 from .cells import _cells, _check_cells, _workload_checks
 from .claims import _expected, _known_keys, _metric
-from .model import (DEFAULT_ALLOCATOR, MEMORY_AXIS, MAX_REPETITIONS, MAX_SEED, MAX_TIMEOUT, MAX_WARMUP, PERF_MODES, TEXT_AXIS,
-                    THP_MODES, ExperimentSpec, canonical_knob, is_knob)
+from .cluster import ADAPTIVE_ON_EACH
+from .cluster import parse_block as parse_cluster
+from .model import (
+    DEFAULT_ALLOCATOR,
+    MAX_REPETITIONS,
+    MAX_SEED,
+    MAX_TIMEOUT,
+    MAX_WARMUP,
+    MEMORY_AXIS,
+    PERF_MODES,
+    TEXT_AXIS,
+    THP_MODES,
+    ExperimentSpec,
+    canonical_knob,
+    is_knob,
+)
 
 _TOP_KEYS = {
     "name": "experiment name (used in results and reports)",
@@ -42,10 +55,12 @@ _TOP_KEYS = {
     "expected": "published numbers this experiment reproduces: {source: TEXT, metric: COLUMN, claims: [...]}",
     "cluster": "run on several machines: {scheduler: tcp://HOST:8786 or ssh: [h1, h2], machines: each|spread}",
 }
-_AUTO_KEYS = {"min": "blocks always run (int >= 3; default 6, the fewest for a 95% verdict)",
-              "max": "most blocks, i.e. most runs of any cell (int >= min)",
-              "target": "stop a cell once its CI is narrower than this share of its median (0 < x < 1, e.g. 0.03)",
-              "metric": "column whose median's CI is judged (default: the workload's primary metric)"}
+_AUTO_KEYS = {
+    "min": "blocks always run (int >= 3; default 6, the fewest for a 95% verdict)",
+    "max": "most blocks, i.e. most runs of any cell (int >= min)",
+    "target": "stop a cell once its CI is narrower than this share of its median (0 < x < 1, e.g. 0.03)",
+    "metric": "column whose median's CI is judged (default: the workload's primary metric)",
+}
 
 
 def load_spec(path: str | Path, local: bool = True) -> ExperimentSpec:
@@ -57,7 +72,9 @@ def parse_spec(text: str, source: str = "<string>", local: bool = True) -> Exper
     """Validate YAML text; ``source`` is the name used in error messages. ``local=False`` (a sweep on other
     machines, as does a ``cluster:`` block) leaves the allocator paths to the machines that run them."""
     if len(text) > MAX_FILE_BYTES:
-        raise SpecError(f"{source}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file")
+        raise SpecError(
+            f"{source}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file"
+        )
     data, lines = read_yaml(text, source)
     where = Where(source, lines)
     if not isinstance(data, dict):
@@ -75,23 +92,32 @@ def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
             raise where.error((), f"missing required key '{required}' ({_TOP_KEYS[required]})")
     wl_name = data["workload"]
     if not isinstance(wl_name, str) or wl_name not in workloads.WORKLOADS:
-        raise where.error(("workload",), f"unknown workload {wl_name!r}; allowed: {', '.join(workloads.WORKLOADS)}")
+        raise where.error(
+            ("workload",),
+            f"unknown workload {wl_name!r}; allowed: {', '.join(workloads.WORKLOADS)}",
+        )
     workload = workloads.get(wl_name)
     user_allocs = _user_allocators(data, where)
     table = alloc_mod.registry(user_allocs)
-    params = {name: _param(workload, name, value, ("params", name), where)
-              for name, value in _mapping(data, "params", where).items()}
+    params = {
+        name: _param(workload, name, value, ("params", name), where)
+        for name, value in _mapping(data, "params", where).items()
+    }
     axes = _axes(data, workload, table, where)
     cluster = parse_cluster(data.get("cluster"), where)
     if local and not cluster:
         _check_user_paths(user_allocs, table, axes, where)
     machines = cluster.get("machines") if cluster else None
     if machines == "each" and isinstance(data.get("repetitions"), dict):
-        raise where.error(("cluster", "machines") if "machines" in data["cluster"] else ("cluster",),
-                          ADAPTIVE_ON_EACH)
+        raise where.error(
+            ("cluster", "machines") if "machines" in data["cluster"] else ("cluster",),
+            ADAPTIVE_ON_EACH,
+        )
     overlap = set(params) & set(axes)
     if overlap:
-        raise where.error(("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one")
+        raise where.error(
+            ("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one"
+        )
     adaptive = _adaptive(data, workload, params, where)
     spec = ExperimentSpec(
         name=_name(data, where),
@@ -100,7 +126,9 @@ def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
         allocator_table=table,
         source=where.source,
         description=_description(data, where),
-        repetitions=adaptive["min"] if adaptive else _int(data, "repetitions", 1, 1, MAX_REPETITIONS, where),
+        repetitions=adaptive["min"]
+        if adaptive
+        else _int(data, "repetitions", 1, 1, MAX_REPETITIONS, where),
         adaptive=adaptive,
         warmup=_int(data, "warmup", 0, 0, MAX_WARMUP, where),
         seed=_int(data, "seed", 0, 0, MAX_SEED, where),
@@ -131,7 +159,9 @@ def _mapping(data: dict, key: str, where: Where) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise where.error((key,), f"must be a mapping ({_TOP_KEYS[key]}), got {type(value).__name__}")
+        raise where.error(
+            (key,), f"must be a mapping ({_TOP_KEYS[key]}), got {type(value).__name__}"
+        )
     return value
 
 
@@ -139,8 +169,11 @@ def _name(data, where) -> str:
     value = data["name"]
     if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value):
         hint = _BOOL_HINT if isinstance(value, bool) else ""
-        raise where.error(("name",), f"must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter "
-                                     f"or digit (it names the results directory); got {value!r}{hint}")
+        raise where.error(
+            ("name",),
+            f"must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter "
+            f"or digit (it names the results directory); got {value!r}{hint}",
+        )
     return value
 
 
@@ -149,7 +182,10 @@ def _description(data, where) -> str:
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise where.error(("description",), f"must be text, got {value!r}{_BOOL_HINT if isinstance(value, bool) else ''}")
+        raise where.error(
+            ("description",),
+            f"must be text, got {value!r}{_BOOL_HINT if isinstance(value, bool) else ''}",
+        )
     return str(value)
 
 
@@ -162,9 +198,15 @@ def _int(data, key, default, minimum, maximum, where) -> int:
 
 def _timeout(data, where) -> float:
     value = data.get("timeout", 1800)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
-        raise where.error(("timeout",), f"must be a number of seconds > 0 and <= {MAX_TIMEOUT} (a week), "
-                                        f"got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value <= MAX_TIMEOUT
+    ):
+        raise where.error(
+            ("timeout",),
+            f"must be a number of seconds > 0 and <= {MAX_TIMEOUT} (a week), got {value!r}",
+        )
     return float(value)
 
 
@@ -185,7 +227,10 @@ def _perf(data, key, where):
         return tuple(value)
     if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
         return dict(value)
-    raise where.error((key,), f"must be auto, off, a list of event names or a mapping label -> event; got {value!r}")
+    raise where.error(
+        (key,),
+        f"must be auto, off, a list of event names or a mapping label -> event; got {value!r}",
+    )
 
 
 def _conditioning(data, where) -> dict:
@@ -195,26 +240,35 @@ def _conditioning(data, where) -> dict:
     if value is True:
         return {"compact": True, "drop_caches": True}
     if not isinstance(value, dict) or set(value) - {"compact", "drop_caches"}:
-        raise where.error(("condition_memory",), "must be false, true or {compact: bool, drop_caches: bool}")
+        raise where.error(
+            ("condition_memory",), "must be false, true or {compact: bool, drop_caches: bool}"
+        )
     for key, flag in value.items():
         if not isinstance(flag, bool):
             raise where.error(("condition_memory", key), f"must be true or false, got {flag!r}")
     return dict(value)
 
 
-AUTO_MIN_DEFAULT = 6  # stats.min_runs_for(0.95): fewer values cannot give a 95% interval of a median
+AUTO_MIN_DEFAULT = (
+    6  # stats.min_runs_for(0.95): fewer values cannot give a 95% interval of a median
+)
 
 
 def _adaptive(data, workload, params, where) -> dict:
     """``repetitions: {auto: {min, max, target, metric}}`` checked; {} for a fixed number of repetitions."""
     value = data.get("repetitions")
     if value == "auto":
-        raise where.error(("repetitions",), "auto needs its bounds: {auto: {max: 12, target: 0.03}} "
-                                            f"(min defaults to {AUTO_MIN_DEFAULT})")
+        raise where.error(
+            ("repetitions",),
+            "auto needs its bounds: {auto: {max: 12, target: 0.03}} "
+            f"(min defaults to {AUTO_MIN_DEFAULT})",
+        )
     if not isinstance(value, dict):
         return {}
     if list(value) != ["auto"] or not isinstance(value["auto"], dict):
-        raise where.error(("repetitions",), "must be an integer, or {auto: {min: N, max: N, target: F}}")
+        raise where.error(
+            ("repetitions",), "must be an integer, or {auto: {min: N, max: N, target: F}}"
+        )
     auto, path = value["auto"], ("repetitions", "auto")
     _known_keys(auto, _AUTO_KEYS, path, where)
     for required in ("max", "target"):
@@ -222,15 +276,23 @@ def _adaptive(data, workload, params, where) -> dict:
             raise where.error(path, f"missing '{required}' ({_AUTO_KEYS[required]})")
     low = auto.get("min", AUTO_MIN_DEFAULT)
     if isinstance(low, bool) or not isinstance(low, int) or not 3 <= low <= MAX_REPETITIONS:
-        raise where.error(path + ("min",), f"must be an integer from 3 to {MAX_REPETITIONS} (with fewer runs the "
-                                           f"CI of a median is a short range that misses it often), got {low!r}")
+        raise where.error(
+            path + ("min",),
+            f"must be an integer from 3 to {MAX_REPETITIONS} (with fewer runs the "
+            f"CI of a median is a short range that misses it often), got {low!r}",
+        )
     high = auto["max"]
     if isinstance(high, bool) or not isinstance(high, int) or not low <= high <= MAX_REPETITIONS:
-        raise where.error(path + ("max",), f"must be an integer from min ({low}) to {MAX_REPETITIONS}, got {high!r}")
+        raise where.error(
+            path + ("max",),
+            f"must be an integer from min ({low}) to {MAX_REPETITIONS}, got {high!r}",
+        )
     target = auto["target"]
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 1:
-        raise where.error(path + ("target",), f"must be a share of the median between 0 and 1 (0.03 = 3%), "
-                                              f"got {target!r}")
+        raise where.error(
+            path + ("target",),
+            f"must be a share of the median between 0 and 1 (0.03 = 3%), got {target!r}",
+        )
     metric = _metric(auto.get("metric"), path + ("metric",), workload, params, where)
     return {"min": low, "max": high, "target": float(target), "metric": metric}
 
@@ -241,17 +303,25 @@ def _param(workload, name, value, path, where):
         if not isinstance(name, str) or not name.isidentifier():
             raise where.error(path, "a parameter name must be an identifier (it is used as {name})")
         if name in ("allocator", TEXT_AXIS, MEMORY_AXIS) or is_knob(name):
-            raise where.error(path[:2], f"{name} is an axis, not a parameter: axes: {{{name}: [...]}}"
-                                        + (" (or, for a knob fixed for the sweep, system:)" if is_knob(name) else ""))
+            raise where.error(
+                path[:2],
+                f"{name} is an axis, not a parameter: axes: {{{name}: [...]}}"
+                + (" (or, for a knob fixed for the sweep, system:)" if is_knob(name) else ""),
+            )
         why = user_name_problem(name, (m[0] for m in workload.metrics), column=path[0] == "axes")
         if why:
             raise where.error(path[:2], why)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise where.error(path, f"a parameter of your own must be a string or a number, got {value!r}")
+            raise where.error(
+                path, f"a parameter of your own must be a string or a number, got {value!r}"
+            )
         return value
     if param is None:
-        raise where.error(path, f"unknown parameter of workload {workload.name!r}; "
-                                f"allowed: {', '.join(workload.params)}")
+        raise where.error(
+            path,
+            f"unknown parameter of workload {workload.name!r}; "
+            f"allowed: {', '.join(workload.params)}",
+        )
     try:
         return param.check(name, value)
     except ValueError as exc:
@@ -260,11 +330,15 @@ def _param(workload, name, value, path, where):
 
 def _knob_value(name, value, path, where):
     if isinstance(value, bool):
-        raise where.error(path, f"a kernel knob value must be a string or an integer, got {value!r}{_BOOL_HINT}")
+        raise where.error(
+            path, f"a kernel knob value must be a string or an integer, got {value!r}{_BOOL_HINT}"
+        )
     if canonical_knob(name) == "thp.enabled" and value not in THP_MODES:
         raise where.error(path, f"THP mode must be one of {', '.join(THP_MODES)}; got {value!r}")
     if not isinstance(value, (str, int)):
-        raise where.error(path, f"a kernel knob value must be a string or an integer, got {value!r}")
+        raise where.error(
+            path, f"a kernel knob value must be a string or an integer, got {value!r}"
+        )
     return value
 
 
@@ -273,11 +347,15 @@ def _system(data, axes, where) -> dict:
     for key, value in _mapping(data, "system", where).items():
         name = canonical_knob(key)
         if not is_knob(name):
-            raise where.error(("system", key), "not a kernel knob; knob names start with thp or hugetlb")
+            raise where.error(
+                ("system", key), "not a kernel knob; knob names start with thp or hugetlb"
+            )
         if name in system:
             raise where.error(("system", key), f"knob {name!r} is given twice (thp is thp.enabled)")
         if name in axes:
-            raise where.error(("system", key), f"knob {name!r} is also an axis, whose values would win; keep one")
+            raise where.error(
+                ("system", key), f"knob {name!r} is also an axis, whose values would win; keep one"
+            )
         system[name] = _knob_value(key, value, ("system", key), where)
     return system
 
@@ -304,7 +382,9 @@ def _check_user_paths(user: dict, table: dict, axes: dict, where) -> None:
             try:
                 table[name].resolve()
             except ToolMissingError as exc:
-                raise where.error(("allocators", name, "path"), str(exc), cls=ToolMissingError) from None
+                raise where.error(
+                    ("allocators", name, "path"), str(exc), cls=ToolMissingError
+                ) from None
 
 
 def _axes(data, workload, table, where) -> dict:
@@ -316,8 +396,11 @@ def _axes(data, workload, table, where) -> dict:
             raise where.error(path, "must be a non-empty list of values")
         nested = next((i for i, v in enumerate(values) if isinstance(v, (list, dict))), None)
         if nested is not None:
-            raise where.error(path + (nested,), "an axis value must be one value (a string or a number), not a "
-                                                "list or a mapping: make what varies a parameter, used as {name}")
+            raise where.error(
+                path + (nested,),
+                "an axis value must be one value (a string or a number), not a "
+                "list or a mapping: make what varies a parameter, used as {name}",
+            )
         if name == "allocator":
             checked = tuple(_allocator(v, path + (i,), table, where) for i, v in enumerate(values))
         elif name == TEXT_AXIS:
@@ -328,7 +411,9 @@ def _axes(data, workload, table, where) -> dict:
             name = canonical_knob(name)
             checked = tuple(_knob_value(name, v, path + (i,), where) for i, v in enumerate(values))
         else:
-            checked = tuple(_param(workload, name, v, path + (i,), where) for i, v in enumerate(values))
+            checked = tuple(
+                _param(workload, name, v, path + (i,), where) for i, v in enumerate(values)
+            )
         _no_repeats(values, checked, path, where)
         if name in axes:
             raise where.error(path, f"axis {name!r} is given twice (thp is thp.enabled)")
@@ -340,8 +425,11 @@ def _axes(data, workload, table, where) -> dict:
 
 def _text_mode(value, path, where) -> str:
     if value not in TEXT_MODES:
-        raise where.error(path, f"text_pages must be one of {', '.join(TEXT_MODES)}; got {value!r}"
-                                + (_BOOL_HINT if isinstance(value, bool) else ""))
+        raise where.error(
+            path,
+            f"text_pages must be one of {', '.join(TEXT_MODES)}; got {value!r}"
+            + (_BOOL_HINT if isinstance(value, bool) else ""),
+        )
     return value
 
 
@@ -349,13 +437,18 @@ def _memory_state(value, path, where) -> str:
     try:
         return aging.canonical(value)
     except ValueError as exc:
-        raise where.error(path, str(exc) + (_BOOL_HINT if isinstance(value, bool) else "")) from None
+        raise where.error(
+            path, str(exc) + (_BOOL_HINT if isinstance(value, bool) else "")
+        ) from None
 
 
 def _allocator(value, path, table, where) -> str:
     if not isinstance(value, str) or value not in table:
-        raise where.error(path, f"unknown allocator {value!r}; allowed: {', '.join(table)} "
-                                "(or define it under 'allocators:')")
+        raise where.error(
+            path,
+            f"unknown allocator {value!r}; allowed: {', '.join(table)} "
+            "(or define it under 'allocators:')",
+        )
     return value
 
 
@@ -366,5 +459,7 @@ def _no_repeats(values, checked, path, where) -> None:
         if value in first:
             j = first[value]
             same = f" (both are {value!r})" if values[i] != values[j] else ""
-            raise where.error(path + (i,), f"lists a value twice: {values[i]!r} repeats {values[j]!r}{same}")
+            raise where.error(
+                path + (i,), f"lists a value twice: {values[i]!r} repeats {values[j]!r}{same}"
+            )
         first[value] = i

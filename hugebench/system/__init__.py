@@ -6,7 +6,12 @@ What does not: reading for its own sake — every read goes through ``hugebench.
 """
 
 from hugebench.system import aging
-from hugebench.system.journal import check_no_stale_journal, default_journal_path, journal_path, restore_from_journal
+from hugebench.system.journal import (
+    check_no_stale_journal,
+    default_journal_path,
+    journal_path,
+    restore_from_journal,
+)
 from hugebench.system.knobs import (
     HugetlbShortfall,
     Knob,

@@ -51,26 +51,46 @@ FRESH, FRAGMENTED, MOVABLE = "fresh", "fragmented", "fragmented-movable"
 DEFAULT_LEVEL = 100  # % of the free 2 MiB blocks after compaction that ``fragmented`` pins
 TOLERANCE_SHARE, TOLERANCE_BLOCKS = 0.02, 16
 HELD_SHARE = 0.01  # the fragmenter holds at most this share of MemAvailable
-CHUNK_BYTES, CHUNK_SHARE = 256 << 20, 0.05  # faulted at once: at most this, and this share of MemAvailable
+CHUNK_BYTES, CHUNK_SHARE = (
+    256 << 20,
+    0.05,
+)  # faulted at once: at most this, and this share of MemAvailable
 HEADROOM = 0.9  # of MemAvailable usable by the fragmenter's peak plus the run's (machine_checks.MEMORY_HEADROOM)
 DEADLINE_S = 300.0  # the fragmenter stops where it is after this long
 SETTLE_S = 3.0  # after it, the most we wait for its blocks to come back before recording them
 KNOB = "vm.compact_unevictable_allowed"
-PROACTIVE_KNOB = "vm.compaction_proactiveness"  # 0 while a movable fragmentation lives (see the module)
+PROACTIVE_KNOB = (
+    "vm.compaction_proactiveness"  # 0 while a movable fragmentation lives (see the module)
+)
 # Pages freed onto the per-CPU free lists stay there (up to ~40 MiB per CPU and zone here, indefinitely): a
 # pinned page the fragmenter freed keeps its 2 MiB block from merging, and compaction cannot move it, so a
 # later "fresh" run would not be fresh. A high percpu_pagelist_high_fraction for a moment makes the kernel
 # give them back (measured: 116k pages to 190 within 1 s); the knob is journaled and set back as found.
-DRAIN_KNOB, DRAIN_FRACTION, DRAIN_S, PCP_DRAINED_PAGES = "vm.percpu_pagelist_high_fraction", "100000", 5.0, 4096
+DRAIN_KNOB, DRAIN_FRACTION, DRAIN_S, PCP_DRAINED_PAGES = (
+    "vm.percpu_pagelist_high_fraction",
+    "100000",
+    5.0,
+    4096,
+)
 WHILE_FRAGMENTING = {"thp.enabled": "always", "thp.defrag": "never"}
 # What aging did during the run, beside the worker's own vmstat.* deltas (THP faults, fallbacks, compaction
 # stalls, collapses): how hard compaction and reclaim worked, and khugepaged's progress. Direct compaction's
 # time is not counted by the kernel; noise.psi_memory_pct (time stalled on memory) includes it.
-DURING_VMSTAT = ("compact_migrate_scanned", "compact_free_scanned", "compact_isolated", "compact_daemon_wake",
-                 "allocstall_normal", "allocstall_movable", "thp_fault_fallback", "compact_stall")
+DURING_VMSTAT = (
+    "compact_migrate_scanned",
+    "compact_free_scanned",
+    "compact_isolated",
+    "compact_daemon_wake",
+    "allocstall_normal",
+    "allocstall_movable",
+    "thp_fault_fallback",
+    "compact_stall",
+)
 PREFIX = "memory."
-SPEC_HELP = ("fresh, fragmented (= fragmented:100%), fragmented:P% (P from 1 to 100), or fragmented-movable "
-             "(= fragmented-movable:100%) / fragmented-movable:P%")
+SPEC_HELP = (
+    "fresh, fragmented (= fragmented:100%), fragmented:P% (P from 1 to 100), or fragmented-movable "
+    "(= fragmented-movable:100%) / fragmented-movable:P%"
+)
 HELPER = [sys.executable, "-m", "hugebench.system.fragmenter"]  # the fragmenter's command line
 
 
@@ -90,7 +110,7 @@ def parse(value) -> MemoryState:
         if text == name:
             return MemoryState(FRAGMENTED, DEFAULT_LEVEL, movable)
         if text and text.startswith(name + ":") and text.endswith("%"):
-            number = text[len(name) + 1:-1]
+            number = text[len(name) + 1 : -1]
             if number.isdigit() and 1 <= int(number) <= 100:
                 return MemoryState(FRAGMENTED, int(number), movable)
     raise ValueError(f"memory_state must be {SPEC_HELP}; got {value!r}")
@@ -106,7 +126,10 @@ def canonical(value) -> str:
 
 # What making a state costs before its run, for plan's estimate (measured on the 24 GiB 2-vCPU guest with
 # 14-16 GiB free: compaction 0.1-1.2 s; fragmenting all of it 28-36 s, plus up to SETTLE_S after the run).
-FRESH_SECONDS, FRAGMENT_SECONDS_AT_100 = 3.0, 42.0  # each includes a drain of the per-CPU lists (~1 s)
+FRESH_SECONDS, FRAGMENT_SECONDS_AT_100 = (
+    3.0,
+    42.0,
+)  # each includes a drain of the per-CPU lists (~1 s)
 
 
 def prepare_seconds(value: str | None) -> float:
@@ -114,15 +137,19 @@ def prepare_seconds(value: str | None) -> float:
     if not value:
         return 0.0
     state = parse(value)
-    extra = FRAGMENT_SECONDS_AT_100 * state.level / 100 + SETTLE_S if state.kind == FRAGMENTED else 0.0
+    extra = (
+        FRAGMENT_SECONDS_AT_100 * state.level / 100 + SETTLE_S if state.kind == FRAGMENTED else 0.0
+    )
     return FRESH_SECONDS + extra
 
 
 def why_not_here(proc_root: str = "/proc", euid: int | None = None) -> str | None:
     """Why memory_state cannot be made on this machine by this user, or None."""
     if (os.geteuid() if euid is None else euid) != 0:
-        return ("memory_state compacts memory (/proc/sys/vm/compact_memory), sets vm.compact_unevictable_allowed "
-                "and locks pages beyond the memlock limit: that needs root")
+        return (
+            "memory_state compacts memory (/proc/sys/vm/compact_memory), sets vm.compact_unevictable_allowed "
+            "and locks pages beyond the memlock limit: that needs root"
+        )
     for rel in ("sys/vm/compact_memory", "sys/vm/compact_unevictable_allowed", "buddyinfo"):
         if not os.path.exists(os.path.join(proc_root, rel)):
             return f"this kernel has no {os.path.join(proc_root, rel)} (no compaction)"
@@ -139,14 +166,26 @@ class AgedMemory:
     """One run's memory state: ``enter()`` before it (columns, and ``failed`` when it did not hold),
     ``close()`` after it (the fragmenter ended, what the machine has afterwards)."""
 
-    def __init__(self, value: str, state, *, proc_root: str = "/proc", sys_root: str = "/sys",
-                 records: str | os.PathLike, reserve_bytes: int | None = None, drop_caches: bool = False,
-                 helper: list[str] | None = None, run_id: str = ""):
+    def __init__(
+        self,
+        value: str,
+        state,
+        *,
+        proc_root: str = "/proc",
+        sys_root: str = "/sys",
+        records: str | os.PathLike,
+        reserve_bytes: int | None = None,
+        drop_caches: bool = False,
+        helper: list[str] | None = None,
+        run_id: str = "",
+    ):
         self.want, self.value = parse(value), value
         self.state, self.proc_root, self.sys_root = state, proc_root, sys_root
         self.records, self.reserve, self.drop_caches = records, reserve_bytes or 0, drop_caches
         self.helper, self.run_id = helper, run_id
-        self.columns: dict = {f"{PREFIX}level_pct": self.want.level if self.want.kind == FRAGMENTED else 0}
+        self.columns: dict = {
+            f"{PREFIX}level_pct": self.want.level if self.want.kind == FRAGMENTED else 0
+        }
         self.failed: str | None = None
         self.proc: subprocess.Popen | None = None
         self.container: RunContainer | None = None
@@ -156,16 +195,30 @@ class AgedMemory:
 
     def enter(self) -> AgedMemory:
         fragmented, movable = self.want.kind == FRAGMENTED, self.want.movable
-        wanted = {KNOB: "0" if fragmented and not movable else None, PROACTIVE_KNOB: "0" if movable else None}
-        self.state.apply({k: v if v is not None else self.state.found(k) for k, v in wanted.items()
-                          if k in self.state.knobs})
+        wanted = {
+            KNOB: "0" if fragmented and not movable else None,
+            PROACTIVE_KNOB: "0" if movable else None,
+        }
+        self.state.apply(
+            {
+                k: v if v is not None else self.state.found(k)
+                for k, v in wanted.items()
+                if k in self.state.knobs
+            }
+        )
         self.columns[f"{PREFIX}movable"] = movable if fragmented else None
         self.columns[f"{PREFIX}pcp_drain_s"] = self._drain_percpu_lists()
-        done = condition_memory(self.proc_root, compact=True, drop_caches=self.drop_caches, io=self.state.io)
+        done = condition_memory(
+            self.proc_root, compact=True, drop_caches=self.drop_caches, io=self.state.io
+        )
         initial = sum(kernel.free_huge_blocks(self.proc_root).values())
-        self.columns.update({f"{PREFIX}compact_s": round(done["seconds"], 3),
-                             f"{PREFIX}dropped_caches": done["dropped_caches"],
-                             f"{PREFIX}initial_free_2mib_blocks": initial})
+        self.columns.update(
+            {
+                f"{PREFIX}compact_s": round(done["seconds"], 3),
+                f"{PREFIX}dropped_caches": done["dropped_caches"],
+                f"{PREFIX}initial_free_2mib_blocks": initial,
+            }
+        )
         if self.want.kind == FRAGMENTED:
             self._fragment(initial)
         self.columns.update(self._supply_columns())
@@ -179,8 +232,9 @@ class AgedMemory:
         found, started = self.state.found(DRAIN_KNOB), time.monotonic()
         self.state.apply({DRAIN_KNOB: DRAIN_FRACTION})
         try:
-            while ((kernel.pcp_pages(self.proc_root) or 0) > PCP_DRAINED_PAGES
-                   and time.monotonic() - started < DRAIN_S):
+            while (
+                kernel.pcp_pages(self.proc_root) or 0
+            ) > PCP_DRAINED_PAGES and time.monotonic() - started < DRAIN_S:
                 time.sleep(0.2)
         finally:
             self.state.apply({DRAIN_KNOB: found})
@@ -189,7 +243,12 @@ class AgedMemory:
     def _read_counters(self) -> dict:
         vm = kernel.read_vmstat(self.proc_root)
         counters = {name: vm[name] for name in DURING_VMSTAT if name in vm}
-        counters.update({f"khugepaged.{k}": v for k, v in kernel.read_khugepaged_counters(self.sys_root).items()})
+        counters.update(
+            {
+                f"khugepaged.{k}": v
+                for k, v in kernel.read_khugepaged_counters(self.sys_root).items()
+            }
+        )
         return counters
 
     def _fragment(self, initial: int) -> None:
@@ -201,9 +260,11 @@ class AgedMemory:
         max_blocks = int(HELD_SHARE * available) // os.sysconf("SC_PAGE_SIZE")
         peak = chunk_blocks * (2 << 20) + max_blocks * os.sysconf("SC_PAGE_SIZE")
         if peak + self.reserve > HEADROOM * available:
-            self.failed = (f"not enough memory to fragment safely: the fragmenter's peak ({peak / 2**20:.0f} MiB) "
-                           f"and the run's planned peak ({self.reserve / 2**20:.0f} MiB) need more than "
-                           f"{HEADROOM:.0%} of MemAvailable ({available / 2**20:.0f} MiB)")
+            self.failed = (
+                f"not enough memory to fragment safely: the fragmenter's peak ({peak / 2**20:.0f} MiB) "
+                f"and the run's planned peak ({self.reserve / 2**20:.0f} MiB) need more than "
+                f"{HEADROOM:.0%} of MemAvailable ({available / 2**20:.0f} MiB)"
+            )
             return
         found = {k: self.state.knobs[k].read() for k in WHILE_FRAGMENTING if k in self.state.knobs}
         self.state.apply({k: v for k, v in WHILE_FRAGMENTING.items() if k in found})
@@ -216,25 +277,47 @@ class AgedMemory:
         if "error" in report:
             self.failed = f"the fragmenter failed: {report['error']}"
         elif free > limit:
-            self.failed = (f"memory_state {self.value} did not hold: {free} free 2 MiB blocks before the run, more "
-                           f"than the limit of {limit} ({100 - self.want.level}% of the {initial} free after "
-                           f"compaction, plus the tolerance); the fragmenter stopped: {report.get('stopped')}")
+            self.failed = (
+                f"memory_state {self.value} did not hold: {free} free 2 MiB blocks before the run, more "
+                f"than the limit of {limit} ({100 - self.want.level}% of the {initial} free after "
+                f"compaction, plus the tolerance); the fragmenter stopped: {report.get('stopped')}"
+            )
 
     def _start(self, leave: int, max_blocks: int, chunk_blocks: int) -> dict:
         """Start the fragmenter, recorded for ``end_leftovers``; its report (or why there is none)."""
         argv = self.helper or HELPER
-        argv = [*argv, "--leave", str(leave), "--max-blocks", str(max_blocks), "--chunk-blocks", str(chunk_blocks),
-                "--deadline", str(DEADLINE_S), "--proc-root", str(self.proc_root),
-                *(["--movable"] if self.want.movable else [])]
-        self.container = RunContainer(f"fragmenter-{self.run_id}", self.records, proc_root="/proc", use_cgroup=False)
+        argv = [
+            *argv,
+            "--leave",
+            str(leave),
+            "--max-blocks",
+            str(max_blocks),
+            "--chunk-blocks",
+            str(chunk_blocks),
+            "--deadline",
+            str(DEADLINE_S),
+            "--proc-root",
+            str(self.proc_root),
+            *(["--movable"] if self.want.movable else []),
+        ]
+        self.container = RunContainer(
+            f"fragmenter-{self.run_id}", self.records, proc_root="/proc", use_cgroup=False
+        )
         env = {**os.environ, **self.container.env()}
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+        )
         self.container.add(self.proc.pid)
         line = _read_line(self.proc, DEADLINE_S + 30)
         if line is None:
-            err = self.proc.stderr.read().decode(errors="replace")[-300:] if self.proc.poll() is not None else ""
-            return {"error": f"no report within {DEADLINE_S + 30:g} s{(': ' + err.strip()) if err else ''}"}
+            err = (
+                self.proc.stderr.read().decode(errors="replace")[-300:]
+                if self.proc.poll() is not None
+                else ""
+            )
+            return {
+                "error": f"no report within {DEADLINE_S + 30:g} s{(': ' + err.strip()) if err else ''}"
+            }
         try:
             return json.loads(line)
         except ValueError:
@@ -247,10 +330,17 @@ class AgedMemory:
         columns.update({f"{PREFIX}zone.{zone}.free_2mib_blocks": n for zone, n in zones.items()})
         index = kernel.read_unusable_index(self.sys_root)
         if index is None:
-            columns[f"{PREFIX}unusable_index.reason"] = "debugfs (/sys/kernel/debug/extfrag) is not mounted here"
+            columns[f"{PREFIX}unusable_index.reason"] = (
+                "debugfs (/sys/kernel/debug/extfrag) is not mounted here"
+            )
         else:
-            columns.update({f"{PREFIX}unusable_index.{zone.split('/')[-1]}": values[9]
-                            for zone, values in index.items() if len(values) > 9})
+            columns.update(
+                {
+                    f"{PREFIX}unusable_index.{zone.split('/')[-1]}": values[9]
+                    for zone, values in index.items()
+                    if len(values) > 9
+                }
+            )
         return columns
 
     # -- after the run ---------------------------------------------------------------------------
@@ -260,7 +350,10 @@ class AgedMemory:
         read = lambda: sum(kernel.free_huge_blocks(self.proc_root).values())  # noqa: E731
         if f"{PREFIX}fragmenter.blocks_pinned" not in self.columns:
             return read()
-        wanted = self.columns[f"{PREFIX}initial_free_2mib_blocks"] - self.columns[f"{PREFIX}free_2mib_limit"]
+        wanted = (
+            self.columns[f"{PREFIX}initial_free_2mib_blocks"]
+            - self.columns[f"{PREFIX}free_2mib_limit"]
+        )
         count, waited = _settled_count(read, wanted)
         self.columns[f"{PREFIX}after.settle_s"] = waited
         return count
@@ -269,22 +362,32 @@ class AgedMemory:
         """End the fragmenter; the columns after it, and ``failed`` when it did not last the run."""
         if self._counters:
             now = self._read_counters()
-            self.columns.update({f"{PREFIX}during.{k}": now[k] - v for k, v in self._counters.items() if k in now})
+            self.columns.update(
+                {f"{PREFIX}during.{k}": now[k] - v for k, v in self._counters.items() if k in now}
+            )
         if self.proc is not None:
             if self.proc.poll() is not None and not self.failed:
-                self.failed = (f"the fragmenter ended during the run (exit {self.proc.returncode}), so "
-                               f"memory_state {self.value} did not hold to the end")
+                self.failed = (
+                    f"the fragmenter ended during the run (exit {self.proc.returncode}), so "
+                    f"memory_state {self.value} did not hold to the end"
+                )
             self.proc.kill()
             self.proc.wait()
             for stream in (self.proc.stdout, self.proc.stderr):
                 stream.close()
-            self.columns[f"{PREFIX}fragmenter_left"] = self.container.close()["containment.killed_at_end"]
+            self.columns[f"{PREFIX}fragmenter_left"] = self.container.close()[
+                "containment.killed_at_end"
+            ]
             self.proc = None
             self.columns[f"{PREFIX}after.pcp_drain_s"] = self._drain_percpu_lists()
         meminfo = kernel.read_meminfo(self.proc_root)
-        self.columns.update({f"{PREFIX}after.free_2mib_blocks": self._settled(),
-                             f"{PREFIX}after.mem_free_bytes": meminfo.get("MemFree"),
-                             f"{PREFIX}after.mem_available_bytes": meminfo.get("MemAvailable")})
+        self.columns.update(
+            {
+                f"{PREFIX}after.free_2mib_blocks": self._settled(),
+                f"{PREFIX}after.mem_free_bytes": meminfo.get("MemFree"),
+                f"{PREFIX}after.mem_available_bytes": meminfo.get("MemAvailable"),
+            }
+        )
         return self.columns
 
 

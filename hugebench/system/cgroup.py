@@ -142,8 +142,10 @@ def create(name: str, proc_root: str | Path = "/proc") -> tuple[Cgroup | None, s
         path = parent / name
         path.mkdir()
     except OSError as exc:
-        return None, (f"cannot create a cgroup under {parent} ({exc.strerror}): it needs root or a delegated "
-                      "cgroup v2 subtree")
+        return None, (
+            f"cannot create a cgroup under {parent} ({exc.strerror}): it needs root or a delegated "
+            "cgroup v2 subtree"
+        )
     if not os.access(path / "cgroup.procs", os.W_OK):
         os.rmdir(path)
         return None, f"{path / 'cgroup.procs'} is not writable"
@@ -176,4 +178,8 @@ def run_cgroups(proc_root: str | Path = "/proc") -> list[Cgroup]:
     parent = mount / PARENT if mount else None
     if parent is None or not parent.is_dir():
         return []
-    return [Cgroup(p) for p in sorted(parent.iterdir()) if p.is_dir() and os.access(p / "cgroup.procs", os.W_OK)]
+    return [
+        Cgroup(p)
+        for p in sorted(parent.iterdir())
+        if p.is_dir() and os.access(p / "cgroup.procs", os.W_OK)
+    ]

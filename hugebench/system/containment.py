@@ -60,7 +60,9 @@ def token_holders(token: str, proc_root: str | os.PathLike = "/proc") -> list[in
     return found
 
 
-def end_processes(token: str | None, pids: dict[int, int], proc_root: str | os.PathLike = "/proc") -> int:
+def end_processes(
+    token: str | None, pids: dict[int, int], proc_root: str | os.PathLike = "/proc"
+) -> int:
     """SIGKILL the recorded pids that are still the same processes and every holder of ``token``, until none
     is left; the number of processes ended."""
     ended: set[int] = set()
@@ -84,14 +86,23 @@ class RunContainer:
     """The processes of one run. Use as a context manager around the run; ``columns`` then say how it was
     contained and what its cgroup measured."""
 
-    def __init__(self, run_id: str, records: str | os.PathLike, *, proc_root: str | os.PathLike = "/proc",
-                 use_cgroup: bool = True):
+    def __init__(
+        self,
+        run_id: str,
+        records: str | os.PathLike,
+        *,
+        proc_root: str | os.PathLike = "/proc",
+        use_cgroup: bool = True,
+    ):
         pid = os.getpid()
         self.proc_root = proc_root
         self.name = f"{pid}-{kernel.process_start_ticks(pid, proc_root)}-{run_id[:12]}"
         self.token = f"{self.name}-{secrets.token_hex(6)}"
-        self.cgroup, self.reason = (cgroups.create(self.name, proc_root) if use_cgroup
-                                    else (None, "cgroups not used for this run"))
+        self.cgroup, self.reason = (
+            cgroups.create(self.name, proc_root)
+            if use_cgroup
+            else (None, "cgroups not used for this run")
+        )
         self.record_path = Path(records) / f"{self.name}.json"
         self.pids: dict[int, int] = {}
         self.columns: dict = {}
@@ -123,11 +134,21 @@ class RunContainer:
         in some containers), the run goes on without the cgroup, under the pid record, and says so."""
         if self.cgroup is None:
             return
-        line = next((ln for ln in (kernel.read_optional(Path(self.proc_root, str(pid), "cgroup")) or "").splitlines()
-                     if ln.startswith("0::")), "")
+        line = next(
+            (
+                ln
+                for ln in (
+                    kernel.read_optional(Path(self.proc_root, str(pid), "cgroup")) or ""
+                ).splitlines()
+                if ln.startswith("0::")
+            ),
+            "",
+        )
         if line.endswith(f"/{cgroups.PARENT}/{self.name}"):
             return
-        self.reason = f"could not move the run into {self.cgroup.path} (its process is in {line[3:] or '?'})"
+        self.reason = (
+            f"could not move the run into {self.cgroup.path} (its process is in {line[3:] or '?'})"
+        )
         self.cgroup.remove()
         self.cgroup = None
         self._write_record()
@@ -151,8 +172,12 @@ class RunContainer:
             if thp is not None:
                 self._anon_thp_peak = max(thp, self._anon_thp_peak or 0)
             return
-        new = {p: s for p in kernel.process_tree(root, self.proc_root) if p not in self.pids
-               and (s := kernel.process_start_ticks(p, self.proc_root)) is not None}
+        new = {
+            p: s
+            for p in kernel.process_tree(root, self.proc_root)
+            if p not in self.pids
+            and (s := kernel.process_start_ticks(p, self.proc_root)) is not None
+        }
         if new:
             self.pids.update(new)
             self._write_record()
@@ -170,8 +195,10 @@ class RunContainer:
         containment columns."""
         if "containment" in self.columns:
             return self.columns
-        columns = {"containment": "cgroup" if self.cgroup else "subreaper+pid record",
-                   "containment.killed_at_end": self.kill()}
+        columns = {
+            "containment": "cgroup" if self.cgroup else "subreaper+pid record",
+            "containment.killed_at_end": self.kill(),
+        }
         if self.cgroup is None:
             columns["containment.reason"] = self.reason
         else:
@@ -186,20 +213,30 @@ class RunContainer:
     def _memory_columns(self) -> dict:
         if not self.cgroup.has_memory():
             return {"cgroup.memory.reason": cgroups.no_memory_reason(self.cgroup, self.proc_root)}
-        return {"cgroup.memory_peak_bytes": self.cgroup.memory_peak(), "cgroup.oom_kills": self.cgroup.oom_kills(),
-                "cgroup.anon_thp_peak_bytes": self._anon_thp_peak}
+        return {
+            "cgroup.memory_peak_bytes": self.cgroup.memory_peak(),
+            "cgroup.oom_kills": self.cgroup.oom_kills(),
+            "cgroup.anon_thp_peak_bytes": self._anon_thp_peak,
+        }
 
     def _write_record(self) -> None:
         if self.record_path is None:
             return
-        record = {"format": RECORD_FORMAT, "name": self.name, "token": self.token,
-                  "owner_pid": os.getpid(), "owner_start": kernel.process_start_ticks(os.getpid(), self.proc_root),
-                  "cgroup": str(self.cgroup.path) if self.cgroup else None,
-                  "pids": {str(p): s for p, s in self.pids.items()}}
+        record = {
+            "format": RECORD_FORMAT,
+            "name": self.name,
+            "token": self.token,
+            "owner_pid": os.getpid(),
+            "owner_start": kernel.process_start_ticks(os.getpid(), self.proc_root),
+            "cgroup": str(self.cgroup.path) if self.cgroup else None,
+            "pids": {str(p): s for p, s in self.pids.items()},
+        }
         try:
             write_json_atomic(self.record_path, record)
         except OSError as exc:
-            self.reason = f"{self.reason}; no record of its processes ({exc.strerror}: {self.record_path})"
+            self.reason = (
+                f"{self.reason}; no record of its processes ({exc.strerror}: {self.record_path})"
+            )
             self.record_path = None
 
 
@@ -243,5 +280,9 @@ def _read_record(path: Path) -> dict | None:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    ok = isinstance(record, dict) and record.get("format") == RECORD_FORMAT and isinstance(record.get("owner_pid"), int)
+    ok = (
+        isinstance(record, dict)
+        and record.get("format") == RECORD_FORMAT
+        and isinstance(record.get("owner_pid"), int)
+    )
     return record if ok else None

@@ -42,7 +42,14 @@ STALLS_BEFORE_GIVING_UP = 3
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.mmap.argtypes = [
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_long,
+]
 for _name in ("munmap", "mlock"):
     getattr(_libc, _name).argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -78,7 +85,9 @@ def take_chunk(blocks: int, movable: bool = False) -> int:
     huge = (_anon_huge_bytes() - huge_before) // HUGE
     for i in range(blocks):
         block = base + i * HUGE
-        _check(_libc.madvise(block, PAGE, MADV_COLD), "madvise(MADV_COLD)")  # splits the huge page now
+        _check(
+            _libc.madvise(block, PAGE, MADV_COLD), "madvise(MADV_COLD)"
+        )  # splits the huge page now
         if not movable:
             _check(_libc.mlock(block, PAGE), "mlock")
         _check(_libc.munmap(block + PAGE, HUGE - PAGE), "munmap")
@@ -88,8 +97,14 @@ def take_chunk(blocks: int, movable: bool = False) -> int:
     return huge
 
 
-def fragment(leave: int, max_blocks: int, chunk_blocks: int, deadline_s: float, proc_root: str = "/proc",
-             movable: bool = False) -> dict:
+def fragment(
+    leave: int,
+    max_blocks: int,
+    chunk_blocks: int,
+    deadline_s: float,
+    proc_root: str = "/proc",
+    movable: bool = False,
+) -> dict:
     """Pin blocks chunk by chunk until a stop condition (see the module); the report."""
     started = time.monotonic()
     pinned = held_pages = chunks = stalls = 0
@@ -113,9 +128,16 @@ def fragment(leave: int, max_blocks: int, chunk_blocks: int, deadline_s: float, 
             stopped = "no progress: free 2 MiB blocks did not fall over three chunks"
             break
     hwm = kernel.read_status("self").get("VmHWM")
-    return {"blocks_pinned": pinned, "held_bytes": held_pages * PAGE, "chunks": chunks, "peak_rss_bytes": hwm,
-            "seconds": round(time.monotonic() - started, 3), "stopped": stopped,
-            "free_2mib_blocks": free_huge_blocks(proc_root), "movable": movable}
+    return {
+        "blocks_pinned": pinned,
+        "held_bytes": held_pages * PAGE,
+        "chunks": chunks,
+        "peak_rss_bytes": hwm,
+        "seconds": round(time.monotonic() - started, 3),
+        "stopped": stopped,
+        "free_2mib_blocks": free_huge_blocks(proc_root),
+        "movable": movable,
+    }
 
 
 def _prepare_process() -> None:
@@ -131,17 +153,31 @@ def _prepare_process() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hugebench.system.fragmenter")
-    parser.add_argument("--leave", type=int, required=True, help="stop at this many free 2 MiB blocks")
+    parser.add_argument(
+        "--leave", type=int, required=True, help="stop at this many free 2 MiB blocks"
+    )
     parser.add_argument("--max-blocks", type=int, required=True, help="pin at most this many pages")
-    parser.add_argument("--chunk-blocks", type=int, required=True, help="2 MiB blocks faulted at once")
-    parser.add_argument("--deadline", type=float, default=300.0, help="seconds before it stops where it is")
+    parser.add_argument(
+        "--chunk-blocks", type=int, required=True, help="2 MiB blocks faulted at once"
+    )
+    parser.add_argument(
+        "--deadline", type=float, default=300.0, help="seconds before it stops where it is"
+    )
     parser.add_argument("--proc-root", default="/proc")
-    parser.add_argument("--movable", action="store_true", help="keep the pages unlocked (compaction can move them)")
+    parser.add_argument(
+        "--movable", action="store_true", help="keep the pages unlocked (compaction can move them)"
+    )
     args = parser.parse_args(argv)
     _prepare_process()
     try:
-        report = fragment(args.leave, args.max_blocks, max(1, args.chunk_blocks), args.deadline, args.proc_root,
-                          args.movable)
+        report = fragment(
+            args.leave,
+            args.max_blocks,
+            max(1, args.chunk_blocks),
+            args.deadline,
+            args.proc_root,
+            args.movable,
+        )
     except OSError as exc:
         report = {"error": str(exc)}
     print(json.dumps(report), flush=True)

@@ -50,13 +50,27 @@ class JournalRecord:
     touched: tuple[str, ...] = ()
 
     @classmethod
-    def new(cls, purpose: str, sys_root: str | Path, proc_root: str | Path, saved: dict[str, str]) -> JournalRecord:
+    def new(
+        cls, purpose: str, sys_root: str | Path, proc_root: str | Path, saved: dict[str, str]
+    ) -> JournalRecord:
         pid = os.getpid()
         started = datetime.now().astimezone().isoformat(timespec="seconds")
-        return cls(pid, process_start_ticks(pid), started, purpose, str(sys_root), str(proc_root), dict(saved))
+        return cls(
+            pid,
+            process_start_ticks(pid),
+            started,
+            purpose,
+            str(sys_root),
+            str(proc_root),
+            dict(saved),
+        )
 
     def with_touched(self, name: str) -> JournalRecord:
-        return self if name in self.touched else dataclasses.replace(self, touched=(*self.touched, name))
+        return (
+            self
+            if name in self.touched
+            else dataclasses.replace(self, touched=(*self.touched, name))
+        )
 
     def owner_alive(self) -> bool:
         try:
@@ -120,7 +134,9 @@ def check_no_stale_journal(journal_path: str | Path | None = None) -> None:
     )
 
 
-def _restore_order(knobs: dict[str, Knob], saved: dict[str, str], current: dict[str, str], touched) -> list[str]:
+def _restore_order(
+    knobs: dict[str, Knob], saved: dict[str, str], current: dict[str, str], touched
+) -> list[str]:
     """Last touched first; settings before pools; pools that shrink (free memory) before pools that grow."""
     lifo = [n for n in reversed(touched) if n in current]
     settings = [n for n in lifo if not knobs[n].is_pool]
@@ -166,8 +182,20 @@ def restore_from_journal(
     path = Path(journal_path) if journal_path is not None else default_journal_path()
     record = read_journal(path)
     if record is None:
-        return {"journal": str(path), "found": False, "owner": None, "purpose": None, "restored": {}, "unchanged": []}
-    if record.purpose == "sweep" and record.owner_alive() and record.pid != os.getpid() and not force:
+        return {
+            "journal": str(path),
+            "found": False,
+            "owner": None,
+            "purpose": None,
+            "restored": {},
+            "unchanged": [],
+        }
+    if (
+        record.purpose == "sweep"
+        and record.owner_alive()
+        and record.pid != os.getpid()
+        and not force
+    ):
         raise SystemStateError(
             f"the sweep that wrote {path} ({record.describe_owner()}) is still running and will restore "
             f"the knobs itself; stop it with `kill {record.pid}`, or pass --force"

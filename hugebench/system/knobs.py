@@ -19,7 +19,9 @@ from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.kernel import HUGETLB_DIR, THP_DIR
 
 UINT_MAX = 2**32 - 1
-POOL_MEMORY_SHARE = 0.9  # a hugetlb pool may take at most this share of MemAvailable (+ its current pages)
+POOL_MEMORY_SHARE = (
+    0.9  # a hugetlb pool may take at most this share of MemAvailable (+ its current pages)
+)
 
 ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
 # /proc/sys/vm knobs hugebench changes for a run: 0 keeps compaction off mlocked pages, which is what lets
@@ -29,9 +31,11 @@ ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
 # a ``fragmented-movable`` state away in the background.
 # (name, path under /proc, minimum, maximum, smallest value above 0: the kernel takes 0, its default, or a
 # fraction of 8 and more for percpu_pagelist_high_fraction, and refuses 1..7 with EINVAL)
-VM_KNOBS = (("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1, 0),
-            ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1, 8),
-            ("vm.compaction_proactiveness", "sys/vm/compaction_proactiveness", 0, 100, 1))
+VM_KNOBS = (
+    ("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1, 0),
+    ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1, 8),
+    ("vm.compaction_proactiveness", "sys/vm/compaction_proactiveness", 0, 100, 1),
+)
 
 
 class SysfsIO(Protocol):
@@ -138,10 +142,17 @@ class Knob:
         try:
             number = int(text)
         except ValueError:
-            raise KnobValueError(f"{self.name}={text!r}: {self.path} takes an integer ({self.allowed()})") from None
-        if (number < self.minimum or (self.maximum is not None and number > self.maximum)
-                or 0 < number < self.least_nonzero):
-            raise KnobValueError(f"{self.name}={number} is out of range for {self.path} ({self.allowed()})")
+            raise KnobValueError(
+                f"{self.name}={text!r}: {self.path} takes an integer ({self.allowed()})"
+            ) from None
+        if (
+            number < self.minimum
+            or (self.maximum is not None and number > self.maximum)
+            or 0 < number < self.least_nonzero
+        ):
+            raise KnobValueError(
+                f"{self.name}={number} is out of range for {self.path} ({self.allowed()})"
+            )
         if self.is_pool:
             self._check_pool_fits(number)
         return str(number)
@@ -159,7 +170,8 @@ class Knob:
             raise KnobValueError(
                 f"{self.name}={pages} would reserve {pages * page / 2**30:,.1f} GiB of huge pages; this machine "
                 f"can give at most {most} ({most * page / 2**30:,.1f} GiB: {POOL_MEMORY_SHARE:.0%} of its "
-                f"available memory plus what the pool holds now)")
+                f"available memory plus what the pool holds now)"
+            )
 
     def write(self, value: str | int) -> str:
         """Write, then read back. Returns the read-back value; raises if the kernel did not take it."""
@@ -184,8 +196,12 @@ class Knob:
                 f"`echo {wanted} | sudo tee {self.path}`"
             )
         if e.errno == errno.EROFS:
-            return SystemStateError(f"{self.path} is read-only here (a container?); cannot set {wanted!r}")
-        return SystemStateError(f"the kernel refused {wanted!r} written to {self.path}: {e.strerror}")
+            return SystemStateError(
+                f"{self.path} is read-only here (a container?); cannot set {wanted!r}"
+            )
+        return SystemStateError(
+            f"the kernel refused {wanted!r} written to {self.path}: {e.strerror}"
+        )
 
 
 def _thp_specs(sys_root: Path, pmd_ptes: int) -> list[tuple[str, str, str, int, int | None]]:
@@ -201,8 +217,20 @@ def _thp_specs(sys_root: Path, pmd_ptes: int) -> list[tuple[str, str, str, int, 
         ("thp.khugepaged.max_ptes_swap", "khugepaged/max_ptes_swap", "int", 0, ptes_max),
         ("thp.khugepaged.max_ptes_shared", "khugepaged/max_ptes_shared", "int", 0, ptes_max),
         ("thp.khugepaged.pages_to_scan", "khugepaged/pages_to_scan", "int", 1, UINT_MAX),
-        ("thp.khugepaged.scan_sleep_millisecs", "khugepaged/scan_sleep_millisecs", "int", 0, UINT_MAX),
-        ("thp.khugepaged.alloc_sleep_millisecs", "khugepaged/alloc_sleep_millisecs", "int", 0, UINT_MAX),
+        (
+            "thp.khugepaged.scan_sleep_millisecs",
+            "khugepaged/scan_sleep_millisecs",
+            "int",
+            0,
+            UINT_MAX,
+        ),
+        (
+            "thp.khugepaged.alloc_sleep_millisecs",
+            "khugepaged/alloc_sleep_millisecs",
+            "int",
+            0,
+            UINT_MAX,
+        ),
     ]
     for size_kb in kernel.mthp_sizes_kb(sys_root):
         specs.append((f"thp.mthp.{size_kb}kB", f"hugepages-{size_kb}kB/enabled", "choice", 0, None))
@@ -218,15 +246,44 @@ def _pmd_ptes(sys_root: Path) -> int:
 def _hugetlb_knobs(sys_root: Path, proc_root: Path, io: SysfsIO | None) -> list[Knob]:
     knobs = []
     # /proc/sys/vm/nr_hugepages is the pool of the *default* huge page size; only call it 2MB when it is.
-    if Path(proc_root, "sys/vm/nr_hugepages").exists() and kernel.default_hugepage_kb(proc_root) in (2048, None):
-        knobs.append(Knob("hugetlb.2MB", proc_root, "sys/vm/nr_hugepages", "pool", io=io, page_kb=2048,
-                          proc_root=proc_root))
+    if Path(proc_root, "sys/vm/nr_hugepages").exists() and kernel.default_hugepage_kb(
+        proc_root
+    ) in (2048, None):
+        knobs.append(
+            Knob(
+                "hugetlb.2MB",
+                proc_root,
+                "sys/vm/nr_hugepages",
+                "pool",
+                io=io,
+                page_kb=2048,
+                proc_root=proc_root,
+            )
+        )
     elif Path(sys_root, HUGETLB_DIR, "hugepages-2048kB/nr_hugepages").exists():
-        knobs.append(Knob("hugetlb.2MB", sys_root, f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages", "pool", io=io,
-                          page_kb=2048, proc_root=proc_root))
+        knobs.append(
+            Knob(
+                "hugetlb.2MB",
+                sys_root,
+                f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages",
+                "pool",
+                io=io,
+                page_kb=2048,
+                proc_root=proc_root,
+            )
+        )
     if Path(sys_root, HUGETLB_DIR, "hugepages-1048576kB/nr_hugepages").exists():
-        knobs.append(Knob("hugetlb.1GB", sys_root, f"{HUGETLB_DIR}/hugepages-1048576kB/nr_hugepages", "pool", io=io,
-                          page_kb=1048576, proc_root=proc_root))
+        knobs.append(
+            Knob(
+                "hugetlb.1GB",
+                sys_root,
+                f"{HUGETLB_DIR}/hugepages-1048576kB/nr_hugepages",
+                "pool",
+                io=io,
+                page_kb=1048576,
+                proc_root=proc_root,
+            )
+        )
     return knobs
 
 

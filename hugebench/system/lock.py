@@ -35,9 +35,11 @@ LOCK_MODE = 0o666
 
 
 def _fix(path) -> str:
-    return (f"root can make the lock usable by every user (`sudo chmod 666 {path}`, or `sudo rm {path}`: the next "
-            f"sweep creates it so), or set HUGEBENCH_LOCK to a file you may write (sweeps using another lock file "
-            f"do not see yours)")
+    return (
+        f"root can make the lock usable by every user (`sudo chmod 666 {path}`, or `sudo rm {path}`: the next "
+        f"sweep creates it so), or set HUGEBENCH_LOCK to a file you may write (sweeps using another lock file "
+        f"do not see yours)"
+    )
 
 
 def default_lock_paths(sys_root: str | os.PathLike = "/sys") -> tuple[Path, ...]:
@@ -47,8 +49,9 @@ def default_lock_paths(sys_root: str | os.PathLike = "/sys") -> tuple[Path, ...]
         return (Path(os.environ["HUGEBENCH_LOCK"]),)
     if Path(sys_root).resolve() != Path("/sys"):
         return (Path(sys_root).resolve().parent / LOCK_NAME,)
-    return tuple(Path(d) / LOCK_NAME for d in HOST_LOCK_DIRS if Path(d).is_dir()) or \
-        (Path("/tmp") / LOCK_NAME,)
+    return tuple(Path(d) / LOCK_NAME for d in HOST_LOCK_DIRS if Path(d).is_dir()) or (
+        Path("/tmp") / LOCK_NAME,
+    )
 
 
 def default_lock_path(sys_root: str | os.PathLike = "/sys") -> Path:
@@ -70,7 +73,9 @@ class SweepLock:
         self.paths = _paths(path)
         self.path, self.what = self.paths[0], what
         self._fds: list[tuple[int, bool]] = []  # (fd, holder info written into it)
-        self.notes: list[str] = []  # what a user may want to know (a lock taken read-only, a file skipped)
+        self.notes: list[
+            str
+        ] = []  # what a user may want to know (a lock taken read-only, a file skipped)
 
     def __enter__(self) -> SweepLock:
         try:
@@ -83,9 +88,15 @@ class SweepLock:
             raise
         if not self._fds:
             self._release()
-            raise SystemStateError(f"cannot take the host's sweep lock as uid {os.geteuid()}: "
-                                   f"{'; '.join(self.notes)}. Fix: {_fix(self.path)}")
-        me = {"pid": os.getpid(), "what": self.what, "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            raise SystemStateError(
+                f"cannot take the host's sweep lock as uid {os.geteuid()}: "
+                f"{'; '.join(self.notes)}. Fix: {_fix(self.path)}"
+            )
+        me = {
+            "pid": os.getpid(),
+            "what": self.what,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
         for fd, writable in self._fds:
             if writable:
                 os.ftruncate(fd, 0)
@@ -100,7 +111,8 @@ class SweepLock:
             os.close(fd[0])
             raise SystemStateError(
                 f"another sweep is running on this machine ({holder}; lock {path}); two sweeps at once "
-                f"would change each other's kernel settings mid-run. Wait for it to end, or stop it") from None
+                f"would change each other's kernel settings mid-run. Wait for it to end, or stop it"
+            ) from None
         self._fds.append(fd)
 
     def __exit__(self, *exc) -> bool:
@@ -133,11 +145,15 @@ def _open(path: Path, notes: list[str], create: bool = True) -> tuple[int, bool]
             raise _bad_file(path, exc) from None
         _check_regular(fd, path)
         if not writable:
-            notes.append(f"{path} is not writable by uid {os.geteuid()}, locked read-only "
-                         f"(root: `chmod 666 {path}`)")
+            notes.append(
+                f"{path} is not writable by uid {os.geteuid()}, locked read-only "
+                f"(root: `chmod 666 {path}`)"
+            )
         return fd, writable and _heal_mode(fd)
-    raise SystemStateError(f"cannot open the sweep lock {path} as uid {os.geteuid()} (not even for reading). "
-                           f"Fix: {_fix(path)}")
+    raise SystemStateError(
+        f"cannot open the sweep lock {path} as uid {os.geteuid()} (not even for reading). "
+        f"Fix: {_fix(path)}"
+    )
 
 
 def _create(path: Path, notes: list[str]) -> tuple[int, bool] | None:
@@ -169,15 +185,21 @@ def _heal_mode(fd: int) -> bool:
 def _check_regular(fd: int, path: Path) -> None:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise SystemStateError(f"the sweep lock {path} is not a regular file; remove it (`sudo rm {path}`) "
-                               f"or set HUGEBENCH_LOCK to another file")
+        raise SystemStateError(
+            f"the sweep lock {path} is not a regular file; remove it (`sudo rm {path}`) "
+            f"or set HUGEBENCH_LOCK to another file"
+        )
 
 
 def _bad_file(path: Path, exc: OSError) -> SystemStateError:
     if exc.errno == errno.ELOOP:
-        return SystemStateError(f"the sweep lock {path} is a symbolic link, which a lock in a shared directory "
-                                f"must never follow; remove it (`sudo rm {path}`) or set HUGEBENCH_LOCK")
-    return SystemStateError(f"cannot open the sweep lock {path}: {exc.strerror or exc}. Fix: {_fix(path)}")
+        return SystemStateError(
+            f"the sweep lock {path} is a symbolic link, which a lock in a shared directory "
+            f"must never follow; remove it (`sudo rm {path}`) or set HUGEBENCH_LOCK"
+        )
+    return SystemStateError(
+        f"cannot open the sweep lock {path}: {exc.strerror or exc}. Fix: {_fix(path)}"
+    )
 
 
 def _describe(fd: int) -> str:
@@ -214,8 +236,11 @@ def lock_status(paths: Sequence[str | os.PathLike]) -> tuple[bool, str]:
         except FileNotFoundError:
             creatable = _may_create(path)
             have |= creatable
-            parts.append(f"{path}: created mode 0666 by the next sweep" if creatable else
-                         f"{path}: absent, and uid {os.geteuid()} may not create it")
+            parts.append(
+                f"{path}: created mode 0666 by the next sweep"
+                if creatable
+                else f"{path}: absent, and uid {os.geteuid()} may not create it"
+            )
             continue
         except OSError as exc:
             parts.append(f"{path}: {exc.strerror}")
@@ -224,9 +249,18 @@ def lock_status(paths: Sequence[str | os.PathLike]) -> tuple[bool, str]:
             parts.append(f"{path}: not a regular file (a sweep refuses it)")
             continue
         readable = os.access(path, os.R_OK)
-        how = "writable" if os.access(path, os.W_OK) else "taken read-only" if readable else "not readable"
+        how = (
+            "writable"
+            if os.access(path, os.W_OK)
+            else "taken read-only"
+            if readable
+            else "not readable"
+        )
         pid = _held_by(path)
-        parts.append(f"{path}: mode {stat.S_IMODE(info.st_mode):04o}, {how}" + (f", held now by pid {pid}" if pid else ""))
+        parts.append(
+            f"{path}: mode {stat.S_IMODE(info.st_mode):04o}, {how}"
+            + (f", held now by pid {pid}" if pid else "")
+        )
         have |= readable
     return have, "; ".join(parts)
 

@@ -39,4 +39,8 @@ def condition_memory(
         io.write_text(proc_root / "sys/vm/drop_caches", "3\n")
     if compact:  # after dropping: freed page-cache pages make compaction more effective
         io.write_text(proc_root / "sys/vm/compact_memory", "1\n")
-    return {"dropped_caches": drop_caches, "compacted": compact, "seconds": time.perf_counter() - started}
+    return {
+        "dropped_caches": drop_caches,
+        "compacted": compact,
+        "seconds": time.perf_counter() - started,
+    }

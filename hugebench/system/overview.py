@@ -8,7 +8,10 @@ from hugebench import kernel
 from hugebench.errors import SystemStateError
 from hugebench.system.knobs import SysfsIO, discover_knobs
 
-def show(sys_root: str | Path = "/sys", proc_root: str | Path = "/proc", io: SysfsIO | None = None) -> dict:
+
+def show(
+    sys_root: str | Path = "/sys", proc_root: str | Path = "/proc", io: SysfsIO | None = None
+) -> dict:
     """Returns {'knobs': {name: {value, choices, allowed, path, writable}}, 'thp_vmstat': {...},
     'hugetlb': {size: {nr, free, surplus, resv}}}."""
     knobs = {}

@@ -36,14 +36,20 @@ def sudo_hugebench() -> str:
     if sys.prefix == sys.base_prefix or not script.exists():
         return "hugebench"
     here = Path.cwd()
-    return str(script.relative_to(here)) if here != Path("/") and script.is_relative_to(here) else str(script)
+    return (
+        str(script.relative_to(here))
+        if here != Path("/") and script.is_relative_to(here)
+        else str(script)
+    )
 
 
 def _privilege_error(changes: list[tuple[Knob, str]], rerun: str) -> PrivilegeError:
     what = ", ".join(_describe(k.name, v) for k, v in changes)
     verb = "needs" if len(changes) == 1 else "need"
     commands = "\n".join(f"  echo {v} | sudo tee {k.path}" for k, v in changes)
-    return PrivilegeError(f"{what} {verb} root: run `sudo {rerun}`, or set it yourself:\n{commands}")
+    return PrivilegeError(
+        f"{what} {verb} root: run `sudo {rerun}`, or set it yourself:\n{commands}"
+    )
 
 
 def check_privileges(
@@ -85,7 +91,9 @@ def check_privileges(
     read_only = [k for k, _ in changes.values() if not kernel.writable(k.path)]
     if read_only:
         paths = ", ".join(str(k.path) for k in read_only)
-        raise SystemStateError(f"{paths} not writable even as root (read-only /sys in a container?)")
+        raise SystemStateError(
+            f"{paths} not writable even as root (read-only /sys in a container?)"
+        )
     return by_prctl
 
 

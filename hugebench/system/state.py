@@ -20,8 +20,14 @@ from hugebench.system.journal import (
     restore_saved,
     write_journal,
 )
+from hugebench.system.knobs import (
+    HugetlbShortfall,
+    KnobValueError,
+    SysfsIO,
+    discover_knobs,
+    resolve_name,
+)
 from hugebench.system.memory import condition_memory
-from hugebench.system.knobs import HugetlbShortfall, KnobValueError, SysfsIO, discover_knobs, resolve_name
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +64,9 @@ class SystemState:
         io: SysfsIO | None = None,
     ):
         self.sys_root, self.proc_root = Path(sys_root or "/sys"), Path(proc_root or "/proc")
-        self.journal_path = Path(journal_path) if journal_path is not None else default_journal_path()
+        self.journal_path = (
+            Path(journal_path) if journal_path is not None else default_journal_path()
+        )
         self.purpose = purpose
         self.restore_on_exit = restore_on_exit
         self.io = io
@@ -118,7 +126,9 @@ class SystemState:
             canonical = resolve_name(name, self.knobs)
             text = self.knobs[canonical].validate(value)
             if wanted.get(canonical, text) != text:
-                raise KnobValueError(f"{canonical} given twice with different values: {wanted[canonical]!r}, {text!r}")
+                raise KnobValueError(
+                    f"{canonical} given twice with different values: {wanted[canonical]!r}, {text!r}"
+                )
             wanted[canonical] = text
         return wanted
 
@@ -141,7 +151,9 @@ class SystemState:
 
     def condition_memory(self, compact: bool = False, drop_caches: bool = False) -> dict:
         """Before a run: drop clean caches and/or compact free memory, for a comparable huge-page supply."""
-        return condition_memory(self.proc_root, compact=compact, drop_caches=drop_caches, io=self.io)
+        return condition_memory(
+            self.proc_root, compact=compact, drop_caches=drop_caches, io=self.io
+        )
 
     def found(self, name: str) -> str:
         """The value knob ``name`` had before this sweep first wrote it (what restore puts back)."""
@@ -182,7 +194,9 @@ class SystemState:
     def _restore(self, exc: BaseException | None) -> None:
         if self._record is None:
             return  # nothing was ever written
-        self.restored, self.restore_errors = restore_saved(self.knobs, self._record.saved, self._record.touched)
+        self.restored, self.restore_errors = restore_saved(
+            self.knobs, self._record.saved, self._record.touched
+        )
         if not self.restore_errors:
             self.journal_path.unlink(missing_ok=True)
             return
@@ -218,7 +232,10 @@ class SystemState:
                 for sig in self._previous_handlers:
                     signal.signal(sig, lambda signum, frame: deferred.append(signum))
                 return
-            except (Terminated, KeyboardInterrupt) as e:  # landed before we swapped the handler: retry
+            except (
+                Terminated,
+                KeyboardInterrupt,
+            ) as e:  # landed before we swapped the handler: retry
                 deferred.append(getattr(e, "signum", signal.SIGINT))
 
     def _uninstall_handlers(self) -> None:

@@ -74,14 +74,16 @@ def read_text_segment(path: str | os.PathLike) -> TextSegment:
         ident = f.read(64)
         if len(ident) < 64 or ident[:4] != b"\x7fELF" or ident[4] != 2 or ident[5] != 1:
             raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
-        elf_type, = struct.unpack_from("<H", ident, 16)
-        phoff, = struct.unpack_from("<Q", ident, 32)
+        (elf_type,) = struct.unpack_from("<H", ident, 16)
+        (phoff,) = struct.unpack_from("<Q", ident, 32)
         phentsize, phnum = struct.unpack_from("<HH", ident, 54)
         f.seek(phoff)
         table = f.read(phentsize * phnum)
     best, align, count = None, 0, 0
     for i in range(len(table) // phentsize if phentsize >= 56 else 0):
-        p_type, flags, offset, vaddr, _, filesz, _, p_align = struct.unpack_from("<IIQQQQQQ", table, i * phentsize)
+        p_type, flags, offset, vaddr, _, filesz, _, p_align = struct.unpack_from(
+            "<IIQQQQQQ", table, i * phentsize
+        )
         if p_type != PT_LOAD:
             continue
         align = max(align, p_align)
@@ -128,9 +130,14 @@ def prepare_page_cache(path: str | os.PathLike, mode: str) -> dict:
         return {"text.page_cache": "evicted"}
     reply = _fill([os.fspath(path)])
     if reply.get("error"):
-        raise RuntimeError(f"text_pages 'file-thp': hb-textfill could not fill {path}: {reply['error']}")
-    return {"text.page_cache": "evicted+filled-large", "text.page_cache_filled_bytes": reply["bytes"],
-            "text.page_cache_pmd_bytes": reply["FilePmdMapped"]}
+        raise RuntimeError(
+            f"text_pages 'file-thp': hb-textfill could not fill {path}: {reply['error']}"
+        )
+    return {
+        "text.page_cache": "evicted+filled-large",
+        "text.page_cache_filled_bytes": reply["bytes"],
+        "text.page_cache_pmd_bytes": reply["FilePmdMapped"],
+    }
 
 
 def _file_thp_self_test(directory: str) -> str | None:
@@ -144,29 +151,41 @@ def _file_thp_self_test(directory: str) -> str | None:
     if reply.get("error"):
         return f"the self-test could not map a file in {directory}: {reply['error']}"
     if not reply.get("FilePmdMapped"):
-        return (f"a {SELF_TEST_BYTES >> 20} MiB file in {directory}, evicted, then mapped with MADV_HUGEPAGE and "
-                "populated, shows no FilePmdMapped: this file system gives the page cache no 2 MiB folios "
-                "(no large-folio support) and the kernel cannot collapse file text (no CONFIG_READ_ONLY_THP_FOR_FS)")
+        return (
+            f"a {SELF_TEST_BYTES >> 20} MiB file in {directory}, evicted, then mapped with MADV_HUGEPAGE and "
+            "populated, shows no FilePmdMapped: this file system gives the page cache no 2 MiB folios "
+            "(no large-folio support) and the kernel cannot collapse file text (no CONFIG_READ_ONLY_THP_FOR_FS)"
+        )
     return None
 
 
-def _binary_refusal(mode: str, segment: TextSegment, sys_root: str | Path, pool_sized: bool) -> str | None:
+def _binary_refusal(
+    mode: str, segment: TextSegment, sys_root: str | Path, pool_sized: bool
+) -> str | None:
     if mode == "hugetlb" and not pool_sized:
         pool = read_hugetlb_pools(sys_root).get("2048kB", {})
         needed, available = segment.hugetlb_pages(), pool.get("free", 0) - pool.get("resv", 0)
         if needed > available:
-            return (f"the 2 MiB hugetlb pool is too small: the text of {segment.path} needs {needed} pages, "
-                    f"{available} are free and unreserved: raise nr_hugepages (the hugetlb.2MB knob)")
+            return (
+                f"the 2 MiB hugetlb pool is too small: the text of {segment.path} needs {needed} pages, "
+                f"{available} are free and unreserved: raise nr_hugepages (the hugetlb.2MB knob)"
+            )
     if mode == "file-thp" and not segment.congruent:
-        return (f"{segment.path}: its text's p_vaddr {segment.vaddr:#x} and p_offset {segment.offset:#x} differ by "
-                f"no multiple of 2 MiB, so no PMD can map its page cache: {RELINK}")
+        return (
+            f"{segment.path}: its text's p_vaddr {segment.vaddr:#x} and p_offset {segment.offset:#x} differ by "
+            f"no multiple of 2 MiB, so no PMD can map its page cache: {RELINK}"
+        )
     if mode == "file-thp" and not segment.load_aligned:
-        return (f"{segment.path}: a PIE whose largest p_align is {segment.max_align:#x}: the kernel loads it at a "
-                f"base aligned only to that, so its text cannot be PMD-mapped from the page cache: {RELINK}")
+        return (
+            f"{segment.path}: a PIE whose largest p_align is {segment.max_align:#x}: the kernel loads it at a "
+            f"base aligned only to that, so its text cannot be PMD-mapped from the page cache: {RELINK}"
+        )
     return None
 
 
-def _kernel_refusal(mode: str, sys_root: str | Path, proc_root: str | Path, thp_set: bool) -> str | None:
+def _kernel_refusal(
+    mode: str, sys_root: str | Path, proc_root: str | Path, thp_set: bool
+) -> str | None:
     if mode in ("thp", "file-thp") and process_thp_enabled("self", proc_root) is False:
         return "THP is disabled for this process and its children (prctl PR_SET_THP_DISABLE)"
     if mode == "thp":
@@ -180,9 +199,15 @@ def _kernel_refusal(mode: str, sys_root: str | Path, proc_root: str | Path, thp_
     return None
 
 
-def check_mode(mode: str, sys_root: str | Path = "/sys", proc_root: str | Path = "/proc",
-               binary: str | os.PathLike | None = None, *, sweep_sets_thp: bool = False,
-               sweep_sizes_pool: bool = False) -> str | None:
+def check_mode(
+    mode: str,
+    sys_root: str | Path = "/sys",
+    proc_root: str | Path = "/proc",
+    binary: str | os.PathLike | None = None,
+    *,
+    sweep_sets_thp: bool = False,
+    sweep_sizes_pool: bool = False,
+) -> str | None:
     """Why ``mode`` cannot work on this machine (and, given ``binary``, for that program); None when it can.
 
     thp: THP 'never' or disabled for us. hugetlb: no 2 MiB pool, or fewer free pages than the binary's
@@ -202,8 +227,16 @@ def check_mode(mode: str, sys_root: str | Path = "/sys", proc_root: str | Path =
         why = _binary_refusal(mode, segment, sys_root, sweep_sizes_pool)
     elif mode == "hugetlb" and not sweep_sizes_pool:
         pool = read_hugetlb_pools(sys_root)["2048kB"]
-        why = None if pool.get("free", 0) > pool.get("resv", 0) else "the 2 MiB hugetlb pool has no free page"
+        why = (
+            None
+            if pool.get("free", 0) > pool.get("resv", 0)
+            else "the 2 MiB hugetlb pool has no free page"
+        )
     if why or mode != "file-thp":
         return why
-    directory = os.path.dirname(os.path.abspath(binary)) if binary is not None else tempfile.gettempdir()
-    return _file_thp_self_test(directory if os.access(directory, os.W_OK) else tempfile.gettempdir())
+    directory = (
+        os.path.dirname(os.path.abspath(binary)) if binary is not None else tempfile.gettempdir()
+    )
+    return _file_thp_self_test(
+        directory if os.access(directory, os.W_OK) else tempfile.gettempdir()
+    )

@@ -27,7 +27,9 @@ LIBRARY_NAME = "libhbtext.so"
 FILL_TOOL_NAME = "hb-textfill"
 PAGES_ENV = "HB_TEXT_PAGES"
 REPORT_DIR_ENV = "HB_TEXT_REPORT_DIR"
-FAIL_ENV = "HB_TEXT_FAIL"  # test hook of the library: "mremap" or "mremap-early"; never set in a sweep
+FAIL_ENV = (
+    "HB_TEXT_FAIL"  # test hook of the library: "mremap" or "mremap-early"; never set in a sweep
+)
 HUGE = 2 << 20
 OFF_TOLERANCE = 0.01  # off: at most this share of the interior on huge pages (none is expected)
 
@@ -39,8 +41,10 @@ _HUGE_FIELDS = ("AnonHugePages", "FilePmdMapped", "Private_Hugetlb", "Shared_Hug
 def _installed(name: str) -> str:
     path = Path(__file__).resolve().parent.parent / name
     if not path.is_file():
-        raise ToolMissingError(f"{path} is missing: reinstall hugebench (pip install .) to build it "
-                               "from csrc/preload/hb_text.cpp")
+        raise ToolMissingError(
+            f"{path} is missing: reinstall hugebench (pip install .) to build it "
+            "from csrc/preload/hb_text.cpp"
+        )
     return str(path)
 
 
@@ -76,7 +80,9 @@ def _records(directory: Path, pattern: re.Pattern, glob: str) -> dict[tuple[int,
     for path in directory.glob(glob):
         match = pattern.fullmatch(path.name)
         try:
-            record = json.loads(path.read_text(encoding="utf-8", errors="replace")) if match else None
+            record = (
+                json.loads(path.read_text(encoding="utf-8", errors="replace")) if match else None
+            )
         except (OSError, ValueError):
             continue
         if isinstance(record, dict):
@@ -90,7 +96,9 @@ def read_reports(directory: str | os.PathLike) -> list[dict]:
     record appears with that record under ``"exit"`` and its identity (``forked_from``), but no ``action``."""
     directory = Path(directory)
     starts = _records(directory, _START_NAME, "text-*.json")
-    starts = {key: value for key, value in starts.items() if "action" in value}  # text-exit-* match too
+    starts = {
+        key: value for key, value in starts.items() if "action" in value
+    }  # text-exit-* match too
     exits = _records(directory, _EXIT_NAME, "text-exit-*.json")
     merged = []
     for key in sorted(set(starts) | set(exits)):
@@ -129,13 +137,17 @@ def _shortfall(mode: str, report: dict, threshold: float) -> str | None:
         return f"{_describe(report)}: no smaps reading of its text{why}"
     if mode == "off":
         if huge > OFF_TOLERANCE * size:
-            return (f"{_describe(report)}: {huge} of {size} interior bytes on huge pages, so the control was not on "
-                    "4 KiB pages (e.g. the page cache held large folios of the binary: evict it first with "
-                    "prepare_page_cache)")
+            return (
+                f"{_describe(report)}: {huge} of {size} interior bytes on huge pages, so the control was not on "
+                "4 KiB pages (e.g. the page cache held large folios of the binary: evict it first with "
+                "prepare_page_cache)"
+            )
         return None
     if huge < threshold * size:
-        return (f"{_describe(report)}: {huge} of {size} interior bytes on huge pages "
-                f"({huge / size:.0%} < {threshold:.0%}), action {report.get('action')}{why}")
+        return (
+            f"{_describe(report)}: {huge} of {size} interior bytes on huge pages "
+            f"({huge / size:.0%} < {threshold:.0%}), action {report.get('action')}{why}"
+        )
     return None
 
 
@@ -152,13 +164,19 @@ def verify(mode: str, reports: list[dict], threshold: float = 0.9) -> dict:
         raise ValueError(f"unknown text_pages mode {mode!r}: one of {', '.join(MODES)}")
     loaded = [r for r in reports if "action" in r]
     if not loaded:
-        raise RuntimeError(f"text_pages {mode!r}: no process wrote a text report: LD_PRELOAD of {LIBRARY_NAME} "
-                           "did not take (a static or setuid program?), or HB_TEXT_REPORT_DIR was not set")
+        raise RuntimeError(
+            f"text_pages {mode!r}: no process wrote a text report: LD_PRELOAD of {LIBRARY_NAME} "
+            "did not take (a static or setuid program?), or HB_TEXT_REPORT_DIR was not set"
+        )
     wrong = [why for why in (_shortfall(mode, r, threshold) for r in loaded) if why]
     if wrong:
         shown = "; ".join(wrong[:5]) + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
-        raise RuntimeError(f"text_pages {mode!r} did not hold in {len(wrong)} of {len(loaded)} processes: {shown}")
-    main = max(loaded, key=lambda r: r["text_end"] - r["text_start"])  # max() keeps the first on a tie
+        raise RuntimeError(
+            f"text_pages {mode!r} did not hold in {len(wrong)} of {len(loaded)} processes: {shown}"
+        )
+    main = max(
+        loaded, key=lambda r: r["text_end"] - r["text_start"]
+    )  # max() keeps the first on a tie
     size = _interior_bytes(main)
     huge, source = _huge_bytes(main)
     return {

@@ -20,9 +20,11 @@ from pathlib import Path
 from ..errors import HugebenchError, SpecError
 from . import matrix as matrix_mod
 from .matrix import Request
-from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule, _resolved  # noqa: F401 (re-exported)
+from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule, _resolved
 
-MIN_BUDGET_S = 10.0  # below this not even two configurations' first blocks of the shortest program fit
+MIN_BUDGET_S = (
+    10.0  # below this not even two configurations' first blocks of the shortest program fit
+)
 EXPERIMENT_FILE = "experiment.yaml"
 
 __all__ = ["Request", "Outcome", "run_try", "refuse", "BudgetTooSmall", "_resolved"]
@@ -46,8 +48,10 @@ def refuse(request: Request) -> None:
     if not request.argv:
         raise SpecError("give the program to try after --: hugebench try -- PROGRAM ARGS...")
     if request.budget_s < MIN_BUDGET_S:
-        raise BudgetTooSmall(f"--budget {request.budget_s:g}s is too small for two configurations; give at least "
-                             f"{MIN_BUDGET_S:g}s (the default is 10m)")
+        raise BudgetTooSmall(
+            f"--budget {request.budget_s:g}s is too small for two configurations; give at least "
+            f"{MIN_BUDGET_S:g}s (the default is 10m)"
+        )
     cwd = os.path.abspath(request.cwd or ".")
     if not os.path.isdir(cwd):
         raise SpecError(f"--cwd {request.cwd}: not a directory")
@@ -69,9 +73,14 @@ def default_name(request: Request) -> str:
     return request.name or ("try-" + re.sub(r"[^A-Za-z0-9._-]", "-", program))[:90]
 
 
-def run_try(request: Request, out: Path | None = None, started: float | None = None,
-            echo: Callable[[str], None] = lambda line: None, sys_root: str = "/sys",
-            proc_root: str = "/proc") -> Outcome:
+def run_try(
+    request: Request,
+    out: Path | None = None,
+    started: float | None = None,
+    echo: Callable[[str], None] = lambda line: None,
+    sys_root: str = "/sys",
+    proc_root: str = "/proc",
+) -> Outcome:
     """Refuse or plan, run within the budget, and return the verdict."""
     started = time.monotonic() if started is None else started
     refuse(request)
@@ -79,8 +88,10 @@ def run_try(request: Request, out: Path | None = None, started: float | None = N
     for note in mx.notes:
         echo(f"note: {note}")
     if len(mx.cells) < 2:
-        raise HugebenchError("only as-is can run here (no other allocator installed and no THP mode this user "
-                             "may set): nothing to compare; install libjemalloc2 or run as root")
+        raise HugebenchError(
+            "only as-is can run here (no other allocator installed and no THP mode this user "
+            "may set): nothing to compare; install libjemalloc2 or run as root"
+        )
     name = default_name(request)
     out = Path(out or Path("results") / name)
     timeout = max(5.0, request.budget_s / (2 * MIN_BLOCKS))
@@ -104,22 +115,43 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     bases = _bases(ids, mx.cells)
     schedule = Schedule(ids, base, metric, better, request.budget_s, started, bases=bases)
     progress = _progress_line(schedule, names, echo, better)
-    echo(f"trying {len(ids)} configurations of {' '.join(request.argv)} within {request.budget_s:.0f} s; "
-         f"baseline: {' and '.join(names[b] for b in dict.fromkeys(bases.values()))} (as-is); results in {out}")
-    result = run_sweep(spec, runs, SweepOptions(out=out, quiet=True, spec_source=str(path), sys_root=sys_root,
-                                                proc_root=proc_root, batches=schedule, progress=progress))
+    echo(
+        f"trying {len(ids)} configurations of {' '.join(request.argv)} within {request.budget_s:.0f} s; "
+        f"baseline: {' and '.join(names[b] for b in dict.fromkeys(bases.values()))} (as-is); results in {out}"
+    )
+    result = run_sweep(
+        spec,
+        runs,
+        SweepOptions(
+            out=out,
+            quiet=True,
+            spec_source=str(path),
+            sys_root=sys_root,
+            proc_root=proc_root,
+            batches=schedule,
+            progress=progress,
+        ),
+    )
     state = schedule.state
     data = {**data, "repetitions": max(1, state.blocks)}
     matrix_mod.write(data, path, _header(request, state))
     plan_lines = _plan_lines(state, names, result, started, request.budget_s)
     verdict = _verdict(out, spec, ids, mx, metric, better, state)
-    if verdict.get("by_memory_state"):  # the whole try's line once; each state's own cut under its verdict
+    if verdict.get(
+        "by_memory_state"
+    ):  # the whole try's line once; each state's own cut under its verdict
         plan_lines = plan_lines[:1]
         for each in verdict["by_memory_state"].values():
             each["plan"] = _cut_lines(state, names, [c for c in ids if c in each["cells"]])
-    verdict.update(program=list(request.argv), results=str(out), experiment_file=str(path),
-                   runs=result.rows_written, wall_s=round(time.monotonic() - started, 1),
-                   budget_s=request.budget_s, plan=plan_lines)
+    verdict.update(
+        program=list(request.argv),
+        results=str(out),
+        experiment_file=str(path),
+        runs=result.rows_written,
+        wall_s=round(time.monotonic() - started, 1),
+        budget_s=request.budget_s,
+        plan=plan_lines,
+    )
     return Outcome(verdict, plan_lines, out, path, result.rows_written)
 
 
@@ -151,18 +183,23 @@ def _verdict(out, spec, ids, mx, metric, better, state) -> dict:
     rows = rows[rows["cell_id"].isin(ids)] if "cell_id" in rows.columns else rows
     try:
         library = text_library()
-    except Exception:  # the text library is only needed for a text_pages configuration's deploy line
+    except (
+        Exception
+    ):  # the text library is only needed for a text_pages configuration's deploy line
         library = None
     cells = dict(zip(ids, mx.cells))
     states = list(dict.fromkeys(c["memory_state"] for c in mx.cells if "memory_state" in c))
     if not states:
-        return verdict_mod.build(rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library)
+        return verdict_mod.build(
+            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library
+        )
     # --aged: one verdict per memory state, each against as-is in the same state (as-is comes first in each)
     each = {}
     for memory in states:
         mine = {cid: cell for cid, cell in cells.items() if cell["memory_state"] == memory}
-        each[memory] = verdict_mod.build(rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state,
-                                         library)
+        each[memory] = verdict_mod.build(
+            rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library
+        )
         each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
     return {**each[states[0]], "by_memory_state": each}
 
@@ -173,12 +210,22 @@ def _progress_line(schedule, names, echo, better):
     def progress(run, row, done, total):
         state = schedule.state
         used = time.monotonic() - state.started
-        leaders = [(lead, ratio) for lead, ratio in state.leaders.values() if lead] if len(state.leaders) > 1 \
-            else [(state.leader, state.leader_ratio)] if state.leader else []
-        lead = ("leader: " + "; ".join(f"{names[c]} {effect(_ratio(r), better)}" for c, r in leaders)
-                if leaders else "leader: none yet")
+        leaders = (
+            [(lead, ratio) for lead, ratio in state.leaders.values() if lead]
+            if len(state.leaders) > 1
+            else [(state.leader, state.leader_ratio)]
+            if state.leader
+            else []
+        )
+        lead = (
+            "leader: " + "; ".join(f"{names[c]} {effect(_ratio(r), better)}" for c, r in leaders)
+            if leaders
+            else "leader: none yet"
+        )
         status = "" if row.get("status") == "ok" else f" [{row.get('status')}]"
-        echo(f"[{used:5.0f}s/{state.budget_s:.0f}s] run {done}: {names.get(run.cell_id, run.cell_id)}{status}; {lead}")
+        echo(
+            f"[{used:5.0f}s/{state.budget_s:.0f}s] run {done}: {names.get(run.cell_id, run.cell_id)}{status}; {lead}"
+        )
 
     return progress
 
@@ -190,8 +237,10 @@ def _ratio(r) -> dict | None:
 
 
 def _plan_lines(state, names, result, started, budget_s) -> list[str]:
-    lines = [f"{result.rows_written} runs in {time.monotonic() - started:.0f} s of a {budget_s:.0f} s budget "
-             f"(one run ~{state.run_s or 0:.1f} s); {state.blocks} blocks; stopped: {state.stopped or 'plan done'}"]
+    lines = [
+        f"{result.rows_written} runs in {time.monotonic() - started:.0f} s of a {budget_s:.0f} s budget "
+        f"(one run ~{state.run_s or 0:.1f} s); {state.blocks} blocks; stopped: {state.stopped or 'plan done'}"
+    ]
     return lines + _cut_lines(state, names, list(names))
 
 
@@ -201,17 +250,23 @@ def _cut_lines(state, names, ids: list[str]) -> list[str]:
     if not cut:
         return []
     kept = [c for c in ids if c in state.kept]
-    return [f"plan cut to fit the budget: {len(kept)} of {len(kept) + len(cut)} configurations run; "
-            f"left out: {', '.join(names[c] for c in cut)}"]
+    return [
+        f"plan cut to fit the budget: {len(kept)} of {len(kept) + len(cut)} configurations run; "
+        f"left out: {', '.join(names[c] for c in cut)}"
+    ]
 
 
 def _header(request: Request, state) -> str:
     import shlex
 
-    text = (f"Written by: hugebench try -- {shlex.join(request.argv)}\n"
-            "`hugebench sweep` of this file re-runs the same cells with the same run ids: into the same results\n"
-            "directory it skips every run try made and adds only those try's budget left out.")
+    text = (
+        f"Written by: hugebench try -- {shlex.join(request.argv)}\n"
+        "`hugebench sweep` of this file re-runs the same cells with the same run ids: into the same results\n"
+        "directory it skips every run try made and adds only those try's budget left out."
+    )
     if state is not None:
-        text += (f"\nrepetitions: the {state.blocks} blocks try reached for its leader and as-is; configurations "
-                 "try dropped or cut have fewer there.")
+        text += (
+            f"\nrepetitions: the {state.blocks} blocks try reached for its leader and as-is; configurations "
+            "try dropped or cut have fewer there."
+        )
     return text

@@ -41,8 +41,12 @@ class Request:
     server: str | None = None
     ready: str | None = None
     text_pages: bool = False
-    aged: bool = False  # --aged: every configuration on a fresh and on a fragmented machine (memory_state)
-    aged_level: int = 100  # --aged-level P%: the share of free 2 MiB blocks the fragmented state pins
+    aged: bool = (
+        False  # --aged: every configuration on a fresh and on a fragmented machine (memory_state)
+    )
+    aged_level: int = (
+        100  # --aged-level P%: the share of free 2 MiB blocks the fragmented state pins
+    )
     allocator_paths: tuple = ()  # --allocator X.so
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
     only: tuple = ()  # --allocators a,b: only these built-in settings (glibc as found is always measured)
@@ -56,7 +60,9 @@ class Matrix:
     cells: list
     baseline: dict
     thp_found: str
-    notes: list = field(default_factory=list)  # said before running: modes not settable, allocators missing
+    notes: list = field(
+        default_factory=list
+    )  # said before running: modes not settable, allocators missing
     user_allocators: dict = field(default_factory=dict)
 
 
@@ -67,8 +73,10 @@ def available_allocators(paths=(), only=()) -> tuple[list[str], dict, list[str]]
     names, notes, user = ["glibc"], [], {}
     unknown = [n for n in only if n not in alloc_mod.BUILTIN or alloc_mod.BUILTIN[n].mode == "void"]
     if unknown:
-        raise SpecError(f"--allocators: unknown {', '.join(unknown)}; known: "
-                        + ", ".join(n for n, a in alloc_mod.BUILTIN.items() if a.mode != "void"))
+        raise SpecError(
+            f"--allocators: unknown {', '.join(unknown)}; known: "
+            + ", ".join(n for n, a in alloc_mod.BUILTIN.items() if a.mode != "void")
+        )
     for name in [n for n in only if n != "glibc"] if only else HUGE_AWARE:
         try:
             alloc_mod.BUILTIN[name].resolve()
@@ -90,26 +98,36 @@ def available_allocators(paths=(), only=()) -> tuple[list[str], dict, list[str]]
     return names, user, notes
 
 
-def thp_modes(asked=(), sys_root: str = "/sys", euid: int | None = None) -> tuple[list[str], str, list[str]]:
+def thp_modes(
+    asked=(), sys_root: str = "/sys", euid: int | None = None
+) -> tuple[list[str], str, list[str]]:
     """(THP modes to try, the mode as found, notes). Root sets every mode; without root only 'never' (per
     process, prctl) and the mode as found can be had: asking for another is refused, naming what still runs."""
     found = kernel.thp_modes(sys_root).get("enabled")
     if found is None:
-        raise HugebenchError(f"{sys_root}/kernel/mm/transparent_hugepage/enabled is missing: this kernel has no "
-                             "THP, and try compares THP modes; run your program with hugebench sweep instead")
+        raise HugebenchError(
+            f"{sys_root}/kernel/mm/transparent_hugepage/enabled is missing: this kernel has no "
+            "THP, and try compares THP modes; run your program with hugebench sweep instead"
+        )
     root = (os.geteuid() if euid is None else euid) == 0
     settable = list(THP_ORDER) if root else [m for m in THP_ORDER if m in ("never", found)]
     wanted = list(asked) or list(THP_ORDER)
     missing = [m for m in wanted if m not in settable]
     notes = []
     if missing and asked:
-        raise PrivilegeError(f"THP {', '.join(missing)} cannot be set by uid {os.geteuid()} (THP is {found!r} "
-                             f"here; without root only 'never' per process and {found!r} as found): "
-                             f"still possible: --thp {' --thp '.join(settable)}; or run try as root")
+        raise PrivilegeError(
+            f"THP {', '.join(missing)} cannot be set by uid {os.geteuid()} (THP is {found!r} "
+            f"here; without root only 'never' per process and {found!r} as found): "
+            f"still possible: --thp {' --thp '.join(settable)}; or run try as root"
+        )
     if missing:
-        notes.append(f"not root: THP {', '.join(missing)} left out (needs root); tried: "
-                     + ", ".join(f"{m} (per process)" if m == "never" and m != found else f"{m} (as found)"
-                                 for m in settable))
+        notes.append(
+            f"not root: THP {', '.join(missing)} left out (needs root); tried: "
+            + ", ".join(
+                f"{m} (per process)" if m == "never" and m != found else f"{m} (as found)"
+                for m in settable
+            )
+        )
     return [m for m in THP_ORDER if m in wanted and m in settable], found, notes
 
 
@@ -125,8 +143,10 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
     cells = [baseline]
     candidates = [_cell(a, m, t) for t in texts for a in names for m in modes if _sensible(a, m, t)]
     # per-process changes (an allocator's setting) before system-wide ones (the machine's THP mode)
-    cells += sorted((c for c in candidates if c != baseline),
-                    key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)))
+    cells += sorted(
+        (c for c in candidates if c != baseline),
+        key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)),
+    )
     if request.aged:
         cells, baseline = _aged(_aged_order(cells, found), request.aged_level)
     return Matrix(cells, baseline, found, notes + thp_notes, user)
@@ -166,8 +186,11 @@ def _aged(cells: list, level: int) -> tuple[list, dict]:
 
 def uses_huge_pages(cell: dict) -> bool:
     """The configuration asks for huge pages: THP always, a huge-page-aware allocator setting, or text on THP."""
-    return cell["thp"] == "always" or cell["allocator"] in ("jemalloc-thp", "mimalloc-large", "glibc-hugetlb") \
+    return (
+        cell["thp"] == "always"
+        or cell["allocator"] in ("jemalloc-thp", "mimalloc-large", "glibc-hugetlb")
         or cell.get("text_pages") == "thp"
+    )
 
 
 def _cell(allocator: str, thp: str, text: str | None) -> dict:
@@ -200,38 +223,67 @@ def metric_param(metric: str, higher: bool):
     """The command workload's ``metric`` from --metric (wall | json:KEY | regex:PATTERN)."""
     if metric in ("wall", "", None):
         if higher:
-            raise SpecError("--higher-is-better needs --metric json:KEY or regex:PATTERN (wall time is lower-better)")
+            raise SpecError(
+                "--higher-is-better needs --metric json:KEY or regex:PATTERN (wall time is lower-better)"
+            )
         return "wall"
     kind, _, pattern = metric.partition(":")
     if kind not in ("json", "regex") or not pattern:
-        raise SpecError(f"--metric {metric!r}: give wall, json:KEY or regex:'PATTERN with ([0-9.]+)'")
+        raise SpecError(
+            f"--metric {metric!r}: give wall, json:KEY or regex:'PATTERN with ([0-9.]+)'"
+        )
     from ..columns import user_name_problem
     from ..workloads import get
 
-    usable = (kind == "json" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", pattern)
-              and pattern not in get("command").params and not user_name_problem(pattern))
-    name = pattern if usable else "score"  # the column the values land in; a regex has no name of its own
+    usable = (
+        kind == "json"
+        and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", pattern)
+        and pattern not in get("command").params
+        and not user_name_problem(pattern)
+    )
+    name = (
+        pattern if usable else "score"
+    )  # the column the values land in; a regex has no name of its own
     return {kind: pattern, "name": name, "better": "higher" if higher else "lower"}
 
 
 def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> dict:
     """The experiment file's content (a mapping; :func:`write` turns it into YAML)."""
-    params = {"argv": list(request.argv), "cwd": os.path.abspath(request.cwd or "."), "sample_interval": 0.2,
-              "metric": metric_param(request.metric, request.higher_is_better), "window": request.window}
+    params = {
+        "argv": list(request.argv),
+        "cwd": os.path.abspath(request.cwd or "."),
+        "sample_interval": 0.2,
+        "metric": metric_param(request.metric, request.higher_is_better),
+        "window": request.window,
+    }
     if request.env:
         params["env"] = dict(request.env)
     if request.stdin:
         params["stdin"] = os.path.abspath(request.stdin)
     if request.server:
-        params["server"] = {"argv": shlex.split(request.server), "ready": ready_param(request.ready)}
-    axes = {"allocator": list(dict.fromkeys(c["allocator"] for c in matrix.cells)),
-            "thp": list(dict.fromkeys(c["thp"] for c in matrix.cells))}
+        params["server"] = {
+            "argv": shlex.split(request.server),
+            "ready": ready_param(request.ready),
+        }
+    axes = {
+        "allocator": list(dict.fromkeys(c["allocator"] for c in matrix.cells)),
+        "thp": list(dict.fromkeys(c["thp"] for c in matrix.cells)),
+    }
     for axis in ("text_pages", "memory_state"):
         if any(axis in c for c in matrix.cells):
             axes[axis] = list(dict.fromkeys(c[axis] for c in matrix.cells))
-    data = {"name": name, "workload": "command", "description": f"hugebench try -- {shlex.join(request.argv)}",
-            "repetitions": 1, "timeout": round(timeout, 1), "perf": "off", "counters": "off",
-            "params": params, "axes": axes, "baseline": dict(matrix.baseline)}
+    data = {
+        "name": name,
+        "workload": "command",
+        "description": f"hugebench try -- {shlex.join(request.argv)}",
+        "repetitions": 1,
+        "timeout": round(timeout, 1),
+        "perf": "off",
+        "counters": "off",
+        "params": params,
+        "axes": axes,
+        "baseline": dict(matrix.baseline),
+    }
     excluded = _excluded(axes, matrix.cells)
     if excluded:
         data["exclude"] = excluded
@@ -251,7 +303,9 @@ def _excluded(axes: dict, cells: list) -> list:
 def ready_param(ready: str | None) -> dict:
     """--ready path:FILE | port:N | log:REGEX -> the server's ready condition."""
     if not ready:
-        raise SpecError("--server needs --ready path:FILE, port:N or log:REGEX (when the server takes requests)")
+        raise SpecError(
+            "--server needs --ready path:FILE, port:N or log:REGEX (when the server takes requests)"
+        )
     kind, _, value = ready.partition(":")
     if kind not in ("path", "port", "log") or not value:
         raise SpecError(f"--ready {ready!r}: give path:FILE, port:N or log:REGEX")
@@ -265,7 +319,9 @@ def ready_param(ready: str | None) -> dict:
 def write(data: dict, path: Path, header: str) -> Path:
     """Write the experiment file (atomically), with a comment saying what it is."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(f"# {line}\n" for line in header.splitlines()) + yaml.safe_dump(data, sort_keys=False)
+    text = "".join(f"# {line}\n" for line in header.splitlines()) + yaml.safe_dump(
+        data, sort_keys=False
+    )
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)

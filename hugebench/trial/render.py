@@ -12,14 +12,21 @@ def effect(ratio: dict | None, better: str) -> str:
         change = f"{abs(1 - value):.0%} {'less' if value < 1 else 'more'}"
     else:
         change = f"{abs(value - 1):.0%} {'more' if value > 1 else 'less'}"
-    ci = (f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}, {ratio['n']} {'pairs' if ratio['paired'] else 'runs'}]"
-          if ratio["ci_lo"] is not None else " [no CI: too few runs]")
+    ci = (
+        f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}, {ratio['n']} {'pairs' if ratio['paired'] else 'runs'}]"
+        if ratio["ci_lo"] is not None
+        else " [no CI: too few runs]"
+    )
     return f"{value:.3f}x as-is ({change}){ci}"
 
 
 def memory(config: dict) -> str:
     """The memory cost line: the process tree's peak RSS vs as-is, and the cgroup's peak where measured."""
-    what = "process tree's peak RSS" if config.get("peak_rss_column") == "tree_peak_rss_bytes" else "peak RSS"
+    what = (
+        "process tree's peak RSS"
+        if config.get("peak_rss_column") == "tree_peak_rss_bytes"
+        else "peak RSS"
+    )
     out = f"{what} {_times(config.get('peak_rss_ratio'))}"
     if config.get("cgroup_peak_ratio"):
         out += f"; cgroup memory peak {_times(config['cgroup_peak_ratio'])} (page cache included)"
@@ -29,7 +36,9 @@ def memory(config: dict) -> str:
 def _times(ratio: dict | None) -> str:
     if not ratio:
         return "unknown"
-    ci = f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}]" if ratio["ci_lo"] is not None else ""
+    ci = (
+        f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}]" if ratio["ci_lo"] is not None else ""
+    )
     return f"{ratio['value']:.2f}x as-is{ci}"
 
 
@@ -41,7 +50,9 @@ def answer(verdict: dict, plan_lines: list[str]) -> str:
         return text(verdict, plan_lines)
     out = list(plan_lines)
     for memory, each in states.items():
-        out.append(f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each['runs']} runs) ==")
+        out.append(
+            f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each['runs']} runs) =="
+        )
         out.append(text(each, each.get("plan", [])))
     return "\n".join(out)
 
@@ -51,29 +62,41 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
     what = "time" if verdict["metric"] == "window_s" else verdict["metric"]
     lines = list(plan_lines)
     if verdict["recommend"] == "best":
-        lines.append(f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; resolved at 95%.")
+        lines.append(
+            f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; resolved at 95%."
+        )
         simpler = best.get("simpler_unresolved") or []
         if simpler:
-            lines.append(f"  simpler and as good within noise, but not resolved better than as-is on their own runs "
-                         f"(so not recommended): {'; '.join(simpler)}")
+            lines.append(
+                f"  simpler and as good within noise, but not resolved better than as-is on their own runs "
+                f"(so not recommended): {'; '.join(simpler)}"
+            )
         others = [t for t in best.get("ties") or [] if t not in simpler]
         if others:
-            lines.append(f"  as good within noise (the simplest resolved change is shown): {'; '.join(others)}")
+            lines.append(
+                f"  as good within noise (the simplest resolved change is shown): {'; '.join(others)}"
+            )
     elif verdict.get("no_difference"):
-        lines.append(f"VERDICT: keep as-is: no difference worth deploying. Every configuration left is within "
-                     f"±{verdict['margin']:.0%} of as-is (95% CI); the best, {best['name']}: {what} "
-                     f"{effect(best['ratio'], better)}.")
+        lines.append(
+            f"VERDICT: keep as-is: no difference worth deploying. Every configuration left is within "
+            f"±{verdict['margin']:.0%} of as-is (95% CI); the best, {best['name']}: {what} "
+            f"{effect(best['ratio'], better)}."
+        )
     elif best:
         state = "resolved worse" if best["class"] == "worse" else "not resolved"
-        lines.append(f"VERDICT: keep as-is. The best other configuration, {best['name']}: {what} "
-                     f"{effect(best['ratio'], better)} ({state}).")
+        lines.append(
+            f"VERDICT: keep as-is. The best other configuration, {best['name']}: {what} "
+            f"{effect(best['ratio'], better)} ({state})."
+        )
     else:
         lines.append("VERDICT: keep as-is: no other configuration has a successful run to compare.")
     if best:
         lines.append(f"  memory: {memory(best)}")
         cov = best["hp_coverage"]
-        lines.append(f"  huge-page coverage: {'unknown' if cov is None else f'{cov:.0%}'} (median of its runs; "
-                     f"as-is: {_cov(verdict['baseline'])})")
+        lines.append(
+            f"  huge-page coverage: {'unknown' if cov is None else f'{cov:.0%}'} (median of its runs; "
+            f"as-is: {_cov(verdict['baseline'])})"
+        )
         if best["allocator_proof"]:
             lines.append(f"  allocator: {best['allocator_proof']}")
     lines += _deploy(verdict["deploy"])

@@ -33,7 +33,9 @@ MIN_BLOCKS = 3  # runs of every kept configuration before any is dropped
 RESOLVE_BLOCKS = stats.min_runs_for(0.95)  # pairs a 95% verdict needs (6)
 MAX_BLOCKS = 200  # a sanity bound: far beyond any budget's worth of a short program
 END_RESERVE_S = 4.0  # the verdict, the report and the store's last writes, inside the budget
-NO_DIFFERENCE = "no difference worth deploying: every configuration left is within the smallest effect of as-is"
+NO_DIFFERENCE = (
+    "no difference worth deploying: every configuration left is within the smallest effect of as-is"
+)
 
 
 class BudgetTooSmall(HugebenchError):
@@ -68,8 +70,12 @@ class Progress:
     blocks: int = 0
     stopped: str = ""  # why the schedule ended
     costs: list = field(default_factory=list)
-    answered: dict = field(default_factory=dict)  # a group's as-is -> why that group needs no more runs
-    leaders: dict = field(default_factory=dict)  # a group's as-is -> (its leader, the leader's ratio)
+    answered: dict = field(
+        default_factory=dict
+    )  # a group's as-is -> why that group needs no more runs
+    leaders: dict = field(
+        default_factory=dict
+    )  # a group's as-is -> (its leader, the leader's ratio)
 
     def stopped_for(self, base: str) -> str:
         """Why the runs of the group of ``base`` ended (the whole schedule's reason when it was not its own)."""
@@ -86,8 +92,12 @@ def no_difference(rows: list, active: list, base: str, metric: str) -> bool:
     if not others:
         return False
     base_steady = steadiness(rows, base, metric)
-    return all(stability.equivalent(ratio_to(rows, c, base, metric), steadiness(rows, c, metric), base_steady)
-               for c in others)
+    return all(
+        stability.equivalent(
+            ratio_to(rows, c, base, metric), steadiness(rows, c, metric), base_steady
+        )
+        for c in others
+    )
 
 
 def steadiness(rows: list, cell: str, metric: str) -> stability.Stability:
@@ -123,13 +133,17 @@ def values_of(rows: Iterable[Mapping], cell_ids, metric: str) -> dict[str, list]
 def ratio_to(rows: list, cell: str, base: str, metric: str) -> stats.Ratio | None:
     import pandas as pd
 
-    frame = pd.DataFrame([r for r in rows if r.get("cell_id") in (cell, base) and not r.get("warmup")])
+    frame = pd.DataFrame(
+        [r for r in rows if r.get("cell_id") in (cell, base) and not r.get("warmup")]
+    )
     if frame.empty or metric not in frame.columns:
         return None
     return stats.compare(frame[frame["cell_id"] == cell], frame[frame["cell_id"] == base], metric)
 
 
-def leader(rows: list, active: list, base: str, metric: str, better: str) -> tuple[str | None, stats.Ratio | None]:
+def leader(
+    rows: list, active: list, base: str, metric: str, better: str
+) -> tuple[str | None, stats.Ratio | None]:
     """The active configuration with the best median ratio to as-is (and that ratio)."""
     best, best_ratio = None, None
     for cell in active:
@@ -138,7 +152,9 @@ def leader(rows: list, active: list, base: str, metric: str, better: str) -> tup
         ratio = ratio_to(rows, cell, base, metric)
         if ratio is None or not np.isfinite(ratio.value):
             continue
-        if best_ratio is None or better_ratio(ratio.value, better) < better_ratio(best_ratio.value, better):
+        if best_ratio is None or better_ratio(ratio.value, better) < better_ratio(
+            best_ratio.value, better
+        ):
             best, best_ratio = cell, ratio
     return best, best_ratio
 
@@ -146,8 +162,17 @@ def leader(rows: list, active: list, base: str, metric: str, better: str) -> tup
 class Schedule:
     """The batches generator a sweep runs (``SweepOptions.batches``), plus what it decided."""
 
-    def __init__(self, order: list[str], base: str, metric: str, better: str, budget_s: float, started: float,
-                 on_change: Callable | None = None, bases: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        order: list[str],
+        base: str,
+        metric: str,
+        better: str,
+        budget_s: float,
+        started: float,
+        on_change: Callable | None = None,
+        bases: Mapping[str, str] | None = None,
+    ):
         self.order, self.base, self.metric, self.better = order, base, metric, better
         # cell id -> the as-is it is compared with (one group per as-is; one group unless try --aged)
         self.bases = dict(bases) if bases else {cell: base for cell in order}
@@ -157,11 +182,15 @@ class Schedule:
 
     def __call__(self, spec, runs, read_rows: Callable, plan_block: Callable):
         state = self.state
-        timing = [r for r in plan_block(spec, 0, set(self.groups))]  # every group's as-is: what a run costs
+        timing = [
+            r for r in plan_block(spec, 0, set(self.groups))
+        ]  # every group's as-is: what a run costs
         yield from self._timed(timing)
         self._cut(read_rows())
         for block in range(MAX_BLOCKS):
-            todo = [r for r in plan_block(spec, block, set(state.active)) if r.cell_id in state.active]
+            todo = [
+                r for r in plan_block(spec, block, set(state.active)) if r.cell_id in state.active
+            ]
             if block == 0:
                 todo = [r for r in todo if r.cell_id not in self.groups]
             if not self._fits(todo):
@@ -191,22 +220,41 @@ class Schedule:
         state = self.state
         for base in self.groups:
             if not values_of(rows, [base], self.metric)[base]:
-                failed = next((r for r in rows if r.get("cell_id") == base and r.get("status") != "ok"), None)
+                failed = next(
+                    (r for r in rows if r.get("cell_id") == base and r.get("status") != "ok"), None
+                )
                 why = (failed or {}).get("error") or "no value of the metric"
-                raise HugebenchError(f"the first run of as-is did not succeed ({why}); nothing to compare against")
+                raise HugebenchError(
+                    f"the first run of as-is did not succeed ({why}); nothing to compare against"
+                )
         groups = len(self.groups)
-        fit = int(state.left_s() // max(state.run_s or 1.0, 1e-3)) + groups  # the timing runs are as-is's block 0
+        fit = (
+            int(state.left_s() // max(state.run_s or 1.0, 1e-3)) + groups
+        )  # the timing runs are as-is's block 0
         least = 2 * groups  # as-is and one configuration in every group
         if fit < least * MIN_BLOCKS:
-            need = least * MIN_BLOCKS * state.run_s + END_RESERVE_S + (time.monotonic() - state.started) \
+            need = (
+                least * MIN_BLOCKS * state.run_s
+                + END_RESERVE_S
+                + (time.monotonic() - state.started)
                 - groups * state.run_s
-            who = "two configurations need" if groups == 1 else \
-                f"two configurations in each of {groups} memory states need"
-            raise BudgetTooSmall(f"one run takes {state.run_s:.1f} s; the budget of {state.budget_s:.0f} s fits "
-                                 f"about {fit} run(s), and {who} at least {least * MIN_BLOCKS} ({MIN_BLOCKS} "
-                                 f"each): give --budget {int(need) + 1}s or more")
-        keep = max(least, min(len(self.order), (fit - least * (RESOLVE_BLOCKS - MIN_BLOCKS)) // MIN_BLOCKS))
-        keep -= keep % groups  # whole configurations: every memory state of each (the order keeps them together)
+            )
+            who = (
+                "two configurations need"
+                if groups == 1
+                else f"two configurations in each of {groups} memory states need"
+            )
+            raise BudgetTooSmall(
+                f"one run takes {state.run_s:.1f} s; the budget of {state.budget_s:.0f} s fits "
+                f"about {fit} run(s), and {who} at least {least * MIN_BLOCKS} ({MIN_BLOCKS} "
+                f"each): give --budget {int(need) + 1}s or more"
+            )
+        keep = max(
+            least, min(len(self.order), (fit - least * (RESOLVE_BLOCKS - MIN_BLOCKS)) // MIN_BLOCKS)
+        )
+        keep -= (
+            keep % groups
+        )  # whole configurations: every memory state of each (the order keeps them together)
         state.kept, state.cut = self.order[:keep], self.order[keep:]
         state.active = list(state.kept)
 
@@ -263,8 +311,11 @@ class Schedule:
             state.answered[base] = "no configuration but as-is left"
             return
         steady = [steadiness(rows, c, self.metric) for c in (lead, base) if c]
-        if blocks >= RESOLVE_BLOCKS and _resolved(lead_ratio, *steady) \
-                and not stability.equivalent(lead_ratio, *steady):  # a resolved 2 % is no answer yet
+        if (
+            blocks >= RESOLVE_BLOCKS
+            and _resolved(lead_ratio, *steady)
+            and not stability.equivalent(lead_ratio, *steady)
+        ):  # a resolved 2 % is no answer yet
             state.answered[base] = "the leader's ratio to as-is is resolved"
         elif blocks >= RESOLVE_BLOCKS and no_difference(rows, members, base, self.metric):
             state.answered[base] = NO_DIFFERENCE

@@ -58,8 +58,10 @@ def _extra(row: dict) -> dict:
     peak, before = row.get("peak_rss_bytes"), row.get("rss_before_workload_bytes")
     if not requested or peak is None or row.get("allocator_mode") == "void":
         return {"memory_overhead": None, "memory_overhead_net": None}
-    return {"memory_overhead": peak / requested,
-            "memory_overhead_net": (peak - (before or 0)) / requested}
+    return {
+        "memory_overhead": peak / requested,
+        "memory_overhead_net": (peak - (before or 0)) / requested,
+    }
 
 
 def _memory(p: dict) -> int:
@@ -76,63 +78,130 @@ def _memory(p: dict) -> int:
     return int(blocks + table + p.get("threads", 1) * void_block + (32 << 20))
 
 
-WORKLOAD = register(Workload(
-    name="alloctest",
-    params={
-        # Defaults: ITHare's alloc-test as its published program runs (2^25 slots in total, 100M
-        # operations per thread, power-of-two size bands, six-level 80/20 slots, hot slots first).
-        "threads": Param(int, 1, minimum=1,
-                         help="threads, each with its own slots (1 .. 2x the hardware threads; rows record "
-                              "`oversubscribed` when above)"),
-        "iterations": Param(int, 100_000_000, minimum=1,
-                            help="timed operations (slot picks: each one malloc or one free), see iterations_per"),
-        "iterations_per": Param(str, "thread", choices=("thread", "total"),
-                                help="thread: iterations and warmup_iterations per thread (the original); "
-                                     "total: split over the threads"),
-        "warmup_iterations": Param(int, 0, minimum=0, help="picks after the fill, before timing"),
-        "slots": Param(int, 1 << 25, minimum=0,
-                       help="slots, see slots_per (0: 2 * total_bytes / mean size, over all threads)"),
-        "slots_per": Param(str, "total", choices=("total", "thread"),
-                           help="total: split evenly over the threads (the original); thread: each thread's"),
-        "total_bytes": Param(int, 0, minimum=0,
-                             help="steady-state live requested bytes over all threads (when slots is 0)"),
-        "size_law": Param(str, "bands", choices=("bands", "inverse"),
-                          help="bands: (2^k, 2^(k+1)] with probability 2^-(k-1), mean ~45.5 B (the original); "
-                               "inverse: p(size) ~ 1/size on [min_size, max_size]"),
-        "slot_law": Param(str, "pareto6", choices=("pareto6", "powerlaw"),
-                          help="pareto6: six-level 80/20 split (the original); powerlaw: continuous "
-                               "p(rank) ~ rank^-s fitted to 80/20"),
-        "hot_slots": Param(str, "contiguous", choices=("contiguous", "scattered"),
-                           help="contiguous: the hottest slots are the lowest indices (the original); "
-                                "scattered: a random permutation spreads them"),
-        "min_size": Param(int, 5, minimum=1, help="smallest block, bytes (inverse; bands needs 5)"),
-        "max_size": Param(int, 65536, minimum=1, help="largest block, bytes (bands: a power of two)"),
-        "touch": Param(str, "write-read", choices=("none", "write-read", "full", "original"),
-                       help="none; write-read: memset after malloc, verify before free; full: also "
-                            "verify right after the memset; original: the original program's (memset with "
-                            "the size's low byte, an unchecked sum before free; the faithful experiments')"),
-        "allocator_mode": Param(str, "malloc", choices=("malloc", "void"),
-                                help="void: same loop, no real malloc/free (the harness cost)"),
-        "void_run": Param(str, "separate", choices=("separate", "in-process"),
-                          help="separate: the sweep's `void` allocator cell, another process, pre-touched "
-                               "block; in-process: the original's void pass right after the real run, "
-                               "*_net columns computed here"),
-        **loop_params(seed="seed of the slot picks, sizes and slot permutation",
-                      chunks="equal slices of each thread's timed phase, a clock read between two (1: none "
-                             "inside the loop, as the original)"),
-    },
-    timed_phase="run",
-    ops_column="pairs",
-    memory_estimate=_memory,
-    time_estimate=_time,
-    doc="ITHare's alloc-test: 80/20-picked slots toggled by malloc/free, blocks written and verified.",
-    metrics=(("ns_per_pair", "ns/pair", ".1f"), ("chunk_ns_p10", "p10 chunk ns", ".1f"),
-             ("ns_per_pair_net", "net ns/pair", ".1f"),
-             ("ns_per_op", "ns/op", ".1f"), ("ms_per_mop", "ms/Mop (whole)", ".1f"),
-             ("realised_mean_size", "Mean block B", ".1f"), ("hot_share", "Picks to hottest 0.16%", ".1%"),
-             ("cycles_per_op", "Cycles/pair", ".0f"),
-             ("memory_overhead", "RSS/requested", ".2f"), ("stime_s", "Sys s", ".2f")) + COMMON_METRICS,
-    plots=(("threads", "ns_per_pair", "allocator", "ns per malloc/free pair"),
-           ("threads", "memory_overhead", "allocator", "Peak RSS / peak bytes requested")),
-    extra_metrics=_extra,
-))
+WORKLOAD = register(
+    Workload(
+        name="alloctest",
+        params={
+            # Defaults: ITHare's alloc-test as its published program runs (2^25 slots in total, 100M
+            # operations per thread, power-of-two size bands, six-level 80/20 slots, hot slots first).
+            "threads": Param(
+                int,
+                1,
+                minimum=1,
+                help="threads, each with its own slots (1 .. 2x the hardware threads; rows record "
+                "`oversubscribed` when above)",
+            ),
+            "iterations": Param(
+                int,
+                100_000_000,
+                minimum=1,
+                help="timed operations (slot picks: each one malloc or one free), see iterations_per",
+            ),
+            "iterations_per": Param(
+                str,
+                "thread",
+                choices=("thread", "total"),
+                help="thread: iterations and warmup_iterations per thread (the original); "
+                "total: split over the threads",
+            ),
+            "warmup_iterations": Param(
+                int, 0, minimum=0, help="picks after the fill, before timing"
+            ),
+            "slots": Param(
+                int,
+                1 << 25,
+                minimum=0,
+                help="slots, see slots_per (0: 2 * total_bytes / mean size, over all threads)",
+            ),
+            "slots_per": Param(
+                str,
+                "total",
+                choices=("total", "thread"),
+                help="total: split evenly over the threads (the original); thread: each thread's",
+            ),
+            "total_bytes": Param(
+                int,
+                0,
+                minimum=0,
+                help="steady-state live requested bytes over all threads (when slots is 0)",
+            ),
+            "size_law": Param(
+                str,
+                "bands",
+                choices=("bands", "inverse"),
+                help="bands: (2^k, 2^(k+1)] with probability 2^-(k-1), mean ~45.5 B (the original); "
+                "inverse: p(size) ~ 1/size on [min_size, max_size]",
+            ),
+            "slot_law": Param(
+                str,
+                "pareto6",
+                choices=("pareto6", "powerlaw"),
+                help="pareto6: six-level 80/20 split (the original); powerlaw: continuous "
+                "p(rank) ~ rank^-s fitted to 80/20",
+            ),
+            "hot_slots": Param(
+                str,
+                "contiguous",
+                choices=("contiguous", "scattered"),
+                help="contiguous: the hottest slots are the lowest indices (the original); "
+                "scattered: a random permutation spreads them",
+            ),
+            "min_size": Param(
+                int, 5, minimum=1, help="smallest block, bytes (inverse; bands needs 5)"
+            ),
+            "max_size": Param(
+                int, 65536, minimum=1, help="largest block, bytes (bands: a power of two)"
+            ),
+            "touch": Param(
+                str,
+                "write-read",
+                choices=("none", "write-read", "full", "original"),
+                help="none; write-read: memset after malloc, verify before free; full: also "
+                "verify right after the memset; original: the original program's (memset with "
+                "the size's low byte, an unchecked sum before free; the faithful experiments')",
+            ),
+            "allocator_mode": Param(
+                str,
+                "malloc",
+                choices=("malloc", "void"),
+                help="void: same loop, no real malloc/free (the harness cost)",
+            ),
+            "void_run": Param(
+                str,
+                "separate",
+                choices=("separate", "in-process"),
+                help="separate: the sweep's `void` allocator cell, another process, pre-touched "
+                "block; in-process: the original's void pass right after the real run, "
+                "*_net columns computed here",
+            ),
+            **loop_params(
+                seed="seed of the slot picks, sizes and slot permutation",
+                chunks="equal slices of each thread's timed phase, a clock read between two (1: none "
+                "inside the loop, as the original)",
+            ),
+        },
+        timed_phase="run",
+        ops_column="pairs",
+        memory_estimate=_memory,
+        time_estimate=_time,
+        doc="ITHare's alloc-test: 80/20-picked slots toggled by malloc/free, blocks written and verified.",
+        metrics=(
+            ("ns_per_pair", "ns/pair", ".1f"),
+            ("chunk_ns_p10", "p10 chunk ns", ".1f"),
+            ("ns_per_pair_net", "net ns/pair", ".1f"),
+            ("ns_per_op", "ns/op", ".1f"),
+            ("ms_per_mop", "ms/Mop (whole)", ".1f"),
+            ("realised_mean_size", "Mean block B", ".1f"),
+            ("hot_share", "Picks to hottest 0.16%", ".1%"),
+            ("cycles_per_op", "Cycles/pair", ".0f"),
+            ("memory_overhead", "RSS/requested", ".2f"),
+            ("stime_s", "Sys s", ".2f"),
+        )
+        + COMMON_METRICS,
+        plots=(
+            ("threads", "ns_per_pair", "allocator", "ns per malloc/free pair"),
+            ("threads", "memory_overhead", "allocator", "Peak RSS / peak bytes requested"),
+        ),
+        extra_metrics=_extra,
+    )
+)

@@ -29,7 +29,11 @@ COMMON_METRICS = (
     ("peak_rss_bytes", "Peak RSS", "bytes"),
     ("minflt", "Minor faults", "si"),
 )
-CHUNK_P10 = ("chunk_ns_p10", "p10 chunk ns", ".1f")  # a chunked timed loop's fastest tenth (csrc/common/timing.h)
+CHUNK_P10 = (
+    "chunk_ns_p10",
+    "p10 chunk ns",
+    ".1f",
+)  # a chunked timed loop's fastest tenth (csrc/common/timing.h)
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,10 @@ class Param:
     def check(self, name: str, value: Any) -> Any:
         """Return the value coerced to the parameter type, or raise ValueError with the reason."""
         if self.type is not bool and isinstance(value, bool):
-            raise ValueError(f"{name} must be {self.type.__name__}, got {value!r} (YAML reads unquoted "
-                             "yes/no/on/off/true/false as a boolean: quote the word)")
+            raise ValueError(
+                f"{name} must be {self.type.__name__}, got {value!r} (YAML reads unquoted "
+                "yes/no/on/off/true/false as a boolean: quote the word)"
+            )
         if self.type is float and isinstance(value, int):
             value = float(value) if abs(value) < 2**1000 else math.inf
         if self.type is int and isinstance(value, str):
@@ -58,19 +64,27 @@ class Param:
         if self.type is int and not -MAX_INT <= value <= MAX_INT:
             raise ValueError(f"{name} must be at most {MAX_INT} (a 64-bit integer), got {value!r}")
         if self.choices and value not in self.choices:
-            raise ValueError(f"{name} must be one of {', '.join(map(str, self.choices))}; got {value!r}")
+            raise ValueError(
+                f"{name} must be one of {', '.join(map(str, self.choices))}; got {value!r}"
+            )
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{name} must be >= {self.minimum}, got {value!r}")
         return value
 
 
-def loop_params(*, seed: str, chunks: str = "equal slices the timed phase is split into",
-                default_chunks: int = 64) -> dict[str, Param]:
+def loop_params(
+    *,
+    seed: str,
+    chunks: str = "equal slices the timed phase is split into",
+    default_chunks: int = 64,
+) -> dict[str, Param]:
     """The two parameters of a C++ timed loop (csrc/common/timing.h): ``chunks``, the equal slices its time is
     split into (the ``chunk_ns_*`` columns), and ``seed``, of its random choices; ``seed`` and ``chunks`` are
     their help texts."""
-    return {"chunks": Param(int, default_chunks, minimum=1, help=chunks),
-            "seed": Param(int, 1, minimum=0, help=seed)}
+    return {
+        "chunks": Param(int, default_chunks, minimum=1, help=chunks),
+        "seed": Param(int, 1, minimum=0, help=seed),
+    }
 
 
 MAX_INT = 2**63 - 1  # what the C++ workloads take
@@ -168,7 +182,10 @@ class TableSection:
     title: str
     compute: Callable
     columns: tuple = ()
-    ci: str = ""  # how the intervals are made, for a reader of the declaration (e.g. "runs, then rounds")
+    ci: str = (
+        ""  # how the intervals are made, for a reader of the declaration (e.g. "runs, then rounds")
+    )
+
 
 @dataclass(frozen=True, kw_only=True)
 class Workload:
@@ -191,20 +208,36 @@ class Workload:
     metrics: tuple = ()  # report columns: (column, label, fmt) — the primary metric first
     plots: tuple = ()  # (x, y, hue, y label) line plots written by `hugebench report --plots`
     bars: tuple[BarPlot, ...] = ()  # grouped bar plots written by `hugebench report --plots`
-    xy_plots: tuple[XYPlot, ...] = ()  # per-run series and scatter plots written by `hugebench report --plots`
-    ratio_tables: tuple[RatioTable, ...] = ()  # extra tables of `hugebench report` (ratios to the baseline)
+    xy_plots: tuple[
+        XYPlot, ...
+    ] = ()  # per-run series and scatter plots written by `hugebench report --plots`
+    ratio_tables: tuple[
+        RatioTable, ...
+    ] = ()  # extra tables of `hugebench report` (ratios to the baseline)
     extra_metrics: Any = None  # callable(row) -> dict of workload-specific derived columns
-    time_estimate: Any = None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
+    time_estimate: Any = (
+        None  # callable(params) -> seconds of one run on a small VM (for `hugebench plan`)
+    )
     # A workload that runs no _core code: "module:function" the worker calls with (request, its directory).
     runner: str = ""
-    open_params: bool = False  # parameters beyond `params` are allowed (strings, numbers: {name} fields)
+    open_params: bool = (
+        False  # parameters beyond `params` are allowed (strings, numbers: {name} fields)
+    )
     check_params: Any = None  # callable(params) raising ValueError, run when the file is loaded
     prepare_params: Any = None  # callable(params, experiment file's directory) -> params
-    primary_for: Any = None  # callable(params) -> (column, label, fmt, better): a primary metric of the file's
-    metrics_for: Any = None  # callable(params) -> report columns, for a workload whose columns follow its params
-    tables: tuple[TableSection, ...] = ()  # tables of its own the report shows (hashsets: kinds side by side)
+    primary_for: Any = (
+        None  # callable(params) -> (column, label, fmt, better): a primary metric of the file's
+    )
+    metrics_for: Any = (
+        None  # callable(params) -> report columns, for a workload whose columns follow its params
+    )
+    tables: tuple[
+        TableSection, ...
+    ] = ()  # tables of its own the report shows (hashsets: kinds side by side)
     module: str = ""  # the module that registers it (the worker imports it to find the workload)
-    better: str = "lower"  # which direction of primary_metric is an improvement (higher for throughput)
+    better: str = (
+        "lower"  # which direction of primary_metric is an improvement (higher for throughput)
+    )
 
     def __post_init__(self) -> None:
         if not self.function and not self.runner:

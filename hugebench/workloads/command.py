@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from .base import Param, Workload, XYPlot, register
 
-METRICS = (("window_s", "Window s", ".3f"), ("utime_s", "User s", ".2f"), ("stime_s", "Sys s", ".2f"),
-           ("peak_rss_bytes", "Peak RSS", "bytes"), ("minflt", "Minor faults", "si"))
+METRICS = (
+    ("window_s", "Window s", ".3f"),
+    ("utime_s", "User s", ".2f"),
+    ("stime_s", "Sys s", ".2f"),
+    ("peak_rss_bytes", "Peak RSS", "bytes"),
+    ("minflt", "Minor faults", "si"),
+)
 
 
 def _check(params: dict) -> None:
@@ -37,33 +42,71 @@ def _primary(params: dict) -> tuple:
     return primary(params)
 
 
-WORKLOAD = register(Workload(
-    name="command",
-    doc="Your own program (or a server under a load driver) as the measured process.",
-    runner="hugebench.run.supervisor:run",
-    params={
-        "argv": Param(list, None, help="the program and its arguments, a list; {name} takes a parameter"),
-        "cwd": Param(str, ".", help="working directory, relative to the experiment file"),
-        "env": Param(dict, None, help="added to the program's environment (not the allocator's variables)"),
-        "metric": Param(object, "wall", help="wall | {regex: ..., name: ..., better: higher} | {json: KEY}"),
-        "setup": Param(list, None, help="a command run before each measured run, not measured"),
-        "server": Param(dict, None, help="{argv, ready: {path|port|log}}: the server is measured, argv "
-                                         "is its load driver"),
-        "sample_interval": Param(float, 1.0, minimum=0.05, help="seconds between coverage samples"),
-        "stdin": Param(str, None, help="a file the program reads as its standard input (default: /dev/null); "
-                                       "relative to cwd"),
-        "stdout": Param(str, None, help="a file its standard output goes to, or discard (default: a file in "
-                                        "the run's directory, of which the row keeps a short text tail)"),
-        "window": Param(str, "process", choices=("process", "markers"),
-                        help="process: the whole run is timed; markers: the program marks its windows"),
-    },
-    timed_phase="window",
-    metrics=METRICS,  # and the coverage columns that fit the file's window (metrics_for)
-    metrics_for=_metrics,
-    open_params=True,
-    check_params=_check,
-    prepare_params=_prepare,
-    primary_for=_primary,
-    xy_plots=(XYPlot("series", "series_t_s", "series_coverage", "allocator", "seconds since the first sample",
-                     "AnonHugePages / Rss", "huge-page coverage over the run", "coverage"),),
-))
+WORKLOAD = register(
+    Workload(
+        name="command",
+        doc="Your own program (or a server under a load driver) as the measured process.",
+        runner="hugebench.run.supervisor:run",
+        params={
+            "argv": Param(
+                list, None, help="the program and its arguments, a list; {name} takes a parameter"
+            ),
+            "cwd": Param(str, ".", help="working directory, relative to the experiment file"),
+            "env": Param(
+                dict,
+                None,
+                help="added to the program's environment (not the allocator's variables)",
+            ),
+            "metric": Param(
+                object, "wall", help="wall | {regex: ..., name: ..., better: higher} | {json: KEY}"
+            ),
+            "setup": Param(list, None, help="a command run before each measured run, not measured"),
+            "server": Param(
+                dict,
+                None,
+                help="{argv, ready: {path|port|log}}: the server is measured, argv "
+                "is its load driver",
+            ),
+            "sample_interval": Param(
+                float, 1.0, minimum=0.05, help="seconds between coverage samples"
+            ),
+            "stdin": Param(
+                str,
+                None,
+                help="a file the program reads as its standard input (default: /dev/null); "
+                "relative to cwd",
+            ),
+            "stdout": Param(
+                str,
+                None,
+                help="a file its standard output goes to, or discard (default: a file in "
+                "the run's directory, of which the row keeps a short text tail)",
+            ),
+            "window": Param(
+                str,
+                "process",
+                choices=("process", "markers"),
+                help="process: the whole run is timed; markers: the program marks its windows",
+            ),
+        },
+        timed_phase="window",
+        metrics=METRICS,  # and the coverage columns that fit the file's window (metrics_for)
+        metrics_for=_metrics,
+        open_params=True,
+        check_params=_check,
+        prepare_params=_prepare,
+        primary_for=_primary,
+        xy_plots=(
+            XYPlot(
+                "series",
+                "series_t_s",
+                "series_coverage",
+                "allocator",
+                "seconds since the first sample",
+                "AnonHugePages / Rss",
+                "huge-page coverage over the run",
+                "coverage",
+            ),
+        ),
+    )
+)

@@ -31,12 +31,16 @@ def check_built(p: dict) -> None:
     from .. import _core
 
     info = _core.build_info()
-    for name, built, packages in (("set_kind", info.get("set_kinds", ["flat", "node"]), SET_PACKAGES),
-                                  ("hash", info.get("hashes", ["own"]), HASH_PACKAGES)):
+    for name, built, packages in (
+        ("set_kind", info.get("set_kinds", ["flat", "node"]), SET_PACKAGES),
+        ("hash", info.get("hashes", ["own"]), HASH_PACKAGES),
+    ):
         if p[name] not in built:
-            raise ValueError(f"{name}: {p[name]!r} is not in this build of hugebench._core (it has "
-                             f"{', '.join(built)}): apt-get install {packages[p[name]]}, then rebuild with "
-                             f"pip install --no-build-isolation .")
+            raise ValueError(
+                f"{name}: {p[name]!r} is not in this build of hugebench._core (it has "
+                f"{', '.join(built)}): apt-get install {packages[p[name]]}, then rebuild with "
+                f"pip install --no-build-isolation ."
+            )
 
 
 # The key parameters hashlookup and hashsets share: one definition each.
@@ -45,7 +49,9 @@ KEY_PARAMS = {
     "key_max": Param(int, 19, minimum=1, help="longest key, bytes"),
 }
 SEED_PARAM = Param(int, 1, minimum=0, help="seed of key generation and order")
-HASH_PARAM = Param(str, "own", choices=HASHES, help="own: hugebench's mum-style hash; xxh3: XXH3-64")
+HASH_PARAM = Param(
+    str, "own", choices=HASHES, help="own: hugebench's mum-style hash; xxh3: XXH3-64"
+)
 
 
 # -- memory: what a set of each kind holds after inserting n distinct keys one at a time -------------------
@@ -83,14 +89,19 @@ def _ceil16_sum(m: int) -> int:
 def table_bytes(kind: str, keys: int) -> tuple[float, float]:
     """(bytes of the table holding ``keys`` keys, bytes of the table it last grew from), key heap excluded."""
     if kind == "node":
-        return keys * _NODE_BYTES + keys * 1.3 * 8, 0.0  # a bucket pointer per key at max load 1 (prime counts)
+        return (
+            keys * _NODE_BYTES + keys * 1.3 * 8,
+            0.0,
+        )  # a bucket pointer per key at max load 1 (prime counts)
     capacity, load, per_slot = _GROWTH[kind]
     while keys > load * capacity:
         capacity *= 2
     return capacity * per_slot, (capacity // 2 * per_slot if capacity > _GROWTH[kind][0] else 0.0)
 
 
-def peak_bytes(kinds: Sequence[str], keys: int, key_min: int, key_max: int, extra: float = 0.0) -> int:
+def peak_bytes(
+    kinds: Sequence[str], keys: int, key_min: int, key_max: int, extra: float = 0.0
+) -> int:
     """Peak memory of a process that builds a set of each kind in turn from ``keys`` keys, over one query vector."""
     heap = keys * _heap_per_key(key_min, key_max)
     held = BASE_BYTES + extra + keys * _STRING + heap  # the keys, later the queries

@@ -43,8 +43,13 @@ def page_check(row: dict) -> dict:
         stray = share * (row.get("mapped_bytes") or 0)
         why = None if stray <= STRAY_HUGE_BYTES else f"the 4k buffer got {share:.0%} huge pages"
     elif backing == "thp":
-        why = None if share >= THP_MIN_COVERAGE else (
-            f"THP coverage {share:.0%} of the buffer (< {THP_MIN_COVERAGE:.0%}): not a THP measurement")
+        why = (
+            None
+            if share >= THP_MIN_COVERAGE
+            else (
+                f"THP coverage {share:.0%} of the buffer (< {THP_MIN_COVERAGE:.0%}): not a THP measurement"
+            )
+        )
     else:
         why = None if share >= 0.999 else f"{backing} buffer only {share:.0%} on hugetlb pages"
     return {"buffer_hp_coverage": share, "page_check": why or "ok"}
@@ -65,30 +70,56 @@ def _memory(p: dict) -> int:
 def _time(p: dict) -> float:
     # ~0.5 s per GiB populated on 4 KiB pages, ~150 ns per node linked, up to ~400 ns per timed access
     # (plus a quarter untimed) over 4 GiB on 4 KiB pages in a 2-core KVM guest.
-    return STARTUP_S + 0.5 * p["working_set_bytes"] / 2**30 + 1.5e-7 * _nodes(p) + 1.25 * 2e-7 * p["accesses"]
+    return (
+        STARTUP_S
+        + 0.5 * p["working_set_bytes"] / 2**30
+        + 1.5e-7 * _nodes(p)
+        + 1.25 * 2e-7 * p["accesses"]
+    )
 
 
-WORKLOAD = register(Workload(
-    name="tlbprobe",
-    doc="Dependent loads along one random cycle per page size: what a random access costs here (probe).",
-    params={
-        "backing": Param(str, "4k", choices=("4k", "thp", "hugetlb-2m", "hugetlb-1g"),
-                         help="4k: MADV_NOHUGEPAGE; thp: MADV_HUGEPAGE (coverage checked); hugetlb-*: the pool"),
-        "working_set_bytes": Param(int, 64 << 20, minimum=256 << 10, help="buffer the nodes spread over"),
-        "pattern": Param(str, "chase", choices=("chase", "mlp", "reach"),
-                         help="chase: one dependent chain; mlp: `chains` chains at once; reach: one "
-                              "cache-resident line per 4 KiB page (TLB reach)"),
-        "chains": Param(int, 16, minimum=1, help="independent chains of the mlp pattern (1..64)"),
-        "accesses": Param(int, 2_000_000, minimum=1, help="timed loads over all chains"),
-        "max_nodes": Param(int, 1 << 22, minimum=2,
-                           help="nodes at most; a larger working set gets one node per equal stratum"),
-        **loop_params(seed="seed of the cycle and the nodes' lines"),
-    },
-    timed_phase="chase",
-    ops_column="accesses",
-    memory_estimate=_memory,
-    time_estimate=_time,
-    metrics=(("ns_per_access", "ns/access", ".1f"), CHUNK_P10,
-             ("buffer_hp_coverage", "Buffer on huge pages", ".0%")),
-    extra_metrics=page_check,
-))
+WORKLOAD = register(
+    Workload(
+        name="tlbprobe",
+        doc="Dependent loads along one random cycle per page size: what a random access costs here (probe).",
+        params={
+            "backing": Param(
+                str,
+                "4k",
+                choices=("4k", "thp", "hugetlb-2m", "hugetlb-1g"),
+                help="4k: MADV_NOHUGEPAGE; thp: MADV_HUGEPAGE (coverage checked); hugetlb-*: the pool",
+            ),
+            "working_set_bytes": Param(
+                int, 64 << 20, minimum=256 << 10, help="buffer the nodes spread over"
+            ),
+            "pattern": Param(
+                str,
+                "chase",
+                choices=("chase", "mlp", "reach"),
+                help="chase: one dependent chain; mlp: `chains` chains at once; reach: one "
+                "cache-resident line per 4 KiB page (TLB reach)",
+            ),
+            "chains": Param(
+                int, 16, minimum=1, help="independent chains of the mlp pattern (1..64)"
+            ),
+            "accesses": Param(int, 2_000_000, minimum=1, help="timed loads over all chains"),
+            "max_nodes": Param(
+                int,
+                1 << 22,
+                minimum=2,
+                help="nodes at most; a larger working set gets one node per equal stratum",
+            ),
+            **loop_params(seed="seed of the cycle and the nodes' lines"),
+        },
+        timed_phase="chase",
+        ops_column="accesses",
+        memory_estimate=_memory,
+        time_estimate=_time,
+        metrics=(
+            ("ns_per_access", "ns/access", ".1f"),
+            CHUNK_P10,
+            ("buffer_hp_coverage", "Buffer on huge pages", ".0%"),
+        ),
+        extra_metrics=page_check,
+    )
+)

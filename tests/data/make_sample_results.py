@@ -38,44 +38,78 @@ def _hash(obj) -> str:
 def _base_row(sweep_id, experiment, workload, cell, repetition, order_index, warmup=False) -> dict:
     cell_id = _hash([experiment, cell])
     return {
-        "run_id": _hash([experiment, cell, repetition, order_index if warmup else None]), "cell_id": cell_id,
-        "sweep_id": sweep_id, "experiment": experiment, "workload": workload, "repetition": repetition,
-        "order_index": order_index, "warmup": warmup, "status": "ok", "error": None, "stderr_tail": None,
-        "started_at": START, **cell,
+        "run_id": _hash([experiment, cell, repetition, order_index if warmup else None]),
+        "cell_id": cell_id,
+        "sweep_id": sweep_id,
+        "experiment": experiment,
+        "workload": workload,
+        "repetition": repetition,
+        "order_index": order_index,
+        "warmup": warmup,
+        "status": "ok",
+        "error": None,
+        "stderr_tail": None,
+        "started_at": START,
+        **cell,
     }
 
 
 def _tlb_metrics(rng, cell, repetition, speeds=None) -> dict:
-    speed = (speeds or {
-        ("glibc", "never"): 1.0, ("glibc", "always"): 0.74, ("jemalloc", "always"): 0.77, ("mimalloc", "always"): 0.72,
-        # no real difference: alternately 2% above and below the baseline, so its CI must contain 1
-        ("jemalloc", "never"): 1.0 + 0.02 * (-1) ** repetition})[(cell["allocator"], cell["thp"])]
-    drift = 1.0 + 0.06 * max(repetition, 0)  # the machine slows down block by block; pairing cancels it
+    speed = (
+        speeds
+        or {
+            ("glibc", "never"): 1.0,
+            ("glibc", "always"): 0.74,
+            ("jemalloc", "always"): 0.77,
+            ("mimalloc", "always"): 0.72,
+            # no real difference: alternately 2% above and below the baseline, so its CI must contain 1
+            ("jemalloc", "never"): 1.0 + 0.02 * (-1) ** repetition,
+        }
+    )[(cell["allocator"], cell["thp"])]
+    drift = 1.0 + 0.06 * max(
+        repetition, 0
+    )  # the machine slows down block by block; pairing cancels it
     ns = 80.0 * speed * drift * rng.lognormal(0, 0.005)
     rss = 180e6 * rng.uniform(0.99, 1.01)
     huge = rss * 0.93 if cell["thp"] == "always" else 0.0
     return {
-        "ns_per_lookup": ns, "phase.lookup.s": ns * 1e6 / 1e9, "phase.build.s": rng.uniform(0.30, 0.34),
-        "peak_rss_bytes": int(rss), "smaps.AnonHugePages": int(huge), "hp_coverage": huge / rss,
-        "minflt": int(rng.uniform(300, 400) if cell["thp"] == "always" else rng.uniform(44000, 45000)),
-        "pmu.cycles": None, "pmu.cycles.reason": "not supported",
-        "pmu.stlb_misses": None, "pmu.stlb_misses.reason": "not supported",
-        "knob.thp.enabled": cell["thp"], "wall_s": rng.uniform(3.5, 4.5),
+        "ns_per_lookup": ns,
+        "phase.lookup.s": ns * 1e6 / 1e9,
+        "phase.build.s": rng.uniform(0.30, 0.34),
+        "peak_rss_bytes": int(rss),
+        "smaps.AnonHugePages": int(huge),
+        "hp_coverage": huge / rss,
+        "minflt": int(
+            rng.uniform(300, 400) if cell["thp"] == "always" else rng.uniform(44000, 45000)
+        ),
+        "pmu.cycles": None,
+        "pmu.cycles.reason": "not supported",
+        "pmu.stlb_misses": None,
+        "pmu.stlb_misses.reason": "not supported",
+        "knob.thp.enabled": cell["thp"],
+        "wall_s": rng.uniform(3.5, 4.5),
     }
 
 
 def _tlb_rows(rng) -> list[dict]:
     sweep_id, experiment = "tlb-sample-0001", "tlb-sample"
-    cells = [{"allocator": a, "thp": t, "keys": 1_000_000} for a in ("glibc", "jemalloc", "mimalloc")
-             for t in ("never", "always")]
+    cells = [
+        {"allocator": a, "thp": t, "keys": 1_000_000}
+        for a in ("glibc", "jemalloc", "mimalloc")
+        for t in ("never", "always")
+    ]
     warm = _base_row(sweep_id, experiment, "hashlookup", cells[0], -1, 0, warmup=True)
     rows = [{**warm, **_tlb_metrics(rng, cells[0], -1), "ns_per_lookup": 500.0}]
     for repetition in range(6):
         for cell in [cells[i] for i in rng.permutation(len(cells))]:
             row = _base_row(sweep_id, experiment, "hashlookup", cell, repetition, len(rows))
             if cell["allocator"] == "mimalloc" and cell["thp"] == "never":
-                row.update(status="failed", error="allocator check: libmimalloc.so.2 not mapped in the worker",
-                           stderr_tail="mimalloc: not loaded", wall_s=0.4)
+                row.update(
+                    status="failed",
+                    error="allocator check: libmimalloc.so.2 not mapped in the worker",
+                    stderr_tail="mimalloc: not loaded",
+                    wall_s=0.4,
+                )
             elif cell["allocator"] == "mimalloc" and repetition == 2:
                 row.update(status="timeout", error="worker exceeded 60 s timeout", wall_s=60.0)
             else:
@@ -92,23 +126,34 @@ def _alloc_rows(rng) -> list[dict]:
             cell = {"allocator": allocator, "threads": threads}
             row = _base_row(sweep_id, experiment, "alloctest", cell, repetition, len(rows))
             contention = 1.0 + (0.9 if allocator == "glibc" else 0.15) * (threads - 1)
-            row.update({
-                "ns_per_pair": 20.0 * contention * rng.lognormal(0, 0.03),
-                "peak_rss_bytes": int(64e6 * (1 + 0.2 * threads if allocator == "jemalloc" else 1.1)),
-                "sys_time_share": rng.uniform(0.02, 0.05) * threads,
-                "wall_s": rng.uniform(1.0, 1.5),
-            })
+            row.update(
+                {
+                    "ns_per_pair": 20.0 * contention * rng.lognormal(0, 0.03),
+                    "peak_rss_bytes": int(
+                        64e6 * (1 + 0.2 * threads if allocator == "jemalloc" else 1.1)
+                    ),
+                    "sys_time_share": rng.uniform(0.02, 0.05) * threads,
+                    "wall_s": rng.uniform(1.0, 1.5),
+                }
+            )
             rows.append(row)
     return rows
 
 
 def _context(sweep_id, experiment, workload, axes, baseline, primary, **extra) -> dict:
     return {
-        "synthetic": True, "note": NOTE, "experiment": experiment, "workload": workload,
+        "synthetic": True,
+        "note": NOTE,
+        "experiment": experiment,
+        "workload": workload,
         "machine": extra.pop("machine", {"hostname": "synthetic-test-data", "note": NOTE}),
         "spec": {"name": experiment, "workload": workload, "note": NOTE},
-        "axes": axes, "baseline": baseline, "primary_metric": primary,
-        "hugebench_version": "0.1.0", "started_at": START, **extra,
+        "axes": axes,
+        "baseline": baseline,
+        "primary_metric": primary,
+        "hugebench_version": "0.1.0",
+        "started_at": START,
+        **extra,
     }
 
 
@@ -116,24 +161,48 @@ def main(out: Path = OUT) -> None:
     shutil.rmtree(out, ignore_errors=True)
     store = ResultStore(out)
     rng = np.random.default_rng(20240101)
-    tlb_metrics = [{"column": "ns_per_lookup", "label": "Latency ns", "fmt": ".1f", "scale": 1.0},
-                   {"column": "pmu.cycles", "label": "Cycles", "fmt": "si", "scale": 1.0},
-                   {"column": "pmu.stlb_misses", "label": "STLB misses", "fmt": "si", "scale": 1.0},
-                   {"column": "hp_coverage", "label": "Huge-page coverage", "fmt": ".0%", "scale": 1.0},
-                   {"column": "peak_rss_bytes", "label": "Peak RSS", "fmt": "bytes", "scale": 1.0}]
-    store.write_context("tlb-sample-0001", _context(
-        "tlb-sample-0001", "tlb-sample", "hashlookup", ["allocator", "thp"],
-        {"allocator": "glibc", "thp": "never"}, "ns_per_lookup", metrics=tlb_metrics,
-        machine=_machine("synthetic-a", "6.1.0-synthetic")))
-    store.write_context("alloc-sample-0001", _context(
-        "alloc-sample-0001", "alloc-sample", "alloctest", ["allocator", "threads"],
-        {"allocator": "glibc"}, "ns_per_pair", machine=_machine("synthetic-a", "6.1.0-synthetic")))
+    tlb_metrics = [
+        {"column": "ns_per_lookup", "label": "Latency ns", "fmt": ".1f", "scale": 1.0},
+        {"column": "pmu.cycles", "label": "Cycles", "fmt": "si", "scale": 1.0},
+        {"column": "pmu.stlb_misses", "label": "STLB misses", "fmt": "si", "scale": 1.0},
+        {"column": "hp_coverage", "label": "Huge-page coverage", "fmt": ".0%", "scale": 1.0},
+        {"column": "peak_rss_bytes", "label": "Peak RSS", "fmt": "bytes", "scale": 1.0},
+    ]
+    store.write_context(
+        "tlb-sample-0001",
+        _context(
+            "tlb-sample-0001",
+            "tlb-sample",
+            "hashlookup",
+            ["allocator", "thp"],
+            {"allocator": "glibc", "thp": "never"},
+            "ns_per_lookup",
+            metrics=tlb_metrics,
+            machine=_machine("synthetic-a", "6.1.0-synthetic"),
+        ),
+    )
+    store.write_context(
+        "alloc-sample-0001",
+        _context(
+            "alloc-sample-0001",
+            "alloc-sample",
+            "alloctest",
+            ["allocator", "threads"],
+            {"allocator": "glibc"},
+            "ns_per_pair",
+            machine=_machine("synthetic-a", "6.1.0-synthetic"),
+        ),
+    )
     tlb = _tlb_rows(rng)
     for row in tlb + _alloc_rows(rng):
         store.append(row)
     worker_wall = sum(row.get("wall_s") or 0.0 for row in tlb)
-    store.update_context("tlb-sample-0001", ended_at="2024-01-01T00:02:20+00:00",
-                         sweep_wall_s=round(worker_wall * 1.08, 3), worker_wall_s_sum=worker_wall)
+    store.update_context(
+        "tlb-sample-0001",
+        ended_at="2024-01-01T00:02:20+00:00",
+        sweep_wall_s=round(worker_wall * 1.08, 3),
+        worker_wall_s_sum=worker_wall,
+    )
 
 
 # -- a second "machine" for `hugebench compare` ---------------------------------------------------------
@@ -142,10 +211,15 @@ OUT_B = Path(__file__).parent / "sample_results_b"
 
 
 def _machine(host: str, kernel: str) -> dict:
-    return {"hostname": host, "note": NOTE, "kernel": {"release": kernel, "machine": "x86_64"},
-            "cpu": {"model_name": "Synthetic CPU", "cores": 2, "logical_cpus": 2, "hypervisor": "KVM"},
-            "memory": {"total_bytes": 8 << 30, "thp": {"enabled": "madvise", "defrag": "madvise"}},
-            "glibc": "glibc 2.36", "perf": {"pmu_available": False, "pmu_reason": "KVM guest without vPMU"}}
+    return {
+        "hostname": host,
+        "note": NOTE,
+        "kernel": {"release": kernel, "machine": "x86_64"},
+        "cpu": {"model_name": "Synthetic CPU", "cores": 2, "logical_cpus": 2, "hypervisor": "KVM"},
+        "memory": {"total_bytes": 8 << 30, "thp": {"enabled": "madvise", "defrag": "madvise"}},
+        "glibc": "glibc 2.36",
+        "perf": {"pmu_available": False, "pmu_reason": "KVM guest without vPMU"},
+    }
 
 
 def main_b(out: Path = OUT_B) -> None:
@@ -155,11 +229,25 @@ def main_b(out: Path = OUT_B) -> None:
     store = ResultStore(out)
     rng = np.random.default_rng(20240202)
     sweep_id, experiment = "tlb-sample-b-0001", "tlb-sample"
-    store.write_context(sweep_id, _context(sweep_id, experiment, "hashlookup", ["allocator", "thp"],
-                                           {"allocator": "glibc", "thp": "never"}, "ns_per_lookup",
-                                           machine=_machine("synthetic-b", "6.19.0-synthetic")))
-    speeds = {("glibc", "never"): 1.0, ("glibc", "always"): 0.50, ("jemalloc", "always"): 0.70,
-              ("mimalloc", "always"): 0.73, ("tcmalloc", "always"): 0.75}
+    store.write_context(
+        sweep_id,
+        _context(
+            sweep_id,
+            experiment,
+            "hashlookup",
+            ["allocator", "thp"],
+            {"allocator": "glibc", "thp": "never"},
+            "ns_per_lookup",
+            machine=_machine("synthetic-b", "6.19.0-synthetic"),
+        ),
+    )
+    speeds = {
+        ("glibc", "never"): 1.0,
+        ("glibc", "always"): 0.50,
+        ("jemalloc", "always"): 0.70,
+        ("mimalloc", "always"): 0.73,
+        ("tcmalloc", "always"): 0.75,
+    }
     cells = [{"allocator": a, "thp": t, "keys": 1_000_000} for a, t in speeds]
     order = 0
     for repetition in range(6):
@@ -168,7 +256,9 @@ def main_b(out: Path = OUT_B) -> None:
             row.update(_tlb_metrics(rng, cell, repetition, speeds))
             store.append(row)
             order += 1
-    store.update_context(sweep_id, ended_at="2024-02-02T00:02:00+00:00", sweep_wall_s=130.0, worker_wall_s_sum=120.0)
+    store.update_context(
+        sweep_id, ended_at="2024-02-02T00:02:00+00:00", sweep_wall_s=130.0, worker_wall_s_sum=120.0
+    )
 
 
 # -- one small experiment per other workload, for the notebook ------------------------------------------
@@ -176,14 +266,31 @@ def main_b(out: Path = OUT_B) -> None:
 OUT_WORKLOADS = Path(__file__).parent / "sample_workloads"
 
 
-def _experiment(store, rng, name, workload, axes, baseline, primary, metrics_of, repetitions=3, **extra) -> None:
+def _experiment(
+    store, rng, name, workload, axes, baseline, primary, metrics_of, repetitions=3, **extra
+) -> None:
     """Write a context and ``repetitions`` interleaved blocks of the cartesian product of ``axes``."""
     import itertools
 
     sweep_id = f"{name}-0001"
-    store.write_context(sweep_id, _context(sweep_id, name, workload, list(axes), baseline, primary,
-                                           spec={"name": name, "workload": workload, "note": NOTE,
-                                                 "axes": {k: list(v) for k, v in axes.items()}}, **extra))
+    store.write_context(
+        sweep_id,
+        _context(
+            sweep_id,
+            name,
+            workload,
+            list(axes),
+            baseline,
+            primary,
+            spec={
+                "name": name,
+                "workload": workload,
+                "note": NOTE,
+                "axes": {k: list(v) for k, v in axes.items()},
+            },
+            **extra,
+        ),
+    )
     cells = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
     order = 0
     for repetition in range(repetitions):
@@ -192,27 +299,51 @@ def _experiment(store, rng, name, workload, axes, baseline, primary, metrics_of,
             row.update(metrics_of(cell, repetition))
             store.append(row)
             order += 1
-    store.update_context(sweep_id, ended_at="2024-03-01T00:01:00+00:00", sweep_wall_s=60.0, worker_wall_s_sum=55.0)
+    store.update_context(
+        sweep_id, ended_at="2024-03-01T00:01:00+00:00", sweep_wall_s=60.0, worker_wall_s_sum=55.0
+    )
 
 
 def _faults(rng):
     def metrics(cell, repetition):
         lazy = cell["backing"] == "malloc"
         ns = (1000.0 if lazy else 48.0) / cell["threads"] ** 0.7 * rng.lognormal(0, 0.04)
-        return {"ns_per_op": ns, "phase.steady.s": ns * 2e6 / 1e9, "phase.obtain.s": 0.01 if lazy else 1.2,
-                "phase.steady.minflt": int(1.29e6 if lazy else 2), "steady_thread_stime_share": 0.87 if lazy else 0.0,
-                "hp_coverage": 0.0, "knob.thp.enabled": "madvise", "peak_rss_bytes": 4 << 30, "wall_s": 3.0}
+        return {
+            "ns_per_op": ns,
+            "phase.steady.s": ns * 2e6 / 1e9,
+            "phase.obtain.s": 0.01 if lazy else 1.2,
+            "phase.steady.minflt": int(1.29e6 if lazy else 2),
+            "steady_thread_stime_share": 0.87 if lazy else 0.0,
+            "hp_coverage": 0.0,
+            "knob.thp.enabled": "madvise",
+            "peak_rss_bytes": 4 << 30,
+            "wall_s": 3.0,
+        }
+
     return metrics
 
 
 def _command(rng):
     def metrics(cell, repetition):
         huge = cell["thp"] == "always"
-        wall = (2.0 if cell["allocator"] == "glibc" else 1.85) * (0.93 if huge else 1.0) * rng.lognormal(0, 0.01)
-        return {"window_s": wall, "utime_s": wall * 0.9, "stime_s": wall * 0.08, "hp_coverage": 0.6 if huge else 0.0,
-                "peak_rss_bytes": int(300e6), "minflt": int(2e4 if huge else 7e4), "knob.thp.enabled": cell["thp"],
-                "allocator_malloc_from": "/usr/lib/x86_64-linux-gnu/" + (
-                    "libc.so.6" if cell["allocator"] == "glibc" else "libjemalloc.so.2"), "wall_s": wall + 0.3}
+        wall = (
+            (2.0 if cell["allocator"] == "glibc" else 1.85)
+            * (0.93 if huge else 1.0)
+            * rng.lognormal(0, 0.01)
+        )
+        return {
+            "window_s": wall,
+            "utime_s": wall * 0.9,
+            "stime_s": wall * 0.08,
+            "hp_coverage": 0.6 if huge else 0.0,
+            "peak_rss_bytes": int(300e6),
+            "minflt": int(2e4 if huge else 7e4),
+            "knob.thp.enabled": cell["thp"],
+            "allocator_malloc_from": "/usr/lib/x86_64-linux-gnu/"
+            + ("libc.so.6" if cell["allocator"] == "glibc" else "libjemalloc.so.2"),
+            "wall_s": wall + 0.3,
+        }
+
     return metrics
 
 
@@ -222,12 +353,22 @@ def _fleet(rng):
         t = [0.5 * i for i in range(6)]
         coverage = [min(0.9, 0.2 * i) if hpa else 0.1 for i in range(6)]
         rss = [int(200e6 * (1 + 0.1 * i - (0.3 if i > 3 else 0))) for i in range(6)]
-        return {"requests_per_s": (1.04e6 if hpa else 1.0e6) * rng.lognormal(0, 0.01),
-                "request_ns_p50": 800.0, "request_ns_p99": 4000.0 * rng.lognormal(0, 0.05),
-                "alloc_time_share": (0.035 if hpa else 0.027) * rng.lognormal(0, 0.02),
-                "peak_rss_bytes": max(rss), "fragmentation": 1.3 if hpa else 1.2, "rss_returned_share": 0.3,
-                "hp_coverage_tw": float(np.mean(coverage)), "knob.thp.enabled": cell["thp.enabled"],
-                "series_t_s": t, "series_coverage": coverage, "series_rss_bytes": rss, "wall_s": 3.5}
+        return {
+            "requests_per_s": (1.04e6 if hpa else 1.0e6) * rng.lognormal(0, 0.01),
+            "request_ns_p50": 800.0,
+            "request_ns_p99": 4000.0 * rng.lognormal(0, 0.05),
+            "alloc_time_share": (0.035 if hpa else 0.027) * rng.lognormal(0, 0.02),
+            "peak_rss_bytes": max(rss),
+            "fragmentation": 1.3 if hpa else 1.2,
+            "rss_returned_share": 0.3,
+            "hp_coverage_tw": float(np.mean(coverage)),
+            "knob.thp.enabled": cell["thp.enabled"],
+            "series_t_s": t,
+            "series_coverage": coverage,
+            "series_rss_bytes": rss,
+            "wall_s": 3.5,
+        }
+
     return metrics
 
 
@@ -235,29 +376,76 @@ def _probe(rng):
     def metrics(cell, repetition):
         size, huge = cell["working_set_bytes"], cell["backing"] != "4k"
         steps = np.log2(size / (4 << 20))
-        if cell["pattern"] == "reach":  # lines stay cached: only 4 KiB pages pay for translation as the set grows
+        if (
+            cell["pattern"] == "reach"
+        ):  # lines stay cached: only 4 KiB pages pay for translation as the set grows
             ns = 7.0 * (1.0 if huge else 1 + 0.1 * steps) * rng.lognormal(0, 0.02)
         else:
-            ns = 30.0 * (1 + steps) * (0.7 if huge and size > (16 << 20) else 1.0) * rng.lognormal(0, 0.02)
-        return {"ns_per_access": ns, "page_check": "ok", "buffer_hp_coverage": 0.99 if huge else 0.0, "wall_s": 1.0}
+            ns = (
+                30.0
+                * (1 + steps)
+                * (0.7 if huge and size > (16 << 20) else 1.0)
+                * rng.lognormal(0, 0.02)
+            )
+        return {
+            "ns_per_access": ns,
+            "page_check": "ok",
+            "buffer_hp_coverage": 0.99 if huge else 0.0,
+            "wall_s": 1.0,
+        }
+
     return metrics
 
 
 def main_workloads(out: Path = OUT_WORKLOADS) -> None:
     shutil.rmtree(out, ignore_errors=True)
     store, rng = ResultStore(out), np.random.default_rng(20240301)
-    _experiment(store, rng, "faults-sample", "faultstorm", {"backing": ["malloc", "mmap-private-populate"],
-                                                            "threads": [1, 2, 4]}, {"backing": "malloc"},
-                "ns_per_op", _faults(rng))
-    _experiment(store, rng, "gcc-sample", "command", {"allocator": ["glibc", "jemalloc"], "thp": ["never", "always"]},
-                {"allocator": "glibc", "thp": "never"}, "window_s", _command(rng), primary_better="lower")
-    _experiment(store, rng, "fleet-sample", "fleet", {"allocator": ["glibc", "jemalloc-hpa"],
-                                                      "thp.enabled": ["always"]}, {"allocator": "glibc"},
-                "requests_per_s", _fleet(rng), primary_better="higher")
-    _experiment(store, rng, "probe-sample", "tlbprobe", {"pattern": ["chase", "reach"], "backing": ["4k", "thp"],
-                                                         "working_set_bytes": [4 << 20, 64 << 20, 256 << 20]},
-                {"backing": "4k"},
-                "ns_per_access", _probe(rng))
+    _experiment(
+        store,
+        rng,
+        "faults-sample",
+        "faultstorm",
+        {"backing": ["malloc", "mmap-private-populate"], "threads": [1, 2, 4]},
+        {"backing": "malloc"},
+        "ns_per_op",
+        _faults(rng),
+    )
+    _experiment(
+        store,
+        rng,
+        "gcc-sample",
+        "command",
+        {"allocator": ["glibc", "jemalloc"], "thp": ["never", "always"]},
+        {"allocator": "glibc", "thp": "never"},
+        "window_s",
+        _command(rng),
+        primary_better="lower",
+    )
+    _experiment(
+        store,
+        rng,
+        "fleet-sample",
+        "fleet",
+        {"allocator": ["glibc", "jemalloc-hpa"], "thp.enabled": ["always"]},
+        {"allocator": "glibc"},
+        "requests_per_s",
+        _fleet(rng),
+        primary_better="higher",
+    )
+    _experiment(
+        store,
+        rng,
+        "probe-sample",
+        "tlbprobe",
+        {
+            "pattern": ["chase", "reach"],
+            "backing": ["4k", "thp"],
+            "working_set_bytes": [4 << 20, 64 << 20, 256 << 20],
+        },
+        {"backing": "4k"},
+        "ns_per_access",
+        _probe(rng),
+    )
 
 
 if __name__ == "__main__":
