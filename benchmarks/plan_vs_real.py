@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from hugebench import plan as plan_mod
-from hugebench.spec import load_spec
+from hugebench.experiment import load_spec
 from hugebench.store import load
 
 

@@ -1,6 +1,6 @@
 """The manual's reference pages, generated from the definitions the code itself validates with.
 
-What belongs here: turning the spec's key tables (``hugebench.spec.TOP_KEYS`` ...), the workload registry
+What belongs here: turning the spec's key tables (``hugebench.experiment.TOP_KEYS`` ...), the workload registry
 (``hugebench.workloads.WORKLOADS``), the allocator registry and the column reference
 (``hugebench.column_reference``) into Markdown. Nothing is written by hand, so
 the manual cannot drift from what an experiment file may contain.
@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 import sys
 
-from hugebench import allocators, spec, workloads
-from hugebench.text import MODES as TEXT_MODES
+from hugebench import allocators, workloads
+from hugebench import experiment as spec
+from hugebench.textpages import MODES as TEXT_MODES
 
 MARKER = re.compile(r"^<!-- hugebench:([a-z-]+) -->$", re.MULTILINE)
 
@@ -59,7 +60,7 @@ def _keys_table(keys: dict, prefix: str = "") -> str:
 
 def spec_keys() -> str:
     """Every key of an experiment file and of its nested blocks, as the spec validates them."""
-    from hugebench.spec.cluster import KEYS as CLUSTER_KEYS
+    from hugebench.experiment.cluster import KEYS as CLUSTER_KEYS
 
     parts = [
         "**Top level** (`name` and `workload` are required; any other key is refused with file, line "

@@ -193,8 +193,8 @@ def check_hugetlb(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sy
 
 def check_probe() -> Check:
     """What huge pages can save at most here, from this machine's cached `hugebench probe`."""
-    from .probe.cache import read_summary
-    from .probe.text import saving_line
+    from .tlbprobe.cache import read_summary
+    from .tlbprobe.text import saving_line
 
     summary = read_summary()
     if summary is None:
@@ -237,7 +237,7 @@ def check_core() -> Check:
 
 def check_native_tools() -> list[Check]:
     """The launcher and the preload libraries built with the package (a half-installed tree lacks them)."""
-    from .command.probe import probe_library
+    from .command.mallocprobe import probe_library
     from .environment import launcher
     from .errors import ToolMissingError
 

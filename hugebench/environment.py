@@ -107,7 +107,7 @@ PROBE_LIBRARY = "libhbprobe.so"
 
 def probe_library() -> str:
     """Path of ``libhbprobe.so`` installed beside the package (built from csrc/preload/hb_probe.cpp); what it
-    reports is read by hugebench.command.probe."""
+    reports is read by hugebench.command.mallocprobe."""
     path = Path(__file__).resolve().parent / PROBE_LIBRARY
     if not path.is_file():
         raise ToolMissingError(
@@ -147,7 +147,7 @@ def measured_environment(
         preload.append(probe_library())
         env["HB_PROBE_DIR"] = str(probe_dir)
     if text_pages is not None:
-        from .text import text_library
+        from .textpages import text_library
 
         preload.append(text_library())
         env.update(HB_TEXT_PAGES=text_pages, HB_TEXT_REPORT_DIR=str(text_dir))

@@ -1,6 +1,6 @@
 """An experiment against the machine that would run it: the checks ``plan`` and ``sweep`` share.
 
-What the file alone decides is checked when it is loaded (``hugebench.spec``). What depends on this machine
+What the file alone decides is checked when it is loaded (``hugebench.experiment``). What depends on this machine
 is checked here, by ``hugebench plan`` before it prints and by a sweep's setup (``preflight.prepare_machine``)
 before anything runs, so that ``plan`` refuses what ``sweep`` would: kernel knob names and values this
 kernel has and accepts (a hugetlb pool that cannot fit its memory too), and text_pages thp while the

@@ -15,9 +15,9 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from . import spec as spec_mod
+from . import experiment as spec_mod
 from .errors import SpecError
-from .spec import DEFAULT_ALLOCATOR, MAX_RUNS, MEMORY_AXIS, TEXT_AXIS, ExperimentSpec, is_knob
+from .experiment import DEFAULT_ALLOCATOR, MAX_RUNS, MEMORY_AXIS, TEXT_AXIS, ExperimentSpec, is_knob
 from .workloads import Workload
 
 

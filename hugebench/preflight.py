@@ -175,7 +175,7 @@ def check_compatible(spec, store) -> None:
 
 def _check_void(spec, runs, table) -> None:
     """Refused when the file is loaded (spec.void_problem); a spec built in code meets the same rule here."""
-    from .spec import void_problem
+    from .experiment import void_problem
 
     workload = spec.workload_def
     for name in sorted({run.allocator for run in runs}):
@@ -230,7 +230,7 @@ def _text_skips(runs, options) -> dict:
     modes = sorted({r.text_pages for r in runs if r.text_pages})
     if not modes:
         return {}
-    from . import text
+    from . import textpages as text
 
     pool_set = any(int(r.system.get("hugetlb.2MB", 0) or 0) > 0 for r in runs)
     thp_set = any("thp.enabled" in r.system for r in runs)

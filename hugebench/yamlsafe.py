@@ -2,7 +2,7 @@
 
 A hostile or mistaken file (a billion-laughs alias bomb, 100 MB of YAML, nesting that would exhaust Python's
 stack, non-UTF-8 bytes, non-string keys) is refused in bounded time and memory with a one-line error naming
-the file and line. ``hugebench.spec`` validates what this module reads.
+the file and line. ``hugebench.experiment`` validates what this module reads.
 """
 
 from __future__ import annotations

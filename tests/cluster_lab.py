@@ -53,8 +53,8 @@ CLIENT = """
 import sys
 sys.path.insert(0, {tests!r})
 import toy_workload  # a spec may name the toy workload
-from hugebench import plan, spec
-from hugebench.spec.cluster import resolve
+from hugebench import plan, experiment as spec
+from hugebench.experiment.cluster import resolve
 from hugebench.cluster import run_cluster_sweep as run_sweep
 from hugebench.orchestrator import SweepOptions
 path, address, out, machines = (sys.argv[1:] + [None])[:4]

@@ -12,9 +12,9 @@ from hugebench import adaptive, load
 from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import SpecError
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.report import report
-from hugebench.spec import parse_spec
 
 RULE = {"min": 6, "max": 12, "target": 0.03, "metric": "ns"}
 

@@ -10,8 +10,8 @@ import pytest
 from hugebench import kernel, load
 from hugebench import plan as plan_mod
 from hugebench.errors import PrivilegeError, SpecError
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import parse_spec
 from hugebench.system import SystemState, aging
 from hugebench.system.containment import alive
 

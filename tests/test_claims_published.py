@@ -14,6 +14,7 @@ import pytest
 from test_verdicts import BASE as TWO_BY_TWO  # glibc, jemalloc x THP never, always
 
 from hugebench.errors import SpecError
+from hugebench.experiment import load_spec, parse_spec
 from hugebench.report import report
 from hugebench.report.verdicts import (
     CONTRADICTED,
@@ -23,7 +24,6 @@ from hugebench.report.verdicts import (
     NOT_RESOLVED,
     claim_verdicts,
 )
-from hugebench.spec import load_spec, parse_spec
 from hugebench.store import ResultStore
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"

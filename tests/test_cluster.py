@@ -199,11 +199,11 @@ def test_a_run_task_carries_its_own_run_not_the_machines_run_list(lab, tmp_path,
     import distributed
     from distributed.protocol.pickle import dumps
 
+    from hugebench import experiment as spec_mod
     from hugebench import plan
-    from hugebench import spec as spec_mod
     from hugebench.cluster import run_cluster_sweep
+    from hugebench.experiment.cluster import resolve
     from hugebench.orchestrator import SweepOptions
-    from hugebench.spec.cluster import resolve
 
     sent, submit = [], distributed.Client.submit
     monkeypatch.setattr(

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from hugebench import plan, spec
+from hugebench import experiment as spec
+from hugebench import plan
 from hugebench.cli import main
 from hugebench.cluster.client import blocks, check_identical, on_host, place
 from hugebench.errors import HugebenchError, SpecError
-from hugebench.spec.cluster import ClusterConfig, resolve
+from hugebench.experiment.cluster import ClusterConfig, resolve
 
 BASE = """name: c
 workload: hashlookup

@@ -33,7 +33,7 @@ psutil = pytest.importorskip("psutil")
 
 from cluster_lab import lab_spec, stop_daemons
 
-from hugebench.spec.cluster import safe_host
+from hugebench.experiment.cluster import safe_host
 
 BIN = Path(sys.executable).parent
 DAEMONS = {

@@ -10,8 +10,8 @@ import pytest
 from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.codegen import codetlb
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import parse_spec
 
 pytestmark = pytest.mark.skipif(
     shutil.which("g++") is None, reason="codetlb needs g++ (apt-get install g++)"

@@ -10,8 +10,8 @@ from hugebench import columns, load
 from hugebench import plan as plan_mod
 from hugebench.column_reference import reference, undocumented
 from hugebench.docgen import expand
+from hugebench.experiment import load_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import load_spec
 
 
 def _sweep(tmp_path, name: str, body: str):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hugebench.allocators import BUILTIN, find_library
-from hugebench.command.probe import probe_library, read_exits, read_probes, verify
+from hugebench.command.mallocprobe import probe_library, read_exits, read_probes, verify
 
 ALLOCATOR_VARS = ("LD_PRELOAD", "MALLOC_CONF", "HB_PROBE_DIR", "GLIBC_TUNABLES")
 EXIT_FIELDS = (

@@ -15,8 +15,8 @@ from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.command.program import resolve
 from hugebench.errors import SpecError
+from hugebench.experiment import load_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import load_spec
 
 
 def _experiment(tmp_path, body: str, name: str = "cmd", perf: str = "off") -> Path:
@@ -342,7 +342,7 @@ LIBC, JE = "/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/lib
 
 
 def test_a_linked_allocator_is_named_and_its_knobs_are_not_the_cells():
-    from hugebench.command.probe import verify
+    from hugebench.command.mallocprobe import verify
 
     probe = {
         "pid": 1,

@@ -17,8 +17,8 @@ from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import SpecError
+from hugebench.experiment import load_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import load_spec
 
 
 def _experiment(tmp_path, body: str, name: str = "cmd") -> Path:

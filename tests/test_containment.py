@@ -310,7 +310,7 @@ def test_a_run_container_ends_a_daemon_that_left_the_group(tmp_path, daemon_scri
 
 SWEEP = textwrap.dedent("""\
     import sys
-    from hugebench import plan, spec
+    from hugebench import plan, experiment as spec
     from hugebench.orchestrator import SweepOptions, run_sweep
     from hugebench.system import cgroup
     if sys.argv[1] == "off":
@@ -474,8 +474,8 @@ def test_a_process_killed_by_the_oom_killer_is_an_oom_row(
         cgroups, "create", lambda name, proc_root="/proc": (None, "off for this test")
     )
     from hugebench import load, plan
+    from hugebench.experiment import parse_spec
     from hugebench.orchestrator import SweepOptions, run_sweep
-    from hugebench.spec import parse_spec
 
     victim = tmp_path / "victim.py"
     victim.write_text(OOM_VICTIM)

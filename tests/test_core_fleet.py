@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from hugebench import _core, allocators, spec
+from hugebench import _core, allocators
+from hugebench import experiment as spec
 from hugebench.errors import SpecError
 from hugebench.measure.phases import PhaseRecorder
 from hugebench.workloads import WORKLOADS

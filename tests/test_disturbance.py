@@ -9,9 +9,9 @@ import pytest
 
 from hugebench import load
 from hugebench import plan as plan_mod
+from hugebench.experiment import parse_spec
 from hugebench.measure import disturbance
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import parse_spec
 
 TICK = disturbance._CLK_TCK
 

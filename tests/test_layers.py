@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hugebench"
 
-# Layers, lowest first; a module belongs to the longest dotted prefix listed (``cli_*`` modules: ``cli``). A
+# Layers, lowest first; a module belongs to the longest dotted prefix listed (``cli.*`` modules: ``cli``). A
 # module may import its own layer and any lower one. The root package (its ``__init__`` re-exports
 # store.load) sits with the store.
 LAYERS = (
@@ -17,22 +17,22 @@ LAYERS = (
     ("kernel", ("kernel",)),
     ("system", ("system",)),
     ("measure", ("measure",)),
-    ("store", ("", "store", "storerows", "storefiles", "stats", "stability", "adaptive")),
+    ("store", ("", "store", "stats", "stability", "adaptive")),
     (
         "machine",
         (
             "environment",
             "launch",
-            "text",
+            "textpages",
             "allocators",
             "command",
-            "probe",
+            "tlbprobe",
             "metadata",
             "doctor_noise",
         ),
     ),
     ("workloads", ("workloads",)),
-    ("spec", ("spec",)),  # spec.cluster: the parser of an experiment's cluster: block
+    ("experiment", ("experiment",)),  # experiment.cluster: the parser of a file's cluster: block
     ("plan", ("plan", "estimate", "machine_checks")),
     (
         "run",
@@ -46,12 +46,12 @@ LAYERS = (
     ("report", ("report",)),
     (
         "commands",
-        ("probe_sweep", "trial", "doctor", "docgen", "column_reference", "notebook", "cli"),
+        ("tlbprobe_sweep", "trial", "doctor", "docgen", "column_reference", "notebook", "cli"),
     ),
 )
 # The layers the house rules name: these never import those.
 LOWER = {"kernel", "system", "measure", "store"}
-HIGHER = {"spec", "plan", "run", "report", "commands"}
+HIGHER = {"experiment", "plan", "run", "report", "commands"}
 
 
 def _modules() -> dict[str, Path | None]:
@@ -148,7 +148,7 @@ def test_the_graph_reader_sees_the_imports_it_should():
     assert "hugebench.run.rundir" in graph["hugebench.run.worker"]  # from .rundir import ...
     assert "hugebench.stats" in graph["hugebench.adaptive"]  # from .stats import ...
     assert (
-        "hugebench.report.figures" in graph["hugebench.probe_sweep"]
+        "hugebench.report.figures" in graph["hugebench.tlbprobe_sweep"]
     )  # a lazy import in a function
     assert (
         "hugebench._core" in graph["hugebench.run.worker"]
@@ -156,7 +156,7 @@ def test_the_graph_reader_sees_the_imports_it_should():
     )
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert (
-        layer_of("hugebench.cli_try")
+        layer_of("hugebench.cli.try_")
         == layer_of("hugebench.cli")
         > layer_of("hugebench.report.tables")
     )

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from fake_tree import write_tree
 
 from hugebench import doctor
-from hugebench.cli_doctor import doctor as doctor_command
+from hugebench.cli.doctor import doctor as doctor_command
 from hugebench.measure.events import EventChoice
 from hugebench.measure.perf import PerfCapabilities
 

@@ -69,8 +69,8 @@ def test_the_notebook_on_a_users_real_store_shows_images_and_no_sample_data(tmp_
     import nbformat
 
     from hugebench import plan as plan_mod
+    from hugebench.experiment import parse_spec
     from hugebench.orchestrator import SweepOptions, run_sweep
-    from hugebench.spec import parse_spec
 
     spec = parse_spec(
         textwrap.dedent("""\

@@ -7,8 +7,8 @@ import pytest
 from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.environment import worker_environment
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import parse_spec
 
 TINY = """\
 name: tiny

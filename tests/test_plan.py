@@ -1,7 +1,7 @@
 """Plan: cartesian product, excludes, deterministic ids and order, interleaving."""
 
 from hugebench import plan as plan_mod
-from hugebench.spec import parse_spec
+from hugebench.experiment import parse_spec
 
 SPEC = """\
 name: p

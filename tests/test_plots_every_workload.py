@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from hugebench import plan as plan_mod
 from hugebench.cli import main
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.report.figures import write_plots
-from hugebench.spec import parse_spec
 from hugebench.store import ResultStore
 
 

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from hugebench import _core
-from hugebench import spec as spec_mod
-from hugebench.probe import curves as curves_mod
-from hugebench.probe import plan as plan_mod
-from hugebench.probe.figure import probe_figure
-from hugebench.probe.text import describe
+from hugebench import experiment as spec_mod
+from hugebench.tlbprobe import curves as curves_mod
+from hugebench.tlbprobe import plan as plan_mod
+from hugebench.tlbprobe.figure import probe_figure
+from hugebench.tlbprobe.text import describe
 from hugebench.workloads.tlbprobe import page_check
 
 MIB = 1 << 20
@@ -223,9 +223,9 @@ def test_pool_trial_puts_every_pool_back(fake_sys):
 
 def test_doctor_and_latency_bars_use_the_cached_probe(tmp_path, monkeypatch):
     from hugebench import doctor
-    from hugebench.probe import cache
-    from hugebench.probe.figure import underlay_bars
     from hugebench.report.figures import bar_plot
+    from hugebench.tlbprobe import cache
+    from hugebench.tlbprobe.figure import underlay_bars
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert "not measured" in doctor.check_probe().detail

@@ -21,9 +21,9 @@ from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import HugebenchError, SpecError, SystemStateError
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.run.rundir import remove_stale_run_dirs
-from hugebench.spec import parse_spec
 from hugebench.system import SweepLock, discover_knobs
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -202,7 +202,7 @@ def test_pool_larger_than_memory_is_refused_before_anything_runs(tmp_path, fake_
 
 
 SWEEP_SCRIPT = """
-from hugebench import plan, spec
+from hugebench import plan, experiment as spec
 from hugebench.orchestrator import SweepOptions, run_sweep
 s = spec.parse_spec('''
 name: orphan

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from hugebench.errors import SpecError
-from hugebench.spec import load_spec, parse_spec
+from hugebench.experiment import load_spec, parse_spec
 
 EXPERIMENTS = sorted((Path(__file__).parent.parent / "experiments").glob("*.yaml"))
 

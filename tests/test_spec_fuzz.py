@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from time_limit import time_limit
 
+from hugebench import experiment as spec_mod
 from hugebench import plan as plan_mod
-from hugebench import spec as spec_mod
 from hugebench import workloads
 from hugebench.allocators import BUILTIN
 from hugebench.cli import main

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from hugebench import experiment as spec_mod
 from hugebench import plan as plan_mod
-from hugebench import spec as spec_mod
 from hugebench.cli import main
 from hugebench.errors import SpecError, ToolMissingError
-from hugebench.spec import load_spec, parse_spec
+from hugebench.experiment import load_spec, parse_spec
 from hugebench.workloads import parse_count
 
 HEAD = "name: t\nworkload: hashlookup\n"

@@ -28,9 +28,9 @@ from time_limit import time_limit
 from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.errors import HugebenchError
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.report import report
-from hugebench.spec import parse_spec
 
 EXAMPLE_SECONDS = 20
 STORE_FUZZ = settings(

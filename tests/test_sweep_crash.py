@@ -23,7 +23,7 @@ THP = "/sys/kernel/mm/transparent_hugepage"
 SWEEP = """
 import sys
 sys.path.insert(0, {tests!r})
-from hugebench import plan, spec
+from hugebench import plan, experiment as spec
 from hugebench.orchestrator import SweepOptions, run_sweep
 if {fake!r}:
     from conftest import FakeKernel

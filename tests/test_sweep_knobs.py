@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hugebench import load
 from hugebench import plan as plan_mod
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import parse_spec
 
 BASE = """\
 name: knobs

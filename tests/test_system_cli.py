@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from hugebench.cli_system import system, thp
+from hugebench.cli.system import system, thp
 from hugebench.errors import SpecError, SystemStateError
 from hugebench.system import KnobValueError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hugebench.cli_system import system
+from hugebench.cli.system import system
 from hugebench.errors import SystemStateError
 from hugebench.system import check_no_stale_journal, default_journal_path, restore_from_journal
 

@@ -16,8 +16,8 @@ from rich.console import Console
 from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.estimate import History, estimate, format_duration
+from hugebench.experiment import parse_spec
 from hugebench.progress import LineProgress, RichProgress
-from hugebench.spec import parse_spec
 from hugebench.store import ResultStore
 
 SAMPLE = Path(__file__).parent / "data" / "sample_results"

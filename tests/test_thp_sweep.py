@@ -8,8 +8,8 @@ import pytest
 
 from hugebench import load
 from hugebench import plan as plan_mod
+from hugebench.experiment import parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
-from hugebench.spec import parse_spec
 
 ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 

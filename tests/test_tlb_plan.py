@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hugebench import plan as plan_mod
 from hugebench.estimate import estimate
-from hugebench.spec import load_spec
+from hugebench.experiment import load_spec
 from hugebench.workloads import get
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench.cli import main
-from hugebench.cli_try import parse_budget
+from hugebench.cli.try_ import parse_budget
 from hugebench.errors import PrivilegeError, SpecError
 from hugebench.trial import BudgetTooSmall, Request, refuse
 from hugebench.trial import matrix as matrix_mod

@@ -182,9 +182,9 @@ def test_perf_that_may_count_nothing_gives_reasons_not_a_crash(forbidding_perf, 
     # Before: every event "missing from perf stat output", then ValueError: perf stat needs at least one event.
     from hugebench import doctor
     from hugebench import plan as plan_mod
+    from hugebench.experiment import parse_spec
     from hugebench.measure import perf
     from hugebench.orchestrator import SweepOptions, run_sweep
-    from hugebench.spec import parse_spec
 
     caps = perf.detect(proc_root=fake_sys.proc_root, sysfs_root=fake_sys.sys_root)
     assert caps.available and not caps.supported and caps.scope is None

@@ -17,10 +17,10 @@ import pytest
 from hugebench import columns, load
 from hugebench import plan as plan_mod
 from hugebench.errors import SpecError
+from hugebench.experiment import load_spec, parse_spec
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.run.rows import base_row
 from hugebench.run.rows import reply_fields as _read_reply
-from hugebench.spec import load_spec, parse_spec
 
 HEAD = "name: t\nworkload: command\nperf: off\n"
 

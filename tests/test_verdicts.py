@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from hugebench.errors import SpecError
+from hugebench.experiment import load_spec, parse_spec
 from hugebench.report.verdicts import (
     CONTRADICTED,
     DIRECTION,
@@ -19,7 +20,6 @@ from hugebench.report.verdicts import (
     render_verdicts,
     value_verdict,
 )
-from hugebench.spec import load_spec, parse_spec
 from hugebench.stats import Ratio
 
 BASE = """\

@@ -18,10 +18,10 @@ from click.testing import CliRunner
 
 from hugebench.cli import _print_failures, main
 from hugebench.errors import HugebenchError, SpecError
+from hugebench.experiment.cluster import resolve
 from hugebench.orchestrator import SweepOptions, SweepResult, record_runs
 from hugebench.report import report
 from hugebench.report.rendering import markdown_text
-from hugebench.spec.cluster import resolve
 from hugebench.store import ResultStore, StoreWarning
 
 DATA = Path(__file__).parent / "data"

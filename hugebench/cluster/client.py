@@ -24,10 +24,10 @@ from pathlib import Path
 
 from .. import adaptive
 from ..errors import HugebenchError, SpecError
+from ..experiment.cluster import ADAPTIVE_ON_EACH, RESOURCE, ClusterConfig
 from ..orchestrator import SweepResult, record_runs
 from ..plan import block as plan_block
 from ..preflight import check_compatible, new_sweep_id
-from ..spec.cluster import ADAPTIVE_ON_EACH, RESOURCE, ClusterConfig
 from ..store import ResultStore
 from .dispatch import Dispatch, pinned, present_hosts
 from .machine import AdoptPlugin, Part, release_task

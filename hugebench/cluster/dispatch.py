@@ -21,8 +21,8 @@ import time
 from datetime import datetime, timezone
 
 from ..errors import HugebenchError
+from ..experiment.cluster import HOST_PREFIX, RESOURCE, host_resource
 from ..run.rows import failed_row
-from ..spec.cluster import HOST_PREFIX, RESOURCE, host_resource
 from .machine import hold_part, preflight_task, run_task
 from .placement import blocks
 

@@ -25,11 +25,11 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from .. import allocators as alloc_mod
 from .. import metadata, system
 from ..errors import HugebenchError
+from ..experiment.cluster import RESOURCE, host_resource, safe_host
 from ..orchestrator import SweepOptions, end_stale_runs
 from ..preflight import SweepSetup, context, prepare_machine
 from ..run.execute import run_one
 from ..run.rows import failed_row
-from ..spec.cluster import RESOURCE, host_resource, safe_host
 from ..system import SweepLock, SystemState, default_lock_paths
 from .claims import claim, new_token, refusal
 

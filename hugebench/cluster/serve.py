@@ -11,7 +11,7 @@ import sys
 import click
 
 from ..errors import HugebenchError
-from ..spec.cluster import RESOURCE, host_resource, safe_host
+from ..experiment.cluster import RESOURCE, host_resource, safe_host
 
 
 @click.command("worker")

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from ..errors import HugebenchError
-from ..spec import canonical_knob
+from ..experiment import canonical_knob
 from ..stats import as_list, ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
 from .rendering import AXIS_LABELS, format_axis, is_missing, verdict
@@ -520,8 +520,8 @@ def _probe_underlay(fig, experiment: Experiment, rows: pd.DataFrame) -> None:
     """Latency of a random access on this machine (the cached `hugebench probe`) under the measured cells."""
     if experiment.workload.name not in PROBE_UNDERLAY:
         return
-    from ..probe.cache import read_summary
-    from ..probe.figure import underlay_bars
+    from ..tlbprobe.cache import read_summary
+    from ..tlbprobe.figure import underlay_bars
 
     underlay_bars(fig.axes[0], rows, read_summary())
 

@@ -150,7 +150,7 @@ def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float,
         return measured_argv(worker, {}, rundir), run.timeout + SUPERVISOR_GRACE_S, {}
     page_cache = {}
     if run.text_pages:
-        from .. import text
+        from .. import textpages as text
 
         rundir.text.mkdir()
         page_cache = text.prepare_page_cache(os.path.realpath(options.python), run.text_pages)
@@ -169,7 +169,7 @@ def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float,
 def _text_columns(mode: str, text_dir: Path, fields: dict) -> dict:
     """Where the program's text really was (each process's own report); a mode that did not take fails the
     run, also when everything else went well."""
-    from .. import text
+    from .. import textpages as text
 
     try:
         return text.verify(mode, text.read_reports(text_dir))

@@ -28,7 +28,7 @@ class WorkerRequest:
     perf_bin: str | None = None
     perf_events: tuple = ()
     text_pages: str | None = (
-        None  # the program's text (hugebench.text); a built-in worker gets it from its parent
+        None  # the program's text (hugebench.textpages); a built-in worker gets it from its parent
     )
 
     def write(self, path) -> None:

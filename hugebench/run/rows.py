@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..columns import SCHEMA_VERSION, add_user_columns, clashes
-from ..storerows import STATUSES
+from ..store.rows import STATUSES
 from .rundir import read_reply
 
 FAILURES = tuple(s for s in STATUSES if s != "ok")

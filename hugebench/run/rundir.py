@@ -7,7 +7,7 @@
 | status.json   | hb-exec: the real end of what it ran          | ``hugebench.launch`` (``Launched.wait``)       |
 | perf.csv      | ``perf stat -x, -o`` around the measured one  | the sweep (:meth:`RunDir.perf_text`)           |
 | stderr.txt    | the worker's stdout and stderr                | the sweep: its tail goes into the row          |
-| text/         | the text library, one report per process      | the sweep (``hugebench.text.read_reports``)    |
+| text/         | the text library, one report per process      | the sweep (``hugebench.textpages.read_reports``)    |
 
 The worker runs with the run directory as its working directory; a ``command`` run's supervisor
 (``run.supervisor``) writes its program's perf.csv and text/ here too, so the sweep reads them the

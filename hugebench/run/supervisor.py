@@ -371,7 +371,7 @@ class _Measured:
             )
 
     def _row(self, ended: Ended, window: float, end: dict | None) -> dict:
-        from ..command.probe import read_exits, read_probes, verify
+        from ..command.mallocprobe import read_exits, read_probes, verify
 
         probes = read_probes(self.probes)
         row = verify(
@@ -444,8 +444,8 @@ def _coverage_columns(
 
 def prepare_text(program: str, mode: str, text_dir: Path) -> dict:
     """Page cache of the program's binary (its resolved file) put in the same state before every run (see
-    hugebench.text)."""
-    from ..text import prepare_page_cache
+    hugebench.textpages)."""
+    from ..textpages import prepare_page_cache
 
     text_dir.mkdir(exist_ok=True)
     return prepare_page_cache(os.path.realpath(program), mode)

@@ -101,8 +101,8 @@ def run_try(
 
 
 def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Outcome:
+    from .. import experiment as spec_mod
     from .. import plan as plan_mod
-    from .. import spec as spec_mod
     from ..orchestrator import SweepOptions, run_sweep
     from ..workloads import get
 
@@ -165,7 +165,7 @@ def _bases(ids: list[str], cells: list[dict]) -> dict[str, str]:
 
 def _cell_ids(runs, cells) -> list[str]:
     """The plan's cell id of each matrix cell (the plan names the thp axis by its knob, thp.enabled)."""
-    from ..spec import canonical_knob
+    from ..experiment import canonical_knob
 
     def key(cell):
         return tuple(sorted((canonical_knob(k) if k == "thp" else k, v) for k, v in cell.items()))
@@ -176,7 +176,7 @@ def _cell_ids(runs, cells) -> list[str]:
 
 def _verdict(out, spec, ids, mx, metric, better, state) -> dict:
     from ..store import load
-    from ..text import text_library
+    from ..textpages import text_library
     from . import verdict as verdict_mod
 
     rows = load(out, hosts=False)

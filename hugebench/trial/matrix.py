@@ -28,7 +28,7 @@ HUGE_AWARE = ("glibc-hugetlb", "jemalloc-thp", "mimalloc-large", "tcmalloc")
 
 @dataclass(frozen=True)
 class Request:
-    """What the user asked for on the command line (hugebench.cli_try fills it)."""
+    """What the user asked for on the command line (hugebench.cli.try_ fills it)."""
 
     argv: tuple
     budget_s: float = 600.0

@@ -13,7 +13,7 @@ from .. import workloads
 from ..columns import user_name_problem
 from ..errors import SpecError, ToolMissingError
 from ..system import aging
-from ..text import MODES as TEXT_MODES
+from ..textpages import MODES as TEXT_MODES
 from ..yamlsafe import MAX_FILE_BYTES, Where, read_text, read_yaml
 from .cells import _cells, _check_cells, _workload_checks
 from .claims import _expected, _known_keys, _metric

@@ -33,20 +33,20 @@ import click
 )
 def history(stores, fmt, primary, html, plots):
     """Each cell's metric over STORES (results directories), oldest first; what changed; where it stepped."""
-    from .report import load_results, render_sections
-    from .report.history import history_report, store_time
+    from ..report import load_results, render_sections
+    from ..report.history import history_report, store_time
 
     results = [load_results(s) for s in stores]
     built = history_report(results, primary=primary, figures=bool(html or plots))
     if plots:
-        from .report.figures import save
+        from ..report.figures import save
 
         newest = max(results, key=store_time).path
         for section in built.sections:
             for name, fig in section.figures:
                 click.echo(f"plot: {save(fig, newest, name)[0]}")
     if html:
-        from .report.html import write_html
+        from ..report.html import write_html
 
         click.echo(f"history: {write_html(built, Path(html))}")
     else:

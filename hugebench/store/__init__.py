@@ -41,7 +41,7 @@ opened by :func:`open_store_file`, which refuses what is not a regular file (a F
 to ``/dev/zero`` would never end, a directory cannot be read) with a :class:`HugebenchError` naming it; JSON is
 parsed by :func:`parse_json`, which refuses nesting deeper than :data:`MAX_JSON_DEPTH` and integers of more than
 :data:`MAX_INT_DIGITS` digits; no line longer than :data:`MAX_LINE_BYTES` is held (these live in
-:mod:`hugebench.storefiles` and are re-exported here). :func:`read_rows` is THE reader of a runs file
+:mod:`hugebench.store.files` and are re-exported here). :func:`read_rows` is THE reader of a runs file
 (``ResultStore.rows``, :func:`load`, the report, ``plan -o`` and a resuming sweep all go through it): a line that
 cannot be a row (bad JSON, too long, too deep, not an object, a field of :data:`ROW_TYPES` of the wrong type) is
 skipped, and a row stored twice (same ``run_id``, as after concatenating a file with itself) is counted once;
@@ -65,10 +65,10 @@ from typing import Any
 
 import pandas as pd
 
-from ._util import write_json_atomic
-from .columns import SCHEMA_VERSION
-from .errors import HugebenchError, ToolMissingError
-from .storefiles import (  # noqa: F401
+from .._util import write_json_atomic
+from ..columns import SCHEMA_VERSION
+from ..errors import HugebenchError, ToolMissingError
+from .files import (  # noqa: F401
     MAX_CONTEXT_BYTES,
     MAX_INT_DIGITS,
     MAX_JSON_DEPTH,
@@ -82,7 +82,7 @@ from .storefiles import (  # noqa: F401
     read_context,
     row_problem,
 )
-from .storerows import STATUSES, append_line, json_default, normalise_row, plain  # noqa: F401
+from .rows import STATUSES, append_line, json_default, normalise_row, plain  # noqa: F401
 
 RUNS_FILE = "runs.jsonl"
 SWEEPS_DIR = "sweeps"

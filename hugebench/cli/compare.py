@@ -30,14 +30,14 @@ _directory = click.Path(exists=True, file_okay=False, path_type=Path)
 )
 def compare(a, b, fmt, primary, html):
     """Matching cells of results directories A and B: each side's median and CI, and B / A with its CI."""
-    from .report import load_results, render_sections
-    from .report.compare import compare_report
+    from ..report import load_results, render_sections
+    from ..report.compare import compare_report
 
     built = compare_report(
         load_results(a), load_results(b), primary=primary, figures=html is not None
     )
     if html is not None:
-        from .report.html import write_html
+        from ..report.html import write_html
 
         path = write_html(built, Path(html) if html else b / "compare.html")
         click.echo(

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hugebench.kernel import mthp_modes, process_thp_enabled, read_hugetlb_pools, thp_modes
-from hugebench.text.reports import HUGE, MODES, fill_tool, interior
+from hugebench.textpages.reports import HUGE, MODES, fill_tool, interior
 
 PT_LOAD, PF_X, ET_EXEC = 1, 1, 2
 PAGE = 4096

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from .errors import SpecError
+from ..errors import SpecError
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
@@ -166,7 +166,7 @@ def try_(
 ):
     """Which allocator and THP setting make PROGRAM faster here? Runs it under each within --budget and
     answers with a verdict: the best configuration vs as-is (glibc, THP as found), how to deploy it, caveats."""
-    from .trial import Request, run_try
+    from ..trial import Request, run_try
 
     started = time.monotonic()
     request = Request(
@@ -198,7 +198,7 @@ def try_(
     if as_json:
         click.echo(json.dumps(_clean(outcome.verdict), default=str))
         return
-    from .trial.render import answer
+    from ..trial.render import answer
 
     click.echo(answer(outcome.verdict, outcome.plan_lines))
     click.echo(

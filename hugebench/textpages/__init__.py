@@ -17,8 +17,13 @@ Not here: setting the environment of a run (the workload/orchestrator does it wi
 :data:`REPORT_DIR_ENV`) and reading /proc or /sys (``hugebench.kernel``).
 """
 
-from hugebench.text.conditions import TextSegment, check_mode, prepare_page_cache, read_text_segment
-from hugebench.text.reports import (
+from hugebench.textpages.conditions import (
+    TextSegment,
+    check_mode,
+    prepare_page_cache,
+    read_text_segment,
+)
+from hugebench.textpages.reports import (
     FAIL_ENV,
     MODES,
     PAGES_ENV,

@@ -8,7 +8,7 @@ import click
 
 
 def _size(ctx, param, value):
-    from .workloads import parse_count
+    from ..workloads import parse_count
 
     try:
         return parse_count(value)
@@ -39,8 +39,8 @@ def _size(ctx, param, value):
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
 def probe(largest, out, repetitions, quiet, sys_root, proc_root, journal):
     """Pointer chase per page size (4k, THP, hugetlb 2M/1G) over growing working sets, and the TLB-reach test."""
-    from .probe.text import describe
-    from .probe_sweep import ProbeOptions, run_probe
+    from ..tlbprobe.text import describe
+    from ..tlbprobe_sweep import ProbeOptions, run_probe
 
     outcome = run_probe(
         ProbeOptions(

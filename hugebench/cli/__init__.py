@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from .errors import HugebenchError
-from .system import Terminated
+from ..errors import HugebenchError
+from ..system import Terminated
 
 
 class _Group(click.Group):
@@ -65,7 +65,7 @@ def _load(experiment: str, repetitions: int | None, local: bool = True):
     """The spec of EXPERIMENT, with a --repetitions flag beating the file's value."""
     import dataclasses
 
-    from . import spec as spec_mod
+    from .. import experiment as spec_mod
 
     spec = spec_mod.load_spec(experiment, local)
     return dataclasses.replace(spec, repetitions=repetitions, adaptive={}) if repetitions else spec
@@ -153,9 +153,9 @@ def sweep(
     repetitions,
 ):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
-    from . import plan as plan_mod
-    from .orchestrator import SweepOptions, run_sweep
-    from .spec.cluster import resolve
+    from .. import plan as plan_mod
+    from ..experiment.cluster import resolve
+    from ..orchestrator import SweepOptions, run_sweep
 
     spec = _load(experiment, repetitions, local=cluster is None)
     config = resolve(spec.cluster, cluster, machines, workers, experiment)
@@ -169,7 +169,7 @@ def sweep(
     if (
         config is not None
     ):  # the same runs through the same run_one, on Dask workers; the store stays here
-        from .cluster import run_cluster_sweep
+        from ..cluster import run_cluster_sweep
 
         run_sweep = run_cluster_sweep
     result = run_sweep(
@@ -200,8 +200,8 @@ def sweep(
 
 def _print_failures(out: Path, sweep_id: str) -> None:
     """Why this sweep's runs failed, grouped by reason (the commonest first)."""
-    from .report.tables import failure_counts
-    from .store import load
+    from ..report.tables import failure_counts
+    from ..store import load
 
     rows = load(out, hosts=False)
     ids = rows["sweep_id"].astype(str) if "sweep_id" in rows.columns else None
@@ -229,11 +229,11 @@ def _print_failures(out: Path, sweep_id: str) -> None:
 @_repetitions
 def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, machines, workers):
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
-    from . import machine_checks
-    from . import plan as plan_mod
-    from .estimate import estimate, format_duration, read_history
-    from .report import format_bytes
-    from .spec.cluster import resolve
+    from .. import machine_checks
+    from .. import plan as plan_mod
+    from ..estimate import estimate, format_duration, read_history
+    from ..experiment.cluster import resolve
+    from ..report import format_bytes
 
     spec = _load(experiment, repetitions, local=cluster is None)
     runs = plan_mod.plan(spec)
@@ -270,7 +270,7 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, 
     )
     click.echo(f"time: {estimate(runs, history).text()}")
     if config is not None:
-        from .cluster.placement import host_lines
+        from ..cluster.placement import host_lines
 
         click.echo("\n".join(host_lines(runs, config, history)))
     skips = {} if config else machine_checks.memory_skips(runs, proc_root)
@@ -314,14 +314,14 @@ def report(results, fmt, plots, primary, html):
 def _print_report(
     results: Path, fmt: str, plots: bool, primary: str | None = None, html: str | None = None
 ) -> None:
-    from .report import Options, build_report, load_results, terminal
-    from .report import report as build
+    from ..report import Options, build_report, load_results, terminal
+    from ..report import report as build
 
     loaded = load_results(
         results
     )  # once: the tables, the page and the plots share rows and contexts
     if html is not None:
-        from .report.html import write_html
+        from ..report.html import write_html
 
         page = build_report(loaded, Options(primary=primary, figures=True))
         path = write_html(page, Path(html) if html else results / "report.html")
@@ -332,7 +332,7 @@ def _print_report(
             build(loaded, fmt=fmt, primary=primary, width=width, color=color), color=color or None
         )
     if plots:
-        from .report.figures import write_plots
+        from ..report.figures import write_plots
 
         why: list[str] = []
         files = [p for p in write_plots(loaded, why) if p.suffix == ".png"]
@@ -343,13 +343,13 @@ def _print_report(
 
 
 def _add_optional_commands():
-    from .cli_compare import compare
-    from .cli_doctor import doctor
-    from .cli_history import history
-    from .cli_probe import probe
-    from .cli_system import system, thp
-    from .cli_try import try_
-    from .cluster.serve import worker
+    from ..cluster.serve import worker
+    from .compare import compare
+    from .doctor import doctor
+    from .history import history
+    from .probe import probe
+    from .system import system, thp
+    from .try_ import try_
 
     main.add_command(compare)
     main.add_command(history)

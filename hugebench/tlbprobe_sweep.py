@@ -2,7 +2,7 @@
 (lock, journal, rows, resume), then summarise curves and verdict into the results directory and this
 machine's cache.
 
-The sweep that puts ``hugebench.probe``'s parts together; it sits above the sweep and the report, which read
+The sweep that puts ``hugebench.tlbprobe``'s parts together; it sits above the sweep and the report, which read
 those parts (the machine's cached verdict, the probe figure), so it is not one of them.
 """
 
@@ -13,9 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import kernel
-from .probe import cache
-from .probe import curves as curves_mod
-from .probe import plan as plan_mod
+from .tlbprobe import cache
+from .tlbprobe import curves as curves_mod
+from .tlbprobe import plan as plan_mod
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,8 @@ def _system_and_backings(largest: int, options: ProbeOptions) -> tuple[dict, lis
 
 
 def run_probe(options: ProbeOptions) -> ProbeOutcome:
+    from . import experiment as spec_mod
     from . import plan
-    from . import spec as spec_mod
     from .orchestrator import SweepOptions, run_sweep
     from .store import load
 
@@ -84,8 +84,8 @@ def run_probe(options: ProbeOptions) -> ProbeOutcome:
     cache.write_summary(out, summary)
     if options.out is not None:  # the machine's cache always holds the latest summary
         cache.write_summary(cache.cache_dir(options.proc_root), summary)
-    from .probe.figure import probe_figure
     from .report.figures import save
+    from .tlbprobe.figure import probe_figure
 
     figure = save(probe_figure(curves_mod.curves(load(out)), summary["verdict"]), out, "probe")
     return ProbeOutcome(out, summary, skipped, figure)

@@ -20,7 +20,7 @@ from .. import workloads
 
 THP_MODES = ("always", "madvise", "never")
 DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
-# Where the measured program's text lives (hugebench.text); like the allocator, set in its environment.
+# Where the measured program's text lives (hugebench.textpages); like the allocator, set in its environment.
 TEXT_AXIS = "text_pages"
 # The free memory a run starts with (hugebench.system.aging): fresh | fragmented[:P%].
 MEMORY_AXIS = "memory_state"
