@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from . import knob_catalogue
+
 # The version of a row's and a context file's layout (``schema_version`` in each); the one definition.
 SCHEMA_VERSION = 1
 
@@ -100,8 +102,7 @@ OWNED_PREFIXES = (
     "sampler.",
     "sampled.",
     "set.",
-    "thp.",
-    "hugetlb.",
+    *knob_catalogue.COLUMN_PREFIXES,  # the kernel knobs a run was under
     "containment.",
     "cgroup.",
     "result.",

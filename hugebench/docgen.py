@@ -17,6 +17,7 @@ import sys
 
 from hugebench import allocators, workloads
 from hugebench import experiment as spec
+from hugebench import knob_catalogue as catalogue
 from hugebench.textpages import MODES as TEXT_MODES
 
 MARKER = re.compile(r"^<!-- hugebench:([a-z-]+) -->$", re.MULTILINE)
@@ -77,7 +78,7 @@ def spec_keys() -> str:
         f"**Axes** besides the workload's parameters: `allocator`, `{spec.TEXT_AXIS}` "
         f"({', '.join(f'`{m}`' for m in TEXT_MODES)}), `{spec.MEMORY_AXIS}` (`fresh`, `fragmented`, "
         f"`fragmented:P%`; see the aged-machine page), and every kernel knob (names starting with "
-        f"{' or '.join(f'`{p}`' for p in spec.KNOB_PREFIXES)}; `thp` means `thp.enabled`, one of "
+        f"{' or '.join(f'`{p}`' for p in spec.KNOB_PREFIXES)}; aliases: {catalogue.alias_note()}; `thp.enabled` is one of "
         f"{', '.join(f'`{m}`' for m in spec.THP_MODES)}).",
     ]
     return "\n\n".join(parts)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import kernel
+from . import knob_catalogue as catalogue
 from .errors import SpecError, SystemStateError
 from .yamlsafe import Where, read_text, read_yaml
 
@@ -60,8 +61,8 @@ def _where(spec) -> Where:
 
 
 def _key(where: Where, section: str, name: str) -> tuple:
-    """The file's own spelling of a canonical knob name (``thp`` for ``thp.enabled``)."""
-    for spelled in (name, "thp") if name == "thp.enabled" else (name,):
+    """The file's own spelling of a canonical knob name (``thp`` for ``thp.enabled``, any alias)."""
+    for spelled in catalogue.spellings(name):
         if (section, spelled) in where.lines:
             return section, spelled
     return section, name
@@ -74,7 +75,7 @@ def _check_knobs(spec, sys_root: str, proc_root: str) -> None:
     settings += [
         ("axes", name, i, value)
         for name, values in spec.axes.items()
-        if _is_knob(name)
+        if catalogue.is_knob(name)
         for i, value in enumerate(values)
     ]
     if not settings:
@@ -87,10 +88,6 @@ def _check_knobs(spec, sys_root: str, proc_root: str) -> None:
             where = _where(spec)
             key = _key(where, section, name) + (() if index is None else (index,))
             raise where.error(key, f"{exc} (this kernel, {sys_root})") from None
-
-
-def _is_knob(name: str) -> bool:
-    return name == "thp" or name.split(".")[0] in ("thp", "hugetlb")
 
 
 def _check_text_thp(spec, runs, sys_root: str) -> None:

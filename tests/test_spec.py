@@ -114,3 +114,24 @@ def test_readme_example_parses():
     assert spec.system == {"thp.defrag": "defer", "thp.khugepaged.max_ptes_none": 0}
     msg = _error(block.replace("[never, madvise, always]", "[never, alwyas, always]"))
     assert "key 'axes.thp.1': THP mode must be one of always, madvise, never; got 'alwyas'" in msg
+
+
+def test_two_names_for_one_knob_are_refused_at_load_with_file_line():
+    """The knob catalogue declares each alias once: hugetlb is hugetlb.2MB as thp is thp.enabled (issue 39:
+    the hugetlb pair used to pass load and plan and fail only when the knobs were applied)."""
+    msg = _error(GOOD + "system:\n  hugetlb: 0\n  hugetlb.2MB: 4\n")
+    assert "exp.yaml:13" in msg and "given twice" in msg and "hugetlb is hugetlb.2MB" in msg
+
+
+def test_every_knob_name_is_declared_once_in_the_catalogue(fake_sys):
+    """What the knob machinery discovers on a (fake) kernel 6.18 is exactly what the catalogue declares, and
+    the names experiments may use are the catalogue's."""
+    from hugebench import knob_catalogue as catalogue
+    from hugebench.experiment import canonical_knob, is_knob
+    from hugebench.system.knobs import discover_knobs
+
+    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
+    assert all(catalogue.declaration(name) is not None for name in knobs)
+    assert {catalogue.declaration(n).family for n in knobs} >= {"thp", "khugepaged", "mthp", "vm"}
+    assert canonical_knob("hugetlb") == "hugetlb.2MB" and canonical_knob("thp") == "thp.enabled"
+    assert is_knob("thp.mthp.64kB") and not is_knob("vm.compaction_proactiveness")

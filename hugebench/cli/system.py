@@ -14,6 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from hugebench import knob_catalogue as catalogue
 from hugebench.errors import SpecError
 from hugebench.system import SystemState, check_privileges, restore_from_journal, show
 from hugebench.system.containment import end_leftovers, record_dir
@@ -77,9 +78,9 @@ def _knob_table(knobs: dict) -> Table:
         "knob", "value", "allowed", box=box.SIMPLE_HEAD, title="huge-page knobs (paths: --json)"
     )
     table.columns[0].no_wrap = True
-    mthp = {name: knob for name, knob in knobs.items() if name.startswith("thp.mthp.")}
+    mthp = {name: knob for name, knob in knobs.items() if catalogue.family(name) == "mthp"}
     for name, knob in knobs.items():
-        if not name.startswith(("thp.mthp.", "hugetlb.")):
+        if catalogue.family(name) not in ("mthp", "hugetlb"):
             table.add_row(name, knob["value"], knob["allowed"])
     if mthp:  # eight near-identical rows would push the rest off the screen: group sizes by value
         by_value: dict[str, list[str]] = {}
@@ -88,7 +89,7 @@ def _knob_table(knobs: dict) -> Table:
         summary = "; ".join(f"{value}: {' '.join(sizes)}" for value, sizes in by_value.items())
         table.add_row("thp.mthp.<size>", summary, next(iter(mthp.values()))["allowed"])
     for name, knob in knobs.items():
-        if name.startswith("hugetlb."):
+        if catalogue.family(name) == "hugetlb":
             table.add_row(name, knob["value"], knob["allowed"])
     return table
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .. import allocators as alloc_mod
+from .. import knob_catalogue as catalogue
 from .. import workloads
 
 THP_MODES = ("always", "madvise", "never")
@@ -24,7 +25,7 @@ DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
 TEXT_AXIS = "text_pages"
 # The free memory a run starts with (hugebench.system.aging): fresh | fragmented[:P%].
 MEMORY_AXIS = "memory_state"
-KNOB_PREFIXES = ("thp", "hugetlb")
+KNOB_PREFIXES = catalogue.USER_FAMILIES  # declared once, in hugebench.knob_catalogue
 PERF_MODES = ("auto", "off")
 
 # Limits on what an experiment file may ask for: far above any real experiment, low enough that a hostile or
@@ -114,13 +115,13 @@ class ExperimentSpec:
 
 
 def is_knob(name: str) -> bool:
-    """True when an axis/system name is a kernel knob (thp, thp.*, hugetlb.*)."""
-    return name == "thp" or name.split(".")[0] in KNOB_PREFIXES
+    """True when an axis/system name is a kernel knob (thp, thp.*, hugetlb, hugetlb.*)."""
+    return catalogue.is_knob(name)
 
 
 def canonical_knob(name: str) -> str:
-    """`thp` is shorthand for `thp.enabled`."""
-    return "thp.enabled" if name == "thp" else name
+    """The knob's one name: `thp` is `thp.enabled`, `hugetlb` is `hugetlb.2MB`."""
+    return catalogue.canonical(name)
 
 
 def matches(cell: dict, partial: dict) -> bool:

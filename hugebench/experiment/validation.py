@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from .. import allocators as alloc_mod
+from .. import knob_catalogue as catalogue
 from .. import workloads
 from ..columns import user_name_problem
 from ..errors import SpecError, ToolMissingError
@@ -348,10 +349,13 @@ def _system(data, axes, where) -> dict:
         name = canonical_knob(key)
         if not is_knob(name):
             raise where.error(
-                ("system", key), "not a kernel knob; knob names start with thp or hugetlb"
+                ("system", key),
+                f"not a kernel knob; knob names start with {' or '.join(catalogue.USER_FAMILIES)}",
             )
         if name in system:
-            raise where.error(("system", key), f"knob {name!r} is given twice (thp is thp.enabled)")
+            raise where.error(
+                ("system", key), f"knob {name!r} is given twice ({catalogue.alias_note()})"
+            )
         if name in axes:
             raise where.error(
                 ("system", key), f"knob {name!r} is also an axis, whose values would win; keep one"
@@ -416,7 +420,7 @@ def _axes(data, workload, table, where) -> dict:
             )
         _no_repeats(values, checked, path, where)
         if name in axes:
-            raise where.error(path, f"axis {name!r} is given twice (thp is thp.enabled)")
+            raise where.error(path, f"axis {name!r} is given twice ({catalogue.alias_note()})")
         axes[name] = checked
     # A file without axes measures one cell; naming it by its allocator gives the report a column to group
     # by (it groups by the axes), and the cell's content, hence its id, is the same as without the axis.

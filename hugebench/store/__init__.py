@@ -66,6 +66,7 @@ from typing import Any
 import pandas as pd
 
 from .._util import write_json_atomic
+from .. import knob_catalogue
 from ..columns import SCHEMA_VERSION
 from ..errors import HugebenchError, ToolMissingError
 from .files import (  # noqa: F401
@@ -224,7 +225,7 @@ def load(*paths: str | os.PathLike, hosts: bool = True) -> pd.DataFrame:
 
 
 # Knob axes stored under their canonical name, by the shorthand an experiment file may use for them.
-AXIS_SHORTHANDS = {"thp": "thp.enabled"}
+AXIS_SHORTHANDS = {"thp": knob_catalogue.canonical("thp")}
 
 
 def _shaped(frame: pd.DataFrame) -> pd.DataFrame:

@@ -15,27 +15,15 @@ from pathlib import Path
 from typing import Protocol
 
 from hugebench import kernel
+from hugebench import knob_catalogue as catalogue
 from hugebench.errors import PrivilegeError, SystemStateError
-from hugebench.kernel import HUGETLB_DIR, THP_DIR
 
-UINT_MAX = 2**32 - 1
+UINT_MAX = catalogue.UINT_MAX
 POOL_MEMORY_SHARE = (
     0.9  # a hugetlb pool may take at most this share of MemAvailable (+ its current pages)
 )
 
-ALIASES = {"thp": "thp.enabled", "hugetlb": "hugetlb.2MB"}
-# /proc/sys/vm knobs hugebench changes for a run: 0 keeps compaction off mlocked pages, which is what lets
-# ``memory_state: fragmented`` hold (hugebench.system.aging). (name, path under the /proc root, min, max)
-# percpu_pagelist_high_fraction: set high for a moment, the per-CPU free lists give their pages back to the
-# buddy allocator (the sysctl itself refuses 1..7). compaction_proactiveness: 0 keeps kcompactd from compacting
-# a ``fragmented-movable`` state away in the background.
-# (name, path under /proc, minimum, maximum, smallest value above 0: the kernel takes 0, its default, or a
-# fraction of 8 and more for percpu_pagelist_high_fraction, and refuses 1..7 with EINVAL)
-VM_KNOBS = (
-    ("vm.compact_unevictable_allowed", "sys/vm/compact_unevictable_allowed", 0, 1, 0),
-    ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1, 8),
-    ("vm.compaction_proactiveness", "sys/vm/compaction_proactiveness", 0, 100, 1),
-)
+ALIASES = catalogue.ALIASES  # short names (thp, hugetlb), declared in hugebench.knob_catalogue
 
 
 class SysfsIO(Protocol):
@@ -205,36 +193,20 @@ class Knob:
 
 
 def _thp_specs(sys_root: Path, pmd_ptes: int) -> list[tuple[str, str, str, int, int | None]]:
-    """(name, path relative to sys_root, kind, min, max) for every THP file that exists."""
-    ptes_max = pmd_ptes - 1
-    specs = [
-        ("thp.enabled", "enabled", "choice", 0, None),
-        ("thp.defrag", "defrag", "choice", 0, None),
-        ("thp.shmem_enabled", "shmem_enabled", "choice", 0, None),
-        ("thp.use_zero_page", "use_zero_page", "int", 0, 1),
-        ("thp.khugepaged.defrag", "khugepaged/defrag", "int", 0, 1),
-        ("thp.khugepaged.max_ptes_none", "khugepaged/max_ptes_none", "int", 0, ptes_max),
-        ("thp.khugepaged.max_ptes_swap", "khugepaged/max_ptes_swap", "int", 0, ptes_max),
-        ("thp.khugepaged.max_ptes_shared", "khugepaged/max_ptes_shared", "int", 0, ptes_max),
-        ("thp.khugepaged.pages_to_scan", "khugepaged/pages_to_scan", "int", 1, UINT_MAX),
+    """(name, path relative to sys_root, kind, min, max) for every THP knob in the catalogue, mTHP sizes
+    included (which files exist is the caller's test)."""
+    decls = [d for d in catalogue.DECLARED if d.family in ("thp", "khugepaged")]
+    decls += [catalogue.mthp_decl(size_kb) for size_kb in kernel.mthp_sizes_kb(sys_root)]
+    return [
         (
-            "thp.khugepaged.scan_sleep_millisecs",
-            "khugepaged/scan_sleep_millisecs",
-            "int",
-            0,
-            UINT_MAX,
-        ),
-        (
-            "thp.khugepaged.alloc_sleep_millisecs",
-            "khugepaged/alloc_sleep_millisecs",
-            "int",
-            0,
-            UINT_MAX,
-        ),
+            d.name,
+            d.path,
+            d.kind,
+            d.minimum,
+            pmd_ptes - 1 if d.maximum == catalogue.PTES else d.maximum,
+        )
+        for d in decls
     ]
-    for size_kb in kernel.mthp_sizes_kb(sys_root):
-        specs.append((f"thp.mthp.{size_kb}kB", f"hugepages-{size_kb}kB/enabled", "choice", 0, None))
-    return [(n, f"{THP_DIR}/{rel}", kind, lo, hi) for n, rel, kind, lo, hi in specs]
 
 
 def _pmd_ptes(sys_root: Path) -> int:
@@ -244,46 +216,20 @@ def _pmd_ptes(sys_root: Path) -> int:
 
 
 def _hugetlb_knobs(sys_root: Path, proc_root: Path, io: SysfsIO | None) -> list[Knob]:
+    """The catalogue's hugetlb pools this kernel has. /proc/sys/vm/nr_hugepages is the pool of the *default*
+    huge page size: hugetlb.2MB uses it only when that size is 2 MiB, else the per-size sysfs file."""
     knobs = []
-    # /proc/sys/vm/nr_hugepages is the pool of the *default* huge page size; only call it 2MB when it is.
-    if Path(proc_root, "sys/vm/nr_hugepages").exists() and kernel.default_hugepage_kb(
-        proc_root
-    ) in (2048, None):
-        knobs.append(
-            Knob(
-                "hugetlb.2MB",
-                proc_root,
-                "sys/vm/nr_hugepages",
-                "pool",
-                io=io,
-                page_kb=2048,
-                proc_root=proc_root,
+    for d in catalogue.DECLARED:
+        if d.family != "hugetlb":
+            continue
+        root, rel = sys_root, d.path
+        if d.page_kb == 2048 and Path(proc_root, "sys/vm/nr_hugepages").exists():
+            if kernel.default_hugepage_kb(proc_root) in (2048, None):
+                root, rel = proc_root, "sys/vm/nr_hugepages"
+        if Path(root, rel).exists():
+            knobs.append(
+                Knob(d.name, root, rel, "pool", io=io, page_kb=d.page_kb, proc_root=proc_root)
             )
-        )
-    elif Path(sys_root, HUGETLB_DIR, "hugepages-2048kB/nr_hugepages").exists():
-        knobs.append(
-            Knob(
-                "hugetlb.2MB",
-                sys_root,
-                f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages",
-                "pool",
-                io=io,
-                page_kb=2048,
-                proc_root=proc_root,
-            )
-        )
-    if Path(sys_root, HUGETLB_DIR, "hugepages-1048576kB/nr_hugepages").exists():
-        knobs.append(
-            Knob(
-                "hugetlb.1GB",
-                sys_root,
-                f"{HUGETLB_DIR}/hugepages-1048576kB/nr_hugepages",
-                "pool",
-                io=io,
-                page_kb=1048576,
-                proc_root=proc_root,
-            )
-        )
     return knobs
 
 
@@ -298,9 +244,12 @@ def discover_knobs(
             knobs[name] = Knob(name, sys_root, rel, kind, lo, hi, io)
     for knob in _hugetlb_knobs(sys_root, proc_root, io):
         knobs[knob.name] = knob
-    for name, rel, lo, hi, least_nonzero in VM_KNOBS:
-        if (proc_root / rel).exists():
-            knobs[name] = Knob(name, proc_root, rel, "int", lo, hi, io, least_nonzero=least_nonzero)
+    for d in catalogue.DECLARED:
+        if d.family == "vm" and (proc_root / d.path).exists():
+            top = d.maximum if isinstance(d.maximum, int) else None
+            knobs[d.name] = Knob(
+                d.name, proc_root, d.path, d.kind, d.minimum, top, io, least_nonzero=d.least_nonzero
+            )
     return knobs
 
 
@@ -309,7 +258,7 @@ def resolve_name(name: str, known: Iterable[str] | Mapping[str, Knob] | None = N
     if known is None:
         known = discover_knobs()
     known = list(known)
-    canonical = ALIASES.get(name.strip(), name.strip())
+    canonical = catalogue.canonical(name)
     if canonical in known:
         return canonical
     close = difflib.get_close_matches(canonical, known, n=3)

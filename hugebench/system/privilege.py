@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench import knob_catalogue as catalogue
 from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.system.knobs import Knob, SysfsIO, discover_knobs, resolve_name
 
@@ -24,7 +25,7 @@ PR_GET_THP_DISABLE = 42
 def _describe(name: str, value: str) -> str:
     if name == "thp.enabled":
         return f"THP mode {value!r}"
-    if name.startswith("hugetlb."):
+    if catalogue.family(name) == "hugetlb":
         return f"a {name.split('.')[1]} hugetlb pool of {value} pages"
     return f"{name}={value!r}"
 

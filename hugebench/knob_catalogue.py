@@ -1,0 +1,186 @@
+"""Every kernel knob hugebench knows, declared once: its name, aliases, file, kind, family and bounds.
+
+What belongs here: the vocabulary. Experiment validation (which names an experiment may use, and which two
+spellings are one knob), machine checks, the store's owned columns, the report and ``hugebench system`` all
+read this table; ``hugebench.system.knobs`` turns its entries into readable, writable knobs for the files this
+kernel has. What does not: any I/O (this module reads no file; the roots of /sys and /proc are the caller's).
+
+Adding a knob is one entry in ``DECLARED`` (or, for a family of sizes, in ``_templates``); see
+docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+THP_DIR = "kernel/mm/transparent_hugepage"  # under /sys
+HUGETLB_DIR = "kernel/mm/hugepages"  # under /sys
+UINT_MAX = 2**32 - 1
+PTES = "ptes"  # a maximum of (base pages per PMD huge page) - 1, known only on the machine
+
+
+@dataclass(frozen=True)
+class KnobDecl:
+    """One knob. root: 'sys' or 'proc' (the file is under that root); kind: 'choice' (a bracketed list),
+    'int' (a bounded integer) or 'pool' (hugetlb pages); family: what `system show` groups by; user: may
+    be named in an experiment's ``axes:`` or ``system:`` (the others hugebench sets for itself)."""
+
+    name: str
+    root: str
+    path: str
+    kind: str
+    family: str
+    minimum: int = 0
+    maximum: int | str | None = None
+    least_nonzero: int = 0  # int knobs: values between 0 and this are refused (the kernel's EINVAL)
+    aliases: tuple[str, ...] = ()
+    user: bool = True
+    page_kb: int = 0  # pools: the huge page size
+    doc: str = ""
+
+
+def _thp(name, rel, kind, family="thp", lo=0, hi=None, aliases=(), doc=""):
+    return KnobDecl(name, "sys", f"{THP_DIR}/{rel}", kind, family, lo, hi, 0, aliases, doc=doc)
+
+
+DECLARED: tuple[KnobDecl, ...] = (
+    _thp("thp.enabled", "enabled", "choice", aliases=("thp",), doc="THP mode for anonymous memory"),
+    _thp("thp.defrag", "defrag", "choice", doc="whether a THP fault stalls to compact"),
+    _thp("thp.shmem_enabled", "shmem_enabled", "choice", doc="THP for shmem and tmpfs"),
+    _thp("thp.use_zero_page", "use_zero_page", "int", hi=1),
+    _thp("thp.khugepaged.defrag", "khugepaged/defrag", "int", "khugepaged", hi=1),
+    _thp("thp.khugepaged.max_ptes_none", "khugepaged/max_ptes_none", "int", "khugepaged", hi=PTES),
+    _thp("thp.khugepaged.max_ptes_swap", "khugepaged/max_ptes_swap", "int", "khugepaged", hi=PTES),
+    _thp(
+        "thp.khugepaged.max_ptes_shared", "khugepaged/max_ptes_shared", "int", "khugepaged", hi=PTES
+    ),
+    _thp(
+        "thp.khugepaged.pages_to_scan",
+        "khugepaged/pages_to_scan",
+        "int",
+        "khugepaged",
+        lo=1,
+        hi=UINT_MAX,
+    ),
+    _thp(
+        "thp.khugepaged.scan_sleep_millisecs",
+        "khugepaged/scan_sleep_millisecs",
+        "int",
+        "khugepaged",
+        hi=UINT_MAX,
+    ),
+    _thp(
+        "thp.khugepaged.alloc_sleep_millisecs",
+        "khugepaged/alloc_sleep_millisecs",
+        "int",
+        "khugepaged",
+        hi=UINT_MAX,
+    ),
+    # hugetlb.2MB's file depends on the machine's default huge page size (system.knobs picks it).
+    KnobDecl(
+        "hugetlb.2MB",
+        "sys",
+        f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages",
+        "pool",
+        "hugetlb",
+        aliases=("hugetlb",),
+        page_kb=2048,
+        doc="persistent 2 MiB hugetlb pages",
+    ),
+    KnobDecl(
+        "hugetlb.1GB",
+        "sys",
+        f"{HUGETLB_DIR}/hugepages-1048576kB/nr_hugepages",
+        "pool",
+        "hugetlb",
+        page_kb=1048576,
+        doc="persistent 1 GiB hugetlb pages",
+    ),
+    # /proc/sys/vm knobs hugebench sets for itself: 0 keeps compaction off mlocked pages (what lets
+    # ``memory_state: fragmented`` hold); percpu_pagelist_high_fraction set high for a moment makes the
+    # per-CPU lists give their pages back (the sysctl refuses 1..7); compaction_proactiveness 0 keeps
+    # kcompactd from compacting a ``fragmented-movable`` state away.
+    KnobDecl(
+        "vm.compact_unevictable_allowed",
+        "proc",
+        "sys/vm/compact_unevictable_allowed",
+        "int",
+        "vm",
+        0,
+        1,
+        user=False,
+    ),
+    KnobDecl(
+        "vm.percpu_pagelist_high_fraction",
+        "proc",
+        "sys/vm/percpu_pagelist_high_fraction",
+        "int",
+        "vm",
+        0,
+        2**31 - 1,
+        8,
+        user=False,
+    ),
+    KnobDecl(
+        "vm.compaction_proactiveness",
+        "proc",
+        "sys/vm/compaction_proactiveness",
+        "int",
+        "vm",
+        0,
+        100,
+        1,
+        user=False,
+    ),
+)
+
+_MTHP = re.compile(r"^thp\.mthp\.(\d+)kB$")
+
+
+def mthp_decl(size_kb: int) -> KnobDecl:
+    """The per-size THP mode of multi-size THP (`thp.mthp.<N>kB`, Linux 6.8+)."""
+    return _thp(f"thp.mthp.{size_kb}kB", f"hugepages-{size_kb}kB/enabled", "choice", "mthp")
+
+
+BY_NAME = {d.name: d for d in DECLARED}
+ALIASES = {alias: d.name for d in DECLARED for alias in d.aliases}
+# The first word of every name an experiment may use for a knob (the row columns under them are the tool's).
+USER_FAMILIES = ("thp", "hugetlb")
+COLUMN_PREFIXES = tuple(f"{word}." for word in ("thp", "hugetlb", "vm"))
+
+
+def canonical(name: str) -> str:
+    """The one name of a knob however it is spelled (`thp` is `thp.enabled`); other names unchanged."""
+    name = name.strip()
+    return ALIASES.get(name, name)
+
+
+def is_knob(name: str) -> bool:
+    """True when an experiment's axis or system name is a kernel knob: an alias or a user family's name."""
+    return name in ALIASES or name.split(".")[0] in USER_FAMILIES
+
+
+def declaration(name: str) -> KnobDecl | None:
+    """The declaration of a canonical or aliased name (mTHP sizes included), or None."""
+    name = canonical(name)
+    if name in BY_NAME:
+        return BY_NAME[name]
+    match = _MTHP.match(name)
+    return mthp_decl(int(match.group(1))) if match else None
+
+
+def family(name: str) -> str | None:
+    decl = declaration(name)
+    return decl.family if decl else None
+
+
+def spellings(name: str) -> tuple[str, ...]:
+    """Every spelling of a knob: its name, then its aliases (for messages and for finding a file's key)."""
+    name = canonical(name)
+    return (name, *(a for a, c in ALIASES.items() if c == name))
+
+
+def alias_note() -> str:
+    """'thp is thp.enabled, hugetlb is hugetlb.2MB': the aliases, for messages."""
+    return ", ".join(f"{a} is {c}" for a, c in ALIASES.items())
