@@ -13,6 +13,7 @@ import click
 
 from ..errors import HugebenchError
 from ..system import Terminated
+from .output import emit, export_options, exports_of, format_option
 
 
 class _Group(click.Group):
@@ -117,7 +118,8 @@ _repetitions = click.option(
     default=None,
     help="whole-process perf stat (default: the YAML's 'perf', auto)",
 )
-@click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
+@format_option
+@export_options
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
@@ -151,6 +153,7 @@ def sweep(
     label,
     quiet_machine,
     repetitions,
+    **exports,
 ):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
     from .. import plan as plan_mod
@@ -188,7 +191,7 @@ def sweep(
             label=label,
         ),
     )
-    _print_report(out, fmt, plots=True)
+    _print_report(out, fmt, plots=True, exports=exports_of(exports))
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
     click.echo(
         f"{result.rows_written} runs this time ({statuses or 'none'}), "
@@ -288,7 +291,8 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, 
 
 @main.command()
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
+@format_option
+@export_options
 @click.option("--plots", is_flag=True, help="also (re)write the PNG/SVG plots into RESULTS/plots")
 @click.option(
     "--primary",
@@ -306,16 +310,20 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, 
     help="write one self-contained HTML page (tables, plots, warnings, provenance) to FILE "
     "(default RESULTS/report.html) instead of printing the tables",
 )
-def report(results, fmt, plots, primary, html):
+def report(results, fmt, plots, primary, html, **exports):
     """Reprint the report of a results directory without re-running anything."""
-    _print_report(results, fmt, plots, primary, html)
+    _print_report(results, fmt, plots, primary, html, exports_of(exports))
 
 
 def _print_report(
-    results: Path, fmt: str, plots: bool, primary: str | None = None, html: str | None = None
+    results: Path,
+    fmt: str,
+    plots: bool,
+    primary: str | None = None,
+    html: str | None = None,
+    exports: dict | None = None,
 ) -> None:
-    from ..report import Options, build_report, load_results, terminal
-    from ..report import report as build
+    from ..report import Options, build_report, load_results
 
     loaded = load_results(
         results
@@ -327,10 +335,7 @@ def _print_report(
         path = write_html(page, Path(html) if html else results / "report.html")
         click.echo(f"report: {path} ({len(page.sections)} sections, {len(page.warnings)} warnings)")
     else:
-        width, color = terminal()
-        click.echo(
-            build(loaded, fmt=fmt, primary=primary, width=width, color=color), color=color or None
-        )
+        emit(build_report(loaded, Options(primary=primary)), fmt, exports)
     if plots:
         from ..report.figures import write_plots
 

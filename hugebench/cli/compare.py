@@ -6,13 +6,16 @@ from pathlib import Path
 
 import click
 
+from .output import emit, export_options, exports_of, format_option
+
 _directory = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
 @click.command()
 @click.argument("a", type=_directory)
 @click.argument("b", type=_directory)
-@click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "csv"]), default="rich")
+@format_option
+@export_options
 @click.option(
     "--primary",
     default=None,
@@ -28,9 +31,9 @@ _directory = click.Path(exists=True, file_okay=False, path_type=Path)
     metavar="[FILE]",
     help="write one self-contained HTML page to FILE (default B/compare.html) instead of printing",
 )
-def compare(a, b, fmt, primary, html):
+def compare(a, b, fmt, primary, html, **exports):
     """Matching cells of results directories A and B: each side's median and CI, and B / A with its CI."""
-    from ..report import load_results, render_sections
+    from ..report import load_results
     from ..report.compare import compare_report
 
     built = compare_report(
@@ -43,14 +46,5 @@ def compare(a, b, fmt, primary, html):
         click.echo(
             f"compare: {path} ({len(built.sections)} sections, {len(built.warnings)} warnings)"
         )
-    elif fmt == "csv":
-        import pandas as pd
-
-        frames = [
-            s.data.assign(experiment=s.experiment) for s in built.sections if s.kind == "compare"
-        ]
-        click.echo(
-            pd.concat(frames, ignore_index=True).to_csv(index=False) if frames else "", nl=False
-        )
     else:
-        click.echo(render_sections(built.sections, fmt))
+        emit(built, fmt, exports_of(exports))

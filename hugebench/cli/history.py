@@ -6,12 +6,15 @@ from pathlib import Path
 
 import click
 
+from .output import emit, export_options, exports_of, format_option
+
 
 @click.command()
 @click.argument(
     "stores", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
 )
-@click.option("--format", "fmt", type=click.Choice(["rich", "markdown"]), default="rich")
+@format_option
+@export_options
 @click.option(
     "--primary",
     default=None,
@@ -31,9 +34,9 @@ import click
     help="write each experiment's plot (median over time per cell, steps marked) "
     "as PNG and SVG into the newest store's plots/ directory",
 )
-def history(stores, fmt, primary, html, plots):
+def history(stores, fmt, primary, html, plots, **exports):
     """Each cell's metric over STORES (results directories), oldest first; what changed; where it stepped."""
-    from ..report import load_results, render_sections
+    from ..report import load_results
     from ..report.history import history_report, store_time
 
     results = [load_results(s) for s in stores]
@@ -50,4 +53,4 @@ def history(stores, fmt, primary, html, plots):
 
         click.echo(f"history: {write_html(built, Path(html))}")
     else:
-        click.echo(render_sections(built.sections, fmt))
+        emit(built, fmt, exports_of(exports))

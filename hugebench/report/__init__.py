@@ -23,8 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-import pandas as pd
-
+from .exporters import FILE_FORMATS, export
 from .rendering import (
     AXIS_LABELS,
     DASH,
@@ -86,16 +85,7 @@ def report(
     built = build_report(
         as_results(results_dir), Options(metrics, group_by, baseline, primary, level)
     )
-    if fmt == "csv":
-        return pd.concat(
-            [
-                with_verdicts(s.data).assign(experiment=s.experiment)
-                for s in built.sections
-                if s.kind == "main"
-            ],
-            ignore_index=True,
-        ).to_csv(index=False)
-    return render_sections(built.sections, fmt, width, color)
+    return export(built, fmt, width, color)
 
 
 __all__ = [
@@ -103,7 +93,10 @@ __all__ = [
     "DASH",
     "EXPERIMENT_SECTIONS",
     "Experiment",
+    "FILE_FORMATS",
     "FORMATS",
+    "export",
+    "with_verdicts",
     "Flag",
     "KNOWN_METRICS",
     "MetricSpec",

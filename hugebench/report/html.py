@@ -17,8 +17,8 @@ from pathlib import Path
 
 from .._util import write_atomic
 from ..errors import HugebenchError
+from .blocks import cell_text
 from .model import Report, Section
-from .rendering import cell_text
 
 TEMPLATE = "report.html.j2"
 WIDE_INCHES = (

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
+from ..stats import min_runs_for
+
 DASH = "—"  # an empty cell of a text table
 
 
@@ -124,3 +126,11 @@ class Options:
     primary: str | None = None
     level: float = 0.95
     figures: bool = False
+
+
+def verdict_text(row, level: float) -> str:
+    """A ratio's verdict as tables print it: "unstable" (resolved by its CI, but resting on a cell the
+    stability rule refuses), "yes", "no", or "n<6" (too few runs for a verdict at ``level``)."""
+    if isinstance(row.get("unstable"), str):
+        return "unstable"
+    return {True: "yes", False: "no"}.get(row["resolved"], f"n<{min_runs_for(level)}")

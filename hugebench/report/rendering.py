@@ -6,16 +6,38 @@ Tables come from :mod:`.tables` with their metrics, primary metric, baseline and
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
-from ..errors import HugebenchError
 from ..stats import min_runs_for
-from .model import DASH, MetricSpec, format_bytes, format_si  # noqa: F401 (DASH, format_*: re-exported)
+from .blocks import Block, cell_text, is_missing, section_block
+from .exporters import FORMATS, text_exporter
+from .exporters.csv import with_verdicts
+from .exporters.markdown import markdown_text
+from .model import DASH, MetricSpec, format_bytes, format_si, verdict_text
 
-FORMATS = ("rich", "markdown", "csv")
+# re-exported: the names callers import from here
+__all__ = [
+    "DASH",
+    "FORMATS",
+    "AXIS_LABELS",
+    "MetricSpec",
+    "cell_text",
+    "display_frame",
+    "format_axis",
+    "format_bytes",
+    "format_si",
+    "is_missing",
+    "markdown_text",
+    "render",
+    "render_section",
+    "render_sections",
+    "render_void",
+    "table_text",
+    "verdict",
+    "void_text",
+    "with_verdicts",
+]
 
 # Column headers of the usual axes (the article's table says "Allocator | THP | ...").
 AXIS_LABELS = {
@@ -45,14 +67,6 @@ def format_axis(value) -> str:
     return str(value)
 
 
-def is_missing(value) -> bool:
-    """None and NaN are missing (in any of their JSON or pandas forms); a list is a value."""
-    try:
-        return value is None or bool(pd.isna(value))
-    except (TypeError, ValueError):  # a list or other container is a value, not a missing one
-        return False
-
-
 def verdict(resolved) -> str | None:
     """ "yes", "no" or None (no verdict) of a ``resolved`` value as tables hold it (bool, numpy bool, None, NaN)."""
     return {True: "yes", False: "no"}.get(resolved) if not is_missing(resolved) else None
@@ -65,9 +79,10 @@ def render(table: pd.DataFrame, fmt: str = "rich", width: int | None = None) -> 
     """
     if fmt == "csv":
         return table.to_csv(index=False)
-    _check_format(fmt)
     headers, rows, notes = table_text(table)
-    return _text(fmt, table.attrs.get("title"), headers, rows, notes, width)
+    return text_exporter(fmt).block_text(
+        Block(table.attrs.get("title"), headers, rows, notes), width
+    )
 
 
 def table_text(table: pd.DataFrame) -> tuple[list[str], list[list[str]], list[str]]:
@@ -82,7 +97,7 @@ def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -
         return ""
     if fmt == "csv":
         return table.to_csv(index=False)
-    return _text(fmt, *void_text(table, unit), None)
+    return text_exporter(fmt).block_text(Block(*void_text(table, unit)))
 
 
 def void_text(
@@ -132,36 +147,7 @@ def render_section(
 ) -> str:
     """One :class:`.sections.Section` as rich or markdown text: title, table, notes, the warnings the table
     does not already show, and under an experiment's main table the summary in words (the HTML page's)."""
-    _check_format(fmt)
-    notes = list(section.notes) + [
-        f"warning: {flag.text}" for flag in section.warnings if not flag.in_table
-    ]
-    if (
-        section.kind == "main"
-    ):  # an experiment's table; compare and verdict sections say theirs on the page
-        notes += [
-            f"In words: {line}" if i == 0 else f"  {line}" for i, line in enumerate(section.summary)
-        ]
-    if section.table is None:
-        return _text(fmt, section.title, [], [], notes, width, color)
-    rows = [[cell_text(v) for v in row] for row in section.table.itertuples(index=False)]
-    return _text(
-        fmt,
-        section.title,
-        [str(c) for c in section.table.columns],
-        rows,
-        notes,
-        width,
-        color,
-        _secondary(section),
-    )
-
-
-def _secondary(section) -> set[str]:
-    """Headers a narrow terminal may leave out: a main table's metrics other than the primary one."""
-    attrs = section.data.attrs if section.kind == "main" and section.data is not None else {}
-    titles = {m.title for m in attrs.get("metrics", ()) if m.column != attrs.get("primary")}
-    return {h for h in map(str, section.table.columns) if h.split(" [")[0] in titles}
+    return text_exporter(fmt).block_text(section_block(section), width, color)
 
 
 def render_sections(
@@ -179,32 +165,6 @@ def display_frame(headers, rows) -> pd.DataFrame:
     )
     frame.columns = list(headers)
     return frame
-
-
-def cell_text(value) -> str:
-    """A table cell as text: display strings as they are, numbers compactly, missing values as a dash."""
-    if isinstance(value, str):
-        return value
-    if is_missing(value):
-        return DASH
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise HugebenchError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
-
-
-def _text(fmt, title, headers, rows, notes, width, color=False, optional=()) -> str:
-    if fmt == "markdown":
-        return _markdown(title, headers, rows, notes)
-    from .terminal import fit, rich_text
-
-    if width is not None:
-        headers, rows, notes = fit(headers, rows, notes, width, optional)
-    return rich_text(title, headers, rows, notes, width, color)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -249,30 +209,7 @@ def _format_ratio(row: pd.Series, failed: bool, level: float) -> list[str]:
     if pd.isna(row["ratio.ci_lo"]):
         return [text, ""]
     text += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
-    return [text, _verdict(row, level)]
-
-
-def _verdict(row, level: float) -> str:
-    if isinstance(row.get("unstable"), str):
-        return "unstable"  # resolved by its CI, but resting on a cell the stability rule refuses
-    return {True: "yes", False: "no"}.get(row["resolved"], f"n<{min_runs_for(level)}")
-
-
-def with_verdicts(table: pd.DataFrame) -> pd.DataFrame:
-    """A main table's numbers with a ``verdict`` column as the text table shows it ("baseline", "yes", "no",
-    "unstable", "n<6"; empty where there is no ratio), so a CSV keeps the "too few runs" marker too."""
-    if "ratio" not in table.columns:
-        return table
-    level = table.attrs.get("level", 0.95)
-    verdicts = [
-        "baseline"
-        if r["is_baseline"]
-        else ""
-        if r["status"] != "ok" or pd.isna(r["ratio"]) or pd.isna(r["ratio.ci_lo"])
-        else _verdict(r, level)
-        for _, r in table.iterrows()
-    ]
-    return table.assign(verdict=verdicts)
+    return [text, verdict_text(row, level)]
 
 
 def _format_n(row: pd.Series) -> str:
@@ -300,41 +237,3 @@ def _footer(table: pd.DataFrame) -> list[str]:
     for number, (column, reason) in enumerate(attrs.get("na_reasons", {}).items(), start=1):
         lines.append(f"[{number}] {specs.get(column, column)} ({column}): n/a, {reason}.")
     return lines + list(attrs.get("overhead", []))
-
-
-# What markdown (GitHub's, CommonMark) would read as markup in a user's value: raw HTML (a tag, comment,
-# declaration or processing instruction: "<" followed by a letter, / ! or ?), an entity, emphasis, code,
-# strikethrough, a link or image, a table bar, a backslash; at the start of a line also a heading, quote, list
-# or rule. Our own text ("n<6", "[1.2, 1.3]", "ns_per_lookup", "-1.5") is none of these and stays as it is.
-_MARKDOWN_INLINE = re.compile(
-    r"""<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)|[\\`*~|]|\](?=[(\[])|!(?=\[)"""
-    r"""|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"""
-)
-_MARKDOWN_BLOCK = re.compile(r"^(\s*)([#>+=-]|\d+[.)](?=\s|$))")
-_MARKDOWN_ENTITIES = {"<": "&lt;", "&": "&amp;"}
-
-
-def markdown_text(text, block: bool = False) -> str:
-    """``text`` on one line with everything markdown would render as markup (or HTML) escaped; ``block``: it
-    starts a line of its own (a title or a note), so a leading # > - + = or "1." is escaped too."""
-    flat = " ".join(str(text).splitlines())
-    escaped = _MARKDOWN_INLINE.sub(
-        lambda m: _MARKDOWN_ENTITIES.get(m.group(), "\\" + m.group()), flat
-    )
-    return (
-        _MARKDOWN_BLOCK.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], escaped)
-        if block
-        else escaped
-    )
-
-
-def _markdown(title, headers, rows, notes) -> str:
-    def line(cells):
-        return "| " + " | ".join(markdown_text(c) for c in cells) + " |"
-
-    out = [f"### {markdown_text(title)}", ""] if title else []
-    if headers:
-        out += [line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [
-            line(r) for r in rows
-        ]
-    return "\n".join(out + [""] + [markdown_text(n, block=True) for n in notes]) + "\n"

@@ -65,8 +65,8 @@ from typing import Any
 
 import pandas as pd
 
-from .._util import write_json_atomic
 from .. import knob_catalogue
+from .._util import write_json_atomic
 from ..columns import SCHEMA_VERSION
 from ..errors import HugebenchError, ToolMissingError
 from .files import (  # noqa: F401

@@ -1,0 +1,21 @@
+"""A terminal's text, drawn by rich; fitted to ``width`` when given (:mod:`..terminal`), ANSI colours with
+``color``."""
+
+from __future__ import annotations
+
+from ..blocks import Block, section_block
+from ..terminal import fit, rich_text
+
+NAME = "rich"
+SUFFIX = ".txt"
+
+
+def block_text(block: Block, width: int | None = None, color: bool = False) -> str:
+    headers, rows, notes = block.headers, block.rows, block.notes
+    if width is not None:
+        headers, rows, notes = fit(headers, rows, notes, width, block.optional)
+    return rich_text(block.title, headers, rows, notes, width, color)
+
+
+def export(report, width: int | None = None, color: bool = False) -> str:
+    return "\n\n".join(block_text(section_block(s), width, color) for s in report.sections)
