@@ -306,6 +306,6 @@ def test_the_sdist_carries_what_a_source_build_needs(tmp_path):
         "csrc/tools/hb_exec.cpp",
         "csrc/preload/hb_probe.cpp",
         "csrc/include/hugebench_window.h",
-        "hugebench/cli.py",
+        "hugebench/cli/__init__.py",
     ):
         assert needed in names, f"{needed} is not in the sdist"
