@@ -176,26 +176,29 @@ def paths(directory, role: str) -> tuple[Path, Path, Path]:
     return ca, cert, key
 
 
-def security(directory, role: str):
-    """Dask's ``Security`` for ``role`` from the certificates in ``directory``: TLS required, the peer's
-    certificate required and checked against the lab's CA. Checked here (the files load), not at the first
-    connection."""
+def security(directory, *roles: str):
+    """Dask's ``Security`` for ``roles`` (one or more of scheduler, worker, client) from the certificates in
+    ``directory``: TLS required, the peer's certificate required and checked against the lab's CA. Checked
+    here (the files load), not at the first connection. Several roles: for what starts a scheduler and
+    workers itself (dask-jobqueue's ``SLURMCluster(security=...)``)."""
     import ssl
 
     from distributed.security import Security
 
-    ca, cert, key = paths(directory, role)
+    files = {role: paths(directory, role) for role in roles}
     sec = Security(
         require_encryption=True,
-        tls_ca_file=str(ca),
-        **{f"tls_{role}_cert": str(cert), f"tls_{role}_key": str(key)},
+        tls_ca_file=str(Path(directory) / CA),
+        **{f"tls_{r}_cert": str(cert) for r, (_, cert, _) in files.items()},
+        **{f"tls_{r}_key": str(key) for r, (_, _, key) in files.items()},
     )
-    try:
-        sec.get_connection_args(role)
-    except (ssl.SSLError, OSError, ValueError) as exc:
-        raise HugebenchError(
-            f"the certificates in {directory} do not load for the {role}: {exc}"
-        ) from None
+    for role in roles:
+        try:
+            sec.get_connection_args(role)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            raise HugebenchError(
+                f"the certificates in {directory} do not load for the {role}: {exc}"
+            ) from None
     return sec
 
 

@@ -139,6 +139,9 @@ def cluster_context(context: dict, config: ClusterConfig, hosts: list[str], swee
         "hosts": list(hosts),
         "client_sweep_id": sweep_id,
         "where": config.describe(),
+        "authentication": f"mutual TLS, the lab's certificates in {config.certs}"
+        if config.certs
+        else "none: tcp:// accepted with insecure_accept_any_client",
     }
     return out
 
