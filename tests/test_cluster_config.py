@@ -60,6 +60,31 @@ def test_a_cluster_block_is_read_and_left_out_of_the_fingerprint():
         ),
         ("cluster: yes\n", "c.yaml:6: key 'cluster': must be a mapping"),
         (
+            "cluster:\n  scheduler: tcp://127.0.0.1:0\n  insecure_accept_any_client: true\n",
+            "c.yaml:7: key 'cluster.scheduler': port 0 in 'tcp://127.0.0.1:0' is out of range",
+        ),
+        (
+            "cluster:\n  ssh: ['h:99999']\n  certs: c\n",
+            "c.yaml:7: key 'cluster.ssh': port 99999 in 'h:99999' is out of range",
+        ),
+        (
+            "cluster:\n  scheduler: tcp://lab1:8786\n",
+            "c.yaml:7: key 'cluster.scheduler': Dask's tcp:// authenticates nobody",
+        ),
+        ("cluster:\n  ssh: [a]\n", "c.yaml:7: key 'cluster.ssh': Dask's tcp:// authenticates"),
+        (
+            "cluster:\n  scheduler: tls://lab1:8786\n",
+            "c.yaml:6: key 'cluster.certs': a tls:// scheduler needs the lab's certificates: give",
+        ),
+        (
+            "cluster:\n  scheduler: tcp://lab1:8786\n  certs: c\n",
+            "key 'cluster.scheduler': tcp://lab1:8786 is plain tcp://; with certs",
+        ),
+        (
+            "cluster:\n  scheduler: tcp://a:1\n  insecure_accept_any_client: yes please\n",
+            "key 'cluster.insecure_accept_any_client': must be true or false",
+        ),
+        (
             "cluster:\n  scheduler: tls://a:1\n  certs: c\n  lost_after: 0\n",
             "c.yaml:9: key 'cluster.lost_after': must be a number of seconds",
         ),
@@ -199,3 +224,20 @@ def test_plan_shows_which_machine_gets_which_runs_and_its_time(tmp_path):
         if line.startswith("  machine")
     ]
     assert all(t.strip() and "unknown" not in t for t in times)  # hashlookup has a time model
+
+
+def test_the_flags_name_themselves_in_a_refusal_and_the_opt_in_is_explicit(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE)
+    for args, says in [
+        (["--cluster", "ssh://h:99999", "--certs", "c"], "--cluster: port 99999 in 'h:99999'"),
+        (["--cluster", "tcp://127.0.0.1:8786"], "--cluster: Dask's tcp:// authenticates nobody"),
+        (["--cluster", "tls://127.0.0.1:8786"], "--cluster: a tls:// scheduler needs the lab's"),
+    ]:
+        result = CliRunner().invoke(main, ["plan", str(path), *args])
+        assert result.exit_code == 2 and says in result.output, result.output
+    config = resolve({}, "tcp://127.0.0.1:8786", None, None, "c.yaml", insecure=True)
+    assert config.insecure and config.certs is None
+    assert resolve({}, "tls://h:1", None, None, "c.yaml", certs="d") == ClusterConfig(
+        "tls://h:1", certs="d"
+    )

@@ -203,9 +203,11 @@ def _insecure(scheduler, certs, accepted) -> bool:
         )
     if certs is None and not accepted:
         if tcp or scheduler is None:
-            raise ClusterValueError("scheduler" if tcp else "ssh", f"{INSECURE}")
+            raise ClusterValueError("scheduler" if tcp else "ssh", INSECURE)
         raise ClusterValueError(
-            "certs", f"a tls:// scheduler needs the lab's certificates: {INSECURE}"
+            "certs",
+            "a tls:// scheduler needs the lab's certificates: give certs: DIR (--certs DIR), made by "
+            "`hugebench cluster certs DIR`",
         )
     return bool(accepted) and certs is None
 
