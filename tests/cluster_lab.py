@@ -2,7 +2,9 @@
 cluster (one cell, two runs), and ``Lab``: a real Dask scheduler and real `hugebench worker` processes on
 loopback, each standing for one machine with its own fake /sys and /proc (FakeKernel, installed in the worker
 process the way test_sweep_crash does it), journal, lock and host name. The client is the real `hugebench
-sweep --cluster` in its own process, so it can be killed like a user's would be.
+sweep --cluster` in its own process, so it can be killed like a user's would be. Like a lab set up as the
+manual says, every connection is mutual TLS with certificates `hugebench cluster certs` made (``tls=False``:
+plain tcp:// and `--insecure-accept-any-client`, for the test that shows what that allows).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import time
 from pathlib import Path
 
 from conftest import FakeKernel
+
+from hugebench.cluster import certs as lab_certs
 
 TESTS_DIR = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -34,6 +38,8 @@ WORKER = """
 import sys
 sys.path.insert(0, {tests!r})
 from conftest import FakeKernel
+
+from hugebench.cluster import certs as lab_certs
 from hugebench import allocators
 from hugebench.system import knobs
 knobs.default_io = FakeKernel({root!r})
@@ -57,9 +63,9 @@ from hugebench import plan, experiment as spec
 from hugebench.experiment.cluster import resolve
 from hugebench.cluster import run_cluster_sweep as run_sweep
 from hugebench.orchestrator import SweepOptions
-path, address, out, machines = (sys.argv[1:] + [None])[:4]
+path, address, out, certs, machines = (sys.argv[1:] + [None])[:5]
 s = spec.load_spec(path, local=False)
-cluster = resolve(s.cluster, address, machines, 2, path)
+cluster = resolve(s.cluster, address, machines, 2, path, certs or None, not certs)
 result = run_sweep(s, plan.plan(s), SweepOptions(out=out, quiet=True, spec_source=path, cluster=cluster))
 print(result.statuses)
 """
@@ -68,10 +74,13 @@ print(result.statuses)
 class Lab:
     """A scheduler and the workers started on it; every process is ended by the fixture."""
 
-    def __init__(self, tmp_path: Path):
+    def __init__(self, tmp_path: Path, tls: bool = True):
         self.tmp = tmp_path
         self.procs: list[subprocess.Popen] = []
         scheduler_file = tmp_path / "scheduler.json"
+        self.certs = tmp_path / "certs" if tls else None
+        if self.certs is not None:
+            lab_certs.make(self.certs)
         self.scheduler = self._start(
             [
                 sys.executable,
@@ -84,6 +93,7 @@ class Lab:
                 "--no-dashboard",
                 "--scheduler-file",
                 str(scheduler_file),
+                *self.tls_args("scheduler"),
             ],
             "scheduler",
             env={**os.environ, "PYTHONPATH": _path()},
@@ -96,6 +106,35 @@ class Lab:
         )["address"]
         self.machines: dict[str, FakeKernel] = {}
         self.workers: dict[str, subprocess.Popen] = {}
+
+    def tls_args(self, role: str) -> list[str]:
+        """Dask's own CLI options for ``role``'s certificates (the scheduler, a plain `dask worker`)."""
+        if self.certs is None:
+            return []
+        c = self.certs
+        return [
+            "--protocol",
+            "tls",
+            "--tls-ca-file",
+            str(c / "ca.pem"),
+            "--tls-cert",
+            str(c / f"{role}.pem"),
+            "--tls-key",
+            str(c / f"{role}-key.pem"),
+        ]
+
+    def hugebench_tls_args(self) -> list[str]:
+        """What `hugebench worker` and `hugebench sweep` take: --certs DIR, or the insecure opt-in."""
+        if self.certs is None:
+            return ["--insecure-accept-any-client"]
+        return ["--certs", str(self.certs)]
+
+    def client(self, timeout: float = 30):
+        """A Dask client with the lab's client certificate."""
+        from distributed import Client
+
+        security = lab_certs.security(self.certs, "client") if self.certs else None
+        return Client(self.address, timeout=timeout, security=security)
 
     def _start(self, argv, name, **kw) -> subprocess.Popen:
         log = open(self.tmp / f"{name}.log", "ab")
@@ -145,6 +184,7 @@ class Lab:
                 "--death-timeout",
                 "30",
                 "--no-dashboard",
+                *self.tls_args("worker"),
             ]
         else:
             argv = [
@@ -167,6 +207,7 @@ class Lab:
                 "3",
                 "--death-timeout",
                 "30",
+                *self.hugebench_tls_args(),
             ]
             roots = {}
         self.workers[host] = self._start(
@@ -175,9 +216,7 @@ class Lab:
         return self.workers[host]
 
     def wait_for_hosts(self, *hosts: str) -> None:
-        from distributed import Client
-
-        with Client(self.address, timeout=30) as client:
+        with self.client() as client:
 
             def joined():
                 info = client.scheduler_info()["workers"].values()
@@ -199,6 +238,7 @@ class Lab:
             str(out),
             "--format",
             "csv",
+            *self.hugebench_tls_args(),
             *extra,
         ]
         if not report:
@@ -209,6 +249,7 @@ class Lab:
                 str(spec),
                 self.address,
                 str(out),
+                str(self.certs or ""),
                 *extra,
             ]
         proc = self._start(argv, "client", env={**os.environ, "COLUMNS": "200"})

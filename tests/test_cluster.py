@@ -223,7 +223,7 @@ def test_a_run_task_carries_its_own_run_not_the_machines_run_list(lab, tmp_path,
             out=tmp_path / "res",
             quiet=True,
             spec_source=str(path),
-            cluster=resolve(s.cluster, lab.address, None, 2, path),
+            cluster=resolve(s.cluster, lab.address, None, 2, path, str(lab.certs)),
         ),
     )
     assert result.statuses == {"ok": 12}
@@ -335,7 +335,7 @@ def test_a_second_worker_for_a_machine_is_refused_when_it_registers(lab, tmp_pat
             "the refusal in the second worker's log",
             timeout=20,
         )
-        assert "(lab-a at tcp://" in text
+        assert "(lab-a at tls://" in text
     finally:
         second.send_signal(signal.SIGTERM)
         second.wait(timeout=20)

@@ -25,11 +25,19 @@ def _parse(extra: str):
 
 
 def test_a_cluster_block_is_read_and_left_out_of_the_fingerprint():
-    s = _parse("cluster:\n  scheduler: tcp://lab1:8786\n  machines: spread\n  workers: 3\n")
-    assert s.cluster == {"scheduler": "tcp://lab1:8786", "machines": "spread", "workers": 3}
+    s = _parse(
+        "cluster:\n  scheduler: tls://lab1:8786\n  certs: /etc/hb\n  machines: spread\n"
+        "  workers: 3\n"
+    )
+    assert s.cluster == {
+        "scheduler": "tls://lab1:8786",
+        "certs": "/etc/hb",
+        "machines": "spread",
+        "workers": 3,
+    }
     assert s.fingerprint() == _parse("").fingerprint()
     assert resolve(s.cluster, None, None, None, "c.yaml") == ClusterConfig(
-        "tcp://lab1:8786", (), "spread", 3
+        "tls://lab1:8786", (), "spread", 3, certs="/etc/hb"
     )
 
 
@@ -38,23 +46,48 @@ def test_a_cluster_block_is_read_and_left_out_of_the_fingerprint():
     [
         (
             "cluster:\n  scheduler: lab1\n",
-            "c.yaml:7: key 'cluster.scheduler': must be an address like tcp://lab1:8786",
+            "c.yaml:7: key 'cluster.scheduler': must be an address like tls://lab1:8786",
         ),
         (
-            "cluster:\n  ssh: [a, b]\n  machines: both\n",
-            "c.yaml:8: key 'cluster.machines': must be one of each, spread",
+            "cluster:\n  ssh: [a, b]\n  certs: c\n  machines: both\n",
+            "c.yaml:9: key 'cluster.machines': must be one of each, spread",
         ),
         ("cluster:\n  scheduler: tcp://a:1\n  ssh: [a]\n", "give exactly one of scheduler"),
         ("cluster:\n  schedular: tcp://a:1\n", "c.yaml:7: key 'cluster.schedular': unknown key"),
         ("cluster:\n  ssh: a,b\n", "key 'cluster.ssh': must be a non-empty list of host names"),
         (
-            "cluster:\n  scheduler: tcp://a:1\n  workers: 0\n",
+            "cluster:\n  scheduler: tls://a:1\n  certs: c\n  workers: 0\n",
             "key 'cluster.workers': must be an integer from 1",
         ),
         ("cluster: yes\n", "c.yaml:6: key 'cluster': must be a mapping"),
         (
-            "cluster:\n  scheduler: tcp://a:1\n  lost_after: 0\n",
-            "c.yaml:8: key 'cluster.lost_after': must be a number of seconds",
+            "cluster:\n  scheduler: tcp://127.0.0.1:0\n  insecure_accept_any_client: true\n",
+            "c.yaml:7: key 'cluster.scheduler': port 0 in 'tcp://127.0.0.1:0' is out of range",
+        ),
+        (
+            "cluster:\n  ssh: ['h:99999']\n  certs: c\n",
+            "c.yaml:7: key 'cluster.ssh': port 99999 in 'h:99999' is out of range",
+        ),
+        (
+            "cluster:\n  scheduler: tcp://lab1:8786\n",
+            "c.yaml:7: key 'cluster.scheduler': Dask's tcp:// authenticates nobody",
+        ),
+        ("cluster:\n  ssh: [a]\n", "c.yaml:7: key 'cluster.ssh': Dask's tcp:// authenticates"),
+        (
+            "cluster:\n  scheduler: tls://lab1:8786\n",
+            "c.yaml:6: key 'cluster.certs': a tls:// scheduler needs the lab's certificates: give",
+        ),
+        (
+            "cluster:\n  scheduler: tcp://lab1:8786\n  certs: c\n",
+            "key 'cluster.scheduler': tcp://lab1:8786 is plain tcp://; with certs",
+        ),
+        (
+            "cluster:\n  scheduler: tcp://a:1\n  insecure_accept_any_client: yes please\n",
+            "key 'cluster.insecure_accept_any_client': must be true or false",
+        ),
+        (
+            "cluster:\n  scheduler: tls://a:1\n  certs: c\n  lost_after: 0\n",
+            "c.yaml:9: key 'cluster.lost_after': must be a number of seconds",
         ),
     ],
 )
@@ -65,11 +98,13 @@ def test_a_bad_cluster_block_is_refused_with_file_line_and_key(block, where):
 
 
 def test_the_flags_beat_the_block():
-    block = {"scheduler": "tcp://lab1:8786", "machines": "each"}
+    block = {"scheduler": "tls://lab1:8786", "certs": "c", "machines": "each"}
     config = resolve(block, "ssh://h1,h2", "spread", 2, "c.yaml")
-    assert config == ClusterConfig(None, ("h1", "h2"), "spread", 2)
+    assert config == ClusterConfig(None, ("h1", "h2"), "spread", 2, certs="c")
     assert resolve({}, None, None, None, "c.yaml") is None
-    with pytest.raises(SpecError, match="--machines/--workers need a cluster"):
+    with pytest.raises(
+        SpecError, match="--machines/--workers/--certs/--insecure-accept-any-client need a cluster"
+    ):
         resolve({}, None, "spread", None, "c.yaml")
 
 
@@ -80,7 +115,7 @@ def test_the_sweep_command_refuses_a_bad_cluster_flag_before_anything_runs(tmp_p
         main, ["sweep", str(path), "--cluster", "lab1:8786", "-o", str(tmp_path / "r")]
     )
     assert result.exit_code != 0
-    assert "cluster scheduler: must be an address like tcp://lab1:8786" in result.output
+    assert "--cluster: must be an address like tls://lab1:8786" in result.output
     assert not (tmp_path / "r").exists()
 
 
@@ -94,7 +129,7 @@ def test_a_user_allocator_path_is_left_to_the_machines_of_a_cluster():
     assert spec.parse_spec(text, "c.yaml", local=False).allocators == {
         "mine": {"path": "/nowhere/libmine.so"}
     }
-    assert spec.parse_spec(text + "cluster: {scheduler: 'tcp://a:1'}\n", "c.yaml").cluster
+    assert spec.parse_spec(text + "cluster: {scheduler: 'tls://a:1', certs: c}\n", "c.yaml").cluster
 
 
 def test_each_makes_ids_per_host_and_spread_hands_out_whole_blocks():
@@ -139,7 +174,9 @@ def test_adaptive_repetitions_need_spread_on_a_cluster(tmp_path):
         BASE.replace("repetitions: 2", "repetitions: {auto: {min: 3, max: 6, target: 0.05}}"),
         "c.yaml",
     )
-    options = SweepOptions(out=tmp_path / "r", cluster=ClusterConfig("tcp://127.0.0.1:1"))
+    options = SweepOptions(
+        out=tmp_path / "r", cluster=ClusterConfig("tls://127.0.0.1:1", certs="c")
+    )
     with pytest.raises(SpecError, match="repetitions: auto needs machines: spread"):
         run_cluster_sweep(s, plan.plan(s), options)
 
@@ -149,7 +186,8 @@ def test_plan_shows_which_machine_gets_which_runs_and_its_time(tmp_path):
     placeholders (named when the sweep asks it); each: every run everywhere; spread: blocks dealt in turn."""
     path = tmp_path / "c.yaml"
     path.write_text(
-        BASE.replace("repetitions: 2", "repetitions: 5") + "cluster: {ssh: [lab1, lab2]}\n"
+        BASE.replace("repetitions: 2", "repetitions: 5")
+        + "cluster: {ssh: [lab1, lab2], certs: c}\n"
     )
     each = CliRunner().invoke(main, ["plan", str(path)])
     assert each.exit_code == 0, each.output
@@ -167,7 +205,7 @@ def test_plan_shows_which_machine_gets_which_runs_and_its_time(tmp_path):
             "plan",
             str(path),
             "--cluster",
-            "tcp://head:8786",
+            "tls://head:8786",
             "--machines",
             "spread",
             "--workers",
@@ -176,7 +214,7 @@ def test_plan_shows_which_machine_gets_which_runs_and_its_time(tmp_path):
     )
     assert spread.exit_code == 0, spread.output
     assert (
-        "over 2 machine(s) as `workers` says; their names come from tcp://head:8786"
+        "over 2 machine(s) as `workers` says; their names come from tls://head:8786"
         in spread.output
     )
     assert "  machine 1: 6 runs (blocks 0, 2, 4), ~" in spread.output
@@ -187,3 +225,20 @@ def test_plan_shows_which_machine_gets_which_runs_and_its_time(tmp_path):
         if line.startswith("  machine")
     ]
     assert all(t.strip() and "unknown" not in t for t in times)  # hashlookup has a time model
+
+
+def test_the_flags_name_themselves_in_a_refusal_and_the_opt_in_is_explicit(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE)
+    for args, says in [
+        (["--cluster", "ssh://h:99999", "--certs", "c"], "--cluster: port 99999 in 'h:99999'"),
+        (["--cluster", "tcp://127.0.0.1:8786"], "--cluster: Dask's tcp:// authenticates nobody"),
+        (["--cluster", "tls://127.0.0.1:8786"], "--cluster: a tls:// scheduler needs the lab's"),
+    ]:
+        result = CliRunner().invoke(main, ["plan", str(path), *args])
+        assert result.exit_code == 2 and says in result.output, result.output
+    config = resolve({}, "tcp://127.0.0.1:8786", None, None, "c.yaml", insecure=True)
+    assert config.insecure and config.certs is None
+    assert resolve({}, "tls://h:1", None, None, "c.yaml", certs="d") == ClusterConfig(
+        "tls://h:1", certs="d"
+    )

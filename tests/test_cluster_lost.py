@@ -29,7 +29,7 @@ counters: off
 params: {{items: 3000000}}
 axes:
   thp: [always, never]
-cluster: {{scheduler: "{address}", machines: {machines}, lost_after: 2}}
+cluster: {{scheduler: "{address}", certs: "{certs}", machines: {machines}, lost_after: 2}}
 """
 
 
@@ -102,7 +102,7 @@ def _kill_mid_run(lab: Lab, host: str, out: Path) -> set[int]:
 
 def _sweep(lab: Lab, tmp_path: Path, machines: str, reps: int) -> tuple[Path, subprocess.Popen]:
     spec = tmp_path / "lost.yaml"
-    spec.write_text(SPEC.format(reps=reps, address=lab.address, machines=machines))
+    spec.write_text(SPEC.format(reps=reps, address=lab.address, certs=lab.certs, machines=machines))
     out = tmp_path / "res"
     return out, lab.sweep(spec, out, machines, wait=False, report=False)  # waits for 2 machines
 

@@ -194,6 +194,10 @@ def test_a_sweep_through_slurm_runs_on_the_node_and_leaves_no_job(slurm):
     tmp, node = slurm
     from distributed import Client
 
+    from hugebench.cluster import certs
+
+    certs.make(tmp / "certs")
+
     cluster = jobqueue.SLURMCluster(
         cores=1,
         processes=1,
@@ -208,6 +212,9 @@ def test_a_sweep_through_slurm_runs_on_the_node_and_leaves_no_job(slurm):
         ],
         scheduler_options={"host": "127.0.0.1", "dashboard_address": ":0"},
         python=sys.executable,
+        security=certs.security(
+            tmp / "certs", "scheduler", "worker", "client"
+        ),  # TLS, as the manual says
     )
     spec = tmp / "slurm-lab.yaml"
     spec.write_text(SPEC)
@@ -216,6 +223,7 @@ def test_a_sweep_through_slurm_runs_on_the_node_and_leaves_no_job(slurm):
         assert "#SBATCH --exclusive" in cluster.job_script()
         cluster.scale(jobs=1)
         client.wait_for_workers(1, timeout=90)
+        assert cluster.scheduler_address.startswith("tls://")
         jobs = client.run(lambda: os.environ.get("SLURM_JOB_ID"))
         assert all(jobs.values()), f"the worker is not a SLURM job: {jobs}"
         result = subprocess.run(
@@ -225,6 +233,8 @@ def test_a_sweep_through_slurm_runs_on_the_node_and_leaves_no_job(slurm):
                 str(spec),
                 "--cluster",
                 cluster.scheduler_address,
+                "--certs",
+                str(tmp / "certs"),
                 "-q",
                 "-o",
                 str(out),

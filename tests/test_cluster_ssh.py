@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from cluster_lab import lab_spec, stop_daemons
 
+from hugebench.cluster import certs
+
 pytest.importorskip(
     "distributed", reason="the cluster extra is not installed: pip install '.[cluster]'"
 )
@@ -164,6 +166,7 @@ def test_a_sweep_through_ssh_runs_on_both_hosts_and_leaves_no_process(lab):
     spec = tmp / "ssh-lab.yaml"
     spec.write_text(SPEC)
     out = tmp / "results"
+    certs.make(tmp / "certs")  # every host finds them at this path (all are this machine)
     env = {**os.environ, "HOME": str(home), "COLUMNS": "200"}
     env.pop("HUGEBENCH_HOST_NAME", None)
     result = subprocess.run(
@@ -175,6 +178,8 @@ def test_a_sweep_through_ssh_runs_on_both_hosts_and_leaves_no_process(lab):
             f"ssh://{','.join(HOSTS)}",
             "--workers",
             "2",
+            "--certs",
+            str(tmp / "certs"),
             "-q",
             "-o",
             str(out),
@@ -194,7 +199,8 @@ def test_a_sweep_through_ssh_runs_on_both_hosts_and_leaves_no_process(lab):
     assert sorted(r["host"] for r in measured) == ["lab-a", "lab-a", "lab-b", "lab-b"]
     assert {r["sweep_id"].rsplit(".", 1)[1] for r in rows} == {"lab-a", "lab-b"}
     for name in HOSTS.values():
-        assert list((out / "sweeps").glob(f"*.{name}.json")), f"no context of {name}"
+        (context,) = (out / "sweeps").glob(f"*.{name}.json")
+        assert json.loads(context.read_text())["cluster"]["authentication"].startswith("mutual TLS")
         log = (tmp / f"sshd-{name}.log").read_text()
         assert "Accepted publickey for root" in log, (
             log

@@ -106,7 +106,9 @@ def test_quiet_machine_with_a_cluster_is_refused_before_anything_runs(tmp_path):
             "--quiet-machine",
             "5",
             "--cluster",
-            "tcp://127.0.0.1:9",
+            "tls://127.0.0.1:9",
+            "--certs",
+            "certs",
         ],
     )
     assert (

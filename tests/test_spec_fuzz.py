@@ -337,9 +337,14 @@ def skeletons(draw) -> dict:
         "cluster": draw(
             st.sampled_from(
                 [
-                    {"scheduler": "tcp://lab1:8786"},
-                    {"ssh": ["lab1", "lab2"], "machines": "spread"},
-                    {"scheduler": "tcp://10.0.0.1:8786", "workers": 2, "wait": 30},
+                    {"scheduler": "tls://lab1:8786", "certs": "/etc/hb"},
+                    {"ssh": ["lab1", "lab2"], "certs": "c", "machines": "spread"},
+                    {
+                        "scheduler": "tcp://10.0.0.1:8786",
+                        "insecure_accept_any_client": True,
+                        "workers": 2,
+                        "wait": 30,
+                    },
                 ]
             )
         ),

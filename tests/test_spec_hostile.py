@@ -436,7 +436,7 @@ def test_text_pages_thp_with_thp_never_is_refused_at_load():
 def test_settings_a_sweep_refuses_are_refused_at_load():
     assert "key 'axes.allocator.0'" in _error("axes: {allocator: [void]}\n")
     msg = _error(
-        "repetitions: {auto: {max: 8, target: 0.05}}\ncluster: {scheduler: 'tcp://x:8786'}\n"
+        "repetitions: {auto: {max: 8, target: 0.05}}\ncluster: {scheduler: 'tls://x:8786', certs: c}\n"
     )
     assert "key 'cluster'" in msg and "machines: spread" in msg
 

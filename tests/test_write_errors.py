@@ -170,17 +170,23 @@ def test_markdown_leaves_the_reports_own_text_alone():
     ],
 )
 def test_a_cluster_host_that_looks_like_an_option_is_refused(flag):
-    with pytest.raises(SpecError, match="cluster (ssh|scheduler): must be"):
+    with pytest.raises(SpecError, match="e.yaml: --cluster: must be"):
         resolve({}, flag, None, None, "e.yaml")
 
 
 def test_usual_cluster_hosts_still_pass():
     config = resolve(
-        {}, "ssh://lab1,user@lab2.example.org:2222,10.0.0.7,[fe80::1]", None, None, "e.yaml"
+        {},
+        "ssh://lab1,user@lab2.example.org:2222,10.0.0.7,[fe80::1]",
+        None,
+        None,
+        "e.yaml",
+        certs="c",
     )
     assert config.ssh == ("lab1", "user@lab2.example.org:2222", "10.0.0.7", "[fe80::1]")
     assert (
-        resolve({}, "tcp://10.0.0.7:8786", None, None, "e.yaml").scheduler == "tcp://10.0.0.7:8786"
+        resolve({}, "tls://10.0.0.7:8786", None, None, "e.yaml", "c").scheduler
+        == "tls://10.0.0.7:8786"
     )
 
 
@@ -200,7 +206,7 @@ def test_the_sweep_refuses_an_option_as_host_before_anything_runs(tmp_path):
         ],
     )
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
-    assert "cluster ssh: must be a non-empty list of host names" in result.output
+    assert "--cluster: must be a non-empty list of host names" in result.output
     assert "'-oProxyCommand=sh'" in result.output and not (tmp_path / "r").exists()
 
 

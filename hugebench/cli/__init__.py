@@ -73,7 +73,21 @@ def _load(experiment: str, repetitions: int | None, local: bool = True):
 
 
 def _cluster_options(command):
-    """--cluster, --machines, --workers: where a sweep runs (and what ``plan`` shows per machine)."""
+    """--cluster, --certs, --machines, --workers: where a sweep runs (and what ``plan`` shows per
+    machine)."""
+    command = click.option(
+        "--insecure-accept-any-client",
+        is_flag=True,
+        help="cluster: use a tcp:// scheduler (or ssh without --certs), which authenticates nobody: "
+        "anyone who reaches it runs code as root on the workers",
+    )(command)
+    command = click.option(
+        "--certs",
+        envvar="HUGEBENCH_CERTS",
+        default=None,
+        metavar="DIR",
+        help="cluster: the lab's certificates (`hugebench cluster certs DIR`) for a tls:// scheduler",
+    )(command)
     command = click.option(
         "--workers", type=click.IntRange(min=1), default=None, help="cluster: machines to wait for"
     )(command)
@@ -88,7 +102,7 @@ def _cluster_options(command):
         "--cluster",
         default=None,
         metavar="ADDRESS",
-        help="run on Dask workers: tcp://HOST:8786 (a running scheduler) or ssh://h1,h2 (beats "
+        help="run on Dask workers: tls://HOST:8786 (a running scheduler) or ssh://h1,h2 (beats "
         "cluster:)",
     )(command)
 
@@ -148,6 +162,8 @@ def sweep(
     proc_root,
     journal,
     cluster,
+    certs,
+    insecure_accept_any_client,
     machines,
     workers,
     label,
@@ -161,7 +177,9 @@ def sweep(
     from ..orchestrator import SweepOptions, run_sweep
 
     spec = _load(experiment, repetitions, local=cluster is None)
-    config = resolve(spec.cluster, cluster, machines, workers, experiment)
+    config = resolve(
+        spec.cluster, cluster, machines, workers, experiment, certs, insecure_accept_any_client
+    )
     if config is not None and quiet_machine is not None:
         raise click.UsageError(
             "--quiet-machine waits for this machine to be quiet, but a cluster sweep runs on "
@@ -230,7 +248,19 @@ def _print_failures(out: Path, sweep_id: str) -> None:
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @_cluster_options
 @_repetitions
-def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, machines, workers):
+def plan(
+    experiment,
+    show_runs,
+    out,
+    repetitions,
+    sys_root,
+    proc_root,
+    cluster,
+    certs,
+    insecure_accept_any_client,
+    machines,
+    workers,
+):
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
     from .. import machine_checks
     from .. import plan as plan_mod
@@ -240,7 +270,9 @@ def plan(experiment, show_runs, out, repetitions, sys_root, proc_root, cluster, 
 
     spec = _load(experiment, repetitions, local=cluster is None)
     runs = plan_mod.plan(spec)
-    config = resolve(spec.cluster, cluster, machines, workers, experiment)
+    config = resolve(
+        spec.cluster, cluster, machines, workers, experiment, certs, insecure_accept_any_client
+    )
     if (
         config is None
     ):  # what a sweep would refuse on this machine (a cluster's machines check themselves)
@@ -348,6 +380,7 @@ def _print_report(
 
 
 def _add_optional_commands():
+    from ..cluster.certs import cluster
     from ..cluster.serve import worker
     from .compare import compare
     from .doctor import doctor
@@ -363,6 +396,7 @@ def _add_optional_commands():
     main.add_command(doctor)
     main.add_command(probe)
     main.add_command(worker)
+    main.add_command(cluster)
     main.add_command(try_)
 
 

@@ -19,6 +19,7 @@ machines.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from ..orchestrator import SweepResult, record_runs
 from ..plan import block as plan_block
 from ..preflight import check_compatible, new_sweep_id
 from ..store import ResultStore
+from . import certs
 from .dispatch import Dispatch, pinned, present_hosts
 from .machine import AdoptPlugin, Part, release_task
 from .placement import blocks, on_host, place  # noqa: F401  (blocks, on_host: public here as before)
@@ -137,6 +139,9 @@ def cluster_context(context: dict, config: ClusterConfig, hosts: list[str], swee
         "hosts": list(hosts),
         "client_sweep_id": sweep_id,
         "where": config.describe(),
+        "authentication": f"mutual TLS, the lab's certificates in {config.certs}"
+        if config.certs
+        else "none: tcp:// accepted with insecure_accept_any_client",
     }
     return out
 
@@ -152,28 +157,69 @@ def _connect(config: ClusterConfig):
         raise HugebenchError(
             "a cluster sweep needs Dask: pip install 'hugebench[cluster]'"
         ) from None
+    security = certs.security(config.certs, "client") if config.certs else None
     if config.scheduler:
         try:
-            client = Client(config.scheduler, timeout=config.wait)
+            client = Client(config.scheduler, timeout=config.wait, security=security)
         except (OSError, TimeoutError) as exc:
             raise HugebenchError(
                 f"cannot reach the Dask scheduler at {config.scheduler} ({exc}); start one with "
                 f"`dask scheduler` and a `hugebench worker` per machine"
+                + (" (all with the lab's certificates)" if security else "")
             ) from None
         with client:
             _adopt(client)
             yield client
         return
-    from distributed import SSHCluster
-
-    cluster = SSHCluster(
-        [config.ssh[0], *config.ssh],
-        scheduler_options={"dashboard_address": None},
-        worker_options={"nthreads": 1, "resources": {RESOURCE: 1}},
-    )
-    with cluster, Client(cluster) as client:
+    with _ssh_cluster(config, security) as cluster, Client(cluster) as client:
         _adopt(client)
         yield client
+
+
+@contextlib.contextmanager
+def _ssh_cluster(config: ClusterConfig, security):
+    """distributed's SSHCluster on ``config.ssh``; with certificates, its scheduler and workers find theirs
+    at the same path on their machines (Dask hands them the client's configuration: paths, not keys)."""
+    import dask
+    from distributed import SSHCluster
+
+    tls = certs.dask_config(config.certs) if config.certs else {}
+    quiet = logging.getLogger(
+        "distributed.deploy.spec"
+    )  # its "closed without starting up": ours says why
+    level = quiet.level
+    with dask.config.set(tls):
+        quiet.setLevel(logging.ERROR)
+        try:
+            cluster = SSHCluster(
+                [config.ssh[0], *config.ssh],
+                scheduler_options={
+                    "dashboard_address": None,
+                    **({"protocol": "tls"} if tls else {}),
+                },
+                worker_options={"nthreads": 1, "resources": {RESOURCE: 1}},
+                security=security,
+            )
+        except Exception as exc:  # asyncssh, DNS and Dask's "Cluster failed to start" wrapping them
+            raise HugebenchError(
+                f"could not start the Dask cluster over ssh on {', '.join(config.ssh)}: {_root(exc)}; "
+                "each host needs passwordless ssh (a key, its host key in ~/.ssh/known_hosts) and "
+                "hugebench installed at the client's Python path"
+            ) from None
+        finally:
+            quiet.setLevel(level)
+        with cluster:
+            yield cluster
+
+
+def _root(exc: BaseException) -> str:
+    """The first cause of a chain of exceptions, as one line (what went wrong, not how Dask wrapped it)."""
+    seen = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    root = seen[-1]
+    return f"{type(root).__name__}: {root}".strip().splitlines()[0][:300]
 
 
 def _adopt(client) -> None:

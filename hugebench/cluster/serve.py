@@ -1,5 +1,10 @@
 """``hugebench worker SCHEDULER``: a Dask worker for one machine — one thread, the resources ``machine`` and
-``host:<name>``, and the machine plugin; SIGTERM, SIGINT and SIGHUP close it, which restores the knobs."""
+``host:<name>``, and the machine plugin; SIGTERM, SIGINT and SIGHUP close it, which restores the knobs.
+
+It runs as root and Dask runs whatever a connected peer sends, so it serves only a ``tls://`` scheduler with
+the lab's certificates (``--certs DIR``, see ``certs``): every connection, to the scheduler and to the worker's
+own port, is mutual TLS with the lab's CA. A plain ``tcp://`` scheduler is refused unless the user accepts, by
+a flag that says so, that anyone who reaches it runs code here."""
 
 from __future__ import annotations
 
@@ -11,11 +16,32 @@ import sys
 import click
 
 from ..errors import HugebenchError
-from ..experiment.cluster import RESOURCE, host_resource, safe_host
+from ..experiment.cluster import (
+    RESOURCE,
+    ClusterValueError,
+    host_resource,
+    safe_host,
+    scheduler_address,
+)
 
 
 @click.command("worker")
 @click.argument("scheduler")
+@click.option(
+    "--certs",
+    envvar="HUGEBENCH_CERTS",
+    default=None,
+    metavar="DIR",
+    help="the lab's certificates (`hugebench cluster certs DIR`: ca.pem, worker.pem, worker-key.pem) "
+    "for a tls:// scheduler",
+)
+@click.option(
+    "--insecure-accept-any-client",
+    "insecure",
+    is_flag=True,
+    help="serve a plain tcp:// scheduler, which authenticates nobody: anyone who reaches it runs code "
+    "as root on this machine",
+)
 @click.option(
     "--host-name",
     envvar="HUGEBENCH_HOST_NAME",
@@ -46,14 +72,26 @@ from ..experiment.cluster import RESOURCE, host_resource, safe_host
     default=None,
     help="exit when the scheduler has been unreachable this long (default: keep trying)",
 )
-def worker(scheduler, host_name, sys_root, proc_root, journal, lock, idle_restore, death_timeout):
-    """Serve this machine to the Dask scheduler at SCHEDULER (tcp://HOST:8786) for cluster sweeps."""
+def worker(
+    scheduler,
+    certs,
+    insecure,
+    host_name,
+    sys_root,
+    proc_root,
+    journal,
+    lock,
+    idle_restore,
+    death_timeout,
+):
+    """Serve this machine to the Dask scheduler at SCHEDULER (tls://HOST:8786) for cluster sweeps."""
     try:
         from .machine import MachinePlugin
     except ImportError:
         raise click.ClickException(
             "hugebench worker needs Dask: pip install 'hugebench[cluster]'"
         ) from None
+    security = worker_security(scheduler, certs, insecure)
     host = safe_host(host_name or socket.gethostname())
     plugin = MachinePlugin(
         host,
@@ -64,16 +102,56 @@ def worker(scheduler, host_name, sys_root, proc_root, journal, lock, idle_restor
         python=sys.executable,
         idle_s=idle_restore,
     )
-    asyncio.run(serve(scheduler, host, plugin, death_timeout))
+    asyncio.run(serve(scheduler, host, plugin, death_timeout, security))
 
 
-async def serve(scheduler: str, host: str, plugin, death_timeout: float | None) -> None:
+def worker_security(scheduler: str, certs: str | None, insecure: bool):
+    """The worker's Dask ``Security`` (None: Dask's default, plain tcp://, accepted by ``insecure``); a
+    clean refusal of a bad address, a tcp:// scheduler not accepted, or certificates that do not load."""
+    try:
+        scheme = scheduler_address(scheduler, "SCHEDULER")
+    except ClusterValueError as exc:
+        raise click.BadParameter(exc.message, param_hint="SCHEDULER") from None
+    if scheme == "tls":
+        if certs is None:
+            raise click.UsageError(
+                "a tls:// scheduler needs the lab's certificates: --certs DIR (made by "
+                "`hugebench cluster certs DIR`)"
+            )
+        from .certs import security
+
+        return security(certs, "worker")
+    if certs is not None:
+        raise click.UsageError(
+            f"--certs is for a tls:// scheduler; {scheduler} is plain tcp://: start the scheduler with "
+            "the certificates and give tls://HOST:PORT"
+        )
+    if not insecure:
+        raise click.UsageError(
+            f"refusing to serve {scheduler}: Dask's tcp:// authenticates nobody, and anyone who reaches "
+            "the scheduler would run code as root on this machine. Make the lab's certificates with "
+            "`hugebench cluster certs DIR`, start the scheduler with them and run `hugebench worker "
+            "tls://HOST:PORT --certs DIR` (docs: cluster); or, on a network you trust, accept the risk "
+            "with --insecure-accept-any-client"
+        )
+    click.echo(
+        f"hugebench worker: WARNING: serving {scheduler} without authentication "
+        "(--insecure-accept-any-client): anyone who reaches it runs code as root on this machine",
+        err=True,
+    )
+    return None
+
+
+async def serve(
+    scheduler: str, host: str, plugin, death_timeout: float | None, security=None
+) -> None:
     """Run the worker until it is closed (by the scheduler, a signal, or a lost scheduler)."""
     from distributed import Worker
 
-    await claim_first(scheduler, host, plugin)
+    await claim_first(scheduler, host, plugin, security)
     worker = Worker(
         scheduler,
+        security=security,
         name=host,
         nthreads=1,
         resources={RESOURCE: 1, host_resource(host): 1},
@@ -92,7 +170,7 @@ async def serve(scheduler: str, host: str, plugin, death_timeout: float | None) 
     await worker.finished()
 
 
-async def claim_first(scheduler: str, host: str, plugin) -> None:
+async def claim_first(scheduler: str, host: str, plugin, security=None) -> None:
     """Claim the machine before a Dask worker exists: a refusal is then this one message, not a worker that
     fails to start (Dask logs that with a traceback). An unreachable scheduler: the worker waits for it as
     always, and its plugin claims once it is there."""
@@ -101,7 +179,8 @@ async def claim_first(scheduler: str, host: str, plugin) -> None:
     from .claims import claim, refusal
 
     try:
-        async with rpc(scheduler, timeout=10) as scheduler_rpc:
+        args = security.get_connection_args("worker") if security is not None else {}
+        async with rpc(scheduler, timeout=10, connection_args=args) as scheduler_rpc:
             answer = await claim(scheduler_rpc, host, plugin.token, resource=host_resource(host))
     except OSError:
         return

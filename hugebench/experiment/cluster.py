@@ -3,8 +3,10 @@
 No Dask here: a file with a ``cluster:`` block is checked (and planned) on a machine without Dask too.
 
     cluster:
-      scheduler: tcp://lab1:8786     # a running scheduler (`dask scheduler` + `hugebench worker` per machine)
+      scheduler: tls://lab1:8786     # a running scheduler (`dask scheduler` + `hugebench worker` per machine)
       # ssh: [lab1, lab2, lab3]      # or: start one with distributed's SSHCluster (the first also schedules)
+      certs: /etc/hugebench/certs    # the lab's certificates (`hugebench cluster certs DIR`): mutual TLS
+      # insecure_accept_any_client: true   # tcp:// or ssh without certs: anyone reaching it runs code
       machines: each                 # each: every cell on every machine | spread: blocks over identical ones
       workers: 2                     # wait until this many machines have joined (default 1)
       wait: 120                      # ... for at most this many seconds (default 60)
@@ -20,7 +22,8 @@ from ..errors import SpecError
 
 MODES = ("each", "spread")
 KEYS = {
-    "scheduler": "address of a running Dask scheduler, tcp://HOST:PORT",
+    "scheduler": "address of a running Dask scheduler, tls://HOST:PORT (tcp:// only with "
+    "insecure_accept_any_client)",
     "ssh": "list of machines to start a Dask cluster on with SSHCluster (the first also runs the scheduler)",
     "machines": "each (every cell on every machine; host becomes an axis) | spread (repetition blocks over "
     "identical machines)",
@@ -28,7 +31,18 @@ KEYS = {
     "wait": "seconds to wait for them (default 60)",
     "lost_after": "seconds a machine may be without a worker mid-sweep before it is lost: its block goes to "
     "another machine (spread) or its runs fail as lost (each) (default 300)",
+    "certs": "directory of the lab's certificates (`hugebench cluster certs DIR`): ca.pem, client.pem, "
+    "client-key.pem (and, with ssh, the scheduler's and workers' at the same path on their machines)",
+    "insecure_accept_any_client": "true: use tcp:// (or ssh without certs), where anyone who reaches the "
+    "scheduler runs code as root on the workers (default false)",
 }
+# Refused unless the user accepts it by name: Dask's tcp:// authenticates nobody.
+INSECURE = (
+    "Dask's tcp:// authenticates nobody: anyone who reaches the scheduler runs code as root on every "
+    "worker. Make the lab's certificates with `hugebench cluster certs DIR`, start the scheduler with them "
+    "and use tls://HOST:PORT with certs: DIR (--certs DIR), or accept the risk on a network you trust with "
+    "insecure_accept_any_client: true (--insecure-accept-any-client)"
+)
 # One refusal, by the file's check (spec) and by a sweep whose --machines flag makes it so (client).
 ADAPTIVE_ON_EACH = (
     "repetitions: auto needs machines: spread on a cluster (with machines: each, every machine "
@@ -43,8 +57,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _USER = r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*@)?"
 _NAME = r"(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?"
 _HOSTNAME = rf"(?:{_NAME}|\[[0-9A-Fa-f:.]+\])"
-_HOST = re.compile(rf"^{_USER}{_HOSTNAME}(?::\d{{1,5}})?$")
-_ADDRESS = re.compile(rf"^(tcp|tls|ucx|ws|wss)://{_HOSTNAME}:\d{{1,5}}$")
+_HOST = re.compile(rf"^{_USER}{_HOSTNAME}(?::(?P<port>\d{{1,5}}))?$")
+_ADDRESS = re.compile(rf"^(?P<scheme>tcp|tls)://{_HOSTNAME}:(?P<port>\d{{1,5}})$")
 
 
 def host_resource(host: str) -> str:
@@ -58,7 +72,8 @@ def safe_host(name: str) -> str:
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    """A validated cluster: exactly one of ``scheduler`` and ``ssh``."""
+    """A validated cluster: exactly one of ``scheduler`` and ``ssh``; ``certs`` (the lab's certificates) or,
+    accepted by name, ``insecure`` (tcp://, anyone who reaches the scheduler runs code on the workers)."""
 
     scheduler: str | None = None
     ssh: tuple[str, ...] = ()
@@ -66,6 +81,8 @@ class ClusterConfig:
     workers: int = 1
     wait: float = 60.0
     lost_after: float = 300.0
+    certs: str | None = None
+    insecure: bool = False
 
     def describe(self) -> str:
         return self.scheduler or f"ssh://{','.join(self.ssh)}"
@@ -77,63 +94,53 @@ def parse_block(block, where) -> dict:
         return {}
     if not isinstance(block, dict):
         raise where.error(
-            ("cluster",), "must be a mapping, e.g. {scheduler: tcp://lab1:8786, machines: each}"
+            ("cluster",), "must be a mapping, e.g. {scheduler: tls://lab1:8786, certs: DIR}"
         )
     for key in block:
         if key not in KEYS:
             raise where.error(("cluster", key), f"unknown key; allowed: {', '.join(KEYS)}")
     try:
-        config = from_values(
-            block.get("scheduler"),
-            block.get("ssh"),
-            block.get("machines"),
-            block.get("workers"),
-            block.get("wait"),
-            block.get("lost_after"),
-        )
-    except _KeyError as exc:
+        config = from_values(**{key: block.get(key) for key in KEYS})
+    except ClusterValueError as exc:
         raise where.error(("cluster", exc.key), exc.message) from None
     return {**block, "machines": config.machines}
 
 
-class _KeyError(Exception):
+class ClusterValueError(Exception):
+    """A bad value of the cluster key ``key``; the caller names where it came from (file line, option)."""
+
     def __init__(self, key: str, message: str):
         self.key, self.message = key, message
 
 
 def from_values(
-    scheduler=None, ssh=None, machines=None, workers=None, wait=None, lost_after=None
+    scheduler=None,
+    ssh=None,
+    machines=None,
+    workers=None,
+    wait=None,
+    lost_after=None,
+    certs=None,
+    insecure_accept_any_client=None,
 ) -> ClusterConfig:
     """A ClusterConfig from plain values (the YAML block, or the CLI flags over it)."""
     if (scheduler is None) == (ssh is None):
-        raise _KeyError(
+        raise ClusterValueError(
             "scheduler" if scheduler is not None else "machines",
-            "give exactly one of scheduler (tcp://HOST:PORT) and ssh (a list of machines)",
+            "give exactly one of scheduler (tls://HOST:PORT) and ssh (a list of machines)",
         )
-    if scheduler is not None and (not isinstance(scheduler, str) or not _ADDRESS.match(scheduler)):
-        raise _KeyError("scheduler", f"must be an address like tcp://lab1:8786, got {scheduler!r}")
-    if ssh is not None and (
-        not isinstance(ssh, list)
-        or not ssh
-        or not all(isinstance(h, str) and _HOST.match(h) for h in ssh)
-    ):
-        bad = (
-            next((h for h in ssh if not (isinstance(h, str) and _HOST.match(h))), ssh)
-            if isinstance(ssh, list) and ssh
-            else ssh
-        )
-        raise _KeyError(
-            "ssh",
-            f"must be a non-empty list of host names or addresses ([user@]host[:port], not "
-            f"starting with '-'), got {str(bad)[:80]!r}",
-        )
+    if scheduler is not None:
+        scheduler_address(scheduler)
+    if ssh is not None:
+        _check_ssh(ssh)
     machines = "each" if machines is None else machines
     if machines not in MODES:
-        raise _KeyError("machines", f"must be one of {', '.join(MODES)}; got {machines!r}")
+        raise ClusterValueError("machines", f"must be one of {', '.join(MODES)}; got {machines!r}")
     workers = 1 if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 10_000:
-        raise _KeyError("workers", f"must be an integer from 1 to 10000, got {workers!r}")
+        raise ClusterValueError("workers", f"must be an integer from 1 to 10000, got {workers!r}")
     wait = _seconds("wait", wait, 60.0)
+    insecure = _insecure(scheduler, certs, insecure_accept_any_client)
     return ClusterConfig(
         scheduler,
         tuple(ssh or ()),
@@ -141,7 +148,68 @@ def from_values(
         workers,
         wait,
         _seconds("lost_after", lost_after, 300.0),
+        certs,
+        insecure,
     )
+
+
+def scheduler_address(address, key: str = "scheduler") -> str:
+    """``address`` checked: tcp:// or tls://, a host name or address, a port from 1 to 65535 (0 would mean
+    "any free port", which a scheduler listens on but nobody can name); -> its scheme."""
+    match = _ADDRESS.match(address) if isinstance(address, str) else None
+    if not match:
+        raise ClusterValueError(
+            key, f"must be an address like tls://lab1:8786, got {str(address)[:80]!r}"
+        )
+    _port(key, match["port"], address)
+    return match["scheme"]
+
+
+def _port(key: str, port: str | None, where: str) -> None:
+    if port is not None and not 1 <= int(port) <= 65535:
+        raise ClusterValueError(
+            key, f"port {int(port)} in {where[:80]!r} is out of range: give 1 to 65535"
+        )
+
+
+def _check_ssh(ssh) -> None:
+    if not isinstance(ssh, list) or not ssh:
+        raise ClusterValueError(
+            "ssh", f"must be a non-empty list of host names, got {str(ssh)[:80]!r}"
+        )
+    for host in ssh:
+        match = _HOST.match(host) if isinstance(host, str) else None
+        if not match:
+            raise ClusterValueError(
+                "ssh",
+                f"must be a non-empty list of host names or addresses ([user@]host[:port], not "
+                f"starting with '-'), got {str(host)[:80]!r}",
+            )
+        _port("ssh", match["port"], host)
+
+
+def _insecure(scheduler, certs, accepted) -> bool:
+    """Whether the user accepted an unauthenticated cluster; refuse one they did not accept."""
+    if accepted is not None and not isinstance(accepted, bool):
+        raise ClusterValueError(
+            "insecure_accept_any_client", f"must be true or false, got {accepted!r}"
+        )
+    if certs is not None and (not isinstance(certs, str) or not certs):
+        raise ClusterValueError("certs", f"must be a directory path, got {certs!r}")
+    tcp = scheduler is not None and scheduler.startswith("tcp://")
+    if certs is not None and tcp:
+        raise ClusterValueError(
+            "scheduler", f"{scheduler} is plain tcp://; with certs the scheduler is tls://HOST:PORT"
+        )
+    if certs is None and not accepted:
+        if tcp or scheduler is None:
+            raise ClusterValueError("scheduler" if tcp else "ssh", INSECURE)
+        raise ClusterValueError(
+            "certs",
+            "a tls:// scheduler needs the lab's certificates: give certs: DIR (--certs DIR), made by "
+            "`hugebench cluster certs DIR`",
+        )
+    return bool(accepted) and certs is None
 
 
 def _seconds(key: str, value, default: float) -> float:
@@ -151,14 +219,33 @@ def _seconds(key: str, value, default: float) -> float:
         or not isinstance(value, (int, float))
         or not 0 < value <= 7 * 24 * 3600
     ):
-        raise _KeyError(key, f"must be a number of seconds > 0, got {value!r}")
+        raise ClusterValueError(key, f"must be a number of seconds > 0, got {value!r}")
     return float(value)
 
 
-def resolve(block: dict, flag: str | None, machines: str | None, workers: int | None, source: str):
-    """The cluster to run on: ``--cluster`` (tcp://HOST:PORT or ssh://h1,h2) and ``--machines``/``--workers``
-    beat the file's block; None when neither names one (a local sweep)."""
+_FLAGS = {  # the option that gives a key's value
+    "scheduler": "--cluster",
+    "ssh": "--cluster",
+    "certs": "--certs",
+    "machines": "--machines",
+    "workers": "--workers",
+}
+
+
+def resolve(
+    block: dict,
+    flag: str | None,
+    machines: str | None,
+    workers: int | None,
+    source: str,
+    certs: str | None = None,
+    insecure: bool = False,
+):
+    """The cluster to run on: ``--cluster`` (tls://HOST:PORT or ssh://h1,h2), ``--certs``,
+    ``--insecure-accept-any-client``, ``--machines`` and ``--workers`` beat the file's block; None when
+    neither names one (a local sweep)."""
     values = dict(block or {})
+    given = {"machines": machines, "workers": workers, "certs": certs}
     if flag:
         values.pop("scheduler", None)
         values.pop("ssh", None)
@@ -166,25 +253,22 @@ def resolve(block: dict, flag: str | None, machines: str | None, workers: int | 
             values["ssh"] = [h for h in flag.removeprefix("ssh://").split(",") if h]
         else:
             values["scheduler"] = flag
-    if machines:
-        values["machines"] = machines
-    if workers:
-        values["workers"] = workers
+    values.update({key: value for key, value in given.items() if value})
+    if insecure:
+        values["insecure_accept_any_client"] = True
     if "scheduler" not in values and "ssh" not in values:
-        if machines or workers:
+        if machines or workers or certs or insecure:
             raise SpecError(
-                f"{source}: --machines/--workers need a cluster: give --cluster tcp://HOST:PORT "
-                "or a cluster: block in the file"
+                f"{source}: --machines/--workers/--certs/--insecure-accept-any-client need a cluster: "
+                "give --cluster tls://HOST:PORT or a cluster: block in the file"
             )
         return None
     try:
-        return from_values(
-            values.get("scheduler"),
-            values.get("ssh"),
-            values.get("machines"),
-            values.get("workers"),
-            values.get("wait"),
-            values.get("lost_after"),
-        )
-    except _KeyError as exc:
-        raise SpecError(f"{source}: cluster {exc.key}: {exc.message}") from None
+        return from_values(**{key: values.get(key) for key in KEYS})
+    except ClusterValueError as exc:
+        typed = {"--cluster": flag, "--certs": certs, "--machines": machines, "--workers": workers}
+        option = _FLAGS.get(exc.key)
+        if exc.key == "certs" and flag and not block:
+            option = "--cluster"  # a tls:// address typed without --certs
+        where = option if typed.get(option) else f"cluster {exc.key}"
+        raise SpecError(f"{source}: {where}: {exc.message}") from None

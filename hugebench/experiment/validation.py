@@ -54,7 +54,7 @@ _TOP_KEYS = {
     "order": "interleaved (default: blocks of one run per cell, shuffled) | grouped (fewest knob flips)",
     "condition_memory": "before each run: {compact: bool, drop_caches: bool} or false",
     "expected": "published numbers this experiment reproduces: {source: TEXT, metric: COLUMN, claims: [...]}",
-    "cluster": "run on several machines: {scheduler: tcp://HOST:8786 or ssh: [h1, h2], machines: each|spread}",
+    "cluster": "run on several machines: {scheduler: tls://HOST:8786 or ssh: [h1, h2], certs: DIR, machines: each|spread}",
 }
 _AUTO_KEYS = {
     "min": "blocks always run (int >= 3; default 6, the fewest for a 95% verdict)",

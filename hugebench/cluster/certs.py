@@ -1,0 +1,261 @@
+"""The lab's certificates: a cluster sweep's Dask connections authenticated and encrypted with mutual TLS.
+
+Dask's protocol runs whatever a connected peer sends (``Client.run(os.system, ...)``), and a hugebench worker
+runs as root, so a worker only serves a scheduler it reaches over ``tls://`` with these certificates: a CA of
+the lab's own and a certificate + key per role (scheduler, worker, client), each signed by it. Dask then
+refuses any peer, in either direction, that holds no certificate signed by that CA
+(``distributed.security.Security`` with ``require_encryption``; its contexts require the peer's
+certificate). Whoever holds a role's key can run code on the workers: the keys are written 0600.
+
+- ``make``: ``hugebench cluster certs DIR`` writes the CA and the three pairs (``cryptography``) into a
+  directory it creates (or an empty one its user owns), every file created anew, never through a link;
+- ``security``: the ``Security`` a role uses, from such a directory, refusing a key others can read;
+- ``dask_config``: the same as Dask configuration (paths only), for processes Dask starts over ssh.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import stat
+from pathlib import Path
+
+import click
+
+from ..errors import HugebenchError
+
+ROLES = ("scheduler", "worker", "client")
+CA, CA_KEY = "ca.pem", "ca-key.pem"
+DEFAULT_DAYS = 825
+
+
+def cert_name(role: str) -> str:
+    return f"{role}.pem"
+
+
+def key_name(role: str) -> str:
+    return f"{role}-key.pem"
+
+
+# -- making them ----------------------------------------------------------------------------------------
+
+
+def make(directory, days: int = DEFAULT_DAYS) -> list[Path]:
+    """Write a new CA and a certificate + key for each role into ``directory``; return the files written."""
+    files = _pems(days)
+    fd = _open_new_dir(Path(directory))
+    try:
+        taken = [name for name in files if _exists(name, fd)]
+        if taken:
+            raise HugebenchError(
+                f"{directory} already holds {', '.join(taken)}; certificates are never overwritten: "
+                "give an empty or new directory"
+            )
+        for name, (data, mode) in files.items():
+            _create(fd, name, data, mode, directory)
+    finally:
+        os.close(fd)
+    return [Path(directory) / name for name in files]
+
+
+def _pems(days: int) -> dict[str, tuple[bytes, int]]:
+    """{file name: (PEM bytes, mode)}: the CA, then each role's certificate and key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    def key_pem(key) -> bytes:
+        return key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = name("hugebench lab CA")
+
+    def signed(subject, public_key, ca: bool):
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(ca_name)
+            .public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=days))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), True)
+        )
+        if not ca:
+            usages = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+            builder = builder.add_extension(x509.ExtendedKeyUsage(usages), False)
+        return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+    files = {
+        CA: (signed(ca_name, ca_key.public_key(), True), 0o644),
+        CA_KEY: (key_pem(ca_key), 0o600),
+    }
+    for role in ROLES:
+        key = ec.generate_private_key(ec.SECP256R1())
+        files[cert_name(role)] = (signed(name(f"hugebench {role}"), key.public_key(), False), 0o644)
+        files[key_name(role)] = (key_pem(key), 0o600)
+    return files
+
+
+def _open_new_dir(path: Path) -> int:
+    """A descriptor of ``path``: created 0700, or an existing directory (not a link) this user owns that
+    nobody else may write to."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise HugebenchError(f"cannot create {path}: {exc.strerror}") from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise HugebenchError(
+            f"{path} is not a directory of this user's ({exc.strerror}); a link there is never followed"
+        ) from None
+    info = os.fstat(fd)
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        os.close(fd)
+        raise HugebenchError(
+            f"{path} is owned by uid {info.st_uid} or writable by others (mode "
+            f"{stat.filemode(info.st_mode)}); the keys go only into a directory of your own"
+        )
+    return fd
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _create(dir_fd: int, name: str, data: bytes, mode: int, directory) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        raise HugebenchError(f"cannot create {directory}/{name}: {exc.strerror}") from None
+    with os.fdopen(fd, "wb") as handle:
+        os.fchmod(handle.fileno(), mode)  # whatever the umask
+        handle.write(data)
+
+
+# -- using them -------------------------------------------------------------------------------------------
+
+
+def paths(directory, role: str) -> tuple[Path, Path, Path]:
+    """(CA certificate, this role's certificate, its key), each checked: present, a regular file, and the
+    key readable by its owner only."""
+    directory = Path(directory)
+    ca, cert, key = directory / CA, directory / cert_name(role), directory / key_name(role)
+    for path in (ca, cert, key):
+        try:
+            info = path.stat()
+        except OSError as exc:
+            raise HugebenchError(
+                f"{path}: {exc.strerror}; make the lab's certificates with `hugebench cluster certs "
+                f"DIR` and copy ca.pem, {cert.name} and {key.name} to this machine"
+            ) from None
+        if not stat.S_ISREG(info.st_mode):
+            raise HugebenchError(f"{path} is not a regular file")
+    if key.stat().st_mode & 0o077:
+        raise HugebenchError(
+            f"{key} can be read by others (mode {stat.filemode(key.stat().st_mode)}): whoever reads it "
+            f"can run code on the lab's workers; `chmod 600 {key}`"
+        )
+    return ca, cert, key
+
+
+def security(directory, *roles: str):
+    """Dask's ``Security`` for ``roles`` (one or more of scheduler, worker, client) from the certificates in
+    ``directory``: TLS required, the peer's certificate required and checked against the lab's CA. Checked
+    here (the files load), not at the first connection. Several roles: for what starts a scheduler and
+    workers itself (dask-jobqueue's ``SLURMCluster(security=...)``)."""
+    import ssl
+
+    from distributed.security import Security
+
+    files = {role: paths(directory, role) for role in roles}
+    sec = Security(
+        require_encryption=True,
+        tls_ca_file=str(Path(directory) / CA),
+        **{f"tls_{r}_cert": str(cert) for r, (_, cert, _) in files.items()},
+        **{f"tls_{r}_key": str(key) for r, (_, _, key) in files.items()},
+    )
+    for role in roles:
+        try:
+            sec.get_connection_args(role)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            raise HugebenchError(
+                f"the certificates in {directory} do not load for the {role}: {exc}"
+            ) from None
+    return sec
+
+
+def dask_config(directory) -> dict:
+    """Dask configuration naming every role's files in ``directory`` (paths, never the keys themselves):
+    SSHCluster hands the client's configuration to the scheduler and workers it starts, so each finds its
+    certificate at the same path on its own machine."""
+    directory = Path(directory).resolve()
+    config = {
+        "distributed.comm.require-encryption": True,
+        "distributed.comm.default-scheme": "tls",
+        "distributed.comm.tls.ca-file": str(directory / CA),
+    }
+    for role in ROLES:
+        config[f"distributed.comm.tls.{role}.cert"] = str(directory / cert_name(role))
+        config[f"distributed.comm.tls.{role}.key"] = str(directory / key_name(role))
+    return config
+
+
+# -- the command --------------------------------------------------------------------------------------------
+
+
+@click.group("cluster")
+def cluster():
+    """The lab's cluster: certificates for its scheduler, workers and clients."""
+
+
+@cluster.command("certs")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--days",
+    type=click.IntRange(1, 36500),
+    default=DEFAULT_DAYS,
+    show_default=True,
+    help="how long the certificates are valid",
+)
+def certs(directory, days):
+    """Make the lab's CA and a certificate + key for the scheduler, the workers and the client in DIRECTORY
+    (created 0700; keys 0600; nothing is overwritten)."""
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "making certificates needs cryptography: pip install 'hugebench[cluster]'"
+        ) from None
+    made = make(directory, days)
+    click.echo(f"wrote {len(made)} files to {directory}:")
+    for path in made:
+        click.echo(f"  {path}")
+    d = directory
+    click.echo(
+        f"scheduler machine: {d}/ca.pem, scheduler.pem, scheduler-key.pem -> dask scheduler "
+        f"--tls-ca-file {d}/ca.pem --tls-cert {d}/scheduler.pem --tls-key {d}/scheduler-key.pem\n"
+        f"each worker machine: ca.pem, worker.pem, worker-key.pem -> sudo hugebench worker "
+        f"tls://SCHEDULER:8786 --certs {d}\n"
+        f"where sweeps start: ca.pem, client.pem, client-key.pem -> hugebench sweep FILE --cluster "
+        f"tls://SCHEDULER:8786 --certs {d}\n"
+        f"keep {d}/ca-key.pem off the lab's machines: whoever has it can make certificates the "
+        "workers accept"
+    )
