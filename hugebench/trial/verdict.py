@@ -14,7 +14,7 @@ import pandas as pd
 from .. import allocators as alloc_mod
 from .. import stability, stats
 from ..measure.phases import COVERAGE_EXPECTED
-from . import sequential
+from . import modes, sequential
 from .matrix import describe, uses_huge_pages
 from .schedule import CPU_COLUMN, _resolved, better_ratio, paired_cs, with_cpu
 
@@ -66,6 +66,10 @@ def configuration(
     steady = stability.cell_stability(frame, metric)  # the one rule of every verdict (stability)
     base_steady = stability.cell_stability(base, metric)
     ratio = paired_cs(frame, base, metric, alpha) if len(ok) else None
+    split = modes.describe(ok, metric)  # two modes: the column that splits, not a guess about load
+    unstable = steady.why if steady.unstable else None
+    if unstable and split:
+        unstable = unstable.rsplit("; ", 1)[0] + "; " + split
     out = {
         "cell": dict(cell),
         "runs": int(len(ok)),
@@ -73,7 +77,8 @@ def configuration(
         "median": _median(ok, metric),
         "ratio": _ratio_dict(ratio, steady, base_steady) if ratio is not None else None,
         "equivalent": bool(stability.equivalent(ratio, steady, base_steady)),
-        "unstable": steady.why if steady.unstable else None,
+        "unstable": unstable,
+        "modes": split,
         **memory_ratios(frame, base, ok),
         "hp_coverage": _median(ok, "hp_coverage"),
         "allocator_proof": _proof(ok),
@@ -300,6 +305,11 @@ def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) 
     out += _unstable_caveats(
         [c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("unstable")]
     )
+    out += [
+        f"two modes: '{c['name']}': {c['modes']}"
+        for c in (verdict["baseline"], best)
+        if c and c.get("modes") and not c.get("unstable")
+    ]
     if not verdict["resolved"] and not verdict["no_difference"] and best:
         out.append(_unresolved(verdict))
     left = (
