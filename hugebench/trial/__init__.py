@@ -4,7 +4,9 @@ machine, as a recommendation, within a time budget.
 What belongs here: the steps of a try (refuse what cannot work, plan the matrix, write the experiment file,
 run it through the ordinary load -> plan -> sweep path with the budget's schedule, build the verdict).
 :mod:`.matrix` says what can run here and writes the file, :mod:`.schedule` spends the budget,
-:mod:`.verdict` turns the rows into the answer, :mod:`.render` prints it. The CLI (hugebench/cli_try.py)
+:mod:`.verdict` turns the rows into the answer, :mod:`.render` prints it; :mod:`.sequential` is the interval
+both rest on (valid under selection and optional stopping), :mod:`.modes` finds runs that split in two,
+:mod:`.runs` holds the small readers of rows they share. The CLI (hugebench/cli_try.py)
 only parses options and prints.
 """
 
@@ -20,7 +22,8 @@ from pathlib import Path
 from ..errors import HugebenchError, SpecError
 from . import matrix as matrix_mod
 from .matrix import Request
-from .schedule import CPU_COLUMN, MIN_BLOCKS, BudgetTooSmall, Schedule, _resolved
+from .runs import CPU_COLUMN
+from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule, _resolved
 
 MIN_BUDGET_S = (
     10.0  # below this not even two configurations' first blocks of the shortest program fit

@@ -1,7 +1,7 @@
 """How ``hugebench try`` spends its budget: which runs of the experiment's plan it makes, in what order, and
 when it stops. Every run is one the plan names (same ids as ``hugebench sweep`` of the file would make).
 
-1. One run of as-is (block 0) tells how long a run takes. If fewer than two configurations x
+1. One run of as-is (block 0) tells how long a run takes and how much memory it uses. If fewer than two configurations x
    :data:`MIN_BLOCKS` runs fit in what is left of the budget, try refuses (:class:`BudgetTooSmall`). The
    configurations likely to win go first (:func:`likely_first`: those asking for huge pages when as-is's
    memory is well beyond the 4 KiB TLB's reach); if not every configuration fits beside the confirmation's
@@ -27,7 +27,6 @@ when every group has its answer.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ import numpy as np
 from .. import stability, stats
 from ..errors import HugebenchError
 from . import sequential
+from .runs import CPU_COLUMN, likely_first, memory_of, window, with_cpu
 
 MIN_BLOCKS = 3  # runs of every kept configuration before any is dropped
 RESOLVE_BLOCKS = stats.min_runs_for(
@@ -45,12 +45,6 @@ RESOLVE_BLOCKS = stats.min_runs_for(
 CONFIRM_PAIRS = 10  # fresh pairs the selection leaves room for (7 all one way resolve at 95 %)
 MAX_BLOCKS = 200  # a sanity bound: far beyond any budget's worth of a short program
 END_RESERVE_S = 4.0  # the verdict, the report and the store's last writes, inside the budget
-CPU_COLUMN = (
-    "tree_cpu_s"  # --metric cpu: user + system CPU of the program's process tree (its rusage)
-)
-HUGE_FIRST_BYTES = (
-    32 << 20
-)  # as-is's memory beyond which huge-page settings are tried first (see likely_first)
 NO_DIFFERENCE = (
     "no difference worth deploying: every configuration left is within the smallest effect of as-is"
 )
@@ -106,27 +100,6 @@ class Progress:
 
     def left_s(self) -> float:
         return self.budget_s - (time.monotonic() - self.started) - END_RESERVE_S
-
-
-def with_cpu(rows: list) -> list:
-    """The rows with :data:`CPU_COLUMN` (``utime_s + stime_s``: the program's rusage, which counts every
-    descendant it waited for) where both are numbers."""
-    out = []
-    for row in rows:
-        u, s = row.get("utime_s"), row.get("stime_s")
-        ok = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (u, s))
-        out.append({**row, CPU_COLUMN: u + s} if ok else row)
-    return out
-
-
-def window(rows: list, first: int = 0, end: int | None = None) -> list:
-    """The rows of blocks ``first <= repetition < end``: the selection's, or the confirmation's fresh pairs."""
-    out = []
-    for row in rows:
-        rep = row.get("repetition")
-        if isinstance(rep, (int, float)) and rep >= first and (end is None or rep < end):
-            out.append(row)
-    return out
 
 
 def no_difference(
@@ -216,18 +189,6 @@ def leader(
         ):
             best, best_ratio = cell, ratio
     return best, best_ratio
-
-
-def likely_first(order: list[str], huge: set, base_bytes: float | None, leading: int = 1) -> list:
-    """The keep order with the configurations likely to win first: when as-is's memory (its process tree's
-    peak RSS) is beyond :data:`HUGE_FIRST_BYTES` (over five times the reach of a 1536-entry second-level TLB
-    of 4 KiB pages, 6 MiB), those asking for huge pages (``huge``) go before those that do not, each kind in
-    the matrix's order (one change from as-is first, per-process before machine-wide). The ``leading`` cells
-    (every group's as-is) stay first; a configuration's memory states stay together."""
-    if not base_bytes or base_bytes < HUGE_FIRST_BYTES:
-        return list(order)
-    rest = order[leading:]
-    return order[:leading] + [c for c in rest if c in huge] + [c for c in rest if c not in huge]
 
 
 class Schedule:
@@ -367,7 +328,7 @@ class Schedule:
         least = 2 * groups  # as-is and one configuration in every group
         if fit < least * MIN_BLOCKS:
             raise BudgetTooSmall(self._too_small(fit, least))
-        order = likely_first(self.order, self.huge, _memory(rows, self.groups[0]), groups)
+        order = likely_first(self.order, self.huge, memory_of(rows, self.groups[0]), groups)
         extra = least * (RESOLVE_BLOCKS - MIN_BLOCKS) + CONFIRM_PAIRS * least
         keep = max(least, min(len(order), (fit - extra) // MIN_BLOCKS))
         keep -= keep % groups  # whole configurations: every memory state of each (kept together)
@@ -449,14 +410,3 @@ class Schedule:
             state.answered[base] = "the leader's ratio to as-is is resolved"
         elif no_difference(rows, members, base, self.metric, alpha):
             state.answered[base] = NO_DIFFERENCE
-
-
-def _memory(rows: list, base: str) -> float | None:
-    """As-is's memory from its first runs: the process tree's peak RSS (or the largest process's)."""
-    for column in ("tree_peak_rss_bytes", "peak_rss_bytes"):
-        values = stats.finite(
-            [r.get(column) for r in rows if r.get("cell_id") == base and r.get("status") == "ok"]
-        )
-        if values.size:
-            return float(np.median(values))
-    return None

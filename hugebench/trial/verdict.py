@@ -16,7 +16,8 @@ from .. import stability, stats
 from ..measure.phases import COVERAGE_EXPECTED
 from . import modes, sequential
 from .matrix import describe, uses_huge_pages
-from .schedule import CPU_COLUMN, _resolved, better_ratio, paired_cs, with_cpu
+from .runs import CPU_COLUMN, with_cpu
+from .schedule import _resolved, better_ratio, paired_cs
 
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
 TREE_RSS = "tree_peak_rss_bytes"
