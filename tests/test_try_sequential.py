@@ -148,3 +148,28 @@ def test_the_winner_reports_its_confirmations_ratio_not_the_flattered_selections
     out = text(verdict, [])
     assert f"{fresh_ratio:.3f}x as-is" in out.splitlines()[0] or f"{fresh_ratio:.2f}" in out
     assert "in the selection (chosen as the best, so flattered): 0.800x" in out
+
+
+def test_a_cut_names_what_it_left_out_and_the_budget_that_covers_it_likely_winners_first():
+    import time
+
+    from hugebench.trial import _cut_lines
+    from hugebench.trial.runs import likely_first
+
+    order = ["base", "never", "hugetlb", "always"]
+    huge = {"hugetlb", "always"}
+    assert likely_first(order, huge, 256 << 20) == ["base", "hugetlb", "always", "never"]
+    assert likely_first(order, huge, 4 << 20) == order  # a small program: the matrix's order
+    sched = schedule_mod.Schedule(
+        order, "base", "window_s", "lower", 4 + 30.0, time.monotonic(), huge=huge
+    )
+    sched.state.run_s = 1.0
+    rows = [{"cell_id": "base", "status": "ok", "window_s": 1.0, "tree_peak_rss_bytes": 300e6}]
+    sched._cut(rows)  # 30 runs, 20 of them the confirmation's reserve: the least is kept
+    state = sched.state
+    assert state.kept == ["base", "hugetlb"] and state.cut == ["always", "never"]
+    assert state.alphas == {"base": 0.05}  # one configuration kept: nothing to share
+    names = {c: c for c in order}
+    (line,) = _cut_lines(state, names, order)
+    assert "left out: never, always; --budget" in line and "would cover them" in line
+    assert state.cover_s > 34  # more than the budget given
