@@ -286,13 +286,13 @@ def _best(configs: dict, base_id: str, better: str) -> str | None:
 
 def _ties(rows, configs: dict, best_id: str, base_id: str, metric: str, alpha: float) -> list[str]:
     """Configurations the selection could not tell from the best (their paired interval to it, at the
-    selection's alpha, holds 1)."""
+    selection's alpha, holds 1); a dropped one was told apart (clearly worse)."""
     from .schedule import MIN_BLOCKS
 
     best_rows = _cell_rows(rows, best_id)
     out = []
     for cid, config in configs.items():
-        if cid in (best_id, base_id) or config["runs"] < MIN_BLOCKS:
+        if cid in (best_id, base_id) or config["runs"] < MIN_BLOCKS or config["dropped"]:
             continue
         r = paired_cs(_cell_rows(rows, cid), best_rows, metric, alpha)
         if r is not None and r.lo <= 1.0 <= r.hi:
