@@ -94,7 +94,8 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
         if best["allocator_proof"]:
             lines.append(f"  allocator: {best['allocator_proof']}")
     lines += _deploy(verdict["deploy"])
-    lines.append("Other configurations (vs as-is):")
+    if verdict["others"]:
+        lines.append("Other configurations (vs as-is):")
     for config in verdict["others"]:
         lines.append(f"  {config['class']:17s} {config['name']}: {_other(config, better)}")
     if verdict["caveats"]:

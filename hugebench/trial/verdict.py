@@ -389,6 +389,14 @@ def _unresolved(verdict: dict) -> str:
             f"({conf['ended']}; selection: {verdict['stopped'] or 'budget ended'}); nothing is recommended "
             f"without them (at least {fewest} pairs); a larger --budget helps"
         )
+    ratio = best["ratio"] or {}
+    lo, hi = ratio.get("ci_lo"), ratio.get("ci_hi")
+    if (lo is not None and lo > 1) or (hi is not None and hi < 1):
+        return (
+            f"not resolved: the confirmation of '{best['name']}' on {conf['pairs']} fresh pairs has an "
+            "interval that excludes 1, but a configuration it rests on is unstable (above), so it is not "
+            f"called ({conf['ended']})"
+        )
     return (
         f"not resolved: the confirmation of '{best['name']}' on {conf['pairs']} fresh pairs has an "
         f"interval that includes 1 ({conf['ended']}); it resolves when about {fewest} or more pairs agree "
