@@ -195,14 +195,20 @@ def _rows(values: dict[str, list[float]]) -> list[dict]:
     ]
 
 
+def _twice(values: dict[str, list[float]]) -> dict[str, list[float]]:
+    return {cell: vs * 2 for cell, vs in values.items()}
+
+
 def test_the_schedule_stops_when_no_configuration_left_differs_from_as_is():
-    same = {
-        "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
-        "a": [1.00, 1.00, 1.01, 0.99, 1.01, 0.99],
-        "b": [1.01, 1.00, 0.99, 1.00, 1.01, 0.99],
-    }
+    same = _twice(
+        {
+            "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
+            "a": [1.00, 1.00, 1.01, 0.99, 1.01, 0.99],
+            "b": [1.01, 1.00, 0.99, 1.00, 1.01, 0.99],
+        }
+    )  # 12 pairs: a confidence sequence shows sameness within 5 % from about 11
     assert schedule_mod.no_difference(_rows(same), ["base", "a", "b"], "base", "window_s")
-    faster = {**same, "b": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88]}
+    faster = {**same, "b": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88] * 2}
     assert not schedule_mod.no_difference(_rows(faster), ["base", "a", "b"], "base", "window_s")
     assert schedule_mod.no_difference(
         _rows(faster), ["base", "a"], "base", "window_s"
@@ -221,12 +227,14 @@ def test_the_schedule_stops_when_no_configuration_left_differs_from_as_is():
 def test_aged_groups_each_compare_with_their_own_as_is_and_a_cut_keeps_whole_configurations():
     """try --aged: the fragmented configuration is judged against as-is on a fragmented machine (30% slower
     there), not against fresh as-is; each state is answered on its own; a cut never splits a configuration."""
-    values = {
-        "bf": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
-        "bg": [1.30, 1.31, 1.29, 1.30, 1.32, 1.28],
-        "af": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88],
-        "ag": [1.30, 1.30, 1.31, 1.29, 1.31, 1.29],
-    }
+    values = _twice(
+        {
+            "bf": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
+            "bg": [1.30, 1.31, 1.29, 1.30, 1.32, 1.28],
+            "af": [0.90, 0.91, 0.89, 0.90, 0.92, 0.88],
+            "ag": [1.30, 1.30, 1.31, 1.29, 1.31, 1.29],
+        }
+    )
     bases = {"bf": "bf", "bg": "bg", "af": "bf", "ag": "bg"}
     sched = schedule_mod.Schedule(
         list(values), "bf", "window_s", "lower", 600, time.monotonic(), bases=bases
@@ -249,11 +257,10 @@ def test_aged_groups_each_compare_with_their_own_as_is_and_a_cut_keeps_whole_con
     sched = schedule_mod.Schedule(
         order, "bf", "window_s", "lower", 4 + 25.5, time.monotonic(), bases=bases
     )
-    sched.state.run_s = (
-        1.0  # fits 25 runs + the 2 timing runs: 5 cells by the rule, cut to 4 (2 configurations)
-    )
+    sched.state.run_s = 1.0  # fits 25 runs + the 2 timing runs: cut to the least, 2 configurations
     sched._cut(_rows({"bf": [1.0], "bg": [1.3]}))
     assert sched.state.kept == ["bf", "bg", "cf", "cg"] and sched.state.cut == order[4:]
+    assert sched.state.cover_s > 25.5  # the budget that would keep all five is said
 
 
 def test_aged_keep_order_has_both_kinds_of_huge_page_change_first(fake_sys):
@@ -334,19 +341,24 @@ def test_a_cut_configuration_reads_not_run_and_each_state_counts_only_its_own_ru
     assert "failed" not in out and out.count("cut to fit the budget") == 2
 
 
-def test_a_simpler_tie_that_is_not_resolved_is_named_as_such_not_as_the_simplest():
+def test_the_confirmed_leader_is_recommended_and_the_selection_ties_are_named_unconfirmed():
+    """The recommendation is the configuration confirmed on fresh pairs (not a simpler one picked after
+    the fact); those the selection could not tell from it are named, as not confirmed themselves."""
     import pandas as pd
 
     from hugebench.trial import verdict as verdict_mod
     from hugebench.trial.render import text
 
     values = {
-        "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
-        "a": [0.50, 0.50, 0.51, 0.49, 0.95, 0.96],
-        "b": [0.50, 0.51, 0.49, 0.50, 0.52, 0.48],
+        "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98] * 3,
+        "a": [0.50, 0.50, 0.51, 0.49, 0.95, 0.96] + [0.5] * 12,
+        "b": [0.50, 0.51, 0.49, 0.50, 0.52, 0.48] * 3,
     }
     rows = pd.DataFrame(_rows(values))
-    state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=6)
+    rows = rows[(rows["cell_id"] != "a") | (rows["repetition"] < 6)]  # only b is confirmed
+    state = schedule_mod.Progress(0.0, 60, stopped=schedule_mod.RESERVE_REACHED, blocks=6)
+    state.confirm_from, state.confirm_pairs = 6, 12
+    state.leaders, state.confirmed = {"base": ("b", None)}, {"base": "resolved better"}
     cells = {
         "base": {"allocator": "glibc", "thp": "madvise"},
         "a": {"allocator": "glibc-hugetlb", "thp": "madvise"},
@@ -355,13 +367,14 @@ def test_a_simpler_tie_that_is_not_resolved_is_named_as_such_not_as_the_simplest
     spec = types.SimpleNamespace(allocators={})
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
     assert verdict["best"]["cell"] == cells["b"] and verdict["recommend"] == "best"
-    assert verdict["best"]["simpler_unresolved"] == ["glibc-hugetlb, THP madvise (as found)"]
+    assert verdict["best"]["ties"] == ["glibc-hugetlb, THP madvise (as found)"]
+    assert verdict["best"]["confirmation"]["pairs"] == 12
     out = text(verdict, [])
+    assert "confirmed on fresh pairs, resolved at 95%" in out
     assert (
-        "simpler and as good within noise, but not resolved better than as-is on their own runs (so not "
-        "recommended): glibc-hugetlb, THP madvise (as found)" in out
+        "not told apart from it in the selection (not confirmed themselves): glibc-hugetlb, THP "
+        "madvise (as found)" in out
     )
-    assert "the simplest resolved change is shown" not in out
 
 
 def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_calibrated_levels():
@@ -370,11 +383,13 @@ def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_
     from hugebench.trial import verdict as verdict_mod
     from hugebench.trial.render import text
 
-    same = {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [1.00, 1.00, 1.01, 0.99, 1.01, 0.99]}
+    same = _twice(
+        {"base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98], "a": [1.00, 1.00, 1.01, 0.99, 1.01, 0.99]}
+    )
     rows = pd.DataFrame(_rows(same))
-    rows["tree_peak_rss_bytes"] = [100e6] * 6 + [150e6] * 6
-    rows["noise.disturbed"] = [False] * 11 + [True]
-    rows["noise.why"] = [None] * 11 + ["other work kept 1.02 CPUs busy > 0.5 (python3[1] 1.00 CPU)"]
+    rows["tree_peak_rss_bytes"] = [100e6] * 12 + [150e6] * 12
+    rows["noise.disturbed"] = [False] * 23 + [True]
+    rows["noise.why"] = [None] * 23 + ["other work kept 1.02 CPUs busy > 0.5 (python3[1] 1.00 CPU)"]
     state = schedule_mod.Progress(0.0, 60, stopped=schedule_mod.NO_DIFFERENCE, blocks=6)
     cells = {
         "base": {"allocator": "glibc", "thp": "madvise"},
@@ -397,7 +412,7 @@ def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_
         c.startswith("not resolved") for c in caveats
     )  # sameness resolved is not "not resolved"
     noisy = [c for c in caveats if c.startswith("noisy")]
-    assert noisy and "1 of 12 runs" in noisy[0] and "other work kept 1.02 CPUs busy" in noisy[0]
+    assert noisy and "1 of 24 runs" in noisy[0] and "other work kept 1.02 CPUs busy" in noisy[0]
     # coverage short of the one level (measure.phases.COVERAGE_EXPECTED), never a local constant
     from hugebench.measure.phases import COVERAGE_EXPECTED
 
@@ -680,12 +695,16 @@ def test_a_resolved_gain_within_the_smallest_effect_is_not_recommended():
 
     from hugebench.trial import verdict as verdict_mod
 
-    values = {
-        "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
-        "a": [0.980, 0.985, 0.975, 0.980, 0.990, 0.970],
-    }
+    values = _twice(
+        {
+            "base": [1.00, 1.01, 0.99, 1.00, 1.02, 0.98],
+            "a": [0.980, 0.985, 0.975, 0.980, 0.990, 0.970],
+        }
+    )  # 4 blocks of selection, then 8 fresh pairs of 'a' and as-is (the confirmation)
     rows = pd.DataFrame(_rows(values))
-    state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=6)
+    state = schedule_mod.Progress(0.0, 60, stopped="budget ended", blocks=4)
+    state.confirm_from, state.leaders = 4, {"base": ("a", None)}
+    state.confirmed = {"base": "no difference worth deploying"}
     cells = {
         "base": {"allocator": "glibc", "thp": "madvise"},
         "a": {"allocator": "jemalloc-thp", "thp": "madvise"},

@@ -63,7 +63,8 @@ def _clean(obj):
     "--metric",
     default="wall",
     show_default=True,
-    help="wall (time of the run or of its marked window) | json:KEY | regex:'PATTERN ([0-9.]+)'",
+    help="wall (time of the run or of its marked window) | cpu (user + system CPU time of the program's "
+    "process tree, for a shared machine; wall time still shown) | json:KEY | regex:'PATTERN ([0-9.]+)'",
 )
 @click.option(
     "--higher-is-better", is_flag=True, help="the metric is a rate (json:/regex: metrics)"

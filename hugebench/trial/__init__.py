@@ -4,7 +4,9 @@ machine, as a recommendation, within a time budget.
 What belongs here: the steps of a try (refuse what cannot work, plan the matrix, write the experiment file,
 run it through the ordinary load -> plan -> sweep path with the budget's schedule, build the verdict).
 :mod:`.matrix` says what can run here and writes the file, :mod:`.schedule` spends the budget,
-:mod:`.verdict` turns the rows into the answer, :mod:`.render` prints it. The CLI (hugebench/cli_try.py)
+:mod:`.verdict` turns the rows into the answer, :mod:`.render` prints it; :mod:`.sequential` is the interval
+both rest on (valid under selection and optional stopping), :mod:`.modes` finds runs that split in two,
+:mod:`.runs` holds the small readers of rows they share. The CLI (hugebench/cli_try.py)
 only parses options and prints.
 """
 
@@ -20,6 +22,7 @@ from pathlib import Path
 from ..errors import HugebenchError, SpecError
 from . import matrix as matrix_mod
 from .matrix import Request
+from .runs import CPU_COLUMN
 from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule, _resolved
 
 MIN_BUDGET_S = (
@@ -110,10 +113,14 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     runs = plan_mod.plan(spec, 1)
     ids = _cell_ids(runs, mx.cells)
     base = ids[0]
-    metric, _, _, better = get("command").primary_for(spec.params)
+    wall, _, _, better = get("command").primary_for(spec.params)
+    metric = CPU_COLUMN if request.metric == "cpu" else wall
     names = {cid: matrix_mod.describe(cell, mx.thp_found) for cid, cell in zip(ids, mx.cells)}
     bases = _bases(ids, mx.cells)
-    schedule = Schedule(ids, base, metric, better, request.budget_s, started, bases=bases)
+    huge = [cid for cid, cell in zip(ids, mx.cells) if matrix_mod.uses_huge_pages(cell)]
+    schedule = Schedule(
+        ids, base, metric, better, request.budget_s, started, bases=bases, huge=huge
+    )
     progress = _progress_line(schedule, names, echo, better)
     echo(
         f"trying {len(ids)} configurations of {' '.join(request.argv)} within {request.budget_s:.0f} s; "
@@ -136,7 +143,7 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     data = {**data, "repetitions": max(1, state.blocks)}
     matrix_mod.write(data, path, _header(request, state))
     plan_lines = _plan_lines(state, names, result, started, request.budget_s)
-    verdict = _verdict(out, spec, ids, mx, metric, better, state)
+    verdict = _verdict(out, spec, ids, mx, metric, better, state, wall)
     if verdict.get(
         "by_memory_state"
     ):  # the whole try's line once; each state's own cut under its verdict
@@ -174,7 +181,7 @@ def _cell_ids(runs, cells) -> list[str]:
     return [by_cell[key(c)] for c in cells]
 
 
-def _verdict(out, spec, ids, mx, metric, better, state) -> dict:
+def _verdict(out, spec, ids, mx, metric, better, state, wall=None) -> dict:
     from ..store import load
     from ..textpages import text_library
     from . import verdict as verdict_mod
@@ -191,14 +198,14 @@ def _verdict(out, spec, ids, mx, metric, better, state) -> dict:
     states = list(dict.fromkeys(c["memory_state"] for c in mx.cells if "memory_state" in c))
     if not states:
         return verdict_mod.build(
-            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library
+            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library, wall
         )
     # --aged: one verdict per memory state, each against as-is in the same state (as-is comes first in each)
     each = {}
     for memory in states:
         mine = {cid: cell for cid, cell in cells.items() if cell["memory_state"] == memory}
         each[memory] = verdict_mod.build(
-            rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library
+            rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library, wall
         )
         each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
     return {**each[states[0]], "by_memory_state": each}
@@ -237,22 +244,26 @@ def _ratio(r) -> dict | None:
 
 
 def _plan_lines(state, names, result, started, budget_s) -> list[str]:
+    confirm = f"; confirmation: {state.confirm_pairs} fresh pairs" if state.confirm_pairs else ""
     lines = [
         f"{result.rows_written} runs in {time.monotonic() - started:.0f} s of a {budget_s:.0f} s budget "
-        f"(one run ~{state.run_s or 0:.1f} s); {state.blocks} blocks; stopped: {state.stopped or 'plan done'}"
+        f"(one run ~{state.run_s or 0:.1f} s); selection: {state.blocks} blocks, stopped: "
+        f"{state.stopped or 'plan done'}{confirm}"
     ]
     return lines + _cut_lines(state, names, list(names))
 
 
 def _cut_lines(state, names, ids: list[str]) -> list[str]:
-    """The plan cut, among ``ids`` (one memory state's configurations with --aged, else all of them)."""
+    """The plan cut, among ``ids`` (one memory state's configurations with --aged, else all of them): what
+    was left out and the budget that would have kept it."""
     cut = [c for c in ids if c in state.cut]
     if not cut:
         return []
     kept = [c for c in ids if c in state.kept]
+    cover = f"; --budget {int(state.cover_s) + 1}s would cover them" if state.cover_s else ""
     return [
         f"plan cut to fit the budget: {len(kept)} of {len(kept) + len(cut)} configurations run; "
-        f"left out: {', '.join(names[c] for c in cut)}"
+        f"left out: {', '.join(names[c] for c in cut)}{cover} (at ~{state.run_s or 0:.1f} s a run)"
     ]
 
 

@@ -221,10 +221,11 @@ def describe(cell: dict, thp_found: str) -> str:
 
 def metric_param(metric: str, higher: bool):
     """The command workload's ``metric`` from --metric (wall | json:KEY | regex:PATTERN)."""
-    if metric in ("wall", "", None):
+    if metric in ("wall", "cpu", "", None):  # cpu: try compares the runs' CPU time (trial.schedule)
         if higher:
             raise SpecError(
-                "--higher-is-better needs --metric json:KEY or regex:PATTERN (wall time is lower-better)"
+                "--higher-is-better needs --metric json:KEY or regex:PATTERN (wall and CPU time are "
+                "lower-better)"
             )
         return "wall"
     kind, _, pattern = metric.partition(":")

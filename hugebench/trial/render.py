@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def effect(ratio: dict | None, better: str) -> str:
-    """'0.62x as-is (38% less time) [95% CI 0.60-0.64]'."""
+    """'0.62x as-is (38% less time) [95% CI 0.60-0.64, 8 pairs]'; a selection interval shared by K
+    configurations says so ('95% CI jointly over 12'); an end not bounded yet is 0 or inf."""
     if not ratio:
         return "no ratio (too few successful runs)"
     value = ratio["value"]
@@ -12,12 +13,18 @@ def effect(ratio: dict | None, better: str) -> str:
         change = f"{abs(1 - value):.0%} {'less' if value < 1 else 'more'}"
     else:
         change = f"{abs(value - 1):.0%} {'more' if value > 1 else 'less'}"
-    ci = (
-        f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}, {ratio['n']} {'pairs' if ratio['paired'] else 'runs'}]"
-        if ratio["ci_lo"] is not None
-        else " [no CI: too few runs]"
-    )
-    return f"{value:.3f}x as-is ({change}){ci}"
+    return f"{value:.3f}x as-is ({change}) [{interval(ratio)}]"
+
+
+def interval(ratio: dict) -> str:
+    """The interval part of :func:`effect`."""
+    if ratio["ci_lo"] is None and ratio["ci_hi"] is None and not ratio.get("n"):
+        return "no CI: too few runs"
+    family = ratio.get("family") or 1
+    level = "95% CI" + (f" jointly over {family}" if family > 1 else "")
+    lo = "0" if ratio["ci_lo"] is None else f"{ratio['ci_lo']:.3f}"
+    hi = "inf" if ratio["ci_hi"] is None else f"{ratio['ci_hi']:.3f}"
+    return f"{level} {lo}-{hi}, {ratio['n']} {'pairs' if ratio['paired'] else 'runs'}"
 
 
 def memory(config: dict) -> str:
@@ -59,37 +66,24 @@ def answer(verdict: dict, plan_lines: list[str]) -> str:
 
 def text(verdict: dict, plan_lines: list[str]) -> str:
     better, best = verdict["better"], verdict["best"]
-    what = "time" if verdict["metric"] == "window_s" else verdict["metric"]
+    what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict["metric"], verdict["metric"])
     lines = list(plan_lines)
     if verdict["recommend"] == "best":
         lines.append(
-            f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; resolved at 95%."
+            f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; confirmed on fresh "
+            "pairs, resolved at 95%."
         )
-        simpler = best.get("simpler_unresolved") or []
-        if simpler:
-            lines.append(
-                f"  simpler and as good within noise, but not resolved better than as-is on their own runs "
-                f"(so not recommended): {'; '.join(simpler)}"
-            )
-        others = [t for t in best.get("ties") or [] if t not in simpler]
-        if others:
-            lines.append(
-                f"  as good within noise (the simplest resolved change is shown): {'; '.join(others)}"
-            )
     elif verdict.get("no_difference"):
         lines.append(
-            f"VERDICT: keep as-is: no difference worth deploying. Every configuration left is within "
-            f"±{verdict['margin']:.0%} of as-is (95% CI); the best, {best['name']}: {what} "
-            f"{effect(best['ratio'], better)}."
+            f"VERDICT: keep as-is: no difference worth deploying, within ±{verdict['margin']:.0%} of "
+            f"as-is (95% CI); the best, {best['name']}: {what} {effect(best['ratio'], better)}."
         )
     elif best:
-        state = "resolved worse" if best["class"] == "worse" else "not resolved"
-        lines.append(
-            f"VERDICT: keep as-is. The best other configuration, {best['name']}: {what} "
-            f"{effect(best['ratio'], better)} ({state})."
-        )
+        lines.append(f"VERDICT: keep as-is: no recommendation. {_why_not(best, what, better)}")
     else:
         lines.append("VERDICT: keep as-is: no other configuration has a successful run to compare.")
+    if best:
+        lines += _phase_lines(best, what, better)
     if best:
         lines.append(f"  memory: {memory(best)}")
         cov = best["hp_coverage"]
@@ -100,7 +94,8 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
         if best["allocator_proof"]:
             lines.append(f"  allocator: {best['allocator_proof']}")
     lines += _deploy(verdict["deploy"])
-    lines.append("Other configurations (vs as-is):")
+    if verdict["others"]:
+        lines.append("Other configurations (vs as-is):")
     for config in verdict["others"]:
         lines.append(f"  {config['class']:17s} {config['name']}: {_other(config, better)}")
     if verdict["caveats"]:
@@ -140,3 +135,35 @@ def _deploy(dep: dict | None) -> list[str]:
         lines.append("  systemd drop-in (systemctl edit SERVICE):")
         lines += [f"    {line}" for line in dep["systemd"].splitlines()]
     return lines
+
+
+def _why_not(best: dict, what: str, better: str) -> str:
+    """The reason a keep-as-is verdict gives for its best configuration."""
+    conf = best.get("confirmation") or {}
+    if not conf.get("pairs"):
+        return (
+            f"The selection's best, {best['name']}, was not confirmed on fresh pairs "
+            f"({conf.get('ended', 'not run')})."
+        )
+    state = "resolved worse" if best["class"] == "worse" else "not resolved"
+    return (
+        f"The selection's best, {best['name']}, on fresh pairs: {what} "
+        f"{effect(best['ratio'], better)} ({state}; {conf['ended']})."
+    )
+
+
+def _phase_lines(best: dict, what: str, better: str) -> list[str]:
+    """The selection's ratio of the best (shown, never the effect), its wall time beside a CPU metric, and
+    the configurations the selection could not tell from it."""
+    out = []
+    if best.get("confirmation", {}).get("pairs") and best.get("selection_ratio"):
+        out.append(
+            f"  in the selection (chosen as the best, so flattered): {effect(best['selection_ratio'], better)}"
+        )
+    if best.get("wall_ratio"):
+        out.append(f"  wall time on the same fresh pairs: {effect(best['wall_ratio'], better)}")
+    if best.get("ties"):
+        out.append(
+            f"  not told apart from it in the selection (not confirmed themselves): {'; '.join(best['ties'])}"
+        )
+    return out

@@ -1,21 +1,28 @@
 """How ``hugebench try`` spends its budget: which runs of the experiment's plan it makes, in what order, and
 when it stops. Every run is one the plan names (same ids as ``hugebench sweep`` of the file would make).
 
-1. One run of as-is (block 0) tells how long a run takes. If fewer than two configurations x
-   :data:`MIN_BLOCKS` runs fit in what is left of the budget, try refuses (:class:`BudgetTooSmall`). If not
-   every configuration fits, the plan is cut to the first ones in the matrix's keep order, and says so.
-2. Interleaved blocks (one run of each active configuration, in the plan's seeded order) follow. After
-   :data:`MIN_BLOCKS` blocks a configuration *clearly worse* (:func:`clearly_worse`) than as-is or than the
-   leader is dropped; one whose runs all failed is dropped after its first block.
-3. Blocks go on for the contenders until the leader's ratio to as-is is resolved (:func:`_resolved`), every
-   configuration left shows no difference worth deploying (:func:`no_difference`: each ratio's CI within
-   ``stability.SMALLEST_EFFECT`` of 1), no configuration but as-is is left, or the next block does not fit
-   in the budget (then only the leader and as-is are run while a pair of them fits).
+1. One run of as-is (block 0) tells how long a run takes and how much memory it uses. If fewer than two configurations x
+   :data:`MIN_BLOCKS` runs fit in what is left of the budget, try refuses (:class:`BudgetTooSmall`). The
+   configurations likely to win go first (:func:`likely_first`: those asking for huge pages when as-is's
+   memory is well beyond the 4 KiB TLB's reach); if not every configuration fits beside the confirmation's
+   reserve, the plan is cut to the first ones, and says which were left out and what budget covers them.
+2. **Selection**: interleaved blocks (one run of each active configuration, in the plan's seeded order).
+   After :data:`MIN_BLOCKS` blocks a configuration *clearly worse* (:func:`clearly_worse`) than as-is or
+   than the leader is dropped; one whose runs all failed is dropped after its first block. Every ratio to
+   as-is is a confidence sequence (:mod:`.sequential`) at ``alpha / K`` for the K configurations kept
+   (Bonferroni), so looking after every block and picking the best are both paid for. Selection ends when
+   the leader's interval excludes 1 (:func:`_resolved`), every configuration left shows no difference
+   worth deploying (:func:`no_difference`), no configuration but as-is is left, or the next block would eat
+   the confirmation's reserve.
+3. **Confirmation**: the leader, when it is ahead of as-is, and as-is run on in fresh pairs (blocks from
+   ``Progress.confirm_from``), judged on those pairs alone by a confidence sequence at ``alpha``, until it
+   excludes 1, shows no difference worth deploying, or the budget ends. The verdict's effect is this one.
 
 With ``try --aged`` the configurations come in groups, one per memory state, each with its own as-is
 (``bases``): every rule above holds within a group (a fragmented configuration is compared with as-is on a
 fragmented machine, dropped by it or by its group's leader), the first block runs every group's as-is, a cut
-keeps whole configurations (all their states), and the schedule stops when every group has its answer.
+keeps whole configurations (all their states), each group confirms its own leader, and the schedule stops
+when every group has its answer.
 """
 
 from __future__ import annotations
@@ -28,14 +35,20 @@ import numpy as np
 
 from .. import stability, stats
 from ..errors import HugebenchError
+from . import sequential
+from .runs import CPU_COLUMN, likely_first, memory_of, window, with_cpu
 
 MIN_BLOCKS = 3  # runs of every kept configuration before any is dropped
-RESOLVE_BLOCKS = stats.min_runs_for(0.95)  # pairs a 95% verdict needs (6)
+RESOLVE_BLOCKS = stats.min_runs_for(
+    0.95
+)  # blocks the leader and as-is are planned for beyond MIN_BLOCKS
+CONFIRM_PAIRS = 10  # fresh pairs the selection leaves room for (7 all one way resolve at 95 %)
 MAX_BLOCKS = 200  # a sanity bound: far beyond any budget's worth of a short program
 END_RESERVE_S = 4.0  # the verdict, the report and the store's last writes, inside the budget
 NO_DIFFERENCE = (
     "no difference worth deploying: every configuration left is within the smallest effect of as-is"
 )
+RESERVE_REACHED = "selection ended where the confirmation's reserve begins"
 
 
 class BudgetTooSmall(HugebenchError):
@@ -45,10 +58,10 @@ class BudgetTooSmall(HugebenchError):
 
 
 def _resolved(ratio: stats.Ratio | None, *stabilities) -> bool:
-    """THE rule deciding whether the leader's effect is resolved (when try stops, what the verdict calls
-    resolved): the 95% interval of its ratio to as-is excludes 1, on enough pairs (``stats.Ratio.resolved``),
-    and neither cell is unstable by the one stability rule every verdict uses (``hugebench.stability.guard``:
-    spread, outliers, disturbed runs)."""
+    """THE rule deciding whether a ratio to as-is is resolved (when try stops, what the verdict calls
+    resolved): its interval (a confidence sequence, :mod:`.sequential`) excludes 1, on enough pairs
+    (``stats.Ratio.resolved``), and neither cell is unstable by the one stability rule every verdict uses
+    (``hugebench.stability.guard``: spread, outliers, disturbed runs)."""
     if ratio is None:
         return False
     return stability.guard(ratio.resolved is True, *stabilities)[0] is True
@@ -63,38 +76,44 @@ class Progress:
     run_s: float | None = None  # one run's cost (the timing run), then the median seen
     kept: list = field(default_factory=list)  # cell ids of the (possibly cut) plan
     cut: list = field(default_factory=list)  # cell ids left out to fit the budget
+    cover_s: float | None = None  # the budget that would have kept every configuration
     dropped: dict = field(default_factory=dict)  # cell id -> why (clearly worse, failed)
     active: list = field(default_factory=list)
     leader: str | None = None
     leader_ratio: stats.Ratio | None = None
-    blocks: int = 0
-    stopped: str = ""  # why the schedule ended
+    blocks: int = 0  # selection blocks
+    stopped: str = ""  # why the selection ended
     costs: list = field(default_factory=list)
-    answered: dict = field(
-        default_factory=dict
-    )  # a group's as-is -> why that group needs no more runs
+    answered: dict = field(default_factory=dict)  # a group's as-is -> why its selection ended
     leaders: dict = field(
         default_factory=dict
     )  # a group's as-is -> (its leader, the leader's ratio)
+    alphas: dict = field(default_factory=dict)  # a group's as-is -> each selection interval's alpha
+    confirm_from: int | None = None  # the first block of the confirmation (fresh pairs)
+    confirmed: dict = field(default_factory=dict)  # a group's as-is -> how its confirmation ended
+    confirm_pairs: int = 0  # confirmation blocks run
 
     def stopped_for(self, base: str) -> str:
-        """Why the runs of the group of ``base`` ended (the whole schedule's reason when it was not its own)."""
+        """Why the selection of the group of ``base`` ended (the whole schedule's reason when it was not its
+        own)."""
         return self.answered.get(base) or self.stopped
 
     def left_s(self) -> float:
         return self.budget_s - (time.monotonic() - self.started) - END_RESERVE_S
 
 
-def no_difference(rows: list, active: list, base: str, metric: str) -> bool:
-    """Every configuration still running shows *no difference worth deploying* from as-is: its ratio's CI
-    lies within ``stability.SMALLEST_EFFECT`` of 1 both ways (``stability.equivalent``, the one rule)."""
+def no_difference(
+    rows: list, active: list, base: str, metric: str, alpha: float = sequential.ALPHA
+) -> bool:
+    """Every configuration still running shows *no difference worth deploying* from as-is: its ratio's
+    interval lies within ``stability.SMALLEST_EFFECT`` of 1 both ways (``stability.equivalent``)."""
     others = [c for c in active if c != base]
     if not others:
         return False
     base_steady = steadiness(rows, base, metric)
     return all(
         stability.equivalent(
-            ratio_to(rows, c, base, metric), steadiness(rows, c, metric), base_steady
+            ratio_to(rows, c, base, metric, alpha), steadiness(rows, c, metric), base_steady
         )
         for c in others
     )
@@ -130,26 +149,39 @@ def values_of(rows: Iterable[Mapping], cell_ids, metric: str) -> dict[str, list]
     return out
 
 
-def ratio_to(rows: list, cell: str, base: str, metric: str) -> stats.Ratio | None:
+def ratio_to(
+    rows, cell: str, base: str, metric: str, alpha: float = sequential.ALPHA
+) -> stats.Ratio | None:
+    """The paired ratio of ``cell`` to ``base`` (rows: dicts or a DataFrame) with its confidence sequence
+    at ``alpha``; None when the runs do not pair by block."""
     import pandas as pd
 
-    frame = pd.DataFrame(
-        [r for r in rows if r.get("cell_id") in (cell, base) and not r.get("warmup")]
-    )
-    if frame.empty or metric not in frame.columns:
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if frame.empty or "cell_id" not in frame.columns:
         return None
-    return stats.compare(frame[frame["cell_id"] == cell], frame[frame["cell_id"] == base], metric)
+    if "warmup" in frame.columns:
+        frame = frame[~frame["warmup"].map(lambda v: v is True or v == 1)]
+    return paired_cs(
+        frame[frame["cell_id"] == cell], frame[frame["cell_id"] == base], metric, alpha
+    )
+
+
+def paired_cs(a_rows, b_rows, metric: str, alpha: float = sequential.ALPHA) -> stats.Ratio | None:
+    """Two cells' successful runs (DataFrames) paired by block (``stats`` pairing), as
+    :func:`.sequential.paired`; None when they do not pair."""
+    pairs = stats._paired_values(stats.ok_rows(a_rows), stats.ok_rows(b_rows), metric)
+    return sequential.paired(*pairs, alpha) if pairs is not None else None
 
 
 def leader(
-    rows: list, active: list, base: str, metric: str, better: str
+    rows: list, active: list, base: str, metric: str, better: str, alpha: float = sequential.ALPHA
 ) -> tuple[str | None, stats.Ratio | None]:
     """The active configuration with the best median ratio to as-is (and that ratio)."""
     best, best_ratio = None, None
     for cell in active:
         if cell == base:
             continue
-        ratio = ratio_to(rows, cell, base, metric)
+        ratio = ratio_to(rows, cell, base, metric, alpha)
         if ratio is None or not np.isfinite(ratio.value):
             continue
         if best_ratio is None or better_ratio(ratio.value, better) < better_ratio(
@@ -172,42 +204,105 @@ class Schedule:
         started: float,
         on_change: Callable | None = None,
         bases: Mapping[str, str] | None = None,
+        huge: Iterable[str] = (),
     ):
         self.order, self.base, self.metric, self.better = order, base, metric, better
         # cell id -> the as-is it is compared with (one group per as-is; one group unless try --aged)
         self.bases = dict(bases) if bases else {cell: base for cell in order}
         self.groups = list(dict.fromkeys(self.bases[c] for c in order))
+        self.huge = set(huge)  # the configurations that ask for huge pages (likely_first)
         self.state = Progress(started, budget_s)
         self.on_change = on_change or (lambda state: None)
 
     def __call__(self, spec, runs, read_rows: Callable, plan_block: Callable):
-        state = self.state
-        timing = [
-            r for r in plan_block(spec, 0, set(self.groups))
-        ]  # every group's as-is: what a run costs
+        rows = (lambda: with_cpu(read_rows())) if self.metric == CPU_COLUMN else read_rows
+        timing = list(
+            plan_block(spec, 0, set(self.groups))
+        )  # every group's as-is: what a run costs
         yield from self._timed(timing)
-        self._cut(read_rows())
+        self._cut(rows())
+        start = yield from self._select(spec, rows, plan_block)
+        yield from self._confirm(spec, rows, plan_block, start)
+
+    def _select(self, spec, rows: Callable, plan_block: Callable):
+        """The selection's blocks; returns the first block index the confirmation may use."""
+        state = self.state
         for block in range(MAX_BLOCKS):
             todo = [
                 r for r in plan_block(spec, block, set(state.active)) if r.cell_id in state.active
             ]
             if block == 0:
                 todo = [r for r in todo if r.cell_id not in self.groups]
-            if not self._fits(todo):
-                todo = self._shrink(spec, block, plan_block)
-                if not todo:
-                    state.stopped = state.stopped or "budget ended"
-                    break
+            if not self._fits(todo, self._reserve_s()):
+                state.stopped = state.stopped or (
+                    RESERVE_REACHED if self._fits(todo) else "budget ended"
+                )
+                return block if block else 1
             for run in todo:
                 if state.left_s() < (state.run_s or 0):
                     state.stopped = "budget ended"
-                    return
+                    return block + 1
                 yield from self._timed([run])
             state.blocks = block + 1
-            if self._decide(read_rows(), block + 1):
+            if self._decide(window(rows(), 0, block + 1), block + 1):
+                return block + 1
+        state.stopped = f"{MAX_BLOCKS} blocks"
+        return MAX_BLOCKS
+
+    def _confirm(self, spec, rows: Callable, plan_block: Callable, start: int):
+        """Fresh pairs of each group's leader and its as-is, judged on those pairs alone (at ``ALPHA``)."""
+        state = self.state
+        state.confirm_from = start
+        todo = {}
+        for base in self.groups:
+            why = self._why_no_confirmation(base)
+            if why:
+                state.confirmed[base] = why
+            else:
+                todo[base] = state.leaders[base][0]
+        for block in range(start, start + MAX_BLOCKS):
+            if not todo:
+                return
+            cells = set(todo) | set(todo.values())
+            runs = [r for r in plan_block(spec, block, cells) if r.cell_id in cells]
+            if not self._fits(runs):
                 break
-        else:
-            state.stopped = f"{MAX_BLOCKS} blocks"
+            yield from self._timed(runs)
+            state.confirm_pairs += 1
+            fresh = window(rows(), start, block + 1)
+            for base, lead in list(todo.items()):
+                done = self._confirmation_ended(fresh, lead, base)
+                if done:
+                    state.confirmed[base] = done
+                    del todo[base]
+        for base in todo:
+            state.confirmed[base] = f"budget ended after {state.confirm_pairs} fresh pairs"
+
+    def _why_no_confirmation(self, base: str) -> str | None:
+        """Why a group's leader is not confirmed (nothing to confirm, or not ahead of as-is), else None."""
+        lead, ratio = self.state.leaders.get(base, (None, None))
+        answered = self.state.answered.get(base)
+        if answered == NO_DIFFERENCE or lead is None or ratio is None:
+            return f"not run: {answered or 'no configuration was compared with as-is'}"
+        if not better_ratio(ratio.value, self.better) < 1:
+            return "not run: no configuration was ahead of as-is in the selection"
+        return None
+
+    def _confirmation_ended(self, fresh: list, lead: str, base: str) -> str | None:
+        """How the confirmation of ``lead`` ended on the ``fresh`` pairs (None: go on)."""
+        ratio = ratio_to(fresh, lead, base, self.metric)
+        steady = [steadiness(fresh, c, self.metric) for c in (lead, base)]
+        if stability.equivalent(ratio, *steady):
+            return "no difference worth deploying"
+        if _resolved(ratio, *steady):
+            return "resolved " + (
+                "better" if better_ratio(ratio.value, self.better) < 1 else "worse"
+            )
+        return None
+
+    def _reserve_s(self) -> float:
+        """What the confirmation needs: :data:`CONFIRM_PAIRS` pairs in every group."""
+        return CONFIRM_PAIRS * 2 * len(self.groups) * (self.state.run_s or 0)
 
     def _timed(self, batch):
         begun = time.monotonic()
@@ -228,49 +323,48 @@ class Schedule:
                     f"the first run of as-is did not succeed ({why}); nothing to compare against"
                 )
         groups = len(self.groups)
-        fit = (
-            int(state.left_s() // max(state.run_s or 1.0, 1e-3)) + groups
-        )  # the timing runs are as-is's block 0
+        run_s = max(state.run_s or 1.0, 1e-3)
+        fit = int(state.left_s() // run_s) + groups  # the timing runs are as-is's block 0
         least = 2 * groups  # as-is and one configuration in every group
         if fit < least * MIN_BLOCKS:
-            need = (
-                least * MIN_BLOCKS * state.run_s
+            raise BudgetTooSmall(self._too_small(fit, least))
+        order = likely_first(self.order, self.huge, memory_of(rows, self.groups[0]), groups)
+        extra = least * (RESOLVE_BLOCKS - MIN_BLOCKS) + CONFIRM_PAIRS * least
+        keep = max(least, min(len(order), (fit - extra) // MIN_BLOCKS))
+        keep -= keep % groups  # whole configurations: every memory state of each (kept together)
+        state.kept, state.cut = order[:keep], order[keep:]
+        state.active = list(state.kept)
+        if state.cut:  # the budget that would have kept them all, by the same rule
+            state.cover_s = (
+                (len(order) * MIN_BLOCKS + extra - groups) * run_s
                 + END_RESERVE_S
                 + (time.monotonic() - state.started)
-                - groups * state.run_s
             )
-            who = (
-                "two configurations need"
-                if groups == 1
-                else f"two configurations in each of {groups} memory states need"
-            )
-            raise BudgetTooSmall(
-                f"one run takes {state.run_s:.1f} s; the budget of {state.budget_s:.0f} s fits "
-                f"about {fit} run(s), and {who} at least {least * MIN_BLOCKS} ({MIN_BLOCKS} "
-                f"each): give --budget {int(need) + 1}s or more"
-            )
-        keep = max(
-            least, min(len(self.order), (fit - least * (RESOLVE_BLOCKS - MIN_BLOCKS)) // MIN_BLOCKS)
-        )
-        keep -= (
-            keep % groups
-        )  # whole configurations: every memory state of each (the order keeps them together)
-        state.kept, state.cut = self.order[:keep], self.order[keep:]
-        state.active = list(state.kept)
-
-    def _fits(self, todo: list) -> bool:
-        return self.state.left_s() >= len(todo) * (self.state.run_s or 0)
-
-    def _shrink(self, spec, block: int, plan_block) -> list:
-        """Each unanswered group's leader and as-is only, when those pairs still fit."""
-        state = self.state
-        pairs = set()
         for base in self.groups:
-            lead = state.leaders.get(base, (None, None))[0]
-            if lead and base not in state.answered:
-                pairs |= {base, lead}
-        todo = [r for r in plan_block(spec, block, pairs)] if pairs else []
-        return todo if todo and self._fits(todo) else []
+            kept = sum(1 for c in state.kept if self.bases[c] == base and c != base)
+            state.alphas[base] = sequential.selection_alpha(kept)
+
+    def _too_small(self, fit: int, least: int) -> str:
+        state, groups = self.state, len(self.groups)
+        need = (
+            least * MIN_BLOCKS * state.run_s
+            + END_RESERVE_S
+            + (time.monotonic() - state.started)
+            - groups * state.run_s
+        )
+        who = (
+            "two configurations need"
+            if groups == 1
+            else f"two configurations in each of {groups} memory states need"
+        )
+        return (
+            f"one run takes {state.run_s:.1f} s; the budget of {state.budget_s:.0f} s fits "
+            f"about {fit} run(s), and {who} at least {least * MIN_BLOCKS} ({MIN_BLOCKS} "
+            f"each): give --budget {int(need) + 1}s or more"
+        )
+
+    def _fits(self, todo: list, reserve_s: float = 0.0) -> bool:
+        return self.state.left_s() - reserve_s >= len(todo) * (self.state.run_s or 0)
 
     def _decide(self, rows: list, blocks: int) -> bool:
         """After a block: drop what is clearly worse or failing, pick each group's leader; True to stop."""
@@ -296,8 +390,9 @@ class Schedule:
     def _decide_group(self, rows: list, values: dict, base: str, blocks: int) -> None:
         """One group's part of :meth:`_decide`: its leader, what it drops, and whether it is answered."""
         state = self.state
+        alpha = state.alphas.get(base, sequential.ALPHA)
         members = [c for c in state.active if self.bases[c] == base and c not in state.dropped]
-        lead, lead_ratio = leader(rows, members, base, self.metric, self.better)
+        lead, lead_ratio = leader(rows, members, base, self.metric, self.better, alpha)
         state.leaders[base] = (lead, lead_ratio)
         for cell in members:
             if cell in (base, lead):
@@ -311,11 +406,7 @@ class Schedule:
             state.answered[base] = "no configuration but as-is left"
             return
         steady = [steadiness(rows, c, self.metric) for c in (lead, base) if c]
-        if (
-            blocks >= RESOLVE_BLOCKS
-            and _resolved(lead_ratio, *steady)
-            and not stability.equivalent(lead_ratio, *steady)
-        ):  # a resolved 2 % is no answer yet
+        if _resolved(lead_ratio, *steady) and not stability.equivalent(lead_ratio, *steady):
             state.answered[base] = "the leader's ratio to as-is is resolved"
-        elif blocks >= RESOLVE_BLOCKS and no_difference(rows, members, base, self.metric):
+        elif no_difference(rows, members, base, self.metric, alpha):
             state.answered[base] = NO_DIFFERENCE

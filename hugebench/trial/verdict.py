@@ -14,8 +14,10 @@ import pandas as pd
 from .. import allocators as alloc_mod
 from .. import stability, stats
 from ..measure.phases import COVERAGE_EXPECTED
+from . import modes, sequential
 from .matrix import describe, uses_huge_pages
-from .schedule import _resolved, better_ratio
+from .runs import CPU_COLUMN, with_cpu
+from .schedule import _resolved, better_ratio, paired_cs
 
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
 TREE_RSS = "tree_peak_rss_bytes"
@@ -27,15 +29,19 @@ CGROUP_PEAK = "cgroup.memory_peak_bytes"
 
 
 def _ratio_dict(r: stats.Ratio | None, *stabilities) -> dict | None:
+    """A ratio as the verdict holds it; an end its interval cannot bound yet (0 or infinity) is None."""
     if r is None or not np.isfinite(r.value):
         return None
-    fin = [x if np.isfinite(x) else None for x in (r.lo, r.hi)]
+    fin = [x if np.isfinite(x) and x > 0 else None for x in (r.lo, r.hi)]
     return {
         "value": r.value,
         "ci_lo": fin[0],
         "ci_hi": fin[1],
         "n": r.n,
         "paired": r.paired,
+        "level": r.level,
+        # the configurations the 5 % was shared by (Bonferroni): 1 for a confirmation's interval
+        "family": max(1, round(sequential.ALPHA / max(1e-12, 1 - r.level))),
         "resolved": _resolved(r, *stabilities),
     }
 
@@ -47,15 +53,24 @@ def _median(frame: pd.DataFrame, column: str) -> float | None:
     return float(np.median(values)) if values.size else None
 
 
-def configuration(frame: pd.DataFrame, base: pd.DataFrame, cell: dict, metric: str) -> dict:
-    """One configuration's numbers: runs, median, ratios to as-is (metric, memory), coverage, proof."""
+def configuration(
+    frame: pd.DataFrame,
+    base: pd.DataFrame,
+    cell: dict,
+    metric: str,
+    alpha: float = sequential.ALPHA,
+) -> dict:
+    """One configuration's numbers: runs, median, ratios to as-is (metric, at ``alpha``; memory),
+    coverage, proof."""
     ok = stats.ok_rows(frame)
     failed = stats.failed_rows(frame)
-    steady = stability.cell_stability(
-        frame, metric
-    )  # the one rule of every verdict (hugebench.stability)
+    steady = stability.cell_stability(frame, metric)  # the one rule of every verdict (stability)
     base_steady = stability.cell_stability(base, metric)
-    ratio = stats.compare(frame, base, metric) if len(ok) else None
+    ratio = paired_cs(frame, base, metric, alpha) if len(ok) else None
+    split = modes.describe(ok, metric)  # two modes: the column that splits, not a guess about load
+    unstable = steady.why if steady.unstable else None
+    if unstable and split:
+        unstable = unstable.rsplit("; ", 1)[0] + "; " + split
     out = {
         "cell": dict(cell),
         "runs": int(len(ok)),
@@ -63,7 +78,8 @@ def configuration(frame: pd.DataFrame, base: pd.DataFrame, cell: dict, metric: s
         "median": _median(ok, metric),
         "ratio": _ratio_dict(ratio, steady, base_steady) if ratio is not None else None,
         "equivalent": bool(stability.equivalent(ratio, steady, base_steady)),
-        "unstable": steady.why if steady.unstable else None,
+        "unstable": unstable,
+        "modes": split,
         **memory_ratios(frame, base, ok),
         "hp_coverage": _median(ok, "hp_coverage"),
         "allocator_proof": _proof(ok),
@@ -139,23 +155,25 @@ def deploy(cell: dict, spec, thp_found: str, text_library: str | None = None) ->
 
 
 def classify(config: dict, better: str) -> str:
-    """better / worse / same within noise / failed / too few runs, from its ratio to as-is."""
+    """better / worse / same within noise / failed / too few runs, from its ratio's interval."""
     ratio = config.get("ratio")
     if not config["runs"]:
         return "failed"
-    if ratio is None or ratio["ci_lo"] is None:
+    if ratio is None or (ratio["ci_lo"] is None and ratio["ci_hi"] is None):
         return "too few runs"
-    good = (
-        better_ratio(ratio["ci_hi"], better) < 1
-        if better == "lower"
-        else better_ratio(ratio["ci_lo"], better) < 1
-    )
-    bad = (
-        better_ratio(ratio["ci_lo"], better) > 1
-        if better == "lower"
-        else better_ratio(ratio["ci_hi"], better) > 1
-    )
+    below = ratio["ci_hi"] is not None and ratio["ci_hi"] < 1
+    above = ratio["ci_lo"] is not None and ratio["ci_lo"] > 1
+    good, bad = (below, above) if better == "lower" else (above, below)
     return "better" if good else "worse" if bad else "same within noise"
+
+
+def _phases(rows: pd.DataFrame, state) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the selection's rows, the confirmation's fresh rows), split at ``state.confirm_from``."""
+    split = getattr(state, "confirm_from", None)
+    if split is None or "repetition" not in rows.columns:
+        return rows, rows.iloc[0:0]
+    rep = pd.to_numeric(rows["repetition"], errors="coerce")
+    return rows[rep < split], rows[rep >= split]
 
 
 def build(
@@ -168,14 +186,23 @@ def build(
     thp_found: str,
     state,
     text_library: str | None = None,
+    wall: str | None = None,
 ) -> dict:
     """The verdict as one JSON-able dict (``cells``: cell id -> axis values, in keep order; only their rows
-    count, so that with try --aged each memory state's caveats and counts are its own)."""
+    count, so that with try --aged each memory state's caveats and counts are its own). Every other
+    configuration's ratio is the selection's (its interval at the selection's shared alpha); the best's
+    effect is its confirmation's, on fresh pairs (``state.confirm_from`` on). ``wall``: the wall-time column,
+    shown beside a CPU-time metric."""
     if "cell_id" in rows.columns:
         rows = rows[rows["cell_id"].isin(list(cells))]
-    base = rows[rows["cell_id"] == base_id] if "cell_id" in rows.columns else rows.iloc[0:0]
+    if metric == CPU_COLUMN:
+        rows = pd.DataFrame(with_cpu(rows.to_dict("records")))
+    selection, fresh = _phases(rows, state)
+    kept = [c for c in cells if c != base_id and c not in state.cut]
+    alpha = state.alphas.get(base_id) or sequential.selection_alpha(len(kept))
+    base = _cell_rows(selection, base_id)
     configs = {
-        cid: configuration(rows[rows["cell_id"] == cid], base, cell, metric)
+        cid: configuration(_cell_rows(selection, cid), base, cell, metric, alpha)
         for cid, cell in cells.items()
     }
     for cid, config in configs.items():
@@ -189,27 +216,20 @@ def build(
             if config["cut"] and not config["runs"]
             else classify(config, better)
         )
-    best_id = _best(configs, base_id, better)
-    group = [best_id, *_ties(rows, configs, best_id, base_id, metric)] if best_id else []
-    best_id = (
-        _simplest(group, list(cells), configs) if group else None
-    )  # among equals, the fewest changes
-    best = configs.get(best_id) if best_id else None
+    lead = state.leaders.get(base_id, (None, None))[0] or _best(configs, base_id, better)
+    best = configs.get(lead) if lead else None
     if best:
-        best["ties"] = [configs[c]["name"] for c in group if c != best_id]
-        # ties simpler than the one recommended (earlier in keep order) that are not resolved on their own runs
-        order = list(cells)
-        best["simpler_unresolved"] = [
-            configs[c]["name"]
-            for c in group
-            if order.index(c) < order.index(best_id) and not _worth_deploying(configs[c])
+        best["ties"] = [
+            configs[c]["name"] for c in _ties(selection, configs, lead, base_id, metric, alpha)
         ]
-    # resolved: a difference worth deploying is resolved (a resolved 2 % gain is "no difference worth deploying")
-    resolved = bool(best and best["ratio"] and best["ratio"]["resolved"] and not best["equivalent"])
-    wins = bool(best and _worth_deploying(best))
+        _confirm(best, fresh, lead, base_id, metric, better, state, wall)
+    # resolved: the confirmation resolved a difference worth deploying (a resolved 2 % is no such thing)
+    resolved = bool(best and best["confirmation"]["resolved"] and not best["equivalent"])
+    wins = bool(resolved and best["class"] == "better")
     remaining = [
         c for cid, c in configs.items() if cid != base_id and c["runs"] and not c["dropped"]
     ]
+    confirmed_same = bool(best and best["confirmation"]["pairs"] and best["equivalent"])
     verdict = {
         "metric": metric,
         "better": better,
@@ -217,16 +237,42 @@ def build(
         "best": best,
         "resolved": resolved,
         "recommend": "best" if wins else "as-is",
-        "no_difference": bool(not wins and remaining and all(c["equivalent"] for c in remaining)),
+        "no_difference": bool(
+            not wins and (confirmed_same or (remaining and all(c["equivalent"] for c in remaining)))
+        ),
         "margin": stability.SMALLEST_EFFECT,
+        "selection_alpha": alpha,
         "deploy": deploy(best["cell"], spec, thp_found, text_library) if wins else None,
-        "others": [c for cid, c in configs.items() if cid not in (base_id, best_id)],
+        "others": [c for cid, c in configs.items() if cid not in (base_id, lead)],
         "stopped": state.stopped_for(base_id),
         "blocks": state.blocks,
         "run_s": state.run_s,
     }
     verdict["caveats"] = caveats(verdict, rows, base, metric)
     return verdict
+
+
+def _cell_rows(rows: pd.DataFrame, cid: str) -> pd.DataFrame:
+    return rows[rows["cell_id"] == cid] if "cell_id" in rows.columns else rows.iloc[0:0]
+
+
+def _confirm(best: dict, fresh, lead, base_id, metric, better, state, wall) -> None:
+    """Replace the best's selection ratio by its confirmation's, on the fresh pairs alone (at ALPHA); the
+    selection's stays as ``selection_ratio``. Unconfirmed, the selection's is shown and nothing resolved."""
+    ended = getattr(state, "confirmed", {}).get(base_id) or "not run"
+    lead_rows, base_rows = _cell_rows(fresh, lead), _cell_rows(fresh, base_id)
+    ratio = paired_cs(lead_rows, base_rows, metric) if len(lead_rows) else None
+    best["selection_ratio"] = best["ratio"]
+    best["confirmation"] = {"ended": ended, "pairs": ratio.n if ratio else 0, "resolved": False}
+    if ratio is None or not ratio.n:
+        return
+    steady = [stability.cell_stability(f, metric) for f in (lead_rows, base_rows)]
+    best["ratio"] = _ratio_dict(ratio, *steady)
+    best["equivalent"] = bool(stability.equivalent(ratio, *steady))
+    best["class"] = classify(best, better)
+    best["confirmation"]["resolved"] = bool(best["ratio"] and best["ratio"]["resolved"])
+    if wall and wall != metric:
+        best["wall_ratio"] = _ratio_dict(paired_cs(lead_rows, base_rows, wall))
 
 
 def _best(configs: dict, base_id: str, better: str) -> str | None:
@@ -238,35 +284,20 @@ def _best(configs: dict, base_id: str, better: str) -> str | None:
     return min(ranked)[1] if ranked else None
 
 
-def _ties(rows: pd.DataFrame, configs: dict, best_id: str, base_id: str, metric: str) -> list[str]:
-    """Configurations whose ratio to the best one's includes 1 (95%): as good as it, as far as the runs tell."""
+def _ties(rows, configs: dict, best_id: str, base_id: str, metric: str, alpha: float) -> list[str]:
+    """Configurations the selection could not tell from the best (their paired interval to it, at the
+    selection's alpha, holds 1); a dropped one was told apart (clearly worse)."""
     from .schedule import MIN_BLOCKS
 
-    best_rows = rows[rows["cell_id"] == best_id]
+    best_rows = _cell_rows(rows, best_id)
     out = []
     for cid, config in configs.items():
-        if cid in (best_id, base_id) or config["runs"] < MIN_BLOCKS:
+        if cid in (best_id, base_id) or config["runs"] < MIN_BLOCKS or config["dropped"]:
             continue
-        r = stats.compare(rows[rows["cell_id"] == cid], best_rows, metric)
-        if np.isfinite(r.lo) and r.lo <= 1.0 <= r.hi:
+        r = paired_cs(_cell_rows(rows, cid), best_rows, metric, alpha)
+        if r is not None and r.lo <= 1.0 <= r.hi:
             out.append(cid)
     return out
-
-
-def _simplest(candidates: list, order: list, configs: dict) -> str | None:
-    """The first of ``candidates`` in the matrix's keep order worth deploying (:func:`_worth_deploying`), else
-    the first candidate (the best by median)."""
-    fine = [c for c in order if c in candidates and _worth_deploying(configs[c])]
-    return fine[0] if fine else candidates[0]
-
-
-def _worth_deploying(config: dict) -> bool:
-    """Resolved better than as-is, and not proven within the smallest effect of it (``stability.equivalent``:
-    a resolved 2 % gain is no difference worth deploying)."""
-    ratio = config["ratio"]
-    return bool(
-        config["class"] == "better" and ratio and ratio["resolved"] and not config["equivalent"]
-    )
 
 
 def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
@@ -275,11 +306,13 @@ def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) 
     out += _unstable_caveats(
         [c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("unstable")]
     )
-    if not verdict["resolved"] and not verdict["no_difference"]:
-        out.append(
-            f"not resolved: the best's ratio CI to as-is includes 1 or rests on fewer than "
-            f"{stats.min_runs_for(0.95)} pairs ({verdict['stopped'] or 'budget ended'}); a larger --budget helps"
-        )
+    out += [
+        f"two modes: '{c['name']}': {c['modes']}"
+        for c in (verdict["baseline"], best)
+        if c and c.get("modes") and not c.get("unstable")
+    ]
+    if not verdict["resolved"] and not verdict["no_difference"] and best:
+        out.append(_unresolved(verdict))
     left = (
         rows.get("containment.killed_at_end")
         if "containment.killed_at_end" in rows.columns
@@ -334,7 +367,7 @@ def _noisy_caveat(rows: pd.DataFrame) -> str | None:
 def _variable_caveat(best: dict | None) -> str | None:
     ratio = best and best["ratio"]
     if not ratio or ratio["ci_lo"] is None or ratio["ci_hi"] is None:
-        return None
+        return None  # an unbounded end is said by the not-resolved caveat
     band = (1 + stability.SMALLEST_EFFECT) - 1 / (1 + stability.SMALLEST_EFFECT)
     span = ratio["ci_hi"] - ratio["ci_lo"]
     if span <= band:
@@ -342,4 +375,30 @@ def _variable_caveat(best: dict | None) -> str | None:
     return (
         f"variable: the best's ratio CI spans {span:.2f}, wider than the ±{stability.SMALLEST_EFFECT:.0%} band of a "
         "difference worth deploying; the metric varies too much to call closely"
+    )
+
+
+def _unresolved(verdict: dict) -> str:
+    """Why there is no recommendation: the winner was not confirmed, or its confirmation did not resolve."""
+    best = verdict["best"]
+    conf = best["confirmation"]
+    fewest = sequential.fewest_pairs()
+    if not conf["pairs"]:
+        return (
+            f"not confirmed: the selection's best, '{best['name']}', got no fresh pairs "
+            f"({conf['ended']}; selection: {verdict['stopped'] or 'budget ended'}); nothing is recommended "
+            f"without them (at least {fewest} pairs); a larger --budget helps"
+        )
+    ratio = best["ratio"] or {}
+    lo, hi = ratio.get("ci_lo"), ratio.get("ci_hi")
+    if (lo is not None and lo > 1) or (hi is not None and hi < 1):
+        return (
+            f"not resolved: the confirmation of '{best['name']}' on {conf['pairs']} fresh pairs has an "
+            "interval that excludes 1, but a configuration it rests on is unstable (above), so it is not "
+            f"called ({conf['ended']})"
+        )
+    return (
+        f"not resolved: the confirmation of '{best['name']}' on {conf['pairs']} fresh pairs has an "
+        f"interval that includes 1 ({conf['ended']}); it resolves when about {fewest} or more pairs agree "
+        "in direction; a larger --budget helps"
     )
