@@ -117,10 +117,10 @@ def reply_fields(path: str | Path, fields: dict) -> dict:
             "failed", f"worker exited with code {fields.get('exit_code')} without a reply"
         )
     if reply.get("status") != "ok":
-        status = reply.get("status") if reply.get("status") in WORKER_FAILURES else "failed"
+        status = str(reply["status"]) if reply.get("status") in WORKER_FAILURES else "failed"
         return failure(
             status,
-            reply.get("error") or "worker reported failure",
+            str(reply.get("error") or "worker reported failure"),
             stdout_tail=reply.get("output_tail"),
             signal=reply.get("signal"),
         )

@@ -39,7 +39,7 @@ class Cgroup:
 
     def procs(self) -> list[int]:
         """The processes in the cgroup and in every cgroup below it."""
-        pids = []
+        pids: list[int] = []
         for directory, _, _ in os.walk(self.path):
             text = kernel.read_optional(Path(directory) / "cgroup.procs") or ""
             pids.extend(int(p) for p in text.split() if p.isdigit())

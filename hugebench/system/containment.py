@@ -40,7 +40,7 @@ def record_dir(journal: str | os.PathLike | None = None) -> Path:
     return journal.parent / f"{journal.stem}-runs"
 
 
-def alive(pid: int, start: int | None, proc_root: str | os.PathLike = "/proc") -> bool:
+def alive(pid: int, start: int | None, proc_root: str | Path = "/proc") -> bool:
     """``pid`` exists, is not a zombie, and (when ``start`` is known) is the process that started then."""
     stat = kernel.read_optional(Path(proc_root, str(pid), "stat"))
     if not stat:
@@ -49,7 +49,7 @@ def alive(pid: int, start: int | None, proc_root: str | os.PathLike = "/proc") -
     return after[0] != "Z" and (start is None or int(after[19]) == start)
 
 
-def token_holders(token: str, proc_root: str | os.PathLike = "/proc") -> list[int]:
+def token_holders(token: str, proc_root: str | Path = "/proc") -> list[int]:
     """The processes that inherited ``HUGEBENCH_RUN=token`` (never this one)."""
     needle, me, found = f"{TOKEN}={token}".encode(), os.getpid(), []
     for entry in Path(proc_root).iterdir():
@@ -60,9 +60,7 @@ def token_holders(token: str, proc_root: str | os.PathLike = "/proc") -> list[in
     return found
 
 
-def end_processes(
-    token: str | None, pids: dict[int, int], proc_root: str | os.PathLike = "/proc"
-) -> int:
+def end_processes(token: str | None, pids: dict[int, int], proc_root: str | Path = "/proc") -> int:
     """SIGKILL the recorded pids that are still the same processes and every holder of ``token``, until none
     is left; the number of processes ended."""
     ended: set[int] = set()
@@ -91,7 +89,7 @@ class RunContainer:
         run_id: str,
         records: str | os.PathLike,
         *,
-        proc_root: str | os.PathLike = "/proc",
+        proc_root: str | Path = "/proc",
         use_cgroup: bool = True,
     ):
         pid = os.getpid()
@@ -103,7 +101,7 @@ class RunContainer:
             if use_cgroup
             else (None, "cgroups not used for this run")
         )
-        self.record_path = Path(records) / f"{self.name}.json"
+        self.record_path: Path | None = Path(records) / f"{self.name}.json"
         self.pids: dict[int, int] = {}
         self.columns: dict = {}
         self._anon_thp_peak: int | None = None
@@ -195,7 +193,7 @@ class RunContainer:
         containment columns."""
         if "containment" in self.columns:
             return self.columns
-        columns = {
+        columns: dict[str, object] = {
             "containment": "cgroup" if self.cgroup else "subreaper+pid record",
             "containment.killed_at_end": self.kill(),
         }
@@ -211,6 +209,7 @@ class RunContainer:
         return columns
 
     def _memory_columns(self) -> dict:
+        assert self.cgroup is not None  # called only for a run in a cgroup
         if not self.cgroup.has_memory():
             return {"cgroup.memory.reason": cgroups.no_memory_reason(self.cgroup, self.proc_root)}
         return {
@@ -240,7 +239,7 @@ class RunContainer:
             self.record_path = None
 
 
-def end_leftovers(records: str | os.PathLike, proc_root: str | os.PathLike = "/proc") -> list[dict]:
+def end_leftovers(records: str | os.PathLike, proc_root: str | Path = "/proc") -> list[dict]:
     """End the runs of sweeps that are gone: every record whose owner is dead (its cgroup, recorded pids and
     token holders), then every hugebench cgroup whose owner is dead. What was ended, per run."""
     ended = []

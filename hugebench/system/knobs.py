@@ -60,6 +60,7 @@ class HugetlbShortfall(SystemStateError):
 
     def __init__(self, name: str, path: Path, asked: int, got: int):
         self.name, self.path, self.asked, self.got = name, path, asked, got
+        self.readback: dict[str, str] = {}  # every knob as read back after the writes (SystemState)
         super().__init__(
             f"{name}: asked the kernel for {asked} huge pages in {path}, it gave {got} "
             f"(too little free memory, or too fragmented: compact memory first, or ask for fewer)"
@@ -197,16 +198,14 @@ def _thp_specs(sys_root: Path, pmd_ptes: int) -> list[tuple[str, str, str, int, 
     included (which files exist is the caller's test)."""
     decls = [d for d in catalogue.DECLARED if d.family in ("thp", "khugepaged")]
     decls += [catalogue.mthp_decl(size_kb) for size_kb in kernel.mthp_sizes_kb(sys_root)]
-    return [
-        (
-            d.name,
-            d.path,
-            d.kind,
-            d.minimum,
-            pmd_ptes - 1 if d.maximum == catalogue.PTES else d.maximum,
-        )
-        for d in decls
-    ]
+    return [(d.name, d.path, d.kind, d.minimum, _top(d, pmd_ptes)) for d in decls]
+
+
+def _top(decl: catalogue.KnobDecl, pmd_ptes: int) -> int | None:
+    """A declaration's maximum on this machine (``PTES``: base pages per PMD huge page, less one)."""
+    if decl.maximum == catalogue.PTES:
+        return pmd_ptes - 1
+    return decl.maximum if isinstance(decl.maximum, int) else None
 
 
 def _pmd_ptes(sys_root: Path) -> int:

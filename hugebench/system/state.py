@@ -9,6 +9,7 @@ import signal
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Literal
 
 from hugebench.errors import SystemStateError
 from hugebench.system.journal import (
@@ -74,7 +75,7 @@ class SystemState:
         self.restored: dict[str, tuple[str, str]] = {}
         self.restore_errors: dict[str, str] = {}
         self._record: JournalRecord | None = None
-        self._previous_handlers: dict[int, object] = {}
+        self._previous_handlers: dict[int, Any] = {}
         self._active = False
 
     # -- entering and applying -------------------------------------------------------------------
@@ -173,7 +174,7 @@ class SystemState:
 
     # -- leaving ---------------------------------------------------------------------------------
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         if not self._active:
             return False
         self._active = False
