@@ -50,8 +50,9 @@ class Who:
         self.root = name == "root"
         info = pwd.getpwnam(name)
         self.uid, self.gid = info.pw_uid, info.pw_gid
-        self.home = base / f"home-{'root' if self.root else 'user'}"
-        self.home.mkdir()
+        self.home = base / "home-user"
+        if not self.root:
+            self.home.mkdir()
         self.env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
             "HOME": os.environ.get("HOME", "/root") if self.root else str(self.home),
@@ -147,7 +148,7 @@ def commands(prog, deploy: lib.Deploy, work: Path, tmp: Path, thp_off: Path, qui
     )
     if not prog.server:
         return {
-            side: (" ".join(p for p in (penv, extra, base) if p), None)
+            side: (" ".join(p for p in (penv, extra, base) if p), None, None)
             for side, extra in (("A", ""), ("B", change))
         }
     kind, _, ready = prog.ready.partition(":")
@@ -160,8 +161,9 @@ def commands(prog, deploy: lib.Deploy, work: Path, tmp: Path, thp_off: Path, qui
     out = {}
     for side, extra in (("A", ""), ("B", change)):
         script = tmp / f"serve-{side}.sh"
-        script.write_text(_serve(tmp, ready, " ".join(p for p in (penv, extra, server) if p)))
-        out[side] = (" ".join(p for p in (penv, base) if p), f"sh {shlex.quote(str(script))}")
+        line = " ".join(p for p in (penv, extra, server) if p)
+        script.write_text(_serve(tmp, ready, line))
+        out[side] = (" ".join(p for p in (penv, base) if p), f"sh {shlex.quote(str(script))}", line)
     return out
 
 
@@ -220,6 +222,9 @@ def hyperfine(
 def machine_wide(writes: tuple, journal: Path):
     """Yield set(side): side 'B' writes the deployed values, 'A' the values found. Every knob goes back to
     the value found in the finally (the journal on disk says what to restore if the judge itself dies)."""
+    if not writes:
+        yield lambda side: None
+        return
     found = {w.path: _current(w.path) for w in writes}
     journal.write_text(json.dumps({"restore": found, "pid": os.getpid()}))
     old = signal.signal(signal.SIGTERM, lambda *_: sys.exit("judge: terminated; restoring knobs"))
@@ -261,7 +266,7 @@ def rounds(sides: dict, who: Who, work: Path, dirs: dict, args, set_side) -> lis
         got = {}
         for side in ("A", "B") if r % 2 == 0 else ("B", "A"):
             set_side(side)
-            cmd, prepare = sides[side]
+            cmd, prepare, _ = sides[side]
             try:
                 got[side] = hyperfine(
                     cmd, prepare, who, work, dirs["hf"] / f"r{r}-{side}.json", args.runs
@@ -314,7 +319,9 @@ def judge_one(prog, who: Who, base: Path, thp_off: Path, args) -> dict:
                 "skipped": "deploy is a machine-wide sysfs write; pass --allow-machine-wide",
             }
         sides = commands(prog, verdict.deploy, work, tmp, thp_off, args.quick)
-        row["commands"] = {s: {"timed": c, "prepare": p} for s, (c, p) in sides.items()}
+        row["commands"] = {
+            s: {"timed": c, "prepare": p, "server": v} for s, (c, p, v) in sides.items()
+        }
         with machine_wide(verdict.deploy.sysfs, base / f"journal-{tag}.json") as set_side:
             got = rounds(sides, who, work, dirs, args, set_side)
         row["rounds"] = got

@@ -215,3 +215,60 @@ def test_summary_and_table_count_the_goal(lib):
     table = lib.table(rows)
     assert len(table) == 2 + 4 and table[3].count("WRONG SIGN") == 1
     assert "FAILED: try exited 5: busy" in table[5]
+
+
+@pytest.fixture(scope="module")
+def judge(lib):
+    spec = importlib.util.spec_from_file_location("judge_bench", BENCH / "judge.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_commands_put_the_deploy_in_front_of_the_program_only_on_the_deployed_side(
+    judge, lib, tmp_path
+):
+    import judge_panel as panel
+
+    sort = next(p for p in panel.PANEL if p.name == "sort")
+    deploy = lib.Deploy({"LD_PRELOAD": "/l/x y.so"}, thp_off=True)
+    sides = judge.commands(sort, deploy, tmp_path, tmp_path, Path("/b/thp-off"), quick=True)
+    a, b = sides["A"][0], sides["B"][0]
+    assert a.startswith("LC_ALL=C sort -S 512M") and "LD_PRELOAD" not in a
+    assert b.startswith("LC_ALL=C LD_PRELOAD='/l/x y.so' /b/thp-off sort -S 512M")
+    sqlite = next(p for p in panel.PANEL if p.name == "sqlite3")
+    a = judge.commands(sqlite, deploy, tmp_path, tmp_path, Path("/t"), quick=True)["A"][0]
+    assert a == f"sqlite3 :memory: < {tmp_path}/sqlite.sql"
+
+
+def test_a_server_is_started_with_the_deploy_in_prepare_and_the_driver_timed(judge, lib, tmp_path):
+    import judge_panel as panel
+
+    redis = next(p for p in panel.PANEL if p.name == "redis")
+    sides = judge.commands(
+        redis, lib.Deploy({"A": "1"}), tmp_path, tmp_path, Path("/t"), quick=True
+    )
+    for side, prefix in (("A", "redis-server"), ("B", "A=1 redis-server")):
+        timed, prepare, server = sides[side]
+        assert timed.startswith(f"redis-benchmark -s {tmp_path}/redis.sock") and "A=1" not in timed
+        assert server.startswith(prefix) and f"--unixsocket {tmp_path}/redis.sock" in server
+        assert prepare == f"sh {tmp_path}/serve-{side}.sh"
+        assert server in (tmp_path / f"serve-{side}.sh").read_text()
+
+
+def test_machine_wide_writes_are_journaled_and_put_back_even_on_failure(judge, lib, tmp_path):
+    knob = tmp_path / "enabled"
+    knob.write_text("always [madvise] never\n")
+    journal = tmp_path / "journal.json"
+    seen = []
+    with pytest.raises(RuntimeError, match="boom"):
+        with judge.machine_wide((lib.SysfsWrite(str(knob), "always"),), journal) as set_side:
+            assert '"madvise"' in journal.read_text()  # on disk before the first write
+            set_side("B")
+            seen.append(knob.read_text())
+            set_side("A")
+            seen.append(knob.read_text())
+            set_side("B")
+            raise RuntimeError("boom")
+    assert seen == ["always", "madvise"]
+    assert knob.read_text() == "madvise" and not journal.exists()
