@@ -29,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from contextlib import contextmanager
@@ -40,6 +41,8 @@ import judge_lib as lib
 import judge_panel as panel
 
 from hugebench.cli_try import parse_budget
+
+SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 class Who:
@@ -62,6 +65,21 @@ class Who:
             self.env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         self.own(self.home)
 
+    def hugebench(self, command: str) -> list[str]:
+        """How this user starts hugebench: ``command``, unless the user may not execute the Python behind it
+        (a virtualenv built from a Python under root's home); then the system's Python with the
+        virtualenv's packages on PYTHONPATH (the workers then run with the same Python)."""
+        if getattr(self, "_start", None):
+            return self._start
+        if self.root or _can_exec(self, _interpreter(command)):
+            self._start = [command]
+            return self._start
+        site = sysconfig.get_paths()["purelib"]
+        self.env["PYTHONPATH"] = ":".join(p for p in (self.env.get("PYTHONPATH"), site) if p)
+        main = "import sys; sys.argv[0] = 'hugebench'; from hugebench.cli import main; main()"
+        self._start = [SYSTEM_PYTHON, "-c", main]
+        return self._start
+
     @property
     def label(self) -> str:
         return "root" if self.root else f"user {self.name}"
@@ -83,6 +101,19 @@ class Who:
             return
         for p in [path, *path.rglob("*")]:
             os.lchown(p, self.uid, self.gid)
+
+
+def _interpreter(command: str) -> str:
+    """The interpreter a console script starts (its #! line), else the command itself."""
+    with open(command, "rb") as f:
+        first = f.readline(4096)
+    return first[2:].decode().split()[0] if first.startswith(b"#!") else command
+
+
+def _can_exec(who: Who, path: str) -> bool:
+    """``path`` runs as ``who`` from a process of its own (not only from setpriv's exec)."""
+    probe = ["sh", "-c", 'exec "$0" -c pass', path]
+    return run(probe, who, Path("/"), 30)[0] == 0
 
 
 def run(argv, who: Who, cwd: Path, timeout: float, log: Path | None = None) -> tuple[int, str, str]:
@@ -112,7 +143,7 @@ def run(argv, who: Who, cwd: Path, timeout: float, log: Path | None = None) -> t
 def try_verdict(prog, who: Who, work: Path, dirs: dict, args) -> dict:
     """Run ``hugebench try --json`` on the program; its verdict as a dict (raises RuntimeError with why)."""
     argv = [
-        args.hugebench,
+        *who.hugebench(args.hugebench),
         "try",
         "--budget",
         args.budget,
@@ -360,6 +391,7 @@ def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as f:
         f.write(text)
+        os.fchmod(f.fileno(), 0o644)
     os.replace(tmp, path)
 
 
