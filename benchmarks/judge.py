@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import pwd
+import re
 import shlex
 import shutil
 import signal
@@ -223,6 +224,21 @@ def stop_server(tmp: Path, who: Who) -> None:
     run(["sh", "-c", script], who, tmp, 30)
 
 
+def check_preload(deploy: lib.Deploy, who: Who) -> None:
+    """Every library the deploy preloads is mapped in a process started with its environment (the dynamic
+    loader only warns and runs on when a preload fails: the judge would time as-is twice)."""
+    libs = [p for p in re.split(r"[: ]", deploy.env.get("LD_PRELOAD", "")) if p]
+    if not libs:
+        return
+    env = [f"{k}={v}" for k, v in deploy.env.items()]
+    rc, maps, err = run(["env", *env, "cat", "/proc/self/maps"], who, Path("/"), 30)
+    missing = [p for p in libs if os.path.realpath(p) not in maps]
+    if rc != 0 or missing:
+        raise RuntimeError(
+            f"deploy's LD_PRELOAD did not load {missing or libs}: {err.strip()[:200]}"
+        )
+
+
 def hyperfine(
     cmd: str, prepare: str | None, who: Who, cwd: Path, json_out: Path, runs: int
 ) -> dict:
@@ -262,7 +278,10 @@ def machine_wide(writes: tuple, journal: Path):
 
     def set_side(side: str) -> None:
         for w in writes:
-            _write(w.path, w.value if side == "B" else found[w.path])
+            want = w.value if side == "B" else found[w.path]
+            _write(w.path, want)
+            if _current(w.path) != want:
+                raise RuntimeError(f"wrote {want!r} to {w.path} but it reads {_current(w.path)!r}")
 
     try:
         yield set_side
@@ -336,11 +355,7 @@ def judge_one(prog, who: Who, base: Path, thp_off: Path, args) -> dict:
         row["try_json"] = data
         verdict = lib.parse_verdict(data)
         row["verdict"] = {k: v for k, v in verdict.__dict__.items() if k != "deploy"}
-        print(
-            f"  try: {verdict.text}; best {verdict.best} {verdict.ratio} "
-            f"[{verdict.ci_lo}, {verdict.ci_hi}]",
-            flush=True,
-        )
+        print(f"  try: {verdict.text}; best {verdict.best} {_ci(verdict)}", flush=True)
         if verdict.deploy is None:
             return {**row, "skipped": "try gave no best configuration with a ratio"}
         row["deployed"] = f"{verdict.deploy.describe()} ({verdict.deploy.source})"
@@ -349,6 +364,7 @@ def judge_one(prog, who: Who, base: Path, thp_off: Path, args) -> dict:
                 **row,
                 "skipped": "deploy is a machine-wide sysfs write; pass --allow-machine-wide",
             }
+        check_preload(verdict.deploy, who)
         sides = commands(prog, verdict.deploy, work, tmp, thp_off, args.quick)
         row["commands"] = {
             s: {"timed": c, "prepare": p, "server": v} for s, (c, p, v) in sides.items()
@@ -359,13 +375,20 @@ def judge_one(prog, who: Who, base: Path, thp_off: Path, args) -> dict:
         judged = lib.judge([(g["A"]["times"], g["B"]["times"]) for g in got])
         row["judged"] = judged.__dict__
         row["agreement"] = lib.agreement(verdict, judged)
-        print(f"  judge: {judged.ratio:.3f} [{judged.ci_lo}, {judged.ci_hi}]; {row['agreement']}")
+        print(f"  judge: {_ci(judged)}; {row['agreement']}", flush=True)
         return row
     except (RuntimeError, lib.DeployNotUnderstood, OSError, ValueError) as exc:
         print(f"  FAILED: {exc}", flush=True)
         return {**row, "error": str(exc)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ci(x) -> str:
+    def f(v):
+        return "—" if v is None else f"{v:.3f}"
+
+    return f"{f(x.ratio)} [{f(x.ci_lo)}, {f(x.ci_hi)}]"
 
 
 def header(args, argv: list[str]) -> list[str]:
