@@ -1,0 +1,315 @@
+"""The judge benchmark's pure parts (benchmarks/judge.py runs them; tests/test_judge_bench.py tests them):
+reading ``hugebench try --json``'s verdict into a :class:`Verdict`, turning its deploy lines into a
+:class:`Deploy` the judge can run, the paired ratio of the judge's rounds with its bootstrap CI, and the
+agreement of the two. Nothing here runs a program or touches a knob.
+
+The format relied on (``hugebench try --json``, hugebench/trial/verdict.py ``build`` and ``deploy``, as of
+the branch point of this benchmark) is read in ONE place, :func:`parse_verdict`; adapt it there when try's
+output changes:
+
+- ``metric`` ("window_s" for wall time), ``better`` ("lower" | "higher"), ``recommend`` ("best" | "as-is"),
+  ``resolved`` (bool), ``no_difference`` (bool);
+- ``best``: ``name``, ``cell`` ({allocator, thp[, text_pages, memory_state]}), ``class``
+  ("better" | "worse" | "same within noise" | ...), ``ratio``: {value, ci_lo, ci_hi, n, paired, resolved};
+- ``deploy`` (only when ``recommend`` is "best"): ``env`` (dict), ``shell`` ("NAME=VALUE ..." or null),
+  ``thp`` ("echo MODE > /sys/kernel/mm/transparent_hugepage/enabled   (as root; ...)" or null),
+  ``thp_per_process`` (prose: "prctl(PR_SET_THP_DISABLE, 1) in the program or its launcher ..." for
+  ``never``; for other modes a sentence saying there is none), ``systemd``;
+- ``baseline``: the as-is configuration (``name``, ``cell``).
+A future structured ``deploy.sysfs`` list of {path, value} is used when present instead of the echo line.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hugebench.stats import bootstrap_ci
+
+
+class DeployNotUnderstood(ValueError):
+    """A deploy line the judge cannot run as printed: the judge fails loudly rather than guess."""
+
+
+@dataclass(frozen=True)
+class SysfsWrite:
+    path: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Deploy:
+    """How to run the recommended configuration: environment (a shell prefix), and either nothing more, a
+    per-process THP switch (``thp_off``: prctl(PR_SET_THP_DISABLE) in a launcher) or machine-wide sysfs
+    writes. ``source`` says where it came from: "printed" (try's deploy lines) or "best's cell" (a keep-as-is
+    verdict prints none; the judge then deploys the best configuration try measured, to check its ratio)."""
+
+    env: dict = field(default_factory=dict)
+    thp_off: bool = False
+    sysfs: tuple = ()
+    source: str = "printed"
+
+    @property
+    def machine_wide(self) -> bool:
+        return bool(self.sysfs)
+
+    def prefix(self) -> str:
+        """The environment as the shell prefix try prints ("NAME=VALUE ..."), quoted for sh."""
+        return " ".join(f"{k}={shlex.quote(str(v))}" for k, v in self.env.items())
+
+    def describe(self) -> str:
+        parts = [self.prefix()] if self.env else []
+        if self.thp_off:
+            parts.append("prctl THP off (per process)")
+        parts += [f"{w.value} > {w.path}" for w in self.sysfs]
+        return "; ".join(parts) or "nothing (as-is)"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the judge needs of try's answer."""
+
+    text: str  # "use X" | "keep as-is: no difference" | "keep as-is (best X not resolved)" | ...
+    recommend: bool
+    resolved: bool
+    best: str | None
+    ratio: float | None
+    ci_lo: float | None
+    ci_hi: float | None
+    pairs: int | None
+    deploy: Deploy | None  # None: nothing to judge (no best configuration with a ratio)
+
+
+_ECHO = re.compile(r"^\s*echo\s+(\S+)\s+>\s+(/sys/\S+)(\s+\(.*\))?\s*$")
+_PRCTL_OFF = re.compile(r"^\s*prctl\(PR_SET_THP_DISABLE,\s*1\)")
+_ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def parse_verdict(data: dict) -> Verdict:
+    """try's --json verdict -> :class:`Verdict` (the one place that knows try's output format)."""
+    for key in ("recommend", "best", "metric", "better"):
+        if key not in data:
+            raise DeployNotUnderstood(
+                f"try's JSON has no {key!r}: not the verdict format the judge knows"
+            )
+    if data["metric"] != "window_s" or data["better"] != "lower":
+        raise DeployNotUnderstood(
+            f"try compared {data['metric']} ({data['better']} is better); the judge times wall seconds"
+        )
+    best = data.get("best")
+    ratio = (best or {}).get("ratio") or {}
+    recommend = data["recommend"] == "best"
+    deploy = None
+    if recommend:
+        deploy = parse_deploy(data.get("deploy"), best["cell"]["thp"])
+    elif best and ratio:
+        deploy = deploy_of_cell(best["cell"], _found(data))
+    return Verdict(
+        text=_verdict_text(data, best, recommend),
+        recommend=recommend,
+        resolved=bool(data.get("resolved")),
+        best=(best or {}).get("name"),
+        ratio=ratio.get("value"),
+        ci_lo=ratio.get("ci_lo"),
+        ci_hi=ratio.get("ci_hi"),
+        pairs=ratio.get("n"),
+        deploy=deploy,
+    )
+
+
+def _verdict_text(data: dict, best: dict | None, recommend: bool) -> str:
+    if recommend:
+        return f"use {best['name']}"
+    if data.get("no_difference"):
+        return "keep as-is: no difference"
+    if not best:
+        return "keep as-is: nothing to compare"
+    state = (
+        "resolved worse"
+        if best.get("class") == "worse" and data.get("resolved")
+        else "not resolved"
+    )
+    return f"keep as-is ({state})"
+
+
+def _found(data: dict) -> str:
+    """The THP mode as found: the as-is configuration's."""
+    base = data.get("baseline") or {}
+    mode = (base.get("cell") or {}).get("thp")
+    if not mode:
+        raise DeployNotUnderstood("try's JSON has no baseline cell with a thp mode")
+    return mode
+
+
+def parse_deploy(dep: dict | None, thp_mode: str) -> Deploy:
+    """try's deploy dict -> :class:`Deploy`; a line the judge does not understand raises."""
+    if not isinstance(dep, dict):
+        raise DeployNotUnderstood(f"try recommends a change but gives no deploy dict: {dep!r}")
+    env = dep.get("env")
+    if env is None:
+        env = parse_env_line(dep.get("shell") or "")
+    if not isinstance(env, dict):
+        raise DeployNotUnderstood(f"deploy.env is not a mapping: {env!r}")
+    if dep.get("sysfs") is not None:  # structured, when try gives it
+        writes = tuple(SysfsWrite(w["path"], str(w["value"])) for w in dep["sysfs"])
+        return Deploy(dict(env), bool(dep.get("thp_off")), writes)
+    line = dep.get("thp")
+    if not line:
+        return Deploy(dict(env))
+    m = _ECHO.match(line)
+    if not m or m.group(2) != THP_ENABLED:
+        raise DeployNotUnderstood(f"deploy THP line not understood: {line!r}")
+    if m.group(1) != thp_mode:
+        raise DeployNotUnderstood(
+            f"deploy THP line says {m.group(1)!r}, the cell says {thp_mode!r}"
+        )
+    if _PRCTL_OFF.match(dep.get("thp_per_process") or ""):
+        if thp_mode != "never":
+            raise DeployNotUnderstood(f"per-process THP off offered for mode {thp_mode!r}")
+        return Deploy(dict(env), thp_off=True)  # per process first: nothing machine-wide needed
+    return Deploy(dict(env), sysfs=(SysfsWrite(THP_ENABLED, thp_mode),))
+
+
+def parse_env_line(line: str) -> dict:
+    """'A=1 LD_PRELOAD=/x.so' -> {'A': '1', 'LD_PRELOAD': '/x.so'}; anything but NAME=VALUE words raises."""
+    out = {}
+    for word in shlex.split(line):
+        if not _ENV_WORD.match(word):
+            raise DeployNotUnderstood(
+                f"deploy environment word not NAME=VALUE: {word!r} in {line!r}"
+            )
+        name, _, value = word.partition("=")
+        out[name] = value
+    return out
+
+
+def deploy_of_cell(cell: dict, thp_found: str) -> Deploy:
+    """A keep-as-is verdict prints no deploy lines: deploy its best configuration the way try would have
+    printed it (hugebench's allocator registry gives the environment, as try's own ``deploy`` does)."""
+    from hugebench import allocators
+
+    known = set(cell) - {"allocator", "thp"}
+    if known:
+        raise DeployNotUnderstood(f"best cell has axes the judge cannot deploy: {sorted(known)}")
+    env = dict(allocators.registry({})[cell["allocator"]].environment())
+    mode = cell["thp"]
+    if mode == thp_found:
+        return Deploy(env, source="best's cell")
+    if mode == "never":
+        return Deploy(env, thp_off=True, source="best's cell")
+    return Deploy(env, sysfs=(SysfsWrite(THP_ENABLED, mode),), source="best's cell")
+
+
+# --- the judge's numbers -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judged:
+    ratio: float
+    ci_lo: float | None
+    ci_hi: float | None
+    rounds: int
+
+
+def round_ratio(as_is: list, deployed: list) -> float:
+    """One round: median of the deployed runs' seconds over the median of the as-is runs'."""
+    a, b = np.median(np.asarray(as_is, float)), np.median(np.asarray(deployed, float))
+    if not (np.isfinite(a) and np.isfinite(b)) or a <= 0:
+        raise ValueError(f"a round needs positive finite times, got {as_is!r} and {deployed!r}")
+    return float(b / a)
+
+
+def judge(rounds: list[tuple[list, list]], seed: int = 0) -> Judged:
+    """The judge's ratio: the median of the per-round ratios (each round: as-is and deployed back to back,
+    paired), with a 95% percentile-bootstrap CI over the rounds (None with fewer than two rounds)."""
+    ratios = [round_ratio(a, b) for a, b in rounds]
+    if not ratios:
+        raise ValueError("no rounds to judge")
+    lo, hi = bootstrap_ci(ratios, np.median, 0.95, 2000, seed)
+    fin = [float(x) if np.isfinite(x) else None for x in (lo, hi)]
+    return Judged(float(np.median(ratios)), fin[0], fin[1], len(ratios))
+
+
+def agreement(verdict: Verdict, judged: Judged) -> dict:
+    """``inside``: the judge's ratio inside try's CI (None: try gave no CI). ``sign``: for a resolved verdict,
+    "agrees" when the judge's CI lies on try's side of 1, "WRONG SIGN" when it lies on the other side,
+    "judge unresolved" when it includes 1; "n/a" for an unresolved verdict."""
+    inside = None
+    if verdict.ci_lo is not None and verdict.ci_hi is not None:
+        inside = bool(verdict.ci_lo <= judged.ratio <= verdict.ci_hi)
+    sign = "n/a"
+    if verdict.resolved and verdict.ratio is not None:
+        faster = verdict.ratio < 1
+        if judged.ci_lo is None or judged.ci_hi is None:
+            sign = "judge unresolved"
+        elif (judged.ci_hi < 1) if faster else (judged.ci_lo > 1):
+            sign = "agrees"
+        elif (judged.ci_lo > 1) if faster else (judged.ci_hi < 1):
+            sign = "WRONG SIGN"
+        else:
+            sign = "judge unresolved"
+    return {"inside": inside, "sign": sign}
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """The goal's two counts over the judged rows: wrong-sign resolved verdicts, and the share inside try's CI."""
+    judged = [r for r in rows if r.get("agreement")]
+    with_ci = [r for r in judged if r["agreement"]["inside"] is not None]
+    inside = sum(r["agreement"]["inside"] for r in with_ci)
+    wrong = [r["program"] for r in judged if r["agreement"]["sign"] == "WRONG SIGN"]
+    resolved = sum(r["agreement"]["sign"] != "n/a" for r in judged)
+    share = f"{inside / len(with_ci):.0%}" if with_ci else "n/a"
+    return [
+        f"judged {len(judged)} of {len(rows)} programs; failed or not judged: {len(rows) - len(judged)}",
+        f"judge's ratio inside try's 95% CI: {inside} of {len(with_ci)} ({share}; goal: at least 90%)",
+        f"resolved verdicts: {resolved}; of the wrong sign: {len(wrong)}"
+        + (f" ({', '.join(wrong)})" if wrong else "")
+        + " (goal: none)",
+    ]
+
+
+def _num(x, fmt="{:.3f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def table(rows: list[dict]) -> list[str]:
+    """The markdown table: one row per program (and user)."""
+    head = (
+        "| program | kind | as | try's verdict | try's best | try's ratio [95% CI] | judge's ratio "
+        "[95% CI] | deployed | inside CI | sign |"
+    )
+    out = [head, "|" + "---|" * 10]
+    for r in rows:
+        v, j, a = r.get("verdict") or {}, r.get("judged") or {}, r.get("agreement") or {}
+        try_ratio = (
+            f"{_num(v.get('ratio'))} [{_num(v.get('ci_lo'))}, {_num(v.get('ci_hi'))}]" if v else "—"
+        )
+        judge_ratio = (
+            f"{_num(j.get('ratio'))} [{_num(j.get('ci_lo'))}, {_num(j.get('ci_hi'))}], "
+            f"{j.get('rounds')} rounds"
+            if j
+            else f"not judged: {r['skipped']}"
+            if r.get("skipped")
+            else "—"
+        )
+        inside = {True: "yes", False: "NO", None: "—"}[a.get("inside")] if a else "—"
+        cells = [
+            r["program"],
+            r["kind"],
+            r["as"],
+            f"{v.get('text', '')} FAILED: {r['error']}".strip()
+            if r.get("error")
+            else v.get("text"),
+            v.get("best") or "—",
+            try_ratio,
+            judge_ratio,
+            r.get("deployed") or "—",
+            inside,
+            a.get("sign", "—"),
+        ]
+        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return out
