@@ -38,7 +38,7 @@ import judge_panel as panel
 import judge_run as jr
 from judge_run import Who
 
-from hugebench.cli_try import parse_budget
+from hugebench.cli.try_ import parse_budget
 
 
 def try_verdict(prog, who: Who, work: Path, dirs: dict, args) -> dict:
