@@ -215,14 +215,25 @@ def measured_mask(df: pd.DataFrame) -> np.ndarray:
     """True for each row of ``df`` that :func:`measured_rows` keeps."""
     if "warmup" not in df.columns:
         return np.ones(len(df), dtype=bool)
-    return ~df["warmup"].map(lambda w: w is True or w == 1 or w == "true").to_numpy(bool)
+    warmups = df["warmup"].tolist()  # (plain Python over the values: cheaper than pandas on a cell)
+    return ~np.fromiter((w is True or w == 1 or w == "true" for w in warmups), bool, len(warmups))
 
 
 def ok_mask(df: pd.DataFrame) -> np.ndarray:
     """True for each row of ``df`` that :func:`ok_rows` keeps (a row's own fields decide)."""
     if "status" not in df.columns:
         return measured_mask(df)
-    return measured_mask(df) & (df["status"].isna() | (df["status"] == "ok")).to_numpy(bool)
+    return measured_mask(df) & status_ok(df["status"])
+
+
+def status_ok(status: pd.Series) -> np.ndarray:
+    """True where a status is ``ok`` or missing (a row without a status counts as successful)."""
+    values = status.tolist()
+    return np.fromiter((v == "ok" or _missing(v) for v in values), bool, len(values))
+
+
+def _missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -235,7 +246,7 @@ def failed_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Measured rows of runs that did not succeed and were not later retried successfully."""
     if "status" not in df.columns:
         return df.iloc[0:0]
-    if not (df["status"].notna() & (df["status"] != "ok")).any():
+    if status_ok(df["status"]).all():
         return df.iloc[0:0]
     df = measured_rows(df)
     failed = df[df["status"].notna() & (df["status"] != "ok")]

@@ -25,6 +25,7 @@ from ..stats import (
     ok_mask,
     ok_rows,
     require_columns,
+    status_ok,
 )
 from .model import MetricSpec
 from .rendering import display_frame, is_missing
@@ -181,7 +182,7 @@ FAILURE_COLUMNS = ("status", "error", "warmup", "run_id")
 
 def failure_counts(rows: pd.DataFrame) -> list[tuple[str, int]]:
     """(reason, runs) of the failed measured runs (a run retried successfully is not one), commonest first."""
-    if "status" not in rows.columns or not _any_failed(rows["status"]):
+    if "status" not in rows.columns or status_ok(rows["status"]).all():
         return []
     failed = failed_rows(rows[[c for c in FAILURE_COLUMNS if c in rows.columns]])
     errors = failed["error"] if "error" in failed.columns else pd.Series(None, index=failed.index)
@@ -190,10 +191,6 @@ def failure_counts(rows: pd.DataFrame) -> list[tuple[str, int]]:
         reason = failure_reason({"status": status, "error": error})
         counts[reason] = counts.get(reason, 0) + 1
     return sorted(counts.items(), key=lambda item: -item[1])
-
-
-def _any_failed(status: pd.Series) -> bool:
-    return bool((status.notna() & (status != "ok")).any())
 
 
 def failures_text(rows: pd.DataFrame) -> str:
