@@ -93,7 +93,7 @@ def commit_of(tree: Path) -> str:
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return f"(no git: {tree})"
 
 
 def main(argv=None) -> int:
