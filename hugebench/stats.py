@@ -181,10 +181,15 @@ def summarize(
 
 
 def describe_cell(
-    cell: pd.DataFrame, metric: str, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+    cell: pd.DataFrame,
+    metric: str,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ok: pd.DataFrame | None = None,
 ) -> dict:
-    """The summary of one cell's rows; see :func:`summarize`."""
-    ok = ok_rows(cell)
+    """The summary of one cell's rows; see :func:`summarize` (``ok``: ``ok_rows(cell)`` if known)."""
+    ok = ok_rows(cell) if ok is None else ok
     values = finite(_column(ok, metric))
     lo, hi = bootstrap_ci(values, np.median, level, n_boot, seed)
     empty = values.size == 0
@@ -202,24 +207,48 @@ def describe_cell(
 
 def measured_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The rows that are not warm-up runs (warm-ups only prime caches and allocators)."""
+    measured = measured_mask(df)
+    return df if measured.all() else df[measured]  # (no copy when nothing is left out)
+
+
+def measured_mask(df: pd.DataFrame) -> np.ndarray:
+    """True for each row of ``df`` that :func:`measured_rows` keeps."""
     if "warmup" not in df.columns:
-        return df
-    return df[~df["warmup"].map(lambda w: w is True or w == 1 or w == "true")]
+        return np.ones(len(df), dtype=bool)
+    warmups = df["warmup"].tolist()  # (plain Python over the values: cheaper than pandas on a cell)
+    return ~np.fromiter((w is True or w == 1 or w == "true" for w in warmups), bool, len(warmups))
+
+
+def ok_mask(df: pd.DataFrame) -> np.ndarray:
+    """True for each row of ``df`` that :func:`ok_rows` keeps (a row's own fields decide)."""
+    if "status" not in df.columns:
+        return measured_mask(df)
+    return measured_mask(df) & status_ok(df["status"])
+
+
+def status_ok(status: pd.Series) -> np.ndarray:
+    """True where a status is ``ok`` or missing (a row without a status counts as successful)."""
+    values = status.tolist()
+    return np.fromiter((v == "ok" or _missing(v) for v in values), bool, len(values))
+
+
+def _missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The measured rows whose run succeeded (without a status column, every row counts as successful)."""
-    df = measured_rows(df)
-    if "status" not in df.columns:
-        return df
-    return df[df["status"].isna() | (df["status"] == "ok")]
+    ok = ok_mask(df)
+    return df if ok.all() else df[ok]
 
 
 def failed_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Measured rows of runs that did not succeed and were not later retried successfully."""
-    df = measured_rows(df)
     if "status" not in df.columns:
         return df.iloc[0:0]
+    if status_ok(df["status"]).all():
+        return df.iloc[0:0]
+    df = measured_rows(df)
     failed = df[df["status"].notna() & (df["status"] != "ok")]
     if "run_id" in df.columns:
         failed = failed[~failed["run_id"].isin(ok_rows(df)["run_id"])]
@@ -294,19 +323,28 @@ def _paired_values(
     keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns]
     if "repetition" not in keys or a.empty or b.empty:
         return None
-    if a.duplicated(keys).any() or b.duplicated(keys).any():
+    a_blocks, b_blocks = _blocks(a, keys), _blocks(b, keys)
+    if len(set(a_blocks)) < len(a_blocks) or len(set(b_blocks)) < len(b_blocks):
         return None  # several rows per block: the cell pools several configurations
-    joined = (
-        a[keys + [metric]].merge(b[keys + [metric]], on=keys, suffixes=("_a", "_b"))
-        if metric in a.columns and metric in b.columns
-        else None
-    )
-    if joined is None or len(joined) < 2 or len(joined) < min(len(a), len(b)) / 2:
+    if metric not in a.columns or metric not in b.columns:
+        return None
+    where = {block: i for i, block in enumerate(b_blocks)}
+    pairs = [(i, where[block]) for i, block in enumerate(a_blocks) if block in where]
+    if len(pairs) < 2 or len(pairs) < min(len(a), len(b)) / 2:
         return None
     # a stray non-number in a store's metric column (hand-edited, corrupt) is missing, like null
-    return tuple(
-        pd.to_numeric(joined[f"{metric}_{side}"], errors="coerce").to_numpy(float) for side in "ab"
+    a_at, b_at = (np.array(side, dtype=int) for side in zip(*pairs))
+    return (
+        pd.to_numeric(a[metric].iloc[a_at], errors="coerce").to_numpy(float),
+        pd.to_numeric(b[metric].iloc[b_at], errors="coerce").to_numpy(float),
     )
+
+
+def _blocks(rows: pd.DataFrame, keys: list[str]) -> list[tuple]:
+    """Each row's repetition block as a hashable key, in row order (a missing value is one key, as pandas
+    matches missing with missing: None and NaN alike)."""
+    columns = [[None if pd.isna(v) else v for v in rows[k].tolist()] for k in keys]
+    return list(zip(*columns))
 
 
 def _most_common_status(cell: pd.DataFrame) -> str:

@@ -422,3 +422,28 @@ def test_stray_values_in_rows_never_crash_a_report(tmp_path, changes):
             result.output,
             result.exception,
         )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": 1, "b": [2.5, {"c": 99999999999999999999}], "d": "123456789012345678901"}',
+        b'{"a": -99999999999999999999, "b": true, "c": null, "d": "NaN Infinity 1e999"}',
+    ],
+)
+def test_parse_json_fast_path_reads_what_the_checked_parse_reads(raw):
+    """parse_json tries json's C parser alone first; a document without a number the checks act on reads
+    the same as with the checks (numbers inside strings are text)."""
+    assert store.parse_json(raw) == json.loads(raw)
+
+
+@pytest.mark.parametrize(
+    "raw, problem",
+    [(b'{"a": [1, {"b": 100000000000000000000}]}', "21 digits"), (b'{"a": [1e999]}', None)],
+)
+def test_parse_json_checks_numbers_however_deep(raw, problem):
+    if problem:
+        with pytest.raises(ValueError, match=problem):
+            store.parse_json(raw)
+    else:
+        assert store.parse_json(raw) == {"a": [None]}

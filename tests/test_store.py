@@ -201,3 +201,35 @@ def test_parquet_export_round_trips(tmp_path):
     assert list(back["run_id"]) == ["a1", "a2"]
     assert back["ns_per_lookup"][0] == 80.0 and math.isnan(back["ns_per_lookup"][1])
     assert list(back["odd"]) == ["1", "text"]
+
+
+SAMPLE_STORES = [
+    os.path.join(os.path.dirname(__file__), "data", name)
+    for name in ("sample_results", "sample_results_b")
+]
+
+
+@pytest.mark.parametrize("path", SAMPLE_STORES)
+def test_load_in_chunks_gives_the_frame_of_all_rows_at_once(path, monkeypatch):
+    """load() builds the frame a chunk of rows at a time (bounded memory): any chunk size gives the same
+    frame, dtypes included, as one chunk holding every row."""
+    import hugebench.store as store_module
+
+    monkeypatch.setattr(store_module, "CHUNK_ROWS", 10**9)
+    whole = load(path)
+    for size in (1, 3, 7):
+        monkeypatch.setattr(store_module, "CHUNK_ROWS", size)
+        pd.testing.assert_frame_equal(load(path), whole, check_dtype=True)
+
+
+def test_a_column_null_in_a_whole_chunk_keeps_its_type(tmp_path, monkeypatch):
+    import hugebench.store as store_module
+
+    store = ResultStore(tmp_path)
+    for i in range(6):
+        store.append({"run_id": f"r{i}", "status": "ok", "note": "x" if i < 2 else None, "v": i})
+    monkeypatch.setattr(store_module, "CHUNK_ROWS", 2)
+    chunked = load(tmp_path, hosts=False)
+    monkeypatch.setattr(store_module, "CHUNK_ROWS", 100)
+    pd.testing.assert_frame_equal(chunked, load(tmp_path, hosts=False), check_dtype=True)
+    assert chunked["note"].tolist()[:2] == ["x", "x"] and chunked["note"].isna().sum() == 4

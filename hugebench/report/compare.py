@@ -23,7 +23,14 @@ from .provenance import machine_facts, provenance_sections
 from .rendering import DASH, display_frame, format_axis
 from .results import Experiment, Results, sweep_ids
 from .sections import Flag, Report, Section, failure_flags, listing, varying_axes, verdict
-from .tables import as_metric, axis_key, check_metric, failures_text, in_spec_order
+from .tables import (
+    as_metric,
+    axis_key,
+    cell_columns,
+    check_metric,
+    failures_text,
+    in_spec_order,
+)
 
 NO_MATCH = "No cell matches between A and B."
 
@@ -79,7 +86,7 @@ def _experiment_section(
     metric = primary or a.primary_metric or b.primary_metric
     if metric is None:
         raise HugebenchError(f"experiment {a.name!r}: no primary metric recorded; pass --primary")
-    a_cells, b_cells = _cells(a.rows, keys), _cells(b.rows, keys)
+    a_cells, b_cells = _cells(a.rows, keys, metric), _cells(b.rows, keys, metric)
     bases = (_baseline_finder(a, keys, a_cells), _baseline_finder(b, keys, b_cells))
     records = [
         _record(key, a_cells[key], b_cells[key], keys, metric, level, bases)
@@ -182,10 +189,12 @@ def _baseline_finder(exp: Experiment, keys, cells: dict):
     return lambda key: cells.get(tuple(base.get(k, v) for k, v in zip(keys, key)))
 
 
-def _cells(rows: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, pd.DataFrame]:
-    """Cell key (normalised values) -> the cell's measured rows (failed ones included, for n_failed)."""
+def _cells(rows: pd.DataFrame, keys: Sequence[str], metric: str) -> dict[tuple, pd.DataFrame]:
+    """Cell key (normalised values) -> the cell's measured rows (failed ones included, for n_failed), with
+    the columns the statistics of ``metric`` read (:func:`~hugebench.report.tables.cell_columns`)."""
     cells = {}
-    for key, cell in rows.groupby(list(keys), dropna=False, sort=False):
+    narrow = rows[cell_columns(rows, keys, [metric])]
+    for key, cell in narrow.groupby(list(keys), dropna=False, sort=False):
         cells[tuple(axis_key(v) for v in (key if isinstance(key, tuple) else (key,)))] = cell
     return cells
 

@@ -76,7 +76,7 @@ def _experiment(name: str, stores: list[Results], primary, level) -> Section:
     present = [e for e in exps if e is not None]
     keys = cell_keys(present[0], present[-1]) if len(present) > 1 else list(present[0].axes)
     metric = primary or present[0].primary_metric
-    cells = [(_cells(e.rows, keys) if e is not None else {}) for e in exps]
+    cells = [(_cells(e.rows, keys, metric) if e is not None else {}) for e in exps]
     all_keys = list(dict.fromkeys(k for c in cells for k in c))
     body, records, steps = [], [], []
     for key in all_keys:

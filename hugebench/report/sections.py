@@ -27,6 +27,7 @@ from .model import Flag, Options, Report, Section
 from .rendering import display_frame, table_text, verdict, void_text
 from .results import Experiment, Results
 from .tables import (
+    FAILURE_COLUMNS,
     VOID,
     build_table,
     check_metric,
@@ -343,16 +344,18 @@ def failure_flags(rows: pd.DataFrame, axes: Sequence[str], prefix: str = "") -> 
     format shows these, since a table can only say "failed"."""
     keys = [a for a in axes if a in rows.columns]
     by_reason: dict[str, list] = {}
-    for key, cell in rows.groupby(keys, sort=False, dropna=False) if keys else [((), rows)]:
+    narrow = rows[list(dict.fromkeys(keys + [c for c in FAILURE_COLUMNS if c in rows.columns]))]
+    named = varying_axes(rows, keys) if keys else []
+    for key, cell in narrow.groupby(keys, sort=False, dropna=False) if keys else [((), narrow)]:
+        counts = failure_counts(cell)
+        if not counts:
+            continue
         label = (
-            cell_label(
-                pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))),
-                varying_axes(rows, keys),
-            )
+            cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named)
             if keys
             else "every cell"
         )
-        for reason, n in failure_counts(cell):
+        for reason, n in counts:
             by_reason.setdefault(reason, []).append((label, n))
     ordered = sorted(by_reason.items(), key=lambda item: -sum(n for _, n in item[1]))
     flags = []

@@ -14,15 +14,18 @@ import numpy as np
 import pandas as pd
 
 from ..errors import HugebenchError
-from ..stability import cell_stability, guard
+from ..stability import DISTURBED, WHY, cell_stability, guard
 from ..stats import (
+    PAIR_KEYS,
     as_list,
     compare,
     describe_cell,
     difference_ci,
     failed_rows,
+    ok_mask,
     ok_rows,
     require_columns,
+    status_ok,
 )
 from .model import MetricSpec
 from .rendering import display_frame, is_missing
@@ -134,15 +137,14 @@ def build_table(
     if primary not in [spec.column for spec in specs]:
         specs.insert(0, as_metric(primary))
     base = {axis: value for axis, value in (baseline or {}).items() if axis in keys}
-    cells = list(df.groupby(keys, dropna=False, sort=True))
+    cells = _Cells(df[cell_columns(df, keys, [spec.column for spec in specs])], keys, specs)
+    stable = _StabilityCache(primary, cells)
     records = []
-    for key, cell in cells:
+    for code, (key, _) in enumerate(cells.cells):
         record = dict(zip(keys, key))
-        record.update(_cell_metrics(cell, specs, primary, level, n_boot, seed))
+        record.update(_cell_metrics(cells, code, specs, primary, level, n_boot, seed, stable))
         if base:
-            record.update(
-                _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed)
-            )
+            record.update(_cell_ratio(record, cells, code, keys, base, level, n_boot, seed, stable))
         records.append(record)
     table = pd.DataFrame.from_records(records)
     table.attrs.update(
@@ -174,12 +176,19 @@ def failure_reason(row: Mapping) -> str:
     return text if text.startswith(status) else f"{status}: {text}"
 
 
+# The columns that say whether and why a run failed (what failed_rows and failure_reason read).
+FAILURE_COLUMNS = ("status", "error", "warmup", "run_id")
+
+
 def failure_counts(rows: pd.DataFrame) -> list[tuple[str, int]]:
     """(reason, runs) of the failed measured runs (a run retried successfully is not one), commonest first."""
-    failed = failed_rows(rows)
+    if "status" not in rows.columns or status_ok(rows["status"]).all():
+        return []
+    failed = failed_rows(rows[[c for c in FAILURE_COLUMNS if c in rows.columns]])
+    errors = failed["error"] if "error" in failed.columns else pd.Series(None, index=failed.index)
     counts: dict[str, int] = {}
-    for record in failed.to_dict("records"):
-        reason = failure_reason(record)
+    for status, error in zip(failed["status"], errors):
+        reason = failure_reason({"status": status, "error": error})
         counts[reason] = counts.get(reason, 0) + 1
     return sorted(counts.items(), key=lambda item: -item[1])
 
@@ -258,32 +267,74 @@ def void_compensation(
 # -- building --------------------------------------------------------------------------------------
 
 
-def _cell_metrics(cell, specs, primary, level, n_boot, seed) -> dict:
-    summary = describe_cell(cell, primary, level, n_boot, seed)
+class _Cells:
+    """The cells of a narrow frame, grouped once: each cell's rows and its successful measured rows by
+    number (the order of ``groupby(keys, sort=True)``), each metric's median per cell computed in one pass,
+    and the cell of each key (by :func:`axis_key`, for baseline look-ups)."""
+
+    def __init__(self, narrow: pd.DataFrame, keys: list[str], specs: Sequence[MetricSpec]):
+        grouped = narrow.groupby(keys, dropna=False, sort=True)
+        self.cells = list(grouped)
+        codes = grouped.ngroup().to_numpy()
+        ok_mask_ = ok_mask(narrow)
+        ok_frame, ok_codes = narrow[ok_mask_], codes[ok_mask_]
+        self.ok = dict(iter(ok_frame.groupby(ok_codes, sort=True)))
+        self.empty = narrow.iloc[0:0]
+        columns = list(dict.fromkeys(s.column for s in specs if s.column in narrow.columns))
+        numbers = ok_frame[columns].apply(pd.to_numeric, errors="coerce")
+        self.medians = numbers.astype(float).groupby(ok_codes, sort=True).median()
+        self.by_key: dict[tuple, int] = {}
+        for code, (key, _) in enumerate(self.cells):
+            self.by_key.setdefault(tuple(axis_key(v) for v in key), code)
+
+    def ok_rows(self, code: int) -> pd.DataFrame:
+        return self.ok.get(code, self.empty)
+
+    def median(self, code: int, column: str) -> float:
+        if column not in self.medians.columns or code not in self.medians.index:
+            return float("nan")
+        return float(self.medians.at[code, column])
+
+
+class _StabilityCache:
+    """Each cell's stability computed once (a cell is read as itself and as other cells' baseline)."""
+
+    def __init__(self, metric: str, cells: _Cells):
+        self.metric, self.cells, self.found = metric, cells, {}
+
+    def __call__(self, code: int):
+        if code not in self.found:
+            self.found[code] = cell_stability(self.cells.ok_rows(code), self.metric)
+        return self.found[code]
+
+
+def _cell_metrics(cells: _Cells, code, specs, primary, level, n_boot, seed, stable) -> dict:
+    cell, ok = cells.cells[code][1], cells.ok_rows(code)
+    summary = describe_cell(cell, primary, level, n_boot, seed, ok=ok)
     record = {"status": summary["status"], "n": summary["n"], "n_failed": summary["n_failed"]}
     if summary["status"] == "ok" and summary["n"] == 0:
-        record["n"] = int(
-            len(ok_rows(cell))
-        )  # primary not measured: still say how many runs succeeded
-    ok = ok_rows(cell)
+        record["n"] = int(len(ok))  # primary not measured: still say how many runs succeeded
     for spec in specs:
-        values = (
-            pd.to_numeric(ok[spec.column], errors="coerce")
-            if spec.column in ok
-            else pd.Series(dtype=float)
-        )
-        record[spec.column] = float(values.median()) if values.notna().any() else float("nan")
+        record[spec.column] = cells.median(code, spec.column)
     record[f"{primary}.ci_lo"], record[f"{primary}.ci_hi"] = summary["ci_lo"], summary["ci_hi"]
     record["failures"] = failures_text(cell)
-    record.update(stability_columns(cell, primary))
+    record.update(stability_columns(cell, primary, stable(code)))
     return record
 
 
-def _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed) -> dict:
+def cell_columns(df: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> list[str]:
+    """The columns per-cell statistics read: the cell's axes, the metrics, what says whether and why a run
+    failed, the repetition block (pairing) and the disturbance flags (stability). Selecting them before
+    grouping keeps each cell's frame narrow: a store's rows have hundreds of columns."""
+    wanted = [*keys, *metrics, *FAILURE_COLUMNS, *PAIR_KEYS, DISTURBED, WHY]
+    return [c for c in dict.fromkeys(wanted) if c in df.columns]
+
+
+def _cell_ratio(record, cells: _Cells, code, keys, base, level, n_boot, seed, stable) -> dict:
     wanted = tuple(base.get(axis, record[axis]) for axis in keys)
     is_baseline = _same_key(tuple(record[axis] for axis in keys), wanted)
-    baseline_cell = next((rows for key, rows in cells if _same_key(key, wanted)), None)
-    if baseline_cell is None:
+    baseline = cells.by_key.get(tuple(axis_key(v) for v in wanted))
+    if baseline is None:
         return {
             "is_baseline": False,
             "ratio": np.nan,
@@ -293,13 +344,10 @@ def _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed) -
             "ratio.n": 0,
             "resolved": None,
         }
-    ratio = compare(cell, baseline_cell, primary, level, n_boot, seed)
+    ok, baseline_ok = cells.ok_rows(code), cells.ok_rows(baseline)
+    ratio = compare(ok, baseline_ok, stable.metric, level, n_boot, seed)
     resolved, unstable = (
-        (None, None)
-        if is_baseline
-        else guard(
-            ratio.resolved, cell_stability(cell, primary), cell_stability(baseline_cell, primary)
-        )
+        (None, None) if is_baseline else guard(ratio.resolved, stable(code), stable(baseline))
     )
     return {
         "is_baseline": is_baseline,
@@ -313,9 +361,10 @@ def _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed) -
     }
 
 
-def stability_columns(cell: pd.DataFrame, metric: str) -> dict:
-    """A cell's stability by the one rule (hugebench.stability): robust spread, outliers, disturbed runs."""
-    stab = cell_stability(cell, metric)
+def stability_columns(cell: pd.DataFrame, metric: str, stab=None) -> dict:
+    """A cell's stability by the one rule (hugebench.stability): robust spread, outliers, disturbed runs
+    (``stab``: the cell's ``cell_stability`` when already computed)."""
+    stab = stab if stab is not None else cell_stability(cell, metric)
     return {
         "spread": stab.spread,
         "outliers": stab.outliers,

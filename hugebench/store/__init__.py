@@ -306,9 +306,15 @@ def _exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
+# Rows turned into a DataFrame at a time by load(): a row is ~60 KB as Python objects (hundreds of keys and
+# values) and a few KB in a frame, so the peak is the frames plus one chunk, not every row's dict at once.
+CHUNK_ROWS = 2000
+
+
 def _load_one(runs_file: Path, hosts: bool = True) -> pd.DataFrame:
-    rows = read_rows(runs_file) if _exists(runs_file) else []
-    frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=["run_id", "status"])
+    frame = _rows_frame(runs_file) if _exists(runs_file) else None
+    if frame is None:
+        frame = pd.DataFrame(columns=["run_id", "status"])
     frame["source"] = str(runs_file.parent)
     if not hosts or frame.empty:
         return frame
@@ -318,6 +324,26 @@ def _load_one(runs_file: Path, hosts: bool = True) -> pd.DataFrame:
         )  # the report reads contexts too, and says so once
         contexts = ResultStore(runs_file.parent).contexts()
     return drop_unusable_cells(_with_host(frame, contexts), cell_columns(contexts), runs_file)
+
+
+def _rows_frame(runs_file: Path) -> pd.DataFrame | None:
+    """The rows of a runs file as one frame (None without rows), built :data:`CHUNK_ROWS` rows at a time."""
+    frames, chunk = [], []
+    for row in iter_rows(runs_file):
+        chunk.append(row)
+        if len(chunk) == CHUNK_ROWS:
+            frames.append(pd.DataFrame.from_records(chunk))
+            chunk = []
+    if chunk:
+        frames.append(pd.DataFrame.from_records(chunk))
+    if len(frames) < 2:
+        return frames[0] if frames else None
+    frame = pd.concat(frames, ignore_index=True, sort=False)
+    del frames[:]
+    # A column that is all null in one chunk comes out of concat as object: infer its type again, as one
+    # frame built from every row would have (only in a column mixing strings with other values, a null next
+    # to a string may read as NaN rather than None: missing either way). copy() joins the chunks' blocks.
+    return frame.infer_objects().copy()
 
 
 def _with_host(frame: pd.DataFrame, contexts: Mapping[str, dict]) -> pd.DataFrame:
@@ -377,23 +403,27 @@ def read_rows(runs_file: str | os.PathLike) -> list[dict]:
     :class:`StoreWarning` per kind says how many. A file that cannot be opened as a regular file is a
     HugebenchError (see :func:`open_store_file`).
     """
+    return list(iter_rows(runs_file))
+
+
+def iter_rows(runs_file: str | os.PathLike) -> Iterator[dict]:
+    """:func:`read_rows` one row at a time (its warnings come when the file has been read to its end)."""
     runs_file = Path(runs_file)
-    rows, seen, repeated = [], set(), 0
+    seen, repeated = set(), 0
     for row in _iter_rows(runs_file):
         key = _identity(row)
         if key is not None and key in seen:
             repeated += 1
             continue
         seen.add(key)
-        rows.append(row)
+        yield row
     if repeated:
         warnings.warn(
             f"{runs_file}: {repeated} row(s) repeat a run already stored (same run_id); each run is "
             "counted once (was the file concatenated with itself?)",
             StoreWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    return rows
 
 
 def _identity(row: dict):

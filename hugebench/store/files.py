@@ -12,6 +12,7 @@ re-exports all of it; its :func:`~hugebench.store.read_rows` is the one reader o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -71,6 +72,10 @@ def parse_json(data: bytes | str) -> Any:
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"nested {depth} levels deep (at most {MAX_JSON_DEPTH})")
     try:
+        with contextlib.suppress(ValueError):  # (then the checked parse below says why)
+            fast = json.loads(raw)  # json's C parser alone: ~3x faster than with a hook per number
+            if _plain_numbers(fast):
+                return fast
         return json.loads(
             raw, parse_int=_bounded_int, parse_constant=lambda _: None, parse_float=_finite_float
         )
@@ -92,6 +97,30 @@ def _json_depth(raw: bytes) -> int:
         skeleton, (ord("]"), ord("}"))
     ).astype(np.int64)
     return int(np.cumsum(steps).max(initial=0))
+
+
+_INT_LIMIT = 10**MAX_INT_DIGITS
+
+
+def _plain_numbers(value: Any) -> bool:
+    """True when no number in ``value`` is one the checked parse would treat otherwise: an integer of more
+    than MAX_INT_DIGITS digits, a float that is not finite (NaN, Infinity or an overflow). Only what
+    ``json.loads`` makes is met here (exact types; bool is not int); nesting was bounded before parsing."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        for v in item.values() if kind is dict else item if kind is list else (item,):
+            kind = type(v)
+            if kind is float:
+                if v - v != 0.0:  # NaN or an infinity
+                    return False
+            elif kind is int:
+                if not -_INT_LIMIT < v < _INT_LIMIT:
+                    return False
+            elif kind is dict or kind is list:
+                pending.append(v)
+    return True
 
 
 def _bounded_int(text: str) -> int:
@@ -141,7 +170,7 @@ def row_problem(row: Mapping) -> str | None:
             continue
         return f"{key!r} is a {type(value).__name__}, not {_names(kind if isinstance(kind, tuple) else (kind,))}"
     knob = next(
-        (k for k, v in row.items() if k.startswith("knob.") and isinstance(v, (list, dict))), None
+        (k for k, v in row.items() if isinstance(v, (list, dict)) and k.startswith("knob.")), None
     )
     return (
         f"{knob!r} (a kernel knob read back) is a {type(row[knob]).__name__}, not a value"
