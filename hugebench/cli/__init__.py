@@ -401,6 +401,3 @@ def _add_optional_commands():
 
 
 _add_optional_commands()
-
-if __name__ == "__main__":
-    main()
