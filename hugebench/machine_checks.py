@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import kernel
 from .errors import SpecError, SystemStateError
+from .spec import is_knob
 from .yamlsafe import Where, read_text, read_yaml
 
 # Keep this much of MemAvailable free for the page cache, the parent and the kernel.
@@ -74,7 +75,7 @@ def _check_knobs(spec, sys_root: str, proc_root: str) -> None:
     settings += [
         ("axes", name, i, value)
         for name, values in spec.axes.items()
-        if _is_knob(name)
+        if is_knob(name)
         for i, value in enumerate(values)
     ]
     if not settings:
@@ -87,10 +88,6 @@ def _check_knobs(spec, sys_root: str, proc_root: str) -> None:
             where = _where(spec)
             key = _key(where, section, name) + (() if index is None else (index,))
             raise where.error(key, f"{exc} (this kernel, {sys_root})") from None
-
-
-def _is_knob(name: str) -> bool:
-    return name == "thp" or name.split(".")[0] in ("thp", "hugetlb")
 
 
 def _check_text_thp(spec, runs, sys_root: str) -> None:

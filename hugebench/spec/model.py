@@ -24,7 +24,7 @@ DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
 TEXT_AXIS = "text_pages"
 # The free memory a run starts with (hugebench.system.aging): fresh | fragmented[:P%].
 MEMORY_AXIS = "memory_state"
-KNOB_PREFIXES = ("thp", "hugetlb")
+KNOB_PREFIXES = ("thp", "hugetlb", "page_reporting")
 PERF_MODES = ("auto", "off")
 
 # Limits on what an experiment file may ask for: far above any real experiment, low enough that a hostile or
@@ -114,7 +114,7 @@ class ExperimentSpec:
 
 
 def is_knob(name: str) -> bool:
-    """True when an axis/system name is a kernel knob (thp, thp.*, hugetlb.*)."""
+    """True when an axis/system name is a kernel knob (thp, thp.*, hugetlb.*, page_reporting.order)."""
     return name == "thp" or name.split(".")[0] in KNOB_PREFIXES
 
 

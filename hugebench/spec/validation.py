@@ -348,7 +348,8 @@ def _system(data, axes, where) -> dict:
         name = canonical_knob(key)
         if not is_knob(name):
             raise where.error(
-                ("system", key), "not a kernel knob; knob names start with thp or hugetlb"
+                ("system", key),
+                "not a kernel knob; knob names start with thp, hugetlb or page_reporting",
             )
         if name in system:
             raise where.error(("system", key), f"knob {name!r} is given twice (thp is thp.enabled)")

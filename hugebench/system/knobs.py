@@ -17,6 +17,7 @@ from typing import Protocol
 from hugebench import kernel
 from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.kernel import HUGETLB_DIR, THP_DIR
+from hugebench.kernel import reporting as page_reporting
 
 UINT_MAX = 2**32 - 1
 POOL_MEMORY_SHARE = (
@@ -36,6 +37,11 @@ VM_KNOBS = (
     ("vm.percpu_pagelist_high_fraction", "sys/vm/percpu_pagelist_high_fraction", 0, 2**31 - 1, 8),
     ("vm.compaction_proactiveness", "sys/vm/compaction_proactiveness", 0, 100, 1),
 )
+# Free page reporting's smallest reported block (hugebench.kernel.reporting): 9 reports free 2 MiB blocks to
+# the host, which takes them back; one above the largest buddy order (11 on x86-64) reports nothing. This
+# kernel (6.18) takes 0..11 and refuses 12 with EINVAL; a kernel that caps it at its largest order cannot hold
+# reporting off, and says so when 11 is written.
+REPORTING_KNOB = "page_reporting.order"
 
 
 class SysfsIO(Protocol):
@@ -301,6 +307,11 @@ def discover_knobs(
     for name, rel, lo, hi, least_nonzero in VM_KNOBS:
         if (proc_root / rel).exists():
             knobs[name] = Knob(name, proc_root, rel, "int", lo, hi, io, least_nonzero=least_nonzero)
+    if (sys_root / page_reporting.ORDER_FILE).exists():
+        top = page_reporting.buddy_orders(proc_root) or 11
+        knobs[REPORTING_KNOB] = Knob(
+            REPORTING_KNOB, sys_root, page_reporting.ORDER_FILE, "int", 0, top, io
+        )
     return knobs
 
 
