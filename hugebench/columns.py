@@ -43,6 +43,7 @@ OWNED = (
     "allocator",
     "text_pages",
     "memory_state",
+    "regime",
     "thp",
     "host",
     "source",

@@ -53,8 +53,8 @@ def test_memory_not_yet_handed_out_counts_as_free_2mib_blocks(fake_sys):
 
 def test_the_order_is_a_knob_with_the_kernels_range_journaled_and_restored(fake_sys):
     knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
-    assert knobs[REPORTING_KNOB].allowed() == "0..11"
-    with pytest.raises(KnobValueError, match=r"out of range .*0\.\.11"):
+    assert knobs[REPORTING_KNOB].allowed() == "0..11, or off (11)"
+    with pytest.raises(KnobValueError, match=r"out of range .*0\.\.11, or off"):
         knobs[REPORTING_KNOB].validate(12)
     with SystemState(fake_sys.sys_root, fake_sys.proc_root, fake_sys.journal_path) as state:
         assert state.apply({REPORTING_KNOB: 11}) == {REPORTING_KNOB: "11"}
@@ -93,3 +93,103 @@ def test_this_kernel_takes_the_off_order_and_gets_the_found_one_back(tmp_path):
         state.apply({REPORTING_KNOB: off})
         assert not reporting.page_reporting()["active"]
     assert REAL_ORDER.read_text().strip() == found
+
+
+REGIME_SPEC = """\
+name: regime-tiny
+workload: hashlookup
+repetitions: 1
+timeout: 60
+perf: off
+params: {keys: 3000, chunks: 4}
+SYSTEM
+axes:
+  regime: [REGIMES]
+"""
+
+
+def _regime_sweep(tmp_path, fake, regimes="warm, cold:0.2s", system=""):
+    from hugebench import plan as plan_mod
+    from hugebench.orchestrator import SweepOptions, run_sweep
+    from hugebench.spec import parse_spec
+
+    text = REGIME_SPEC.replace("REGIMES", regimes).replace("SYSTEM", system)
+    spec = parse_spec(text, "regime-tiny.yaml")
+    options = SweepOptions(
+        out=tmp_path / "res",
+        quiet=True,
+        journal=tmp_path / "journal.json",
+        sys_root=str(fake.sys_root),
+        proc_root=str(fake.proc_root),
+    )
+    return run_sweep(spec, plan_mod.plan(spec), options)
+
+
+def test_each_run_is_measured_in_its_regime_and_the_order_is_back_after(fake_sys, tmp_path):
+    """warm: reporting held off for the run, no idle; cold:0.2s: reporting as found and the idle gap. Every
+    row says which, with the order and whether reporting was active; 9 is back after the sweep."""
+    from hugebench import load
+
+    result = _regime_sweep(tmp_path, fake_sys)
+    assert result.statuses == {"ok": 2}
+    rows = load(tmp_path / "res").set_index("regime")
+    assert rows.loc["warm", "system.page_reporting_order"] == 11
+    assert not rows.loc["warm", "system.page_reporting_active"]
+    assert rows.loc["warm", "system.idle_before_s"] == 0
+    assert rows.loc["cold:0.2s", "system.page_reporting_order"] == 9
+    assert rows.loc["cold:0.2s", "system.page_reporting_active"]
+    assert rows.loc["cold:0.2s", "system.idle_before_s"] == 0.2
+    assert (rows["system.reported_kib_delta"] == 0).all()  # the fake counter stands still
+    assert (f"sys/{reporting.ORDER_FILE}", "11") in fake_sys.writes
+    assert fake_sys.read(f"sys/{reporting.ORDER_FILE}") == "9"
+
+
+def test_off_for_the_whole_sweep_in_system(fake_sys, tmp_path):
+    from hugebench import load
+
+    result = _regime_sweep(tmp_path, fake_sys, "warm", "system: {page_reporting.order: 'off'}")
+    assert result.statuses == {"ok": 1}
+    assert load(tmp_path / "res").iloc[0]["knob.page_reporting.order"] == "11"
+    assert fake_sys.read(f"sys/{reporting.ORDER_FILE}") == "9"
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("tepid", "regime must be warm, cold"),
+        ("cold:-1s", "regime must be"),
+        ("cold:5000s", "up to 3600"),
+    ],
+)
+def test_a_bad_regime_names_the_file_line_and_key(value, message):
+    from hugebench.errors import SpecError
+    from hugebench.spec import parse_spec
+
+    with pytest.raises(SpecError, match=message) as info:
+        parse_spec(REGIME_SPEC.replace("REGIMES", value).replace("SYSTEM", ""), "r.yaml")
+    assert "r.yaml:9" in str(info.value) and "regime" in str(info.value)
+
+
+def test_try_regime_both_puts_every_configuration_in_each_regime(monkeypatch):
+    from hugebench.trial import matrix
+
+    monkeypatch.setattr(matrix.os, "geteuid", lambda: 0)
+    request = matrix.Request(
+        argv=("true",), regime="both", idle_s=2, thp=("madvise",), only=("glibc",)
+    )
+    cells = matrix.build(request).cells
+    assert [c["regime"] for c in cells] == ["warm", "cold:2s"]
+    assert cells[0] == {"allocator": "glibc", "thp": "madvise", "regime": "warm"}
+    data = matrix.experiment(request, matrix.build(request), "t", 10)
+    assert data["axes"]["regime"] == ["warm", "cold:2s"]
+
+
+def test_try_refuses_idle_without_a_cold_regime_and_regime_with_aged():
+    from click.testing import CliRunner
+
+    from hugebench.cli import main
+
+    got = CliRunner().invoke(main, ["try", "--idle", "3", "--", "true"])
+    assert got.exit_code != 0 and "--idle is the cold regime's idle gap" in got.output
+    got = CliRunner().invoke(main, ["try", "--regime", "cold", "--aged", "--", "true"])
+    assert got.exit_code != 0 and "--regime and --aged: choose one" in got.output

@@ -98,6 +98,7 @@ class Knob:
     page_kb: int = 0  # pools: the huge page size, which bounds the pool by the machine's memory
     proc_root: Path | None = None  # pools: where /proc/meminfo is
     least_nonzero: int = 0  # int knobs: values between 0 and this are refused (0 itself is allowed)
+    named: tuple = ()  # int knobs: (word, value) a file may give instead of the number ('off' -> '11')
 
     @property
     def path(self) -> Path:
@@ -131,9 +132,10 @@ class Knob:
         if self.kind == "choice":
             return " ".join(self.choices())
         top = "" if self.maximum is None else str(self.maximum)
+        words = "".join(f", or {word} ({value})" for word, value in self.named)
         if self.least_nonzero > 1 and self.minimum == 0:
-            return f"0 or {self.least_nonzero}..{top}"
-        return f"{self.minimum}..{top}"
+            return f"0 or {self.least_nonzero}..{top}{words}"
+        return f"{self.minimum}..{top}{words}"
 
     def validate(self, value: str | int) -> str:
         """Normalise `value` or raise KnobValueError listing what is accepted. Writes nothing."""
@@ -145,6 +147,7 @@ class Knob:
                     f"{self.name}={text!r} is not accepted by {self.path}; choose one of: {', '.join(choices)}"
                 )
             return text
+        text = dict(self.named).get(text, text)
         try:
             number = int(text)
         except ValueError:
@@ -310,7 +313,14 @@ def discover_knobs(
     if (sys_root / page_reporting.ORDER_FILE).exists():
         top = page_reporting.buddy_orders(proc_root) or 11
         knobs[REPORTING_KNOB] = Knob(
-            REPORTING_KNOB, sys_root, page_reporting.ORDER_FILE, "int", 0, top, io
+            REPORTING_KNOB,
+            sys_root,
+            page_reporting.ORDER_FILE,
+            "int",
+            0,
+            top,
+            io,
+            named=(("off", str(top)),),  # above the largest order: nothing is reported
         )
     return knobs
 
