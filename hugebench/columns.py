@@ -45,6 +45,7 @@ OWNED = (
     "allocator",
     "text_pages",
     "memory_state",
+    "regime",
     "thp",
     "host",
     "source",
@@ -103,6 +104,7 @@ OWNED_PREFIXES = (
     "sampled.",
     "set.",
     *knob_catalogue.COLUMN_PREFIXES,  # the kernel knobs a run was under
+    "system.",  # the conditions between runs (free page reporting, idle before a run)
     "containment.",
     "cgroup.",
     "result.",

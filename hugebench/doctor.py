@@ -1,6 +1,7 @@
 """``hugebench doctor``: can this machine run the experiments, and what will be missing from the results?
 
-Each check is read-only (nothing is written to the kernel) and says how to fix what it finds.
+Each check is read-only and says how to fix what it finds; the one exception is free page reporting's cost,
+measured as root by holding ``page_reporting.order`` off for a few seconds (journaled, restored on any exit).
 """
 
 from __future__ import annotations
@@ -324,7 +325,22 @@ def doctor_report(
         *check_native_tools(),
         check_set_kinds(),
         *noise_checks(proc_root, sysfs_root),
+        check_page_reporting(proc_root, sysfs_root),
     ]
+
+
+def check_page_reporting(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> Check:
+    """Free page reporting and, on the real kernel as root, its cost measured (hugebench.doctor_reporting):
+    the one check that writes a knob (journaled, restored)."""
+    from .doctor_reporting import finding
+    from .errors import HugebenchError
+
+    real = str(sysfs_root) == "/sys"  # a fake tree's knob says nothing about this machine's faults
+    try:
+        name, ok, detail, fix = finding(str(sysfs_root), str(proc_root), measure_it=real)
+    except (OSError, HugebenchError) as exc:
+        return Check("free page reporting", False, f"not measured: {exc}", "")
+    return Check(name, ok, detail, fix)
 
 
 def noise_checks(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> list[Check]:

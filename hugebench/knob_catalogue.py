@@ -135,6 +135,18 @@ DECLARED: tuple[KnobDecl, ...] = (
     ),
 )
 
+# Free page reporting (a VM's balloon hands free blocks of at least 2**order pages back to the host): the
+# smallest order reported; its maximum is the machine's largest buddy order + 1 ("off"), set where it is read.
+PAGE_REPORTING = KnobDecl(
+    "page_reporting.order",
+    "sys",
+    "module/page_reporting/parameters/page_reporting_order",
+    "int",
+    "page_reporting",
+    doc="free page reporting's smallest reported order ('off': one above the largest)",
+)
+DECLARED += (PAGE_REPORTING,)
+
 _MTHP = re.compile(r"^thp\.mthp\.(\d+)kB$")
 
 
@@ -146,8 +158,8 @@ def mthp_decl(size_kb: int) -> KnobDecl:
 BY_NAME = {d.name: d for d in DECLARED}
 ALIASES = {alias: d.name for d in DECLARED for alias in d.aliases}
 # The first word of every name an experiment may use for a knob (the row columns under them are the tool's).
-USER_FAMILIES = ("thp", "hugetlb")
-COLUMN_PREFIXES = tuple(f"{word}." for word in ("thp", "hugetlb", "vm"))
+USER_FAMILIES = ("thp", "hugetlb", "page_reporting")
+COLUMN_PREFIXES = ("thp.", "hugetlb.")  # the knob columns a row carries under their own names
 
 
 def canonical(name: str) -> str:

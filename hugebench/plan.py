@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 
 from . import experiment as spec_mod
 from .errors import SpecError
-from .experiment import DEFAULT_ALLOCATOR, MAX_RUNS, MEMORY_AXIS, TEXT_AXIS, ExperimentSpec, is_knob
+from .experiment import (
+    DEFAULT_ALLOCATOR,
+    MAX_RUNS,
+    MEMORY_AXIS,
+    REGIME_AXIS,
+    TEXT_AXIS,
+    ExperimentSpec,
+    is_knob,
+)
 from .workloads import Workload
 
 
@@ -45,6 +53,7 @@ class RunSpec:
     memory_state: str | None = (
         None  # fresh | fragmented:P%: the free memory it starts with (None: as found)
     )
+    regime: str | None = None  # warm | cold:Ns: the conditions before it (None: as found)
     workload_def: Workload | None = field(
         default=None, compare=False, repr=False
     )  # the spec's, as a value
@@ -73,7 +82,7 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     params.update(spec.params)
     system = dict(spec.system)
     for name, value in cell.items():
-        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS):
+        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS):
             continue
         if is_knob(name):
             system[name] = value
@@ -94,6 +103,7 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     for axis in (
         TEXT_AXIS,
         MEMORY_AXIS,
+        REGIME_AXIS,
     ):  # only then: cells without the axis keep the ids they always had
         if axis in cell:
             content[axis] = cell[axis]
@@ -154,6 +164,7 @@ def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
                     allocator=content["allocator"],
                     text_pages=content.get(TEXT_AXIS),
                     memory_state=content.get(MEMORY_AXIS),
+                    regime=content.get(REGIME_AXIS),
                     params=content["params"],
                     system=content["system"],
                     cell=dict(cell),

@@ -19,6 +19,7 @@ import pytest
 
 THP = "sys/kernel/mm/transparent_hugepage"
 HUGETLB = "sys/kernel/mm/hugepages"
+REPORTING = "sys/module/page_reporting/parameters"
 MTHP_SIZES_KB = (16, 32, 64, 128, 256, 512, 1024, 2048)
 MTHP_STATS = (
     "anon_fault_alloc",
@@ -59,6 +60,17 @@ FAKE_FILES = {
         "Node 0, zone   Normal    221   1501    577    340     70     41    173    109     13      9     37 \n"
     ),
     "proc/vmstat": "nr_free_pages 1074996\nthp_fault_alloc 32\nthp_fault_fallback 3\nthp_collapse_alloc 0\n",
+    # free page reporting as this KVM guest has it: a virtio balloon with the REPORTING feature (bit 5)
+    f"{REPORTING}/page_reporting_order": "9",
+    f"{REPORTING}/reported_kib": "3977904",
+    f"{REPORTING}/passes": "60",
+    f"{REPORTING}/free_bitmap_enable": "Y",
+    "sys/bus/virtio/devices/virtio0/device": "0x0005",
+    "sys/bus/virtio/devices/virtio0/features": "0110010100000000000000000000000010000000",
+    "sys/bus/virtio/devices/virtio0/driver/bind": "",
+    "sys/bus/virtio/devices/virtio1/device": "0x0002",
+    "sys/bus/virtio/devices/virtio1/features": "0010001001100100000000000000000100100000",
+    "sys/bus/virtio/devices/virtio1/driver/bind": "",
 }
 INT_LIMITS = {  # what the kernel's store handlers accept (EINVAL otherwise)
     "use_zero_page": (0, 1),
@@ -67,6 +79,7 @@ INT_LIMITS = {  # what the kernel's store handlers accept (EINVAL otherwise)
     "max_ptes_swap": (0, 511),
     "max_ptes_shared": (0, 511),
     "pages_to_scan": (1, 2**32 - 1),
+    "page_reporting_order": (0, 11),  # 6.18 here: 0..NR_PAGE_ORDERS (11 reports nothing)
 }
 
 
@@ -259,6 +272,7 @@ _GUARDED = (
     "/proc/sys/vm/compact_unevictable_allowed",
     "/proc/sys/vm/percpu_pagelist_high_fraction",
     "/proc/sys/vm/compaction_proactiveness",
+    "/sys/module/page_reporting/parameters/page_reporting_order",
 )
 
 
@@ -285,8 +299,8 @@ def _other_sweep_running() -> bool:
 
 @pytest.fixture(scope="session", autouse=True)
 def machine_left_as_found():
-    """After the whole test session THP, the hugetlb pool and compaction of mlocked pages (which
-    ``memory_state: fragmented`` turns off) must read exactly as before it."""
+    """After the whole test session THP, the hugetlb pool, compaction of mlocked pages (which
+    ``memory_state: fragmented`` turns off) and free page reporting's order must read exactly as before it."""
     before = _read_guarded()
     yield
     after = _read_guarded()

@@ -113,6 +113,19 @@ def _clean(obj):
     help="with --aged: the share of free 2 MiB blocks the fragmented machine has pinned (docs/aged.md)",
 )
 @click.option(
+    "--regime",
+    type=click.Choice(["warm", "cold", "both"]),
+    default=None,
+    help="the deployment measured: warm (service, back to back: free page reporting held off; root), "
+    "cold (a job after --idle seconds idle), both (a verdict for each); default: as found, no idle",
+)
+@click.option(
+    "--idle",
+    type=click.FloatRange(0, 3600),
+    default=None,
+    help="with --regime cold/both: seconds of idle before each run (default 4)",
+)
+@click.option(
     "--allocator",
     "allocators",
     multiple=True,
@@ -157,6 +170,8 @@ def try_(
     text_pages,
     aged,
     aged_level,
+    regime,
+    idle,
     allocators,
     only,
     thp,
@@ -170,6 +185,8 @@ def try_(
     from ..trial import Request, run_try
 
     started = time.monotonic()
+    if idle is not None and regime not in ("cold", "both"):
+        raise SpecError("--idle is the cold regime's idle gap: give it with --regime cold or both")
     request = Request(
         argv=tuple(argv),
         budget_s=parse_budget(budget),
@@ -184,6 +201,8 @@ def try_(
         text_pages=text_pages,
         aged=aged,
         aged_level=parse_level(aged_level),
+        regime=regime,
+        idle_s=4.0 if idle is None else idle,
         allocator_paths=tuple(allocators),
         thp=tuple(thp),
         only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else (),

@@ -14,6 +14,7 @@ from .model import (
     DEFAULT_ALLOCATOR,
     MAX_RUNS,
     MEMORY_AXIS,
+    REGIME_AXIS,
     TEXT_AXIS,
     ExperimentSpec,
     canonical_knob,
@@ -207,7 +208,7 @@ def _workload_checks(spec: ExperimentSpec, workload, where) -> ExperimentSpec:
                 for k, v in cell.items()
                 if k in spec.axes
                 and not is_knob(k)
-                and k not in ("allocator", TEXT_AXIS, MEMORY_AXIS)
+                and k not in ("allocator", TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS)
             },
         }
         try:

@@ -25,6 +25,8 @@ DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
 TEXT_AXIS = "text_pages"
 # The free memory a run starts with (hugebench.system.aging): fresh | fragmented[:P%].
 MEMORY_AXIS = "memory_state"
+# The conditions between runs (hugebench.system.regime): warm | cold[:Ns].
+REGIME_AXIS = "regime"
 KNOB_PREFIXES = catalogue.USER_FAMILIES  # declared once, in hugebench.knob_catalogue
 PERF_MODES = ("auto", "off")
 

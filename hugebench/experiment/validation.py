@@ -13,7 +13,7 @@ from .. import knob_catalogue as catalogue
 from .. import workloads
 from ..columns import user_name_problem
 from ..errors import SpecError, ToolMissingError
-from ..system import aging
+from ..system import aging, regime
 from ..textpages import MODES as TEXT_MODES
 from ..yamlsafe import MAX_FILE_BYTES, Where, read_text, read_yaml
 from .cells import _cells, _check_cells, _workload_checks
@@ -28,6 +28,7 @@ from .model import (
     MAX_WARMUP,
     MEMORY_AXIS,
     PERF_MODES,
+    REGIME_AXIS,
     TEXT_AXIS,
     THP_MODES,
     ExperimentSpec,
@@ -303,7 +304,7 @@ def _param(workload, name, value, path, where):
     if param is None and workload.open_params:
         if not isinstance(name, str) or not name.isidentifier():
             raise where.error(path, "a parameter name must be an identifier (it is used as {name})")
-        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS) or is_knob(name):
+        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS) or is_knob(name):
             raise where.error(
                 path[:2],
                 f"{name} is an axis, not a parameter: axes: {{{name}: [...]}}"
@@ -411,6 +412,8 @@ def _axes(data, workload, table, where) -> dict:
             checked = tuple(_text_mode(v, path + (i,), where) for i, v in enumerate(values))
         elif name == MEMORY_AXIS:
             checked = tuple(_memory_state(v, path + (i,), where) for i, v in enumerate(values))
+        elif name == REGIME_AXIS:
+            checked = tuple(_regime(v, path + (i,), where) for i, v in enumerate(values))
         elif is_knob(name):
             name = canonical_knob(name)
             checked = tuple(_knob_value(name, v, path + (i,), where) for i, v in enumerate(values))
@@ -444,6 +447,13 @@ def _memory_state(value, path, where) -> str:
         raise where.error(
             path, str(exc) + (_BOOL_HINT if isinstance(value, bool) else "")
         ) from None
+
+
+def _regime(value, path, where) -> str:
+    try:
+        return regime.canonical(value)
+    except ValueError as exc:
+        raise where.error(path, str(exc)) from None
 
 
 def _allocator(value, path, table, where) -> str:

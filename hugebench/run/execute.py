@@ -17,6 +17,7 @@ from ..environment import worker_environment
 from ..launch import Launched, signal_name, tail
 from ..measure import disturbance
 from ..measure import perf as perf_mod
+from ..system import regime as regime_mod
 from ..system.aging import AgedMemory
 from ..system.containment import RunContainer, record_dir
 from .argv import measured_argv
@@ -45,7 +46,9 @@ def run_one(run, setup, state, options) -> dict:
     if not run.memory_state:
         if setup.condition_memory:
             state.condition_memory(**setup.condition_memory)
-        return _measure(run, setup, state, options, row, knobs)
+        if _regime_entered(run, state, row):
+            _measure(run, setup, state, options, row, knobs)
+        return row
     aged = AgedMemory(
         run.memory_state,
         state,
@@ -57,13 +60,26 @@ def run_one(run, setup, state, options) -> dict:
         drop_caches=bool(setup.condition_memory.get("drop_caches")),
     )
     try:
-        if _entered(aged).failed is None:
+        if _entered(aged).failed is None and _regime_entered(run, state, row):
             _measure(run, setup, state, options, row, knobs)
     finally:
         row.update(aged.close())
     if aged.failed and row.get("status", "ok") == "ok":
         row.update(failure("failed", aged.failed))
     return row
+
+
+def _regime_entered(run, state, row: dict) -> bool:
+    """The run's regime (hugebench.system.regime) entered last, just before it: False (the row failed)
+    when the kernel refused it."""
+    if not run.regime:
+        return True
+    try:
+        row.update(regime_mod.enter(run.regime, state))
+    except Exception as exc:
+        row.update(failure("failed", f"regime {run.regime}: {exc}"))
+        return False
+    return True
 
 
 def _entered(aged: AgedMemory) -> AgedMemory:
@@ -82,7 +98,9 @@ def _measure(run, setup, state, options, row: dict, knobs: dict) -> dict:
     row.update(_buddy_columns(options.proc_root))
     row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
     machine_before = disturbance.snapshot(options.proc_root, options.sys_root)
+    reporting_before = regime_mod.before_run(options.sys_root, options.proc_root)
     row.update(measured_apart(execute(run, setup, options), run.cell))
+    row.update(regime_mod.after_run(reporting_before, options.sys_root))
     row.update(disturbance.run_columns(machine_before, row, options.proc_root, options.sys_root))
     changed = {k: (v, now) for k, v in before.items() if (now := state.snapshot().get(k)) != v}
     if changed and row["status"] == "ok":

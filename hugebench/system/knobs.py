@@ -17,6 +17,7 @@ from typing import Protocol
 from hugebench import kernel
 from hugebench import knob_catalogue as catalogue
 from hugebench.errors import PrivilegeError, SystemStateError
+from hugebench.kernel import reporting as page_reporting
 
 UINT_MAX = catalogue.UINT_MAX
 POOL_MEMORY_SHARE = (
@@ -24,6 +25,11 @@ POOL_MEMORY_SHARE = (
 )
 
 ALIASES = catalogue.ALIASES  # short names (thp, hugetlb), declared in hugebench.knob_catalogue
+# Free page reporting's smallest reported block (hugebench.kernel.reporting): 9 reports free 2 MiB blocks to
+# the host, which takes them back; one above the largest buddy order (11 on x86-64) reports nothing. This
+# kernel (6.18) takes 0..11 and refuses 12 with EINVAL; a kernel that caps it at its largest order cannot hold
+# reporting off, and says so when 11 is written.
+REPORTING_KNOB = catalogue.BY_NAME["page_reporting.order"].name
 
 
 class SysfsIO(Protocol):
@@ -81,6 +87,7 @@ class Knob:
     page_kb: int = 0  # pools: the huge page size, which bounds the pool by the machine's memory
     proc_root: Path | None = None  # pools: where /proc/meminfo is
     least_nonzero: int = 0  # int knobs: values between 0 and this are refused (0 itself is allowed)
+    named: tuple = ()  # int knobs: (word, value) a file may give instead of the number ('off' -> '11')
 
     @property
     def path(self) -> Path:
@@ -114,9 +121,10 @@ class Knob:
         if self.kind == "choice":
             return " ".join(self.choices())
         top = "" if self.maximum is None else str(self.maximum)
+        words = "".join(f", or {word} ({value})" for word, value in self.named)
         if self.least_nonzero > 1 and self.minimum == 0:
-            return f"0 or {self.least_nonzero}..{top}"
-        return f"{self.minimum}..{top}"
+            return f"0 or {self.least_nonzero}..{top}{words}"
+        return f"{self.minimum}..{top}{words}"
 
     def validate(self, value: str | int) -> str:
         """Normalise `value` or raise KnobValueError listing what is accepted. Writes nothing."""
@@ -128,6 +136,7 @@ class Knob:
                     f"{self.name}={text!r} is not accepted by {self.path}; choose one of: {', '.join(choices)}"
                 )
             return text
+        text = dict(self.named).get(text, text)
         try:
             number = int(text)
         except ValueError:
@@ -249,6 +258,18 @@ def discover_knobs(
             knobs[d.name] = Knob(
                 d.name, proc_root, d.path, d.kind, d.minimum, top, io, least_nonzero=d.least_nonzero
             )
+    if (sys_root / page_reporting.ORDER_FILE).exists():
+        top = page_reporting.buddy_orders(proc_root) or 11
+        knobs[REPORTING_KNOB] = Knob(
+            REPORTING_KNOB,
+            sys_root,
+            page_reporting.ORDER_FILE,
+            "int",
+            0,
+            top,
+            io,
+            named=(("off", str(top)),),  # above the largest order: nothing is reported
+        )
     return knobs
 
 

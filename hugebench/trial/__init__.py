@@ -144,11 +144,10 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     matrix_mod.write(data, path, _header(request, state))
     plan_lines = _plan_lines(state, names, result, started, request.budget_s)
     verdict = _verdict(out, spec, ids, mx, metric, better, state, wall)
-    if verdict.get(
-        "by_memory_state"
-    ):  # the whole try's line once; each state's own cut under its verdict
+    by_state = verdict.get("by_memory_state") or verdict.get("by_regime")
+    if by_state:  # the whole try's line once; each state's own cut under its verdict
         plan_lines = plan_lines[:1]
-        for each in verdict["by_memory_state"].values():
+        for each in by_state.values():
             each["plan"] = _cut_lines(state, names, [c for c in ids if c in each["cells"]])
     verdict.update(
         program=list(request.argv),
@@ -162,12 +161,21 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     return Outcome(verdict, plan_lines, out, path, result.rows_written)
 
 
+# The axes a try measures every configuration under, each value with its own verdict (--aged, --regime).
+CONDITION_AXES = ("memory_state", "regime")
+
+
+def _condition(cell: dict) -> str | None:
+    """The cell's condition (a memory state or a regime), None without --aged or --regime."""
+    return next((cell[a] for a in CONDITION_AXES if a in cell), None)
+
+
 def _bases(ids: list[str], cells: list[dict]) -> dict[str, str]:
-    """Each configuration's as-is: the first cell (as-is) in the same memory state (one state unless --aged)."""
+    """Each configuration's as-is: the first cell (as-is) in the same condition (memory state or regime)."""
     first = {}
     for cid, cell in zip(ids, cells):
-        first.setdefault(cell.get("memory_state"), cid)
-    return {cid: first[cell.get("memory_state")] for cid, cell in zip(ids, cells)}
+        first.setdefault(_condition(cell), cid)
+    return {cid: first[_condition(cell)] for cid, cell in zip(ids, cells)}
 
 
 def _cell_ids(runs, cells) -> list[str]:
@@ -195,20 +203,21 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None) -> dict:
     ):  # the text library is only needed for a text_pages configuration's deploy line
         library = None
     cells = dict(zip(ids, mx.cells))
-    states = list(dict.fromkeys(c["memory_state"] for c in mx.cells if "memory_state" in c))
+    axis = next((a for a in CONDITION_AXES if any(a in c for c in mx.cells)), None)
+    states = list(dict.fromkeys(c[axis] for c in mx.cells if axis in c)) if axis else []
     if not states:
         return verdict_mod.build(
             rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library, wall
         )
-    # --aged: one verdict per memory state, each against as-is in the same state (as-is comes first in each)
+    # --aged / --regime: one verdict per state, each against as-is in the same state (as-is comes first)
     each = {}
     for memory in states:
-        mine = {cid: cell for cid, cell in cells.items() if cell["memory_state"] == memory}
+        mine = {cid: cell for cid, cell in cells.items() if cell[axis] == memory}
         each[memory] = verdict_mod.build(
             rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library, wall
         )
         each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
-    return {**each[states[0]], "by_memory_state": each}
+    return {**each[states[0]], f"by_{axis}": each}
 
 
 def _progress_line(schedule, names, echo, better):

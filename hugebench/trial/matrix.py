@@ -50,6 +50,10 @@ class Request:
     allocator_paths: tuple = ()  # --allocator X.so
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
     only: tuple = ()  # --allocators a,b: only these built-in settings (glibc as found is always measured)
+    regime: str | None = (
+        None  # --regime warm | cold | both (hugebench.system.regime; None: as found)
+    )
+    idle_s: float = 4.0  # --idle: the cold regime's idle gap before each run
     name: str | None = None
 
 
@@ -149,7 +153,28 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
     )
     if request.aged:
         cells, baseline = _aged(_aged_order(cells, found), request.aged_level)
+    if request.regime:
+        cells = [{**cell, "regime": r} for cell in cells for r in regimes(request, sys_root)]
+        baseline = cells[0]
     return Matrix(cells, baseline, found, notes + thp_notes, user)
+
+
+def regimes(request: Request, sys_root: str = "/sys") -> list[str]:
+    """The regime axis values of --regime (warm: reporting held off, no idle; cold: idle first)."""
+    from ..kernel.reporting import page_reporting
+    from ..system.regime import canonical
+
+    if request.aged:
+        raise SpecError("--regime and --aged: choose one per try (each gives a verdict per state)")
+    if request.regime not in ("warm", "cold", "both"):
+        raise SpecError(f"--regime {request.regime!r}: give warm, cold or both")
+    wanted = ["warm", "cold"] if request.regime == "both" else [request.regime]
+    if "warm" in wanted and os.geteuid() != 0 and page_reporting(sys_root)["active"]:
+        raise PrivilegeError(
+            "--regime warm holds free page reporting off (page_reporting.order): that needs root; "
+            "run try as root, or use --regime cold"
+        )
+    return [canonical(w if w == "warm" else f"cold:{request.idle_s:g}s") for w in wanted]
 
 
 def _aged_order(cells: list, found: str) -> list:
@@ -216,7 +241,8 @@ def describe(cell: dict, thp_found: str) -> str:
     thp = cell["thp"] + (" (as found)" if cell["thp"] == thp_found else "")
     text = {"thp": ", program text on huge pages", "off": ""}.get(cell.get("text_pages"), "")
     memory = f", {cell['memory_state'].split(':')[0]} memory" if cell.get("memory_state") else ""
-    return f"{cell['allocator']}, THP {thp}{text}{memory}"
+    regime = f", {cell['regime'].split(':')[0]}" if cell.get("regime") else ""
+    return f"{cell['allocator']}, THP {thp}{text}{memory}{regime}"
 
 
 def metric_param(metric: str, higher: bool):
@@ -270,7 +296,7 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
         "allocator": list(dict.fromkeys(c["allocator"] for c in matrix.cells)),
         "thp": list(dict.fromkeys(c["thp"] for c in matrix.cells)),
     }
-    for axis in ("text_pages", "memory_state"):
+    for axis in ("text_pages", "memory_state", "regime"):
         if any(axis in c for c in matrix.cells):
             axes[axis] = list(dict.fromkeys(c[axis] for c in matrix.cells))
     data = {

@@ -53,15 +53,27 @@ def answer(verdict: dict, plan_lines: list[str]) -> str:
     """What try prints: the verdict; with --aged the whole try's line once, then each memory state's verdict
     with only its own runs, cut and caveats."""
     states = verdict.get("by_memory_state")
-    if not states:
+    regimes = verdict.get("by_regime")
+    if not states and not regimes:
         return text(verdict, plan_lines)
     out = list(plan_lines)
-    for memory, each in states.items():
+    for memory, each in (states or {}).items():
         out.append(
             f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each['runs']} runs) =="
         )
         out.append(text(each, each.get("plan", [])))
+    for regime, each in (regimes or {}).items():
+        out.append(
+            f"== {REGIME_TITLES[regime.split(':')[0]]} (regime {regime}; {each['runs']} runs) =="
+        )
+        out.append(text(each, each.get("plan", [])))
     return "\n".join(out)
+
+
+REGIME_TITLES = {
+    "warm": "warm: a long-running service or back-to-back runs, free page reporting held off",
+    "cold": "cold: a job started after idle, free page reporting as found",
+}
 
 
 def text(verdict: dict, plan_lines: list[str]) -> str:
