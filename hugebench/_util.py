@@ -64,35 +64,13 @@ def _file_kind(mode: int) -> str:
 
 def write_atomic(path, data: bytes | str, mode: int = 0o644) -> None:
     """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one, never a part: a
-    temporary file beside it, fsync, rename over it, fsync of the directory. The one atomic writer (a
-    sweep's context, the kernel journal, a run's reply, a containment record, the probe cache, the HTML
-    page)."""
-    import tempfile
-    from pathlib import Path
+    temporary file beside it, fsync, rename over it, fsync of the directory; the directory is reached and
+    made without following another user's link (:func:`hugebench.safefs.write_atomic`). The one atomic
+    writer (a sweep's context, the kernel journal, a run's reply, a containment record, the probe cache,
+    the HTML page)."""
+    from .safefs import write_atomic as safe_write
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)  # mkstemp makes 0600; what we write is meant to be read
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode() if isinstance(data, str) else data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    try:  # the rename is durable once the directory entry is; some filesystems refuse a directory fsync
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    safe_write(path, data, mode)
 
 
 def write_json_atomic(path, document, **dumps) -> None:

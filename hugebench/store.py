@@ -65,9 +65,9 @@ from typing import Any
 
 import pandas as pd
 
-from ._util import write_json_atomic
 from .columns import SCHEMA_VERSION
-from .errors import HugebenchError, ToolMissingError
+from .errors import HugebenchError, ToolMissingError, UnsafePathError
+from .safefs import SafeDir
 from .storefiles import (  # noqa: F401
     MAX_CONTEXT_BYTES,
     MAX_INT_DIGITS,
@@ -114,8 +114,7 @@ class ResultStore:
         """Write (or replace) the context file of ``sweep_id`` atomically; return its path."""
         document = {"schema_version": SCHEMA_VERSION, **dict(context), "sweep_id": sweep_id}
         target = self._context_path(sweep_id)
-        with self._writing():
-            _atomic_write_json(target, document)
+        self._write_json(target, document)
         return target
 
     def update_context(self, sweep_id: str, **fields: Any) -> dict:
@@ -126,9 +125,15 @@ class ResultStore:
                 f"no context for sweep {sweep_id!r} in {self.path}; write_context() first"
             )
         document = {**read_context(target), **fields}
-        with self._writing():
-            _atomic_write_json(target, document)
+        self._write_json(target, document)
         return document
+
+    def _write_json(self, target: Path, document: Mapping[str, Any]) -> None:
+        """A context file replaced whole, in ``sweeps/`` reached and made without following a link."""
+        data = json.dumps(plain(document), indent=2, default=json_default, allow_nan=False) + "\n"
+        with self._writing(), SafeDir.open(self.path, create=True) as top:
+            with top.subdir(SWEEPS_DIR, create=True) as sweeps:
+                sweeps.write_atomic(target.name, data)
 
     def append(self, row: Mapping[str, Any]) -> dict:
         """Append one run row durably (flushed and fsynced before returning); return the row as stored.
@@ -138,9 +143,8 @@ class ResultStore:
         """
         stored = normalise_row(row)
         line = (json.dumps(stored, allow_nan=False, default=json_default) + "\n").encode()
-        with self._writing():
-            self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        with self._writing(), SafeDir.open(self.path, create=True) as directory:
+            fd = directory.append(RUNS_FILE, 0o644, readable=True)
         try:
             with self._writing():
                 append_line(fd, line)
@@ -153,6 +157,10 @@ class ResultStore:
         """Turn a directory that cannot be created or written (under a file, read-only) into a clean error."""
         try:
             yield
+        except UnsafePathError as exc:
+            raise UnsafePathError(
+                f"cannot write the results directory {self.path}: {exc}; choose another with -o DIR"
+            ) from None
         except OSError as exc:
             where = (
                 f" ({exc.filename})" if exc.filename and str(exc.filename) != str(self.path) else ""
@@ -464,12 +472,6 @@ def _is_number(value: Any) -> bool:
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
-
-
-def _atomic_write_json(target: Path, document: Mapping[str, Any]) -> None:
-    write_json_atomic(
-        target, plain(document), indent=2, sort_keys=False, default=json_default, allow_nan=False
-    )
 
 
 def measured_wall_times(path: str | os.PathLike) -> dict[str, float]:

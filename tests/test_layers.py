@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "hugebench"
 # module may import its own layer and any lower one. The root package (its ``__init__`` re-exports
 # store.load) sits with the store.
 LAYERS = (
-    ("base", ("errors", "_util", "columns", "yamlsafe", "window", "_core")),
+    ("base", ("errors", "_util", "safefs", "columns", "yamlsafe", "window", "_core")),
     ("kernel", ("kernel",)),
     ("system", ("system",)),
     ("measure", ("measure",)),
