@@ -9,10 +9,12 @@ process of the program really used, and turns all of it into one flat row.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from ..command.metric import WINDOW_COLUMN, Metric, extract, parse_metric
 from ..command.program import user_path
 from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
 from ..command.streams import Streams, output_tail, read_output
+from ..errors import HugebenchError, UnsafePathError
 from ..launch import Ended, Launched, tail
 from ..measure.phases import coverage
 from .argv import measured_argv
@@ -223,10 +226,10 @@ class _Measured:
     # -- a program that runs to its end ----------------------------------------------------------------
 
     def run_program(self, deadline: float) -> tuple[dict, str]:
-        streams = Streams(self.command, self.workdir, "program")
-        launched = self._launch(streams)
-        ended = self._watch(launched, deadline)
-        output = streams.output()
+        with _streams(self.command, self.workdir, "program") as streams:
+            launched = self._launch(streams)
+            ended = self._watch(launched, deadline)
+            output = streams.output()
         self._check_end(ended, "the program", output)
         if self.control and not self.control.windows():
             raise CommandFailed(
@@ -245,30 +248,9 @@ class _Measured:
 
     def serve(self, deadline: float) -> tuple[dict, str]:
         server_out = self.workdir / "server.out"
-        driver_streams = Streams(self.command, self.workdir, "driver")
-        launched = self._launch(Streams(None, self.workdir, "server"))
-        try:
-            self._wait_ready(launched, server_out, deadline)
-            driver = Launched(
-                self.command.argv,
-                self.env,
-                self.command.cwd,
-                status_path=self.workdir / "driver.status",
-                **driver_streams.files(),
-            )
-            driven = self._sample_while(driver, deadline)
-            self.window_end = (
-                self.sampler.sample()
-            )  # the server's state at the end of the timed window
-        except BaseException:
-            launched.kill()
-            launched.proc.wait()
-            raise
-        finally:
-            if self.control:
-                self.control.stop()
-        ended = launched.stop(self._pid(), STOP_GRACE_S)
-        output = driver_streams.output()
+        with _streams(self.command, self.workdir, "driver") as driver_streams:
+            driven, ended = self._drive(driver_streams, server_out, deadline)
+            output = driver_streams.output()
         if driven.timed_out or driven.code != 0:
             status = "timeout" if driven.timed_out else "failed"
             raise CommandFailed(
@@ -293,6 +275,33 @@ class _Measured:
         row = self._row(ended, window, end=self.window_end)
         row["server_stop_s"] = ended.wall_s
         return row, output
+
+    def _drive(
+        self, driver_streams: Streams, server_out: Path, deadline: float
+    ) -> tuple[Ended, Ended]:
+        """The server started, the load driver run against it once it is ready, the server stopped."""
+        launched = self._launch(Streams(None, self.workdir, "server"))
+        try:
+            self._wait_ready(launched, server_out, deadline)
+            driver = Launched(
+                self.command.argv,
+                self.env,
+                self.command.cwd,
+                status_path=self.workdir / "driver.status",
+                **driver_streams.files(),
+            )
+            driven = self._sample_while(driver, deadline)
+            self.window_end = (
+                self.sampler.sample()
+            )  # the server's state at the end of the timed window
+        except BaseException:
+            launched.kill()
+            launched.proc.wait()
+            raise
+        finally:
+            if self.control:
+                self.control.stop()
+        return driven, launched.stop(self._pid(), STOP_GRACE_S)
 
     def _wait_ready(self, launched: Launched, server_out: Path, deadline: float) -> None:
         ready = self.command.server.get("ready") or {}
@@ -418,6 +427,22 @@ class _Measured:
         )
         row.update(self.page_cache)
         return row
+
+
+@contextlib.contextmanager
+def _streams(command: Command, workdir: Path, name: str) -> Iterator[Streams]:
+    """The program's streams, its ``stdout:`` file closed at the end; a file that cannot be made safely
+    (a link, another user's file: hugebench.safefs) fails the run before anything started."""
+    streams = Streams(command, workdir, name)
+    try:
+        try:
+            streams.files()  # opens the stdout: file once, now
+        except (UnsafePathError, OSError) as exc:
+            why = exc if isinstance(exc, HugebenchError) else f"{exc.filename}: {exc.strerror}"
+            raise CommandFailed(f"stdout: {why}; nothing was measured", output=str(why)) from None
+        yield streams
+    finally:
+        streams.close()
 
 
 def _coverage_columns(
