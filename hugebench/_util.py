@@ -25,6 +25,24 @@ def run_text(argv: list[str], timeout: float = 30) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def printable(value: object, limit: int = 120) -> str:
+    """``value`` as text safe to print on one terminal line, whoever wrote it: control and format characters
+    (newline, ESC, C1, bidirectional overrides, line separators) escaped as ``\\xNN``/``\\uNNNN``,
+    at most ``limit`` characters (``...`` after a longer one). For text read from a file another user can
+    write (the sweep lock's holder record)."""
+    import unicodedata
+
+    text = str(value)
+    out = []
+    for char in text[: limit + 1]:
+        if unicodedata.category(char)[0] in "CZ" and char != " ":
+            out.append(f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    shown = "".join(out)
+    return shown[:limit] + "..." if len(text) > limit or len(shown) > limit else shown
+
+
 def open_regular(path, what: str = "file"):
     """``path`` opened for binary reading, or OSError/ValueError if it is not a regular file.
 

@@ -152,6 +152,17 @@ class ResultStore:
             os.close(fd)
         return stored
 
+    def check_writable(self) -> None:
+        """Refuse now, before a sweep touches the machine, what a later write would refuse: the directory
+        (made if missing), and a runs.jsonl or plots/ that is a link, another user's file or not what it
+        should be (hugebench.safefs). Nothing is created but the directory."""
+        with self._writing(), SafeDir.open(self.path, create=True) as directory:
+            if os.path.lexists(self.runs_path):
+                os.close(directory.append(RUNS_FILE))
+            for name in (SWEEPS_DIR, PLOTS_DIR):
+                if os.path.lexists(self.path / name):
+                    directory.subdir(name).close()
+
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
         """Turn a directory that cannot be created or written (under a file, read-only) into a clean error."""

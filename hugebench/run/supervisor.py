@@ -24,6 +24,7 @@ from ..command.metric import WINDOW_COLUMN, Metric, extract, parse_metric
 from ..command.program import user_path
 from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
 from ..command.streams import Streams, output_tail, read_output
+from ..environment import worker_environment
 from ..errors import HugebenchError, UnsafePathError
 from ..launch import Ended, Launched, tail
 from ..measure.phases import coverage
@@ -193,8 +194,11 @@ class _Measured:
         )
         self.control = None
         perf_extra: list[str] = []
-        # perf stat puts its own directories first on its child's PATH: the program gets the user's back
-        extra_env = {"PATH": user_path(base_env)}
+        # The experiment's env: is the program's only: it goes to hb-exec as NAME=VALUE pairs, which hb-exec
+        # sets in its child alone, so LD_DEBUG_OUTPUT or LD_LIBRARY_PATH never reach perf or hb-exec (run as
+        # root with the worker's whitelisted environment). perf stat puts its own directories first on its
+        # child's PATH: the program gets the user's back.
+        extra_env = {**command.env, "PATH": user_path(base_env)}
         if command.window == "markers":
             perf_ctl = perf_ack = None
             if request.perf_bin:  # perf starts disabled and counts the program's windows only
@@ -202,7 +206,7 @@ class _Measured:
             self.control = ControlChannel(
                 workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge
             )
-            extra_env = {**self.control.env(), **extra_env}
+            extra_env = {**extra_env, **self.control.env()}
         self.argv = measured_argv(
             program,
             {**request.allocator_env, "LD_PRELOAD": library or ""},
@@ -215,7 +219,10 @@ class _Measured:
             text_pages=request.text_pages,
             extra_env=extra_env,
         )
-        self.env = base_env
+        self.env = base_env  # the load driver's: a program of the experiment's, like setup
+        self.helper_env = worker_environment(
+            {}
+        )  # perf's and hb-exec's: a whitelist of the worker's
         self.window_end: dict | None = None
         self._last_sample = 0.0
 
@@ -332,7 +339,7 @@ class _Measured:
         if self.control:
             self.control.start()
         return Launched(
-            self.argv, self.env, self.command.cwd, status_path=self.status, **streams.files()
+            self.argv, self.helper_env, self.command.cwd, status_path=self.status, **streams.files()
         )
 
     def _watch(self, launched: Launched, deadline: float) -> Ended:
