@@ -220,9 +220,8 @@ class _Measured:
             extra_env=extra_env,
         )
         self.env = base_env  # the load driver's: a program of the experiment's, like setup
-        self.helper_env = worker_environment(
-            {}
-        )  # perf's and hb-exec's: a whitelist of the worker's
+        # perf's and hb-exec's: a whitelist of the worker's own environment, nothing of the experiment's
+        self.helper_env = worker_environment({})
         self.window_end: dict | None = None
         self._last_sample = 0.0
 
