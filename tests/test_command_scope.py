@@ -125,3 +125,18 @@ def test_the_lock_holders_record_is_never_printed_raw(tmp_path, unprivileged):
         assert "\\x1b]0;owned\\x07" in message and "A" * 101 not in message
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_stdout_below_cwd_and_in_the_runs_own_tmp_are_written(tmp_path):
+    (tmp_path / "logs").mkdir()
+    for n, stdout in enumerate(("logs/out.txt", "'{tmp}/out.txt'")):
+        path = _experiment(
+            tmp_path,
+            f"params: {{argv: [echo, score 7], stdout: {stdout}, "
+            "metric: {regex: 'score ([0-9]+)', name: score, better: higher}}\n",
+        )
+        (tmp_path / str(n)).mkdir()
+        result, df = _sweep(path, tmp_path / str(n))
+        assert result.statuses == {"ok": 1}, df.get("error")
+        assert df.iloc[0]["score"] == 7
+    assert (tmp_path / "logs/out.txt").read_text() == "score 7\n"
