@@ -28,6 +28,7 @@ from ..environment import worker_environment
 from ..errors import HugebenchError, UnsafePathError
 from ..launch import Ended, Launched, tail
 from ..measure.phases import coverage
+from ..system.containment import TOKEN
 from .argv import measured_argv
 from .rundir import RunDir
 
@@ -220,8 +221,11 @@ class _Measured:
             extra_env=extra_env,
         )
         self.env = base_env  # the load driver's: a program of the experiment's, like setup
-        # perf's and hb-exec's: a whitelist of the worker's own environment, nothing of the experiment's
-        self.helper_env = worker_environment({})
+        # perf's and hb-exec's: a whitelist of the worker's own environment and the run's containment token
+        # (which every process of the run carries), nothing of the experiment's
+        self.helper_env = worker_environment(
+            {TOKEN: os.environ[TOKEN]} if TOKEN in os.environ else {}
+        )
         self.window_end: dict | None = None
         self._last_sample = 0.0
 
