@@ -301,7 +301,9 @@ def export_parquet(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
         if len(kinds) > 1 or kinds & {list, dict}:
             out[column] = [None if v is None or _is_nan(v) else str(v) for v in out[column]]
     target = Path(path)
-    out.to_parquet(target, index=False)
+    with SafeDir.open(target.parent, create=True) as directory:  # never through a planted link
+        with directory.replacing(target.name) as handle:
+            out.to_parquet(handle, index=False)
     return target
 
 
