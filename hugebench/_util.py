@@ -25,6 +25,24 @@ def run_text(argv: list[str], timeout: float = 30) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def printable(value: object, limit: int = 120) -> str:
+    """``value`` as text safe to print on one terminal line, whoever wrote it: control and format characters
+    (newline, ESC, C1, bidirectional overrides, line separators) escaped as ``\\xNN``/``\\uNNNN``,
+    at most ``limit`` characters (``...`` after a longer one). For text read from a file another user can
+    write (the sweep lock's holder record)."""
+    import unicodedata
+
+    text = str(value)
+    out = []
+    for char in text[: limit + 1]:
+        if unicodedata.category(char)[0] in "CZ" and char != " ":
+            out.append(f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    shown = "".join(out)
+    return shown[:limit] + "..." if len(text) > limit or len(shown) > limit else shown
+
+
 def open_regular(path, what: str = "file"):
     """``path`` opened for binary reading, or OSError/ValueError if it is not a regular file.
 
@@ -64,35 +82,13 @@ def _file_kind(mode: int) -> str:
 
 def write_atomic(path, data: bytes | str, mode: int = 0o644) -> None:
     """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one, never a part: a
-    temporary file beside it, fsync, rename over it, fsync of the directory. The one atomic writer (a
-    sweep's context, the kernel journal, a run's reply, a containment record, the probe cache, the HTML
-    page)."""
-    import tempfile
-    from pathlib import Path
+    temporary file beside it, fsync, rename over it, fsync of the directory; the directory is reached and
+    made without following another user's link (:func:`hugebench.safefs.write_atomic`). The one atomic
+    writer (a sweep's context, the kernel journal, a run's reply, a containment record, the probe cache,
+    the HTML page)."""
+    from .safefs import write_atomic as safe_write
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)  # mkstemp makes 0600; what we write is meant to be read
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode() if isinstance(data, str) else data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    try:  # the rename is durable once the directory entry is; some filesystems refuse a directory fsync
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    safe_write(path, data, mode)
 
 
 def write_json_atomic(path, document, **dumps) -> None:

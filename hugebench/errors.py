@@ -31,3 +31,9 @@ class SystemStateError(HugebenchError):
     """A kernel knob refused a value, or a stale journal says the machine was left changed."""
 
     exit_code = 5
+
+
+class UnsafePathError(HugebenchError):
+    """A path hugebench would write through is not safe to write as root: a symbolic link or a file another
+    user owns, a FIFO, a file with several hard links (hugebench.safefs). The message names the path and
+    why."""

@@ -53,20 +53,23 @@ class Launched:
         env: Mapping[str, str],
         cwd: str | os.PathLike,
         *,
-        stdout: str | os.PathLike,
+        stdout: str | os.PathLike | int,
         stderr: str | os.PathLike | None = None,
         status_path: str | os.PathLike | None = None,
         container: RunContainer | None = None,
         stdin: str | os.PathLike | None = None,
     ):
-        """``stdout`` (and ``stderr``, default: with stdout) are files written from the start; ``stdin`` a file
-        read (default: /dev/null)."""
+        """``stdout`` (and ``stderr``, default: with stdout) are files written from the start (``stdout`` may
+        be an open descriptor, which stays the caller's); ``stdin`` a file read (default: /dev/null)."""
         self.status_path = Path(status_path) if status_path else None
         self.container = container
         if container is not None:
             env = {**env, **container.env()}
         self.started = time.perf_counter()
-        with open(stdout, "wb") as out, open(stdin or os.devnull, "rb") as inp:
+        with (
+            open(stdout, "wb", closefd=not isinstance(stdout, int)) as out,
+            open(stdin or os.devnull, "rb") as inp,
+        ):
             err = open(stderr, "wb") if stderr else None
             try:
                 self.proc = subprocess.Popen(
@@ -186,11 +189,11 @@ _CONTROL = (
 )
 
 
-def read_end(path: str | os.PathLike, size: int) -> bytes:
+def read_end(path: str | os.PathLike | int, size: int) -> bytes:
     """At most the last ``size`` bytes of a regular file (b"" when missing, unreadable or not a regular
-    file): never more in memory, whatever the program wrote."""
+    file): never more in memory, whatever the program wrote. An open descriptor is read, not closed."""
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb", closefd=not isinstance(path, int)) as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
                 return b""

@@ -84,6 +84,7 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
     )  # first: whatever this sweep then refuses, a dead one's processes end
     store = ResultStore(options.out)
     setup = prepare(spec, runs, store, options)
+    store.check_writable()  # a planted runs.jsonl or plots link is refused before any knob is touched
     store.write_context(
         setup.sweep_id, {**setup.context, **({"label": options.label} if options.label else {})}
     )

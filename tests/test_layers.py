@@ -13,7 +13,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "hugebench"
 # module may import its own layer and any lower one. The root package (its ``__init__`` re-exports
 # store.load) sits with the store.
 LAYERS = (
-    ("base", ("errors", "_util", "knob_catalogue", "columns", "yamlsafe", "window", "_core")),
+    (
+        "base",
+        ("errors", "_util", "safefs", "knob_catalogue", "columns", "yamlsafe", "window", "_core"),
+    ),
     ("kernel", ("kernel",)),
     ("system", ("system",)),
     ("measure", ("measure",)),

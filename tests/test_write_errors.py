@@ -3,6 +3,7 @@ wrote, a host is never an option, and every report says why runs failed."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import resource
@@ -75,7 +76,12 @@ def test_a_write_error_of_the_row_is_the_error_shown_not_the_context_update_afte
 ):
     store = ResultStore(tmp_path)
     store.write_context("s", {"experiment": "e"})
-    tmp_path.joinpath("runs.jsonl").symlink_to("/dev/full")
+
+    # the disk fills as the row goes out (a runs.jsonl linked to /dev/full is refused before any write)
+    def disk_full(fd, line):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("hugebench.store.append_line", disk_full)
 
     def failing_update(*args, **kwargs):
         raise HugebenchError("cannot write the context (disk full)")

@@ -44,6 +44,7 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
     if spec.adaptive and config.machines == "each":
         raise SpecError(f"{spec.source}: {ADAPTIVE_ON_EACH}")
     store = ResultStore(options.out)
+    store.check_writable()  # a planted link in the results directory is refused before anything runs
     check_compatible(spec, store)
     sweep_id = new_sweep_id(spec)
     with _connect(config) as client:

@@ -67,6 +67,10 @@ def check_params(params: dict) -> None:
                 f"{name} must be a file name{' or discard' if name == 'stdout' else ''}, "
                 f"got {params[name]!r}"
             )
+    if isinstance(params.get("stdout"), str) and params["stdout"] != DISCARD:
+        why = stdout_problem(params["stdout"])
+        if why:
+            raise ValueError(f"stdout: {why}")
     for name in TEMPLATED:
         try:
             template.check(params.get(name), known)
@@ -189,6 +193,19 @@ def prepare(params: dict, base_dir: Path) -> dict:
     _streams(prepared)
     check_program(prepared)
     return prepared
+
+
+def stdout_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a ``stdout:`` file, or None: it must be a file name below ``cwd`` (no
+    absolute path, no ``..``), which the run creates there without following a link (hugebench.safefs)."""
+    if value.startswith("/"):
+        return (
+            f"{value!r} is an absolute path; give a file name relative to cwd (the program's "
+            "directory), where it is created without following a link"
+        )
+    if ".." in value.split("/"):
+        return f"{value!r} leaves cwd through '..'; give a file name inside cwd"
+    return None
 
 
 def _streams(params: dict) -> None:

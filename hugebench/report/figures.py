@@ -22,6 +22,7 @@ from matplotlib.ticker import NullLocator
 
 from ..errors import HugebenchError
 from ..experiment import canonical_knob
+from ..safefs import SafeDir
 from ..stats import as_list, ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
 from .rendering import AXIS_LABELS, format_axis, is_missing, verdict
@@ -204,10 +205,14 @@ def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
     directory = Path(results_dir) / PLOTS_DIR
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "figure"
     paths = [directory / f"{stem}.png", directory / f"{stem}.svg"]
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fig.savefig(paths[0], dpi=150)
-        fig.savefig(paths[1])
+    try:  # matplotlib is handed a file object: a planted plots/<name>.png link is replaced, not followed
+        with (
+            SafeDir.open(results_dir, create=True) as top,
+            top.subdir(PLOTS_DIR, create=True) as plots,
+        ):
+            for path, form, dpi in ((paths[0], "png", 150), (paths[1], "svg", None)):
+                with plots.replacing(path.name) as handle:
+                    fig.savefig(handle, format=form, **({"dpi": dpi} if dpi else {}))
     except OSError as exc:
         raise HugebenchError(
             f"cannot write the plots into {directory}: {exc.strerror or exc}"

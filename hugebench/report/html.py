@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .._util import write_atomic
 from ..errors import HugebenchError
+from ..safefs import is_stream
 from .blocks import cell_text
 from .model import Report, Section
 
@@ -65,8 +66,7 @@ def write_html(report: Report, path: str | os.PathLike) -> Path:
             raise IsADirectoryError(
                 errno.EISDIR, "it is a directory (name a file, e.g. DIR/report.html)"
             )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and not path.is_file():  # /dev/stdout, a pipe: written as it is
+        if is_stream(path):  # /dev/stdout, a pipe: written as it is
             with open(path, "wb") as handle:
                 handle.write(page)
         else:

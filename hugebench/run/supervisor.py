@@ -9,10 +9,12 @@ process of the program really used, and turns all of it into one flat row.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +24,11 @@ from ..command.metric import WINDOW_COLUMN, Metric, extract, parse_metric
 from ..command.program import user_path
 from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
 from ..command.streams import Streams, output_tail, read_output
+from ..environment import worker_environment
+from ..errors import HugebenchError, UnsafePathError
 from ..launch import Ended, Launched, tail
 from ..measure.phases import coverage
+from ..system.containment import TOKEN
 from .argv import measured_argv
 from .rundir import RunDir
 
@@ -190,8 +195,11 @@ class _Measured:
         )
         self.control = None
         perf_extra: list[str] = []
-        # perf stat puts its own directories first on its child's PATH: the program gets the user's back
-        extra_env = {"PATH": user_path(base_env)}
+        # The experiment's env: is the program's only: it goes to hb-exec as NAME=VALUE pairs, which hb-exec
+        # sets in its child alone, so LD_DEBUG_OUTPUT or LD_LIBRARY_PATH never reach perf or hb-exec (run as
+        # root with the worker's whitelisted environment). perf stat puts its own directories first on its
+        # child's PATH: the program gets the user's back.
+        extra_env = {**command.env, "PATH": user_path(base_env)}
         if command.window == "markers":
             perf_ctl = perf_ack = None
             if request.perf_bin:  # perf starts disabled and counts the program's windows only
@@ -199,7 +207,7 @@ class _Measured:
             self.control = ControlChannel(
                 workdir, perf_ctl=perf_ctl, perf_ack=perf_ack, on_edge=self._edge
             )
-            extra_env = {**self.control.env(), **extra_env}
+            extra_env = {**extra_env, **self.control.env()}
         self.argv = measured_argv(
             program,
             {**request.allocator_env, "LD_PRELOAD": library or ""},
@@ -212,7 +220,12 @@ class _Measured:
             text_pages=request.text_pages,
             extra_env=extra_env,
         )
-        self.env = base_env
+        self.env = base_env  # the load driver's: a program of the experiment's, like setup
+        # perf's and hb-exec's: a whitelist of the worker's own environment and the run's containment token
+        # (which every process of the run carries), nothing of the experiment's
+        self.helper_env = worker_environment(
+            {TOKEN: os.environ[TOKEN]} if TOKEN in os.environ else {}
+        )
         self.window_end: dict | None = None
         self._last_sample = 0.0
 
@@ -223,10 +236,10 @@ class _Measured:
     # -- a program that runs to its end ----------------------------------------------------------------
 
     def run_program(self, deadline: float) -> tuple[dict, str]:
-        streams = Streams(self.command, self.workdir, "program")
-        launched = self._launch(streams)
-        ended = self._watch(launched, deadline)
-        output = streams.output()
+        with _streams(self.command, self.workdir, "program") as streams:
+            launched = self._launch(streams)
+            ended = self._watch(launched, deadline)
+            output = streams.output()
         self._check_end(ended, "the program", output)
         if self.control and not self.control.windows():
             raise CommandFailed(
@@ -245,30 +258,9 @@ class _Measured:
 
     def serve(self, deadline: float) -> tuple[dict, str]:
         server_out = self.workdir / "server.out"
-        driver_streams = Streams(self.command, self.workdir, "driver")
-        launched = self._launch(Streams(None, self.workdir, "server"))
-        try:
-            self._wait_ready(launched, server_out, deadline)
-            driver = Launched(
-                self.command.argv,
-                self.env,
-                self.command.cwd,
-                status_path=self.workdir / "driver.status",
-                **driver_streams.files(),
-            )
-            driven = self._sample_while(driver, deadline)
-            self.window_end = (
-                self.sampler.sample()
-            )  # the server's state at the end of the timed window
-        except BaseException:
-            launched.kill()
-            launched.proc.wait()
-            raise
-        finally:
-            if self.control:
-                self.control.stop()
-        ended = launched.stop(self._pid(), STOP_GRACE_S)
-        output = driver_streams.output()
+        with _streams(self.command, self.workdir, "driver") as driver_streams:
+            driven, ended = self._drive(driver_streams, server_out, deadline)
+            output = driver_streams.output()
         if driven.timed_out or driven.code != 0:
             status = "timeout" if driven.timed_out else "failed"
             raise CommandFailed(
@@ -293,6 +285,33 @@ class _Measured:
         row = self._row(ended, window, end=self.window_end)
         row["server_stop_s"] = ended.wall_s
         return row, output
+
+    def _drive(
+        self, driver_streams: Streams, server_out: Path, deadline: float
+    ) -> tuple[Ended, Ended]:
+        """The server started, the load driver run against it once it is ready, the server stopped."""
+        launched = self._launch(Streams(None, self.workdir, "server"))
+        try:
+            self._wait_ready(launched, server_out, deadline)
+            driver = Launched(
+                self.command.argv,
+                self.env,
+                self.command.cwd,
+                status_path=self.workdir / "driver.status",
+                **driver_streams.files(),
+            )
+            driven = self._sample_while(driver, deadline)
+            self.window_end = (
+                self.sampler.sample()
+            )  # the server's state at the end of the timed window
+        except BaseException:
+            launched.kill()
+            launched.proc.wait()
+            raise
+        finally:
+            if self.control:
+                self.control.stop()
+        return driven, launched.stop(self._pid(), STOP_GRACE_S)
 
     def _wait_ready(self, launched: Launched, server_out: Path, deadline: float) -> None:
         ready = self.command.server.get("ready") or {}
@@ -323,7 +342,7 @@ class _Measured:
         if self.control:
             self.control.start()
         return Launched(
-            self.argv, self.env, self.command.cwd, status_path=self.status, **streams.files()
+            self.argv, self.helper_env, self.command.cwd, status_path=self.status, **streams.files()
         )
 
     def _watch(self, launched: Launched, deadline: float) -> Ended:
@@ -418,6 +437,22 @@ class _Measured:
         )
         row.update(self.page_cache)
         return row
+
+
+@contextlib.contextmanager
+def _streams(command: Command, workdir: Path, name: str) -> Iterator[Streams]:
+    """The program's streams, its ``stdout:`` file closed at the end; a file that cannot be made safely
+    (a link, another user's file: hugebench.safefs) fails the run before anything started."""
+    streams = Streams(command, workdir, name)
+    try:
+        try:
+            streams.files()  # opens the stdout: file once, now
+        except (UnsafePathError, OSError) as exc:
+            why = exc if isinstance(exc, HugebenchError) else f"{exc.filename}: {exc.strerror}"
+            raise CommandFailed(f"stdout: {why}; nothing was measured", output=str(why)) from None
+        yield streams
+    finally:
+        streams.close()
 
 
 def _coverage_columns(

@@ -66,9 +66,9 @@ from typing import Any
 import pandas as pd
 
 from .. import knob_catalogue
-from .._util import write_json_atomic
 from ..columns import SCHEMA_VERSION
-from ..errors import HugebenchError, ToolMissingError
+from ..errors import HugebenchError, ToolMissingError, UnsafePathError
+from ..safefs import SafeDir
 from .files import (  # noqa: F401
     MAX_CONTEXT_BYTES,
     MAX_INT_DIGITS,
@@ -115,8 +115,7 @@ class ResultStore:
         """Write (or replace) the context file of ``sweep_id`` atomically; return its path."""
         document = {"schema_version": SCHEMA_VERSION, **dict(context), "sweep_id": sweep_id}
         target = self._context_path(sweep_id)
-        with self._writing():
-            _atomic_write_json(target, document)
+        self._write_json(target, document)
         return target
 
     def update_context(self, sweep_id: str, **fields: Any) -> dict:
@@ -127,9 +126,15 @@ class ResultStore:
                 f"no context for sweep {sweep_id!r} in {self.path}; write_context() first"
             )
         document = {**read_context(target), **fields}
-        with self._writing():
-            _atomic_write_json(target, document)
+        self._write_json(target, document)
         return document
+
+    def _write_json(self, target: Path, document: Mapping[str, Any]) -> None:
+        """A context file replaced whole, in ``sweeps/`` reached and made without following a link."""
+        data = json.dumps(plain(document), indent=2, default=json_default, allow_nan=False) + "\n"
+        with self._writing(), SafeDir.open(self.path, create=True) as top:
+            with top.subdir(SWEEPS_DIR, create=True) as sweeps:
+                sweeps.write_atomic(target.name, data)
 
     def append(self, row: Mapping[str, Any]) -> dict:
         """Append one run row durably (flushed and fsynced before returning); return the row as stored.
@@ -139,9 +144,8 @@ class ResultStore:
         """
         stored = normalise_row(row)
         line = (json.dumps(stored, allow_nan=False, default=json_default) + "\n").encode()
-        with self._writing():
-            self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.runs_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        with self._writing(), SafeDir.open(self.path, create=True) as directory:
+            fd = directory.append(RUNS_FILE, 0o644, readable=True)
         try:
             with self._writing():
                 append_line(fd, line)
@@ -149,11 +153,26 @@ class ResultStore:
             os.close(fd)
         return stored
 
+    def check_writable(self) -> None:
+        """Refuse now, before a sweep touches the machine, what a later write would refuse: the directory
+        (made if missing), and a runs.jsonl or plots/ that is a link, another user's file or not what it
+        should be (hugebench.safefs). Nothing is created but the directory."""
+        with self._writing(), SafeDir.open(self.path, create=True) as directory:
+            if os.path.lexists(self.runs_path):
+                os.close(directory.append(RUNS_FILE))
+            for name in (SWEEPS_DIR, PLOTS_DIR):
+                if os.path.lexists(self.path / name):
+                    directory.subdir(name).close()
+
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
         """Turn a directory that cannot be created or written (under a file, read-only) into a clean error."""
         try:
             yield
+        except UnsafePathError as exc:
+            raise UnsafePathError(
+                f"cannot write the results directory {self.path}: {exc}; choose another with -o DIR"
+            ) from None
         except OSError as exc:
             where = (
                 f" ({exc.filename})" if exc.filename and str(exc.filename) != str(self.path) else ""
@@ -283,7 +302,9 @@ def export_parquet(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
         if len(kinds) > 1 or kinds & {list, dict}:
             out[column] = [None if v is None or _is_nan(v) else str(v) for v in out[column]]
     target = Path(path)
-    out.to_parquet(target, index=False)
+    with SafeDir.open(target.parent, create=True) as directory:  # never through a planted link
+        with directory.replacing(target.name) as handle:
+            out.to_parquet(handle, index=False)
     return target
 
 
@@ -495,12 +516,6 @@ def _is_number(value: Any) -> bool:
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
-
-
-def _atomic_write_json(target: Path, document: Mapping[str, Any]) -> None:
-    write_json_atomic(
-        target, plain(document), indent=2, sort_keys=False, default=json_default, allow_nan=False
-    )
 
 
 def measured_wall_times(path: str | os.PathLike) -> dict[str, float]:

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from hugebench._util import printable
 from hugebench.errors import SystemStateError
 
 LOCK_NAME = "hugebench.lock"
@@ -203,12 +204,24 @@ def _bad_file(path: Path, exc: OSError) -> SystemStateError:
 
 
 def _describe(fd: int) -> str:
+    """Who holds the lock, for a refused sweep's message. The file is writable by every user, so nothing of
+    it is printed raw: the pid is the one /proc/locks names (else the file's, if it is a plain number), and
+    only the ``what`` and ``started`` strings are shown, escaped and cut short (:func:`printable`)."""
+    pid = _flock_holder(fd)
     try:
         holder = json.loads(os.pread(fd, 4096, 0))
-        return f"pid {holder['pid']}, {holder['what']}, started {holder['started']}"
-    except (ValueError, KeyError, TypeError, OSError):
-        pid = _flock_holder(fd)
-        return f"pid {pid}" if pid else "holder unknown"
+    except (ValueError, OSError, RecursionError):
+        holder = None
+    holder = holder if isinstance(holder, dict) else {}
+    claimed = holder.get("pid")
+    if pid is None and type(claimed) is int and 0 < claimed < 1 << 22:
+        pid = claimed
+    parts = [f"pid {pid}" if pid else "holder unknown"]
+    if isinstance(holder.get("what"), str):
+        parts.append(printable(holder["what"], 100))
+    if isinstance(holder.get("started"), str):
+        parts.append(f"started {printable(holder['started'], 32)}")
+    return ", ".join(parts)
 
 
 def _flock_holder(fd: int) -> int | None:

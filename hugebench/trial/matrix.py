@@ -18,6 +18,7 @@ import yaml
 
 from .. import allocators as alloc_mod
 from .. import kernel
+from .._util import write_atomic
 from ..errors import HugebenchError, PrivilegeError, SpecError, ToolMissingError
 
 THP_ORDER = ("never", "madvise", "always")
@@ -345,11 +346,8 @@ def ready_param(ready: str | None) -> dict:
 
 def write(data: dict, path: Path, header: str) -> Path:
     """Write the experiment file (atomically), with a comment saying what it is."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(f"# {line}\n" for line in header.splitlines()) + yaml.safe_dump(
         data, sort_keys=False
     )
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomic(path, text)  # never through a link planted in the results directory
     return path

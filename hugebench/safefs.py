@@ -1,0 +1,305 @@
+"""Files and directories a root process creates where users choose: never through a link someone planted.
+
+hugebench runs as root and writes into directories users name (``-o``, ``--html``, a command's ``stdout:``),
+which other users may own or share (``/tmp``). Everything it creates, appends or replaces there goes through
+this module, which works relative to directory descriptors it opened and checked itself:
+
+- :meth:`SafeDir.open` walks a path one component at a time (``openat`` with ``O_NOFOLLOW|O_DIRECTORY``),
+  creating what is missing when asked (each directory it makes is checked to be its own once opened). A
+  symbolic link on the way is followed only when root or we own it (``/home -> /data/home``); one owned by
+  another user is refused: its owner could point root's writes anywhere (``fs.protected_symlinks`` may be 0);
+- :meth:`SafeDir.subdir` enters (or makes) one directory below, never through a link;
+- :meth:`SafeDir.append` and :meth:`SafeDir.truncate` open a file with ``O_NOFOLLOW|O_NONBLOCK`` (no FIFO
+  blocks) and go on only with a regular file that we own and that has one link (a hard link to
+  ``/etc/shadow`` is refused before a byte is written or cut);
+- :meth:`SafeDir.write_atomic` and :meth:`SafeDir.replacing` write a new temporary file (``O_EXCL``) and
+  rename it over the name: whatever the name was (a link, another user's file) is replaced, never written
+  through. Libraries (matplotlib) are handed the temporary file object, never a path.
+
+A refusal is an :class:`~hugebench.errors.UnsafePathError` naming the path and why (a symbolic link owned by
+uid N, a FIFO, a file with two links). A directory may belong to another user (a user's own results
+directory under ``sudo``): what its owner can change is what is in it, and nothing here writes through it.
+Reading is not this module's job (``storefiles`` bounds what is read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import UnsafePathError
+
+MAX_LINKS = 40  # symbolic links followed in one path, as the kernel allows (ELOOP)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+
+
+def _kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "a regular file")
+
+
+def _trusted(uid: int) -> bool:
+    return uid in (0, os.geteuid())
+
+
+class SafeDir:
+    """An open directory, reached without following another user's link: create, append and replace files
+    in it by name. Use as a context manager (the descriptor is closed at the end)."""
+
+    def __init__(self, fd: int, path: str):
+        self.fd, self.path = fd, path
+
+    def __enter__(self) -> SafeDir:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, create: bool = False, mode: int = 0o755) -> SafeDir:
+        """``path`` (relative to the working directory, ``..`` taken lexically) as a directory, its missing
+        components made (``mode``) when ``create``; UnsafePathError on another user's link on the way or on
+        a component that is not a directory, FileNotFoundError (``create`` off) when one is missing."""
+        shown = os.path.abspath(os.fspath(path))
+        fd = os.open("/", _DIR_FLAGS)
+        try:
+            fd = _walk(fd, deque(p for p in shown.split("/") if p), create, mode, shown)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
+        return cls(fd, shown)
+
+    def subdir(self, name: str, *, create: bool = False, mode: int = 0o755) -> SafeDir:
+        """The directory ``name`` in this one (made when ``create``), never reached through a link."""
+        fd = _enter(self.fd, name, create, mode, os.path.join(self.path, name), follow=False)
+        return SafeDir(fd, os.path.join(self.path, name))
+
+    def append(self, name: str, mode: int = 0o644, *, readable: bool = False) -> int:
+        """A descriptor appending to ``name`` (created ``mode`` if missing); ``readable``: opened read-write."""
+        access = os.O_RDWR if readable else os.O_WRONLY
+        return self._open_own(name, access | os.O_APPEND | os.O_CREAT, mode)
+
+    def truncate(self, name: str, mode: int = 0o644) -> int:
+        """A read-write descriptor on ``name`` from its start: created ``mode``, or our own file emptied
+        (after the checks, so that a file that is refused is not cut)."""
+        fd = self._open_own(name, os.O_RDWR | os.O_CREAT, mode)
+        os.ftruncate(fd, 0)
+        return fd
+
+    def _open_own(self, name: str, flags: int, mode: int) -> int:
+        where = os.path.join(self.path, name)
+        try:
+            fd = os.open(name, flags | _FILE_FLAGS, mode, dir_fd=self.fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EWOULDBLOCK):
+                raise _refusal(self.fd, name, where) from None
+            raise
+        try:
+            info = os.fstat(fd)
+            why = (
+                f"it is {_kind(info.st_mode)}"
+                if not stat.S_ISREG(info.st_mode)
+                else f"it is owned by uid {info.st_uid}, not by uid {os.geteuid()} that writes it"
+                if info.st_uid != os.geteuid()
+                else f"it has {info.st_nlink} hard links (it is also another file)"
+                if info.st_nlink != 1
+                else None
+            )
+            if why:
+                raise UnsafePathError(f"{where}: refused, {why}; remove it or choose another place")
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def write_atomic(self, name: str, data: bytes | str, mode: int = 0o644) -> None:
+        """``name`` replaced whole by ``data`` (a reader sees the old file or the new one, never a part)."""
+        with self.replacing(name, mode) as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
+
+    @contextlib.contextmanager
+    def replacing(self, name: str, mode: int = 0o644) -> Iterator:
+        """A new temporary file (binary, ``mode``) that is renamed over ``name`` when the block ends
+        without an exception (fsynced, then the directory), removed when it raises. What is at ``name``
+        must be missing or our own regular file: a link, another user's file or a device is refused (the
+        rename would never write through it, but neither may it silently take another's name)."""
+        self._check_replaceable(name)
+        temporary = f".{name}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE_FLAGS, mode, dir_fd=self.fd
+        )
+        try:
+            os.fchmod(fd, mode)  # the umask took bits off: what we write is meant to be read
+            with os.fdopen(fd, "wb") as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=self.fd)
+            raise
+        with contextlib.suppress(OSError):  # some filesystems refuse a directory fsync
+            os.fsync(self.fd)
+
+    def _check_replaceable(self, name: str) -> None:
+        try:
+            info = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        where = os.path.join(self.path, name)
+        if stat.S_ISLNK(info.st_mode):
+            raise _refusal(self.fd, name, where)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafePathError(f"{where}: refused, it is {_kind(info.st_mode)}")
+        if info.st_uid != os.geteuid():
+            raise UnsafePathError(
+                f"{where}: refused, it is owned by uid {info.st_uid}, not by uid {os.geteuid()} "
+                "that would replace it; remove it or choose another place"
+            )
+
+
+def _walk(fd: int, parts: deque, create: bool, mode: int, shown: str) -> int:
+    """Descend from ``fd`` through ``parts``; returns the last directory's descriptor (``fd`` is consumed)."""
+    followed = 0
+    while parts:
+        name = parts.popleft()
+        if name in ("", "."):
+            continue
+        try:
+            nfd = _enter(fd, name, create, mode, shown, follow=True)
+        except _Link as link:
+            followed += 1
+            if followed > MAX_LINKS:
+                raise UnsafePathError(f"{shown}: more than {MAX_LINKS} symbolic links") from None
+            parts.extendleft(reversed(link.target.split("/")))
+            if link.target.startswith("/"):
+                os.close(fd)
+                fd = os.open("/", _DIR_FLAGS)
+            continue
+        os.close(fd)
+        fd = nfd
+    return fd
+
+
+class _Link(Exception):
+    """A symbolic link that may be followed (root or we own it), with its target."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+
+def _enter(fd: int, name: str, create: bool, mode: int, shown: str, follow: bool) -> int:
+    """The directory ``name`` under ``fd`` (made when missing and ``create``); raises _Link for a link we may
+    follow (``follow``), UnsafePathError for anything else that is not a directory."""
+    for _ in range(3):  # a directory made and removed under us between mkdir and open: try again
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            if not create:
+                raise FileNotFoundError(errno.ENOENT, "no such directory", shown) from None
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISLNK(info.st_mode):  # a plain file on the way: an ordinary error
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), shown) from None
+            if follow and _trusted(info.st_uid):
+                raise _Link(os.readlink(name, dir_fd=fd)) from None
+            raise _refusal(fd, name, shown) from None
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, mode, dir_fd=fd)
+            made = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            if os.fstat(made).st_uid != os.geteuid():
+                os.close(made)
+                raise UnsafePathError(
+                    f"{shown}: the directory made there was replaced by another user's"
+                )
+            return made
+    raise UnsafePathError(f"{shown}: the directory {name!r} keeps changing under us")
+
+
+def _refusal(fd: int, name: str, shown: str) -> UnsafePathError:
+    """Why ``name`` in ``fd`` is refused: a link owned by uid N, or not a directory/regular file."""
+    try:
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError as exc:
+        return UnsafePathError(f"{shown}: cannot be used: {exc.strerror}")
+    if stat.S_ISLNK(info.st_mode):
+        return UnsafePathError(
+            f"{shown}: refused, {name!r} is a symbolic link owned by uid {info.st_uid}; hugebench, running "
+            f"as uid {os.geteuid()}, never writes through a link another user could have planted: remove "
+            "it, or give the real path"
+        )
+    return UnsafePathError(f"{shown}: refused, {name!r} is {_kind(info.st_mode)}")
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str, mode: int = 0o644) -> None:
+    """``path`` replaced whole by ``data``, its directory (made when missing) reached safely."""
+    path = Path(path)
+    with SafeDir.open(path.parent, create=True) as directory:
+        directory.write_atomic(path.name, data, mode)
+
+
+def open_below(base: str | os.PathLike, relative: str, mode: int = 0o644) -> int:
+    """A read-write descriptor on the file ``relative`` below the directory ``base`` (a program's
+    ``stdout:`` below its cwd), created or emptied: every directory between entered without following a
+    link, none of them ``..``; the directories must exist."""
+    *dirs, name = [p for p in relative.split("/") if p not in ("", ".")] or [""]
+    if not name or ".." in dirs + [name]:
+        raise UnsafePathError(f"{relative!r}: not a file name below {base} (no '..', not empty)")
+    with contextlib.ExitStack() as stack:
+        here = stack.enter_context(SafeDir.open(base))
+        for part in dirs:
+            here = stack.enter_context(here.subdir(part))
+        return here.truncate(name, mode)
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """True when ``path`` names a pipe or a character device (``/dev/stdout``, a terminal, ``/dev/full``)
+    reached through no link another user owns, and root, we or (a terminal) anyone owns it: written to as it
+    is, where a file would be replaced. Another user's FIFO (it could hold us forever) is not one."""
+    path = Path(path)
+    try:
+        SafeDir.open(path.parent).close()
+        link = path.lstat()
+        target = path.stat()
+    except (OSError, UnsafePathError):
+        return False
+    if stat.S_ISLNK(link.st_mode) and not _trusted(link.st_uid):
+        return False
+    if not (stat.S_ISFIFO(target.st_mode) or stat.S_ISCHR(target.st_mode)):
+        return False
+    return _trusted(target.st_uid) or stat.S_ISCHR(target.st_mode) and _is_tty(path)
+
+
+def _is_tty(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
