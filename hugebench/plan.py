@@ -213,4 +213,18 @@ def summary(runs: list[RunSpec], measured: dict | None = None) -> dict:
             {name for r in runs for name in r.system}
         ),  # set before the first run, fixed or not
         "max_memory_bytes": max(estimates) if estimates else None,
+        "memory_state_knobs": memory_state_knobs(runs),
     }
+
+
+def memory_state_knobs(runs: list[RunSpec]) -> dict[str, str]:
+    """knob -> what the runs' memory states set it to and for how long (``system.aging.knobs_set``);
+    a knob set by several states lists each way once."""
+    from .system.aging import knobs_set
+
+    merged: dict[str, list[str]] = {}
+    for value in dict.fromkeys(r.memory_state for r in runs if r.memory_state):
+        for knob, how in knobs_set(value).items():
+            if how not in merged.setdefault(knob, []):
+                merged[knob].append(how)
+    return {knob: "; ".join(hows) for knob, hows in merged.items()}

@@ -139,3 +139,66 @@ def test_the_plot_shows_each_cell_over_time_with_its_steps_marked(tmp_path):
     assert ran.exit_code == 0, ran.output
     assert (new / "plots" / "history-e.png").stat().st_size > 1000  # the newest store's plots/
     assert "<svg" in (tmp_path / "h.html").read_text()
+
+
+# -- issue 38: nothing useful is an error, not exit 0 ----------------------------------------------------
+
+
+def _two(tmp_path) -> tuple[Path, Path]:
+    values = {"glibc": 100.0, "jemalloc": 80.0}
+    return (
+        _store(tmp_path / "a", "2026-01-01T00:00:00+00:00", "a", "6.18", values),
+        _store(tmp_path / "b", "2026-01-02T00:00:00+00:00", "b", "6.18", values),
+    )
+
+
+def test_a_primary_no_store_has_is_a_clean_error(tmp_path):
+    a, b = _two(tmp_path)
+    result = CliRunner().invoke(main, ["history", str(a), str(b), "--primary", "nope"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.startswith("hugebench: error: --primary 'nope': no such column")
+    assert "numeric columns: ns" in result.output
+    assert CliRunner().invoke(main, ["history", str(a), str(b), "--primary", "ns"]).exit_code == 0
+
+
+def test_an_empty_directory_is_a_clean_error(tmp_path):
+    a, _ = _two(tmp_path)
+    (tmp_path / "empty").mkdir()
+    for args in ([str(tmp_path / "empty")], [str(a), str(tmp_path / "empty")]):
+        result = CliRunner().invoke(main, ["history", *args])
+        assert result.exit_code == 1, result.output
+        assert "empty: no runs recorded" in result.output and "Traceback" not in result.output
+
+
+def test_html_into_a_missing_directory_is_refused_and_creates_nothing(tmp_path):
+    a, b = _two(tmp_path)
+    target = tmp_path / "nowhere" / "deeper" / "x.html"
+    result = CliRunner().invoke(main, ["history", str(a), str(b), "--html", str(target)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"the directory {target.parent} does not exist" in result.output
+    assert not (tmp_path / "nowhere").exists()
+    made = CliRunner().invoke(main, ["history", str(a), str(b), "--html", str(tmp_path / "h.html")])
+    assert made.exit_code == 0 and (tmp_path / "h.html").stat().st_size > 1000
+
+
+def test_a_command_experiment_whose_argv_is_a_list_compares(tmp_path):
+    """A try's rows hold param.argv as a list: compare and history key cells without it (was a TypeError)."""
+    paths = []
+    for name, day in (("a", "01"), ("b", "02")):
+        store = ResultStore(tmp_path / name)
+        store.write_context(
+            "s",
+            {"experiment": "e", "workload": "command", "axes": ["allocator"],
+             "primary_metric": "wall_s", "started_at": f"2026-01-{day}T00:00:00+00:00"},
+        )  # fmt: skip
+        for rep in range(3):
+            store.append(
+                {"run_id": f"r{rep}", "sweep_id": "s", "experiment": "e", "workload": "command",
+                 "status": "ok", "repetition": rep, "allocator": "glibc",
+                 "param.argv": ["find", ".", "-name", "{}"], "wall_s": 1.0 + rep / 10},
+            )  # fmt: skip
+        paths.append(str(tmp_path / name))
+    for command in (["history", *paths], ["compare", *paths]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 0, result.output
+        assert "Traceback" not in result.output and "glibc" in result.output

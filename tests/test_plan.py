@@ -124,3 +124,29 @@ def test_heap_per_key_in_closed_form_matches_the_sum():
     for low in range(1, 40):
         for high in range(low, 120, 7):
             assert sets._heap_per_key(low, high) == pytest.approx(summed(low, high))
+
+
+def test_plan_lists_the_knobs_a_memory_state_sweep_sets(tmp_path, fake_sys):
+    """issue 38: the fragmenter sets THP modes, compact_unevictable_allowed, compaction_proactiveness
+    (movable) and percpu_pagelist_high_fraction; plan names each and for how long, and writes nothing."""
+    path = tmp_path / "aged.yaml"
+    path.write_text(
+        "name: a\nworkload: hashlookup\nparams: {keys: 1000}\n"
+        "axes: {memory_state: [fresh, fragmented:50%, fragmented-movable]}\n"
+    )
+    roots = ["--sys-root", str(fake_sys.sys_root), "--proc-root", str(fake_sys.proc_root)]
+    result = CliRunner().invoke(main, ["plan", str(path), *roots])
+    assert result.exit_code == 0, result.output
+    lines = {
+        line.split(" = ")[0].strip(): line for line in result.output.splitlines() if " = " in line
+    }
+    assert "100000 for up to 5 s" in lines["vm.percpu_pagelist_high_fraction"]
+    assert "always while the fragmenter" in lines["thp.enabled"]
+    assert "never while the fragmenter" in lines["thp.defrag"]
+    assert "0 through the run (fragmented:50%)" in lines["vm.compact_unevictable_allowed"]
+    assert "0 through the run (fragmented-movable:100%)" in lines["vm.compaction_proactiveness"]
+    assert "vm.compact_memory" in result.output and not fake_sys.writes
+    fresh = tmp_path / "fresh.yaml"
+    fresh.write_text(path.read_text().replace(", fragmented:50%, fragmented-movable", ""))
+    only_fresh = CliRunner().invoke(main, ["plan", str(fresh), *roots]).output
+    assert "vm.percpu_pagelist_high_fraction" in only_fresh and "thp.enabled =" not in only_fresh

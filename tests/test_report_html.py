@@ -188,6 +188,12 @@ def test_cli_writes_the_page_into_the_results_directory(tmp_path):
     assert parsed.count("svg") == 8
     other = tmp_path / "elsewhere" / "page.html"
     outcome = CliRunner().invoke(main, ["report", str(results), "--html", str(other)])
+    assert (
+        outcome.exit_code == 1 and "elsewhere does not exist" in outcome.output
+    )  # not made as root
+    assert not other.parent.exists()
+    other.parent.mkdir()
+    outcome = CliRunner().invoke(main, ["report", str(results), "--html", str(other)])
     assert outcome.exit_code == 0 and other.exists()
 
 

@@ -86,7 +86,9 @@ def test_a_sigkilled_worker_under_perf_is_not_exit_code_zero(tmp_path):
     assert "SIGKILL" in load(tmp_path / "res").iloc[0]["error"] or result.statuses == {"oom": 1}
 
 
-def test_a_library_that_is_not_an_allocator_fails_the_run(tmp_path):
+def test_a_library_that_is_not_an_allocator_is_refused_before_anything_runs(tmp_path):
+    """libz imports malloc and defines none: preloaded it would change nothing, so every run would fail its
+    allocator check; the file is refused when it is loaded, naming the key (issue 38)."""
     from hugebench.allocators import find_library
 
     libz = find_library("libz.so.1")
@@ -96,9 +98,10 @@ def test_a_library_that_is_not_an_allocator_fails_the_run(tmp_path):
         f"name: z\nworkload: hashlookup\nperf: off\nparams: {{keys: 100}}\n"
         f"allocators: {{zlib: {{path: {libz}}}}}\naxes: {{allocator: [zlib]}}\n"
     )
-    assert _sweep(text, tmp_path).statuses == {"failed": 1}
-    error = load(tmp_path / "res").iloc[0]["error"]
-    assert "malloc resolves to" in error and "libc.so" in error
+    with pytest.raises(
+        SpecError, match=r"x.yaml:\d+: key 'allocators.zlib.path'.*defines no malloc"
+    ):
+        parse_spec(text, "x.yaml")
 
 
 def test_a_user_allocator_named_like_a_builtin_is_refused():

@@ -543,15 +543,75 @@ def test_python_json_metric_higher_is_better(tmp_path):
     assert all(str(r.get("param.env.PYTHONHASHSEED")) == "0" for r in _store_rows(out))
 
 
+@pytest.fixture
+def foreign_redis():
+    """A redis-server this test starts as another user (nobody) when it can, else as root: not started by
+    hugebench, so a try must neither count it as its leftover nor end it."""
+    import pwd
+    import tempfile
+
+    # in /tmp itself: pytest's own tmp_path is private to root
+    directory = Path(tempfile.mkdtemp(prefix="hb-foreign-redis-", dir="/tmp"))
+    directory.chmod(0o777)
+    try:
+        user = pwd.getpwnam("nobody") if os.geteuid() == 0 else None
+    except KeyError:
+        user = None
+    server = subprocess.Popen(
+        ["redis-server", "--port", "0", "--unixsocket", str(directory / "s"), "--save", "",
+         "--appendonly", "no", "--dir", str(directory)],
+        user=user.pw_uid if user else None,
+        group=user.pw_gid if user else None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 10
+    while not (directory / "s").exists() and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        if server.poll() is not None:
+            pytest.skip(f"could not start an unrelated redis-server (exit {server.returncode})")
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_own_run_processes_are_found_by_their_token_and_no_other():
+    """The leftover check the redis tests use: a process carrying this process's run token is ours; the same
+    program without it (anyone else's) is not."""
+    from own_processes import run_processes
+
+    from hugebench import kernel
+    from hugebench.system.containment import TOKEN
+
+    token = f"{os.getpid()}-{kernel.process_start_ticks(os.getpid())}-test-abc"
+    ours = subprocess.Popen(["sleep", "30"], env={**os.environ, TOKEN: token})
+    theirs = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.2)
+        found = run_processes("sleep")
+        assert [line.split()[0] for line in found] == [str(ours.pid)], found
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.skipif(
     shutil.which("redis-server") is None or shutil.which("redis-benchmark") is None,
     reason="redis-server/redis-benchmark not installed",
 )
-def test_redis_server_under_redis_benchmark(tmp_path):
+@pytest.mark.parametrize("beside", ["alone", "beside-another-users-redis"])
+def test_redis_server_under_redis_benchmark(tmp_path, request, beside):
+    from own_processes import run_processes
+
+    foreign = request.getfixturevalue("foreign_redis") if beside != "alone" else None
     result, out = _try(
         [
             "--budget",
-            "40s",
+            "40s" if foreign is None else "20s",
             "--allocators",
             "glibc,jemalloc-thp",
             "--thp",
@@ -581,11 +641,11 @@ def test_redis_server_under_redis_benchmark(tmp_path):
         "redis-server" in verdict["baseline"]["allocator_proof"]
         or verdict["baseline"]["allocator_proof"]
     )
-    assert not [p for p in _processes() if "redis-server" in p]  # no server left running
-
-
-def _processes() -> list[str]:
-    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    assert not run_processes(
+        "redis-server"
+    )  # no server of ours left running (others' do not count)
+    if foreign is not None:
+        assert foreign.poll() is None  # the other user's server was left alone
 
 
 def test_the_budget_holds(tmp_path):

@@ -304,6 +304,13 @@ def plan(
         f"(+{s['warmup_runs']} warm-up), {knobs}, {mem}"
     )
     click.echo(f"time: {estimate(runs, history).text()}")
+    if s["memory_state_knobs"]:
+        click.echo(
+            "memory_state compacts memory before each run (vm.compact_memory) and sets, each "
+            "journaled and set back as found:"
+        )
+        for knob, how in s["memory_state_knobs"].items():
+            click.echo(f"  {knob} = {how}")
     if config is not None:
         from ..cluster.placement import host_lines
 

@@ -15,12 +15,23 @@ from ..errors import SpecError
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
+MAX_BUDGET_S = (
+    7 * 24 * 3600
+)  # a week: the longest a run may take (an experiment's timeout) is one too
+
+
 def parse_budget(text: str) -> float:
-    """'10m', '90s', '1h', '120' -> seconds."""
+    """'10m', '90s', '1h', '120' -> seconds (at most a week)."""
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smh]?)\s*", text or "")
     if not m:
         raise SpecError(f"--budget {text!r}: give a duration like 90s, 10m or 1h")
-    return float(m.group(1)) * _UNITS[m.group(2)]
+    seconds = float(m.group(1)) * _UNITS[m.group(2)]
+    if seconds > MAX_BUDGET_S:
+        raise SpecError(
+            f"--budget {text.strip()[:40]!r}: at most {MAX_BUDGET_S // 3600}h (a week), "
+            f"the longest a try may take"
+        )
+    return seconds
 
 
 def parse_level(text: str) -> int:
@@ -107,10 +118,10 @@ def _clean(obj):
 @click.option(
     "--aged-level",
     "aged_level",
-    default="100%",
-    show_default=True,
+    default=None,
     metavar="P%",
-    help="with --aged: the share of free 2 MiB blocks the fragmented machine has pinned (docs/aged.md)",
+    help="with --aged: the share of free 2 MiB blocks the fragmented machine has pinned "
+    "(default 100%; docs/aged.md)",
 )
 @click.option(
     "--regime",
@@ -200,7 +211,7 @@ def try_(
         ready=ready,
         text_pages=text_pages,
         aged=aged,
-        aged_level=parse_level(aged_level),
+        aged_level=None if aged_level is None else parse_level(aged_level),
         regime=regime,
         idle_s=4.0 if idle is None else idle,
         allocator_paths=tuple(allocators),

@@ -206,3 +206,74 @@ def why_preload_cannot_take(
     interpreter.
     """
     return _why(program, path_env, depth=0, cwd=cwd)
+
+
+MALLOC_SYMBOLS = ("malloc", "free")  # what a library preloaded as the allocator must define
+_MAX_SYMBOLS = 1_000_000  # a hostile symbol count stops the scan, not the machine
+
+
+def why_not_allocator(path: str) -> str | None:
+    """Why the file at ``path`` cannot be preloaded as a malloc library, or None when it can: an ELF
+    shared object of our class and machine whose dynamic symbol table defines ``malloc`` and ``free``
+    (the loader binds the program's calls to the first object that defines them). Read with pyelftools;
+    nothing of the file is loaded or run."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block us
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return f"{path} is not a regular file"
+            if f.read(4) != b"\x7fELF":
+                return f"{path} is not an ELF shared object (no ELF magic)"
+            f.seek(0)
+            info = read_elf(f)
+            if info.type != ET_DYN:
+                return f"{path} is an ELF executable, not a shared object (.so) to preload"
+            why = _why_platform(path, info)
+            if why:
+                return why
+            defined = _defined_dynamic(ELFFile(f), set(MALLOC_SYMBOLS))
+    except OSError as exc:
+        return f"{path}: cannot read it ({exc.strerror or exc})"
+    except (ElfFormatError, ELFError, ValueError, KeyError, IndexError, struct.error) as exc:
+        return f"{path} is not a well-formed ELF file ({str(exc)[:120] or type(exc).__name__})"
+    missing = [name for name in MALLOC_SYMBOLS if name not in defined]
+    if missing:
+        return (
+            f"{path} defines no {' and no '.join(missing)} in its dynamic symbol table: preloaded, "
+            "it would not replace the program's allocator (is it a malloc library?)"
+        )
+    return None
+
+
+def _why_platform(path: str, info: ElfInfo) -> str | None:
+    own = _own_platform()
+    if own is not None and own != (info.bits, info.machine):
+        return (
+            f"{path} is a {info.bits}-bit ELF for machine {info.machine}, but our programs are "
+            f"{own[0]}-bit for machine {own[1]}: the loader cannot preload it"
+        )
+    return None
+
+
+def _defined_dynamic(elf, wanted: set[str]) -> set[str]:
+    """The names of ``wanted`` that ``elf`` defines (functions, not undefined imports) for the loader:
+    from the .dynsym section, or the dynamic segment where the section headers were stripped."""
+    tables = [s for s in elf.iter_sections() if s["sh_type"] == "SHT_DYNSYM"]
+    if not tables:
+        tables = [s for s in elf.iter_segments() if s["p_type"] == "PT_DYNAMIC"]
+    found = set()
+    for table in tables:
+        for i, symbol in enumerate(table.iter_symbols()):
+            if i >= _MAX_SYMBOLS or found == wanted:
+                break
+            if (
+                symbol.name in wanted
+                and symbol["st_shndx"] != "SHN_UNDEF"
+                and symbol["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC")
+                and symbol["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
+            ):
+                found.add(symbol.name)
+    return found

@@ -294,13 +294,14 @@ def _published_numbers(raw, vs, path, where) -> dict:
 
 
 def _change(raw, path, where) -> dict:
-    change = raw["change"]
-    if isinstance(change, bool) or not isinstance(change, (int, float)) or not -100 < change < 1e6:
+    change = _float(raw["change"])
+    if change is None or not -100 < change < 1e6:
         raise where.error(
             path + ("change",),
-            f"must be a percentage above -100 (as published: -23 for 23% lower), got {change!r}",
+            "must be a percentage above -100 and below 1e6 (as published: -23 for 23% lower), "
+            f"got {_shown(raw['change'])}",
         )
-    return {"change": float(change), "ratio": 1.0 + change / 100.0}
+    return {"change": change, "ratio": 1.0 + change / 100.0}
 
 
 def _not_judged(raw, path, where) -> tuple:
@@ -339,18 +340,30 @@ def _published(raw, key, path, where) -> float:
     value = raw[key]
     if isinstance(value, str):
         value = _number_text(value)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    number = _float(value)
+    if number is None or not math.isfinite(number) or number <= 0:
         raise where.error(
             path + (key,),
-            f"must be a positive number (as published: 105, 2.7e+9, '55.5G', "
-            f"'5.59k'), got {raw[key]!r}",
+            f"must be a positive number below {sys.float_info.max:.3g} (as published: 105, 2.7e+9, "
+            f"'55.5G', '5.59k'), got {_shown(raw[key])}",
         )
-    return float(value)
+    return number
+
+
+def _float(value) -> float | None:
+    """A YAML number as a float, or None: not a number, or an integer too large for one (400 digits)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _shown(value) -> str:
+    """A value as an error message shows it: a 400-digit number by its size, not its digits."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 def _number_text(text: str):

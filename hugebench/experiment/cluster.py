@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 
 MODES = ("each", "spread")
+MAX_SECONDS = 7 * 24 * 3600  # wait and lost_after: at most a week
 KEYS = {
     "scheduler": "address of a running Dask scheduler, tls://HOST:PORT (tcp:// only with "
     "insecure_accept_any_client)",
@@ -217,9 +218,11 @@ def _seconds(key: str, value, default: float) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
-        or not 0 < value <= 7 * 24 * 3600
+        or not 0 < value <= MAX_SECONDS
     ):
-        raise ClusterValueError(key, f"must be a number of seconds > 0, got {value!r}")
+        raise ClusterValueError(
+            key, f"must be a number of seconds > 0 and <= {MAX_SECONDS} (a week), got {value!r}"
+        )
     return float(value)
 
 

@@ -12,6 +12,7 @@ from .. import allocators as alloc_mod
 from .. import knob_catalogue as catalogue
 from .. import workloads
 from ..columns import user_name_problem
+from ..command.elf import why_not_allocator
 from ..errors import SpecError, ToolMissingError
 from ..system import aging, regime
 from ..textpages import MODES as TEXT_MODES
@@ -377,7 +378,8 @@ def _user_allocators(data, where) -> dict:
 
 
 def _check_user_paths(user: dict, table: dict, axes: dict, where) -> None:
-    """A library path given under ``allocators:`` must exist when the allocator axis uses it.
+    """A library path given under ``allocators:`` must exist when the allocator axis uses it, and be a
+    shared object that defines malloc and free (:func:`..command.elf.why_not_allocator`).
 
     Only user paths are checked here: a built-in's library (an apt package) may be missing on the machine
     that plans; the sweep's preflight refuses it with the package to install.
@@ -385,11 +387,14 @@ def _check_user_paths(user: dict, table: dict, axes: dict, where) -> None:
     for name in axes.get("allocator", ()):
         if "path" in user.get(name, {}):
             try:
-                table[name].resolve()
+                path = table[name].resolve()
             except ToolMissingError as exc:
                 raise where.error(
                     ("allocators", name, "path"), str(exc), cls=ToolMissingError
                 ) from None
+            why = why_not_allocator(str(path))
+            if why:
+                raise where.error(("allocators", name, "path"), f"allocator {name!r}: {why}")
 
 
 def _axes(data, workload, table, where) -> dict:

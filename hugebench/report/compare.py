@@ -72,9 +72,18 @@ def cell_keys(a: Experiment, b: Experiment) -> list[str]:
     params = sorted(
         c
         for c in set(a.rows.columns) & set(b.rows.columns)
-        if c.startswith("param.") and c.removeprefix("param.") not in axes
+        if c.startswith("param.")
+        and c.removeprefix("param.") not in axes
+        and not _has_containers(a.rows[c])
+        and not _has_containers(b.rows[c])
     )
     return axes + params
+
+
+def _has_containers(values: pd.Series) -> bool:
+    """A parameter holding lists or mappings (a command's argv) cannot key a cell; the fingerprint of
+    what changed between the stores still shows it."""
+    return any(isinstance(v, (list, dict)) for v in values)
 
 
 def _experiment_section(

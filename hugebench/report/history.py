@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..errors import HugebenchError
 from ..stability import SMALLEST_EFFECT, cell_stability, guard
 from ..stats import Ratio, describe_cell, ratio_ci
 from .compare import _cell_text, _cells, _values, cell_keys
@@ -23,6 +24,7 @@ from .provenance import machine_facts
 from .rendering import DASH, display_frame
 from .results import Results, sweep_ids
 from .sections import Flag, Report, Section
+from .tables import check_metric
 
 STEP_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stability)
 
@@ -49,6 +51,12 @@ def history_report(
 ) -> Report:
     """The history of every experiment the stores share, oldest store first; ``figures``: each experiment's
     section gets its plot (:func:`hugebench.report.history_figure.history_plot`)."""
+    empty = [str(s.path) for s in stores if s.rows.empty]
+    if empty:
+        raise HugebenchError(
+            f"{', '.join(empty)}: no runs recorded (not a results directory, or nothing run yet); "
+            "history needs results directories of sweeps"
+        )
     ordered = sorted(stores, key=store_time)
     names = [n for n in dict.fromkeys(e.name for s in ordered for e in s.experiments())]
     sections = [_experiment(name, ordered, primary, level) for name in names]
@@ -76,6 +84,11 @@ def _experiment(name: str, stores: list[Results], primary, level) -> Section:
     present = [e for e in exps if e is not None]
     keys = cell_keys(present[0], present[-1]) if len(present) > 1 else list(present[0].axes)
     metric = primary or present[0].primary_metric
+    if metric is None:
+        raise HugebenchError(f"experiment {name!r}: no primary metric recorded; pass --primary")
+    if primary:
+        where = f"experiment {name!r} of {', '.join(str(s.path) for s in stores)}"
+        check_metric(pd.concat([e.rows for e in present], ignore_index=True), primary, where)
     cells = [(_cells(e.rows, keys, metric) if e is not None else {}) for e in exps]
     all_keys = list(dict.fromkeys(k for c in cells for k in c))
     body, records, steps = [], [], []

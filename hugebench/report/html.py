@@ -54,7 +54,7 @@ def render_html(report: Report) -> str:
 
 
 def write_html(report: Report, path: str | os.PathLike) -> Path:
-    """Write the page of ``report`` to ``path`` (parents created); return the path.
+    """Write the page of ``report`` to ``path`` (its directory must exist); return the path.
 
     A regular file is replaced whole (a temporary file renamed over it), so a full disk leaves the old page,
     not half of a new one; anything that cannot be written is a HugebenchError naming the path.
@@ -65,6 +65,10 @@ def write_html(report: Report, path: str | os.PathLike) -> Path:
         if path.is_dir():
             raise IsADirectoryError(
                 errno.EISDIR, "it is a directory (name a file, e.g. DIR/report.html)"
+            )
+        if not path.parent.is_dir():  # root creates no directories a user only named
+            raise FileNotFoundError(
+                errno.ENOENT, f"the directory {path.parent} does not exist; create it first"
             )
         if is_stream(path):  # /dev/stdout, a pipe: written as it is
             with open(path, "wb") as handle:

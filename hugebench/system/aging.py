@@ -163,6 +163,23 @@ def why_not_here(proc_root: str = "/proc", euid: int | None = None) -> str | Non
     return None
 
 
+def knobs_set(value: str) -> dict[str, str]:
+    """The kernel knobs making memory_state ``value`` sets for a while, each journaled and set back as found:
+    knob -> the value and for how long (what ``hugebench plan`` lists; :meth:`AgedMemory.enter` does it)."""
+    state = parse(value)
+    knobs = {
+        DRAIN_KNOB: f"{DRAIN_FRACTION} for up to {DRAIN_S:g} s (drains the per-CPU free lists)"
+    }
+    if state.kind != FRAGMENTED:
+        return knobs
+    knobs.update(
+        {name: f"{v} while the fragmenter takes blocks" for name, v in WHILE_FRAGMENTING.items()}
+    )
+    held = PROACTIVE_KNOB if state.movable else KNOB
+    knobs[held] = f"0 through the run ({canonical(value)})"
+    return knobs
+
+
 def limit_for(level: int, initial: int) -> tuple[int, int]:
     """(blocks the fragmenter leaves, the most free blocks with which the state still holds)."""
     leave = initial * (100 - level) // 100

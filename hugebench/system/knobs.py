@@ -149,7 +149,7 @@ class Knob:
             or 0 < number < self.least_nonzero
         ):
             raise KnobValueError(
-                f"{self.name}={number} is out of range for {self.path} ({self.allowed()})"
+                f"{self.name}={_shown(number)} is out of range for {self.path} ({self.allowed()})"
             )
         if self.is_pool:
             self._check_pool_fits(number)
@@ -165,8 +165,13 @@ class Knob:
         held = int(self.read()) * page  # what the pool holds now comes back when it is resized
         most = int((free + held) * POOL_MEMORY_SHARE) // page
         if pages > most:
+            asked = (
+                f"{pages * page / 2**30:,.1f} GiB of huge pages"
+                if pages < 2**60
+                else "more memory than any machine has"
+            )
             raise KnobValueError(
-                f"{self.name}={pages} would reserve {pages * page / 2**30:,.1f} GiB of huge pages; this machine "
+                f"{self.name}={_shown(pages)} would reserve {asked}; this machine "
                 f"can give at most {most} ({most * page / 2**30:,.1f} GiB: {POOL_MEMORY_SHARE:.0%} of its "
                 f"available memory plus what the pool holds now)"
             )
@@ -287,3 +292,9 @@ def resolve_name(name: str, known: Iterable[str] | Mapping[str, Knob] | None = N
         f"unknown kernel knob {name!r}{hint}; this kernel has: {', '.join(known)}; "
         f"aliases: {', '.join(f'{a}={c}' for a, c in ALIASES.items())}"
     )
+
+
+def _shown(number: int) -> str:
+    """A knob value as an error shows it: a 400-digit number by its size, not its digits."""
+    text = str(number)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text.lstrip('-'))} digits)"

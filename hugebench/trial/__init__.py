@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..errors import HugebenchError, SpecError
 from . import matrix as matrix_mod
+from . import options
 from .matrix import Request
 from .runs import CPU_COLUMN
 from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule, _resolved
@@ -69,6 +70,12 @@ def refuse(request: Request) -> None:
         raise SpecError(f"cannot try {measured}: {why}; an allocator cannot be preloaded into it")
     if request.stdin and not os.path.isfile(os.path.join(cwd, request.stdin)):
         raise SpecError(f"--stdin {request.stdin}: not a readable file")
+    if request.ready and not request.server:
+        raise SpecError(
+            "--ready says when the --server takes requests: give --server CMD with it, or leave it out"
+        )
+    if request.aged_level is not None and not request.aged:
+        raise SpecError("--aged-level is the fragmented state of --aged: give --aged with it")
 
 
 def default_name(request: Request) -> str:
@@ -99,18 +106,15 @@ def run_try(
     out = Path(out or Path("results") / name)
     timeout = max(5.0, request.budget_s / (2 * MIN_BLOCKS))
     data = matrix_mod.experiment(request, mx, name, timeout)
-    path = matrix_mod.write(data, out / EXPERIMENT_FILE, _header(request, None))
-    return _run(request, mx, data, path, out, started, echo, sys_root, proc_root)
+    spec, runs = options.checked(data, _header(request, None))  # refused here: nothing written yet
+    path = options.write(data, out / EXPERIMENT_FILE, _header(request, None))
+    return _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root)
 
 
-def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Outcome:
-    from .. import experiment as spec_mod
-    from .. import plan as plan_mod
+def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root) -> Outcome:
     from ..orchestrator import SweepOptions, run_sweep
     from ..workloads import get
 
-    spec = spec_mod.load_spec(path)
-    runs = plan_mod.plan(spec, 1)
     ids = _cell_ids(runs, mx.cells)
     base = ids[0]
     wall, _, _, better = get("command").primary_for(spec.params)
@@ -141,7 +145,7 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     )
     state = schedule.state
     data = {**data, "repetitions": max(1, state.blocks)}
-    matrix_mod.write(data, path, _header(request, state))
+    options.write(data, path, _header(request, state))
     plan_lines = _plan_lines(state, names, result, started, request.budget_s)
     verdict = _verdict(out, spec, ids, mx, metric, better, state, wall)
     by_state = verdict.get("by_memory_state") or verdict.get("by_regime")

@@ -14,11 +14,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from .. import allocators as alloc_mod
 from .. import kernel
-from .._util import write_atomic
+from ..command.template import BUILTIN_FIELDS
 from ..errors import HugebenchError, PrivilegeError, SpecError, ToolMissingError
 
 THP_ORDER = ("never", "madvise", "always")
@@ -45,9 +43,8 @@ class Request:
     aged: bool = (
         False  # --aged: every configuration on a fresh and on a fragmented machine (memory_state)
     )
-    aged_level: int = (
-        100  # --aged-level P%: the share of free 2 MiB blocks the fragmented state pins
-    )
+    # --aged-level P%: the share of free 2 MiB blocks the fragmented state pins (None: not given, 100)
+    aged_level: int | None = None
     allocator_paths: tuple = ()  # --allocator X.so
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
     only: tuple = ()  # --allocators a,b: only these built-in settings (glibc as found is always measured)
@@ -153,7 +150,8 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
         key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)),
     )
     if request.aged:
-        cells, baseline = _aged(_aged_order(cells, found), request.aged_level)
+        level = 100 if request.aged_level is None else request.aged_level
+        cells, baseline = _aged(_aged_order(cells, found), level)
     if request.regime:
         cells = [{**cell, "regime": r} for cell in cells for r in regimes(request, sys_root)]
         baseline = cells[0]
@@ -278,19 +276,19 @@ def metric_param(metric: str, higher: bool):
 def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> dict:
     """The experiment file's content (a mapping; :func:`write` turns it into YAML)."""
     params = {
-        "argv": list(request.argv),
-        "cwd": os.path.abspath(request.cwd or "."),
+        "argv": [literal(a) for a in request.argv],
+        "cwd": literal(os.path.abspath(request.cwd or "."), keep=()),
         "sample_interval": 0.2,
         "metric": metric_param(request.metric, request.higher_is_better),
         "window": request.window,
     }
     if request.env:
-        params["env"] = dict(request.env)
+        params["env"] = {name: literal(value) for name, value in request.env.items()}
     if request.stdin:
-        params["stdin"] = os.path.abspath(request.stdin)
+        params["stdin"] = literal(os.path.abspath(request.stdin), keep=())
     if request.server:
         params["server"] = {
-            "argv": shlex.split(request.server),
+            "argv": [literal(a) for a in shlex.split(request.server)],
             "ready": ready_param(request.ready),
         }
     axes = {
@@ -320,6 +318,16 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
     return data
 
 
+def literal(text: str, keep=BUILTIN_FIELDS) -> str:
+    """``text`` as the experiment file must spell it to pass it on as typed: every brace doubled (the
+    file's ``{name}`` fields are the file's own), except the fields of ``keep`` (``{tmp}``, ``{python}``),
+    which try's options document: ``find . -exec cmd {} ;`` stays itself, ``-s {tmp}/s`` is the run's
+    directory."""
+    kept = {"{" + name + "}" for name in keep}
+    parts = re.split("(" + "|".join(map(re.escape, kept)) + ")", text) if kept else [text]
+    return "".join(p if p in kept else p.replace("{", "{{").replace("}", "}}") for p in parts)
+
+
 def _excluded(axes: dict, cells: list) -> list:
     import itertools
 
@@ -338,16 +346,7 @@ def ready_param(ready: str | None) -> dict:
     if kind not in ("path", "port", "log") or not value:
         raise SpecError(f"--ready {ready!r}: give path:FILE, port:N or log:REGEX")
     if kind == "port":
-        if not value.isdigit():
-            raise SpecError(f"--ready {ready!r}: port must be a number")
+        if not value.isdigit() or not 1 <= int(value[:6]) <= 65535:
+            raise SpecError(f"--ready {ready!r}: port must be a TCP port number from 1 to 65535")
         return {"port": int(value)}
-    return {kind: value}
-
-
-def write(data: dict, path: Path, header: str) -> Path:
-    """Write the experiment file (atomically), with a comment saying what it is."""
-    text = "".join(f"# {line}\n" for line in header.splitlines()) + yaml.safe_dump(
-        data, sort_keys=False
-    )
-    write_atomic(path, text)  # never through a link planted in the results directory
-    return path
+    return {kind: literal(value)}
