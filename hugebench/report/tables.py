@@ -276,7 +276,16 @@ def _cell_metrics(cell, specs, primary, level, n_boot, seed) -> dict:
     record[f"{primary}.ci_lo"], record[f"{primary}.ci_hi"] = summary["ci_lo"], summary["ci_hi"]
     record["failures"] = failures_text(cell)
     record.update(stability_columns(cell, primary))
+    record["thp_overridden"] = thp_overridden(ok)
     return record
+
+
+def thp_overridden(ok: pd.DataFrame) -> int:
+    """How many of a cell's successful runs had the asked THP mode overridden by the program itself
+    (``thp.overridden``: it disabled THP by prctl, hugebench.command.thpstate)."""
+    if "thp.overridden" not in ok.columns:
+        return 0
+    return int(ok["thp.overridden"].map(lambda v: v is True or v == 1).sum())
 
 
 def _cell_ratio(record, cell, cells, keys, base, primary, level, n_boot, seed) -> dict:
