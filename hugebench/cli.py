@@ -345,6 +345,7 @@ def _print_report(
 def _add_optional_commands():
     from .cli_compare import compare
     from .cli_doctor import doctor
+    from .cli_exec import exec_
     from .cli_history import history
     from .cli_probe import probe
     from .cli_system import system, thp
@@ -359,6 +360,7 @@ def _add_optional_commands():
     main.add_command(probe)
     main.add_command(worker)
     main.add_command(try_)
+    main.add_command(exec_)
 
 
 _add_optional_commands()
