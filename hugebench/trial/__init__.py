@@ -111,7 +111,9 @@ def _run(request, mx, data, path, out, started, echo, sys_root, proc_root) -> Ou
     ids = _cell_ids(runs, mx.cells)
     base = ids[0]
     metric, _, _, better = get("command").primary_for(spec.params)
-    names = {cid: matrix_mod.describe(cell, mx.thp_found) for cid, cell in zip(ids, mx.cells)}
+    names = {
+        cid: matrix_mod.describe(cell, mx.thp_found, mx.linked) for cid, cell in zip(ids, mx.cells)
+    }
     bases = _bases(ids, mx.cells)
     schedule = Schedule(ids, base, metric, better, request.budget_s, started, bases=bases)
     progress = _progress_line(schedule, names, echo, better)
@@ -191,14 +193,23 @@ def _verdict(out, spec, ids, mx, metric, better, state) -> dict:
     states = list(dict.fromkeys(c["memory_state"] for c in mx.cells if "memory_state" in c))
     if not states:
         return verdict_mod.build(
-            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library
+            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library, mx.linked
         )
     # --aged: one verdict per memory state, each against as-is in the same state (as-is comes first in each)
     each = {}
     for memory in states:
         mine = {cid: cell for cid, cell in cells.items() if cell["memory_state"] == memory}
         each[memory] = verdict_mod.build(
-            rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library
+            rows,
+            mine,
+            next(iter(mine)),
+            metric,
+            better,
+            spec,
+            mx.thp_found,
+            state,
+            library,
+            mx.linked,
         )
         each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
     return {**each[states[0]], "by_memory_state": each}
