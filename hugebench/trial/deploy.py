@@ -38,7 +38,7 @@ AFFECTS = {
 
 def command_of(spec) -> list[str]:
     """The measured program's command line as the experiment gives it (a server's when there is one)."""
-    params = spec.params or {}
+    params = getattr(spec, "params", None) or {}
     server = params.get("server")
     return [str(a) for a in (server["argv"] if server else params.get("argv") or [])]
 

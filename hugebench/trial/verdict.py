@@ -258,13 +258,16 @@ def _worth_deploying(config: dict) -> bool:
 def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
     best = verdict["best"]
     out = [c for c in (_coverage_caveat(best), _noisy_caveat(rows), _variable_caveat(best)) if c]
-    out += [
-        f"THP overridden: '{c['name']}': {c['thp_overridden_why']}; it measured the program with THP as the "
-        "program set it, so it is not recommended as that THP mode (a program's own option to keep THP, "
-        "e.g. redis-server --disable-thp no, is how to try it)"
-        for c in (verdict["baseline"], best, *verdict["others"])
-        if c and c.get("thp_overridden")
+    hit = [
+        c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("thp_overridden")
     ]
+    if hit:
+        out.append(
+            f"THP overridden in {len(hit)} configuration(s) ({'; '.join(repr(c['name']) for c in hit)}): "
+            f"{hit[0]['thp_overridden_why']}; they measured the program with THP as it set it, so none is "
+            "recommended as the THP mode it asked (a program's own option to keep THP, e.g. redis-server "
+            "--disable-thp no, is how to try it)"
+        )
     out += _unstable_caveats(
         [c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("unstable")]
     )
