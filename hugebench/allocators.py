@@ -13,6 +13,11 @@ The built-in entries know Debian's packages. Huge-page-aware variants are the sa
 * ``glibc-hugetlb``: ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (madvise(MADV_HUGEPAGE) on glibc's heaps;
   it only changes anything when THP ``enabled`` is ``madvise``).
 
+``as-is`` is the program untouched: no allocator preloaded, so whatever malloc the program brings (glibc's, or
+one it links, as Debian's redis-server links jemalloc) serves it, and the probe records which one did
+(``allocator_served``). ``glibc`` is glibc's malloc *forced*: for a program linked against another allocator
+the measured process gets libc itself preloaded so that glibc's malloc wins (hugebench.run.supervisor).
+
 ``void`` is not a library: the workload runs its loop against a pre-touched buffer (the alloc-test harness
 cost), so it takes no preload. A YAML file adds others (e.g. a Bazel-built Google TCMalloc) by name and path.
 """
@@ -56,7 +61,7 @@ class Allocator:
     )
     env: Mapping[str, str] = field(default_factory=dict)
     package: str | None = None
-    mode: str = "malloc"  # "void" = harness-only run (no allocator at all)
+    mode: str = "malloc"  # "void" = harness-only run (no allocator at all); "as-is" = no preload
     description: str = ""
     expect: Mapping[str, object] = field(
         default_factory=dict
@@ -130,7 +135,12 @@ def _builtin() -> dict[str, Allocator]:
         "libmimalloc.so.2",
     )
     entries = [
-        Allocator("glibc", description="glibc ptmalloc (no preload)"),
+        Allocator(
+            "as-is",
+            mode="as-is",
+            description="the program untouched: no preload, the malloc it brings (glibc's or one it links)",
+        ),
+        Allocator("glibc", description="glibc ptmalloc (forced over a linked allocator)"),
         Allocator(
             "glibc-hugetlb",
             env={"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"},
@@ -317,8 +327,9 @@ def find_library(library: str) -> Path | None:
 
 
 def glibc_path() -> str | None:
-    """glibc's libc.so.6: preloaded for 'glibc' cells of a program linked against another allocator, so that
-    glibc's malloc wins there too (the probe library then proves it)."""
+    """glibc's libc.so.6: preloaded for 'glibc' cells (glibc forced) of a program linked against another
+    allocator, so that glibc's malloc wins there too (the probe library then proves it); 'as-is' preloads
+    nothing."""
     path = find_library("libc.so.6")
     return str(path) if path else None
 
@@ -401,6 +412,26 @@ def is_glibc(provider: object) -> bool:
     return (
         isinstance(provider, str) and GLIBC_LIBC.fullmatch(os.path.basename(provider)) is not None
     )
+
+
+_FAMILY = re.compile(r"lib(jemalloc|tcmalloc|mimalloc|hoard|tbbmalloc|snmalloc)")
+
+
+def served_name(provider: object, exe: object = None) -> str:
+    """The allocator that served malloc, in one word, from the real path ``malloc`` resolved to: ``glibc``,
+    ``jemalloc``, ``tcmalloc``, ``mimalloc`` ..., ``static in NAME`` when it is the program's own file (an
+    allocator linked into the executable), else the library's file name; ``unknown`` when nobody could tell."""
+    if not isinstance(provider, str) or not provider:
+        return "unknown"
+    if is_glibc(provider):
+        return "glibc"
+    base = os.path.basename(provider)
+    family = _FAMILY.match(base)
+    if family:
+        return family.group(1)
+    if isinstance(exe, str) and exe and os.path.realpath(exe) == os.path.realpath(provider):
+        return f"static in {base}"
+    return base
 
 
 def verify_malloc(name: str, expected_path: str | None, provider: str | None) -> str:

@@ -79,6 +79,13 @@ param.<name> | as the parameter | every workload parameter of the run, defaults 
 knob.<path> | text | a kernel knob's value during the run (knob.thp.enabled, knob.hugetlb.2MB ...)
 knobs_applied | text | the knobs this run changed from the values found
 thp_prctl_disabled | bool | THP was disabled for the run's processes by prctl (never, without root)
+thp.asked | text | the THP mode the measured program ran under (the cell's, else the machine's as found)
+thp.process_enabled | bool | every measured process had THP as the machine gives it (no prctl policy of its own)
+thp.process_state | text | each process's THP state: enabled, except-advised (6.18) or disabled, by /proc/PID/status
+    THP_enabled and the probe's PR_GET_THP_DISABLE
+thp.overridden | bool | a measured process did not get the asked THP mode (it disabled THP for itself); the cell is
+    marked and never called by that mode
+thp.overridden.why | text | which process, and how (prctl PR_SET_THP_DISABLE or PR_THP_DISABLE_EXCEPT_ADVISED)
 thp.mthp.<size> | text | the mTHP setting of that folio size during the run
 hugetlb.<size> | count | the hugetlb pool of that page size during the run (pages)
 result.<name> | as measured | a measurement named like an axis whose value differs from the planned one
@@ -157,6 +164,8 @@ noise.still_busy | text | why the machine was still busy when the wait ended
 """),
     "Allocator proof": _table("""
 allocator_malloc_from | text | the library malloc and free resolved to in the measured process(es)
+allocator_served | text | the allocator that served malloc, in one word (glibc, jemalloc ...; as-is records whatever the
+    program brings)
 allocator_mapped | text | the allocator libraries mapped in the process
 allocator_processes | count | processes of a program proven to use the cell's allocator
 allocator_linked | text | an allocator the program is linked with itself

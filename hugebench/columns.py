@@ -64,6 +64,7 @@ OWNED = (
     "hp_coverage_tw",
     "server_stop_s",
     "allocator_malloc_from",
+    "allocator_served",
     "allocator_processes",
     "allocator_mapped",
     "rss_before_workload_bytes",

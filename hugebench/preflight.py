@@ -77,6 +77,7 @@ class SweepSetup:
             allocator_path=str(path) if path else None,
             allocator_env=dict(alloc.env),
             allocator_expect=dict(alloc.expect),
+            allocator_mode=alloc.mode,
             counters=self.counter_specs,
             thp_prctl_disable=run.cell_id in self.prctl_never,
             perf_bin=self.perf.bin if wraps_program else None,

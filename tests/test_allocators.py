@@ -15,7 +15,7 @@ def test_each_variant_is_its_base_library_with_knobs():
     """A huge-page variant (jemalloc-thp, mimalloc-large, glibc-hugetlb...) preloads exactly its base's library
     from the same package and only adds environment knobs; the bases and void set none."""
     reg = am.registry()
-    variants = {name: a for name, a in reg.items() if "-" in name}
+    variants = {name: a for name, a in reg.items() if "-" in name and a.mode != "as-is"}
     assert variants, "no huge-page variant among the built-ins"
     for name, alloc in variants.items():
         base = reg[name.split("-")[0]]
@@ -28,6 +28,8 @@ def test_each_variant_is_its_base_library_with_knobs():
         assert set(alloc.environment()) - set(alloc.env) <= {"LD_PRELOAD"}
     assert (
         reg["glibc"].environment() == {}
+        and reg["as-is"].environment() == {}  # the program untouched: nothing preloaded, no knob
+        and reg["as-is"].mode == "as-is"
         and reg["void"].mode == "void"
         and reg["void"].library is None
     )

@@ -96,6 +96,7 @@ def test_glibc_serves_a_program_without_allocator(tmp_path, probe_dir):
     assert probe["knobs"] == {}
     assert verify("glibc", None, [probe], {}) == {
         "allocator_malloc_from": probe["malloc"],
+        "allocator_served": "glibc",
         "allocator_processes": 1,
     }
     with pytest.raises(RuntimeError, match="do not resolve to .*libjemalloc"):
@@ -232,6 +233,7 @@ def test_verify_names_each_process_that_escaped_the_allocator():
     row = verify("j", "/opt/hb/libjemalloc.so.2", [good], {"jemalloc.opt.thp": "default"})
     assert row == {
         "allocator_malloc_from": "/opt/hb/libjemalloc.so.2",
+        "allocator_served": "jemalloc",
         "allocator_processes": 1,
         "allocator.jemalloc.opt.thp": "default",
     }

@@ -127,8 +127,8 @@ def test_matrix_puts_as_is_first_then_one_change_at_a_time(fake_sys):
     mx = matrix_mod.build(
         Request(argv=("true",), only=("jemalloc-thp",), thp=("never", "always")), fake_sys.sys_root
     )
-    assert mx.baseline == {"allocator": "glibc", "thp": "madvise"} == mx.cells[0]
-    one_change = [c for c in mx.cells[1:] if (c["allocator"] == "glibc") != (c["thp"] == "madvise")]
+    assert mx.baseline == {"allocator": "as-is", "thp": "madvise"} == mx.cells[0]
+    one_change = [c for c in mx.cells[1:] if (c["allocator"] == "as-is") != (c["thp"] == "madvise")]
     assert mx.cells[1 : 1 + len(one_change)] == one_change  # single changes before combinations
     assert {"allocator": "jemalloc-thp", "thp": "always"} in mx.cells
 
@@ -273,10 +273,10 @@ def test_aged_keep_order_has_both_kinds_of_huge_page_change_first(fake_sys):
         aged[1] == mx.cells[1] and aged[1]["thp"] == "madvise"
     )  # the first allocator setting, as before
     assert aged[2] == {
-        "allocator": "glibc",
+        "allocator": "as-is",
         "thp": "always",
     }  # then THP always: a small budget keeps both kinds
-    assert aged.index({"allocator": "glibc", "thp": "never"}) > aged.index(
+    assert aged.index({"allocator": "as-is", "thp": "never"}) > aged.index(
         {"allocator": "jemalloc-thp", "thp": "madvise"}
     )
 

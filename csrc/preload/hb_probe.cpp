@@ -13,6 +13,9 @@
 //  * at exit(): DIR/exit-<pid>.json: the kB fields of /proc/self/smaps_rollup and VmHWM, in bytes: the
 //    coverage at the end, which the parent cannot read once the process is gone. A process that ends by
 //    _exit(), exec or a signal writes none.
+//  Both records carry "comm" (PR_GET_NAME) and "thp_disable", prctl(PR_GET_THP_DISABLE) of the process then: 0 none, 1 THP disabled
+//  completely, 3 disabled except where advised (Linux 6.18's PR_THP_DISABLE_EXCEPT_ADVISED); only the
+//  process itself can ask, and a program may set it after load (redis does), hence the exit record too.
 // Rules for a guest in any program: no exported symbol (a version script hides everything), no C++ runtime
 // (no exceptions, no libstdc++ at run time), no allocation of our own, errno as we found it, silence on any
 // failure (the Python side reports missing files), and files appear whole (written to a temp name, renamed).
@@ -20,6 +23,7 @@
 #include <elf.h>
 #include <link.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -246,6 +250,10 @@ void write_identity(JsonOut& json, int pid, const char* exe) {
     json.number("pid", pid);
     json.number("ppid", static_cast<long long>(getppid()));
     json.text("exe", exe);
+    char comm[17] = {0};  // the name it was run by (a link's name, not its target's), TASK_COMM_LEN
+    if (prctl(PR_GET_NAME, comm, 0L, 0L, 0L) == 0) json.text("comm", comm);
+    const int thp = prctl(PR_GET_THP_DISABLE, 0L, 0L, 0L, 0L);
+    if (thp >= 0) json.number("thp_disable", thp);
 }
 
 void write_probe() {

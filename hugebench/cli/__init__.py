@@ -391,6 +391,7 @@ def _add_optional_commands():
     from ..cluster.serve import worker
     from .compare import compare
     from .doctor import doctor
+    from .exec_ import exec_
     from .history import history
     from .probe import probe
     from .system import system, thp
@@ -405,6 +406,7 @@ def _add_optional_commands():
     main.add_command(worker)
     main.add_command(cluster)
     main.add_command(try_)
+    main.add_command(exec_)
 
 
 _add_optional_commands()

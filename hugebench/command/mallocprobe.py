@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..allocators import check_expected, is_glibc
+from ..allocators import check_expected, is_glibc, served_name
 from ..environment import probe_library  # noqa: F401  (found beside hb-exec; re-exported for callers here)
 
 PROBE_DIR_ENV = "HB_PROBE_DIR"
@@ -72,19 +72,32 @@ def _serves(provider: object, expected_real: str | None) -> bool:
     return provider == expected_real
 
 
-def verify(name: str, expected_path: str | None, probes: list[dict], expect: Mapping) -> dict:
+def verify(
+    name: str, expected_path: str | None, probes: list[dict], expect: Mapping, as_is: bool = False
+) -> dict:
     """Check that the allocator ``name`` served every process of the program; return its row columns.
 
     ``expected_path`` is the library that must provide ``malloc`` and ``free`` in every probed process
     (``None``: glibc's ``libc.so.6``); ``expect`` is the allocator's ``expect`` (knob values the first
     process must report). Raises RuntimeError naming the processes where it did not hold.
     ``allocator_processes`` counts probed program images: a process that execs counts once per program.
+    ``as_is``: nothing was preloaded, so any malloc may serve; the row records which one did.
+    ``allocator_served`` names the allocator that served malloc in one word (glibc, jemalloc ...; several
+    joined by '; ' when the processes differ).
     """
     if not probes:
         raise RuntimeError(
             f"allocator {name!r}: no process of the program wrote a probe file: LD_PRELOAD did not "
             "take (a static or setuid program?), or the probe library is not in LD_PRELOAD"
         )
+    served = "; ".join(dict.fromkeys(served_name(p.get("malloc"), p.get("exe")) for p in probes))
+    if as_is:
+        return {
+            "allocator_malloc_from": probes[0].get("malloc"),
+            "allocator_served": served,
+            "allocator_processes": len(probes),
+            **{f"allocator.{k}": v for k, v in own_knobs(probes[0]).items()},
+        }
     expected_real = os.path.realpath(expected_path) if expected_path is not None else None
     wanted = expected_real or "glibc's libc.so.6"
     wrong = [
@@ -103,6 +116,7 @@ def verify(name: str, expected_path: str | None, probes: list[dict], expect: Map
     check_expected(name, expect, knobs)
     return {
         "allocator_malloc_from": probes[0]["malloc"],
+        "allocator_served": served,
         "allocator_processes": len(probes),
         **{f"allocator.{k}": v for k, v in knobs.items()},
         **linked_allocators(probes, wanted),

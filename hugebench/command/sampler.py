@@ -1,4 +1,5 @@
-"""Huge-page coverage of a running program, sampled: its process tree's smaps_rollup every ``interval``.
+"""Huge-page coverage of a running program, sampled: its process tree's smaps_rollup every ``interval``, and
+each process's ``THP_enabled`` (status: 0 once the process or its parent disabled THP by prctl).
 
 Reading smaps_rollup walks the target's page tables under its mmap lock, so sampling costs the program
 something (its page faults wait while a read is in progress). The sampler times every read and the row
@@ -40,6 +41,9 @@ class CoverageSampler:
     rss_peaks: dict = field(
         default_factory=dict
     )  # pid -> the largest Rss a sample saw of it (bytes)
+    # pid -> False once a sample saw 'THP_enabled: 0' in its status (THP disabled by prctl), else True
+    thp_enabled: dict = field(default_factory=dict)
+    pid_names: dict = field(default_factory=dict)  # pid -> /proc/PID/comm, the name it was run by
 
     def sample(self) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
@@ -58,6 +62,12 @@ class CoverageSampler:
                 self.exes.add(os.readlink(f"{self.proc_root}/{pid}/exe"))
             except OSError:
                 pass  # gone, or not ours to read
+            name = kernel.process_comm(pid, self.proc_root)
+            if name:
+                self.pid_names[pid] = name
+            enabled = kernel.process_thp_enabled(pid, self.proc_root)
+            if enabled is not None:
+                self.thp_enabled[pid] = self.thp_enabled.get(pid, True) and enabled
             for key in FIELDS:
                 total[key] += smaps.get(key, 0)
             self.rss_peaks[pid] = max(self.rss_peaks.get(pid, 0), smaps.get("Rss", 0))

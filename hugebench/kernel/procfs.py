@@ -60,6 +60,12 @@ def process_thp_enabled(pid: int | str = "self", proc_root: str | Path = "/proc"
     return None if value is None else value != 0
 
 
+def process_comm(pid: int | str = "self", proc_root: str | Path = "/proc") -> str | None:
+    """The name the process was run by (/proc/PID/comm: the exec'd file's name, not a link's target), or None."""
+    text = read_optional(_pid_file(pid, "comm", proc_root))
+    return text or None
+
+
 def read_maps(pid: int | str = "self", proc_root: str | Path = "/proc") -> str:
     """The text of /proc/<pid>/maps."""
     return read_text(_pid_file(pid, "maps", proc_root))

@@ -247,7 +247,8 @@ def _allocators(results: Results) -> Section | None:
     proofs = [
         c
         for c in rows.columns
-        if c in ("allocator_mapped", "allocator_malloc_from", "allocator_linked")
+        if c
+        in ("allocator_served", "allocator_mapped", "allocator_malloc_from", "allocator_linked")
         or c.startswith("allocator.")
     ]
     body = []

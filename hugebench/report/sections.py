@@ -282,6 +282,22 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
                 )
             )
     flags += stability_flags(table, axes)
+    if "thp_overridden" in table.columns:
+        hit = table[pd.to_numeric(table["thp_overridden"], errors="coerce").fillna(0) > 0]
+        if len(hit):
+            flags.append(
+                Flag(
+                    "THP overridden by the program (it set its own THP by prctl, so these cells did not "
+                    "measure the THP mode they name; thp.overridden.why in the rows): "
+                    + listing(
+                        [
+                            f"{cell_label(r, axes)} ({int(r['thp_overridden'])} of {r['n']} runs)"
+                            for _, r in hit.iterrows()
+                        ]
+                    ),
+                    True,
+                )
+            )
     titles = {spec.column: spec.title for spec in attrs["metrics"]}
     by_reason: dict[str, list[str]] = {}
     for column, reason in attrs.get("na_reasons", {}).items():

@@ -319,14 +319,23 @@ def _cell_metrics(cells: _Cells, code, specs, primary, level, n_boot, seed, stab
     record[f"{primary}.ci_lo"], record[f"{primary}.ci_hi"] = summary["ci_lo"], summary["ci_hi"]
     record["failures"] = failures_text(cell)
     record.update(stability_columns(cell, primary, stable(code)))
+    record["thp_overridden"] = thp_overridden(ok)
     return record
+
+
+def thp_overridden(ok: pd.DataFrame) -> int:
+    """How many of a cell's successful runs had the asked THP mode overridden by the program itself
+    (``thp.overridden``: it disabled THP by prctl, hugebench.command.thpstate)."""
+    if "thp.overridden" not in ok.columns:
+        return 0
+    return int(ok["thp.overridden"].map(lambda v: v is True or v == 1).sum())
 
 
 def cell_columns(df: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> list[str]:
     """The columns per-cell statistics read: the cell's axes, the metrics, what says whether and why a run
     failed, the repetition block (pairing) and the disturbance flags (stability). Selecting them before
     grouping keeps each cell's frame narrow: a store's rows have hundreds of columns."""
-    wanted = [*keys, *metrics, *FAILURE_COLUMNS, *PAIR_KEYS, DISTURBED, WHY]
+    wanted = [*keys, *metrics, *FAILURE_COLUMNS, *PAIR_KEYS, DISTURBED, WHY, "thp.overridden"]
     return [c for c in dict.fromkeys(wanted) if c in df.columns]
 
 

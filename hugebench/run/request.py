@@ -22,6 +22,7 @@ class WorkerRequest:
     allocator_path: str | None = None  # the library that must be mapped (None: glibc)
     allocator_env: dict = field(default_factory=dict)  # knobs that must be in the environment
     allocator_expect: dict = field(default_factory=dict)  # what probe_knobs() must then report
+    allocator_mode: str = "malloc"  # "as-is": nothing preloaded, whatever malloc serves is recorded
     counters: tuple = ()  # CounterSpec dicts
     thp_prctl_disable: bool = False
     # For a workload that runs a program (workload.runner): the worker wraps the program, not itself.

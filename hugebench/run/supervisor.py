@@ -185,8 +185,10 @@ class _Measured:
         rundir = RunDir(
             workdir
         )  # the worker's run directory: the sweep reads perf.csv and text/ from it
-        # glibc cells preload libc itself, so that glibc's malloc wins over one the program is linked with
-        library = request.allocator_path or allocators.glibc_path()
+        # glibc cells preload libc itself, so that glibc's malloc wins over one the program is linked with;
+        # as-is preloads no allocator (the probe library, which defines no malloc, is all it gets)
+        as_is = request.allocator_mode == "as-is"
+        library = None if as_is else request.allocator_path or allocators.glibc_path()
         program = command.server["argv"] if command.server else command.argv
         self.page_cache = (
             prepare_text(command.program, request.text_pages, rundir.text)
@@ -210,7 +212,7 @@ class _Measured:
             extra_env = {**extra_env, **self.control.env()}
         self.argv = measured_argv(
             program,
-            {**request.allocator_env, "LD_PRELOAD": library or ""},
+            {**request.allocator_env, **({"LD_PRELOAD": library} if library else {})},
             rundir,
             status=self.status,
             perf_bin=request.perf_bin,
@@ -398,6 +400,7 @@ class _Measured:
             self.request.allocator_path,
             probes,
             self.request.allocator_expect,
+            as_is=self.request.allocator_mode == "as-is",
         )
         exits = read_exits(self.probes)
         end = end or _sum_exits(exits) or self.sampler.last or {}
@@ -436,7 +439,30 @@ class _Measured:
             )
         )
         row.update(self.page_cache)
+        row.update(self._thp_state(probes, exits))
         return row
+
+    def _thp_state(self, probes: list, exits: dict) -> dict:
+        """What THP each measured process got vs the mode the cell asked (hugebench.command.thpstate)."""
+        from ..command.thpstate import process_states, thp_columns
+
+        asked = (
+            "never"
+            if self.request.thp_prctl_disable
+            else self.request.run.get("system", {}).get("thp.enabled")
+            or kernel.thp_modes().get("enabled")
+        )
+        exes = {
+            p["pid"]: p.get("comm") or p.get("exe")
+            for p in [*probes, *exits.values()]
+            if isinstance(p.get("pid"), int)
+        }
+        exes.update(
+            self.sampler.pid_names
+        )  # the name it was run by (redis-server, not its link target)
+        states = process_states(self.sampler.thp_enabled, probes, exits)
+        inherited = kernel.process_thp_enabled() is False and not self.request.thp_prctl_disable
+        return thp_columns(asked, states, exes, inherited)
 
 
 @contextlib.contextmanager

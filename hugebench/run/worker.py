@@ -67,6 +67,20 @@ def _apply_process_thp(request: WorkerRequest) -> dict:
 
 
 def _verify_allocator(request: WorkerRequest) -> dict:
+    if request.allocator_mode == "as-is":  # nothing preloaded: record whatever serves malloc
+        provider = allocators.malloc_provider()
+        return {
+            "allocator_mapped": "; ".join(
+                sorted(
+                    p
+                    for p in allocators.mapped_libraries(kernel.read_maps())
+                    if allocators.KNOWN_MALLOC_LIBS.search(os.path.basename(p))
+                )
+            )
+            or "glibc",
+            "allocator_malloc_from": provider,
+            "allocator_served": allocators.served_name(provider, sys.executable),
+        }
     mapped = allocators.verify_mapped(request.allocator, request.allocator_path, kernel.read_maps())
     malloc_from = allocators.verify_malloc(
         request.allocator, request.allocator_path, allocators.malloc_provider()
@@ -81,6 +95,7 @@ def _verify_allocator(request: WorkerRequest) -> dict:
     return {
         "allocator_mapped": mapped,
         "allocator_malloc_from": malloc_from,
+        "allocator_served": allocators.served_name(malloc_from, sys.executable),
         **{f"allocator.{k}": v for k, v in probed.items()},
     }
 

@@ -27,6 +27,8 @@ from hugebench.system.privilege import (
     check_privileges,
     die_with_parent,
     disable_thp_for_this_process,
+    process_thp_supported,
+    set_process_thp,
     sudo_hugebench,
 )
 from hugebench.system.state import SystemState, Terminated
@@ -45,6 +47,8 @@ __all__ = [
     "default_journal_path",
     "die_with_parent",
     "disable_thp_for_this_process",
+    "process_thp_supported",
+    "set_process_thp",
     "SweepLock",
     "default_lock_path",
     "default_lock_paths",

@@ -98,12 +98,50 @@ def check_privileges(
     return by_prctl
 
 
-def _prctl(option: int, arg2: int = 0) -> int:
+def _prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl.restype = ctypes.c_int
     zero = ctypes.c_ulong(0)
     # Unused arguments must be 0: since 6.18, arg3 of PR_SET_THP_DISABLE carries flags.
-    return libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), zero, zero, zero)
+    return libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), zero, zero)
+
+
+PR_THP_DISABLE_EXCEPT_ADVISED = (
+    2  # Linux 6.18: arg3 of PR_SET_THP_DISABLE; PR_GET_THP_DISABLE then says 3
+)
+# A process's THP policy by prctl, as `hugebench exec --thp` names it: (arg2, arg3) to set, what GET answers.
+PROCESS_THP = {
+    "never": (1, 0, 1),
+    "madvise": (1, PR_THP_DISABLE_EXCEPT_ADVISED, 3),
+    "system": (0, 0, 0),
+}
+
+
+def set_process_thp(mode: str) -> None:
+    """This process's (and its later children's) THP policy by prctl: 'never' (THP off, any kernel since
+    3.15), 'madvise' (THP only where the program madvises, Linux 6.18's PR_THP_DISABLE_EXCEPT_ADVISED) or
+    'system' (the machine's mode). Raises SystemStateError when the kernel refuses it or does not confirm it."""
+    arg2, arg3, expected = PROCESS_THP[mode]
+    if _prctl(PR_SET_THP_DISABLE, arg2, arg3) != 0:
+        err = ctypes.get_errno()
+        hint = " (PR_THP_DISABLE_EXCEPT_ADVISED needs Linux 6.18 or later)" if arg3 else ""
+        raise SystemStateError(
+            f"prctl(PR_SET_THP_DISABLE, {arg2}, {arg3}) failed: {os.strerror(err)}{hint}"
+        )
+    if _prctl(PR_GET_THP_DISABLE) != expected:
+        raise SystemStateError(f"THP {mode!r} for this process did not take (PR_GET_THP_DISABLE)")
+
+
+def process_thp_supported(mode: str) -> bool:
+    """The kernel takes ``mode`` for a process (tried on this one and put back; only when it has no policy)."""
+    if mode == "never" or mode == "system":
+        return True
+    if _prctl(PR_GET_THP_DISABLE) != 0:
+        return False  # this process already has a policy; do not disturb it
+    arg2, arg3, _ = PROCESS_THP[mode]
+    ok = _prctl(PR_SET_THP_DISABLE, arg2, arg3) == 0
+    _prctl(PR_SET_THP_DISABLE, 0, 0)
+    return ok
 
 
 def disable_thp_for_this_process() -> bool:

@@ -119,7 +119,9 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc
     base = ids[0]
     wall, _, _, better = get("command").primary_for(spec.params)
     metric = CPU_COLUMN if request.metric == "cpu" else wall
-    names = {cid: matrix_mod.describe(cell, mx.thp_found) for cid, cell in zip(ids, mx.cells)}
+    names = {
+        cid: matrix_mod.describe(cell, mx.thp_found, mx.linked) for cid, cell in zip(ids, mx.cells)
+    }
     bases = _bases(ids, mx.cells)
     huge = [cid for cid, cell in zip(ids, mx.cells) if matrix_mod.uses_huge_pages(cell)]
     schedule = Schedule(
@@ -211,14 +213,24 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None) -> dict:
     states = list(dict.fromkeys(c[axis] for c in mx.cells if axis in c)) if axis else []
     if not states:
         return verdict_mod.build(
-            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library, wall
+            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library, wall, mx.linked
         )
     # --aged / --regime: one verdict per state, each against as-is in the same state (as-is comes first)
     each = {}
     for memory in states:
         mine = {cid: cell for cid, cell in cells.items() if cell[axis] == memory}
         each[memory] = verdict_mod.build(
-            rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library, wall
+            rows,
+            mine,
+            next(iter(mine)),
+            metric,
+            better,
+            spec,
+            mx.thp_found,
+            state,
+            library,
+            wall,
+            mx.linked,
         )
         each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
     return {**each[states[0]], f"by_{axis}": each}

@@ -20,8 +20,9 @@ from ..command.template import BUILTIN_FIELDS
 from ..errors import HugebenchError, PrivilegeError, SpecError, ToolMissingError
 
 THP_ORDER = ("never", "madvise", "always")
-# Huge-page-aware settings tried besides glibc as found (TCMalloc when installed), in the order they are kept:
-# glibc's own tunable first, the smallest change (no preload).
+AS_IS = "as-is"  # the program untouched: no preload, its own malloc (hugebench.allocators)
+# Huge-page-aware settings tried besides as-is (TCMalloc when installed), in the order they are kept:
+# glibc's own tunable first, the smallest change (no preload for a program on glibc's malloc).
 HUGE_AWARE = ("glibc-hugetlb", "jemalloc-thp", "mimalloc-large", "tcmalloc")
 
 
@@ -47,7 +48,7 @@ class Request:
     aged_level: int | None = None
     allocator_paths: tuple = ()  # --allocator X.so
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
-    only: tuple = ()  # --allocators a,b: only these built-in settings (glibc as found is always measured)
+    only: tuple = ()  # --allocators a,b: only these built-in settings (as-is is always measured)
     regime: str | None = (
         None  # --regime warm | cold | both (hugebench.system.regime; None: as found)
     )
@@ -57,7 +58,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Matrix:
-    """The configurations of a try: cells in keep order (the baseline, as-is, first) and what was left out."""
+    """The configurations of a try: cells in keep order (the baseline, as-is, first) and what was left out;
+    ``linked``: the allocator the program brings itself (its as-is malloc), None for glibc's."""
 
     cells: list
     baseline: dict
@@ -66,20 +68,25 @@ class Matrix:
         default_factory=list
     )  # said before running: modes not settable, allocators missing
     user_allocators: dict = field(default_factory=dict)
+    linked: str | None = None
 
 
-def available_allocators(paths=(), only=()) -> tuple[list[str], dict, list[str]]:
-    """(names usable here, user allocator table, notes): each built-in huge-page-aware setting whose library
-    resolves (or those of ``only``), plus one entry per ``--allocator X.so`` (refused when the file does not
-    exist)."""
-    names, notes, user = ["glibc"], [], {}
+def available_allocators(
+    paths=(), only=(), linked: str | None = None
+) -> tuple[list[str], dict, list[str]]:
+    """(names usable here, user allocator table, notes): as-is, glibc forced when the program links another
+    allocator (``linked``), each built-in huge-page-aware setting whose library resolves (or those of
+    ``only``), plus one entry per ``--allocator X.so`` (refused when the file does not exist)."""
+    names, notes, user = [AS_IS], [], {}
+    if linked and (not only or "glibc" in only):
+        names.append("glibc")
     unknown = [n for n in only if n not in alloc_mod.BUILTIN or alloc_mod.BUILTIN[n].mode == "void"]
     if unknown:
         raise SpecError(
             f"--allocators: unknown {', '.join(unknown)}; known: "
             + ", ".join(n for n, a in alloc_mod.BUILTIN.items() if a.mode != "void")
         )
-    for name in [n for n in only if n != "glibc"] if only else HUGE_AWARE:
+    for name in [n for n in only if n not in ("glibc", AS_IS)] if only else HUGE_AWARE:
         try:
             alloc_mod.BUILTIN[name].resolve()
         except ToolMissingError as exc:
@@ -136,12 +143,13 @@ def thp_modes(
 def build(request: Request, sys_root: str = "/sys") -> Matrix:
     """The cells of this try, as-is first, then in the order a cut keeps them: one change from as-is first
     (each allocator setting under the mode as found, then another THP mode), then the combinations."""
-    names, user, notes = available_allocators(request.allocator_paths, request.only)
+    linked = linked_allocator(request)
+    names, user, notes = available_allocators(request.allocator_paths, request.only, linked)
     modes, found, thp_notes = thp_modes(request.thp, sys_root)
     if found not in modes:
         modes = [found] + modes  # as-is is always measured, whatever --thp asks
     texts = ["off", "thp"] if request.text_pages else [None]
-    baseline = _cell("glibc", found, texts[0])
+    baseline = _cell(AS_IS, found, texts[0])
     cells = [baseline]
     candidates = [_cell(a, m, t) for t in texts for a in names for m in modes if _sensible(a, m, t)]
     # per-process changes (an allocator's setting) before system-wide ones (the machine's THP mode)
@@ -155,7 +163,23 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
     if request.regime:
         cells = [{**cell, "regime": r} for cell in cells for r in regimes(request, sys_root)]
         baseline = cells[0]
-    return Matrix(cells, baseline, found, notes + thp_notes, user)
+    if linked:
+        notes.append(
+            f"the program brings its own malloc ({linked}): as-is measures it untouched; glibc settings "
+            f"preload libc so that glibc's malloc wins (named 'forced over the linked {linked}')"
+        )
+    return Matrix(cells, baseline, found, notes + thp_notes, user, linked)
+
+
+def linked_allocator(request: Request) -> str | None:
+    """The allocator the measured program (the server's when there is one) brings besides glibc's, from
+    its ELF file (hugebench.command.linked), or None."""
+    from ..command.linked import linked_allocator as from_elf
+    from ..command.program import resolve, user_path
+
+    measured = shlex.split(request.server)[0] if request.server else request.argv[0]
+    path, _ = resolve(measured, user_path(request.env), os.path.abspath(request.cwd or "."))
+    return from_elf(path)
 
 
 def regimes(request: Request, sys_root: str = "/sys") -> list[str]:
@@ -235,13 +259,28 @@ def _distance(cell: dict, base: dict) -> int:
     return sum(cell.get(k) != base.get(k) for k in set(cell) | set(base))
 
 
-def describe(cell: dict, thp_found: str) -> str:
-    """A configuration as the verdict names it: 'jemalloc-thp, THP always (+text on THP)'."""
+def describe(cell: dict, thp_found: str, linked: str | None = None) -> str:
+    """A configuration as the verdict names it: 'jemalloc-thp, THP always (+text on THP)'; glibc's settings
+    over a program that links another allocator say so: 'glibc forced over the linked jemalloc'."""
     thp = cell["thp"] + (" (as found)" if cell["thp"] == thp_found else "")
     text = {"thp": ", program text on huge pages", "off": ""}.get(cell.get("text_pages"), "")
     memory = f", {cell['memory_state'].split(':')[0]} memory" if cell.get("memory_state") else ""
     regime = f", {cell['regime'].split(':')[0]}" if cell.get("regime") else ""
-    return f"{cell['allocator']}, THP {thp}{text}{memory}{regime}"
+    return f"{allocator_name(cell['allocator'], linked)}, THP {thp}{text}{memory}{regime}"
+
+
+def allocator_name(allocator: str, linked: str | None = None) -> str:
+    """'glibc forced over the linked jemalloc' for glibc's settings when the program links another allocator
+    (libc is preloaded so that glibc's malloc wins); the allocator's name otherwise."""
+    table = alloc_mod.BUILTIN
+    if linked and allocator in table and table[allocator].mode == "malloc":
+        if table[allocator].library is None:
+            return (
+                f"glibc forced over the linked {linked}"
+                if allocator == "glibc"
+                else f"{allocator} (glibc forced over the linked {linked})"
+            )
+    return allocator
 
 
 def metric_param(metric: str, higher: bool):

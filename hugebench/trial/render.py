@@ -80,6 +80,8 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
     better, best = verdict["better"], verdict["best"]
     what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict["metric"], verdict["metric"])
     lines = list(plan_lines)
+    if verdict.get("as_is"):
+        lines.append(verdict["as_is"])
     if verdict["recommend"] == "best":
         lines.append(
             f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; confirmed on fresh "
@@ -133,19 +135,28 @@ def _other(config: dict, better: str) -> str:
     return out
 
 
+SCOPES = {
+    "per-process": "this program only",
+    "systemd": "a systemd service (systemctl edit SERVICE)",
+    "machine-wide": "the whole machine (as root)",
+}
+
+
 def _deploy(dep: dict | None) -> list[str]:
+    """The deploy lines, least invasive first; the machine-wide one with what else it changes."""
     if not dep:
         return []
-    lines = ["How to deploy it:"]
-    lines.append(f"  environment: {dep['shell'] or '(nothing: glibc as found, no preload)'}")
-    if dep["thp"]:
-        lines.append(f"  THP: {dep['thp']}")
-        lines.append(f"  THP per process instead: {dep['thp_per_process']}")
-    else:
-        lines.append("  THP: as found (no change)")
-    if dep["systemd"]:
-        lines.append("  systemd drop-in (systemctl edit SERVICE):")
-        lines += [f"    {line}" for line in dep["systemd"].splitlines()]
+    lines = ["How to deploy it (least invasive first):"]
+    for n, line in enumerate(dep.get("lines") or [], 1):
+        shell = line["shell"].splitlines()
+        lines.append(f"  {n}. {SCOPES.get(line['scope'], line['scope'])}: {shell[0]}")
+        lines += [f"       {more}" for more in shell[1:]]
+        if line["scope"] == "machine-wide":
+            lines.append(f"     also changes: {line['affects']}")
+            if dep.get("thp_per_process") and n == 1:
+                lines.append(f"     per process instead: {dep['thp_per_process']}")
+    if not dep.get("lines"):
+        lines.append("  nothing to change")
     return lines
 
 

@@ -11,15 +11,14 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .. import allocators as alloc_mod
 from .. import stability, stats
 from ..measure.phases import COVERAGE_EXPECTED
-from . import modes, sequential
+from . import conditions, modes, sequential
+from .deploy import deploy
 from .matrix import describe, uses_huge_pages
 from .runs import CPU_COLUMN, with_cpu
 from .schedule import _resolved, better_ratio, paired_cs
 
-THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
 TREE_RSS = "tree_peak_rss_bytes"
 CGROUP_PEAK = "cgroup.memory_peak_bytes"
 # The caveats' levels are the calibrated ones (docs/trusting-numbers.md), never local constants: coverage
@@ -83,7 +82,9 @@ def configuration(
         **memory_ratios(frame, base, ok),
         "hp_coverage": _median(ok, "hp_coverage"),
         "allocator_proof": _proof(ok),
+        "allocator_served": conditions.served(frame),
     }
+    out["thp_overridden"], out["thp_overridden_why"] = conditions.overridden(frame)
     if len(failed) and not len(ok):
         out["error"] = (
             str(failed["error"].dropna().iloc[0]) if failed["error"].notna().any() else "failed"
@@ -127,33 +128,6 @@ def _proof(ok: pd.DataFrame) -> str | None:
     return None
 
 
-def deploy(cell: dict, spec, thp_found: str, text_library: str | None = None) -> dict:
-    """How to run a configuration outside hugebench: environment, THP setting, systemd drop-in."""
-    env = dict(alloc_mod.registry(spec.allocators)[cell["allocator"]].environment())
-    if cell.get("text_pages") == "thp" and text_library:
-        env["LD_PRELOAD"] = ":".join(p for p in (env.get("LD_PRELOAD"), text_library) if p)
-        env["HB_TEXT_PAGES"] = "thp"
-    out = {"env": env, "thp": None, "thp_per_process": None}
-    mode = cell["thp"]
-    if mode != thp_found:
-        out["thp"] = (
-            f"echo {mode} > {THP_PATH}   (as root; at boot: systemd-tmpfiles line 'w {THP_PATH} - - - - {mode}')"
-        )
-        out["thp_per_process"] = (
-            "prctl(PR_SET_THP_DISABLE, 1) in the program or its launcher (inherited by children; no root needed)"
-            if mode == "never"
-            else "none that raises THP above the system's mode; under 'madvise' an allocator that madvises its heap "
-            "(jemalloc-thp, glibc-hugetlb) gets huge pages for that process alone"
-        )
-    if env:
-        quoted = " ".join(f'"{k}={v}"' for k, v in env.items())
-        out["systemd"] = f"[Service]\nEnvironment={quoted}"
-    else:
-        out["systemd"] = None
-    out["shell"] = " ".join(f"{k}={v}" for k, v in env.items()) or None
-    return out
-
-
 def classify(config: dict, better: str) -> str:
     """better / worse / same within noise / failed / too few runs, from its ratio's interval."""
     ratio = config.get("ratio")
@@ -187,12 +161,14 @@ def build(
     state,
     text_library: str | None = None,
     wall: str | None = None,
+    linked: str | None = None,
 ) -> dict:
     """The verdict as one JSON-able dict (``cells``: cell id -> axis values, in keep order; only their rows
     count, so that with try --aged each memory state's caveats and counts are its own). Every other
     configuration's ratio is the selection's (its interval at the selection's shared alpha); the best's
     effect is its confirmation's, on fresh pairs (``state.confirm_from`` on). ``wall``: the wall-time column,
-    shown beside a CPU-time metric."""
+    shown beside a CPU-time metric. ``linked``: the allocator the program links (names glibc's settings
+    'forced over' it)."""
     if "cell_id" in rows.columns:
         rows = rows[rows["cell_id"].isin(list(cells))]
     if metric == CPU_COLUMN:
@@ -206,7 +182,11 @@ def build(
         for cid, cell in cells.items()
     }
     for cid, config in configs.items():
-        config["name"] = describe(config["cell"], thp_found)
+        config["name"] = describe(config["cell"], thp_found, linked)
+        if config["thp_overridden"]:  # never called by the THP mode it only asked for
+            config["name"] = conditions.overridden_name(
+                config["name"], config["cell"], config["thp_overridden"], config["runs"]
+            )
         config["dropped"] = state.dropped.get(cid)
         config["cut"] = cid in state.cut
         config["class"] = (
@@ -214,6 +194,8 @@ def build(
             if cid == base_id
             else "not run"
             if config["cut"] and not config["runs"]
+            else "THP overridden"
+            if config["thp_overridden"]
             else classify(config, better)
         )
     lead = state.leaders.get(base_id, (None, None))[0] or _best(configs, base_id, better)
@@ -242,7 +224,10 @@ def build(
         ),
         "margin": stability.SMALLEST_EFFECT,
         "selection_alpha": alpha,
-        "deploy": deploy(best["cell"], spec, thp_found, text_library) if wins else None,
+        "deploy": deploy(best["cell"], spec, thp_found, text_library, linked=linked)
+        if wins
+        else None,
+        "as_is": conditions.as_is_line(configs[base_id]["allocator_served"], linked),
         "others": [c for cid, c in configs.items() if cid not in (base_id, lead)],
         "stopped": state.stopped_for(base_id),
         "blocks": state.blocks,
@@ -279,7 +264,7 @@ def _best(configs: dict, base_id: str, better: str) -> str | None:
     ranked = [
         (better_ratio(c["ratio"]["value"], better), cid)
         for cid, c in configs.items()
-        if cid != base_id and c["ratio"] and c["runs"]
+        if cid != base_id and c["ratio"] and c["runs"] and not c["thp_overridden"]
     ]
     return min(ranked)[1] if ranked else None
 
@@ -303,6 +288,16 @@ def _ties(rows, configs: dict, best_id: str, base_id: str, metric: str, alpha: f
 def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
     best = verdict["best"]
     out = [c for c in (_coverage_caveat(best), _noisy_caveat(rows), _variable_caveat(best)) if c]
+    hit = [
+        c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("thp_overridden")
+    ]
+    if hit:
+        out.append(
+            f"THP overridden in {len(hit)} configuration(s) ({'; '.join(repr(c['name']) for c in hit)}): "
+            f"{hit[0]['thp_overridden_why']}; they measured the program with THP as it set it, so none is "
+            "recommended as the THP mode it asked (a program's own option to keep THP, e.g. redis-server "
+            "--disable-thp no, is how to try it)"
+        )
     out += _unstable_caveats(
         [c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("unstable")]
     )

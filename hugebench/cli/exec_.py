@@ -1,0 +1,42 @@
+"""``hugebench exec --thp MODE -- PROGRAM ARGS...``: run a program with a THP policy of its own, no root.
+
+The per-process deploy line of ``try``: instead of writing the machine's THP mode (which every process
+gets), the launcher sets the THP policy of its own process by ``prctl(PR_SET_THP_DISABLE)`` and then
+becomes the program (``execvp``); the policy is kept across exec and inherited by the program's children.
+``never``: THP off (any kernel); ``madvise``: THP only where the program madvises (Linux 6.18's
+``PR_THP_DISABLE_EXCEPT_ADVISED``), the per-process form of ``madvise`` on a machine whose mode is
+``always``. No policy raises THP above the machine's mode.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..errors import HugebenchError, SpecError
+
+
+@click.command(
+    "exec",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option(
+    "--thp",
+    type=click.Choice(["never", "madvise", "system"]),
+    required=True,
+    help="never: THP off for the program; madvise: only where it madvises (Linux 6.18); "
+    "system: the machine's mode (clears an inherited policy)",
+)
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def exec_(thp, argv):
+    """Run PROGRAM with THP set for it alone (prctl; inherited by its children, no root needed)."""
+    from .system import set_process_thp
+
+    if not argv:
+        raise SpecError("give the program after --: hugebench exec --thp never -- PROGRAM ARGS...")
+    set_process_thp(thp)
+    try:
+        os.execvp(argv[0], list(argv))
+    except OSError as exc:
+        raise HugebenchError(f"cannot run {argv[0]}: {exc.strerror}") from None
