@@ -154,6 +154,8 @@ def parse_deploy(dep: dict | None, thp_mode: str) -> Deploy:
         env = parse_env_line(dep.get("shell") or "")
     if not isinstance(env, dict):
         raise DeployNotUnderstood(f"deploy.env is not a mapping: {env!r}")
+    if isinstance(dep.get("lines"), list):  # try's deploy lines, least invasive first
+        return _from_lines(dep["lines"], dict(env), thp_mode)
     if dep.get("sysfs") is not None:  # structured, when try gives it
         writes = tuple(SysfsWrite(w["path"], str(w["value"])) for w in dep["sysfs"])
         return Deploy(dict(env), bool(dep.get("thp_off")), writes)
@@ -172,6 +174,34 @@ def parse_deploy(dep: dict | None, thp_mode: str) -> Deploy:
             raise DeployNotUnderstood(f"per-process THP off offered for mode {thp_mode!r}")
         return Deploy(dict(env), thp_off=True)  # per process first: nothing machine-wide needed
     return Deploy(dict(env), sysfs=(SysfsWrite(THP_ENABLED, thp_mode),))
+
+
+_LAUNCHER = re.compile(r"(?:^|\s)hugebench exec --thp (\S+) --(?:\s|$)")
+
+
+def _from_lines(lines: list, env: dict, thp_mode: str) -> Deploy:
+    """The least invasive way the lines offer: the per-process line (environment, and ``hugebench exec
+    --thp never`` deployed by the judge's own prctl launcher, which does the same without a Python start),
+    else the machine-wide ``echo MODE > /sys/...`` line."""
+    scopes = {line.get("scope"): str(line.get("shell") or "") for line in lines}
+    unknown = set(scopes) - {"per-process", "systemd", "machine-wide"}
+    if unknown:
+        raise DeployNotUnderstood(f"deploy line scopes not understood: {sorted(unknown)}")
+    launcher = _LAUNCHER.search(scopes.get("per-process", ""))
+    if launcher:
+        if launcher.group(1) != "never" or thp_mode != "never":
+            raise DeployNotUnderstood(
+                f"per-process THP launcher for {launcher.group(1)!r} (cell {thp_mode!r}): "
+                "the judge deploys only 'never' per process"
+            )
+        return Deploy(env, thp_off=True)
+    machine = scopes.get("machine-wide")
+    if machine:
+        m = _ECHO.match(machine)
+        if not m or m.group(2) != THP_ENABLED or m.group(1) != thp_mode:
+            raise DeployNotUnderstood(f"machine-wide line not understood: {machine!r}")
+        return Deploy(env, sysfs=(SysfsWrite(THP_ENABLED, thp_mode),))
+    return Deploy(env)
 
 
 def parse_env_line(line: str) -> dict:
