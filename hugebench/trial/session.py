@@ -1,0 +1,301 @@
+"""One ``hugebench try``, start to verdict: refuse what cannot work, plan the matrix, write the experiment
+file, run it through the ordinary load -> plan -> sweep path with the budget's schedule, build the verdict.
+
+The parts it calls are their own modules (see the package's docstring); the CLI (hugebench/cli/try_.py)
+only parses options and prints.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import HugebenchError, SpecError
+from . import matrix as matrix_mod
+from . import options
+from .matrix import Request
+from .runs import CPU_COLUMN
+from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule
+
+MIN_BUDGET_S = (
+    10.0  # below this not even two configurations' first blocks of the shortest program fit
+)
+EXPERIMENT_FILE = "experiment.yaml"
+
+
+@dataclass
+class Outcome:
+    verdict: dict
+    plan_lines: list
+    out: Path
+    experiment_file: Path
+    runs: int
+
+
+def refuse(request: Request) -> None:
+    """The refusals a try makes before anything runs: program missing, static or setuid (LD_PRELOAD would
+    not take), a budget too small, a server without its ready condition."""
+    from ..command.elf import why_preload_cannot_take
+    from ..command.program import resolve, user_path
+
+    if not request.argv:
+        raise SpecError("give the program to try after --: hugebench try -- PROGRAM ARGS...")
+    if request.budget_s < MIN_BUDGET_S:
+        raise BudgetTooSmall(
+            f"--budget {request.budget_s:g}s is too small for two configurations; give at least "
+            f"{MIN_BUDGET_S:g}s (the default is 10m)"
+        )
+    cwd = os.path.abspath(request.cwd or ".")
+    if not os.path.isdir(cwd):
+        raise SpecError(f"--cwd {request.cwd}: not a directory")
+    path_env = user_path(request.env)
+    measured = request.server.split()[0] if request.server else request.argv[0]
+    for program in dict.fromkeys([request.argv[0], measured]):
+        path, why = resolve(program, path_env, cwd)
+        if path is None:
+            raise SpecError(f"cannot try {program}: {why}")
+    why = why_preload_cannot_take(resolve(measured, path_env, cwd)[0], path_env, cwd)
+    if why:
+        raise SpecError(f"cannot try {measured}: {why}; an allocator cannot be preloaded into it")
+    if request.stdin and not os.path.isfile(os.path.join(cwd, request.stdin)):
+        raise SpecError(f"--stdin {request.stdin}: not a readable file")
+    if request.ready and not request.server:
+        raise SpecError(
+            "--ready says when the --server takes requests: give --server CMD with it, or leave it out"
+        )
+    if request.aged_level is not None and not request.aged:
+        raise SpecError("--aged-level is the fragmented state of --aged: give --aged with it")
+
+
+def default_name(request: Request) -> str:
+    program = os.path.basename(request.server.split()[0] if request.server else request.argv[0])
+    return request.name or ("try-" + re.sub(r"[^A-Za-z0-9._-]", "-", program))[:90]
+
+
+def run_try(
+    request: Request,
+    out: Path | None = None,
+    started: float | None = None,
+    echo: Callable[[str], None] = lambda line: None,
+    sys_root: str = "/sys",
+    proc_root: str = "/proc",
+) -> Outcome:
+    """Refuse or plan, run within the budget, and return the verdict."""
+    started = time.monotonic() if started is None else started
+    refuse(request)
+    mx = matrix_mod.build(request, sys_root)
+    for note in mx.notes:
+        echo(f"note: {note}")
+    if len(mx.cells) < 2:
+        raise HugebenchError(
+            "only as-is can run here (no other allocator installed and no THP mode this user "
+            "may set): nothing to compare; install libjemalloc2 or run as root"
+        )
+    name = default_name(request)
+    out = Path(out or Path("results") / name)
+    timeout = max(5.0, request.budget_s / (2 * MIN_BLOCKS))
+    data = matrix_mod.experiment(request, mx, name, timeout)
+    spec, runs = options.checked(data, _header(request, None))  # refused here: nothing written yet
+    path = options.write(data, out / EXPERIMENT_FILE, _header(request, None))
+    return _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root)
+
+
+def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root) -> Outcome:
+    from ..orchestrator import SweepOptions, run_sweep
+    from ..workloads import get
+
+    ids = _cell_ids(runs, mx.cells)
+    base = ids[0]
+    wall, _, _, better = get("command").primary_for(spec.params)
+    metric = CPU_COLUMN if request.metric == "cpu" else wall
+    names = {
+        cid: matrix_mod.describe(cell, mx.thp_found, mx.linked) for cid, cell in zip(ids, mx.cells)
+    }
+    bases = _bases(ids, mx.cells)
+    huge = [cid for cid, cell in zip(ids, mx.cells) if matrix_mod.uses_huge_pages(cell)]
+    schedule = Schedule(
+        ids, base, metric, better, request.budget_s, started, bases=bases, huge=huge
+    )
+    progress = _progress_line(schedule, names, echo, better)
+    echo(
+        f"trying {len(ids)} configurations of {' '.join(request.argv)} within {request.budget_s:.0f} s; "
+        f"baseline: {' and '.join(names[b] for b in dict.fromkeys(bases.values()))} (as-is); results in {out}"
+    )
+    result = run_sweep(
+        spec,
+        runs,
+        SweepOptions(
+            out=out,
+            quiet=True,
+            spec_source=str(path),
+            sys_root=sys_root,
+            proc_root=proc_root,
+            batches=schedule,
+            progress=progress,
+        ),
+    )
+    state = schedule.state
+    data = {**data, "repetitions": max(1, state.blocks)}
+    options.write(data, path, _header(request, state))
+    plan_lines = _plan_lines(state, names, result, started, request.budget_s)
+    verdict = _verdict(out, spec, ids, mx, metric, better, state, wall)
+    by_state = verdict.get("by_memory_state") or verdict.get("by_regime")
+    if by_state:  # the whole try's line once; each state's own cut under its verdict
+        plan_lines = plan_lines[:1]
+        for each in by_state.values():
+            each["plan"] = _cut_lines(state, names, [c for c in ids if c in each["cells"]])
+    verdict.update(
+        program=list(request.argv),
+        results=str(out),
+        experiment_file=str(path),
+        runs=result.rows_written,
+        wall_s=round(time.monotonic() - started, 1),
+        budget_s=request.budget_s,
+        plan=plan_lines,
+    )
+    return Outcome(verdict, plan_lines, out, path, result.rows_written)
+
+
+# The axes a try measures every configuration under, each value with its own verdict (--aged, --regime).
+CONDITION_AXES = ("memory_state", "regime")
+
+
+def _condition(cell: dict) -> str | None:
+    """The cell's condition (a memory state or a regime), None without --aged or --regime."""
+    return next((cell[a] for a in CONDITION_AXES if a in cell), None)
+
+
+def _bases(ids: list[str], cells: list[dict]) -> dict[str, str]:
+    """Each configuration's as-is: the first cell (as-is) in the same condition (memory state or regime)."""
+    first = {}
+    for cid, cell in zip(ids, cells):
+        first.setdefault(_condition(cell), cid)
+    return {cid: first[_condition(cell)] for cid, cell in zip(ids, cells)}
+
+
+def _cell_ids(runs, cells) -> list[str]:
+    """The plan's cell id of each matrix cell (the plan names the thp axis by its knob, thp.enabled)."""
+    from ..experiment import canonical_knob
+
+    def key(cell):
+        return tuple(sorted((canonical_knob(k) if k == "thp" else k, v) for k, v in cell.items()))
+
+    by_cell = {key(r.cell): r.cell_id for r in runs}
+    return [by_cell[key(c)] for c in cells]
+
+
+def _verdict(out, spec, ids, mx, metric, better, state, wall=None) -> dict:
+    from ..store import load
+    from ..textpages import text_library
+    from . import verdict as verdict_mod
+
+    rows = load(out, hosts=False)
+    rows = rows[rows["cell_id"].isin(ids)] if "cell_id" in rows.columns else rows
+    try:
+        library = text_library()
+    except (
+        Exception
+    ):  # the text library is only needed for a text_pages configuration's deploy line
+        library = None
+    cells = dict(zip(ids, mx.cells))
+    axis = next((a for a in CONDITION_AXES if any(a in c for c in mx.cells)), None)
+    states = list(dict.fromkeys(c[axis] for c in mx.cells if axis in c)) if axis else []
+    if not states:
+        return verdict_mod.build(
+            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library, wall, mx.linked
+        )
+    # --aged / --regime: one verdict per state, each against as-is in the same state (as-is comes first)
+    each = {}
+    for memory in states:
+        mine = {cid: cell for cid, cell in cells.items() if cell[axis] == memory}
+        each[memory] = verdict_mod.build(
+            rows,
+            mine,
+            next(iter(mine)),
+            metric,
+            better,
+            spec,
+            mx.thp_found,
+            state,
+            library,
+            wall,
+            mx.linked,
+        )
+        each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
+    return {**each[states[0]], f"by_{axis}": each}
+
+
+def _progress_line(schedule, names, echo, better):
+    from .render import effect
+
+    def progress(run, row, done, total):
+        state = schedule.state
+        used = time.monotonic() - state.started
+        leaders = (
+            [(lead, ratio) for lead, ratio in state.leaders.values() if lead]
+            if len(state.leaders) > 1
+            else [(state.leader, state.leader_ratio)]
+            if state.leader
+            else []
+        )
+        lead = (
+            "leader: " + "; ".join(f"{names[c]} {effect(_ratio(r), better)}" for c, r in leaders)
+            if leaders
+            else "leader: none yet"
+        )
+        status = "" if row.get("status") == "ok" else f" [{row.get('status')}]"
+        echo(
+            f"[{used:5.0f}s/{state.budget_s:.0f}s] run {done}: {names.get(run.cell_id, run.cell_id)}{status}; {lead}"
+        )
+
+    return progress
+
+
+def _ratio(r) -> dict | None:
+    from .verdict import _ratio_dict
+
+    return _ratio_dict(r)
+
+
+def _plan_lines(state, names, result, started, budget_s) -> list[str]:
+    confirm = f"; confirmation: {state.confirm_pairs} fresh pairs" if state.confirm_pairs else ""
+    lines = [
+        f"{result.rows_written} runs in {time.monotonic() - started:.0f} s of a {budget_s:.0f} s budget "
+        f"(one run ~{state.run_s or 0:.1f} s); selection: {state.blocks} blocks, stopped: "
+        f"{state.stopped or 'plan done'}{confirm}"
+    ]
+    return lines + _cut_lines(state, names, list(names))
+
+
+def _cut_lines(state, names, ids: list[str]) -> list[str]:
+    """The plan cut, among ``ids`` (one memory state's configurations with --aged, else all of them): what
+    was left out and the budget that would have kept it."""
+    cut = [c for c in ids if c in state.cut]
+    if not cut:
+        return []
+    kept = [c for c in ids if c in state.kept]
+    cover = f"; --budget {int(state.cover_s) + 1}s would cover them" if state.cover_s else ""
+    return [
+        f"plan cut to fit the budget: {len(kept)} of {len(kept) + len(cut)} configurations run; "
+        f"left out: {', '.join(names[c] for c in cut)}{cover} (at ~{state.run_s or 0:.1f} s a run)"
+    ]
+
+
+def _header(request: Request, state) -> str:
+    import shlex
+
+    text = (
+        f"Written by: hugebench try -- {shlex.join(request.argv)}\n"
+        "`hugebench sweep` of this file re-runs the same cells with the same run ids: into the same results\n"
+        "directory it skips every run try made and adds only those try's budget left out."
+    )
+    if state is not None:
+        text += (
+            f"\nrepetitions: the {state.blocks} blocks try reached for its leader and as-is; configurations "
+            "try dropped or cut have fewer there."
+        )
+    return text
