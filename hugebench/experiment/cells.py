@@ -136,6 +136,7 @@ def void_problem(workload, allocator) -> str | None:
 
 def _check_void(spec: ExperimentSpec, workload, where) -> None:
     table = spec.allocator_table
+    assert table is not None  # resolved by ExperimentSpec.__post_init__
     for i, name in enumerate(spec.axes.get("allocator", ())):
         why = void_problem(workload, table[name])
         if why:
@@ -147,6 +148,7 @@ def _check_min_duration(spec: ExperimentSpec, workload, left, where) -> None:
     if "duration_s" not in workload.params:
         return
     table = spec.allocator_table
+    assert table is not None  # resolved by ExperimentSpec.__post_init__
     default = spec.params.get("duration_s", workload.params["duration_s"].default)
     for cell in left:
         allocator = table[cell.get("allocator", DEFAULT_ALLOCATOR)]

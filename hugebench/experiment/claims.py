@@ -16,10 +16,11 @@ import math
 import sys
 from dataclasses import dataclass
 
-from ..workloads import parse_count
+from ..workloads import Workload, parse_count
+from ..yamlsafe import Where
 from .cells import _partial_cell
 from .claim_metrics import measured_columns, metric_scope, off_reason, quantity_label
-from .model import cells, matches
+from .model import ExperimentSpec, cells, matches
 
 _EXPECTED_KEYS = {
     "source": "where the numbers were published (citation text, required)",
@@ -54,13 +55,13 @@ _ONE_SIDED = ("ratio", "value", "vs_value", "change", "direction", "metric")
 class _Claims:
     """What every claim of one file is checked against."""
 
-    spec: object
-    workload: object
+    spec: ExperimentSpec
+    workload: Workload
     left: list  # the cells of the sweep
     metric: str  # expected.metric
     measured: dict  # claim_metrics.measured_columns
     labels: dict  # workload metric column -> its report label
-    where: object
+    where: Where
 
 
 def workload_metrics(workload, params: dict) -> list[str]:

@@ -273,5 +273,5 @@ def resolve(
         option = _FLAGS.get(exc.key)
         if exc.key == "certs" and flag and not block:
             option = "--cluster"  # a tls:// address typed without --certs
-        where = option if typed.get(option) else f"cluster {exc.key}"
+        where = option if option and typed.get(option) else f"cluster {exc.key}"
         raise SpecError(f"{source}: {where}: {exc.message}") from None

@@ -473,7 +473,7 @@ def _allocator(value, path, table, where) -> str:
 
 def _no_repeats(values, checked, path, where) -> None:
     """Refuse an axis listing one value twice, compared after coercion (1000 and 1k are the same run)."""
-    first = {}
+    first: dict[object, int] = {}  # coerced value -> index of its first listing
     for i, value in enumerate(checked):
         if value in first:
             j = first[value]

@@ -126,7 +126,7 @@ def run(request, workdir: Path) -> dict:
     )  # the orchestrator allows the worker more
     base_env = {**os.environ, **command.env}
     if command.setup:
-        _run_setup(command, base_env, workdir, deadline)
+        _run_setup(command.setup, command.cwd, base_env, workdir, deadline)
     command = command.resolved(base_env)
     measured = _Measured(request, command, workdir, base_env)
     vm_before = kernel.read_vmstat()
@@ -151,15 +151,13 @@ def run(request, workdir: Path) -> dict:
     return row
 
 
-def _run_setup(command: Command, env: dict, workdir: Path, deadline: float) -> None:
+def _run_setup(setup: list, cwd: str, env: dict, workdir: Path, deadline: float) -> None:
     out = workdir / "setup.out"
-    ended = Launched(command.setup, env, command.cwd, stdout=out).wait(
-        max(1.0, deadline - time.monotonic())
-    )
+    ended = Launched(setup, env, cwd, stdout=out).wait(max(1.0, deadline - time.monotonic()))
     if ended.timed_out or ended.code != 0:
         how = "ran past the run's timeout" if ended.timed_out else _how(ended)
         raise CommandFailed(
-            f"setup command {command.setup[0]!r} {how}; nothing was measured", output=tail(out)
+            f"setup command {setup[0]!r} {how}; nothing was measured", output=tail(out)
         )
 
 
@@ -316,10 +314,12 @@ class _Measured:
         return driven, launched.stop(self._pid(), STOP_GRACE_S)
 
     def _wait_ready(self, launched: Launched, server_out: Path, deadline: float) -> None:
-        ready = self.command.server.get("ready") or {}
+        server = self.command.server
+        assert server is not None  # only serve() waits, and only for a command with a server
+        ready = server.get("ready") or {}
         limit = min(
             deadline,
-            time.monotonic() + float(self.command.server.get("ready_timeout", READY_TIMEOUT_S)),
+            time.monotonic() + float(server.get("ready_timeout", READY_TIMEOUT_S)),
         )
         while not _is_ready(ready, server_out):
             if launched.proc.poll() is not None:
@@ -331,7 +331,7 @@ class _Measured:
                 launched.kill()
                 raise CommandFailed(
                     f"the server was not ready ({ready}) within "
-                    f"{self.command.server.get('ready_timeout', READY_TIMEOUT_S)} s",
+                    f"{server.get('ready_timeout', READY_TIMEOUT_S)} s",
                     "timeout",
                     read_output(server_out),
                 )

@@ -152,10 +152,12 @@ def _derived(row: dict, workload) -> dict:
         "walk_cycles_share": "walk_cycles",
         "faults_per_gib": "page_faults",
     }
-    for name, counter in inputs.items():
-        if name in derived and math.isnan(derived[name]):
-            derived[f"{name}.reason"] = row.get(f"pmu.{counter}.reason") or "input missing"
-    return derived
+    reasons = {
+        f"{name}.reason": row.get(f"pmu.{counter}.reason") or "input missing"
+        for name, counter in inputs.items()
+        if name in derived and math.isnan(derived[name])
+    }
+    return {**derived, **reasons}
 
 
 def _process_totals(vm_before: dict) -> dict:
@@ -179,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reply", required=True)
     args = parser.parse_args(argv)
     request = WorkerRequest.read(args.request)
+    reply: dict[str, object]
     try:
         reply = {"status": "ok", "row": run(request)}
         code = 0

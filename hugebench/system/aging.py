@@ -211,7 +211,7 @@ class AgedMemory:
             f"{PREFIX}level_pct": self.want.level if self.want.kind == FRAGMENTED else 0
         }
         self.failed: str | None = None
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.container: RunContainer | None = None
         self._counters: dict = {}
 
@@ -324,19 +324,20 @@ class AgedMemory:
             str(self.proc_root),
             *(["--movable"] if self.want.movable else []),
         ]
-        self.container = RunContainer(
+        container = self.container = RunContainer(
             f"fragmenter-{self.run_id}", self.records, proc_root="/proc", use_cgroup=False
         )
-        env = {**os.environ, **self.container.env()}
-        self.proc = subprocess.Popen(
+        env = {**os.environ, **container.env()}
+        proc = self.proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
         )
-        self.container.add(self.proc.pid)
-        line = _read_line(self.proc, DEADLINE_S + 30)
+        container.add(proc.pid)
+        line = _read_line(proc, DEADLINE_S + 30)
         if line is None:
+            assert proc.stderr is not None  # started with stderr=PIPE
             err = (
-                self.proc.stderr.read().decode(errors="replace")[-300:]
-                if self.proc.poll() is not None
+                proc.stderr.read().decode(errors="replace")[-300:]
+                if proc.poll() is not None
                 else ""
             )
             return {
@@ -351,7 +352,7 @@ class AgedMemory:
         """What the run starts with: free 2 MiB blocks per zone, and debugfs' unusable index at order 9."""
         zones = kernel.free_huge_blocks(self.proc_root)
         pending = reporting.unpopulated_free_bytes(self.proc_root) // (2 << 20)
-        columns = {
+        columns: dict[str, int | float | str] = {
             f"{PREFIX}free_2mib_blocks": sum(zones.values()) + pending,
             f"{PREFIX}unpopulated_2mib_blocks": pending,
         }
@@ -402,7 +403,9 @@ class AgedMemory:
             self.proc.kill()
             self.proc.wait()
             for stream in (self.proc.stdout, self.proc.stderr):
-                stream.close()
+                if stream is not None:  # always: both are pipes
+                    stream.close()
+            assert self.container is not None  # set by _start before self.proc
             self.columns[f"{PREFIX}fragmenter_left"] = self.container.close()[
                 "containment.killed_at_end"
             ]
@@ -428,13 +431,15 @@ def _settled_count(read, wanted: int, timeout: float = SETTLE_S) -> tuple[int, f
     return count, round(time.monotonic() - started, 2)
 
 
-def _read_line(proc: subprocess.Popen, timeout: float) -> str | None:
+def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str | None:
     """The first line ``proc`` writes, or None when it ends or ``timeout`` passes first."""
     deadline = time.monotonic() + timeout
+    stdout = proc.stdout
+    assert stdout is not None  # the caller started it with stdout=PIPE
     with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(stdout, selectors.EVENT_READ)
         while (left := deadline - time.monotonic()) > 0:
             if sel.select(left):
-                line = proc.stdout.readline().decode(errors="replace")
+                line = stdout.readline().decode(errors="replace")
                 return line.strip() or None
     return None

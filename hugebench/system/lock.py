@@ -26,6 +26,7 @@ import stat
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from hugebench._util import printable
 from hugebench.errors import SystemStateError
@@ -81,9 +82,9 @@ class SweepLock:
     def __enter__(self) -> SweepLock:
         try:
             for path in self.paths:
-                fd = _open(path, self.notes)
-                if fd is not None:
-                    self._take(fd, path)
+                opened = _open(path, self.notes)
+                if opened is not None:
+                    self._take(opened, path)
         except BaseException:
             self._release()
             raise
@@ -116,7 +117,7 @@ class SweepLock:
             ) from None
         self._fds.append(fd)
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         for fd, writable in self._fds:
             if writable:
                 os.ftruncate(fd, 0)
