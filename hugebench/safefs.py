@@ -35,6 +35,11 @@ from pathlib import Path
 
 from .errors import UnsafePathError
 
+# The identity files are checked against is this process's own, taken from the os module as it was imported:
+# a test that pretends to be another user (monkeypatching os.geteuid for hugebench's privilege decisions)
+# does not change who owns the files this process creates.
+_euid = os.geteuid
+
 MAX_LINKS = 40  # symbolic links followed in one path, as the kernel allows (ELOOP)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
@@ -53,7 +58,7 @@ def _kind(mode: int) -> str:
 
 
 def _trusted(uid: int) -> bool:
-    return uid in (0, os.geteuid())
+    return uid in (0, _euid())
 
 
 class SafeDir:
@@ -119,8 +124,8 @@ class SafeDir:
             why = (
                 f"it is {_kind(info.st_mode)}"
                 if not stat.S_ISREG(info.st_mode)
-                else f"it is owned by uid {info.st_uid}, not by uid {os.geteuid()} that writes it"
-                if info.st_uid != os.geteuid()
+                else f"it is owned by uid {info.st_uid}, not by uid {_euid()} that writes it"
+                if info.st_uid != _euid()
                 else f"it has {info.st_nlink} hard links (it is also another file)"
                 if info.st_nlink != 1
                 else None
@@ -173,9 +178,9 @@ class SafeDir:
             raise _refusal(self.fd, name, where)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafePathError(f"{where}: refused, it is {_kind(info.st_mode)}")
-        if info.st_uid != os.geteuid():
+        if info.st_uid != _euid():
             raise UnsafePathError(
-                f"{where}: refused, it is owned by uid {info.st_uid}, not by uid {os.geteuid()} "
+                f"{where}: refused, it is owned by uid {info.st_uid}, not by uid {_euid()} "
                 "that would replace it; remove it or choose another place"
             )
 
@@ -231,7 +236,7 @@ def _enter(fd: int, name: str, create: bool, mode: int, shown: str, follow: bool
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, mode, dir_fd=fd)
             made = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            if os.fstat(made).st_uid != os.geteuid():
+            if os.fstat(made).st_uid != _euid():
                 os.close(made)
                 raise UnsafePathError(
                     f"{shown}: the directory made there was replaced by another user's"
@@ -249,7 +254,7 @@ def _refusal(fd: int, name: str, shown: str) -> UnsafePathError:
     if stat.S_ISLNK(info.st_mode):
         return UnsafePathError(
             f"{shown}: refused, {name!r} is a symbolic link owned by uid {info.st_uid}; hugebench, running "
-            f"as uid {os.geteuid()}, never writes through a link another user could have planted: remove "
+            f"as uid {_euid()}, never writes through a link another user could have planted: remove "
             "it, or give the real path"
         )
     return UnsafePathError(f"{shown}: refused, {name!r} is {_kind(info.st_mode)}")

@@ -179,7 +179,7 @@ def test_try_regime_both_puts_every_configuration_in_each_regime(monkeypatch):
     )
     cells = matrix.build(request).cells
     assert [c["regime"] for c in cells] == ["warm", "cold:2s"]
-    assert cells[0] == {"allocator": "glibc", "thp": "madvise", "regime": "warm"}
+    assert cells[0] == {"allocator": "as-is", "thp": "madvise", "regime": "warm"}
     data = matrix.experiment(request, matrix.build(request), "t", 10)
     assert data["axes"]["regime"] == ["warm", "cold:2s"]
 

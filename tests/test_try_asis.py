@@ -182,7 +182,14 @@ def test_an_overridden_cell_is_marked_never_called_by_its_mode_and_not_recommend
             }
         )
     state = types.SimpleNamespace(
-        dropped={}, cut=[], blocks=8, run_s=1.0, stopped_for=lambda base: None
+        dropped={},
+        cut=[],
+        blocks=8,
+        run_s=1.0,
+        stopped_for=lambda base: None,
+        alphas={},
+        leaders={},
+        confirm_from=None,
     )
     spec = types.SimpleNamespace(allocators={}, params={"argv": ["redis-server"]})
     verdict = verdict_mod.build(
