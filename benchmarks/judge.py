@@ -1,6 +1,6 @@
 """The judge: does ``hugebench try``'s answer hold when deployed outside hugebench? (issue 40, "Done means")
 
-    flock /work/wt/devlock python benchmarks/judge.py [--programs xz,heap] [--budget 3m] [--rounds 5]
+    python benchmarks/judge.py [--programs xz,heap] [--budget 3m] [--rounds 5]
         [--runs 3] [--as root|user|both] [--user nobody] [--allow-machine-wide] [--out results/judge] [--quick]
 
 For each program of the panel (benchmarks/judge_panel.py: compressors, sqlite3 on a SQL script on stdin,

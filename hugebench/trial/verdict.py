@@ -198,7 +198,11 @@ def build(
             if config["thp_overridden"]
             else classify(config, better)
         )
-    lead = state.leaders.get(base_id, (None, None))[0] or _best(configs, base_id, better)
+    lead = state.leaders.get(base_id, (None, None))[0]
+    if lead is None or lead not in configs or configs[lead]["thp_overridden"]:
+        # a configuration whose program overrode its THP mode is never the answer, even if it led the
+        # selection (the schedule does not read the override): the best other one, unconfirmed
+        lead = _best(configs, base_id, better)
     best = configs.get(lead) if lead else None
     if best:
         best["ties"] = [
