@@ -153,8 +153,8 @@ def test_the_winner_reports_its_confirmations_ratio_not_the_flattered_selections
 def test_a_cut_names_what_it_left_out_and_the_budget_that_covers_it_likely_winners_first():
     import time
 
-    from hugebench.trial import _cut_lines
     from hugebench.trial.runs import likely_first
+    from hugebench.trial.session import _cut_lines
 
     order = ["base", "never", "hugetlb", "always"]
     huge = {"hugetlb", "always"}
