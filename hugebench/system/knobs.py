@@ -259,7 +259,7 @@ def discover_knobs(
         knobs[knob.name] = knob
     for d in catalogue.DECLARED:
         if d.family == "vm" and (proc_root / d.path).exists():
-            top = d.maximum if isinstance(d.maximum, int) else None
+            top = _top(d, _pmd_ptes(sys_root))
             knobs[d.name] = Knob(
                 d.name, proc_root, d.path, d.kind, d.minimum, top, io, least_nonzero=d.least_nonzero
             )
