@@ -1,4 +1,4 @@
-"""The judge benchmark's pure parts (benchmarks/judge.py runs them; tests/test_judge_bench.py tests them):
+"""The judge benchmark's pure parts (benchmarks/judge.py runs them; tests/trial/test_judge_bench.py tests them):
 reading ``hugebench try --json``'s verdict into a :class:`Verdict`, turning its deploy lines into a
 :class:`Deploy` the judge can run, the paired ratio of the judge's rounds with its bootstrap CI, and the
 agreement of the two. Nothing here runs a program or touches a knob.

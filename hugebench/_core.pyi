@@ -2,7 +2,7 @@
 
 A workload's parameter defaults are those of its entry in ``hugebench.workloads.WORKLOADS`` (the binding
 reads them from there when _core is imported), so the stub writes them as ``...``;
-tests/test_core_signatures.py checks names, order, types and choices against the registry.
+tests/core/test_core_signatures.py checks names, order, types and choices against the registry.
 """
 
 from collections.abc import Callable

@@ -4,7 +4,7 @@ What belongs here: one :class:`Column` per column hugebench writes (or per famil
 pattern with ``<placeholders>``: ``perf.<event>``), grouped as the manual shows them; and :func:`reference`,
 which adds what each workload declares in the registry (its parameters, echoed as result columns, and its
 report metrics with their labels). The manual's page is generated from this (``hugebench.docgen``, section
-``columns``); tests/test_column_reference.py runs a real small sweep of a built-in workload and of a
+``columns``); tests/report/test_column_reference.py runs a real small sweep of a built-in workload and of a
 ``command`` program and fails on any column without an entry here, and on any name or prefix of
 ``hugebench.columns`` (the owned names) without one. What does not belong: which names a user may choose
 (``hugebench.columns``).

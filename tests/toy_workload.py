@@ -1,7 +1,7 @@
 """A toy workload of Python only, registered from this one module: nothing else in hugebench knows it.
 
 It sums ``items`` integers in the worker (its ``runner``), declares its report columns and a table of its
-own as data, and has rough time and memory models for ``hugebench plan``. tests/test_toy_workload.py runs it
+own as data, and has rough time and memory models for ``hugebench plan``. tests/run/test_toy_workload.py runs it
 through plan, sweep and report; a worker process finds it by importing this module (``module=__name__``).
 """
 

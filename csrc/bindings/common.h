@@ -12,7 +12,7 @@
 // defaults would then apply only on the worker path, and _core.hashlookup(keys=...) called from a test
 // or a notebook would need every argument spelled out. Why not generate C++ defaults at build time: the
 // build would then run the package's Python, and a registry edit would need a rebuild to take effect.
-// tests/test_core_signatures.py checks that binding, stub and registry agree on names, order and
+// tests/core/test_core_signatures.py checks that binding, stub and registry agree on names, order and
 // defaults.
 #pragma once
 

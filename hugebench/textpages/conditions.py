@@ -9,7 +9,7 @@ therefore evicts the binary's cache before every run and, for ``file-thp``, fill
 through ``hb-textfill`` (mapping with MADV_HUGEPAGE makes the readahead allocate 2 MiB folios on file
 systems that support large folios, e.g. ext4 since 6.16 and xfs; no CONFIG_READ_ONLY_THP_FOR_FS needed).
 
-Found on kernel 6.18 / ext4 (tests/test_text_pages.py shows each): a binary loaded 2 MiB-aligned (ET_EXEC
+Found on kernel 6.18 / ext4 (tests/textpages/test_text_pages.py shows each): a binary loaded 2 MiB-aligned (ET_EXEC
 with p_vaddr = p_offset mod 2 MiB, or a PIE linked with ``-z max-page-size=0x200000``) gets its whole
 interior PMD-mapped after the fill; a PIE with the default 4 KiB p_align is loaded at a 4 KiB-granular base
 and never can be; a cache warmed by ordinary reads (cp, a plain run) holds readahead-sized folios and gives

@@ -9,7 +9,7 @@
 3. **The whole machine** (``machine-wide``): the THP sysfs write, shown with what else it changes; offered
    after a per-process way, or alone where there is none (no process can raise THP above the machine's mode).
 
-Each line is a plain shell command a test runs (tests/test_try_deploy.py).
+Each line is a plain shell command a test runs (tests/trial/test_try_deploy.py).
 """
 
 from __future__ import annotations
