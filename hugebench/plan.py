@@ -214,7 +214,18 @@ def summary(runs: list[RunSpec], measured: dict | None = None) -> dict:
         ),  # set before the first run, fixed or not
         "max_memory_bytes": max(estimates) if estimates else None,
         "memory_state_knobs": memory_state_knobs(runs),
+        "regime_knobs": regime_knobs(runs),
     }
+
+
+def regime_knobs(runs: list[RunSpec]) -> dict[str, str]:
+    """knob -> what the runs' regimes set it to (``system.regime.knobs_set``)."""
+    from .system.regime import knobs_set
+
+    merged: dict[str, str] = {}
+    for value in dict.fromkeys(r.regime for r in runs if r.regime):
+        merged.update(knobs_set(value))
+    return merged
 
 
 def memory_state_knobs(runs: list[RunSpec]) -> dict[str, str]:

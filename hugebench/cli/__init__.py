@@ -311,6 +311,10 @@ def plan(
         )
         for knob, how in s["memory_state_knobs"].items():
             click.echo(f"  {knob} = {how}")
+    if s["regime_knobs"]:
+        click.echo("regime sets, journaled and set back as found:")
+        for knob, how in s["regime_knobs"].items():
+            click.echo(f"  {knob} = {how}")
     if config is not None:
         from ..cluster.placement import host_lines
 

@@ -60,6 +60,17 @@ def canonical(value) -> str:
     return WARM if regime.kind == WARM else f"{COLD}:{regime.idle_s:g}s"
 
 
+def knobs_set(value: str) -> dict[str, str]:
+    """The kernel knobs regime ``value`` sets for its runs, journaled and set back as found: knob -> the
+    value and for how long (what ``hugebench plan`` lists; :func:`enter` does it)."""
+    if parse(value).kind != WARM:
+        return {}
+    return {
+        REPORTING_KNOB: "off (above the largest buddy order) through each warm run, where the "
+        "machine reports free pages"
+    }
+
+
 def enter(value: str, state) -> dict:
     """Before the run: the regime's knob set on ``state`` (SystemState), the idle gap slept; its columns."""
     regime = parse(value)

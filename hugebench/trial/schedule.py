@@ -173,13 +173,26 @@ def paired_cs(a_rows, b_rows, metric: str, alpha: float = sequential.ALPHA) -> s
     return sequential.paired(*pairs, alpha) if pairs is not None else None
 
 
+def overridden(rows: Iterable[Mapping]) -> set[str]:
+    """The configurations one of whose successful runs had its asked THP mode overridden by the program
+    (``thp.overridden``, as :func:`.conditions.overridden` reads it): they never lead, so the confirmation
+    is never spent on a configuration the verdict may not recommend."""
+    return {
+        row["cell_id"]
+        for row in rows
+        if row.get("status") == "ok" and row.get("thp.overridden") in (True, 1) and "cell_id" in row
+    }
+
+
 def leader(
     rows: list, active: list, base: str, metric: str, better: str, alpha: float = sequential.ALPHA
 ) -> tuple[str | None, stats.Ratio | None]:
-    """The active configuration with the best median ratio to as-is (and that ratio)."""
+    """The active configuration with the best median ratio to as-is (and that ratio); a configuration
+    whose program overrode its THP mode is never the leader."""
     best, best_ratio = None, None
+    skip = overridden(rows)
     for cell in active:
-        if cell == base:
+        if cell == base or cell in skip:
             continue
         ratio = ratio_to(rows, cell, base, metric, alpha)
         if ratio is None or not np.isfinite(ratio.value):

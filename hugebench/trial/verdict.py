@@ -200,8 +200,8 @@ def build(
         )
     lead = state.leaders.get(base_id, (None, None))[0]
     if lead is None or lead not in configs or configs[lead]["thp_overridden"]:
-        # a configuration whose program overrode its THP mode is never the answer, even if it led the
-        # selection (the schedule does not read the override): the best other one, unconfirmed
+        # a configuration whose program overrode its THP mode is never the answer (the schedule never lets
+        # it lead; overrides seen only in the confirmation's runs land here): the best other one, unconfirmed
         lead = _best(configs, base_id, better)
     best = configs.get(lead) if lead else None
     if best:

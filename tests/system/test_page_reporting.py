@@ -193,3 +193,19 @@ def test_try_refuses_idle_without_a_cold_regime_and_regime_with_aged():
     assert got.exit_code != 0 and "--idle is the cold regime's idle gap" in got.output
     got = CliRunner().invoke(main, ["try", "--regime", "cold", "--aged", "--", "true"])
     assert got.exit_code != 0 and "--regime and --aged: choose one" in got.output
+
+
+def test_plan_lists_the_knob_a_warm_regime_sets(tmp_path):
+    """``hugebench plan`` names page_reporting.order among the knobs the sweep sets (a warm regime holds
+    reporting off for its runs), as it names a memory state's; a cold-only sweep sets nothing."""
+    from click.testing import CliRunner
+
+    from hugebench.cli import main
+
+    for regimes, expected in (("warm, cold:0.2s", True), ("cold:0.2s", False)):
+        path = tmp_path / f"regime-{expected}.yaml"
+        path.write_text(REGIME_SPEC.replace("REGIMES", regimes).replace("SYSTEM", ""))
+        result = CliRunner().invoke(main, ["plan", str(path)])
+        assert result.exit_code == 0, result.output
+        listed = "regime sets, journaled and set back as found:" in result.output
+        assert listed is expected and ("page_reporting.order = off" in result.output) is expected

@@ -162,8 +162,8 @@ def test_glibc_forced_is_offered_only_over_a_linked_allocator(jemalloc_program, 
 
 @pytest.mark.parametrize("leader", [None, "a"])
 def test_an_overridden_cell_is_marked_never_called_by_its_mode_and_not_recommended(leader):
-    """Also when it led the selection (the schedule does not read overrides): seen in the judge's redis run,
-    where 'THP always asked but overridden' was reported as try's best."""
+    """Also when a state names it the leader (the schedule no longer lets it lead; the verdict checks again):
+    seen in the judge's redis run, where 'THP always asked but overridden' was reported as try's best."""
     from hugebench.trial import verdict as verdict_mod
 
     cells = {
@@ -207,6 +207,33 @@ def test_an_overridden_cell_is_marked_never_called_by_its_mode_and_not_recommend
         c.startswith("THP overridden in 1 configuration") and "--disable-thp no" in c
         for c in verdict["caveats"]
     )
+
+
+def test_the_schedule_never_makes_an_overridden_configuration_its_leader():
+    """The schedule reads ``thp.overridden`` from the rows: a configuration the program overrode never leads
+    the selection (so the confirmation is spent on one the verdict may recommend), even when it is fastest."""
+    from hugebench.trial import schedule as schedule_mod
+
+    rows = []
+    for i in range(6):
+        rows.append(
+            {"cell_id": "base", "status": "ok", "window_s": 1.0 + i * 0.01, "repetition": i}
+        )
+        rows.append({"cell_id": "b", "status": "ok", "window_s": 0.8 + i * 0.01, "repetition": i})
+        rows.append(
+            {
+                "cell_id": "a",
+                "status": "ok",
+                "window_s": 0.5 + i * 0.01,
+                "repetition": i,
+                "thp.overridden": True,
+            }
+        )
+    assert schedule_mod.overridden(rows) == {"a"}
+    lead, ratio = schedule_mod.leader(rows, ["base", "a", "b"], "base", "window_s", "lower")
+    assert lead == "b" and ratio is not None and ratio.value == pytest.approx(0.8, rel=0.05)
+    clean = [{k: v for k, v in r.items() if k != "thp.overridden"} for r in rows]
+    assert schedule_mod.leader(clean, ["base", "a", "b"], "base", "window_s", "lower")[0] == "a"
 
 
 # -- real programs ---------------------------------------------------------------------------------
