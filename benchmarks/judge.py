@@ -125,7 +125,9 @@ def judge_one(prog, who: Who, base: Path, thp_off: Path, args) -> dict:
                 "skipped": "deploy is a machine-wide sysfs write; pass --allow-machine-wide",
             }
         jr.check_preload(verdict.deploy, who)
-        sides = jr.commands(prog, verdict.deploy, work, tmp, thp_off, args.quick)
+        sides = jr.with_idle(
+            jr.commands(prog, verdict.deploy, work, tmp, thp_off, args.quick), verdict.idle_s
+        )
         row["commands"] = {
             s: {"timed": c, "prepare": p, "server": v} for s, (c, p, v) in sides.items()
         }

@@ -81,6 +81,15 @@ class Verdict:
     ci_hi: float | None
     pairs: int | None
     deploy: Deploy | None  # None: nothing to judge (no best configuration with a ratio)
+    regime: str | None = (
+        None  # the regime try measured its verdict in (warm, cold:4s), None: as found
+    )
+
+    @property
+    def idle_s(self) -> float:
+        """The idle gap before each run the regime asks the judge to reproduce (cold:Ns), else 0."""
+        match = re.fullmatch(r"cold:([0-9.]+)s", self.regime or "")
+        return float(match.group(1)) if match else 0.0
 
 
 _ECHO = re.compile(r"^\s*echo\s+(\S+)\s+>\s+(/sys/\S+)(\s+\(.*\))?\s*$")
@@ -108,8 +117,11 @@ def parse_verdict(data: dict) -> Verdict:
         deploy = parse_deploy(data.get("deploy"), best["cell"]["thp"])
     elif best and ratio:
         deploy = deploy_of_cell(best["cell"], _found(data))
+    regimes = list(data.get("by_regime") or {})
+    regime = regimes[0] if regimes else None  # the top-level verdict is the first regime's
     return Verdict(
-        text=_verdict_text(data, best, recommend),
+        regime=regime,
+        text=_verdict_text(data, best, recommend) + (f", {regime}" if regime else ""),
         recommend=recommend,
         resolved=bool(data.get("resolved")),
         best=(best or {}).get("name"),

@@ -150,6 +150,15 @@ def commands(prog, deploy: lib.Deploy, work: Path, tmp: Path, thp_off: Path, qui
     return out
 
 
+def with_idle(sides: dict, idle_s: float) -> dict:
+    """The sides timed in the cold regime try measured (cold:Ns): N seconds of idle before each run, in
+    hyperfine's --prepare (after a server's start, so the idle falls just before the timed command)."""
+    if not idle_s:
+        return sides
+    sleep = f"sleep {idle_s:g}"
+    return {s: (c, f"{p}; {sleep}" if p else sleep, v) for s, (c, p, v) in sides.items()}
+
+
 def _serve(tmp: Path, ready: str, command: str) -> str:
     """hyperfine's --prepare for a server: end the previous one, start this one, wait until it is ready."""
     pid, ready_q = shlex.quote(str(tmp / "server.pid")), shlex.quote(ready)

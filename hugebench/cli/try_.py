@@ -128,7 +128,8 @@ def _clean(obj):
     type=click.Choice(["warm", "cold", "both"]),
     default=None,
     help="the deployment measured: warm (service, back to back: free page reporting held off; root), "
-    "cold (a job after --idle seconds idle), both (a verdict for each); default: as found, no idle",
+    "cold (a job after --idle seconds idle), both (a verdict for each); default where the machine "
+    "reports free pages: warm as root, cold otherwise (elsewhere: as found)",
 )
 @click.option(
     "--idle",

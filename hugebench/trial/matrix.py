@@ -49,9 +49,9 @@ class Request:
     allocator_paths: tuple = ()  # --allocator X.so
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
     only: tuple = ()  # --allocators a,b: only these built-in settings (as-is is always measured)
-    regime: str | None = (
-        None  # --regime warm | cold | both (hugebench.system.regime; None: as found)
-    )
+    # --regime warm | cold | both (hugebench.system.regime); None: warm as root, cold as a user where the
+    # machine reports free pages (matrix.default_regime), the machine as found elsewhere
+    regime: str | None = None
     idle_s: float = 4.0  # --idle: the cold regime's idle gap before each run
     name: str | None = None
 
@@ -160,9 +160,13 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
     if request.aged:
         level = 100 if request.aged_level is None else request.aged_level
         cells, baseline = _aged(_aged_order(cells, found), level)
-    if request.regime:
-        cells = [{**cell, "regime": r} for cell in cells for r in regimes(request, sys_root)]
+    regime, regime_note = default_regime(request, sys_root)
+    if regime:
+        cells = [
+            {**cell, "regime": r} for cell in cells for r in regimes(request, sys_root, regime)
+        ]
         baseline = cells[0]
+    notes += [regime_note] if regime_note else []
     if linked:
         notes.append(
             f"the program brings its own malloc ({linked}): as-is measures it untouched; glibc settings "
@@ -182,16 +186,44 @@ def linked_allocator(request: Request) -> str | None:
     return from_elf(path)
 
 
-def regimes(request: Request, sys_root: str = "/sys") -> list[str]:
-    """The regime axis values of --regime (warm: reporting held off, no idle; cold: idle first)."""
+def default_regime(request: Request, sys_root: str = "/sys") -> tuple[str | None, str | None]:
+    """(the regime this try measures, a note when it was not asked for). On a machine whose balloon reports
+    free pages, the conditions between runs decide what a huge-page fault costs (issue 40: the same deployed
+    command 1.20 s back to back, 3.32 s after 4 s idle), so they are held, never left to how the runs happen
+    to fall: warm as root (reporting held off, what a service or back-to-back runs meet), cold as a user
+    (who cannot hold it off: idle before each run, what a job started after idle meets). Elsewhere, and with
+    --aged (its memory states are the condition), nothing: the machine as found."""
+    from ..kernel.reporting import page_reporting
+
+    if request.regime or request.aged:
+        return request.regime, None
+    if not page_reporting(sys_root)["active"]:
+        return None, None
+    if os.geteuid() == 0:
+        return "warm", (
+            "free page reporting is on here (idle 2 MiB blocks go back to the host, and a huge-page "
+            "fault on one costs more): measured warm (reporting held off, runs back to back: a "
+            "service or a job run again at once); --regime cold or both for a job started after idle"
+        )
+    return "cold", (
+        "free page reporting is on here (idle 2 MiB blocks go back to the host, and a huge-page "
+        f"fault on one costs more), and holding it off needs root: measured cold ({request.idle_s:g} s "
+        "idle before each run: a job started after idle); as root, --regime warm or both"
+    )
+
+
+def regimes(request: Request, sys_root: str = "/sys", regime: str | None = None) -> list[str]:
+    """The regime axis values of --regime, or of ``regime`` chosen by :func:`default_regime` (warm:
+    reporting held off, no idle; cold: idle first)."""
     from ..kernel.reporting import page_reporting
     from ..system.regime import canonical
 
+    regime = regime or request.regime
     if request.aged:
         raise SpecError("--regime and --aged: choose one per try (each gives a verdict per state)")
-    if request.regime not in ("warm", "cold", "both"):
-        raise SpecError(f"--regime {request.regime!r}: give warm, cold or both")
-    wanted = ["warm", "cold"] if request.regime == "both" else [request.regime]
+    if regime not in ("warm", "cold", "both"):
+        raise SpecError(f"--regime {regime!r}: give warm, cold or both")
+    wanted = ["warm", "cold"] if regime == "both" else [regime]
     if "warm" in wanted and os.geteuid() != 0 and page_reporting(sys_root)["active"]:
         raise PrivilegeError(
             "--regime warm holds free page reporting off (page_reporting.order): that needs root; "

@@ -88,8 +88,6 @@ def run_try(
     started = time.monotonic() if started is None else started
     refuse(request)
     mx = matrix_mod.build(request, sys_root)
-    for note in mx.notes:
-        echo(f"note: {note}")
     if len(mx.cells) < 2:
         raise HugebenchError(
             "only as-is can run here (no other allocator installed and no THP mode this user "
@@ -101,6 +99,8 @@ def run_try(
     data = matrix_mod.experiment(request, mx, name, timeout)
     spec, runs = options.checked(data, _header(request, None))  # refused here: nothing written yet
     path = options.write(data, out / EXPERIMENT_FILE, _header(request, None))
+    for note in mx.notes:  # after every refusal: a refused try prints its error alone
+        echo(f"note: {note}")
     return _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root)
 
 

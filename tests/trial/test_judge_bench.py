@@ -260,6 +260,35 @@ def test_a_server_is_started_with_the_deploy_in_prepare_and_the_driver_timed(jud
         assert server in (tmp_path / f"serve-{side}.sh").read_text()
 
 
+def test_a_cold_verdict_is_timed_after_the_same_idle_and_a_warm_one_back_to_back(
+    judge, lib, tmp_path
+):
+    """try's verdict holds for the regime it measured: cold:Ns is judged with N s of idle before each run
+    (after a server's start), warm back to back."""
+    import judge_panel as panel
+
+    cold = lib.parse_verdict({**_verdict(), "by_regime": {"cold:4s": {}}})
+    warm = lib.parse_verdict({**_verdict(), "by_regime": {"warm": {}}})
+    assert (cold.regime, cold.idle_s, cold.text) == (
+        "cold:4s",
+        4.0,
+        "use jemalloc-thp, THP madvise, cold:4s",
+    )
+    assert (warm.regime, warm.idle_s) == ("warm", 0.0) and lib.parse_verdict(_verdict()).idle_s == 0
+    sort = next(p for p in panel.PANEL if p.name == "sort")
+    sides = judge.commands(sort, lib.Deploy({"A": "1"}), tmp_path, tmp_path, Path("/t"), quick=True)
+    assert judge.with_idle(sides, 0) is sides
+    assert {s: p for s, (_, p, _) in judge.with_idle(sides, 4.0).items()} == {
+        "A": "sleep 4",
+        "B": "sleep 4",
+    }
+    redis = next(p for p in panel.PANEL if p.name == "redis")
+    served = judge.commands(
+        redis, lib.Deploy({"A": "1"}), tmp_path, tmp_path, Path("/t"), quick=True
+    )
+    assert judge.with_idle(served, 2.5)["B"][1] == f"sh {tmp_path}/serve-B.sh; sleep 2.5"
+
+
 def test_machine_wide_writes_are_journaled_and_put_back_even_on_failure(judge, lib, tmp_path):
     knob = tmp_path / "enabled"
     knob.write_text("always [madvise] never\n")

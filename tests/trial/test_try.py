@@ -123,14 +123,48 @@ def test_without_root_thp_modes_are_never_and_as_found(fake_sys):
     assert matrix_mod.thp_modes((), fake_sys.sys_root, euid=0)[0] == ["never", "madvise", "always"]
 
 
+def _plain(cells: list) -> list:
+    """The cells without the regime every cell of a try on this (fake) machine carries: it reports free
+    pages, so a try as root measures the warm regime (test_the_regime_is_held_by_default)."""
+    return [{k: v for k, v in c.items() if k != "regime"} for c in cells]
+
+
 def test_matrix_puts_as_is_first_then_one_change_at_a_time(fake_sys):
     mx = matrix_mod.build(
         Request(argv=("true",), only=("jemalloc-thp",), thp=("never", "always")), fake_sys.sys_root
     )
-    assert mx.baseline == {"allocator": "as-is", "thp": "madvise"} == mx.cells[0]
-    one_change = [c for c in mx.cells[1:] if (c["allocator"] == "as-is") != (c["thp"] == "madvise")]
-    assert mx.cells[1 : 1 + len(one_change)] == one_change  # single changes before combinations
-    assert {"allocator": "jemalloc-thp", "thp": "always"} in mx.cells
+    cells = _plain(mx.cells)
+    assert _plain([mx.baseline]) == [{"allocator": "as-is", "thp": "madvise"}] == cells[:1]
+    one_change = [c for c in cells[1:] if (c["allocator"] == "as-is") != (c["thp"] == "madvise")]
+    assert cells[1 : 1 + len(one_change)] == one_change  # single changes before combinations
+    assert {"allocator": "jemalloc-thp", "thp": "always"} in cells
+
+
+def test_the_regime_is_held_by_default(fake_sys, monkeypatch):
+    """Where the machine reports free pages, try holds the conditions between runs without being asked:
+    warm as root (reporting held off), cold as a user (idle before each run), with a note saying so;
+    --regime wins; a machine that reports nothing is measured as found."""
+    request = Request(argv=("true",), only=("jemalloc-thp",))
+    mx = matrix_mod.build(request, fake_sys.sys_root)
+    assert {c["regime"] for c in mx.cells} == {"warm"}
+    assert any("measured warm" in n for n in mx.notes)
+    monkeypatch.setattr(matrix_mod.os, "geteuid", lambda: 1000)
+    user = matrix_mod.build(
+        Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",)), fake_sys.sys_root
+    )
+    assert {c["regime"] for c in user.cells} == {"cold:4s"}
+    assert any("measured cold (4 s idle before each run" in n for n in user.notes)
+    asked = matrix_mod.build(
+        Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",), regime="cold", idle_s=1),
+        fake_sys.sys_root,
+    )
+    assert {c["regime"] for c in asked.cells} == {"cold:1s"} and not any(
+        "reporting is on" in n for n in asked.notes
+    )
+    monkeypatch.undo()
+    (fake_sys.sys_root / "module/page_reporting/parameters/page_reporting_order").write_text("11\n")
+    plain = matrix_mod.build(request, fake_sys.sys_root)
+    assert not any("regime" in c for c in plain.cells)
 
 
 def test_metric_options_become_the_command_metric():
@@ -267,10 +301,11 @@ def test_aged_keep_order_has_both_kinds_of_huge_page_change_first(fake_sys):
     mx = matrix_mod.build(
         Request(argv=("true",), only=("jemalloc-thp", "glibc-hugetlb")), fake_sys.sys_root
     )
-    aged = matrix_mod._aged_order(mx.cells, mx.thp_found)
-    assert aged[0] == mx.cells[0] and sorted(map(str, aged)) == sorted(map(str, mx.cells))
+    aged = matrix_mod._aged_order(_plain(mx.cells), mx.thp_found)
+    cells = _plain(mx.cells)
+    assert aged[0] == cells[0] and sorted(map(str, aged)) == sorted(map(str, cells))
     assert (
-        aged[1] == mx.cells[1] and aged[1]["thp"] == "madvise"
+        aged[1] == cells[1] and aged[1]["thp"] == "madvise"
     )  # the first allocator setting, as before
     assert aged[2] == {
         "allocator": "as-is",
@@ -501,7 +536,7 @@ def test_gzip_reading_stdin_and_the_experiment_file_resumes_with_sweep(tmp_path)
     )
     verdict = _verdict(result)
     assert verdict["baseline"]["runs"] >= schedule_mod.MIN_BLOCKS
-    assert verdict["best"]["cell"] == {"allocator": "jemalloc-thp", "thp": "madvise"}
+    assert _plain([verdict["best"]["cell"]]) == [{"allocator": "jemalloc-thp", "thp": "madvise"}]
     assert verdict["best"]["runs"] >= 1 and verdict["experiment_file"].endswith("experiment.yaml")
     rows = _store_rows(out)
     assert len(rows) == verdict["runs"] and all(r["status"] == "ok" for r in rows)

@@ -148,11 +148,12 @@ def test_the_elf_file_says_which_allocator_a_program_links(jemalloc_program, tmp
 
 
 def test_glibc_forced_is_offered_only_over_a_linked_allocator(jemalloc_program, tmp_path, fake_sys):
-    linked = matrix_mod.build(Request(argv=(str(jemalloc_program),)), fake_sys.sys_root)
-    assert (
-        linked.baseline == {"allocator": "as-is", "thp": "madvise"} and linked.linked == "jemalloc"
+    linked = matrix_mod.build(
+        Request(argv=(str(jemalloc_program),), regime="cold", idle_s=0), fake_sys.sys_root
     )
-    assert {"allocator": "glibc", "thp": "madvise"} in linked.cells
+    assert linked.baseline == {"allocator": "as-is", "thp": "madvise", "regime": "cold:0s"}
+    assert linked.linked == "jemalloc"
+    assert {"allocator": "glibc", "thp": "madvise", "regime": "cold:0s"} in linked.cells
     name = matrix_mod.describe({"allocator": "glibc", "thp": "madvise"}, "madvise", linked.linked)
     assert name == "glibc forced over the linked jemalloc, THP madvise (as found)"
     plain = _compile(tmp_path, "heap", HEAP_C)
