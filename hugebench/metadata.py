@@ -1,7 +1,7 @@
 """The machine a sweep ran on, recorded once per sweep so that every number can be traced to its context.
 
 Nothing here changes the system; every read degrades to None or a string saying what is unknown and why,
-because a missing detail must never stop a sweep. ``proc_root``/``sysfs_root`` are injectable for tests.
+because a missing detail must never stop a sweep. ``proc_root``/``sys_root`` are injectable for tests.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ def cpu_info(proc_root: str | Path = "/proc") -> CpuInfo:
     return kernel.read_cpu_info(proc_root)
 
 
-def caches(sysfs_root: str | Path = "/sys", cpu: int = 0) -> list[dict]:
+def caches(sys_root: str | Path = "/sys", cpu: int = 0) -> list[dict]:
     """CPU ``cpu``'s caches from sysfs: level, type, size in bytes, ways, line size, sharing CPUs."""
-    return kernel.cpu_caches(sysfs_root, cpu)
+    return kernel.cpu_caches(sys_root, cpu)
 
 
 def tlb_info(proc_root: str | Path = "/proc", cpuid_text: str | None = None) -> dict:
@@ -99,17 +99,17 @@ def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) 
     }
 
 
-def memory_context(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> dict:
+def memory_context(proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> dict:
     """Memory size, base and huge page sizes, THP/mTHP modes and hugetlb pools (read only)."""
     pools = {
         size: {"nr": pool.get("nr"), "free": pool.get("free")}
-        for size, pool in kernel.read_hugetlb_pools(sysfs_root).items()
+        for size, pool in kernel.read_hugetlb_pools(sys_root).items()
     }
     return {
         "total_bytes": kernel.mem_total(proc_root),
         "page_size": os.sysconf("SC_PAGE_SIZE"),
-        "hpage_pmd_size": kernel.hpage_pmd_size(sysfs_root),
-        "thp": {**kernel.thp_modes(sysfs_root), "mthp": kernel.mthp_modes(sysfs_root)},
+        "hpage_pmd_size": kernel.hpage_pmd_size(sys_root),
+        "thp": {**kernel.thp_modes(sys_root), "mthp": kernel.mthp_modes(sys_root)},
         "hugetlb_pools": pools,
     }
 
@@ -188,7 +188,7 @@ def machine_context(
     *,
     perf_caps=None,
     proc_root: str | Path = "/proc",
-    sysfs_root: str | Path = "/sys",
+    sys_root: str | Path = "/sys",
 ) -> dict:
     """Everything about the machine worth storing once per sweep (JSON-serialisable).
 
@@ -196,13 +196,13 @@ def machine_context(
     ``perf_caps`` (a ``PerfCapabilities``) avoids probing perf a second time when the caller already did.
     """
     if perf_caps is None:
-        perf_caps = perf_mod.detect(proc_root=proc_root, sysfs_root=sysfs_root)
+        perf_caps = perf_mod.detect(proc_root=proc_root, sys_root=sys_root)
     return {
         "hostname": socket.gethostname(),
         "cpu": cpu_context(proc_root),
-        "caches": caches(sysfs_root),
+        "caches": caches(sys_root),
         "tlb": tlb_info(proc_root),
-        "memory": memory_context(proc_root, sysfs_root),
+        "memory": memory_context(proc_root, sys_root),
         **software_context(),
         "perf": perf_caps.to_dict(),
         "allocators": allocators,

@@ -113,7 +113,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
             f"condition_memory"
         )
     cpu = kernel.read_cpu_info(options.proc_root)
-    caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sysfs_root=options.sys_root)
+    caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sys_root=options.sys_root)
     counter_specs, perf = _perf_plan(spec, options, cpu, caps)
     setup = SweepSetup(
         sweep_id=sweep_id,
@@ -129,7 +129,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
         allocators=described,
         perf_caps=caps,
         proc_root=options.proc_root,
-        sysfs_root=options.sys_root,
+        sys_root=options.sys_root,
     )
     return dataclasses.replace(setup, context=context(spec, runs, setup, described, machine))
 
@@ -212,7 +212,7 @@ def _perf_plan(spec, options, cpu, caps) -> tuple[list[dict], PerfWrap | None]:
         else [
             dataclasses.asdict(c)
             for c in resolve_counters(
-                counter_choices, perf_bin=caps.path or "perf", sysfs_root=options.sys_root
+                counter_choices, perf_bin=caps.path or "perf", sys_root=options.sys_root
             )
         ]
     )

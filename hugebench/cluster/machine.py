@@ -301,7 +301,7 @@ def machine_preflight(spec, runs: list, options: SweepOptions, sweep_id: str):
     if setup is not None:
         return setup, failures, dict(setup.context)
     bare = SweepSetup(sweep_id=sweep_id, context={}, allocators={})
-    machine = metadata.machine_context(proc_root=options.proc_root, sysfs_root=options.sys_root)
+    machine = metadata.machine_context(proc_root=options.proc_root, sys_root=options.sys_root)
     return None, failures, context(spec, runs, bare, {}, machine)
 
 

@@ -121,8 +121,8 @@ def check_tlb_events(choices: list[EventChoice]) -> Check:
     )
 
 
-def check_thp(sysfs_root: str | Path = "/sys") -> Check:
-    base = Path(sysfs_root) / kernel.THP_DIR
+def check_thp(sys_root: str | Path = "/sys") -> Check:
+    base = Path(sys_root) / kernel.THP_DIR
     enabled = kernel.read_optional(base / "enabled")
     if enabled is None:
         return Check(
@@ -163,8 +163,8 @@ def check_lock() -> Check:
     )
 
 
-def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
-    modes = kernel.mthp_modes(sysfs_root)
+def check_mthp(sys_root: str | Path = "/sys") -> Check:
+    modes = kernel.mthp_modes(sys_root)
     if not modes:
         return Check(
             "mTHP sizes",
@@ -175,11 +175,11 @@ def check_mthp(sysfs_root: str | Path = "/sys") -> Check:
     return Check("mTHP sizes", True, ", ".join(f"{size}: {mode}" for size, mode in modes.items()))
 
 
-def check_hugetlb(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> Check:
+def check_hugetlb(proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> Check:
     knob = Path(proc_root) / "sys/vm/nr_hugepages"
     pools = [
         f"{size}: nr={pool.get('nr')} free={pool.get('free')}"
-        for size, pool in kernel.read_hugetlb_pools(sysfs_root).items()
+        for size, pool in kernel.read_hugetlb_pools(sys_root).items()
     ]
     if not pools and kernel.read_optional(knob) is None:
         return Check(
@@ -303,11 +303,11 @@ def allocator_checks() -> list[Check]:
 
 
 def doctor_report(
-    *, perf_bin: str = "perf", proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys"
+    *, perf_bin: str = "perf", proc_root: str | Path = "/proc", sys_root: str | Path = "/sys"
 ) -> list[Check]:
     """Every check, in the order a user would fix them."""
     cpu = kernel.read_cpu_info(proc_root)
-    caps = perf_mod.detect(perf_bin, cpu=cpu, proc_root=proc_root, sysfs_root=sysfs_root)
+    caps = perf_mod.detect(perf_bin, cpu=cpu, proc_root=proc_root, sys_root=sys_root)
     choices = choose_events(cpu, caps)
     return [
         check_root(),
@@ -315,39 +315,39 @@ def doctor_report(
         check_paranoid(caps),
         check_hardware_counters(caps),
         check_tlb_events(choices),
-        check_thp(sysfs_root),
-        check_mthp(sysfs_root),
-        check_hugetlb(proc_root, sysfs_root),
+        check_thp(sys_root),
+        check_mthp(sys_root),
+        check_hugetlb(proc_root, sys_root),
         check_lock(),
         check_probe(),
         *allocator_checks(),
         check_core(),
         *check_native_tools(),
         check_set_kinds(),
-        *noise_checks(proc_root, sysfs_root),
-        check_page_reporting(proc_root, sysfs_root),
+        *noise_checks(proc_root, sys_root),
+        check_page_reporting(proc_root, sys_root),
     ]
 
 
-def check_page_reporting(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> Check:
+def check_page_reporting(proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> Check:
     """Free page reporting and, on the real kernel as root, its cost measured (hugebench.doctor.reporting):
     the one check that writes a knob (journaled, restored)."""
     from ..errors import HugebenchError
     from .reporting import finding
 
-    real = str(sysfs_root) == "/sys"  # a fake tree's knob says nothing about this machine's faults
+    real = str(sys_root) == "/sys"  # a fake tree's knob says nothing about this machine's faults
     try:
-        name, ok, detail, fix = finding(str(sysfs_root), str(proc_root), measure_it=real)
+        name, ok, detail, fix = finding(str(sys_root), str(proc_root), measure_it=real)
     except (OSError, HugebenchError) as exc:
         return Check("free page reporting", False, f"not measured: {exc}", "")
     return Check(name, ok, detail, fix)
 
 
-def noise_checks(proc_root: str | Path = "/proc", sysfs_root: str | Path = "/sys") -> list[Check]:
+def noise_checks(proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> list[Check]:
     """What makes this machine noisy (hugebench.doctor.noise), each with its fix."""
     from .noise import noise_findings
 
     return [
         Check(f"noise: {name}", ok, detail, fix)
-        for name, ok, detail, fix in noise_findings(str(proc_root), str(sysfs_root))
+        for name, ok, detail, fix in noise_findings(str(proc_root), str(sys_root))
     ]

@@ -298,7 +298,7 @@ def detect(
     *,
     cpu: CpuInfo | None = None,
     proc_root: str | Path = "/proc",
-    sysfs_root: str | Path = "/sys",
+    sys_root: str | Path = "/sys",
 ) -> PerfCapabilities:
     """Find what perf can count here. ``candidates`` defaults to every event the CPU's profile could use."""
     cpu = cpu or read_cpu_info(proc_root)
@@ -311,7 +311,7 @@ def detect(
     else:
         reasons = {event: missing for event in events}
     hypervisor = hypervisor_vendor(cpu)
-    cpu_pmus = cpu_pmu_devices(sysfs_root)
+    cpu_pmus = cpu_pmu_devices(sys_root)
     pmu_ok, pmu_reason = _pmu_verdict(supported, reasons, hypervisor, cpu_pmus, missing is None)
     return PerfCapabilities(
         path,

@@ -106,14 +106,14 @@ class PhaseRecorder:
         *,
         pid: int | str = "self",
         proc_root: str | Path = "/proc",
-        sysfs_root: str | Path = "/sys",
+        sys_root: str | Path = "/sys",
         vmstat_keys: tuple[str, ...] = THP_VMSTAT,
     ) -> None:
         self.timed_phase = timed_phase
-        self._pid, self._proc, self._sys = pid, proc_root, sysfs_root
+        self._pid, self._proc, self._sys = pid, proc_root, sys_root
         self._vmstat_keys = vmstat_keys
         # Only sizes that can be allocated; fixed at construction so every phase has the same columns.
-        self._mthp_sizes = active_mthp_sizes(sysfs_root)
+        self._mthp_sizes = active_mthp_sizes(sys_root)
         self._open: dict[str, tuple] = {}
         self._metrics: dict[str, float] = {}
         self._row_smaps: dict[str, int] | None = None

@@ -169,12 +169,12 @@ def test_resolve_counters_keeps_reasons_and_counter_specs_leaves_them_out(intel_
     details = (DATA / "built_perf_list_details_skylake.txt").read_text()
     specs = {
         s.label: s
-        for s in enc.resolve_counters(choices, sysfs_root=intel_sys, details_text=details)
+        for s in enc.resolve_counters(choices, sys_root=intel_sys, details_text=details)
     }
     assert specs["stlb_misses"].as_tuple() == ("stlb_misses", 4, 0x0E08, 0)
     assert "perf list" in specs["walk_cycles"].reason
     assert specs["itlb_misses"].reason == "not supported here: KVM"
-    tuples = enc.counter_specs(choices, sysfs_root=intel_sys, details_text=details)
+    tuples = enc.counter_specs(choices, sys_root=intel_sys, details_text=details)
     assert tuples == [("cycles", 0, 0, 0), ("stlb_misses", 4, 0x0E08, 0), ("page_faults", 1, 2, 0)]
 
 
@@ -184,7 +184,7 @@ def test_no_pmu_machine_resolves_software_counters_only(tmp_path):
         EventChoice("page_faults", "page-faults"),
         EventChoice("stlb_misses", "dtlb_load_misses.walk_completed"),
     ]
-    specs = enc.resolve_counters(choices, sysfs_root=tmp_path, details_text="")
+    specs = enc.resolve_counters(choices, sys_root=tmp_path, details_text="")
     assert [s.as_tuple() for s in specs if s.reason is None] == [
         ("task_clock", 1, 1, 0),
         ("page_faults", 1, 2, 0),

@@ -69,7 +69,7 @@ def test_only_the_kernel_layer_reads_proc_and_sys(fake_sys, opened_outside_kerne
         (),
     )
     for proc_root, sys_root in (("/proc", "/sys"), (fake_sys.proc_root, fake_sys.sys_root)):
-        metadata.machine_context(perf_caps=caps, proc_root=proc_root, sysfs_root=sys_root)
+        metadata.machine_context(perf_caps=caps, proc_root=proc_root, sys_root=sys_root)
         (
             doctor.check_thp(sys_root),
             doctor.check_mthp(sys_root),
