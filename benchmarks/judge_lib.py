@@ -234,7 +234,8 @@ def deploy_of_cell(cell: dict, thp_found: str) -> Deploy:
     printed it (hugebench's allocator registry gives the environment, as try's own ``deploy`` does)."""
     from hugebench import allocators
 
-    known = set(cell) - {"allocator", "thp"}
+    # regime is not a change to deploy but the condition the verdict holds for (Verdict.idle_s times it)
+    known = set(cell) - {"allocator", "thp", "regime"}
     if known:
         raise DeployNotUnderstood(f"best cell has axes the judge cannot deploy: {sorted(known)}")
     env = dict(allocators.registry({})[cell["allocator"]].environment())

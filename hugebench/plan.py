@@ -16,10 +16,8 @@ import random
 from dataclasses import dataclass, field
 
 from . import experiment as spec_mod
-from .errors import SpecError
 from .experiment import (
     DEFAULT_ALLOCATOR,
-    MAX_RUNS,
     MEMORY_AXIS,
     REGIME_AXIS,
     TEXT_AXIS,
@@ -117,14 +115,7 @@ def plan(spec: ExperimentSpec, repetitions: int | None = None) -> list[RunSpec]:
     or fewer blocks: block r has the same runs, ids and order whatever the number of blocks.
     """
     reps = spec.repetitions if repetitions is None else repetitions
-    total = len(cells(spec)) * (spec.warmup + reps)
-    if (
-        total > MAX_RUNS
-    ):  # the file's values are checked at load; this catches a -r flag beyond them
-        raise SpecError(
-            f"{spec.source}: {reps} repetitions (+{spec.warmup} warm-up) of "
-            f"{total // (spec.warmup + reps)} cells make {total} runs; at most {MAX_RUNS} are allowed"
-        )
+    # the run count is checked at load (experiment.cells), -r included: it is applied before validation
     blocks = [(-1, True)] * spec.warmup + [(r, False) for r in range(reps)]
     return _runs(spec, list(enumerate(blocks)))
 

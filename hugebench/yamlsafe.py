@@ -200,10 +200,16 @@ def _key_lines(node, prefix=()) -> dict[tuple, int]:
 class Where:
     """Builds SpecErrors that name file, line and key."""
 
-    def __init__(self, source: str, lines: dict[tuple, int]):
-        self.source, self.lines = source, lines
+    def __init__(self, source: str, lines: dict[tuple, int], given: dict[str, str] | None = None):
+        # given: top-level key -> the command-line option that replaced the file's value ("-r 40")
+        self.source, self.lines, self.given = source, lines, given or {}
 
     def error(self, path: tuple, message: str, cls: type = SpecError) -> SpecError:
+        if (
+            path and path[0] in self.given
+        ):  # the value came from the command line: name what was typed
+            message = message[: MAX_MESSAGE - 3] + "..." if len(message) > MAX_MESSAGE else message
+            return cls(f"{self.given[path[0]]} (for {self.source}): {_printable(message)}")
         line = None
         for n in range(len(path), 0, -1):
             line = self.lines.get(tuple(path[:n]))

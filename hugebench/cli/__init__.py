@@ -63,13 +63,10 @@ def _default_out(spec) -> Path:
 
 
 def _load(experiment: str, repetitions: int | None, local: bool = True):
-    """The spec of EXPERIMENT, with a --repetitions flag beating the file's value."""
-    import dataclasses
-
+    """The spec of EXPERIMENT, with a --repetitions flag beating the file's value (validated as one)."""
     from .. import experiment as spec_mod
 
-    spec = spec_mod.load_spec(experiment, local)
-    return dataclasses.replace(spec, repetitions=repetitions, adaptive={}) if repetitions else spec
+    return spec_mod.load_spec(experiment, local, repetitions or None)
 
 
 def _cluster_options(command):

@@ -66,22 +66,30 @@ _AUTO_KEYS = {
 }
 
 
-def load_spec(path: str | Path, local: bool = True) -> ExperimentSpec:
-    """Read and validate a YAML experiment file (at most MAX_FILE_BYTES of UTF-8 text)."""
-    return parse_spec(read_text(path), str(path), local)
+def load_spec(
+    path: str | Path, local: bool = True, repetitions: int | None = None
+) -> ExperimentSpec:
+    """Read and validate a YAML experiment file (at most MAX_FILE_BYTES of UTF-8 text); ``repetitions``
+    (the command line's ``-r``) replaces the file's value before validation, so it is checked as one."""
+    return parse_spec(read_text(path), str(path), local, repetitions)
 
 
-def parse_spec(text: str, source: str = "<string>", local: bool = True) -> ExperimentSpec:
+def parse_spec(
+    text: str, source: str = "<string>", local: bool = True, repetitions: int | None = None
+) -> ExperimentSpec:
     """Validate YAML text; ``source`` is the name used in error messages. ``local=False`` (a sweep on other
-    machines, as does a ``cluster:`` block) leaves the allocator paths to the machines that run them."""
+    machines, as does a ``cluster:`` block) leaves the allocator paths to the machines that run them.
+    ``repetitions`` overrides the file's (an int: ``repetitions: {auto: ...}`` is then replaced too)."""
     if len(text) > MAX_FILE_BYTES:
         raise SpecError(
             f"{source}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file"
         )
     data, lines = read_yaml(text, source)
-    where = Where(source, lines)
+    where = Where(source, lines, {"repetitions": f"-r {repetitions}"} if repetitions else None)
     if not isinstance(data, dict):
         raise where.error((), "the file must be a mapping of keys (name, workload, axes, ...)")
+    if repetitions is not None:
+        data = {**data, "repetitions": repetitions}
     return _validate(data, where, local)
 
 

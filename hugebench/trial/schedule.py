@@ -5,7 +5,9 @@ when it stops. Every run is one the plan names (same ids as ``hugebench sweep`` 
    :data:`MIN_BLOCKS` runs fit in what is left of the budget, try refuses (:class:`BudgetTooSmall`). The
    configurations likely to win go first (:func:`likely_first`: those asking for huge pages when as-is's
    memory is well beyond the 4 KiB TLB's reach); if not every configuration fits beside the confirmation's
-   reserve, the plan is cut to the first ones, and says which were left out and what budget covers them.
+   reserve, the plan is cut, and says which were left out and what budget covers them. When the budget
+   allows, every configuration runs once first (:meth:`Schedule._screen`) and the cut keeps the ones that
+   measured best; otherwise it keeps the first ones in that order.
 2. **Selection**: interleaved blocks (one run of each active configuration, in the plan's seeded order).
    After :data:`MIN_BLOCKS` blocks a configuration *clearly worse* (:func:`clearly_worse`) than as-is or
    than the leader is dropped; one whose runs all failed is dropped after its first block. Every ratio to
@@ -77,6 +79,9 @@ class Progress:
     kept: list = field(default_factory=list)  # cell ids of the (possibly cut) plan
     cut: list = field(default_factory=list)  # cell ids left out to fit the budget
     cover_s: float | None = None  # the budget that would have kept every configuration
+    screened: list = field(
+        default_factory=list
+    )  # cell ids run once before the cut chose (screening)
     dropped: dict = field(default_factory=dict)  # cell id -> why (clearly worse, failed)
     active: list = field(default_factory=list)
     leader: str | None = None
@@ -233,6 +238,11 @@ class Schedule:
             plan_block(spec, 0, set(self.groups))
         )  # every group's as-is: what a run costs
         yield from self._timed(timing)
+        screen = self._screen(rows())
+        if screen:  # one run of each, before the cut chooses which to keep by what they did
+            for run in [r for r in plan_block(spec, 0, set(screen)) if r.cell_id in screen]:
+                yield from self._timed([run])
+            self.state.screened = screen
         self._cut(rows())
         start = yield from self._select(spec, rows, plan_block)
         yield from self._confirm(spec, rows, plan_block, start)
@@ -244,8 +254,9 @@ class Schedule:
             todo = [
                 r for r in plan_block(spec, block, set(state.active)) if r.cell_id in state.active
             ]
-            if block == 0:
-                todo = [r for r in todo if r.cell_id not in self.groups]
+            if block == 0:  # as-is's (and the screened configurations') block 0 ran before the cut
+                done = set(self.groups) | set(state.screened)
+                todo = [r for r in todo if r.cell_id not in done]
             if not self._fits(todo, self._reserve_s()):
                 state.stopped = state.stopped or (
                     RESERVE_REACHED if self._fits(todo) else "budget ended"
@@ -324,6 +335,42 @@ class Schedule:
             self.state.costs.append((time.monotonic() - begun) / len(batch))
             self.state.run_s = float(np.median(self.state.costs))
 
+    def _screen(self, rows: list) -> list[str]:
+        """The configurations to run once before the cut, or none. When the budget cannot keep every
+        configuration, choosing which by a fixed order (:func:`likely_first`) can keep only ones that do
+        nothing for the program (glibc's hugetlb tunable for a program whose 256 KiB blocks each get their
+        own mmap, issue 40's heap program, while jemalloc with THP was cut); one run of each is the
+        cheapest measurement that ranks them. Screened when that run still leaves every kept configuration
+        its blocks and the confirmation's reserve; with memory states (--aged) never (a cut keeps whole
+        configurations across states)."""
+        state = self.state
+        if len(self.groups) != 1:
+            return []
+        run_s = max(state.run_s or 1.0, 1e-3)
+        fit = int(state.left_s() // run_s)
+        least, candidates = 2, [c for c in self.order if c not in self.groups]
+        extra = least * (RESOLVE_BLOCKS - MIN_BLOCKS) + CONFIRM_PAIRS * least
+        if (fit + 1 - extra) // MIN_BLOCKS >= len(self.order):
+            return []  # every configuration fits: nothing to choose
+        if fit - len(candidates) - CONFIRM_PAIRS * least < least * (MIN_BLOCKS - 1):
+            return []  # the screening would eat what the kept ones need
+        return candidates
+
+    def _screened_order(self, rows: list) -> list[str]:
+        """As-is, then the screened configurations by their one run's ratio to as-is's first run (the
+        better first; one whose run failed or gave no value last)."""
+        base = self.groups[0]
+        values = values_of(rows, [base, *self.state.screened], self.metric)
+        ref = next((v for v in values[base] if v), None)
+
+        def key(cell):
+            got = [v for v in values[cell] if v is not None and np.isfinite(v)]
+            if not got or not ref:
+                return (1, 0.0)
+            return (0, better_ratio(got[0] / ref, self.better))
+
+        return [base, *sorted(self.state.screened, key=key)]
+
     def _cut(self, rows: list) -> None:
         state = self.state
         for base in self.groups:
@@ -341,9 +388,16 @@ class Schedule:
         least = 2 * groups  # as-is and one configuration in every group
         if fit < least * MIN_BLOCKS:
             raise BudgetTooSmall(self._too_small(fit, least))
-        order = likely_first(self.order, self.huge, memory_of(rows, self.groups[0]), groups)
         extra = least * (RESOLVE_BLOCKS - MIN_BLOCKS) + CONFIRM_PAIRS * least
-        keep = max(least, min(len(order), (fit - extra) // MIN_BLOCKS))
+        if (
+            state.screened
+        ):  # block 0 of every configuration ran: each kept one needs MIN_BLOCKS - 1 more
+            order = self._screened_order(rows)
+            fit -= groups
+            keep = max(least, min(len(order), (fit - extra) // (MIN_BLOCKS - 1)))
+        else:
+            order = likely_first(self.order, self.huge, memory_of(rows, self.groups[0]), groups)
+            keep = max(least, min(len(order), (fit - extra) // MIN_BLOCKS))
         keep -= keep % groups  # whole configurations: every memory state of each (kept together)
         state.kept, state.cut = order[:keep], order[keep:]
         state.active = list(state.kept)
@@ -355,7 +409,8 @@ class Schedule:
             )
         for base in self.groups:
             kept = sum(1 for c in state.kept if self.bases[c] == base and c != base)
-            state.alphas[base] = sequential.selection_alpha(kept)
+            # the screening chose among all it ran: the selection pays for every one of them
+            state.alphas[base] = sequential.selection_alpha(max(kept, len(state.screened)))
 
     def _too_small(self, fit: int, least: int) -> str:
         state, groups = self.state, len(self.groups)

@@ -279,6 +279,12 @@ def _cut_lines(state, names, ids: list[str]) -> list[str]:
         return []
     kept = [c for c in ids if c in state.kept]
     cover = f"; --budget {int(state.cover_s) + 1}s would cover them" if state.cover_s else ""
+    if state.screened:
+        return [
+            f"plan cut to fit the budget after one run of each configuration: the {len(kept)} "
+            f"best of {len(kept) + len(cut)} kept (with as-is); left after that run: "
+            f"{', '.join(names[c] for c in cut)}{cover} (at ~{state.run_s or 0:.1f} s a run)"
+        ]
     return [
         f"plan cut to fit the budget: {len(kept)} of {len(kept) + len(cut)} configurations run; "
         f"left out: {', '.join(names[c] for c in cut)}{cover} (at ~{state.run_s or 0:.1f} s a run)"

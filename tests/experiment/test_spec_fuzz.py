@@ -485,7 +485,6 @@ def _plan_file(path) -> bool:
     with (
         _time_limit(EXAMPLE_SECONDS),
         mock.patch.object(spec_mod, "MAX_RUNS", 5000),
-        mock.patch.object(plan_mod, "MAX_RUNS", 5000),
     ):  # keep each example fast; the bound is what counts
         try:
             spec = spec_mod.load_spec(path)
@@ -521,7 +520,6 @@ def test_every_skeleton_is_a_valid_experiment(doc, tmp_path_factory):
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     with (
         mock.patch.object(spec_mod, "MAX_RUNS", 5000),
-        mock.patch.object(plan_mod, "MAX_RUNS", 5000),
     ):
         assert plan_mod.plan(spec_mod.load_spec(path))
 
@@ -545,7 +543,6 @@ def test_plan_command_never_shows_a_traceback(text, tmp_path_factory):
     with (
         _time_limit(EXAMPLE_SECONDS),
         mock.patch.object(spec_mod, "MAX_RUNS", 5000),
-        mock.patch.object(plan_mod, "MAX_RUNS", 5000),
     ):
         result = CliRunner().invoke(
             main, ["plan", str(folder / "exp.yaml"), "--runs", "-o", str(folder / "r")]

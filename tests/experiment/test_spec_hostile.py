@@ -286,7 +286,13 @@ def test_repetitions_and_total_runs_are_bounded(tmp_path):
     result = CliRunner().invoke(
         main, ["plan", str(path), "-r", "1000000000", "-o", str(tmp_path / "r")]
     )
-    assert result.exit_code == 2 and "at most 1000000" in result.output
+    assert result.exit_code == 2 and result.output.startswith(
+        f"hugebench: error: -r 1000000000 (for {path}): must be an integer from 1 to 10000"
+    )  # the flag is checked at load like the file's value, and the error names what was typed
+    wide = tmp_path / "wide.yaml"
+    wide.write_text(HEAD + f"axes: {{keys: [{keys}]}}\n")
+    many = CliRunner().invoke(main, ["plan", str(wide), "-r", "5000"])
+    assert many.exit_code == 2 and "-r 5000 (for" in many.output and "1005000 runs" in many.output
 
 
 def test_axes_product_is_bounded_before_it_is_enumerated():

@@ -168,8 +168,7 @@ def test_resolve_counters_keeps_reasons_and_counter_specs_leaves_them_out(intel_
     ]
     details = (DATA / "built_perf_list_details_skylake.txt").read_text()
     specs = {
-        s.label: s
-        for s in enc.resolve_counters(choices, sys_root=intel_sys, details_text=details)
+        s.label: s for s in enc.resolve_counters(choices, sys_root=intel_sys, details_text=details)
     }
     assert specs["stlb_misses"].as_tuple() == ("stlb_misses", 4, 0x0E08, 0)
     assert "perf list" in specs["walk_cycles"].reason

@@ -267,6 +267,9 @@ def test_a_cold_verdict_is_timed_after_the_same_idle_and_a_warm_one_back_to_back
     (after a server's start), warm back to back."""
     import judge_panel as panel
 
+    kept = _verdict(recommend=False, resolved=False)
+    kept["best"]["cell"]["regime"] = "warm"
+    assert lib.parse_verdict(kept).deploy.env["LD_PRELOAD"].endswith("libjemalloc.so.2")
     cold = lib.parse_verdict({**_verdict(), "by_regime": {"cold:4s": {}}})
     warm = lib.parse_verdict({**_verdict(), "by_regime": {"warm": {}}})
     assert (cold.regime, cold.idle_s, cold.text) == (

@@ -751,6 +751,10 @@ def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp
         "30s",
         "--allocators",
         "glibc",
+        "--regime",  # a user's default here is cold with 4 s idle a run: too few runs in 30 s
+        "cold",
+        "--idle",
+        "0",
         "-o",
         "r",
         "--",
