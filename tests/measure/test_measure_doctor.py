@@ -104,6 +104,14 @@ def test_allocator_rows_in_any_shape():
     assert all(isinstance(c, doctor.Check) for c in doctor.allocator_checks())
 
 
+def test_the_built_extension_and_the_allocator_registry_are_found():
+    """The doctor's own imports work in this build (a package move once left them one level short, and
+    the doctor then reported a built extension as missing)."""
+    assert doctor.check_core().ok, doctor.check_core()
+    checks = doctor.allocator_checks()
+    assert checks and not any(c.name == "allocators" and not c.ok for c in checks), checks
+
+
 @needs_perf
 @pytest.mark.needs_perf
 def test_doctor_report_on_this_machine():
