@@ -81,6 +81,21 @@ def _clean(obj):
     "--higher-is-better", is_flag=True, help="the metric is a rate (json:/regex: metrics)"
 )
 @click.option(
+    "--driver",
+    default=None,
+    metavar="NAME[:TEST]",
+    help="the load driver's known metrics (redis-benchmark:GET, pgbench, memtier_benchmark, memaslap, wrk, "
+    "fio:read): its throughput judged, the others (p99 ...) guarded",
+)
+@click.option(
+    "--guard",
+    "guards",
+    multiple=True,
+    metavar="[higher:][NAME=]json:KEY|regex:RE",
+    help="a metric recorded beside the judged one; a best resolved worse on it is not recommended "
+    "(lower is better unless higher:)",
+)
+@click.option(
     "--window",
     type=click.Choice(["process", "markers"]),
     default="process",
@@ -172,6 +187,8 @@ def try_(
     budget,
     metric,
     higher_is_better,
+    driver,
+    guards,
     window,
     stdin,
     cwd,
@@ -203,6 +220,8 @@ def try_(
         budget_s=parse_budget(budget),
         metric=metric,
         higher_is_better=higher_is_better,
+        driver=driver,
+        guards=tuple(guards),
         window=window,
         stdin=stdin,
         cwd=cwd,

@@ -14,7 +14,7 @@ from hugebench.columns import user_name_problem
 from hugebench.environment import arg_space_problem, env_name_problem, os_string_problem
 
 from . import template
-from .metric import parse_metric
+from .metric import parse_metric, parse_metrics
 from .program import resolve, user_path
 
 # The allocator's variables: a command's own env must not override what the cell asks for.
@@ -52,13 +52,18 @@ def check_params(params: dict) -> None:
     server = params.get("server")
     if server is not None:
         _server(server)
-    metric = parse_metric(params.get("metric"))
-    _metric_name(metric, params)
-    if params.get("stdout") == DISCARD and metric.kind == "json":
-        raise ValueError(
-            "stdout: discard, but metric.json reads the JSON object the program prints on stdout: "
-            "give stdout a file, or keep the default"
-        )
+    for metric in parse_metrics(params.get("metric")):
+        _metric_name(metric, params)
+        if metric.kind == "hdr":
+            try:
+                template.check(metric.pattern, known)
+            except ValueError as exc:
+                raise ValueError(f"metric.hdr: {exc}") from None
+        if params.get("stdout") == DISCARD and metric.kind in ("json", "driver"):
+            raise ValueError(
+                f"stdout: discard, but metric.{metric.kind} reads what the program prints on stdout: "
+                "give stdout a file, or keep the default"
+            )
     for name in ("stdin", "stdout"):
         if params.get(name) is not None and (
             not isinstance(params[name], str) or not params[name].strip()
@@ -313,6 +318,16 @@ def coverage_metrics(params: dict) -> tuple:
         ("hp_coverage_tw", "HP cov. (time-wtd)", ".0%"),
         peak,
     )
+
+
+def other_metrics(params: dict) -> tuple:
+    """The report columns of the metrics recorded beside the judged one (column, label, format)."""
+    return tuple((m.column, m.column, "si") for m in parse_metrics(params.get("metric"))[1:])
+
+
+def guarded(params: dict) -> tuple[tuple[str, str], ...]:
+    """(column, better) of each metric beside the judged one: the ones ``try`` guards."""
+    return tuple((m.column, m.better) for m in parse_metrics(params.get("metric"))[1:])
 
 
 def primary(params: dict) -> tuple[str, str, str, str]:

@@ -15,12 +15,12 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import allocators, kernel
 from ..command import template
-from ..command.metric import WINDOW_COLUMN, Metric, extract, parse_metric
+from ..command.metric import WINDOW_COLUMN, Metric, extract_all, parse_metrics
 from ..command.program import user_path
 from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
 from ..command.streams import Streams, output_tail, read_output
@@ -60,7 +60,7 @@ class Command:
     argv: list
     cwd: str
     env: dict
-    metric: Metric
+    metrics: tuple[Metric, ...]  # the judged one first
     setup: list | None
     server: dict | None
     sample_interval: float
@@ -81,7 +81,10 @@ class Command:
             argv=sub(list(params["argv"])),
             cwd=params.get("cwd") or ".",
             env=sub(dict(params.get("env") or {})),
-            metric=parse_metric(params.get("metric")),
+            metrics=tuple(
+                replace(m, pattern=sub(m.pattern)) if m.kind == "hdr" else m
+                for m in parse_metrics(params.get("metric"))
+            ),
             setup=sub(params["setup"]) if params.get("setup") else None,
             server=sub(dict(server)) if server else None,
             sample_interval=float(params.get("sample_interval", 1.0)),
@@ -93,8 +96,6 @@ class Command:
     def resolved(self, env: dict) -> Command:
         """The same command with its program (and a server's) as the absolute file it names on the user's PATH
         (``env``'s): what runs is exactly that file, whatever PATH perf gives its child."""
-        from dataclasses import replace
-
         from ..command.program import resolve, user_path
 
         def absolute(argv: list, where: str) -> list:
@@ -142,13 +143,21 @@ def run(request, workdir: Path) -> dict:
             ).items()
         }
     )
-    value, why = extract(command.metric, output, row.get(WINDOW_COLUMN))
-    row[command.metric.column] = value
-    if why:
-        row[f"{command.metric.column}.reason"] = why
-        raise CommandFailed(why, output=output)
+    _metrics_into(row, command, output)
     row["stdout_tail"] = output_tail(output)
     return row
+
+
+def _metrics_into(row: dict, command: Command, output: str) -> None:
+    """Every metric's value (or its ``.reason``) into the row: without the judged one the run failed; another
+    that could not be read is absent with its reason."""
+    found = extract_all(command.metrics, output, row.get(WINDOW_COLUMN), command.cwd)
+    for i, (column, (value, why)) in enumerate(found.items()):
+        row[column] = value
+        if why:
+            row[f"{column}.reason"] = why
+            if i == 0:
+                raise CommandFailed(why, output=output)
 
 
 def _run_setup(setup: list, cwd: str, env: dict, workdir: Path, deadline: float) -> None:

@@ -25,7 +25,7 @@ _OPTIONS = (
     ("params.env", "--env"),
     ("params.cwd", "--cwd"),
     ("params.stdin", "--stdin"),
-    ("params.metric", "--metric"),
+    ("params.metric", "--metric, --driver or --guard"),
     ("params.window", "--window"),
     ("timeout", "--budget"),
     ("allocators", "--allocator"),
