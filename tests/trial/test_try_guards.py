@@ -1,0 +1,102 @@
+"""try judges one metric and guards the others: a best that wins on throughput but is resolved worse on p99
+by more than the smallest effect is not recommended, and the verdict says why."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from hugebench.trial import schedule as schedule_mod
+from hugebench.trial import sequential
+from hugebench.trial import verdict as verdict_mod
+from hugebench.trial.matrix import Request, guard_param, metrics_param
+from hugebench.trial.render import text
+
+WIGGLE = [0.000, 0.004, -0.003, 0.002, -0.001, 0.003, -0.002, 0.001, -0.004, 0.002]
+
+
+def _rows(p99_factor: float) -> pd.DataFrame:
+    rows = []
+    for i in range(22):
+        w = WIGGLE[i % 10]
+        rows.append(
+            {"cell_id": "base", "rps": 1000 * (1 + w), "p99_ms": 2.0 * (1 - w), "repetition": i}
+        )
+        rows.append(
+            {
+                "cell_id": "a",
+                "rps": 1200 * (1 - w / 2),
+                "p99_ms": 2.0 * p99_factor * (1 + w),
+                "repetition": i,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame["status"], frame["sweep_id"] = "ok", "s"
+    return frame
+
+
+def _verdict(p99_factor: float, guards=(("p99_ms", "lower"),)) -> dict:
+    state = schedule_mod.Progress(
+        0.0, 60, stopped="the leader's ratio to as-is is resolved", blocks=12
+    )
+    state.confirm_from, state.confirm_pairs = 12, 10
+    state.leaders = {"base": ("a", None)}
+    state.alphas = {"base": sequential.selection_alpha(1)}
+    state.confirmed = {"base": "resolved better"}
+    cells = {
+        "base": {"allocator": "as-is", "thp": "madvise"},
+        "a": {"allocator": "jemalloc", "thp": "madvise"},
+    }
+    spec = type("Spec", (), {"allocators": {}, "params": {"argv": ["server"]}})()
+    rows = _rows(p99_factor)
+    return verdict_mod.build(
+        rows, cells, "base", "rps", "higher", spec, "madvise", state, guards=guards
+    )
+
+
+def test_a_guard_refuses_a_winner_whose_p99_is_resolved_worse():
+    verdict = _verdict(3.0)
+    assert verdict["resolved"] and verdict["best"]["class"] == "better"  # it wins on rps
+    assert verdict["recommend"] == "as-is" and verdict["deploy"] is None
+    (guard,) = verdict["best"]["guards"]
+    assert guard["refuses"] and guard["ratio"]["value"] == pytest.approx(3.0, rel=0.02)
+    assert "guard:" in verdict["guarded"] and "p99_ms 3.0" in verdict["guarded"]
+    assert verdict["caveats"][0] == verdict["guarded"]
+    out = text(verdict, [])
+    assert "VERDICT: keep as-is" in out and "guarded metric refuses it" in out
+    assert "guard p99_ms:" in out and "REFUSES" in out
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.03])
+def test_a_guard_within_the_smallest_effect_holds(factor):
+    verdict = _verdict(factor)
+    assert verdict["recommend"] == "best" and verdict["guarded"] is None
+    assert not verdict["best"]["guards"][0]["refuses"]
+    assert "holds" in text(verdict, [])
+
+
+def test_an_unmeasured_guard_does_not_refuse_and_says_so():
+    verdict = _verdict(3.0, guards=(("p999_ms", "lower"),))
+    assert verdict["recommend"] == "best"
+    assert "was not measured" in verdict["best"]["guards"][0]["why"]
+
+
+def test_try_options_make_the_metric_list():
+    assert guard_param("json:p99_ms", 1) == {"json": "p99_ms", "name": "p99_ms", "better": "lower"}
+    assert guard_param("higher:hits=regex:hits ([0-9]+)", 2) == {
+        "regex": "hits ([0-9]+)",
+        "name": "hits",
+        "better": "higher",
+    }
+    assert guard_param("regex:p99=([0-9.]+)", 3)["name"] == "guard3"
+    request = Request(argv=("redis-benchmark",), driver="redis-benchmark:GET")
+    assert metrics_param(request) == {"driver": "redis-benchmark", "test": "GET"}
+    request = Request(argv=("x",), metric="json:rps", higher_is_better=True, guards=("json:p99",))
+    first, second = metrics_param(request)
+    assert first["better"] == "higher" and second["name"] == "p99"
+    from hugebench.errors import SpecError
+
+    with pytest.raises(SpecError, match="--guard"):
+        guard_param("jsn:x", 1)
+    with pytest.raises(SpecError, match="--driver gives the judged metric"):
+        metrics_param(Request(argv=("x",), driver="wrk", metric="json:a"))
