@@ -96,6 +96,13 @@ def _clean(obj):
     "(lower is better unless higher:)",
 )
 @click.option(
+    "--warmup",
+    type=click.IntRange(0, 20),
+    default=0,
+    show_default=True,
+    help="uncounted runs of each configuration before any is timed (recorded as warm-ups)",
+)
+@click.option(
     "--window",
     type=click.Choice(["process", "markers"]),
     default="process",
@@ -189,6 +196,7 @@ def try_(
     higher_is_better,
     driver,
     guards,
+    warmup,
     window,
     stdin,
     cwd,
@@ -222,6 +230,7 @@ def try_(
         higher_is_better=higher_is_better,
         driver=driver,
         guards=tuple(guards),
+        warmup=warmup,
         window=window,
         stdin=stdin,
         cwd=cwd,

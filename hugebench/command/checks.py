@@ -375,10 +375,16 @@ def _metric_name(metric, params: dict) -> None:
 
 
 def _server(server) -> None:
-    if not isinstance(server, dict) or set(server) - {"argv", "ready", "ready_timeout"}:
+    if not isinstance(server, dict) or set(server) - {"argv", "ready", "ready_timeout", "warmup"}:
         raise ValueError(
             "server must be {argv: [...], ready: {path: ...} | {port: N} | {log: regex}, "
-            "ready_timeout: seconds}"
+            "ready_timeout: seconds, warmup: N}"
+        )
+    warmup = server.get("warmup", 0)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= 100:
+        raise ValueError(
+            f"server.warmup must be how many times the load driver runs, unmeasured, before the "
+            f"measured run (0 to 100); got {warmup!r}"
         )
     _argv("server.argv", server.get("argv"))
     ready = server.get("ready") or {}

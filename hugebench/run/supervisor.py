@@ -26,7 +26,7 @@ from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
 from ..command.streams import Streams, output_tail, read_output
 from ..environment import worker_environment
 from ..errors import HugebenchError, UnsafePathError
-from ..launch import Ended, Launched, tail
+from ..launch import TAIL_BYTES, Ended, Launched, tail
 from ..measure.phases import coverage
 from ..system.containment import TOKEN
 from .argv import measured_argv
@@ -160,6 +160,16 @@ def _metrics_into(row: dict, command: Command, output: str) -> None:
                 raise CommandFailed(why, output=output)
 
 
+def both_tails(driver: str, server: str) -> str:
+    """A failed server run's output: the end of the driver's and of the server's, each labelled (the
+    driver's failure is often the server's refusal, said in the server's log)."""
+    half = TAIL_BYTES // 2 - 40
+    return (
+        f"-- load driver's output (end) --\n{driver[-half:]}\n"
+        f"-- server's output (end) --\n{server[-half:] or '(none)'}"
+    )
+
+
 def _run_setup(setup: list, cwd: str, env: dict, workdir: Path, deadline: float) -> None:
     out = workdir / "setup.out"
     ended = Launched(setup, env, cwd, stdout=out).wait(max(1.0, deadline - time.monotonic()))
@@ -236,6 +246,7 @@ class _Measured:
             {TOKEN: os.environ[TOKEN]} if TOKEN in os.environ else {}
         )
         self.window_end: dict | None = None
+        self.warmup_s: float | None = None  # the server's warm-up runs of the load driver, seconds
         self._last_sample = 0.0
 
     def _edge(self, word: str) -> None:
@@ -276,7 +287,7 @@ class _Measured:
                 f"the load driver {self.command.argv[0]!r} "
                 f"{'ran past the timeout' if driven.timed_out else _how(driven)}",
                 status,
-                output,
+                both_tails(output, read_output(server_out)),
             )
         if ended.code not in (0, 128 + 15, -15) and not ended.timed_out:
             raise CommandFailed(
@@ -293,6 +304,9 @@ class _Measured:
         )
         row = self._row(ended, window, end=self.window_end)
         row["server_stop_s"] = ended.wall_s
+        if self.warmup_s is not None:
+            row["server_warmup_runs"] = int(self.command.server["warmup"])
+            row["server_warmup_s"] = self.warmup_s
         return row, output
 
     def _drive(
@@ -302,6 +316,7 @@ class _Measured:
         launched = self._launch(Streams(None, self.workdir, "server"))
         try:
             self._wait_ready(launched, server_out, deadline)
+            self._warm_up(deadline, server_out)
             driver = Launched(
                 self.command.argv,
                 self.env,
@@ -321,6 +336,26 @@ class _Measured:
             if self.control:
                 self.control.stop()
         return driven, launched.stop(self._pid(), STOP_GRACE_S)
+
+    def _warm_up(self, deadline: float, server_out: Path) -> None:
+        """``server.warmup``: the load driver run that many times against the ready server, unmeasured (a
+        database's first run fills its caches); each must succeed, its output kept beside the run's."""
+        assert self.command.server is not None
+        times = int(self.command.server.get("warmup") or 0)
+        began = time.monotonic()
+        for i in range(times):
+            out = self.workdir / f"driver-warmup-{i}.out"
+            ended = Launched(self.command.argv, self.env, self.command.cwd, stdout=out).wait(
+                max(0.1, deadline - time.monotonic()), tick=POLL_S, on_tick=self._tick
+            )
+            if ended.timed_out or ended.code != 0:
+                how = "ran past the run's timeout" if ended.timed_out else _how(ended)
+                raise CommandFailed(
+                    f"warm-up run {i + 1} of {times} of the load driver {how}; nothing was measured",
+                    "timeout" if ended.timed_out else "failed",
+                    both_tails(read_output(out), read_output(server_out)),
+                )
+        self.warmup_s = round(time.monotonic() - began, 3) if times else None
 
     def _wait_ready(self, launched: Launched, server_out: Path, deadline: float) -> None:
         server = self.command.server
@@ -449,6 +484,12 @@ class _Measured:
         )
         row.update(self.page_cache)
         row.update(self._thp_state(probes, exits))
+        if self.request.allocator_mode != "as-is":
+            from ..command.treeproof import tree_proof
+
+            row.update(
+                tree_proof(self.sampler.mapped, self.sampler.pid_names, self.request.allocator_path)
+            )
         return row
 
     def _thp_state(self, probes: list, exits: dict) -> dict:

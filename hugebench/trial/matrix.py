@@ -36,6 +36,7 @@ class Request:
     higher_is_better: bool = False
     driver: str | None = None  # --driver NAME[:TEST]: the driver's metrics, its throughput judged
     guards: tuple = ()  # --guard [higher:][NAME=]json:KEY|regex:RE: recorded and guarded
+    warmup: int = 0  # --warmup N: uncounted runs of each configuration before its first block
     window: str = "process"
     stdin: str | None = None
     cwd: str | None = None
@@ -390,6 +391,8 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
         "axes": axes,
         "baseline": dict(matrix.baseline),
     }
+    if request.warmup:
+        data["warmup"] = request.warmup
     excluded = _excluded(axes, matrix.cells)
     if excluded:
         data["exclude"] = excluded

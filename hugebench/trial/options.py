@@ -28,6 +28,7 @@ _OPTIONS = (
     ("params.metric", "--metric, --driver or --guard"),
     ("params.window", "--window"),
     ("timeout", "--budget"),
+    ("warmup", "--warmup"),
     ("allocators", "--allocator"),
     ("axes.allocator", "--allocators"),
     ("axes.thp", "--thp"),

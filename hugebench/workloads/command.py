@@ -113,6 +113,16 @@ WORKLOAD = register(
                 "huge-page coverage over the run",
                 "coverage",
             ),
+            XYPlot(
+                "series",
+                "series_t_s",
+                "series_rss_mib",
+                "allocator",
+                "seconds since the first sample",
+                "RSS of the process tree, MiB",
+                "memory over the run",
+                "memory",
+            ),
         ),
     )
 )

@@ -100,3 +100,48 @@ def test_try_options_make_the_metric_list():
         guard_param("jsn:x", 1)
     with pytest.raises(SpecError, match="--driver gives the judged metric"):
         metrics_param(Request(argv=("x",), driver="wrk", metric="json:a"))
+
+
+# -- a real server started by the test -----------------------------------------------------------------
+
+SERVERS = __import__("tests.paths", fromlist=["DATA"]).DATA / "servers"
+
+
+def _jemalloc() -> bool:
+    from hugebench import allocators
+
+    return allocators.find_library("libjemalloc.so.2") is not None
+
+
+@pytest.mark.skipif(not _jemalloc(), reason="libjemalloc2 not installed")
+def test_try_refuses_a_server_whose_p99_gets_worse(tmp_path):
+    """latency_server.py preloaded with jemalloc answers faster (about 1.4x the requests per second) but
+    every 25th request takes 20 ms: try finds jemalloc best on rps, and the p99 guard refuses it."""
+    import json
+    import sys
+
+    from click.testing import CliRunner
+
+    from hugebench import kernel
+    from hugebench.cli import main
+
+    found = kernel.thp_modes().get("enabled") or "madvise"
+    py = sys.executable
+    args = [
+        "try", "--json", "-o", str(tmp_path / "out"), "--budget", "60s",
+        "--allocators", "jemalloc", "--thp", found,
+        "--server", f"{py} {SERVERS / 'latency_server.py'} {{tmp}}/s.sock",
+        "--ready", "path:{tmp}/s.sock",
+        "--metric", "json:rps", "--higher-is-better", "--guard", "json:p99_ms",
+        "--", py, str(SERVERS / "latency_client.py"), "{tmp}/s.sock", "150",
+    ]  # fmt: skip
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    verdict = json.loads(result.stdout.strip().splitlines()[-1])
+    best = verdict["best"]
+    assert best["cell"]["allocator"] == "jemalloc" and best["ratio"]["value"] > 1.1, best["ratio"]
+    (guard,) = best["guards"]
+    assert guard["metric"] == "p99_ms" and guard["ratio"]["value"] > 2, guard
+    assert guard["refuses"], guard
+    assert verdict["recommend"] == "as-is" and verdict["deploy"] is None
+    assert verdict["guarded"] and "p99_ms" in verdict["guarded"]
