@@ -131,6 +131,16 @@ mem.<field>_slope_mib_h | MiB/h | the least-squares slope of the tree's Rss or A
 mem.<field>_slope_lo | MiB/h | the slope's 95% lower bound (moving-block bootstrap of the samples)
 mem.<field>_slope_hi | MiB/h | the slope's 95% upper bound
 mem.<field>_trend | text | the slope in words: "Rss stable (+3 MiB/h [-5, 12])", "Rss grows 40 MiB/h [25, 55]"
+events.intervals | count | sampling intervals of the run (sample_interval apart) in which the kernel's events were read
+events.intervals_with | count | of those, the intervals with a compaction stall, khugepaged collapse, huge-page
+    split, THP fault fallback or a fork of the measured tree
+events.<event> | count | the event's total over the intervals (compact_stall, thp_collapse_alloc, thp_split_page,
+    thp_fault_fallback: /proc/vmstat, the whole machine's; forks: new processes of the measured tree)
+events.timeline | text | each interval with events: its end (s since the first sample) and what happened
+events.windows_with | count | the driver's progress intervals (pgbench -P) in or next to an interval with an event
+events.windows_without | count | the driver's progress intervals without one
+events.latency_with_ms | ms | the median latency of the driver's intervals with an event
+events.latency_without_ms | ms | the median latency of those without
 """),
     "Counters (perf)": _table("""
 perf.<event> | count | a perf stat event counted over the worker (cycles, dtlb_load_misses, page_faults ...); null

@@ -99,6 +99,7 @@ OWNED = (
 OWNED_PREFIXES = (
     "param.",
     "mem.",
+    "events.",
     "knob.",
     "perf.",
     "pmu.",

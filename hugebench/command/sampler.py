@@ -16,6 +16,7 @@ from hugebench import kernel
 from hugebench.measure.phases import time_weighted_coverage
 
 from . import memtrend
+from .kevents import EventLog
 
 MAX_SERIES = 500  # samples kept in a row's coverage series (evenly thinned): a plot, not an archive
 
@@ -49,6 +50,7 @@ class CoverageSampler:
     # pid -> the shared objects mapped in it, read once at its first sighting (every process of a
     # multi-process server, forked children that never exec included: hugebench.command.treeproof)
     mapped: dict = field(default_factory=dict)
+    events: EventLog = field(default_factory=EventLog)  # the kernel's events per interval (kevents)
 
     def sample(self) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
@@ -57,7 +59,8 @@ class CoverageSampler:
         started = time.perf_counter()
         total = dict.fromkeys(FIELDS, 0)
         found = False
-        for pid in kernel.process_tree(self.pid, self.proc_root):
+        tree = kernel.process_tree(self.pid, self.proc_root)
+        for pid in tree:
             try:
                 smaps = kernel.read_smaps_rollup(pid, self.proc_root)
             except OSError:
@@ -81,7 +84,12 @@ class CoverageSampler:
         self.read_s += time.perf_counter() - started
         if not found:
             return None
-        self.samples.append((time.monotonic(), total))
+        now = time.monotonic()
+        self.samples.append((now, total))
+        try:
+            self.events.tick(now, kernel.read_vmstat(self.proc_root), tree)
+        except OSError:
+            pass  # no /proc/vmstat: no events; the coverage is still read
         return total
 
     def summary(self, prefix: str = "sampled.") -> dict:
@@ -107,6 +115,7 @@ class CoverageSampler:
             s["AnonHugePages"] / s["Rss"] if s["Rss"] else None for _, s in kept
         ]
         out.update(memtrend.series(self.samples, step))
+        out.update(self.events.columns(start))
         out.update(memtrend.trend(self.samples, "Rss"))
         out.update(memtrend.trend(self.samples, "AnonHugePages"))
         out[f"{prefix}peak.coverage"] = max(

@@ -20,13 +20,14 @@ from pathlib import Path
 
 from .. import allocators, kernel
 from ..command import template
+from ..command.kevents import driver_windows
 from ..command.metric import WINDOW_COLUMN, Metric, extract_all, parse_metrics
 from ..command.program import user_path
 from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
-from ..command.streams import Streams, output_tail, read_output
+from ..command.streams import Streams, both_tails, output_tail, read_output
 from ..environment import worker_environment
 from ..errors import HugebenchError, UnsafePathError
-from ..launch import TAIL_BYTES, Ended, Launched, tail
+from ..launch import Ended, Launched, tail
 from ..measure.phases import coverage
 from ..system.containment import TOKEN
 from .argv import measured_argv
@@ -160,16 +161,6 @@ def _metrics_into(row: dict, command: Command, output: str) -> None:
                 raise CommandFailed(why, output=output)
 
 
-def both_tails(driver: str, server: str) -> str:
-    """A failed server run's output: the end of the driver's and of the server's, each labelled (the
-    driver's failure is often the server's refusal, said in the server's log)."""
-    half = TAIL_BYTES // 2 - 40
-    return (
-        f"-- load driver's output (end) --\n{driver[-half:]}\n"
-        f"-- server's output (end) --\n{server[-half:] or '(none)'}"
-    )
-
-
 def _run_setup(setup: list, cwd: str, env: dict, workdir: Path, deadline: float) -> None:
     out = workdir / "setup.out"
     ended = Launched(setup, env, cwd, stdout=out).wait(max(1.0, deadline - time.monotonic()))
@@ -247,6 +238,7 @@ class _Measured:
         )
         self.window_end: dict | None = None
         self.warmup_s: float | None = None  # the server's warm-up runs of the load driver, seconds
+        self.driver_started = 0.0  # monotonic time the measured driver run started
         self._last_sample = 0.0
 
     def _edge(self, word: str) -> None:
@@ -303,6 +295,7 @@ class _Measured:
             else driven.status.get("wall_s", driven.wall_s)
         )
         row = self._row(ended, window, end=self.window_end)
+        row.update(driver_windows(self.sampler.events, self.driver_started, output))
         row["server_stop_s"] = ended.wall_s
         if self.warmup_s is not None:
             row["server_warmup_runs"] = int(self.command.server["warmup"])
@@ -317,6 +310,7 @@ class _Measured:
         try:
             self._wait_ready(launched, server_out, deadline)
             self._warm_up(deadline, server_out)
+            self.driver_started = time.monotonic()
             driver = Launched(
                 self.command.argv,
                 self.env,

@@ -63,7 +63,7 @@ def refusal(name: str, judged: list[dict]) -> str | None:
         for g in hit
     ]
     return (
-        f"guard: '{name}' wins on the judged metric but is resolved worse than as-is on "
+        f"guard: '{name}', the best on the judged metric, is resolved worse than as-is on "
         f"{'; '.join(parts)} (more than the ±{stability.SMALLEST_EFFECT:.0%} smallest effect), so it is "
         "not recommended"
     )

@@ -89,7 +89,7 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
             f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; confirmed on fresh "
             "pairs, resolved at 95%."
         )
-    elif verdict.get("guarded"):
+    elif verdict.get("guarded") and verdict["resolved"] and best["class"] == "better":
         lines.append(
             f"VERDICT: keep as-is: {best['name']} wins on {what} ({effect(best['ratio'], better)}) but "
             "a guarded metric refuses it (see the caveats)."

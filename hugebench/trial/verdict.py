@@ -218,7 +218,7 @@ def build(
     refused = None
     if best and guards:
         best["guards"] = guards_mod.judge(_cell_rows(rows, lead), _cell_rows(rows, base_id), guards)
-        refused = guards_mod.refusal(best["name"], best["guards"]) if wins else None
+        refused = guards_mod.refusal(best["name"], best["guards"])
         wins = wins and refused is None
     remaining = [
         c for cid, c in configs.items() if cid != base_id and c["runs"] and not c["dropped"]

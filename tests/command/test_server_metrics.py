@@ -34,7 +34,7 @@ def _sweep(tmp_path, params: str):
     path.write_text(
         "name: srv\nworkload: command\nperf: off\ntimeout: 60\nparams:\n"
         + SERVER
-        + textwrap.dedent(params)
+        + textwrap.indent(textwrap.dedent(params), "  ")
     )
     spec = load_spec(path)
     result = run_sweep(
