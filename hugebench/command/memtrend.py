@@ -65,8 +65,18 @@ def trend(samples: list, field: str = "Rss") -> dict:
         f"{key}_slope_mib_h": slope,
         f"{key}_slope_lo": lo,
         f"{key}_slope_hi": hi,
-        f"{key}_trend": f"{field} {words}",
+        f"{key}_trend": f"{field} {words} over {_span(t[-1])}",
     }
+
+
+def _span(seconds: float) -> str:
+    return (
+        f"{seconds / 3600:.1f} h"
+        if seconds >= 3600
+        else f"{seconds / 60:.0f} min"
+        if seconds >= 120
+        else f"{seconds:.0f} s"
+    )
 
 
 def series(samples: list, kept_every: int) -> dict:

@@ -288,7 +288,7 @@ class _Measured:
                 read_output(server_out),
                 ended.signal_name,
             )
-        self._check_leftovers(ended)
+        self._check_leftovers(ended, both_tails(output, read_output(server_out)))
         window = (
             self.control.window_seconds()
             if self.control
@@ -420,13 +420,14 @@ class _Measured:
             )
         self._check_leftovers(ended)
 
-    def _check_leftovers(self, ended: Ended) -> None:
+    def _check_leftovers(self, ended: Ended, output: str | None = None) -> None:
         left = ended.status.get("leftover_processes") or 0
         if left:
             raise CommandFailed(
                 f"the program left {left} process(es) running after it ended (a daemon?); they "
                 "were killed. Measure a program that stays in the foreground (e.g. a server's "
-                "--daemonize no)"
+                "--daemonize no)",
+                output=output,
             )
 
     def _row(self, ended: Ended, window: float, end: dict | None) -> dict:

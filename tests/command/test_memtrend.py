@@ -30,7 +30,9 @@ def test_growth_is_said_with_its_interval():
     out = memtrend.trend(_samples(40, 2), "Rss")
     assert 35 < out["mem.rss_slope_mib_h"] < 45
     assert 0 < out["mem.rss_slope_lo"] < 40 < out["mem.rss_slope_hi"]
-    assert out["mem.rss_trend"].startswith("Rss grows 4")
+    assert out["mem.rss_trend"].startswith("Rss grows 4") and out["mem.rss_trend"].endswith(
+        "over 60 min"
+    )
 
 
 def test_a_flat_noisy_series_is_stable_and_the_same_twice():

@@ -77,7 +77,7 @@ def test_a_failed_driver_keeps_both_tails(tmp_path):
     assert result.statuses == {"failed": 1}
     row = df.iloc[0]
     assert "warm-up run 1 of 1" in row["error"]  # the warm-up run failed first: nothing measured
-    tail = row["output_tail"]
+    tail = row["stdout_tail"]
     assert "driver-said-no" in tail and "-- server's output (end) --" in tail
     assert "Ready to accept connections" in tail
 
