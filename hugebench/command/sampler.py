@@ -135,8 +135,7 @@ def _mapped(pid: int, proc_root: str) -> frozenset | None:
     from ..allocators import mapped_libraries
 
     try:
-        with open(f"{proc_root}/{pid}/maps", encoding="utf-8", errors="replace") as f:
-            return frozenset(mapped_libraries(f.read(4 << 20)))
+        return frozenset(mapped_libraries(kernel.read_maps(pid, proc_root)))
     except OSError:
         return None
 
