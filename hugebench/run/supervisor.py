@@ -297,7 +297,7 @@ class _Measured:
         row = self._row(ended, window, end=self.window_end)
         row.update(driver_windows(self.sampler.events, self.driver_started, output))
         row["server_stop_s"] = ended.wall_s
-        if self.warmup_s is not None:
+        if self.warmup_s is not None and self.command.server:
             row["server_warmup_runs"] = int(self.command.server["warmup"])
             row["server_warmup_s"] = self.warmup_s
         return row, output
