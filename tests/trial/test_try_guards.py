@@ -145,3 +145,18 @@ def test_try_refuses_a_server_whose_p99_gets_worse(tmp_path):
     assert guard["refuses"], guard
     assert verdict["recommend"] == "as-is" and verdict["deploy"] is None
     assert verdict["guarded"] and "p99_ms" in verdict["guarded"]
+
+
+def test_try_warmup_runs_come_first_and_are_not_timed():
+    """try --warmup N: the plan's warm-up runs (stored with warmup: true, left out of every statistic) are
+    the schedule's first batch, before the timing block."""
+    import time
+    from types import SimpleNamespace
+
+    warm = [SimpleNamespace(warmup=True, cell_id=c) for c in ("a", "b")]
+    timed = [SimpleNamespace(warmup=False, cell_id=c, repetition=0) for c in ("a", "b")]
+    sched = schedule_mod.Schedule(["a", "b"], "a", "window_s", "lower", 60, time.monotonic())
+    batches = sched(None, warm + timed, lambda: [], lambda spec, block, cells: [timed[0]])
+    assert next(batches) == warm
+    assert next(batches) == [timed[0]]  # then as-is's timing run
+    assert not sched.state.costs  # the warm-ups' cost is not a run's cost
