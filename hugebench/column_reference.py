@@ -124,6 +124,23 @@ faults_per_gib | count | page faults per GiB touched
 series_t_s | s (list) | times of the coverage samples over the run
 series_coverage | share 0-1 (list) | huge-page coverage at each of series_t_s
 series_rss_bytes | bytes (list) | resident memory at each of series_t_s (fleet)
+series_rss_mib | MiB (list) | the program tree's RSS at each of series_t_s (command: memory over time)
+series_anon_huge_mib | MiB (list) | the program tree's AnonHugePages at each of series_t_s
+mem.<field>_slope_mib_h | MiB/h | the least-squares slope of the tree's Rss or AnonHugePages (mem.rss_...,
+    mem.anonhugepages_...) over the run's samples
+mem.<field>_slope_lo | MiB/h | the slope's 95% lower bound (moving-block bootstrap of the samples)
+mem.<field>_slope_hi | MiB/h | the slope's 95% upper bound
+mem.<field>_trend | text | the slope in words: "Rss stable (+3 MiB/h [-5, 12])", "Rss grows 40 MiB/h [25, 55]"
+events.intervals | count | sampling intervals of the run (sample_interval apart) in which the kernel's events were read
+events.intervals_with | count | of those, the intervals with a compaction stall, khugepaged collapse, huge-page
+    split, THP fault fallback or a fork of the measured tree
+events.<event> | count | the event's total over the intervals (compact_stall, thp_collapse_alloc, thp_split_page,
+    thp_fault_fallback: /proc/vmstat, the whole machine's; forks: new processes of the measured tree)
+events.timeline | text | each interval with events: its end (s since the first sample) and what happened
+events.windows_with | count | the driver's progress intervals (pgbench -P) in or next to an interval with an event
+events.windows_without | count | the driver's progress intervals without one
+events.latency_with_ms | ms | the median latency of the driver's intervals with an event
+events.latency_without_ms | ms | the median latency of those without
 """),
     "Counters (perf)": _table("""
 perf.<event> | count | a perf stat event counted over the worker (cycles, dtlb_load_misses, page_faults ...); null
@@ -168,6 +185,11 @@ allocator_served | text | the allocator that served malloc, in one word (glibc, 
     program brings)
 allocator_mapped | text | the allocator libraries mapped in the process
 allocator_processes | count | processes of a program proven to use the cell's allocator
+allocator_tree_processes | count | processes of the program's tree the sampler saw (forked children that never
+    exec included)
+allocator_tree_mapped | count | of those, the processes with the cell's preloaded library mapped (a forked
+    child inherits its parent's malloc)
+allocator_tree_unmapped | text | the processes without it (pid name), empty when every one has it
 allocator_linked | text | an allocator the program is linked with itself
 allocator_note | text | why the proof differs (a static child, an escaping process ...)
 allocator.<name> | as the allocator reports it | the allocator's own settings read back (allocator.jemalloc.opt.thp
@@ -178,11 +200,17 @@ window_s | s | the timed window: the program's wall time, its marked windows or 
 windows | count | windows the program marked
 process_wall_s | s | wall time of the program from fork to exit
 server_stop_s | s | time the server took to stop after the driver ended
+server_warmup_runs | count | the load driver's unmeasured warm-up runs against the server before the measured one
+    (server.warmup)
+server_warmup_s | s | how long the server's warm-up runs took (not in any statistic)
 program_path | text | the file that ran, resolved once on the user's PATH
 program_exes | text | every executable seen in the program's tree
 sampler.<field> | as named | the coverage sampler's own cost: samples (count), read_s (s) ...
 sampled.peak.<field> | bytes | largest sampled value of a smaps field over the tree (coverage: share)
-<metric> | the program's | the program's metric (metric: json:KEY / regex: under its name)
+<metric> | the program's | each of the program's metrics under its name (metric: json:KEY / regex: / hdr: /
+    a list of them, the first judged); a driver's (metric: {driver: NAME}) under its quantity's name: rps, tps,
+    ops_per_s, iops (higher is better), avg_ms, p50_ms, p95_ms, p99_ms, p99_9_ms, max_ms, latency_avg_ms
+    (lower is better) ...
 """),
     "Code on huge pages (text_pages)": _table("""
 text.<field> | as named | where the program's text was put and how much was on huge pages (text.coverage share,

@@ -63,9 +63,14 @@ OWNED = (
     "hp_coverage",
     "hp_coverage_tw",
     "server_stop_s",
+    "server_warmup_runs",
+    "server_warmup_s",
     "allocator_malloc_from",
     "allocator_served",
     "allocator_processes",
+    "allocator_tree_processes",
+    "allocator_tree_mapped",
+    "allocator_tree_unmapped",
     "allocator_mapped",
     "rss_before_workload_bytes",
     "anon_huge_before_workload_bytes",
@@ -87,10 +92,14 @@ OWNED = (
     "pmu_scope",
     "series_t_s",
     "series_coverage",  # huge-page coverage over the run (sampler; fleet's from the core)
+    "series_rss_mib",  # the tree's RSS and AnonHugePages over the run (sampler: memory over time)
+    "series_anon_huge_mib",
 )
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = (
     "param.",
+    "mem.",
+    "events.",
     "knob.",
     "perf.",
     "pmu.",

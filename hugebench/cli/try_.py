@@ -81,6 +81,28 @@ def _clean(obj):
     "--higher-is-better", is_flag=True, help="the metric is a rate (json:/regex: metrics)"
 )
 @click.option(
+    "--driver",
+    default=None,
+    metavar="NAME[:TEST]",
+    help="the load driver's known metrics (redis-benchmark:GET, pgbench, memtier_benchmark, memaslap, wrk, "
+    "fio:read): its throughput judged, the others (p99 ...) guarded",
+)
+@click.option(
+    "--guard",
+    "guards",
+    multiple=True,
+    metavar="[higher:][NAME=]json:KEY|regex:RE",
+    help="a metric recorded beside the judged one; a best resolved worse on it is not recommended "
+    "(lower is better unless higher:)",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(0, 20),
+    default=0,
+    show_default=True,
+    help="uncounted runs of each configuration before any is timed (recorded as warm-ups)",
+)
+@click.option(
     "--window",
     type=click.Choice(["process", "markers"]),
     default="process",
@@ -173,6 +195,9 @@ def try_(
     budget,
     metric,
     higher_is_better,
+    driver,
+    guards,
+    warmup,
     window,
     stdin,
     cwd,
@@ -204,6 +229,9 @@ def try_(
         budget_s=parse_budget(budget),
         metric=metric,
         higher_is_better=higher_is_better,
+        driver=driver,
+        guards=tuple(guards),
+        warmup=warmup,
         window=window,
         stdin=stdin,
         cwd=cwd,

@@ -14,7 +14,7 @@ from hugebench.columns import user_name_problem
 from hugebench.environment import arg_space_problem, env_name_problem, os_string_problem
 
 from . import template
-from .metric import parse_metric
+from .metric import parse_metric, parse_metrics
 from .program import resolve, user_path
 
 # The allocator's variables: a command's own env must not override what the cell asks for.
@@ -52,13 +52,18 @@ def check_params(params: dict) -> None:
     server = params.get("server")
     if server is not None:
         _server(server)
-    metric = parse_metric(params.get("metric"))
-    _metric_name(metric, params)
-    if params.get("stdout") == DISCARD and metric.kind == "json":
-        raise ValueError(
-            "stdout: discard, but metric.json reads the JSON object the program prints on stdout: "
-            "give stdout a file, or keep the default"
-        )
+    for metric in parse_metrics(params.get("metric")):
+        _metric_name(metric, params)
+        if metric.kind == "hdr":
+            try:
+                template.check(metric.pattern, known)
+            except ValueError as exc:
+                raise ValueError(f"metric.hdr: {exc}") from None
+        if params.get("stdout") == DISCARD and metric.kind in ("json", "driver"):
+            raise ValueError(
+                f"stdout: discard, but metric.{metric.kind} reads what the program prints on stdout: "
+                "give stdout a file, or keep the default"
+            )
     for name in ("stdin", "stdout"):
         if params.get(name) is not None and (
             not isinstance(params[name], str) or not params[name].strip()
@@ -315,6 +320,20 @@ def coverage_metrics(params: dict) -> tuple:
     )
 
 
+def other_metrics(params: dict) -> tuple:
+    """The report columns of the metrics recorded beside the judged one (column, label, format)."""
+    # a rate reads well in SI (67k); a latency in ms as its digits (0.583, not 583m)
+    return tuple(
+        (m.column, m.column, "si" if m.better == "higher" else ".4g")
+        for m in parse_metrics(params.get("metric"))[1:]
+    )
+
+
+def guarded(params: dict) -> tuple[tuple[str, str], ...]:
+    """(column, better) of each metric beside the judged one: the ones ``try`` guards."""
+    return tuple((m.column, m.better) for m in parse_metrics(params.get("metric"))[1:])
+
+
 def primary(params: dict) -> tuple[str, str, str, str]:
     """(column, label, format, better) of the metric a command run is scored by."""
     metric = parse_metric(params.get("metric"))
@@ -360,10 +379,16 @@ def _metric_name(metric, params: dict) -> None:
 
 
 def _server(server) -> None:
-    if not isinstance(server, dict) or set(server) - {"argv", "ready", "ready_timeout"}:
+    if not isinstance(server, dict) or set(server) - {"argv", "ready", "ready_timeout", "warmup"}:
         raise ValueError(
             "server must be {argv: [...], ready: {path: ...} | {port: N} | {log: regex}, "
-            "ready_timeout: seconds}"
+            "ready_timeout: seconds, warmup: N}"
+        )
+    warmup = server.get("warmup", 0)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= 100:
+        raise ValueError(
+            f"server.warmup must be how many times the load driver runs, unmeasured, before the "
+            f"measured run (0 to 100); got {warmup!r}"
         )
     _argv("server.argv", server.get("argv"))
     ready = server.get("ready") or {}

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from hugebench import kernel
 from hugebench.measure.phases import time_weighted_coverage
 
+from . import memtrend
+from .kevents import EventLog
+
 MAX_SERIES = 500  # samples kept in a row's coverage series (evenly thinned): a plot, not an archive
 
 FIELDS = (
@@ -44,6 +47,10 @@ class CoverageSampler:
     # pid -> False once a sample saw 'THP_enabled: 0' in its status (THP disabled by prctl), else True
     thp_enabled: dict = field(default_factory=dict)
     pid_names: dict = field(default_factory=dict)  # pid -> /proc/PID/comm, the name it was run by
+    # pid -> the shared objects mapped in it, read once at its first sighting (every process of a
+    # multi-process server, forked children that never exec included: hugebench.command.treeproof)
+    mapped: dict = field(default_factory=dict)
+    events: EventLog = field(default_factory=EventLog)  # the kernel's events per interval (kevents)
 
     def sample(self) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
@@ -52,7 +59,8 @@ class CoverageSampler:
         started = time.perf_counter()
         total = dict.fromkeys(FIELDS, 0)
         found = False
-        for pid in kernel.process_tree(self.pid, self.proc_root):
+        tree = kernel.process_tree(self.pid, self.proc_root)
+        for pid in tree:
             try:
                 smaps = kernel.read_smaps_rollup(pid, self.proc_root)
             except OSError:
@@ -65,6 +73,8 @@ class CoverageSampler:
             name = kernel.process_comm(pid, self.proc_root)
             if name:
                 self.pid_names[pid] = name
+            if pid not in self.mapped:
+                self.mapped[pid] = _mapped(pid, self.proc_root)
             enabled = kernel.process_thp_enabled(pid, self.proc_root)
             if enabled is not None:
                 self.thp_enabled[pid] = self.thp_enabled.get(pid, True) and enabled
@@ -74,7 +84,12 @@ class CoverageSampler:
         self.read_s += time.perf_counter() - started
         if not found:
             return None
-        self.samples.append((time.monotonic(), total))
+        now = time.monotonic()
+        self.samples.append((now, total))
+        try:
+            self.events.tick(now, kernel.read_vmstat(self.proc_root), tree)
+        except OSError:
+            pass  # no /proc/vmstat: no events; the coverage is still read
         return total
 
     def summary(self, prefix: str = "sampled.") -> dict:
@@ -99,6 +114,10 @@ class CoverageSampler:
         out["series_coverage"] = [
             s["AnonHugePages"] / s["Rss"] if s["Rss"] else None for _, s in kept
         ]
+        out.update(memtrend.series(self.samples, step))
+        out.update(self.events.columns(start))
+        out.update(memtrend.trend(self.samples, "Rss"))
+        out.update(memtrend.trend(self.samples, "AnonHugePages"))
         out[f"{prefix}peak.coverage"] = max(
             (s["AnonHugePages"] / s["Rss"] for _, s in self.samples if s["Rss"]), default=None
         )
@@ -110,6 +129,15 @@ class CoverageSampler:
 
 
 TREE_RSS = "tree_peak_rss_bytes"
+
+
+def _mapped(pid: int, proc_root: str) -> frozenset | None:
+    from ..allocators import mapped_libraries
+
+    try:
+        return frozenset(mapped_libraries(kernel.read_maps(pid, proc_root)))
+    except OSError:
+        return None
 
 
 def tree_peak_rss(exits: dict, sampled: dict) -> dict:

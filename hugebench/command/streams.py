@@ -26,6 +26,16 @@ def output_tail(output: str | None) -> str | None:
     return text_safe(output[-TAIL_BYTES:].encode(errors="replace")) or None if output else None
 
 
+def both_tails(driver: str, server: str) -> str:
+    """A failed server run's output: the end of the driver's and of the server's, each labelled (the
+    driver's failure is often the server's refusal, said in the server's log)."""
+    half = TAIL_BYTES // 2 - 40
+    return (
+        f"-- load driver's output (end) --\n{driver[-half:]}\n"
+        f"-- server's output (end) --\n{server[-half:] or '(none)'}"
+    )
+
+
 def read_output(path: Path) -> str:
     """The end of a program's output file (at most OUTPUT_BYTES: the metric's regex or JSON is looked for
     there), as text; "" when there is none."""

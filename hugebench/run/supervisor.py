@@ -15,15 +15,16 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import allocators, kernel
 from ..command import template
-from ..command.metric import WINDOW_COLUMN, Metric, extract, parse_metric
+from ..command.kevents import driver_windows
+from ..command.metric import WINDOW_COLUMN, Metric, extract_all, parse_metrics
 from ..command.program import user_path
 from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
-from ..command.streams import Streams, output_tail, read_output
+from ..command.streams import Streams, both_tails, output_tail, read_output
 from ..environment import worker_environment
 from ..errors import HugebenchError, UnsafePathError
 from ..launch import Ended, Launched, tail
@@ -60,7 +61,7 @@ class Command:
     argv: list
     cwd: str
     env: dict
-    metric: Metric
+    metrics: tuple[Metric, ...]  # the judged one first
     setup: list | None
     server: dict | None
     sample_interval: float
@@ -81,7 +82,10 @@ class Command:
             argv=sub(list(params["argv"])),
             cwd=params.get("cwd") or ".",
             env=sub(dict(params.get("env") or {})),
-            metric=parse_metric(params.get("metric")),
+            metrics=tuple(
+                replace(m, pattern=sub(m.pattern)) if m.kind == "hdr" else m
+                for m in parse_metrics(params.get("metric"))
+            ),
             setup=sub(params["setup"]) if params.get("setup") else None,
             server=sub(dict(server)) if server else None,
             sample_interval=float(params.get("sample_interval", 1.0)),
@@ -93,8 +97,6 @@ class Command:
     def resolved(self, env: dict) -> Command:
         """The same command with its program (and a server's) as the absolute file it names on the user's PATH
         (``env``'s): what runs is exactly that file, whatever PATH perf gives its child."""
-        from dataclasses import replace
-
         from ..command.program import resolve, user_path
 
         def absolute(argv: list, where: str) -> list:
@@ -142,13 +144,21 @@ def run(request, workdir: Path) -> dict:
             ).items()
         }
     )
-    value, why = extract(command.metric, output, row.get(WINDOW_COLUMN))
-    row[command.metric.column] = value
-    if why:
-        row[f"{command.metric.column}.reason"] = why
-        raise CommandFailed(why, output=output)
+    _metrics_into(row, command, output)
     row["stdout_tail"] = output_tail(output)
     return row
+
+
+def _metrics_into(row: dict, command: Command, output: str) -> None:
+    """Every metric's value (or its ``.reason``) into the row: without the judged one the run failed; another
+    that could not be read is absent with its reason."""
+    found = extract_all(command.metrics, output, row.get(WINDOW_COLUMN), command.cwd)
+    for i, (column, (value, why)) in enumerate(found.items()):
+        row[column] = value
+        if why:
+            row[f"{column}.reason"] = why
+            if i == 0:
+                raise CommandFailed(why, output=output)
 
 
 def _run_setup(setup: list, cwd: str, env: dict, workdir: Path, deadline: float) -> None:
@@ -227,6 +237,8 @@ class _Measured:
             {TOKEN: os.environ[TOKEN]} if TOKEN in os.environ else {}
         )
         self.window_end: dict | None = None
+        self.warmup_s: float | None = None  # the server's warm-up runs of the load driver, seconds
+        self.driver_started = 0.0  # monotonic time the measured driver run started
         self._last_sample = 0.0
 
     def _edge(self, word: str) -> None:
@@ -267,7 +279,7 @@ class _Measured:
                 f"the load driver {self.command.argv[0]!r} "
                 f"{'ran past the timeout' if driven.timed_out else _how(driven)}",
                 status,
-                output,
+                both_tails(output, read_output(server_out)),
             )
         if ended.code not in (0, 128 + 15, -15) and not ended.timed_out:
             raise CommandFailed(
@@ -276,14 +288,18 @@ class _Measured:
                 read_output(server_out),
                 ended.signal_name,
             )
-        self._check_leftovers(ended)
+        self._check_leftovers(ended, both_tails(output, read_output(server_out)))
         window = (
             self.control.window_seconds()
             if self.control
             else driven.status.get("wall_s", driven.wall_s)
         )
         row = self._row(ended, window, end=self.window_end)
+        row.update(driver_windows(self.sampler.events, self.driver_started, output))
         row["server_stop_s"] = ended.wall_s
+        if self.warmup_s is not None and self.command.server:
+            row["server_warmup_runs"] = int(self.command.server["warmup"])
+            row["server_warmup_s"] = self.warmup_s
         return row, output
 
     def _drive(
@@ -293,6 +309,8 @@ class _Measured:
         launched = self._launch(Streams(None, self.workdir, "server"))
         try:
             self._wait_ready(launched, server_out, deadline)
+            self._warm_up(deadline, server_out)
+            self.driver_started = time.monotonic()
             driver = Launched(
                 self.command.argv,
                 self.env,
@@ -312,6 +330,26 @@ class _Measured:
             if self.control:
                 self.control.stop()
         return driven, launched.stop(self._pid(), STOP_GRACE_S)
+
+    def _warm_up(self, deadline: float, server_out: Path) -> None:
+        """``server.warmup``: the load driver run that many times against the ready server, unmeasured (a
+        database's first run fills its caches); each must succeed, its output kept beside the run's."""
+        assert self.command.server is not None
+        times = int(self.command.server.get("warmup") or 0)
+        began = time.monotonic()
+        for i in range(times):
+            out = self.workdir / f"driver-warmup-{i}.out"
+            ended = Launched(self.command.argv, self.env, self.command.cwd, stdout=out).wait(
+                max(0.1, deadline - time.monotonic()), tick=POLL_S, on_tick=self._tick
+            )
+            if ended.timed_out or ended.code != 0:
+                how = "ran past the run's timeout" if ended.timed_out else _how(ended)
+                raise CommandFailed(
+                    f"warm-up run {i + 1} of {times} of the load driver {how}; nothing was measured",
+                    "timeout" if ended.timed_out else "failed",
+                    both_tails(read_output(out), read_output(server_out)),
+                )
+        self.warmup_s = round(time.monotonic() - began, 3) if times else None
 
     def _wait_ready(self, launched: Launched, server_out: Path, deadline: float) -> None:
         server = self.command.server
@@ -382,13 +420,14 @@ class _Measured:
             )
         self._check_leftovers(ended)
 
-    def _check_leftovers(self, ended: Ended) -> None:
+    def _check_leftovers(self, ended: Ended, output: str | None = None) -> None:
         left = ended.status.get("leftover_processes") or 0
         if left:
             raise CommandFailed(
                 f"the program left {left} process(es) running after it ended (a daemon?); they "
                 "were killed. Measure a program that stays in the foreground (e.g. a server's "
-                "--daemonize no)"
+                "--daemonize no)",
+                output=output,
             )
 
     def _row(self, ended: Ended, window: float, end: dict | None) -> dict:
@@ -440,6 +479,12 @@ class _Measured:
         )
         row.update(self.page_cache)
         row.update(self._thp_state(probes, exits))
+        if self.request.allocator_mode != "as-is":
+            from ..command.treeproof import tree_proof
+
+            row.update(
+                tree_proof(self.sampler.mapped, self.sampler.pid_names, self.request.allocator_path)
+            )
         return row
 
     def _thp_state(self, probes: list, exits: dict) -> dict:

@@ -34,6 +34,9 @@ class Request:
     budget_s: float = 600.0
     metric: str = "wall"  # wall | json:KEY | regex:PATTERN
     higher_is_better: bool = False
+    driver: str | None = None  # --driver NAME[:TEST]: the driver's metrics, its throughput judged
+    guards: tuple = ()  # --guard [higher:][NAME=]json:KEY|regex:RE: recorded and guarded
+    warmup: int = 0  # --warmup N: uncounted runs of each configuration before its first block
     window: str = "process"
     stdin: str | None = None
     cwd: str | None = None
@@ -344,13 +347,52 @@ def metric_param(metric: str, higher: bool):
     return {kind: pattern, "name": name, "better": "higher" if higher else "lower"}
 
 
+def metrics_param(request: Request):
+    """The command workload's ``metric`` from --metric, --driver and --guard: one metric, or a list whose
+    first is judged and the rest guarded."""
+    if request.driver:
+        if request.metric not in ("wall", "", None) or request.higher_is_better:
+            raise SpecError("--driver gives the judged metric (its throughput): leave --metric out")
+        name, _, test = request.driver.partition(":")
+        first = {"driver": name, **({"test": test} if test else {})}
+    else:
+        first = metric_param(request.metric, request.higher_is_better)
+    if not request.guards:
+        return first
+    return [first, *(guard_param(text, i) for i, text in enumerate(request.guards, 1))]
+
+
+def guard_param(text: str, index: int) -> dict:
+    """A metric from --guard [higher:|lower:][NAME=]json:KEY|regex:RE."""
+    better = "lower"
+    for word in ("higher", "lower"):
+        if text.startswith(word + ":"):
+            better, text = word, text[len(word) + 1 :]
+    name = None
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_.]*)=(json|regex):", text)
+    if m:
+        name, text = m.group(1), text[len(m.group(1)) + 1 :]
+    kind, _, pattern = text.partition(":")
+    if kind not in ("json", "regex") or not pattern:
+        raise SpecError(
+            f"--guard {text!r}: give [higher:][NAME=]json:KEY or [higher:][NAME=]regex:'PATTERN ([0-9.]+)'"
+        )
+    if name is None:
+        name = (
+            pattern
+            if kind == "json" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", pattern)
+            else (f"guard{index}")
+        )
+    return {kind: pattern, "name": name, "better": better}
+
+
 def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> dict:
     """The experiment file's content (a mapping; :func:`write` turns it into YAML)."""
     params = {
         "argv": [literal(a) for a in request.argv],
         "cwd": literal(os.path.abspath(request.cwd or "."), keep=()),
         "sample_interval": 0.2,
-        "metric": metric_param(request.metric, request.higher_is_better),
+        "metric": metrics_param(request),
         "window": request.window,
     }
     if request.env:
@@ -381,6 +423,8 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
         "axes": axes,
         "baseline": dict(matrix.baseline),
     }
+    if request.warmup:
+        data["warmup"] = request.warmup
     excluded = _excluded(axes, matrix.cells)
     if excluded:
         data["exclude"] = excluded

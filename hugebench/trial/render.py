@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .guards import lines as guard_lines
+
 
 def effect(ratio: dict | None, better: str) -> str:
     """'0.62x as-is (38% less time) [95% CI 0.60-0.64, 8 pairs]'; a selection interval shared by K
@@ -87,6 +89,11 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
             f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; confirmed on fresh "
             "pairs, resolved at 95%."
         )
+    elif verdict.get("guarded") and verdict["resolved"] and best["class"] == "better":
+        lines.append(
+            f"VERDICT: keep as-is: {best['name']} wins on {what} ({effect(best['ratio'], better)}) but "
+            "a guarded metric refuses it (see the caveats)."
+        )
     elif verdict.get("no_difference"):
         lines.append(
             f"VERDICT: keep as-is: no difference worth deploying, within ±{verdict['margin']:.0%} of "
@@ -98,6 +105,7 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
         lines.append("VERDICT: keep as-is: no other configuration has a successful run to compare.")
     if best:
         lines += _phase_lines(best, what, better)
+        lines += guard_lines(best.get("guards") or [])
     if best:
         lines.append(f"  memory: {memory(best)}")
         cov = best["hp_coverage"]

@@ -234,6 +234,9 @@ class Schedule:
 
     def __call__(self, spec, runs, read_rows: Callable, plan_block: Callable):
         rows = (lambda: with_cpu(read_rows())) if self.metric == CPU_COLUMN else read_rows
+        warm = [r for r in runs if getattr(r, "warmup", False)]
+        if warm:  # try --warmup N: each configuration's uncounted runs, before anything is timed
+            yield warm
         timing = list(
             plan_block(spec, 0, set(self.groups))
         )  # every group's as-is: what a run costs

@@ -142,7 +142,10 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc
     data = {**data, "repetitions": max(1, state.blocks)}
     options.write(data, path, _header(request, state))
     plan_lines = _plan_lines(state, names, result, started, request.budget_s)
-    verdict = _verdict(out, spec, ids, mx, metric, better, state, wall)
+    from ..command.checks import guarded
+
+    guards = guarded(spec.params)
+    verdict = _verdict(out, spec, ids, mx, metric, better, state, wall, guards)
     by_state = verdict.get("by_memory_state") or verdict.get("by_regime")
     if by_state:  # the whole try's line once; each state's own cut under its verdict
         plan_lines = plan_lines[:1]
@@ -188,7 +191,7 @@ def _cell_ids(runs, cells) -> list[str]:
     return [by_cell[key(c)] for c in cells]
 
 
-def _verdict(out, spec, ids, mx, metric, better, state, wall=None) -> dict:
+def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) -> dict:
     from ..store import load
     from ..textpages import text_library
     from . import verdict as verdict_mod
@@ -206,7 +209,18 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None) -> dict:
     states = list(dict.fromkeys(c[axis] for c in mx.cells if axis in c)) if axis else []
     if not states:
         return verdict_mod.build(
-            rows, cells, ids[0], metric, better, spec, mx.thp_found, state, library, wall, mx.linked
+            rows,
+            cells,
+            ids[0],
+            metric,
+            better,
+            spec,
+            mx.thp_found,
+            state,
+            library,
+            wall,
+            mx.linked,
+            guards,
         )
     # --aged / --regime: one verdict per state, each against as-is in the same state (as-is comes first)
     each = {}
@@ -224,6 +238,7 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None) -> dict:
             library,
             wall,
             mx.linked,
+            guards,
         )
         each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
     return {**each[states[0]], f"by_{axis}": each}

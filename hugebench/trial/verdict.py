@@ -14,6 +14,7 @@ import pandas as pd
 from .. import stability, stats
 from ..measure.phases import COVERAGE_EXPECTED
 from . import conditions, modes, sequential
+from . import guards as guards_mod
 from .deploy import deploy
 from .matrix import describe, uses_huge_pages
 from .runs import CPU_COLUMN, with_cpu
@@ -162,13 +163,15 @@ def build(
     text_library: str | None = None,
     wall: str | None = None,
     linked: str | None = None,
+    guards: tuple = (),
 ) -> dict:
     """The verdict as one JSON-able dict (``cells``: cell id -> axis values, in keep order; only their rows
     count, so that with try --aged each memory state's caveats and counts are its own). Every other
     configuration's ratio is the selection's (its interval at the selection's shared alpha); the best's
     effect is its confirmation's, on fresh pairs (``state.confirm_from`` on). ``wall``: the wall-time column,
     shown beside a CPU-time metric. ``linked``: the allocator the program links (names glibc's settings
-    'forced over' it)."""
+    'forced over' it). ``guards``: (column, better) of the metrics recorded beside the judged one; a best
+    resolved worse on one of them is not recommended (:mod:`.guards`)."""
     if "cell_id" in rows.columns:
         rows = rows[rows["cell_id"].isin(list(cells))]
     if metric == CPU_COLUMN:
@@ -212,6 +215,11 @@ def build(
     # resolved: the confirmation resolved a difference worth deploying (a resolved 2 % is no such thing)
     resolved = bool(best and best["confirmation"]["resolved"] and not best["equivalent"])
     wins = bool(resolved and best["class"] == "better")
+    refused = None
+    if best and guards:
+        best["guards"] = guards_mod.judge(_cell_rows(rows, lead), _cell_rows(rows, base_id), guards)
+        refused = guards_mod.refusal(best["name"], best["guards"])
+        wins = wins and refused is None
     remaining = [
         c for cid, c in configs.items() if cid != base_id and c["runs"] and not c["dropped"]
     ]
@@ -223,6 +231,7 @@ def build(
         "best": best,
         "resolved": resolved,
         "recommend": "best" if wins else "as-is",
+        "guarded": refused,
         "no_difference": bool(
             not wins and (confirmed_same or (remaining and all(c["equivalent"] for c in remaining)))
         ),
@@ -291,7 +300,8 @@ def _ties(rows, configs: dict, best_id: str, base_id: str, metric: str, alpha: f
 
 def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
     best = verdict["best"]
-    out = [c for c in (_coverage_caveat(best), _noisy_caveat(rows), _variable_caveat(best)) if c]
+    out = [verdict["guarded"]] if verdict.get("guarded") else []
+    out += [c for c in (_coverage_caveat(best), _noisy_caveat(rows), _variable_caveat(best)) if c]
     hit = [
         c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("thp_overridden")
     ]

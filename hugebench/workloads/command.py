@@ -31,9 +31,11 @@ def _prepare(params: dict, base_dir) -> dict:
 
 
 def _metrics(params: dict) -> tuple:
-    from ..command.checks import coverage_metrics
+    from ..command.checks import coverage_metrics, other_metrics
 
-    return METRICS[:3] + coverage_metrics(params) + METRICS[3:]
+    return (
+        METRICS[:1] + other_metrics(params) + METRICS[1:3] + coverage_metrics(params) + METRICS[3:]
+    )
 
 
 def _primary(params: dict) -> tuple:
@@ -58,7 +60,11 @@ WORKLOAD = register(
                 help="added to the program's environment (not the allocator's variables)",
             ),
             "metric": Param(
-                object, "wall", help="wall | {regex: ..., name: ..., better: higher} | {json: KEY}"
+                object,
+                "wall",
+                help="wall | {regex: ..., name: ..., better: higher} | {json: KEY} | "
+                "{hdr: FILE, percentile: 99, name: ...} | {driver: redis-benchmark, test: GET} | "
+                "a list of these (the first is judged)",
             ),
             "setup": Param(list, None, help="a command run before each measured run, not measured"),
             "server": Param(
@@ -106,6 +112,16 @@ WORKLOAD = register(
                 "AnonHugePages / Rss",
                 "huge-page coverage over the run",
                 "coverage",
+            ),
+            XYPlot(
+                "series",
+                "series_t_s",
+                "series_rss_mib",
+                "allocator",
+                "seconds since the first sample",
+                "RSS of the process tree, MiB",
+                "memory over the run",
+                "memory",
             ),
         ),
     )
