@@ -198,7 +198,7 @@ def _drive(sched, order, values, clock, seed=0):
     def plan_block(spec, block, cells):
         return [types.SimpleNamespace(cell_id=c, block=block) for c in order if c in cells]
 
-    for batch in sched(None, None, lambda: list(rows), plan_block):
+    for batch in sched(None, [], lambda: list(rows), plan_block):
         for run in batch:
             clock.now += 1.0
             value = values[run.cell_id] * (1 + 0.01 * rng.standard_normal())
