@@ -216,7 +216,7 @@ def check_probe() -> Check:
 
 def check_core() -> Check:
     try:
-        from . import _core
+        from .. import _core
     except ImportError as exc:
         return Check(
             "_core extension",
@@ -293,7 +293,7 @@ def _as_check(row) -> Check:
 def allocator_checks() -> list[Check]:
     """Rows from ``hugebench.allocators.doctor_rows()``; absent module or failure becomes one row."""
     try:
-        from . import allocators
+        from .. import allocators
     except ImportError:
         return [Check("allocators", False, "hugebench.allocators not available in this build", "")]
     try:
