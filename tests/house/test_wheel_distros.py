@@ -55,8 +55,9 @@ def _need(condition: bool, reason: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory) -> dict[str, Path]:
-    """{python version: wheel} for the oldest and newest covered Python, built by .ci/build-wheel."""
+def roots_started() -> dict[str, subprocess.Popen]:
+    """Each case's release root, made by .ci/distro-root in the background (about 4 min cold, while the
+    wheels build), reused when present."""
     _need(os.geteuid() == 0, "chroot and bind mounts need root")
     _need(
         shutil.which("debootstrap") is not None,
@@ -67,6 +68,30 @@ def wheels(tmp_path_factory) -> dict[str, Path]:
             _run([sys.executable, "-c", f"import {module}"]).returncode == 0,
             f"the wheel extra is not installed ({module}): pip install '.[wheel]'",
         )
+    return {
+        suite: subprocess.Popen(
+            ["bash", ROOT / ".ci" / "distro-root", suite],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for suite, _ in CASES
+    }
+
+
+@pytest.fixture(scope="module")
+def roots(roots_started) -> dict[str, Path]:
+    made = {}
+    for suite, proc in roots_started.items():
+        out, err = proc.communicate(timeout=1800)
+        assert proc.returncode == 0, err[-3000:]
+        made[suite] = Path(out.strip().splitlines()[-1])
+    return made
+
+
+@pytest.fixture(scope="module")
+def wheels(roots_started, tmp_path_factory) -> dict[str, Path]:
+    """{python version: wheel} for the oldest and newest covered Python, built by .ci/build-wheel."""
     out = tmp_path_factory.mktemp("dist")
     result = _run(
         ["nice", "-n", "19", "bash", ROOT / ".ci" / "build-wheel", out, *(v for _, v in CASES)],
@@ -82,26 +107,6 @@ def wheels(tmp_path_factory) -> dict[str, Path]:
         assert path.parent == out and path.name.startswith(f"hugebench-0.1.0-{tag}-{tag}-"), path
         built[version] = path
     return built
-
-
-@pytest.fixture(scope="module")
-def roots() -> dict[str, Path]:
-    """Each case's release root, made in parallel when missing (about 4 min cold), reused otherwise."""
-    procs = {
-        suite: subprocess.Popen(
-            ["bash", ROOT / ".ci" / "distro-root", suite],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for suite, _ in CASES
-    }
-    made = {}
-    for suite, proc in procs.items():
-        out, err = proc.communicate(timeout=1800)
-        assert proc.returncode == 0, err[-3000:]
-        made[suite] = Path(out.strip().splitlines()[-1])
-    return made
 
 
 def test_each_wheel_carries_every_native_part_and_auditwheel_agrees_with_its_tag(wheels):
