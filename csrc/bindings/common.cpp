@@ -79,6 +79,16 @@ py::dict build_info() {
     info["build_type"] = build_type;
     info["compiler"] = HB_CXX_COMPILER;
     info["cxx_flags"] = HB_CXX_FLAGS;
+    // The C++ library changes what the hash-set kinds measure: libstdc++'s std::string is 32 bytes (two
+    // slots a cache line), libc++'s (the binary wheel's, .ci/build-wheel) 24.
+#if defined(_LIBCPP_VERSION)
+    info["cxx_stdlib"] = "libc++ " + std::to_string(_LIBCPP_VERSION);
+#elif defined(__GLIBCXX__)
+    info["cxx_stdlib"] = "libstdc++ " + std::to_string(__GLIBCXX__);
+#else
+    info["cxx_stdlib"] = "unknown";
+#endif
+    info["string_bytes"] = sizeof(std::string);
     info["debug"] = asserts_on || build_type == "Debug";
     info["set_kinds"] = split_list(HB_SET_KINDS);  // hashlookup's set kinds and hashes compiled in
     info["hashes"] = split_list(HB_HASHES);

@@ -187,7 +187,12 @@ class TableSection:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+# Keyword-only construction where the interpreter has it (3.10+); 3.9 (Debian 11, RHEL 9) builds the same class
+# with every default after the required fields, so positional use is an error only from 3.10 on.
+_KW_ONLY = {"kw_only": True} if sys.version_info >= (3, 10) else {}
+
+
+@dataclass(frozen=True, **_KW_ONLY)
 class Workload:
     """A workload: the ``_core`` function name (or a ``runner``), its parameters, the phase that is timed, its
     time and memory models, its derived columns and what the report shows of it.

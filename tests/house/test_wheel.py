@@ -1,6 +1,6 @@
 """The binary wheel (.ci/build-wheel): built, repaired by auditwheel, installed where no compiler is on PATH.
 
-One wheel is built per test session (about 1-2 min): its manylinux tag and files are checked, then it is
+One wheel, this Python's, is built per test session (a few minutes cold: zig builds libc++ first): its manylinux tag and files are checked, then it is
 installed into a fresh virtualenv with a PATH that has no compiler or CMake, and the installed package runs
 `hugebench doctor`, its preload libraries and tools from where pip put them, and a reduced quick sweep. The
 CMake switch the wheel relies on (HUGEBENCH_REQUIRE_ALL_SETS) is checked on a real configure of the project.
@@ -64,9 +64,12 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
     """The repaired wheel and the build script's output (auditwheel show, the file list)."""
     if not (BIN / "auditwheel").exists() or importlib.util.find_spec("scikit_build_core") is None:
         pytest.skip("the wheel extra is not installed: pip install '.[wheel]'")
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if version not in ("3.9", "3.11", "3.13"):
+        pytest.skip(f"no Debian package has Python {version}'s headers (.ci/build-wheel)")
     out = tmp_path_factory.mktemp("dist")
     result = _run(
-        ["bash", ROOT / ".ci" / "build-wheel", out],
+        ["nice", "-n", "19", "bash", ROOT / ".ci" / "build-wheel", out, version],
         cwd=ROOT,
         env={**os.environ, "PYTHON": sys.executable},
     )
@@ -78,7 +81,7 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
 
 def test_the_wheel_is_manylinux_and_carries_the_native_parts(wheel):
     path, output = wheel
-    tag = re.search(r"-(manylinux_\d+_\d+_x86_64|manylinux_\d+_\d+_aarch64)\.whl$", path.name)
+    tag = re.search(r"[-.](manylinux_\d+_\d+_(?:x86_64|aarch64))[.]", path.name)
     assert tag, path.name
     assert f'consistent\nwith the following platform tag: "{tag.group(1)}"' in output.replace(
         "\r", ""
@@ -93,7 +96,7 @@ def test_the_wheel_is_manylinux_and_carries_the_native_parts(wheel):
     for tool in ("hugebench/hb-exec", "hugebench/hb-textfill"):
         assert (infos[tool].external_attr >> 16) & stat.S_IXUSR, f"{tool} lost its execute bit"
     grafted = [n for n in infos if n.startswith("hugebench.libs/")]
-    assert any("absl" in n for n in grafted), f"Abseil's libraries are not grafted: {grafted}"
+    assert not grafted, f"Abseil and libc++ are linked statically, nothing is grafted: {grafted}"
 
 
 def _no_compiler_path(tmp: Path, venv_bin: Path) -> str:
