@@ -105,6 +105,7 @@ def main(argv=None) -> int:
             rows.append(one(prog, who, base, i, args))
             print(json.dumps(rows[-1], default=str)[:400], flush=True)
     head = judge_mod.header(args, [sys.argv[0], *argv])[:6]
+    head[0] = f"# try --budget {args.budget} on {args.program}, {args.times} times in a row"
     text = "\n".join(head + [""] + lines(rows)) + "\n"
     print(text)
     judge_mod.write_atomic(base / "repeat.md", text)
