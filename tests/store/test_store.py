@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import os
 
 import numpy as np
@@ -208,26 +209,35 @@ SAMPLE_STORES = [str(DATA / name) for name in ("sample_results", "sample_results
 
 
 @pytest.mark.parametrize("path", SAMPLE_STORES)
-def test_load_in_chunks_gives_the_frame_of_all_rows_at_once(path, monkeypatch):
-    """load() builds the frame a chunk of rows at a time (bounded memory): any chunk size gives the same
-    frame, dtypes included, as one chunk holding every row."""
-    import hugebench.store as store_module
+def test_load_in_chunks_gives_the_frame_of_all_rows_at_once(path, monkeypatch, tmp_path):
+    """load() builds the frame a part of rows at a time (bounded memory), from the journal or from the
+    columnar parts it wrote: any part size gives the same frame, dtypes included, as one part holding every
+    row read from the journal."""
+    from hugebench.store import columnar
 
-    monkeypatch.setattr(store_module, "CHUNK_ROWS", 10**9)
-    whole = load(path)
+    shutil.copytree(path, tmp_path / "s")
+    monkeypatch.setattr(columnar, "PART_ROWS", 10**9)
+    whole = load(tmp_path / "s")
+    assert not (tmp_path / "s" / columnar.COLUMNAR_DIR).exists()  # under PART_MIN_BYTES: not written
     for size in (1, 3, 7):
-        monkeypatch.setattr(store_module, "CHUNK_ROWS", size)
-        pd.testing.assert_frame_equal(load(path), whole, check_dtype=True)
+        monkeypatch.setattr(columnar, "PART_ROWS", size)
+        pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
+        monkeypatch.setattr(columnar, "PART_MIN_BYTES", 0)  # written as parts, then read back from them
+        pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
+        assert (tmp_path / "s" / columnar.COLUMNAR_DIR / columnar.MANIFEST).is_file()
+        pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
+        shutil.rmtree(tmp_path / "s" / columnar.COLUMNAR_DIR)
+        monkeypatch.setattr(columnar, "PART_MIN_BYTES", 1 << 20)
 
 
 def test_a_column_null_in_a_whole_chunk_keeps_its_type(tmp_path, monkeypatch):
-    import hugebench.store as store_module
+    from hugebench.store import columnar
 
     store = ResultStore(tmp_path)
     for i in range(6):
         store.append({"run_id": f"r{i}", "status": "ok", "note": "x" if i < 2 else None, "v": i})
-    monkeypatch.setattr(store_module, "CHUNK_ROWS", 2)
+    monkeypatch.setattr(columnar, "PART_ROWS", 2)
     chunked = load(tmp_path, hosts=False)
-    monkeypatch.setattr(store_module, "CHUNK_ROWS", 100)
+    monkeypatch.setattr(columnar, "PART_ROWS", 100)
     pd.testing.assert_frame_equal(chunked, load(tmp_path, hosts=False), check_dtype=True)
     assert chunked["note"].tolist()[:2] == ["x", "x"] and chunked["note"].isna().sum() == 4
