@@ -227,7 +227,7 @@ def _read_part(directory: Path, part: dict, columns: list[str] | None) -> pd.Dat
     del table
     for column in json.loads(metadata.get(_JSON_COLUMNS_KEY, b"[]")):
         if column in frame.columns:
-            frame[column] = [None if v is None else parse_json(v) for v in frame[column]]
+            frame[column] = [parse_json(v) if isinstance(v, str) else None for v in frame[column]]
     return frame
 
 
