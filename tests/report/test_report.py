@@ -6,8 +6,8 @@ import importlib.util
 import io
 import math
 
-import pandas as pd
 import hypothesis
+import pandas as pd
 import pytest
 from paths import TESTS
 

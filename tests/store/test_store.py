@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import os
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -218,11 +218,15 @@ def test_load_in_chunks_gives_the_frame_of_all_rows_at_once(path, monkeypatch, t
     shutil.copytree(path, tmp_path / "s")
     monkeypatch.setattr(columnar, "PART_ROWS", 10**9)
     whole = load(tmp_path / "s")
-    assert not (tmp_path / "s" / columnar.COLUMNAR_DIR).exists()  # under PART_MIN_BYTES: not written
+    assert not (
+        tmp_path / "s" / columnar.COLUMNAR_DIR
+    ).exists()  # under PART_MIN_BYTES: not written
     for size in (1, 3, 7):
         monkeypatch.setattr(columnar, "PART_ROWS", size)
         pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
-        monkeypatch.setattr(columnar, "PART_MIN_BYTES", 0)  # written as parts, then read back from them
+        monkeypatch.setattr(
+            columnar, "PART_MIN_BYTES", 0
+        )  # written as parts, then read back from them
         pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
         assert (tmp_path / "s" / columnar.COLUMNAR_DIR / columnar.MANIFEST).is_file()
         pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
