@@ -63,7 +63,12 @@ def frames(
     parts = _valid_parts(runs_file, journal, _read_manifest(directory))
     try:
         out = [f for part in parts if (f := _read_part(directory, part, columns)) is not None]
-    except (OSError, ValueError, HugebenchError):  # a part gone or damaged: the journal says it all
+    except (
+        OSError,
+        ValueError,
+        HugebenchError,
+        ImportError,
+    ):  # a part gone or damaged: the journal
         parts, out = [], []
     bad = [(int(n), str(why)) for part in parts for n, why in part["bad"]]
     start = parts[-1]["end"] if parts else 0
