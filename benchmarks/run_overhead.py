@@ -61,6 +61,7 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="hb-overhead-"))
+    work.mkdir(parents=True, exist_ok=True)
     out = work / "store"
     sweep(args.program.split(), args.runs, out)
     for name, value in figures(out).items():
