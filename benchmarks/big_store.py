@@ -23,6 +23,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 CELL_AXES = ("allocator", "thp.enabled", "set_kind")
+# what a --narrow row keeps besides the metrics
+NARROW = (
+    *CELL_AXES,
+    *("schema_version", "run_id", "cell_id", "sweep_id", "experiment", "workload", "repetition"),
+    *("order_index", "warmup", "status", "error", "started_at", "wall_s", "keys", "thp"),
+    *("knob.thp.enabled", "param.set_kind", "peak_rss_bytes", "hp_coverage"),
+)
 
 
 def _read(source: Path) -> tuple[list[dict], dict]:
@@ -63,10 +70,15 @@ def write_store(
     fail_every: int = 50,
     seed: int = 0,
     days: int = 0,
+    narrow: bool = False,
 ) -> tuple[int, int]:
-    """Write the store; return (cells, rows)."""
+    """Write the store; return (cells, rows). ``narrow``: rows keep only what names a run and its cell and
+    the report's metrics (~40 columns, ~1 KB), for stores of millions of rows."""
     rows, context = _read(source)
     templates = _templates(rows, context)
+    if narrow:
+        keep = set(NARROW) | {m["column"] for m in context.get("metrics") or []}
+        templates = [{k: v for k, v in t.items() if k in keep} for t in templates]
     failed = next((r for r in rows if r.get("status") != "ok"), None)
     metrics = [m["column"] for m in context.get("metrics") or []]
     key_values = [(k + 1) * 1_000_000 for k in range(keys)]
@@ -118,9 +130,17 @@ def main(argv=None) -> int:
     ap.add_argument("--fail-every", type=int, default=50, help="every Nth row failed (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--days", type=int, default=0, help="start this many days after SOURCE")
+    ap.add_argument("--narrow", action="store_true", help="~40 columns a row (for 1M-row stores)")
     args = ap.parse_args(argv)
     cells, rows = write_store(
-        args.source, args.out, args.keys, args.repetitions, args.fail_every, args.seed, args.days
+        args.source,
+        args.out,
+        args.keys,
+        args.repetitions,
+        args.fail_every,
+        args.seed,
+        args.days,
+        args.narrow,
     )
     print(f"{args.out}: {cells} cells, {rows} rows")
     return 0

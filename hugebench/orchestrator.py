@@ -9,6 +9,7 @@ re-run resumes where it stopped. A sweep on a cluster is ``hugebench.cluster``'s
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import warnings
@@ -25,7 +26,7 @@ from .preflight import prepare
 from .run.execute import run_one
 from .run.rows import now
 from .run.rundir import remove_stale_run_dirs
-from .store import ResultStore, StoreWarning
+from .store import ResultStore, StoreWarning, columnar
 from .system import SweepLock, SystemState, default_lock_paths
 from .system.containment import end_leftovers, record_dir
 
@@ -155,6 +156,9 @@ def record_runs(
                     StoreWarning,
                     stacklevel=2,
                 )
+        if not failing:  # the next load() reads Parquet, not the new JSON lines (a store it cannot
+            with contextlib.suppress(HugebenchError, OSError):  # write is read from the journal)
+                columnar.build(store.runs_path)
     return result
 
 

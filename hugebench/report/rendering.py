@@ -63,8 +63,16 @@ def format_axis(value) -> str:
         for exponent, prefix in ((3, "G"), (2, "M"), (1, "k")):
             base = 1000**exponent
             if abs(value) >= max(base, 10_000) and (int(value) * 100) % base == 0:
-                return f"{int(value) / base:g}{prefix}"
+                return _exact(int(value), base) + prefix
     return str(value)
+
+
+def _exact(value: int, base: int) -> str:
+    """``value / base`` written exactly (``value * 100`` is a multiple of ``base``): 12345670 / 1000 is
+    "12345.67", never a 6-digit float rounding ("12345.7") that another value shares."""
+    whole, hundredths = divmod(abs(value) * 100 // base, 100)
+    text = f"{whole}.{hundredths:02d}".rstrip("0").rstrip(".")
+    return f"-{text}" if value < 0 else text
 
 
 def verdict(resolved) -> str | None:

@@ -59,7 +59,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ from .. import knob_catalogue
 from ..columns import SCHEMA_VERSION
 from ..errors import HugebenchError, ToolMissingError, UnsafePathError
 from ..safefs import SafeDir
+from . import columnar
 from .files import (  # noqa: F401
     MAX_CONTEXT_BYTES,
     MAX_INT_DIGITS,
@@ -226,7 +227,9 @@ class ResultStore:
         return self.sweeps_path / f"{sweep_id}.json"
 
 
-def load(*paths: str | os.PathLike, hosts: bool = True) -> pd.DataFrame:
+def load(
+    *paths: str | os.PathLike, hosts: bool = True, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Load results directories or ``runs.jsonl`` files into one DataFrame, one row per run.
 
     Several sources (sweeps, machines) are concatenated; a ``source`` column names the results
@@ -234,11 +237,14 @@ def load(*paths: str | os.PathLike, hosts: bool = True) -> pd.DataFrame:
     ``hosts=False`` leaves them without, for a caller that reads the contexts itself). Unknown columns are kept; a column missing from one source is NaN for
     its rows. Columns whose values are all numbers (or null) are numeric; null is NaN. An axis is a column under
     the name the YAML gave it too (``thp`` beside ``thp.enabled``, so ``groupby("thp")`` works);
-    ``started_at`` is a timestamp (UTC).
+    ``started_at`` is a timestamp (UTC). ``columns``: only these (and ``source``, ``host``), read from the
+    store's columnar form (:mod:`hugebench.store.columnar`, kept up to date here) without the others.
     """
     if not paths:
         raise HugebenchError("load() needs at least one results directory or runs.jsonl file")
-    frames = [_load_one(_runs_file(p), hosts) for p in paths]
+    if isinstance(columns, str):
+        columns = [columns]
+    frames = [_load_one(_runs_file(p), hosts, columns) for p in paths]
     frame = pd.concat(frames, ignore_index=True, sort=False) if len(frames) > 1 else frames[0]
     return _shaped(_numeric_columns(frame))
 
@@ -327,44 +333,65 @@ def _exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-# Rows turned into a DataFrame at a time by load(): a row is ~60 KB as Python objects (hundreds of keys and
-# values) and a few KB in a frame, so the peak is the frames plus one chunk, not every row's dict at once.
-CHUNK_ROWS = 2000
-
-
-def _load_one(runs_file: Path, hosts: bool = True) -> pd.DataFrame:
-    frame = _rows_frame(runs_file) if _exists(runs_file) else None
-    if frame is None:
-        frame = pd.DataFrame(columns=["run_id", "status"])
-    frame["source"] = str(runs_file.parent)
-    if not hosts or frame.empty:
-        return frame
+def _load_one(runs_file: Path, hosts: bool = True, columns=None) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter(
             "ignore", StoreWarning
         )  # the report reads contexts too, and says so once
-        contexts = ResultStore(runs_file.parent).contexts()
-    return drop_unusable_cells(_with_host(frame, contexts), cell_columns(contexts), runs_file)
+        contexts = ResultStore(runs_file.parent).contexts() if hosts or columns else {}
+    read = None if columns is None else _columns_read(columns, cell_columns(contexts))
+    frame = _rows_frame(runs_file, read) if _exists(runs_file) else None
+    if frame is None:
+        frame = pd.DataFrame(columns=["run_id", "status"])
+    frame["source"] = str(runs_file.parent)
+    if hosts and not frame.empty:
+        frame = _with_host(frame, contexts)
+        frame = drop_unusable_cells(frame, cell_columns(contexts), runs_file)
+    if columns is not None:
+        kept = [*columns, *AXIS_SHORTHANDS.values(), "source", "host" if hosts else "source"]
+        frame = frame[[c for c in dict.fromkeys(kept) if c in frame.columns]]
+    return frame
 
 
-def _rows_frame(runs_file: Path) -> pd.DataFrame | None:
-    """The rows of a runs file as one frame (None without rows), built :data:`CHUNK_ROWS` rows at a time."""
-    frames, chunk = [], []
-    for row in iter_rows(runs_file):
-        chunk.append(row)
-        if len(chunk) == CHUNK_ROWS:
-            frames.append(pd.DataFrame.from_records(chunk))
-            chunk = []
-    if chunk:
-        frames.append(pd.DataFrame.from_records(chunk))
-    if len(frames) < 2:
-        return frames[0] if frames else None
-    frame = pd.concat(frames, ignore_index=True, sort=False)
+def _columns_read(columns: Sequence[str], cells: list[str]) -> list[str]:
+    """What load(columns=...) reads: those, the fields that tell a repeated row and a row's machine, the
+    cell columns (a row unusable as a cell is left out whatever is asked) and the axes' canonical names."""
+    own = ["run_id", "status", "sweep_id", "started_at", "host"]
+    return list(dict.fromkeys([*columns, *own, *cells, *AXIS_SHORTHANDS.values()]))
+
+
+def _rows_frame(runs_file: Path, columns: list[str] | None = None) -> pd.DataFrame | None:
+    """The rows of a runs file as one frame (None without rows): the columnar form's parts and the journal
+    after them (:func:`hugebench.store.columnar.frames`), each run once."""
+    frames, bad, torn = columnar.frames(runs_file, columns)
+    if bad:
+        warnings.warn(_unreadable(runs_file, bad, torn), StoreWarning, stacklevel=4)
+    if not frames:
+        return None
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, sort=False)
+    several = len(frames) > 1
     del frames[:]
+    repeated = _repeated(frame)
+    if repeated.any():
+        warnings.warn(_repeats(runs_file, int(repeated.sum())), StoreWarning, stacklevel=4)
+        frame = frame[~repeated].reset_index(drop=True)
     # A column that is all null in one chunk comes out of concat as object: infer its type again, as one
     # frame built from every row would have (only in a column mixing strings with other values, a null next
     # to a string may read as NaN rather than None: missing either way). copy() joins the chunks' blocks.
-    return frame.infer_objects().copy()
+    return frame.infer_objects().copy() if several else frame
+
+
+def _repeated(frame: pd.DataFrame) -> pd.Series:
+    """Rows that repeat an earlier one, by :func:`_identity`'s rule, over the whole frame at once."""
+    if "run_id" not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    status = frame["status"] if "status" in frame.columns else pd.Series(None, index=frame.index)
+    ok = (status == "ok").to_numpy()
+    keys = pd.DataFrame({"ok": ok, "run_id": frame["run_id"]})
+    for column in ("sweep_id", "started_at", "status"):
+        values = frame[column].astype(str) if column in frame.columns else "None"
+        keys[column] = pd.Series(values, index=frame.index).where(~ok, "")
+    return keys.duplicated() & frame["run_id"].notna()
 
 
 def _with_host(frame: pd.DataFrame, contexts: Mapping[str, dict]) -> pd.DataFrame:
@@ -439,12 +466,14 @@ def iter_rows(runs_file: str | os.PathLike) -> Iterator[dict]:
         seen.add(key)
         yield row
     if repeated:
-        warnings.warn(
-            f"{runs_file}: {repeated} row(s) repeat a run already stored (same run_id); each run is "
-            "counted once (was the file concatenated with itself?)",
-            StoreWarning,
-            stacklevel=3,
-        )
+        warnings.warn(_repeats(runs_file, repeated), StoreWarning, stacklevel=3)
+
+
+def _repeats(runs_file: Path, repeated: int) -> str:
+    return (
+        f"{runs_file}: {repeated} row(s) repeat a run already stored (same run_id); each run is "
+        "counted once (was the file concatenated with itself?)"
+    )
 
 
 def _identity(row: dict):
@@ -471,16 +500,16 @@ def _iter_rows(runs_file: Path) -> Iterator[dict]:
             else:
                 yield row
     if bad:
-        what = [
-            f"{'torn last line (a crash mid-write?)' if n == torn else f'corrupt line {n}'}: {why}"
-            for n, why in bad
-        ]
-        shown = "; ".join(what[:3]) + (f"; and {len(what) - 3} more" if len(what) > 3 else "")
-        warnings.warn(
-            f"{runs_file}: {len(bad)} unreadable line(s) skipped: {shown}",
-            StoreWarning,
-            stacklevel=3,
-        )
+        warnings.warn(_unreadable(runs_file, bad, torn), StoreWarning, stacklevel=3)
+
+
+def _unreadable(runs_file: Path, bad: list[tuple[int, str]], torn: int) -> str:
+    what = [
+        f"{'torn last line (a crash mid-write?)' if n == torn else f'corrupt line {n}'}: {why}"
+        for n, why in bad
+    ]
+    shown = "; ".join(what[:3]) + (f"; and {len(what) - 3} more" if len(what) > 3 else "")
+    return f"{runs_file}: {len(bad)} unreadable line(s) skipped: {shown}"
 
 
 def _numeric_columns(frame: pd.DataFrame) -> pd.DataFrame:

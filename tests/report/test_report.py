@@ -6,6 +6,7 @@ import importlib.util
 import io
 import math
 
+import hypothesis
 import pandas as pd
 import pytest
 from paths import TESTS
@@ -71,6 +72,23 @@ def test_format_si(value, text):
 )
 def test_axis_values_are_compact_but_never_rounded(value, text):
     assert format_axis(value) == text
+
+
+@pytest.mark.parametrize("a, b", [(12_345_670, 12_345_680), (123_456_780_000, 123_456_790_000)])
+def test_two_axis_values_never_share_a_label(a, b):
+    assert format_axis(a) != format_axis(b)
+    assert format_axis(a) in ("12345.67k", "123456.78M")
+
+
+@hypothesis.given(
+    hypothesis.strategies.integers(-(10**15), 10**15),
+    hypothesis.strategies.integers(-(10**15), 10**15),
+)
+def test_format_axis_is_one_to_one(a, b):
+    """Two distinct values never get one label (a cell would be shown twice under one name)."""
+    hypothesis.assume(a != b)
+    assert format_axis(a) != format_axis(b)
+    assert format_axis(float(a)) == format_axis(a)
 
 
 def test_metric_spec_formats_and_descriptors():

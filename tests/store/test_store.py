@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -208,26 +209,106 @@ SAMPLE_STORES = [str(DATA / name) for name in ("sample_results", "sample_results
 
 
 @pytest.mark.parametrize("path", SAMPLE_STORES)
-def test_load_in_chunks_gives_the_frame_of_all_rows_at_once(path, monkeypatch):
-    """load() builds the frame a chunk of rows at a time (bounded memory): any chunk size gives the same
-    frame, dtypes included, as one chunk holding every row."""
-    import hugebench.store as store_module
+def test_load_in_chunks_gives_the_frame_of_all_rows_at_once(path, monkeypatch, tmp_path):
+    """load() builds the frame a part of rows at a time (bounded memory), from the journal or from the
+    columnar parts it wrote: any part size gives the same frame, dtypes included, as one part holding every
+    row read from the journal."""
+    from hugebench.store import columnar
 
-    monkeypatch.setattr(store_module, "CHUNK_ROWS", 10**9)
-    whole = load(path)
+    shutil.copytree(path, tmp_path / "s")
+    monkeypatch.setattr(columnar, "PART_ROWS", 10**9)
+    whole = load(tmp_path / "s")
+    assert not (
+        tmp_path / "s" / columnar.COLUMNAR_DIR
+    ).exists()  # under PART_MIN_BYTES: not written
     for size in (1, 3, 7):
-        monkeypatch.setattr(store_module, "CHUNK_ROWS", size)
-        pd.testing.assert_frame_equal(load(path), whole, check_dtype=True)
+        monkeypatch.setattr(columnar, "PART_ROWS", size)
+        pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
+        monkeypatch.setattr(
+            columnar, "PART_MIN_BYTES", 0
+        )  # written as parts, then read back from them
+        pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
+        assert (tmp_path / "s" / columnar.COLUMNAR_DIR / columnar.MANIFEST).is_file()
+        pd.testing.assert_frame_equal(load(tmp_path / "s"), whole, check_dtype=True)
+        shutil.rmtree(tmp_path / "s" / columnar.COLUMNAR_DIR)
+        monkeypatch.setattr(columnar, "PART_MIN_BYTES", 1 << 20)
 
 
 def test_a_column_null_in_a_whole_chunk_keeps_its_type(tmp_path, monkeypatch):
-    import hugebench.store as store_module
+    from hugebench.store import columnar
 
     store = ResultStore(tmp_path)
     for i in range(6):
         store.append({"run_id": f"r{i}", "status": "ok", "note": "x" if i < 2 else None, "v": i})
-    monkeypatch.setattr(store_module, "CHUNK_ROWS", 2)
+    monkeypatch.setattr(columnar, "PART_ROWS", 2)
     chunked = load(tmp_path, hosts=False)
-    monkeypatch.setattr(store_module, "CHUNK_ROWS", 100)
+    monkeypatch.setattr(columnar, "PART_ROWS", 100)
     pd.testing.assert_frame_equal(chunked, load(tmp_path, hosts=False), check_dtype=True)
     assert chunked["note"].tolist()[:2] == ["x", "x"] and chunked["note"].isna().sum() == 4
+
+
+def _columnar_store(tmp_path, monkeypatch, rows=6):
+    from hugebench.store import columnar
+
+    monkeypatch.setattr(columnar, "PART_ROWS", 2)
+    store = ResultStore(tmp_path / "s")
+    for i in range(rows):
+        store.append({"run_id": f"r{i}", "status": "ok", "v": i, "mixed": [i] if i % 2 else "t"})
+    columnar.build(store.runs_path)
+    return store, tmp_path / "s" / columnar.COLUMNAR_DIR
+
+
+def test_columnar_parts_follow_appends_and_a_rewritten_journal(tmp_path, monkeypatch):
+    """Appends are read after the parts; a journal replaced or rewritten is read again from its bytes."""
+    store, parts = _columnar_store(tmp_path, monkeypatch)
+    assert len(list(parts.glob("part-*.parquet"))) == 3
+    store.append({"run_id": "r6", "status": "ok", "v": 6})
+    assert load(store.path, hosts=False)["v"].tolist() == list(range(7))
+    lines = store.runs_path.read_bytes().splitlines(keepends=True)
+    store.runs_path.write_bytes(lines[0].replace(b'"v": 0', b'"v": 9') + b"".join(lines[1:]))
+    assert load(store.path, hosts=False)["v"].tolist() == [
+        9,
+        *range(1, 7),
+    ]  # same size, other bytes
+    store.runs_path.unlink()
+    store.append({"run_id": "x", "status": "ok", "v": 42})  # a new journal (another inode)
+    assert load(store.path, hosts=False)["v"].tolist() == [42]
+
+
+def test_columnar_load_reads_only_the_columns_asked(tmp_path, monkeypatch):
+    store, _ = _columnar_store(tmp_path, monkeypatch)
+    frame = load(store.path, hosts=False, columns=["v", "mixed"])
+    assert list(frame.columns) == ["v", "mixed", "source"]
+    assert frame["mixed"].tolist() == ["t", [1], "t", [3], "t", [5]]
+
+
+def test_columnar_form_never_written_through_a_planted_link(tmp_path, monkeypatch):
+    """A columnar/ that is a link (to a directory the link's planter chose) is not written into; the store
+    still loads, from its journal."""
+    from hugebench.store import columnar
+
+    monkeypatch.setattr(columnar, "PART_MIN_BYTES", 0)
+    store = ResultStore(tmp_path / "s")
+    store.append({"run_id": "r0", "status": "ok", "v": 1})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (store.path / columnar.COLUMNAR_DIR).symlink_to(elsewhere)
+    monkeypatch.setattr(
+        "hugebench.safefs._trusted", lambda uid: False
+    )  # as if another user planted it
+    assert load(store.path, hosts=False)["v"].tolist() == [1]
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_columnar_parts_of_another_user_are_not_read(tmp_path, monkeypatch):
+    """Parts not owned by root or by us could have been crafted: the journal is read instead."""
+    from hugebench.store import columnar
+
+    store, parts = _columnar_store(tmp_path, monkeypatch)
+    if os.geteuid() != 0:
+        pytest.skip("giving the parts to another user needs root")
+    for file in parts.iterdir():
+        os.chown(file, 65534, 65534)
+    read = []
+    monkeypatch.setattr(columnar, "_read_part", lambda *a: read.append(a))
+    assert load(store.path, hosts=False)["v"].tolist() == list(range(6)) and not read
