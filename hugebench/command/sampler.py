@@ -13,8 +13,12 @@ import time
 from dataclasses import dataclass, field
 
 from hugebench import kernel
+from hugebench.measure import folio_coverage
 from hugebench.measure.phases import time_weighted_coverage
 
+FOLIO_BUDGET = (
+    0.05  # at most this share of the elapsed time goes to per-size readings while it runs
+)
 MAX_SERIES = 500  # samples kept in a row's coverage series (evenly thinned): a plot, not an archive
 
 FIELDS = (
@@ -44,15 +48,22 @@ class CoverageSampler:
     # pid -> False once a sample saw 'THP_enabled: 0' in its status (THP disabled by prctl), else True
     thp_enabled: dict = field(default_factory=dict)
     pid_names: dict = field(default_factory=dict)  # pid -> /proc/PID/comm, the name it was run by
+    # per-size coverage (measure.folio_coverage): readings while it runs, within FOLIO_BUDGET of the time
+    folios: bool = True
+    folio_samples: list = field(default_factory=list)
+    end_folios: folio_coverage.FolioReading | None = None  # the reading at the timed window's end
+    _folio_start: float | None = None
 
-    def sample(self) -> dict | None:
-        """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
+    def sample(self, end: bool = False) -> dict | None:
+        """One reading of the whole tree (summed), kept with its time; None when nothing could be read.
+        ``end``: the timed window's end, when a per-size reading is always taken (else within budget)."""
         if self.pid is None:
             return None
         started = time.perf_counter()
         total = dict.fromkeys(FIELDS, 0)
         found = False
-        for pid in kernel.process_tree(self.pid, self.proc_root):
+        pids = kernel.process_tree(self.pid, self.proc_root)
+        for pid in pids:
             try:
                 smaps = kernel.read_smaps_rollup(pid, self.proc_root)
             except OSError:
@@ -74,8 +85,39 @@ class CoverageSampler:
         self.read_s += time.perf_counter() - started
         if not found:
             return None
-        self.samples.append((time.monotonic(), total))
+        now = time.monotonic()
+        self.samples.append((now, total))
+        self._read_folios(pids, end, now)
         return total
+
+    def _read_folios(self, pids: list[int], end: bool, now: float) -> None:
+        if not self.folios:
+            return
+        if self._folio_start is None:
+            self._folio_start = now
+        spent = sum(r.read_s for _, r in self.folio_samples)
+        if not end and self.folio_samples and spent > FOLIO_BUDGET * (now - self._folio_start):
+            return
+        reading = folio_coverage.read_tree(pids, self.proc_root)
+        if end:
+            self.end_folios = reading
+        elif reading.processes:
+            self.folio_samples.append((now, reading))
+
+    def folio_columns(self) -> dict:
+        """Per-size coverage and the gap at the window's end (else at the last sample before the program
+        ended: ``folio.when`` says which), and per size time-weighted over the samples."""
+        out = folio_coverage.time_weighted_columns(self.folio_samples)
+        if not self.folios:
+            return {"folio.reason": "per-size coverage not sampled"}
+        reading, when = self.end_folios, "window end"
+        if reading is None and self.folio_samples:
+            reading, when = self.folio_samples[-1][1], "last sample"
+        why = "no per-size reading was taken while the program ran (it ended first)"
+        out.update(folio_coverage.columns(reading, kernel.mthp_sizes_kb(), why))
+        if reading is not None:
+            out["folio.when"] = when
+        return out
 
     def summary(self, prefix: str = "sampled.") -> dict:
         """Peak and time-weighted coverage over the samples (:func:`~hugebench.measure.phases.time_weighted_coverage`,

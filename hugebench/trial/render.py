@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..measure.phases import COVERAGE_EXPECTED
+
 
 def effect(ratio: dict | None, better: str) -> str:
     """'0.62x as-is (38% less time) [95% CI 0.60-0.64, 8 pairs]'; a selection interval shared by K
@@ -105,6 +107,7 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
             f"  huge-page coverage: {'unknown' if cov is None else f'{cov:.0%}'} (median of its runs; "
             f"as-is: {_cov(verdict['baseline'])})"
         )
+        lines += _size_lines(best, verdict["baseline"])
         if best["allocator_proof"]:
             lines.append(f"  allocator: {best['allocator_proof']}")
     lines += _deploy(verdict["deploy"])
@@ -116,6 +119,23 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
         lines.append("Caveats:")
         lines += [f"  - {c}" for c in verdict["caveats"]]
     return "\n".join(lines)
+
+
+def _size_lines(best: dict, baseline: dict) -> list[str]:
+    """Which folio sizes held the memory (best and as-is) and, when the best's coverage is short, why."""
+    from ..report.coverage import shares_text
+
+    out = []
+    if best.get("folio_shares"):
+        out.append(
+            f"  folio sizes: {shares_text(best['folio_shares'])} (as-is: "
+            f"{shares_text(baseline.get('folio_shares') or {})})"
+        )
+    cov = best.get("hp_coverage")
+    if best.get("gap") and cov is not None and cov < COVERAGE_EXPECTED:
+        out.append("  not on 2 MiB pages, by reason (largest first):")
+        out += [f"    {line}" for line in best["gap"]]
+    return out
 
 
 def _cov(config: dict) -> str:

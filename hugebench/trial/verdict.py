@@ -13,6 +13,7 @@ import pandas as pd
 
 from .. import stability, stats
 from ..measure.phases import COVERAGE_EXPECTED
+from ..report.coverage import folio_shares, gap_lines, gap_summary
 from . import conditions, modes, sequential
 from .deploy import deploy
 from .matrix import describe, uses_huge_pages
@@ -81,6 +82,8 @@ def configuration(
         "modes": split,
         **memory_ratios(frame, base, ok),
         "hp_coverage": _median(ok, "hp_coverage"),
+        "folio_shares": folio_shares(ok) if len(ok) else {},
+        "gap": gap_lines(gap_summary(ok)) if len(ok) else [],
         "allocator_proof": _proof(ok),
         "allocator_served": conditions.served(frame),
     }
@@ -348,6 +351,7 @@ def _coverage_caveat(best: dict | None) -> str | None:
     return (
         f"coverage: only {best['hp_coverage']:.0%} of the memory of '{best['name']}' was on huge pages (median "
         f"of its runs; a huge-page setting is expected to reach {COVERAGE_EXPECTED:.0%}): short of its promise"
+        + (f"; why: {best['gap'][0]}" if best.get("gap") else "")
     )
 
 
