@@ -101,9 +101,11 @@ def explain(
     for i, vma in enumerate(vmas):
         label = f"{'' if pid is None else f'pid {pid} '}{vma.label()}"
         anon = vma.fields.get("Anonymous", 0)
-        gap.resident += vma.fields.get("Rss", 0)
-        gap.add("file", label, vma.fields.get("Rss", 0) - anon)
         counts = folios[i] if folios is not None else None
+        file = max(0, vma.fields.get("Rss", 0) - anon)
+        # the anonymous bytes of the same reading as the buckets (pagemap's, read after smaps)
+        gap.resident += file + (sum(counts.by_order.values()) if counts is not None else anon)
+        gap.add("file", label, file)
         huge = _huge_bytes(vma, counts)
         gap.huge += huge
         _place_anon(gap, vma, label, anon, huge, counts, thp_enabled, stack_pointers, previous)
