@@ -136,7 +136,7 @@ folio.read_s | s | time one per-size reading of the program's processes took (at
 folio.samples | count | per-size readings taken while the program ran (at most 5% of the time goes to them)
 folio.sampled_read_s | s | their summed time
 gap.<reason>_bytes | bytes | resident bytes not on a 2 MiB page, by reason (file, prctl, stack, nohugepage, mthp,
-    unaligned, ineligible, fallback): each byte in exactly one (docs/coverage-gap.md)
+    unaligned, ineligible, fallback): each byte in exactly one (docs/mthp.md)
 gap.resident_bytes | bytes | resident bytes the explainer examined (all mappings of the program's processes)
 gap.huge_bytes | bytes | of them, on 2 MiB pages
 gap.largest | text | the reason with the most bytes

@@ -19,6 +19,7 @@ from .deploy import deploy
 from .matrix import describe, uses_huge_pages
 from .runs import CPU_COLUMN, with_cpu
 from .schedule import _resolved, better_ratio, paired_cs
+from .sizes import page_sizes
 
 TREE_RSS = "tree_peak_rss_bytes"
 CGROUP_PEAK = "cgroup.memory_peak_bytes"
@@ -236,6 +237,7 @@ def build(
         else None,
         "as_is": conditions.as_is_line(configs[base_id]["allocator_served"], linked),
         "others": [c for cid, c in configs.items() if cid not in (base_id, lead)],
+        "page_sizes": page_sizes(list(configs.values()), better),
         "stopped": state.stopped_for(base_id),
         "blocks": state.blocks,
         "run_s": state.run_s,

@@ -48,3 +48,35 @@ def test_per_size_shmem_and_the_shrinker_are_journaled_knobs(fake_sys):
     knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root, fake_sys)
     assert knobs["thp.mthp_shmem.8kB"].read() == "never"
     assert "thp.mthp.8kB" not in knobs  # 8 KiB has a shmem control only
+
+
+def _config(name, cell, value, lo, hi, memory=1.0):
+    return {
+        "name": name,
+        "cell": {"allocator": "as-is", "thp": "madvise", **cell},
+        "runs": 5,
+        "ratio": {"value": value, "ci_lo": lo, "ci_hi": hi},
+        "peak_rss_ratio": {"value": memory},
+        "folio_shares": {},
+    }
+
+
+def test_smallest_size_set_within_noise_of_the_best():
+    from hugebench.trial.sizes import page_sizes
+
+    configs = [
+        _config("64kB only", {"mthp": "64kB only", "thp.mthp.64kB": "always"}, 0.40, 0.35, 0.46),
+        _config(
+            "64kB+2048kB",
+            {"mthp": "64kB+2048kB", "thp.mthp.64kB": "always", "thp.mthp.2048kB": "always"},
+            0.38,
+            0.33,
+            0.43,
+        ),
+        _config("THP always", {"thp": "always"}, 0.80, 0.70, 0.90),
+    ]
+    sizes = page_sizes(configs, "lower")
+    assert sizes["best"] == "64kB+2048kB" and sizes["smallest"] == "64kB only"
+    configs[0]["ratio"] = {"value": 0.6, "ci_lo": 0.55, "ci_hi": 0.65}  # no longer within noise
+    assert page_sizes(configs, "lower")["smallest"] == "64kB+2048kB"
+    assert page_sizes(configs[2:], "lower") is None  # no mTHP set was tried
