@@ -93,8 +93,8 @@ def test_prctl_disabled_process(programs):
 
 @pytest.mark.needs_thp
 def test_faulted_before_madvise_is_fallback(programs):
-    if kernel.thp_modes().get("enabled") == "never":
-        pytest.skip("THP enabled is never here")
+    if kernel.thp_modes().get("enabled") != "madvise":
+        pytest.skip("THP enabled is not madvise here (the first touch must get 4 KiB pages)")
     with waiting(programs / "huge_region", "late") as pid:
         assert_bucket(pid, "fallback", 8 * MIB)
 
@@ -118,12 +118,13 @@ def test_64k_only_lands_in_64k_folios(programs, tmp_path):
         pytest.skip("this kernel offers no 64 KiB anonymous folios")
     counter = "mthp.64kB.anon_fault_alloc"
     with SystemState("/sys", "/proc", tmp_path / "journal.json", io=FileIO()) as state:
-        state.apply({"thp.mthp.64kB": "always"})
+        state.apply({"thp.mthp.64kB": "always", "thp.mthp.2048kB": "never"})  # 64 KiB only
         before = kernel.read_mthp_stats(sizes=("64kB",))[counter]
         with waiting(programs / "huge_region", "mthp") as pid:
             faults = kernel.read_mthp_stats(sizes=("64kB",))[counter] - before
             row = columns(read_tree([pid]), kernel.mthp_sizes_kb())
     assert kernel.mthp_modes()["64kB"] == state.found("thp.mthp.64kB")
+    assert kernel.mthp_modes()["2048kB"] == state.found("thp.mthp.2048kB")
     # 8 MiB touched: 128 faults of 64 KiB each, all this program's (others' faults only add to the counter)
     assert row["folio_bytes.64kB"] >= 8 * MIB
     assert faults * 64 * 1024 >= row["folio_bytes.64kB"] - 2 * MIB
