@@ -121,6 +121,27 @@ cycles_per_op | cycles | CPU cycles per operation of the timed phase (PMU)
 stlb_misses_per_1k_ops | count | second-level TLB misses per 1000 operations (PMU)
 walk_cycles_share | share 0-1 | share of the cycles spent walking page tables (PMU)
 faults_per_gib | count | page faults per GiB touched
+folio_share.<size> | share 0-1 | share of the resident anonymous memory in folios of that size (4kB, each mTHP size,
+    2048kB) at the end of the timed window, read from pagemap + kpageflags as tools/mm/thpmaps does (root); a
+    folio counts by the part of it mapped contiguously
+folio_bytes.<size> | bytes | resident anonymous bytes in folios of that size (the same reading)
+folio_share_tw.<size> | share 0-1 | folio_share.<size> weighted by time over the program's samples
+folio.anon_bytes | bytes | resident anonymous bytes the per-size reading found
+folio.anonhuge_bytes | bytes | AnonHugePages of the same reading: the cross-check of folio_bytes.2048kB (which also
+    counts 2 MiB folios mapped by 4 KiB entries)
+folio.when | text | when the per-size reading was taken: window end, or the last sample before the program ended
+folio.basis | text | pagemap (per page, as root) or smaps (by mapping: no sizes, the gap split by mapping)
+folio.reason | text | why there is no per-size reading (not root, the process gone)
+folio.read_s | s | time one per-size reading of the program's processes took (at the window's end)
+folio.samples | count | per-size readings taken while the program ran (at most 5% of the time goes to them)
+folio.sampled_read_s | s | their summed time
+gap.<reason>_bytes | bytes | resident bytes not on a 2 MiB page, by reason (file, prctl, stack, nohugepage, mthp,
+    unaligned, ineligible, fallback): each byte in exactly one (docs/mthp.md)
+gap.resident_bytes | bytes | resident bytes the explainer examined (all mappings of the program's processes)
+gap.huge_bytes | bytes | of them, on 2 MiB pages
+gap.largest | text | the reason with the most bytes
+gap.vmas | text | the mappings behind the largest buckets (pid, range, permissions, name, KiB)
+gap.basis | text | pagemap (page by page) or smaps (mapping by mapping)
 series_t_s | s (list) | times of the coverage samples over the run
 series_coverage | share 0-1 (list) | huge-page coverage at each of series_t_s
 series_rss_bytes | bytes (list) | resident memory at each of series_t_s (fleet)

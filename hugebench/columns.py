@@ -112,6 +112,11 @@ OWNED_PREFIXES = (
     "phase.",
     "sampler.",
     "sampled.",
+    "folio.",  # per-size coverage (measure.folio_coverage)
+    "folio_share.",
+    "folio_share_tw.",
+    "folio_bytes.",
+    "gap.",  # the coverage-gap explainer (measure.coverage_gap)
     "set.",
     *knob_catalogue.COLUMN_PREFIXES,  # the kernel knobs a run was under
     "system.",  # the conditions between runs (free page reporting, idle before a run)

@@ -49,6 +49,13 @@ DECLARED: tuple[KnobDecl, ...] = (
     _thp("thp.defrag", "defrag", "choice", doc="whether a THP fault stalls to compact"),
     _thp("thp.shmem_enabled", "shmem_enabled", "choice", doc="THP for shmem and tmpfs"),
     _thp("thp.use_zero_page", "use_zero_page", "int", hi=1),
+    _thp(
+        "thp.shrink_underused",
+        "shrink_underused",
+        "int",
+        hi=1,
+        doc="split THPs that are mostly zero-filled under memory pressure (thp_underused_split_page)",
+    ),
     _thp("thp.khugepaged.defrag", "khugepaged/defrag", "int", "khugepaged", hi=1),
     _thp("thp.khugepaged.max_ptes_none", "khugepaged/max_ptes_none", "int", "khugepaged", hi=PTES),
     _thp("thp.khugepaged.max_ptes_swap", "khugepaged/max_ptes_swap", "int", "khugepaged", hi=PTES),
@@ -150,9 +157,23 @@ DECLARED += (PAGE_REPORTING,)
 _MTHP = re.compile(r"^thp\.mthp\.(\d+)kB$")
 
 
+_MTHP_SHMEM = re.compile(r"^thp\.mthp_shmem\.(\d+)kB$")
+
+
 def mthp_decl(size_kb: int) -> KnobDecl:
     """The per-size THP mode of multi-size THP (`thp.mthp.<N>kB`, Linux 6.8+)."""
     return _thp(f"thp.mthp.{size_kb}kB", f"hugepages-{size_kb}kB/enabled", "choice", "mthp")
+
+
+def mthp_shmem_decl(size_kb: int) -> KnobDecl:
+    """The per-size THP mode of shmem and tmpfs (`thp.mthp_shmem.<N>kB`, Linux 6.11+; 8 KiB upward)."""
+    return _thp(
+        f"thp.mthp_shmem.{size_kb}kB",
+        f"hugepages-{size_kb}kB/shmem_enabled",
+        "choice",
+        "mthp_shmem",
+        doc="per-size THP for shmem and tmpfs",
+    )
 
 
 BY_NAME = {d.name: d for d in DECLARED}
@@ -179,7 +200,10 @@ def declaration(name: str) -> KnobDecl | None:
     if name in BY_NAME:
         return BY_NAME[name]
     match = _MTHP.match(name)
-    return mthp_decl(int(match.group(1))) if match else None
+    if match:
+        return mthp_decl(int(match.group(1)))
+    match = _MTHP_SHMEM.match(name)
+    return mthp_shmem_decl(int(match.group(1))) if match else None
 
 
 def family(name: str) -> str | None:

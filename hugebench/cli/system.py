@@ -78,16 +78,20 @@ def _knob_table(knobs: dict) -> Table:
         "knob", "value", "allowed", box=box.SIMPLE_HEAD, title="huge-page knobs (paths: --json)"
     )
     table.columns[0].no_wrap = True
-    mthp = {name: knob for name, knob in knobs.items() if catalogue.family(name) == "mthp"}
+    grouped = ("mthp", "mthp_shmem", "hugetlb")
     for name, knob in knobs.items():
-        if catalogue.family(name) not in ("mthp", "hugetlb"):
+        if catalogue.family(name) not in grouped:
             table.add_row(name, knob["value"], knob["allowed"])
-    if mthp:  # eight near-identical rows would push the rest off the screen: group sizes by value
+    # eight near-identical rows per family would push the rest off the screen: group sizes by value
+    for family in ("mthp", "mthp_shmem"):
+        sizes = {n: k for n, k in knobs.items() if catalogue.family(n) == family}
+        if not sizes:
+            continue
         by_value: dict[str, list[str]] = {}
-        for name, knob in mthp.items():
-            by_value.setdefault(knob["value"], []).append(name.removeprefix("thp.mthp."))
-        summary = "; ".join(f"{value}: {' '.join(sizes)}" for value, sizes in by_value.items())
-        table.add_row("thp.mthp.<size>", summary, next(iter(mthp.values()))["allowed"])
+        for name, knob in sizes.items():
+            by_value.setdefault(knob["value"], []).append(name.rsplit(".", 1)[1])
+        summary = "; ".join(f"{value}: {' '.join(s)}" for value, s in by_value.items())
+        table.add_row(f"thp.{family}.<size>", summary, next(iter(sizes.values()))["allowed"])
     for name, knob in knobs.items():
         if catalogue.family(name) == "hugetlb":
             table.add_row(name, knob["value"], knob["allowed"])

@@ -181,6 +181,12 @@ def _clean(obj):
     help="only these THP modes (default: every mode this user may set)",
 )
 @click.option(
+    "--mthp/--no-mthp",
+    default=True,
+    help="also try multi-size THP size sets (64kB only, 16kB+64kB, 64kB+2048kB) where the kernel "
+    "offers them (root); --no-mthp leaves hugepages-<N>kB/enabled as found",
+)
+@click.option(
     "-o",
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -212,6 +218,7 @@ def try_(
     allocators,
     only,
     thp,
+    mthp,
     out,
     as_json,
     sys_root,
@@ -245,6 +252,7 @@ def try_(
         idle_s=4.0 if idle is None else idle,
         allocator_paths=tuple(allocators),
         thp=tuple(thp),
+        mthp=mthp,
         only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else (),
     )
     outcome = run_try(

@@ -13,11 +13,15 @@ import time
 from dataclasses import dataclass, field
 
 from hugebench import kernel
+from hugebench.measure import folio_coverage
 from hugebench.measure.phases import time_weighted_coverage
 
 from . import memtrend
 from .kevents import EventLog
 
+FOLIO_BUDGET = (
+    0.05  # at most this share of the elapsed time goes to per-size readings while it runs
+)
 MAX_SERIES = 500  # samples kept in a row's coverage series (evenly thinned): a plot, not an archive
 
 FIELDS = (
@@ -51,9 +55,15 @@ class CoverageSampler:
     # multi-process server, forked children that never exec included: hugebench.command.treeproof)
     mapped: dict = field(default_factory=dict)
     events: EventLog = field(default_factory=EventLog)  # the kernel's events per interval (kevents)
+    # per-size coverage (measure.folio_coverage): readings while it runs, within FOLIO_BUDGET of the time
+    folios: bool = True
+    folio_samples: list = field(default_factory=list)
+    end_folios: folio_coverage.FolioReading | None = None  # the reading at the timed window's end
+    _folio_start: float | None = None
 
-    def sample(self) -> dict | None:
-        """One reading of the whole tree (summed), kept with its time; None when nothing could be read."""
+    def sample(self, end: bool = False) -> dict | None:
+        """One reading of the whole tree (summed), kept with its time; None when nothing could be read.
+        ``end``: the timed window's end, when a per-size reading is always taken (else within budget)."""
         if self.pid is None:
             return None
         started = time.perf_counter()
@@ -90,7 +100,37 @@ class CoverageSampler:
             self.events.tick(now, kernel.read_vmstat(self.proc_root), tree)
         except OSError:
             pass  # no /proc/vmstat: no events; the coverage is still read
+        self._read_folios(tree, end, now)
         return total
+
+    def _read_folios(self, pids: list[int], end: bool, now: float) -> None:
+        if not self.folios:
+            return
+        if self._folio_start is None:
+            self._folio_start = now
+        spent = sum(r.read_s for _, r in self.folio_samples)
+        if not end and self.folio_samples and spent > FOLIO_BUDGET * (now - self._folio_start):
+            return
+        reading = folio_coverage.read_tree(pids, self.proc_root)
+        if end:
+            self.end_folios = reading
+        elif reading.processes:
+            self.folio_samples.append((now, reading))
+
+    def folio_columns(self) -> dict:
+        """Per-size coverage and the gap at the window's end (else at the last sample before the program
+        ended: ``folio.when`` says which), and per size time-weighted over the samples."""
+        out = folio_coverage.time_weighted_columns(self.folio_samples)
+        if not self.folios:
+            return {"folio.reason": "per-size coverage not sampled"}
+        reading, when = self.end_folios, "window end"
+        if reading is None and self.folio_samples:
+            reading, when = self.folio_samples[-1][1], "last sample"
+        why = "no per-size reading was taken while the program ran (it ended first)"
+        out.update(folio_coverage.columns(reading, kernel.mthp_sizes_kb(), why))
+        if reading is not None:
+            out["folio.when"] = when
+        return out
 
     def summary(self, prefix: str = "sampled.") -> dict:
         """Peak and time-weighted coverage over the samples (:func:`~hugebench.measure.phases.time_weighted_coverage`,

@@ -32,6 +32,7 @@ THP_VMSTAT = (
     "thp_deferred_split_page",
     "thp_split_pmd",
     "thp_zero_page_alloc",
+    "thp_underused_split_page",  # THPs split by the underused shrinker (thp.shrink_underused)
     "compact_stall",
     "compact_fail",
     "compact_success",

@@ -30,3 +30,14 @@ def writable(path: str | Path) -> bool:
         return not os.statvfs(path).f_flag & os.ST_RDONLY
     except OSError:
         return False
+
+
+def read_ranges(path: str | Path, ranges: list[tuple[int, int]]) -> list[bytes]:
+    """Pieces of a binary file (/proc/PID/pagemap, /proc/kpageflags): ``(offset, length)`` each, read with
+    one open and one pread per piece (a piece can come back short where the file ends); OSError when the
+    file cannot be opened (not root, the process gone)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return [os.pread(fd, length, offset) for offset, length in ranges]
+    finally:
+        os.close(fd)

@@ -67,6 +67,11 @@ def mthp_sizes_kb(sys_root: str | Path = "/sys") -> list[int]:
     return [kb for kb, d in _size_dirs(Path(sys_root, THP_DIR)) if (d / "enabled").exists()]
 
 
+def mthp_shmem_sizes_kb(sys_root: str | Path = "/sys") -> list[int]:
+    """Sizes (kB) with a per-size shmem control (hugepages-<N>kB/shmem_enabled, 6.11+), smallest first."""
+    return [kb for kb, d in _size_dirs(Path(sys_root, THP_DIR)) if (d / "shmem_enabled").exists()]
+
+
 def mthp_modes(sys_root: str | Path = "/sys") -> dict[str, str]:
     """{'64kB': 'never', '2048kB': 'inherit', ...} for every per-size anonymous control that reads."""
     base = Path(sys_root, THP_DIR)

@@ -23,6 +23,7 @@ from ..measure.phases import (
 )
 from ..stats import min_runs_for, ok_rows
 from .aging import aging_sections
+from .coverage import coverage_sections
 from .model import Flag, Options, Report, Section
 from .rendering import display_frame, table_text, verdict, void_text
 from .results import Experiment, Results
@@ -204,6 +205,7 @@ def adaptive_lines(experiment: Experiment) -> list[str]:
 # Per experiment, in reading order. Append a builder here and its sections appear in every format.
 EXPERIMENT_SECTIONS: list[Callable[[Experiment, Results, Options], list[Section]]] = [
     main_table_section,
+    coverage_sections,  # under the main table's coverage: per folio size, and why not on huge pages
     expected_sections,
     ratio_table_sections,
     workload_sections,

@@ -243,7 +243,7 @@ class _Measured:
 
     def _edge(self, word: str) -> None:
         if word == "disable":
-            self.window_end = self.sampler.sample()
+            self.window_end = self.sampler.sample(end=True)
 
     # -- a program that runs to its end ----------------------------------------------------------------
 
@@ -319,9 +319,8 @@ class _Measured:
                 **driver_streams.files(),
             )
             driven = self._sample_while(driver, deadline)
-            self.window_end = (
-                self.sampler.sample()
-            )  # the server's state at the end of the timed window
+            # the server's state at the end of the timed window
+            self.window_end = self.sampler.sample(end=True)
         except BaseException:
             launched.kill()
             launched.proc.wait()
@@ -469,6 +468,7 @@ class _Measured:
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
         row.update(self.sampler.summary())
+        row.update(self.sampler.folio_columns())
         row.update(
             _coverage_columns(
                 coverage(end) if end else None,

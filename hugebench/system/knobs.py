@@ -212,6 +212,7 @@ def _thp_specs(sys_root: Path, pmd_ptes: int) -> list[tuple[str, str, str, int, 
     included (which files exist is the caller's test)."""
     decls = [d for d in catalogue.DECLARED if d.family in ("thp", "khugepaged")]
     decls += [catalogue.mthp_decl(size_kb) for size_kb in kernel.mthp_sizes_kb(sys_root)]
+    decls += [catalogue.mthp_shmem_decl(kb) for kb in kernel.mthp_shmem_sizes_kb(sys_root)]
     return [(d.name, d.path, d.kind, d.minimum, _top(d, pmd_ptes)) for d in decls]
 
 

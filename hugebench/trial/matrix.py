@@ -24,6 +24,11 @@ AS_IS = "as-is"  # the program untouched: no preload, its own malloc (hugebench.
 # Huge-page-aware settings tried besides as-is (TCMalloc when installed), in the order they are kept:
 # glibc's own tunable first, the smallest change (no preload for a program on glibc's malloc).
 HUGE_AWARE = ("glibc-hugetlb", "jemalloc-thp", "mimalloc-large", "tcmalloc")
+# Multi-size THP size sets tried where the kernel offers the sizes (as root): each set's sizes 'always', the
+# other sizes named here 'never' (a 64 KiB-only cell turns 2 MiB off). Kept short on purpose: the sets the
+# published results name (64 KiB: arm64's kernel build; 16+64 KiB: small folios with little bloat; 64 KiB
+# + 2 MiB: fewer faults beside full TLB reach); racing in the schedule drops the ones that lose.
+MTHP_SETS = (("64kB",), ("16kB", "64kB"), ("64kB", "2048kB"))
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class Request:
     regime: str | None = None
     idle_s: float = 4.0  # --idle: the cold regime's idle gap before each run
     name: str | None = None
+    mthp: bool = False  # the CLI sets it unless --no-mthp: try multi-size THP size sets (MTHP_SETS)
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,11 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
         (c for c in candidates if c != baseline),
         key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)),
     )
+    sizes, mthp_notes = mthp_sets(request, sys_root)
+    if sizes:
+        cells = _with_mthp(cells, sizes, kernel.mthp_modes(sys_root), found)
+        baseline = cells[0]
+    notes += mthp_notes
     if request.aged:
         level = 100 if request.aged_level is None else request.aged_level
         cells, baseline = _aged(_aged_order(cells, found), level)
@@ -176,6 +187,43 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
             f"preload libc so that glibc's malloc wins (named 'forced over the linked {linked}')"
         )
     return Matrix(cells, baseline, found, notes + thp_notes, user, linked)
+
+
+def mthp_sets(request: Request, sys_root: str = "/sys", euid: int | None = None):
+    """(size sets to try, notes): :data:`MTHP_SETS` whose sizes this kernel offers, as root, unless
+    --no-mthp; none with a note saying why otherwise."""
+    if not request.mthp:
+        return [], []
+    offered = kernel.mthp_modes(sys_root)
+    if not offered:
+        return [], []
+    if (os.geteuid() if euid is None else euid) != 0:
+        return [], ["not root: multi-size THP sizes (hugepages-<N>kB/enabled) left as found"]
+    sets = [s for s in MTHP_SETS if all(size in offered for size in s)]
+    return sets, []
+
+
+def mthp_name(sizes: tuple) -> str:
+    return "+".join(sizes) + (" only" if len(sizes) == 1 else "")
+
+
+def _with_mthp(cells: list, sets: list, found_modes: dict, thp_found: str) -> list:
+    """Every cell with the mTHP knobs the sets touch as found, then one cell per set (as-is allocator, THP
+    mode as found) with the set's sizes 'always' and the other touched sizes 'never'."""
+    touched = sorted({size for s in sets for size in s}, key=lambda n: int(n[:-2]))
+    found = {f"thp.mthp.{n}": found_modes[n] for n in touched}
+    out = [{**cell, **found} for cell in cells]
+    for sizes in sets:
+        knobs = {f"thp.mthp.{n}": "always" if n in sizes else "never" for n in touched}
+        cell = {**cells[0], **knobs, "mthp": mthp_name(sizes)}
+        if {k: v for k, v in cell.items() if k != "mthp"} not in out:
+            out.append(cell)
+    return out
+
+
+def mthp_knobs(cell: dict) -> dict:
+    """The cell's multi-size THP settings ({'thp.mthp.64kB': 'always', ...})."""
+    return {k: v for k, v in cell.items() if k.startswith("thp.mthp.")}
 
 
 def linked_allocator(request: Request) -> str | None:
@@ -271,6 +319,7 @@ def uses_huge_pages(cell: dict) -> bool:
     """The configuration asks for huge pages: THP always, a huge-page-aware allocator setting, or text on THP."""
     return (
         cell["thp"] == "always"
+        or cell.get("thp.mthp.2048kB") == "always"
         or cell["allocator"] in ("jemalloc-thp", "mimalloc-large", "glibc-hugetlb")
         or cell.get("text_pages") == "thp"
     )
@@ -301,7 +350,8 @@ def describe(cell: dict, thp_found: str, linked: str | None = None) -> str:
     text = {"thp": ", program text on huge pages", "off": ""}.get(cell.get("text_pages"), "")
     memory = f", {cell['memory_state'].split(':')[0]} memory" if cell.get("memory_state") else ""
     regime = f", {cell['regime'].split(':')[0]}" if cell.get("regime") else ""
-    return f"{allocator_name(cell['allocator'], linked)}, THP {thp}{text}{memory}{regime}"
+    mthp = f", mTHP {cell['mthp']}" if cell.get("mthp") else ""
+    return f"{allocator_name(cell['allocator'], linked)}, THP {thp}{mthp}{text}{memory}{regime}"
 
 
 def allocator_name(allocator: str, linked: str | None = None) -> str:
@@ -411,6 +461,8 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
     for axis in ("text_pages", "memory_state", "regime"):
         if any(axis in c for c in matrix.cells):
             axes[axis] = list(dict.fromkeys(c[axis] for c in matrix.cells))
+    for knob in mthp_knobs(matrix.cells[0]):
+        axes[knob] = list(dict.fromkeys(c[knob] for c in matrix.cells))
     data = {
         "name": name,
         "workload": "command",
@@ -421,11 +473,11 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
         "counters": "off",
         "params": params,
         "axes": axes,
-        "baseline": dict(matrix.baseline),
+        "baseline": {k: v for k, v in matrix.baseline.items() if k != "mthp"},
     }
     if request.warmup:
         data["warmup"] = request.warmup
-    excluded = _excluded(axes, matrix.cells)
+    excluded = _excluded(axes, [{k: v for k, v in c.items() if k != "mthp"} for c in matrix.cells])
     if excluded:
         data["exclude"] = excluded
     if matrix.user_allocators:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..measure.phases import COVERAGE_EXPECTED
 from .guards import lines as guard_lines
 
 
@@ -113,6 +114,7 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
             f"  huge-page coverage: {'unknown' if cov is None else f'{cov:.0%}'} (median of its runs; "
             f"as-is: {_cov(verdict['baseline'])})"
         )
+        lines += _size_lines(best, verdict["baseline"])
         if best["allocator_proof"]:
             lines.append(f"  allocator: {best['allocator_proof']}")
     lines += _deploy(verdict["deploy"])
@@ -120,10 +122,48 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
         lines.append("Other configurations (vs as-is):")
     for config in verdict["others"]:
         lines.append(f"  {config['class']:17s} {config['name']}: {_other(config, better)}")
+    lines += _page_size_lines(verdict.get("page_sizes"), better)
     if verdict["caveats"]:
         lines.append("Caveats:")
         lines += [f"  - {c}" for c in verdict["caveats"]]
     return "\n".join(lines)
+
+
+def _size_lines(best: dict, baseline: dict) -> list[str]:
+    """Which folio sizes held the memory (best and as-is) and, when the best's coverage is short, why."""
+    from ..report.coverage import shares_text
+
+    out = []
+    if best.get("folio_shares"):
+        out.append(
+            f"  folio sizes: {shares_text(best['folio_shares'])} (as-is: "
+            f"{shares_text(baseline.get('folio_shares') or {})})"
+        )
+    cov = best.get("hp_coverage")
+    if best.get("gap") and cov is not None and cov < COVERAGE_EXPECTED:
+        out.append("  not on 2 MiB pages, by reason (largest first):")
+        out += [f"    {line}" for line in best["gap"]]
+    return out
+
+
+def _page_size_lines(sizes: dict | None, better: str) -> list[str]:
+    """The size sets tried (mTHP and THP always), each with its effect, memory and folio sizes, and the
+    smallest set within noise of the best."""
+    from ..report.coverage import shares_text
+
+    if not sizes:
+        return []
+    out = ["Page sizes (vs as-is; memory: process tree's peak RSS):"]
+    for s in sizes["sets"]:
+        memory = "n/a" if s["memory"] is None else f"{s['memory']:.2f}x"
+        out.append(
+            f"  {s['name']}: {effect(s['ratio'], better)}; memory {memory}; folio sizes "
+            f"{shares_text(s['folio_shares'])}"
+        )
+    out.append(
+        f"  smallest size set within noise of the best ({sizes['best']}): {sizes['smallest']}"
+    )
+    return out
 
 
 def _cov(config: dict) -> str:

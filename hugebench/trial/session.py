@@ -185,7 +185,11 @@ def _cell_ids(runs, cells) -> list[str]:
     from ..experiment import canonical_knob
 
     def key(cell):
-        return tuple(sorted((canonical_knob(k) if k == "thp" else k, v) for k, v in cell.items()))
+        return tuple(
+            sorted(
+                (canonical_knob(k) if k == "thp" else k, v) for k, v in cell.items() if k != "mthp"
+            )
+        )
 
     by_cell = {key(r.cell): r.cell_id for r in runs}
     return [by_cell[key(c)] for c in cells]

@@ -13,12 +13,14 @@ import pandas as pd
 
 from .. import stability, stats
 from ..measure.phases import COVERAGE_EXPECTED
+from ..report.coverage import folio_shares, gap_lines, gap_summary
 from . import conditions, modes, sequential
 from . import guards as guards_mod
 from .deploy import deploy
 from .matrix import describe, uses_huge_pages
 from .runs import CPU_COLUMN, with_cpu
 from .schedule import _resolved, better_ratio, paired_cs
+from .sizes import page_sizes
 
 TREE_RSS = "tree_peak_rss_bytes"
 CGROUP_PEAK = "cgroup.memory_peak_bytes"
@@ -82,6 +84,8 @@ def configuration(
         "modes": split,
         **memory_ratios(frame, base, ok),
         "hp_coverage": _median(ok, "hp_coverage"),
+        "folio_shares": folio_shares(ok) if len(ok) else {},
+        "gap": gap_lines(gap_summary(ok)) if len(ok) else [],
         "allocator_proof": _proof(ok),
         "allocator_served": conditions.served(frame),
     }
@@ -242,6 +246,7 @@ def build(
         else None,
         "as_is": conditions.as_is_line(configs[base_id]["allocator_served"], linked),
         "others": [c for cid, c in configs.items() if cid not in (base_id, lead)],
+        "page_sizes": page_sizes(list(configs.values()), better),
         "stopped": state.stopped_for(base_id),
         "blocks": state.blocks,
         "run_s": state.run_s,
@@ -358,6 +363,7 @@ def _coverage_caveat(best: dict | None) -> str | None:
     return (
         f"coverage: only {best['hp_coverage']:.0%} of the memory of '{best['name']}' was on huge pages (median "
         f"of its runs; a huge-page setting is expected to reach {COVERAGE_EXPECTED:.0%}): short of its promise"
+        + (f"; why: {best['gap'][0]}" if best.get("gap") else "")
     )
 
 
