@@ -22,7 +22,7 @@ class _Group(click.Group):
             try:
                 return super().invoke(ctx)
             except HugebenchError as exc:
-                click.echo(f"hugebench: error: {exc}", err=True)
+                click.echo(_fitted(f"hugebench: error: {exc}"), err=True)
                 sys.exit(exc.exit_code)
             except Terminated as exc:  # SIGTERM/SIGHUP: knobs were restored on the way out
                 click.echo(
@@ -43,7 +43,28 @@ class _Group(click.Group):
 def _print_warnings(caught) -> None:
     """Each distinct warning once, as a line of ours (a torn store is read several times per command)."""
     for message in dict.fromkeys(str(w.message) for w in caught):
-        click.echo(f"hugebench: warning: {message}", err=True)
+        click.echo(_fitted(f"hugebench: warning: {message}"), err=True)
+
+
+def _refusals(spec, runs, experiment, sys_root, proc_root) -> list[str]:
+    """What `sweep` would refuse this user for (privileges): plan says it before anyone waits for a sweep."""
+    from ..orchestrator import SweepOptions
+    from ..preflight import refusals
+
+    return refusals(
+        spec,
+        runs,
+        SweepOptions(
+            out=Path("."), sys_root=sys_root, proc_root=proc_root, spec_source=str(experiment)
+        ),
+    )
+
+
+def _fitted(text: str) -> str:
+    """A message wrapped at words to the terminal's width ($COLUMNS, else stderr's terminal); piped, whole."""
+    from ..report.terminal import terminal, wrap_lines
+
+    return "\n".join(wrap_lines(text.splitlines(), terminal(sys.stderr)[0]))
 
 
 @click.group(cls=_Group)
@@ -266,7 +287,12 @@ def plan(
     from .. import plan as plan_mod
     from ..estimate import estimate, format_duration, read_history
     from ..experiment.cluster import resolve
-    from ..report import format_bytes
+    from ..report import format_bytes, terminal, wrap_lines
+
+    width = terminal()[0]
+
+    def say(text: str) -> None:
+        click.echo("\n".join(wrap_lines([text], width)))
 
     spec = _load(experiment, repetitions, local=cluster is None)
     runs = plan_mod.plan(spec)
@@ -299,28 +325,31 @@ def plan(
             + (f", {format_duration(most.seconds)}" if most.seconds is not None else "")
             + ")"
         )
-    click.echo(
+    say(
         f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {reps} "
         f"(+{s['warmup_runs']} warm-up), {knobs}, {mem}"
     )
-    click.echo(f"time: {estimate(runs, history).text()}")
+    say(f"time: {estimate(runs, history).text()}")
     if s["memory_state_knobs"]:
-        click.echo(
+        say(
             "memory_state compacts memory before each run (vm.compact_memory) and sets, each "
             "journaled and set back as found:"
         )
         for knob, how in s["memory_state_knobs"].items():
-            click.echo(f"  {knob} = {how}")
+            say(f"  {knob} = {how}")
     if config is not None:
         from ..cluster.placement import host_lines
 
-        click.echo("\n".join(host_lines(runs, config, history)))
+        say("\n".join(host_lines(runs, config, history)))
     skips = {} if config else machine_checks.memory_skips(runs, proc_root)
     if skips:
-        click.echo(
+        say(
             f"cannot run here: {len(skips)} of {s['cells']} cells would be skipped by a sweep on this "
             f"machine, e.g. one {next(iter(skips.values()))}"
         )
+    refused = [] if config else _refusals(spec, runs, experiment, sys_root, proc_root)
+    for why in refused:
+        say(f"a sweep by this user would be refused: {why}")
     if show_runs:
         for r in runs:
             cell = " ".join(f"{k}={v}" for k, v in r.cell.items())
