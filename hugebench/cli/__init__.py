@@ -67,7 +67,7 @@ def _fitted(text: str) -> str:
     return "\n".join(wrap_lines(text.splitlines(), terminal(sys.stderr)[0]))
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="hugebench")
 def main():
     """How much would huge pages and a better malloc buy my workload, on this machine?
@@ -423,6 +423,7 @@ def _add_optional_commands():
     from .exec_ import exec_
     from .history import history
     from .probe import probe
+    from .stats import stats
     from .system import system, thp
     from .try_ import try_
 
@@ -436,6 +437,7 @@ def _add_optional_commands():
     main.add_command(cluster)
     main.add_command(try_)
     main.add_command(exec_)
+    main.add_command(stats)
 
 
 _add_optional_commands()
