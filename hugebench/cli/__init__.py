@@ -13,7 +13,7 @@ import click
 
 from ..errors import HugebenchError
 from ..system import Terminated
-from .output import emit, export_options, exports_of, format_option
+from .output import count, emit, export_options, exports_of, format_option
 
 
 class _Group(click.Group):
@@ -401,7 +401,9 @@ def _print_report(
 
         page = build_report(loaded, Options(primary=primary, figures=True))
         path = write_html(page, Path(html) if html else results / "report.html")
-        click.echo(f"report: {path} ({len(page.sections)} sections, {len(page.warnings)} warnings)")
+        click.echo(
+            f"report: {path} ({count(len(page.sections), 'section')}, {count(len(page.warnings), 'warning')})"
+        )
     else:
         emit(build_report(loaded, Options(primary=primary)), fmt, exports)
     if plots:
@@ -412,7 +414,9 @@ def _print_report(
         if files:
             click.echo(f"plots: {', '.join(str(p) for p in files)}")
         for line in why:
-            click.echo(f"plots: {line}")
+            click.echo(
+                f"plots: {line}", err=True
+            )  # stdout is the report (report --format markdown > r.md)
 
 
 def _add_optional_commands():

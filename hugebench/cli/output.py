@@ -93,3 +93,8 @@ def emit(built, fmt: str, exports: dict[str, Path] | None = None) -> None:
     text = export(built, fmt, width, color)
     click.echo(text, color=color or None, nl=fmt in ("rich", "markdown"))
     write_exports(built, exports or {})
+
+
+def count(n: int, word: str) -> str:
+    """'1 section', '2 sections'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
