@@ -106,12 +106,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     machine_checks.check(spec, runs, options.sys_root, options.proc_root)  # what `plan` refuses too
     prctl = _check_system(runs, options)
     _check_memory_state(spec, runs, options)
-    if spec.condition_memory and os.geteuid() != 0:
-        raise PrivilegeError(
-            f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
-            f"which needs root: run `sudo {system.sudo_hugebench()} sweep {spec.source}`, or remove "
-            f"condition_memory"
-        )
+    _check_condition_memory(spec)
     cpu = kernel.read_cpu_info(options.proc_root)
     caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sys_root=options.sys_root)
     counter_specs, perf = _perf_plan(spec, options, cpu, caps)
@@ -132,6 +127,31 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
         sys_root=options.sys_root,
     )
     return dataclasses.replace(setup, context=context(spec, runs, setup, described, machine))
+
+
+def refusals(spec, runs, options) -> list[str]:
+    """What a sweep of ``spec`` by this user would be refused for (privileges, memory_state,
+    condition_memory), each message whole; [] when it would start. ``plan`` prints them; nothing written."""
+    out = []
+    for check in (
+        lambda: _check_system(runs, options),
+        lambda: _check_memory_state(spec, runs, options),
+        lambda: _check_condition_memory(spec),
+    ):
+        try:
+            check()
+        except PrivilegeError as exc:
+            out.append(str(exc))
+    return out
+
+
+def _check_condition_memory(spec) -> None:
+    if spec.condition_memory and os.geteuid() != 0:
+        raise PrivilegeError(
+            f"{spec.source}: condition_memory writes /proc/sys/vm/compact_memory and drop_caches, "
+            f"which needs root: run `sudo {system.sudo_hugebench()} sweep {spec.source}`, or remove "
+            f"condition_memory"
+        )
 
 
 def _check_memory_state(spec, runs, options) -> None:

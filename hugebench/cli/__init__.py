@@ -13,7 +13,7 @@ import click
 
 from ..errors import HugebenchError
 from ..system import Terminated
-from .output import emit, export_options, exports_of, format_option
+from .output import count, emit, export_options, exports_of, format_option
 
 
 class _Group(click.Group):
@@ -22,7 +22,7 @@ class _Group(click.Group):
             try:
                 return super().invoke(ctx)
             except HugebenchError as exc:
-                click.echo(f"hugebench: error: {exc}", err=True)
+                click.echo(_fitted(f"hugebench: error: {exc}"), err=True)
                 sys.exit(exc.exit_code)
             except Terminated as exc:  # SIGTERM/SIGHUP: knobs were restored on the way out
                 click.echo(
@@ -43,10 +43,31 @@ class _Group(click.Group):
 def _print_warnings(caught) -> None:
     """Each distinct warning once, as a line of ours (a torn store is read several times per command)."""
     for message in dict.fromkeys(str(w.message) for w in caught):
-        click.echo(f"hugebench: warning: {message}", err=True)
+        click.echo(_fitted(f"hugebench: warning: {message}"), err=True)
 
 
-@click.group(cls=_Group)
+def _refusals(spec, runs, experiment, sys_root, proc_root) -> list[str]:
+    """What `sweep` would refuse this user for (privileges): plan says it before anyone waits for a sweep."""
+    from ..orchestrator import SweepOptions
+    from ..preflight import refusals
+
+    return refusals(
+        spec,
+        runs,
+        SweepOptions(
+            out=Path("."), sys_root=sys_root, proc_root=proc_root, spec_source=str(experiment)
+        ),
+    )
+
+
+def _fitted(text: str) -> str:
+    """A message wrapped at words to the terminal's width ($COLUMNS, else stderr's terminal); piped, whole."""
+    from ..report.terminal import terminal, wrap_lines
+
+    return "\n".join(wrap_lines(text.splitlines(), terminal(sys.stderr)[0]))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="hugebench")
 def main():
     """How much would huge pages and a better malloc buy my workload, on this machine?
@@ -263,7 +284,12 @@ def plan(
     from .. import plan as plan_mod
     from ..estimate import estimate, format_duration, read_history
     from ..experiment.cluster import resolve
-    from ..report import format_bytes
+    from ..report import format_bytes, terminal, wrap_lines
+
+    width = terminal()[0]
+
+    def say(text: str) -> None:
+        click.echo("\n".join(wrap_lines([text], width)))
 
     spec = _load(experiment, repetitions, local=cluster is None)
     runs = plan_mod.plan(spec)
@@ -296,32 +322,35 @@ def plan(
             + (f", {format_duration(most.seconds)}" if most.seconds is not None else "")
             + ")"
         )
-    click.echo(
+    say(
         f"{spec.name}: {s['runs']} runs = {s['cells']} cells x {reps} "
         f"(+{s['warmup_runs']} warm-up), {knobs}, {mem}"
     )
-    click.echo(f"time: {estimate(runs, history).text()}")
+    say(f"time: {estimate(runs, history).text()}")
     if s["memory_state_knobs"]:
-        click.echo(
+        say(
             "memory_state compacts memory before each run (vm.compact_memory) and sets, each "
             "journaled and set back as found:"
         )
         for knob, how in s["memory_state_knobs"].items():
-            click.echo(f"  {knob} = {how}")
+            say(f"  {knob} = {how}")
     if s["regime_knobs"]:
-        click.echo("regime sets, journaled and set back as found:")
+        say("regime sets, journaled and set back as found:")
         for knob, how in s["regime_knobs"].items():
-            click.echo(f"  {knob} = {how}")
+            say(f"  {knob} = {how}")
     if config is not None:
         from ..cluster.placement import host_lines
 
-        click.echo("\n".join(host_lines(runs, config, history)))
+        say("\n".join(host_lines(runs, config, history)))
     skips = {} if config else machine_checks.memory_skips(runs, proc_root)
     if skips:
-        click.echo(
+        say(
             f"cannot run here: {len(skips)} of {s['cells']} cells would be skipped by a sweep on this "
             f"machine, e.g. one {next(iter(skips.values()))}"
         )
+    refused = [] if config else _refusals(spec, runs, experiment, sys_root, proc_root)
+    for why in refused:
+        say(f"a sweep by this user would be refused: {why}")
     if show_runs:
         for r in runs:
             cell = " ".join(f"{k}={v}" for k, v in r.cell.items())
@@ -373,7 +402,9 @@ def _print_report(
 
         page = build_report(loaded, Options(primary=primary, figures=True))
         path = write_html(page, Path(html) if html else results / "report.html")
-        click.echo(f"report: {path} ({len(page.sections)} sections, {len(page.warnings)} warnings)")
+        click.echo(
+            f"report: {path} ({count(len(page.sections), 'section')}, {count(len(page.warnings), 'warning')})"
+        )
     else:
         emit(build_report(loaded, Options(primary=primary)), fmt, exports)
     if plots:
@@ -384,7 +415,9 @@ def _print_report(
         if files:
             click.echo(f"plots: {', '.join(str(p) for p in files)}")
         for line in why:
-            click.echo(f"plots: {line}")
+            click.echo(
+                f"plots: {line}", err=True
+            )  # stdout is the report (report --format markdown > r.md)
 
 
 def _add_optional_commands():
@@ -395,6 +428,7 @@ def _add_optional_commands():
     from .exec_ import exec_
     from .history import history
     from .probe import probe
+    from .stats import stats
     from .system import system, thp
     from .try_ import try_
 
@@ -408,6 +442,7 @@ def _add_optional_commands():
     main.add_command(cluster)
     main.add_command(try_)
     main.add_command(exec_)
+    main.add_command(stats)
 
 
 _add_optional_commands()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .output import emit, export_options, exports_of, format_option
+from .output import count, emit, export_options, exports_of, format_option
 
 _directory = click.Path(exists=True, file_okay=False, path_type=Path)
 
@@ -44,7 +44,7 @@ def compare(a, b, fmt, primary, html, **exports):
 
         path = write_html(built, Path(html) if html else b / "compare.html")
         click.echo(
-            f"compare: {path} ({len(built.sections)} sections, {len(built.warnings)} warnings)"
+            f"compare: {path} ({count(len(built.sections), 'section')}, {count(len(built.warnings), 'warning')})"
         )
     else:
         emit(built, fmt, exports_of(exports))

@@ -62,10 +62,13 @@ def exports_of(kwargs: dict) -> dict[str, Path]:
     }
 
 
-def write_exports(built, exports: dict[str, Path]) -> None:
-    """Each asked-for export of ``built`` (a report) written whole (temp file + rename), or a clean error."""
+def write_exports(built, exports: dict[str, Path], export=None, err: bool = False) -> None:
+    """Each asked-for export of ``built`` (a report, or what ``export(built, fmt)`` turns into text) written
+    whole (temp file + rename), or a clean error; the file named on stdout (stderr with ``err``)."""
     from .._util import write_atomic
-    from ..report.exporters import export
+
+    if export is None:
+        from ..report.exporters import export
 
     for fmt, path in exports.items():
         if not path.parent.is_dir():
@@ -78,7 +81,7 @@ def write_exports(built, exports: dict[str, Path]) -> None:
             raise HugebenchError(
                 f"--export-{fmt} {path}: cannot write it: {exc.strerror or exc}"
             ) from None
-        click.echo(f"{fmt}: {path}")
+        click.echo(f"{fmt}: {path}", err=err)
 
 
 def emit(built, fmt: str, exports: dict[str, Path] | None = None) -> None:
@@ -90,3 +93,8 @@ def emit(built, fmt: str, exports: dict[str, Path] | None = None) -> None:
     text = export(built, fmt, width, color)
     click.echo(text, color=color or None, nl=fmt in ("rich", "markdown"))
     write_exports(built, exports or {})
+
+
+def count(n: int, word: str) -> str:
+    """'1 section', '2 sections'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

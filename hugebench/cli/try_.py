@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 import re
 import time
 from pathlib import Path
@@ -11,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import SpecError
+from .output import export_options, exports_of, write_exports
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
@@ -52,17 +51,6 @@ def _env(pairs) -> dict:
             raise SpecError(f"--env {pair!r}: give NAME=VALUE")
         out[name] = value
     return out
-
-
-def _clean(obj):
-    """NaN and infinity as null: the JSON stays parseable by every reader."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
 
 
 @click.command(name="try", context_settings={"ignore_unknown_options": False})
@@ -194,6 +182,12 @@ def _clean(obj):
     help="results directory (default results/try-PROGRAM); re-running resumes it",
 )
 @click.option("--json", "as_json", is_flag=True, help="print the verdict as one JSON object")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="print every configuration, caveat and deploy line (default: the answer in at most 12 lines)",
+)
+@export_options
 @click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 def try_(
@@ -221,14 +215,20 @@ def try_(
     mthp,
     out,
     as_json,
+    details,
     sys_root,
     proc_root,
+    **exports,
 ):
     """Which allocator and THP setting make PROGRAM faster here? Runs it under each within --budget and
     answers with a verdict: the best configuration vs as-is (glibc, THP as found), how to deploy it, caveats."""
     from ..trial import Request, run_try
 
     started = time.monotonic()
+    exports = exports_of(exports)
+    for fmt, path in exports.items():  # refused before any run, not after the budget is spent
+        if not path.parent.is_dir():
+            raise SpecError(f"--export-{fmt} {path}: its directory {path.parent} does not exist")
     if idle is not None and regime not in ("cold", "both"):
         raise SpecError("--idle is the cold regime's idle gap: give it with --regime cold or both")
     request = Request(
@@ -255,21 +255,29 @@ def try_(
         mthp=mthp,
         only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else (),
     )
+    from ..report import terminal
+    from ..trial.render import answer, fit
+
+    width = terminal()[0]
     outcome = run_try(
         request,
         out,
         started,
-        echo=lambda line: click.echo(line, err=True),
+        echo=lambda line: click.echo("\n".join(fit([line], width)), err=True),
         sys_root=sys_root,
         proc_root=proc_root,
     )
-    if as_json:
-        click.echo(json.dumps(_clean(outcome.verdict), default=str))
-        return
-    from ..trial.render import answer
+    from ..trial.export import export
 
-    click.echo(answer(outcome.verdict, outcome.plan_lines))
-    click.echo(
-        f"results: {outcome.out} (hugebench report {outcome.out}); experiment: {outcome.experiment_file} "
-        f"(hugebench sweep {outcome.experiment_file} -o {outcome.out} re-runs it)"
-    )
+    write_exports(outcome.verdict, exports, lambda v, fmt: export(v, fmt), err=as_json)
+    if as_json:
+        click.echo(export(outcome.verdict, "json"), nl=False)
+        return
+    click.echo(answer(outcome.verdict, outcome.plan_lines, details, width))
+    tail = [f"results: {outcome.out} (hugebench report {outcome.out})"]
+    if details:
+        tail.append(
+            f"experiment: {outcome.experiment_file} (hugebench sweep {outcome.experiment_file} -o "
+            f"{outcome.out} re-runs it)"
+        )
+    click.echo("\n".join(fit(tail, width)))

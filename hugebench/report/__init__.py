@@ -58,7 +58,7 @@ from .tables import (
     overhead_lines,
     void_compensation,
 )
-from .terminal import terminal
+from .terminal import terminal, wrap_lines
 from .verdicts import VERDICTS, claim_verdicts, render_verdicts, verdict_table
 
 
@@ -127,6 +127,7 @@ __all__ = [
     "report",
     "sweep_context",
     "terminal",
+    "wrap_lines",
     "verdict_table",
     "void_compensation",
 ]

@@ -39,13 +39,23 @@ def render_html(report: Report) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    from .heatmap import heat_maps
+
     parts = [_part(section, f"s{i}", Markup) for i, section in enumerate(report.sections)]
+    glance = [
+        {**maps, "anchor": part["anchor"], "summary": part["summary"]}
+        for section, part in zip(report.sections, parts)
+        if section.kind == "main" and (maps := heat_maps(section))
+    ]
+    for part in parts:  # a summary shown at the top is not repeated above its table
+        part["summary_above"] = any(g["anchor"] == part["anchor"] for g in glance)
     provenance = [_part(section, f"p{i}", Markup) for i, section in enumerate(report.provenance)]
     from .. import __version__
 
     return env.get_template(TEMPLATE).render(
         title=report.title,
         sections=parts,
+        glance=glance,
         provenance=provenance,
         warnings=report.warnings,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -108,6 +118,7 @@ def _part(section: Section, anchor: str, markup) -> dict:
         "title": section.title,
         "kind": section.kind or "table",
         "summary": section.summary,
+        "summary_above": False,
         "warnings": section.warnings,
         "notes": section.notes,
         "headers": [str(c) for c in table.columns] if table is not None else [],

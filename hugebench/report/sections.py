@@ -455,10 +455,17 @@ def summary_lines(table: pd.DataFrame, experiment: Experiment) -> list[str]:
     ]
     if compared.empty:
         return lines + ["No cell could be compared with the baseline."]
-    order = compared.sort_values("ratio", ascending=attrs.get("better", "lower") != "higher")
+    higher = attrs.get("better", "lower") == "higher"
+    order = compared.sort_values("ratio", ascending=not higher)
     best, worst = order.iloc[0], order.iloc[-1]
+    ahead = best["ratio"] > 1 if higher else best["ratio"] < 1
     lines.append(
-        f"Best against the baseline: {cell_label(best, axes)}, {_ratio_phrase(best, spec, attrs['primary'])}."
+        (
+            "Best against the baseline: "
+            if ahead
+            else "No cell is ahead of the baseline; the closest: "
+        )
+        + f"{cell_label(best, axes)}, {_ratio_phrase(best, spec, attrs['primary'])}."
     )
     if len(order) > 1:
         lines.append(
@@ -483,6 +490,8 @@ def _ratio_phrase(row: pd.Series, spec, primary: str) -> str:
     text = f"{spec.format(row[primary])}, {row['ratio']:.3f}x the baseline"
     if not np.isnan(row["ratio.ci_lo"]):
         text += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
+    if isinstance(row.get("unstable"), str):  # as the table's consistency column says it
+        return text + ", unstable (no verdict rests on it)"
     return text + {True: ", resolved", False: ", not resolved (the CI contains 1)"}.get(
         row["resolved"], ", too few runs for a verdict"
     )

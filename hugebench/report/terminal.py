@@ -213,3 +213,27 @@ def rich_text(title, headers, rows, notes, width, color=False) -> str:
             Padding(Text(note.lstrip(" "), style=style or ""), (0, 0, 0, indent), expand=False)
         )
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
+def wrap_lines(lines: list[str], width: int | None) -> list[str]:
+    """Prose for a terminal: each line wrapped to ``width`` at spaces, continued lines indented two more than the first; a word
+    longer than the width (a path) is kept whole. Lines already ending in a shell continuation are kept."""
+    import textwrap
+
+    if not width:
+        return list(lines)
+    out = []
+    for text in lines:
+        for line in text.split("\n"):
+            if len(line) <= width or line.endswith(" \\"):
+                out.append(line)
+                continue
+            indent = " " * (len(line) - len(line.lstrip()))
+            out += textwrap.wrap(
+                line,
+                width,
+                subsequent_indent=indent + "  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+    return out

@@ -1,8 +1,14 @@
-"""The verdict of ``hugebench try`` as text for a terminal (the JSON form is the verdict dict itself)."""
+"""The verdict of ``hugebench try`` as text for a terminal (the JSON form is the verdict dict itself): the short
+form by default (at most MAX_LINES lines: decision, effect with CI, memory, deploy, a tally of the rest) and
+the full one of ``--details``, either fitted to the terminal's width."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 from ..measure.phases import COVERAGE_EXPECTED
+from ..report.terminal import wrap_lines as fit
 from .guards import lines as guard_lines
 
 
@@ -52,25 +58,40 @@ def _times(ratio: dict | None) -> str:
     return f"{ratio['value']:.2f}x as-is{ci}"
 
 
-def answer(verdict: dict, plan_lines: list[str]) -> str:
-    """What try prints: the verdict; with --aged the whole try's line once, then each memory state's verdict
-    with only its own runs, cut and caveats."""
+def answer(
+    verdict: dict, plan_lines: list[str], details: bool = True, width: int | None = None
+) -> str:
+    """What try prints: the verdict (``details``: every configuration and caveat, else the short form of
+    trial.brief), each line fitted to ``width``; with --aged the whole try's line once, then each memory
+    state's verdict with only its own runs, cut and caveats."""
     states = verdict.get("by_memory_state")
     regimes = verdict.get("by_regime")
     if not states and not regimes:
-        return text(verdict, plan_lines)
+        return _one(verdict, plan_lines, details, width)
+    if not states and len(regimes) == 1:  # the regime try held without being asked: one line says which
+        (regime,) = regimes
+        said = f"measured {REGIME_TITLES[regime.split(':')[0]]} (regime {regime})"
+        if details:
+            return "\n".join(fit([text(verdict, plan_lines, width), said], width))
+        return "\n".join(short(verdict, plan_lines, width, said))
     out = list(plan_lines)
     for memory, each in (states or {}).items():
         out.append(
             f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each['runs']} runs) =="
         )
-        out.append(text(each, each.get("plan", [])))
+        out.append(_one(each, each.get("plan", []), details, width))
     for regime, each in (regimes or {}).items():
         out.append(
             f"== {REGIME_TITLES[regime.split(':')[0]]} (regime {regime}; {each['runs']} runs) =="
         )
-        out.append(text(each, each.get("plan", [])))
-    return "\n".join(out)
+        out.append(_one(each, each.get("plan", []), details, width))
+    return "\n".join(fit(out, width))
+
+
+def _one(verdict: dict, plan_lines: list[str], details: bool, width: int | None) -> str:
+    if details:
+        return text(verdict, plan_lines, width)
+    return "\n".join(short(verdict, plan_lines, width))
 
 
 REGIME_TITLES = {
@@ -79,7 +100,7 @@ REGIME_TITLES = {
 }
 
 
-def text(verdict: dict, plan_lines: list[str]) -> str:
+def text(verdict: dict, plan_lines: list[str], width: int | None = None) -> str:
     better, best = verdict["better"], verdict["best"]
     what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict["metric"], verdict["metric"])
     lines = list(plan_lines)
@@ -117,7 +138,7 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
         lines += _size_lines(best, verdict["baseline"])
         if best["allocator_proof"]:
             lines.append(f"  allocator: {best['allocator_proof']}")
-    lines += _deploy(verdict["deploy"])
+    lines += _deploy(verdict["deploy"], width)
     if verdict["others"]:
         lines.append("Other configurations (vs as-is):")
     for config in verdict["others"]:
@@ -126,7 +147,7 @@ def text(verdict: dict, plan_lines: list[str]) -> str:
     if verdict["caveats"]:
         lines.append("Caveats:")
         lines += [f"  - {c}" for c in verdict["caveats"]]
-    return "\n".join(lines)
+    return "\n".join(fit(lines, width))
 
 
 def _size_lines(best: dict, baseline: dict) -> list[str]:
@@ -190,14 +211,19 @@ SCOPES = {
 }
 
 
-def _deploy(dep: dict | None) -> list[str]:
-    """The deploy lines, least invasive first; the machine-wide one with what else it changes."""
+def _deploy(dep: dict | None, width: int | None = None) -> list[str]:
+    """The deploy lines, least invasive first; the machine-wide one with what else it changes. A command
+    longer than ``width`` goes on continued lines below its scope."""
     if not dep:
         return []
     lines = ["How to deploy it (least invasive first):"]
     for n, line in enumerate(dep.get("lines") or [], 1):
         shell = line["shell"].splitlines()
-        lines.append(f"  {n}. {SCOPES.get(line['scope'], line['scope'])}: {shell[0]}")
+        head = f"  {n}. {SCOPES.get(line['scope'], line['scope'])}:"
+        if width and len(head) + 1 + len(shell[0]) > width and len(shell) == 1:
+            lines += [head, *shell_lines(shell[0], "       ", width)]
+        else:
+            lines.append(f"{head} {shell[0]}")
         lines += [f"       {more}" for more in shell[1:]]
         if line["scope"] == "machine-wide":
             lines.append(f"     also changes: {line['affects']}")
@@ -238,3 +264,119 @@ def _phase_lines(best: dict, what: str, better: str) -> list[str]:
             f"  not told apart from it in the selection (not confirmed themselves): {'; '.join(best['ties'])}"
         )
     return out
+
+
+# a shell word: quoted parts kept whole, so a continuation never lands inside quotes
+_SHELL_WORD = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+""")
+
+
+def shell_lines(shell: str, indent: str, width: int | None) -> list[str]:
+    """A shell command split at its words onto continued lines (`` \\``) that fit ``width``; a word
+    longer than the width stays whole (a path is never broken)."""
+    out, line = [], indent
+    for word in _SHELL_WORD.findall(shell):
+        if width and line.strip() and len(line) + 1 + len(word) + 2 > width:
+            out.append(line + " \\")
+            line = indent + "  " + word
+        else:
+            line = f"{line} {word}" if line.strip() else line + word
+    return out + [line]
+
+
+# -- the short form (the default; --details prints text's full one) ----------------------------------
+
+
+MAX_LINES = 12  # the whole default answer, the results line included (issue 43)
+
+
+def short(
+    verdict: dict, plan_lines: list[str], width: int | None = None, regime: str | None = None
+) -> list[str]:
+    """The verdict in at most MAX_LINES - 1 lines (the results line follows), each wrapped to ``width``
+    (None: not wrapped); ``regime``: the line saying which regime was measured."""
+    better, best = verdict["better"], verdict["best"]
+    what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict["metric"], verdict["metric"])
+    head = [_decision(verdict)]
+    if best:
+        confirmed = " on fresh pairs" if (best.get("confirmation") or {}).get("pairs") else ""
+        head.append(f"  effect{confirmed}: {what} {effect(best['ratio'], better)}")
+        cov, base_cov = best["hp_coverage"], (verdict.get("baseline") or {}).get("hp_coverage")
+        rss = best.get("peak_rss_ratio")
+        head.append(
+            f"  memory: peak RSS {'unknown' if not rss else format(rss['value'], '.2f') + 'x'} as-is; "
+            f"huge pages {_share(cov)} (as-is {_share(base_cov)})"
+        )
+    head += _deploy_short(verdict.get("deploy"), width)
+    tail = [_tally(verdict)] if _tally(verdict) else []
+    tail += [regime] if regime else []
+    if plan_lines:
+        tail.append(plan_lines[0].split("; selection:")[0])
+    tail.append("more: --details (every configuration and caveat), --json")
+    out = fit(head, width) + fit(tail, width)
+    return out if len(out) < MAX_LINES else fit(head, width) + fit(tail[-1:], width)
+
+
+def _share(value) -> str:
+    return "unknown" if value is None else f"{value:.0%}"
+
+
+def _decision(verdict: dict) -> str:
+    """The decision alone: use it, or keep as-is and the one reason; then the best's name."""
+    best = verdict["best"]
+    if verdict["recommend"] == "best":
+        return f"VERDICT: use {best['name']}"
+    if verdict.get("no_difference"):
+        return (
+            f"VERDICT: keep as-is: no difference worth deploying (within ±{verdict['margin']:.0%}); "
+            f"the best: {best['name']}"
+        )
+    if not best:
+        return "VERDICT: keep as-is: no other configuration has a successful run to compare"
+    conf = best.get("confirmation") or {}
+    if not conf.get("pairs"):
+        return (
+            f"VERDICT: keep as-is: the best so far, {best['name']}, was not confirmed "
+            f"({conf.get('ended', 'not run')})"
+        )
+    state = "resolved worse" if best["class"] == "worse" else "not resolved"
+    return (
+        f"VERDICT: keep as-is: the best, {best['name']}, is {state} on fresh pairs "
+        f"({conf['ended']})"
+    )
+
+
+def _deploy_short(dep: dict | None, width: int | None) -> list[str]:
+    """The least invasive deploy line in full; the others named (their text is in --details)."""
+    if not dep:
+        return []
+    ways = dep.get("lines") or []
+    if not ways:
+        return ["Deploy: nothing to change"]
+    first = ways[0]
+    lines = [f"Deploy ({SCOPES.get(first['scope'], first['scope'])}):"]
+    if first["scope"] == "systemd":
+        lines += [f"    {s}" for s in first["shell"].splitlines()]
+    else:
+        lines += shell_lines(first["shell"], "    ", width)
+    if first["scope"] == "machine-wide":
+        lines.append(f"  also changes: {first['affects']}")
+    if len(ways) > 1:
+        others = " or ".join(w["scope"] for w in ways[1:])
+        lines.append(f"  {others}: see --details")
+    return lines
+
+
+def _tally(verdict: dict) -> str:
+    """'Others: 1 better, 3 same within noise, 7 dropped; caveats: variable, unstable (4)'."""
+    classes = Counter(
+        "dropped" if c.get("dropped") else c["class"] for c in verdict.get("others") or []
+    )
+    kinds = Counter(c.split(":")[0].split(" too,")[0] for c in verdict.get("caveats") or [])
+    parts = []
+    if classes:
+        parts.append("others: " + ", ".join(f"{n} {k}" for k, n in classes.items()))
+    if kinds:
+        parts.append(
+            "caveats: " + ", ".join(k if n == 1 else f"{k} ({n})" for k, n in kinds.items())
+        )
+    return "; ".join(parts).capitalize() if parts else ""

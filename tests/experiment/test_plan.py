@@ -67,6 +67,7 @@ def test_warmup_runs_come_first_and_are_marked():
 
 # -- issue 26 §4: plan refuses what sweep would, fast, and says what cannot fit --------------------------
 
+import os
 import time
 
 import pytest
@@ -150,3 +151,22 @@ def test_plan_lists_the_knobs_a_memory_state_sweep_sets(tmp_path, fake_sys):
     fresh.write_text(path.read_text().replace(", fragmented:50%, fragmented-movable", ""))
     only_fresh = CliRunner().invoke(main, ["plan", str(fresh), *roots]).output
     assert "vm.percpu_pagelist_high_fraction" in only_fresh and "thp.enabled =" not in only_fresh
+
+
+def test_plan_tells_an_unprivileged_user_the_sweep_would_be_refused(
+    tmp_path, fake_sys, monkeypatch
+):
+    """plan says, as the sweep would, that changing THP needs root (issue 43) — and as root it does not."""
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "name: a\nworkload: hashlookup\nparams: {keys: 1000}\naxes: {thp: [madvise, always]}\n"
+    )
+    roots = ["--sys-root", str(fake_sys.sys_root), "--proc-root", str(fake_sys.proc_root)]
+    as_root = CliRunner().invoke(main, ["plan", str(path), *roots])
+    assert as_root.exit_code == 0 and "would be refused" not in as_root.output, as_root.output
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    result = CliRunner().invoke(main, ["plan", str(path), *roots])
+    assert result.exit_code == 0, result.output
+    assert "a sweep by this user would be refused:" in result.output
+    assert "needs root" in result.output and "thp.enabled" in result.output
+    assert not fake_sys.writes

@@ -29,6 +29,7 @@ def _sweep(tmp_path, text: str) -> Path:
 def _plots(out: Path):
     result = CliRunner().invoke(main, ["report", str(out), "--plots", "--format", "markdown"])
     assert result.exit_code == 0, result.output
+    assert "plots: " not in result.stdout  # the markdown on stdout stays markdown (issue 43)
     return result.output, sorted(p.name for p in (out / "plots").glob("*.png"))
 
 

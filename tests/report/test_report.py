@@ -9,7 +9,7 @@ import math
 import hypothesis
 import pandas as pd
 import pytest
-from paths import TESTS
+from paths import DATA, TESTS
 
 from hugebench.errors import HugebenchError
 from hugebench.report import (
@@ -305,3 +305,26 @@ def test_machine_facts_show_why_the_core_build_is_unknown():
     why = "_core not importable: cannot import name '_core'"
     facts = machine_facts({"machine": {"hugebench": {"core_build": why}}})
     assert facts["core build"] == why
+
+
+def test_no_cell_slower_than_the_baseline_is_called_its_best_and_unstable_is_said_as_such():
+    """Issue 43: when every compared cell is slower, the summary says no cell is ahead (it named a cell 19%
+    slower "best"); a ratio resting on an unstable cell is called unstable, as the table says, not "too few
+    runs"."""
+    from hugebench.report import build_report, load_results
+    from hugebench.report.sections import summary_lines
+
+    results = load_results(DATA / "sample_results")
+    section = build_report(results).sections[0]
+    experiment = results.experiments()[0]
+    table = section.data.copy()
+    table.attrs = section.data.attrs
+    compared = ~table["is_baseline"].astype(bool) & table["ratio"].notna()
+    table.loc[compared, "ratio"] = table.loc[compared, "ratio"] + 0.5  # every cell now slower
+    lines = summary_lines(table, experiment)
+    assert not any(line.startswith("Best against the baseline") for line in lines), lines
+    assert any(line.startswith("No cell is ahead of the baseline; the closest: ") for line in lines)
+    table.loc[compared, "unstable"] = "spread 40% > 25%"
+    assert any(
+        ", unstable (no verdict rests on it)." in line for line in summary_lines(table, experiment)
+    )

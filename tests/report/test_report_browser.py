@@ -80,3 +80,47 @@ def test_report_page_renders_in_chromium(browser, tmp_path, command):
         box = plots.nth(i).bounding_box()
         assert box and box["width"] > 300 and box["height"] > 150
     page.close()
+
+
+def test_the_first_screen_is_the_heat_maps_and_the_summary(browser, tmp_path):
+    """Above the fold at 1280x800 (issue 43): each experiment's heat map of the ratio to the baseline, its
+    coverage beside it and the in-words summary; the tables start below; the warnings are folded."""
+    page_file = tmp_path / "page.html"
+    outcome = CliRunner().invoke(
+        main, ["report", str(DATA / "sample_results"), "--html", str(page_file)]
+    )
+    assert outcome.exit_code == 0, outcome.output
+    page, seen = _open(browser, page_file)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    assert seen["errors"] == []
+    fold = 800
+
+    def top(locator) -> float:
+        box = locator.bounding_box()
+        assert box, "not laid out"
+        return box["y"]
+
+    maps = page.locator("#at-a-glance table.heat")
+    assert maps.count() == 2  # one per experiment of the sample store
+    first = maps.first
+    assert top(first) + first.bounding_box()["height"] < fold
+    assert top(page.locator("#at-a-glance .summary").first) < fold
+    assert top(page.locator("section.report-section").first) > fold  # the tables come after
+    assert not page.locator("#all-warnings ul.warnings").is_visible()  # folded until asked
+    assert not page.locator("section.report-section details ul.warnings").first.is_visible()
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= 1280, "the first screen scrolls sideways"
+    # coloured only where resolved: glibc THP always is resolved faster, mimalloc THP always has too few runs
+    cells = first.locator("tbody tr")
+    glibc = cells.nth(0).locator("td")
+    mimalloc = cells.nth(2).locator("td")
+    assert glibc.nth(0).get_attribute("class") == "better" and "rgba(60, 150, 75" in (
+        glibc.nth(0).get_attribute("style") or ""
+    )
+    assert mimalloc.nth(0).get_attribute("class") == "grey"
+    assert mimalloc.nth(0).get_attribute("title") == "too few runs"
+    assert glibc.nth(1).inner_text().strip() == "baseline"
+    coverage = first.locator("td.cov")
+    assert coverage.count() == 6 and coverage.first.inner_text().strip() == "93%"
+    page.screenshot(path=str(tmp_path / "glance.png"))
+    page.close()
