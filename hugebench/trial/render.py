@@ -68,7 +68,9 @@ def answer(
     regimes = verdict.get("by_regime")
     if not states and not regimes:
         return _one(verdict, plan_lines, details, width)
-    if not states and len(regimes) == 1:  # the regime try held without being asked: one line says which
+    if (
+        not states and len(regimes) == 1
+    ):  # the regime try held without being asked: one line says which
         (regime,) = regimes
         said = f"measured {REGIME_TITLES[regime.split(':')[0]]} (regime {regime})"
         if details:
