@@ -3,8 +3,9 @@ them."""
 
 from __future__ import annotations
 
+from paths import DATA
+
 from hugebench.command import kevents
-from tests.paths import DATA
 
 
 def _log() -> kevents.EventLog:

@@ -4,10 +4,10 @@ here: redis-benchmark 7.0.15, pgbench 15.18) and HdrHistogram logs."""
 from __future__ import annotations
 
 import pytest
+from paths import DATA
 
 from hugebench.command import drivers
 from hugebench.command.metric import extract, extract_all, parse_metric, parse_metrics
-from tests.paths import DATA
 
 OUT = DATA / "drivers"
 

@@ -16,12 +16,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from paths import DATA
 
 from hugebench import kernel
 from hugebench.measure.folio_coverage import columns, read_tree
 from hugebench.system import SystemState
 from hugebench.system.knobs import FileIO
-from tests.paths import DATA
 
 pytestmark = [pytest.mark.needs_root]
 GAP = DATA / "gap"

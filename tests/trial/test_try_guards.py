@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from paths import DATA
 
 from hugebench.trial import schedule as schedule_mod
 from hugebench.trial import sequential
@@ -104,7 +105,7 @@ def test_try_options_make_the_metric_list():
 
 # -- a real server started by the test -----------------------------------------------------------------
 
-SERVERS = __import__("tests.paths", fromlist=["DATA"]).DATA / "servers"
+SERVERS = DATA / "servers"
 
 
 def _jemalloc() -> bool:
