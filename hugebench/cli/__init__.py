@@ -412,12 +412,11 @@ def _print_report(
 
         why: list[str] = []
         files = [p for p in write_plots(loaded, why) if p.suffix == ".png"]
+        # stdout is the report (report --format markdown > r.md): where the plots went is said on stderr
         if files:
-            click.echo(f"plots: {', '.join(str(p) for p in files)}")
+            click.echo(f"plots: {', '.join(str(p) for p in files)}", err=True)
         for line in why:
-            click.echo(
-                f"plots: {line}", err=True
-            )  # stdout is the report (report --format markdown > r.md)
+            click.echo(f"plots: {line}", err=True)
 
 
 def _add_optional_commands():

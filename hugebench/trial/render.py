@@ -72,7 +72,8 @@ def answer(
         not states and len(regimes) == 1
     ):  # the regime try held without being asked: one line says which
         (regime,) = regimes
-        said = f"measured {REGIME_TITLES[regime.split(':')[0]]} (regime {regime})"
+        kind = regime.split(":")[0]
+        said = f"regime {regime}: {REGIME_SHORT[kind]}"
         if details:
             return "\n".join(fit([text(verdict, plan_lines, width), said], width))
         return "\n".join(short(verdict, plan_lines, width, said))
@@ -96,6 +97,10 @@ def _one(verdict: dict, plan_lines: list[str], details: bool, width: int | None)
     return "\n".join(short(verdict, plan_lines, width))
 
 
+REGIME_SHORT = {  # one line under the answer at 80 columns
+    "warm": "free page reporting held off, runs back to back",
+    "cold": "idle before each run, as a job started after idle",
+}
 REGIME_TITLES = {
     "warm": "warm: a long-running service or back-to-back runs, free page reporting held off",
     "cold": "cold: a job started after idle, free page reporting as found",
@@ -315,7 +320,9 @@ def short(
         tail.append(plan_lines[0].split("; selection:")[0])
     tail.append("more: --details (every configuration and caveat), --json")
     out = fit(head, width) + fit(tail, width)
-    return out if len(out) < MAX_LINES else fit(head, width) + fit(tail[-1:], width)
+    # the regime's heading line is printed with the answer: it counts against the same 12 lines
+    limit = MAX_LINES - (1 if regime else 0)
+    return out if len(out) < limit else fit(head, width) + fit(tail[-1:], width)
 
 
 def _share(value) -> str:

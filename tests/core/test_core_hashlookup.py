@@ -180,7 +180,13 @@ def test_arguments_are_keyword_only():
 
 def test_build_info_describes_a_release_build():
     info = _core.build_info()
-    assert set(info) == {"build_type", "compiler", "cxx_flags", "debug", "set_kinds", "hashes"}
+    assert set(info) == {
+        "build_type", "compiler", "cxx_flags", "debug", "set_kinds", "hashes", "cxx_stdlib", "string_bytes"
+    }  # fmt: skip
+    assert info["cxx_stdlib"].startswith(("libstdc++", "libc++")) and info["string_bytes"] in (
+        24,
+        32,
+    )
     assert {"flat", "node"} <= set(info["set_kinds"]) and "own" in info["hashes"]
     assert info["build_type"] == "Release" and info["debug"] is False
 

@@ -54,7 +54,10 @@ print(json.dumps({"inserts_per_s": 200000 / (time.perf_counter() - t)}))
 def _try(args, tmp_path, **kwargs):
     out = tmp_path / "out"
     result = CliRunner().invoke(
-        main, ["try", "--json", "-o", str(out), *args], catch_exceptions=False, **kwargs
+        main,
+        ["try", "--json", "--no-mthp", "-o", str(out), *args],
+        catch_exceptions=False,
+        **kwargs,
     )
     return result, out
 
