@@ -211,39 +211,20 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) ->
     cells = dict(zip(ids, mx.cells))
     axis = next((a for a in CONDITION_AXES if any(a in c for c in mx.cells)), None)
     states = list(dict.fromkeys(c[axis] for c in mx.cells if axis in c)) if axis else []
-    if not states:
+
+    def build(mine: dict) -> dict:  # against the first cell given, as-is of its state
         return verdict_mod.build(
-            rows,
-            cells,
-            ids[0],
-            metric,
-            better,
-            spec,
-            mx.thp_found,
-            state,
-            library,
-            wall,
-            mx.linked,
-            guards,
-        )
+            rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library,
+            wall, mx.linked, guards,
+        )  # fmt: skip
+
+    if not states:
+        return build(cells)
     # --aged / --regime: one verdict per state, each against as-is in the same state (as-is comes first)
     each = {}
     for memory in states:
         mine = {cid: cell for cid, cell in cells.items() if cell[axis] == memory}
-        each[memory] = verdict_mod.build(
-            rows,
-            mine,
-            next(iter(mine)),
-            metric,
-            better,
-            spec,
-            mx.thp_found,
-            state,
-            library,
-            wall,
-            mx.linked,
-            guards,
-        )
+        each[memory] = build(mine)
         each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
     return {**each[states[0]], f"by_{axis}": each}
 
