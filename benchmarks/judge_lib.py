@@ -96,6 +96,7 @@ _ECHO = re.compile(r"^\s*echo\s+(\S+)\s+>\s+(/sys/\S+)(\s+\(.*\))?\s*$")
 _PRCTL_OFF = re.compile(r"^\s*prctl\(PR_SET_THP_DISABLE,\s*1\)")
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+MTHP_ENABLED = "/sys/kernel/mm/transparent_hugepage/hugepages-{size}/enabled"
 
 
 def parse_verdict(data: dict) -> Verdict:
@@ -116,7 +117,9 @@ def parse_verdict(data: dict) -> Verdict:
     if recommend:
         deploy = parse_deploy(data.get("deploy"), best["cell"]["thp"])
     elif best and ratio:
-        deploy = deploy_of_cell(best["cell"], _found(data))
+        base_cell = (data.get("baseline") or {}).get("cell") or {}
+        mthp_found = {k: v for k, v in base_cell.items() if k.startswith("thp.mthp.")}
+        deploy = deploy_of_cell(best["cell"], _found(data), mthp_found)
     regimes = list(data.get("by_regime") or {})
     regime = regimes[0] if regimes else None  # the top-level verdict is the first regime's
     return Verdict(
@@ -195,6 +198,9 @@ def _from_lines(lines: list, env: dict, thp_mode: str) -> Deploy:
     """The least invasive way the lines offer: the per-process line (environment, and ``hugebench exec
     --thp never`` deployed by the judge's own prctl launcher, which does the same without a Python start),
     else the machine-wide ``echo MODE > /sys/...`` line."""
+    required = [str(line.get("shell") or "") for line in lines if line.get("required")]
+    extra = tuple(w for shell in required for w in _writes(shell))  # mTHP sizes: in every case
+    lines = [line for line in lines if not line.get("required")]
     scopes = {line.get("scope"): str(line.get("shell") or "") for line in lines}
     unknown = set(scopes) - {"per-process", "systemd", "machine-wide"}
     if unknown:
@@ -206,14 +212,29 @@ def _from_lines(lines: list, env: dict, thp_mode: str) -> Deploy:
                 f"per-process THP launcher for {launcher.group(1)!r} (cell {thp_mode!r}): "
                 "the judge deploys only 'never' per process"
             )
-        return Deploy(env, thp_off=True)
+        return Deploy(env, thp_off=True, sysfs=extra)
     machine = scopes.get("machine-wide")
     if machine:
         m = _ECHO.match(machine)
         if not m or m.group(2) != THP_ENABLED or m.group(1) != thp_mode:
             raise DeployNotUnderstood(f"machine-wide line not understood: {machine!r}")
-        return Deploy(env, sysfs=(SysfsWrite(THP_ENABLED, thp_mode),))
-    return Deploy(env)
+        return Deploy(env, sysfs=(SysfsWrite(THP_ENABLED, thp_mode), *extra))
+    return Deploy(env, sysfs=extra)
+
+
+_MTHP_ENABLED = re.compile(r"^/sys/kernel/mm/transparent_hugepage/hugepages-\d+kB/enabled$")
+
+
+def _writes(shell: str) -> list[SysfsWrite]:
+    """'echo always > /sys/.../hugepages-64kB/enabled && echo never > ...' -> its writes; only the
+    multi-size THP files are accepted."""
+    out = []
+    for part in shell.split("&&"):
+        m = _ECHO.match(part)
+        if not m or not _MTHP_ENABLED.match(m.group(2)):
+            raise DeployNotUnderstood(f"required machine-wide line not understood: {shell!r}")
+        out.append(SysfsWrite(m.group(2), m.group(1)))
+    return out
 
 
 def parse_env_line(line: str) -> dict:
@@ -229,22 +250,28 @@ def parse_env_line(line: str) -> dict:
     return out
 
 
-def deploy_of_cell(cell: dict, thp_found: str) -> Deploy:
+def deploy_of_cell(cell: dict, thp_found: str, mthp_found: dict | None = None) -> Deploy:
     """A keep-as-is verdict prints no deploy lines: deploy its best configuration the way try would have
     printed it (hugebench's allocator registry gives the environment, as try's own ``deploy`` does)."""
     from hugebench import allocators
 
     # regime is not a change to deploy but the condition the verdict holds for (Verdict.idle_s times it)
-    known = set(cell) - {"allocator", "thp", "regime"}
+    sizes = {k: v for k, v in cell.items() if k.startswith("thp.mthp.")}
+    known = set(cell) - {"allocator", "thp", "regime", "mthp"} - set(sizes)
     if known:
         raise DeployNotUnderstood(f"best cell has axes the judge cannot deploy: {sorted(known)}")
     env = dict(allocators.registry({})[cell["allocator"]].environment())
+    extra = tuple(
+        SysfsWrite(MTHP_ENABLED.format(size=k.rsplit(".", 1)[1]), v)
+        for k, v in sizes.items()
+        if v != (mthp_found or {}).get(k)
+    )
     mode = cell["thp"]
     if mode == thp_found:
-        return Deploy(env, source="best's cell")
+        return Deploy(env, sysfs=extra, source="best's cell")
     if mode == "never":
-        return Deploy(env, thp_off=True, source="best's cell")
-    return Deploy(env, sysfs=(SysfsWrite(THP_ENABLED, mode),), source="best's cell")
+        return Deploy(env, thp_off=True, sysfs=extra, source="best's cell")
+    return Deploy(env, sysfs=(SysfsWrite(THP_ENABLED, mode), *extra), source="best's cell")
 
 
 # --- the judge's numbers -------------------------------------------------------------------------

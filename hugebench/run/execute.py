@@ -102,7 +102,8 @@ def _measure(run, setup, state, options, row: dict, knobs: dict) -> dict:
     row.update(measured_apart(execute(run, setup, options), run.cell))
     row.update(regime_mod.after_run(reporting_before, options.sys_root))
     row.update(disturbance.run_columns(machine_before, row, options.proc_root, options.sys_root))
-    changed = {k: (v, now) for k, v in before.items() if (now := state.snapshot().get(k)) != v}
+    after = state.snapshot()  # once: each snapshot reads every knob
+    changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
     if changed and row["status"] == "ok":
         what = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
         row.update(

@@ -22,6 +22,7 @@ from .. import allocators as alloc_mod
 from .._util import run_text
 
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
+MTHP_PATH = "/sys/kernel/mm/transparent_hugepage/hugepages-{size}/enabled"  # size: '64kB'
 SYSTEMD_MEMORY_THP = (
     260  # systemd.exec(5) MemoryTHP= (disable | madvise | system | inherit) from this version
 )
@@ -34,6 +35,10 @@ AFFECTS = {
     "relied on 'always' lose their huge pages",
     "never": "no process on this machine gets THP, even those that madvise for it",
 }
+AFFECTS_MTHP = (
+    "every process on this machine: a size set 'always' backs all its anonymous memory where a folio of "
+    "that size fits, a size set 'never' none of it, even where the process madvises"
+)
 
 
 def command_of(spec) -> list[str]:
@@ -51,11 +56,15 @@ def deploy(
     per_process_thp: dict | None = None,
     systemd_version: int | None = None,
     linked: str | None = None,
+    mthp_found: dict | None = None,
 ) -> dict:
     """The deploy lines of ``cell`` (``lines``: per-process first, machine-wide last), and the same parts
-    by name (``env``, ``shell``, ``thp``, ``thp_per_process``, ``systemd``). ``linked``: the allocator the
-    program links (glibc settings then preload libc, as their runs did)."""
+    by name (``env``, ``shell``, ``thp``, ``thp_per_process``, ``systemd``, ``sysfs``). ``linked``: the
+    allocator the program links (glibc settings then preload libc, as their runs did). ``mthp_found``: the
+    multi-size THP settings as found (``{'thp.mthp.64kB': 'inherit', ...}``); a cell that changes them gets
+    their sysfs writes, which only the whole machine can have (no process sets its own folio sizes)."""
     env = environment(cell, spec, text_library, linked)
+    sizes = mthp_writes(cell, mthp_found or {})
     mode = cell["thp"]
     changes_thp = mode != thp_found
     per_process_thp = process_thp_support() if per_process_thp is None else per_process_thp
@@ -84,6 +93,15 @@ def deploy(
     machine = f"echo {mode} > {THP_PATH}" if changes_thp else None
     if machine:
         lines.append({"scope": "machine-wide", "shell": machine, "affects": AFFECTS[mode]})
+    if sizes:
+        lines.append(
+            {
+                "scope": "machine-wide",
+                "shell": " && ".join(f"echo {v} > {path}" for path, v in sizes),
+                "affects": AFFECTS_MTHP,
+                "required": True,  # not an alternative to a line above: no other way to get these sizes
+            }
+        )
     return {
         "lines": lines,
         "env": env,
@@ -96,7 +114,21 @@ def deploy(
         ),
         "thp_per_process": _per_process_text(mode, thp_found, launcher) if changes_thp else None,
         "systemd": systemd,
+        "sysfs": [{"path": THP_PATH, "value": mode}] * bool(machine)
+        + [{"path": path, "value": v} for path, v in sizes],
     }
+
+
+def mthp_writes(cell: dict, found: dict) -> list[tuple[str, str]]:
+    """(sysfs path, value) for each multi-size THP setting of ``cell`` that differs from ``found``,
+    smallest size first."""
+    changed = [
+        (k.rsplit(".", 1)[1], v)
+        for k, v in cell.items()
+        if k.startswith("thp.mthp.") and found.get(k) != v
+    ]
+    changed.sort(key=lambda kv: int(kv[0][:-2]))
+    return [(MTHP_PATH.format(size=size), v) for size, v in changed]
 
 
 def environment(cell: dict, spec, text_library: str | None, linked: str | None = None) -> dict:

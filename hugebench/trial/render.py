@@ -226,7 +226,12 @@ def _deploy(dep: dict | None, width: int | None = None) -> list[str]:
     lines = ["How to deploy it (least invasive first):"]
     for n, line in enumerate(dep.get("lines") or [], 1):
         shell = line["shell"].splitlines()
-        head = f"  {n}. {SCOPES.get(line['scope'], line['scope'])}:"
+        scope = SCOPES.get(line["scope"], line["scope"])
+        head = (
+            f"  {n}. {scope}, with any line above:"
+            if line.get("required") and n > 1
+            else f"  {n}. {scope}:"
+        )
         if width and len(head) + 1 + len(shell[0]) > width and len(shell) == 1:
             lines += [head, *shell_lines(shell[0], "       ", width)]
         else:

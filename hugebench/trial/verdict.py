@@ -241,7 +241,14 @@ def build(
         ),
         "margin": stability.SMALLEST_EFFECT,
         "selection_alpha": alpha,
-        "deploy": deploy(best["cell"], spec, thp_found, text_library, linked=linked)
+        "deploy": deploy(
+            best["cell"],
+            spec,
+            thp_found,
+            text_library,
+            linked=linked,
+            mthp_found=_mthp_knobs(configs[base_id]["cell"]),
+        )
         if wins
         else None,
         "as_is": conditions.as_is_line(configs[base_id]["allocator_served"], linked),
@@ -253,6 +260,10 @@ def build(
     }
     verdict["caveats"] = caveats(verdict, rows, base, metric)
     return verdict
+
+
+def _mthp_knobs(cell: dict) -> dict:
+    return {k: v for k, v in cell.items() if k.startswith("thp.mthp.")}
 
 
 def _cell_rows(rows: pd.DataFrame, cid: str) -> pd.DataFrame:

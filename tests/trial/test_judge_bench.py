@@ -308,3 +308,62 @@ def test_machine_wide_writes_are_journaled_and_put_back_even_on_failure(judge, l
             raise RuntimeError("boom")
     assert seen == ["always", "madvise"]
     assert knob.read_text() == "madvise" and not journal.exists()
+
+
+MTHP_FOUND = {"thp.mthp.16kB": "never", "thp.mthp.64kB": "never", "thp.mthp.2048kB": "inherit"}
+MTHP_64K = {"thp.mthp.16kB": "never", "thp.mthp.64kB": "always", "thp.mthp.2048kB": "never"}
+
+
+def _mthp_path(size: str) -> str:
+    return f"/sys/kernel/mm/transparent_hugepage/hugepages-{size}/enabled"
+
+
+def test_a_page_size_set_is_deployed_by_the_sysfs_writes_try_prints_for_it(lib):
+    """try's own deploy lines for a multi-size THP cell (trial.deploy, not a hand-made dict): the sizes it
+    changes are a required machine-wide line, which the judge deploys beside the allocator's environment."""
+    import types
+
+    from hugebench.trial import deploy as deploy_mod
+
+    cell = {"allocator": "jemalloc", "thp": "madvise", **MTHP_64K, "mthp": "64kB only"}
+    spec = types.SimpleNamespace(allocators={}, params={"argv": ["/bin/true"]})
+    printed = deploy_mod.deploy(cell, spec, "madvise", mthp_found=MTHP_FOUND)
+    assert printed["lines"][-1]["required"] and printed["lines"][-1]["scope"] == "machine-wide"
+    data = {**_verdict(), "deploy": printed}
+    data["best"]["cell"] = cell
+    got = lib.parse_verdict(data).deploy
+    assert set(got.sysfs) == {
+        lib.SysfsWrite(_mthp_path("64kB"), "always"),
+        lib.SysfsWrite(_mthp_path("2048kB"), "never"),
+    }  # 16kB is 'never' as found: not written
+    assert got.env and got.machine_wide
+    unchanged = deploy_mod.deploy({**cell, **MTHP_FOUND}, spec, "madvise", mthp_found=MTHP_FOUND)
+    assert not any(line.get("required") for line in unchanged["lines"])
+
+
+def test_keep_as_is_with_a_page_size_set_best_deploys_its_sizes(lib):
+    data = _verdict(recommend=False, resolved=False, ratio=(0.97, 0.9, 1.05), allocator="as-is")
+    data["best"]["cell"] = {"allocator": "as-is", "thp": "madvise", **MTHP_64K, "mthp": "64kB only"}
+    data["baseline"]["cell"] = {"allocator": "as-is", "thp": "madvise", **MTHP_FOUND}
+    got = lib.parse_verdict(data).deploy
+    assert set(got.sysfs) == {
+        lib.SysfsWrite(_mthp_path("64kB"), "always"),
+        lib.SysfsWrite(_mthp_path("2048kB"), "never"),
+    }
+    data["best"]["cell"]["numa"] = "interleave"
+    with pytest.raises(lib.DeployNotUnderstood, match="cannot deploy"):
+        lib.parse_verdict(data)
+
+
+def test_a_required_line_that_writes_anything_but_a_size_is_refused(lib):
+    data = _verdict()
+    data["deploy"]["lines"] = [
+        {"scope": "per-process", "shell": "LD_PRELOAD=/x.so prog"},
+        {
+            "scope": "machine-wide",
+            "shell": "echo always > /sys/kernel/mm/transparent_hugepage/defrag",
+            "required": True,
+        },
+    ]
+    with pytest.raises(lib.DeployNotUnderstood, match="required machine-wide line"):
+        lib.parse_verdict(data)

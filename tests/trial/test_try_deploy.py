@@ -170,6 +170,31 @@ def test_the_machine_wide_line_sets_the_mode_and_is_put_back(reporter):
     assert REAL_THP.read_text() == before
 
 
+@pytest.mark.needs_root
+@pytest.mark.needs_thp
+def test_a_page_size_set_is_a_required_machine_wide_line_that_sets_each_size(reporter):
+    """A multi-size THP cell: no process can choose its folio sizes, so its sizes are a machine-wide line
+    printed after (and needed with) the allocator's; run through sh, it sets each size, and is put back."""
+    size = REAL_THP.parent / "hugepages-64kB" / "enabled"
+    if not size.exists():
+        pytest.skip("this kernel offers no 64 KiB multi-size THP")
+    before = size.read_text()
+    found = before.split("[")[1].split("]")[0]
+    target = "always" if found != "always" else "never"
+    cell = {"allocator": "jemalloc", "thp": "madvise", "thp.mthp.64kB": target}
+    dep = deploy_mod.deploy(cell, _spec(reporter), "madvise", mthp_found={"thp.mthp.64kB": found})
+    assert [x["scope"] for x in dep["lines"]][0] == "per-process"
+    line = dep["lines"][-1]
+    assert line["scope"] == "machine-wide" and line["required"]
+    assert dep["sysfs"] == [{"path": str(size), "value": target}]
+    try:
+        subprocess.run(["sh", "-c", line["shell"]], check=True, timeout=10)
+        assert f"[{target}]" in size.read_text()
+    finally:
+        size.write_text(found)
+    assert size.read_text() == before
+
+
 def test_the_systemd_line_needs_a_running_systemd(reporter):
     if Path("/proc/1/comm").read_text().strip() != "systemd" or shutil.which("systemd-run") is None:
         pytest.skip(
