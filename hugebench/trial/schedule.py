@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import stability, stats
 from ..errors import HugebenchError
-from . import sequential
+from . import sequential, sizes
 from .runs import CPU_COLUMN, likely_first, memory_of, window, with_cpu
 
 MIN_BLOCKS = 3  # runs of every kept configuration before any is dropped
@@ -223,12 +223,14 @@ class Schedule:
         on_change: Callable | None = None,
         bases: Mapping[str, str] | None = None,
         huge: Iterable[str] = (),
+        page_sizes: Mapping[str, tuple[float, str]] | None = None,
     ):
         self.order, self.base, self.metric, self.better = order, base, metric, better
         # cell id -> the as-is it is compared with (one group per as-is; one group unless try --aged)
         self.bases = dict(bases) if bases else {cell: base for cell in order}
         self.groups = list(dict.fromkeys(self.bases[c] for c in order))
         self.huge = set(huge)  # the configurations that ask for huge pages (likely_first)
+        self.page_sizes = dict(page_sizes or {})  # cell id -> (rank, name): sizes.same_folios
         self.state = Progress(started, budget_s)
         self.on_change = on_change or (lambda state: None)
 
@@ -246,6 +248,7 @@ class Schedule:
             for run in [r for r in plan_block(spec, 0, set(screen)) if r.cell_id in screen]:
                 yield from self._timed([run])
             self.state.screened = screen
+            self._same_folios(rows())
         self._cut(rows())
         start = yield from self._select(spec, rows, plan_block)
         yield from self._confirm(spec, rows, plan_block, start)
@@ -395,7 +398,7 @@ class Schedule:
         if (
             state.screened
         ):  # block 0 of every configuration ran: each kept one needs MIN_BLOCKS - 1 more
-            order = self._screened_order(rows)
+            order = [c for c in self._screened_order(rows) if c not in state.dropped]
             fit -= groups
             keep = max(least, min(len(order), (fit - extra) // (MIN_BLOCKS - 1)))
         else:
@@ -440,6 +443,7 @@ class Schedule:
     def _decide(self, rows: list, blocks: int) -> bool:
         """After a block: drop what is clearly worse or failing, pick each group's leader; True to stop."""
         state = self.state
+        self._same_folios(rows)
         values = values_of(rows, state.active, self.metric)
         for cell in list(state.active):
             if cell not in self.groups and not stats.finite(values[cell]).size:
@@ -457,6 +461,12 @@ class Schedule:
         reasons = list(dict.fromkeys(state.answered[b] for b in self.groups))
         state.stopped = reasons[0] if len(reasons) == 1 else "every memory state answered"
         return True
+
+    def _same_folios(self, rows: list) -> None:
+        """Drop a page-size configuration whose first run got the same folios as a kept one."""
+        active = [c for c in self.page_sizes if c not in self.state.dropped]
+        same = sizes.same_folios(rows, {c: self.page_sizes[c] for c in active})
+        self.state.dropped.update(same)
 
     def _decide_group(self, rows: list, values: dict, base: str, blocks: int) -> None:
         """One group's part of :meth:`_decide`: its leader, what it drops, and whether it is answered."""

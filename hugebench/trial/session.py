@@ -17,6 +17,7 @@ from pathlib import Path
 from ..errors import HugebenchError, SpecError
 from . import matrix as matrix_mod
 from . import options
+from . import sizes as sizes_mod
 from .matrix import Request
 from .runs import CPU_COLUMN
 from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule
@@ -104,6 +105,18 @@ def run_try(
     return _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root)
 
 
+def _page_size_cells(ids: list, cells: list, names: dict, bases: dict) -> dict:
+    """The page-size configurations (THP always and the size sets, at the as-is allocator) the schedule
+    may find redundant by their folios (trial.sizes.same_folios); none with memory states (--aged)."""
+    if len(set(bases.values())) != 1:
+        return {}
+    return {
+        cid: (-1.0 if cid == ids[0] else sizes_mod.rank(cell), names[cid])  # as-is is never dropped
+        for cid, cell in zip(ids, cells)
+        if cell.get("allocator") == "as-is" and (cell.get("mthp") or cell.get("thp") == "always")
+    }
+
+
 def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root) -> Outcome:
     from ..orchestrator import SweepOptions, run_sweep
     from ..workloads import get
@@ -118,7 +131,15 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc
     bases = _bases(ids, mx.cells)
     huge = [cid for cid, cell in zip(ids, mx.cells) if matrix_mod.uses_huge_pages(cell)]
     schedule = Schedule(
-        ids, base, metric, better, request.budget_s, started, bases=bases, huge=huge
+        ids,
+        base,
+        metric,
+        better,
+        request.budget_s,
+        started,
+        bases=bases,
+        huge=huge,
+        page_sizes=_page_size_cells(ids, mx.cells, names, bases),
     )
     progress = _progress_line(schedule, names, echo, better)
     echo(

@@ -9,6 +9,12 @@ below the best's upper end; mirrored for higher-better). Smallest: the set whose
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
+
+SAME_SHARE = 0.02  # every size's share of anonymous memory within 2 points: the same folios
+MIN_ANON_BYTES = 4 << 20  # less anonymous memory than this is no evidence about folio sizes
+
 
 def _largest_kb(config: dict) -> int:
     cell = config["cell"]
@@ -60,3 +66,55 @@ def page_sizes(configs: list[dict], better: str) -> dict | None:
         for c in tried
     ]
     return {"sets": sets, "best": best["name"], "smallest": smallest["name"]}
+
+
+def rank(cell: dict) -> float:
+    """The order in which page-size configurations are kept when they got the same folios: THP always
+    first (the reference, one sysfs line), then the size sets smallest first (:func:`_largest_kb`)."""
+    return 0.0 if not cell.get("mthp") else float(_largest_kb({"cell": cell}))
+
+
+def folio_mix(rows: Iterable[Mapping], cell: str) -> dict[str, float] | None:
+    """Each folio size's share of the anonymous memory in ``cell``'s first successful run (time-weighted
+    over the run where it was sampled, else at the window's end); None without a per-size reading of at
+    least :data:`MIN_ANON_BYTES`."""
+    for row in rows:
+        if row.get("cell_id") != cell or row.get("status") != "ok":
+            continue
+        anon = row.get("folio.anon_bytes")
+        if not isinstance(anon, (int, float)) or not anon >= MIN_ANON_BYTES:
+            return None
+        for prefix in ("folio_share_tw.", "folio_share."):
+            mix = {
+                k[len(prefix) :]: float(v)
+                for k, v in row.items()
+                if k.startswith(prefix) and isinstance(v, (int, float)) and math.isfinite(v)
+            }
+            if mix:
+                return mix
+        return None
+    return None
+
+
+def same_folios(rows: list, sets: Mapping[str, tuple[float, str]]) -> dict[str, str]:
+    """{cell id: why} for each page-size configuration (``sets``: cell id -> (:func:`rank`, name)) whose
+    first run got the same folios as one ranked before it, which stays: the kernel used the same sizes
+    under both, so the later one only costs runs. Chosen by what the runs measured, not by the menu."""
+    mixes = {cell: folio_mix(rows, cell) for cell in sets}
+    ordered = sorted((c for c in sets if mixes[c]), key=lambda c: sets[c][0])
+    out: dict[str, str] = {}
+    for i, cell in enumerate(ordered):
+        for kept in (c for c in ordered[:i] if c not in out):
+            a, b = mixes[cell], mixes[kept]
+            if all(abs(a.get(s, 0.0) - b.get(s, 0.0)) <= SAME_SHARE for s in set(a) | set(b)):
+                out[cell] = (
+                    f"its first run got the same folios as {sets[kept][1]} ({_mix_text(a)}); "
+                    "that one is kept"
+                )
+                break
+    return out
+
+
+def _mix_text(mix: Mapping[str, float]) -> str:
+    shown = [f"{size} {share:.0%}" for size, share in mix.items() if share >= 0.005]
+    return ", ".join(shown) or "no huge or multi-size folios"

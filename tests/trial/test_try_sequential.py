@@ -185,7 +185,7 @@ class _Clock:
         return self.now
 
 
-def _drive(sched, order, values, clock, seed=0):
+def _drive(sched, order, values, clock, seed=0, columns=None):
     """Run the Schedule's batches through a fake sweep: one second a run, each run's metric its cell's value
     times a little noise; the rows it wrote."""
     import types
@@ -204,6 +204,7 @@ def _drive(sched, order, values, clock, seed=0):
             value = values[run.cell_id] * (1 + 0.01 * rng.standard_normal())
             rows.append(
                 {"cell_id": run.cell_id, "status": "ok", "window_s": value, "repetition": run.block}
+                | (columns or {}).get(run.cell_id, {})
             )
     return rows
 
@@ -235,3 +236,65 @@ def test_a_cut_screens_every_configuration_once_and_keeps_the_best(monkeypatch):
     roomy = schedule_mod.Schedule(order, "base", "window_s", "lower", 400.0, clock2.monotonic())
     _drive(roomy, order, values, clock2)
     assert roomy.state.screened == [] and roomy.state.cut == []
+
+
+def _folios(**shares) -> dict:
+    return {"folio.anon_bytes": 512 << 20} | {
+        f"folio_share_tw.{k[1:]}": v for k, v in shares.items()
+    }
+
+
+def test_a_page_size_set_that_got_the_same_folios_as_a_kept_one_is_dropped_after_one_run(
+    monkeypatch,
+):
+    """Size sets chosen by measurement (issue 41): the kernel took 64 KiB folios under 16kB+64kB as under
+    64kB only, and 2 MiB pages under 64kB+2048kB as under THP always; the later of each pair costs runs and
+    tells nothing more, so it is dropped after its first run. The sets that got different folios race on."""
+    import types
+
+    clock = _Clock()
+    monkeypatch.setattr(schedule_mod, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    order = ["base", "always", "m64", "m16_64", "m64_2M"]
+    values = {"base": 1.0, "always": 0.6, "m64": 0.62, "m16_64": 0.61, "m64_2M": 0.6}
+    columns = {
+        "base": _folios(),
+        "always": _folios(_2048kB=0.99),
+        "m64": _folios(_64kB=0.99),
+        "m16_64": _folios(_16kB=0.002, _64kB=0.99),
+        "m64_2M": _folios(_64kB=0.001, _2048kB=0.99),
+    }
+    names = {"always": "THP always", "m64": "mTHP 64kB only", "m16_64": "16+64", "m64_2M": "64+2M"}
+    page_sizes = {
+        "base": (-1.0, "as-is"),
+        "always": (0.0, names["always"]),
+        "m64": (64 * 16 + 1, names["m64"]),
+        "m16_64": (64 * 16 + 2, names["m16_64"]),
+        "m64_2M": (2048 * 16 + 2, names["m64_2M"]),
+    }
+    sched = schedule_mod.Schedule(
+        order, "base", "window_s", "lower", 400.0, clock.monotonic(), page_sizes=page_sizes
+    )
+    rows = _drive(sched, order, values, clock, columns=columns)
+    dropped = sched.state.dropped
+    assert "mTHP 64kB only" in dropped["m16_64"] and "64kB 99%" in dropped["m16_64"]
+    assert "THP always" in dropped["m64_2M"]
+    assert not any("same folios" in dropped.get(c, "") for c in ("base", "always", "m64"))
+    assert sum(1 for r in rows if r["cell_id"] in ("m16_64", "m64_2M")) == 2  # one run each
+    assert sum(1 for r in rows if r["cell_id"] == "m64") >= schedule_mod.MIN_BLOCKS
+
+
+def test_same_folios_needs_a_reading_of_enough_memory_and_a_close_mix():
+    from hugebench.trial import sizes
+
+    sets = {"a": (0.0, "A"), "b": (1.0, "B")}
+    rows = [
+        {"cell_id": "a", "status": "ok", **_folios(_64kB=0.90)},
+        {"cell_id": "b", "status": "ok", **_folios(_64kB=0.85)},
+    ]
+    assert sizes.same_folios(rows, sets) == {}  # 5 points apart: different folios
+    rows[1] |= _folios(_64kB=0.91)
+    assert list(sizes.same_folios(rows, sets)) == ["b"]
+    small = [dict(r, **{"folio.anon_bytes": 1 << 20}) for r in rows]
+    assert sizes.same_folios(small, sets) == {}  # 1 MiB: no evidence
+    unread = [{k: v for k, v in r.items() if not k.startswith("folio")} for r in rows]
+    assert sizes.same_folios(unread, sets) == {}
