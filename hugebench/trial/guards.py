@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import stability, stats
 from . import sequential
-from .schedule import paired_cs
+from .race import paired_cs
 
 
 def judge(lead: pd.DataFrame, base: pd.DataFrame, guards) -> list[dict]:

@@ -18,8 +18,8 @@ from . import conditions, modes, sequential
 from . import guards as guards_mod
 from .deploy import deploy
 from .matrix import describe, uses_huge_pages
+from .race import _resolved, better_ratio, paired_cs
 from .runs import CPU_COLUMN, with_cpu
-from .schedule import _resolved, better_ratio, paired_cs
 from .sizes import page_sizes
 
 TREE_RSS = "tree_peak_rss_bytes"
@@ -301,7 +301,7 @@ def _best(configs: dict, base_id: str, better: str) -> str | None:
 def _ties(rows, configs: dict, best_id: str, base_id: str, metric: str, alpha: float) -> list[str]:
     """Configurations the selection could not tell from the best (their paired interval to it, at the
     selection's alpha, holds 1); a dropped one was told apart (clearly worse)."""
-    from .schedule import MIN_BLOCKS
+    from .race import MIN_BLOCKS
 
     best_rows = _cell_rows(rows, best_id)
     out = []

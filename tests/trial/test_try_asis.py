@@ -213,6 +213,7 @@ def test_an_overridden_cell_is_marked_never_called_by_its_mode_and_not_recommend
 def test_the_schedule_never_makes_an_overridden_configuration_its_leader():
     """The schedule reads ``thp.overridden`` from the rows: a configuration the program overrode never leads
     the selection (so the confirmation is spent on one the verdict may recommend), even when it is fastest."""
+    from hugebench.trial import race as race_mod
     from hugebench.trial import schedule as schedule_mod
 
     rows = []
@@ -230,7 +231,7 @@ def test_the_schedule_never_makes_an_overridden_configuration_its_leader():
                 "thp.overridden": True,
             }
         )
-    assert schedule_mod.overridden(rows) == {"a"}
+    assert race_mod.overridden(rows) == {"a"}
     lead, ratio = schedule_mod.leader(rows, ["base", "a", "b"], "base", "window_s", "lower")
     assert lead == "b" and ratio is not None and ratio.value == pytest.approx(0.8, rel=0.05)
     clean = [{k: v for k, v in r.items() if k != "thp.overridden"} for r in rows]

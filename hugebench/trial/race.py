@@ -1,0 +1,127 @@
+"""The rules of the race ``hugebench try`` runs (:mod:`.schedule` spends the budget by them): each
+configuration's paired ratio to as-is with its confidence sequence, the leader, *clearly worse*, *no
+difference worth deploying*, and what *resolved* means. Pure functions of the rows written so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from .. import stability, stats
+from . import sequential
+
+MIN_BLOCKS = 3  # runs of every kept configuration before any is dropped
+
+
+def _resolved(ratio: stats.Ratio | None, *stabilities) -> bool:
+    """THE rule deciding whether a ratio to as-is is resolved (when try stops, what the verdict calls
+    resolved): its interval (a confidence sequence, :mod:`.sequential`) excludes 1, on enough pairs
+    (``stats.Ratio.resolved``), and neither cell is unstable by the one stability rule every verdict uses
+    (``hugebench.stability.guard``: spread, outliers, disturbed runs)."""
+    if ratio is None:
+        return False
+    return stability.guard(ratio.resolved is True, *stabilities)[0] is True
+
+
+def no_difference(
+    rows: list, active: list, base: str, metric: str, alpha: float = sequential.ALPHA
+) -> bool:
+    """Every configuration still running shows *no difference worth deploying* from as-is: its ratio's
+    interval lies within ``stability.SMALLEST_EFFECT`` of 1 both ways (``stability.equivalent``)."""
+    others = [c for c in active if c != base]
+    if not others:
+        return False
+    base_steady = steadiness(rows, base, metric)
+    return all(
+        stability.equivalent(
+            ratio_to(rows, c, base, metric, alpha), steadiness(rows, c, metric), base_steady
+        )
+        for c in others
+    )
+
+
+def steadiness(rows: list, cell: str, metric: str) -> stability.Stability:
+    """The stability of one configuration's runs so far, by the one rule (spread, outliers, disturbed runs)."""
+    import pandas as pd
+
+    frame = pd.DataFrame([r for r in rows if r.get("cell_id") == cell])
+    return stability.cell_stability(frame, metric)
+
+
+def better_ratio(ratio: float, better: str) -> float:
+    """A ratio to as-is as 'smaller is better' (1/x for a higher-is-better metric)."""
+    return ratio if better == "lower" else (1.0 / ratio if ratio else float("inf"))
+
+
+def clearly_worse(values: Iterable[float], reference: Iterable[float], better: str) -> bool:
+    """Every value of a configuration is worse than every value of the reference, with at least
+    MIN_BLOCKS of each: a configuration that can at best tie gets no more of the budget."""
+    a, b = stats.finite(list(values)), stats.finite(list(reference))
+    if a.size < MIN_BLOCKS or b.size < MIN_BLOCKS:
+        return False
+    return bool(a.min() > b.max()) if better == "lower" else bool(a.max() < b.min())
+
+
+def values_of(rows: Iterable[Mapping], cell_ids, metric: str) -> dict[str, list]:
+    out = {c: [] for c in cell_ids}
+    for row in rows:
+        if row.get("cell_id") in out and row.get("status") == "ok" and not row.get("warmup"):
+            out[row["cell_id"]].append(row.get(metric))
+    return out
+
+
+def ratio_to(
+    rows, cell: str, base: str, metric: str, alpha: float = sequential.ALPHA
+) -> stats.Ratio | None:
+    """The paired ratio of ``cell`` to ``base`` (rows: dicts or a DataFrame) with its confidence sequence
+    at ``alpha``; None when the runs do not pair by block."""
+    import pandas as pd
+
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if frame.empty or "cell_id" not in frame.columns:
+        return None
+    if "warmup" in frame.columns:
+        frame = frame[~frame["warmup"].map(lambda v: v is True or v == 1)]
+    return paired_cs(
+        frame[frame["cell_id"] == cell], frame[frame["cell_id"] == base], metric, alpha
+    )
+
+
+def paired_cs(a_rows, b_rows, metric: str, alpha: float = sequential.ALPHA) -> stats.Ratio | None:
+    """Two cells' successful runs (DataFrames) paired by block (``stats`` pairing), as
+    :func:`.sequential.paired`; None when they do not pair."""
+    pairs = stats._paired_values(stats.ok_rows(a_rows), stats.ok_rows(b_rows), metric)
+    return sequential.paired(*pairs, alpha) if pairs is not None else None
+
+
+def overridden(rows: Iterable[Mapping]) -> set[str]:
+    """The configurations one of whose successful runs had its asked THP mode overridden by the program
+    (``thp.overridden``, as :func:`.conditions.overridden` reads it): they never lead, so the confirmation
+    is never spent on a configuration the verdict may not recommend."""
+    return {
+        row["cell_id"]
+        for row in rows
+        if row.get("status") == "ok" and row.get("thp.overridden") in (True, 1) and "cell_id" in row
+    }
+
+
+def leader(
+    rows: list, active: list, base: str, metric: str, better: str, alpha: float = sequential.ALPHA
+) -> tuple[str | None, stats.Ratio | None]:
+    """The active configuration with the best median ratio to as-is (and that ratio); a configuration
+    whose program overrode its THP mode is never the leader."""
+    best, best_ratio = None, None
+    skip = overridden(rows)
+    for cell in active:
+        if cell == base or cell in skip:
+            continue
+        ratio = ratio_to(rows, cell, base, metric, alpha)
+        if ratio is None or not np.isfinite(ratio.value):
+            continue
+        if best_ratio is None or better_ratio(ratio.value, better) < better_ratio(
+            best_ratio.value, better
+        ):
+            best, best_ratio = cell, ratio
+    return best, best_ratio
