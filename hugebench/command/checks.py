@@ -304,7 +304,7 @@ def check_program(params: dict) -> None:
 
 def coverage_metrics(params: dict) -> tuple:
     """The report's huge-page coverage columns, each labelled by when it was measured: a program timed to its
-    end is judged by its time-weighted coverage (``hp_coverage``, see run.supervisor._coverage_columns), a marked
+    end is judged by its time-weighted coverage (``hp_coverage``, see run.measured._coverage_columns), a marked
     window or a server by the coverage at the window's end."""
     peak = ("sampled.peak.coverage", "HP cov. (peak)", ".0%")
     if params.get("window", "process") == "process" and not params.get("server"):
