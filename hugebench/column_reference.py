@@ -183,6 +183,13 @@ cgroup.oom_kills | count | OOM kills inside the run's cgroup
 cgroup.anon_thp_peak_bytes | bytes | largest anon_thp of the run's cgroup sampled during the run
 cgroup.<field> | as named | other cgroup accounting, or why there was none (cgroup.memory.reason)
 oom_kills | count | OOM kills the kernel counted during the run (/proc/vmstat oom_kill)
+memory_limit_bytes | bytes | the experiment's memory_limit: the most memory the run's processes (its worker
+    included) could use together; over it the run is OOM-killed: status oom, error "oom-killed under memory.max=..."
+memory_limit.knob | text | the cgroup file that held it: memory.max (cgroup v2) or memory.limit_in_bytes (cgroup v1,
+    where memory is a v1 controller)
+memory_limit.cgroup_version | 1 or 2 | the cgroup version of the limit
+memory_limit.oom_kills | count | OOM kills under the limit (memory.events or memory.oom_control oom_kill)
+memory_limit.peak_bytes | bytes | the limited cgroup's peak usage (memory.peak or memory.max_usage_in_bytes)
 """),
     "What the machine was doing (noise)": _table("""
 noise.steal_pct | % | CPU time the hypervisor took during the run

@@ -86,6 +86,7 @@ OWNED = (
     # how the run was contained and ended (hugebench.system.containment, run.rows.oom_verdict)
     "containment",
     "oom_kills",
+    "memory_limit_bytes",  # memory_limit: (system.memlimit)
     "signal",
     # what perf could count for the user who ran the sweep (hugebench.measure.perf)
     "perf_scope",
@@ -122,6 +123,7 @@ OWNED_PREFIXES = (
     "system.",  # the conditions between runs (free page reporting, idle before a run)
     "containment.",
     "cgroup.",
+    "memory_limit.",
     "result.",
     "noise.",
     "memory.",
