@@ -152,6 +152,15 @@ mem.<field>_slope_mib_h | MiB/h | the least-squares slope of the tree's Rss or A
 mem.<field>_slope_lo | MiB/h | the slope's 95% lower bound (moving-block bootstrap of the samples)
 mem.<field>_slope_hi | MiB/h | the slope's 95% upper bound
 mem.<field>_trend | text | the slope in words: "Rss stable (+3 MiB/h [-5, 12])", "Rss grows 40 MiB/h [25, 55]"
+psi.source | text | whose pressure stalls were read: the run's cgroup v2 (every process of the run, the
+    worker included) or /proc/pressure (machine-wide) when the run has no cgroup
+psi.<kind>_some_pct | % | share of the sampled span in which some task of the run stalled on cpu, memory or io
+    (the <kind>.pressure "some" total's rise)
+psi.<kind>_full_pct | % | share in which all its non-idle tasks stalled at once (memory and io; cpu "full" on
+    a cgroup)
+psi.reason | text | why there is no pressure reading (a kernel without PSI, a run shorter than two samples)
+series_psi_<kind>_some_pct | % (list) | the "some" share of each interval ending at series_t_s (the first
+    point has no interval: empty), for cpu, memory and io
 events.intervals | count | sampling intervals of the run (sample_interval apart) in which the kernel's events were read
 events.intervals_with | count | of those, the intervals with a compaction stall, khugepaged collapse, huge-page
     split, THP fault fallback or a fork of the measured tree

@@ -95,6 +95,9 @@ OWNED = (
     "series_coverage",  # huge-page coverage over the run (sampler; fleet's from the core)
     "series_rss_mib",  # the tree's RSS and AnonHugePages over the run (sampler: memory over time)
     "series_anon_huge_mib",
+    "series_psi_cpu_some_pct",  # the run's pressure stalls per sampling interval (command.psi)
+    "series_psi_memory_some_pct",
+    "series_psi_io_some_pct",
 )
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = (
@@ -124,6 +127,7 @@ OWNED_PREFIXES = (
     "containment.",
     "cgroup.",
     "memory_limit.",
+    "psi.",
     "result.",
     "noise.",
     "memory.",
