@@ -152,6 +152,13 @@ mem.<field>_slope_mib_h | MiB/h | the least-squares slope of the tree's Rss or A
 mem.<field>_slope_lo | MiB/h | the slope's 95% lower bound (moving-block bootstrap of the samples)
 mem.<field>_slope_hi | MiB/h | the slope's 95% upper bound
 mem.<field>_trend | text | the slope in words: "Rss stable (+3 MiB/h [-5, 12])", "Rss grows 40 MiB/h [25, 55]"
+soak_s | s | server.soak: how long the load driver was run again and again against the same server
+soak.driver_runs | count | the driver's runs in the soak; each metric of the row is the median over them (window_s the
+    median run's)
+soak.elapsed_s | s | from the first driver run's start to the last one's end
+soak.metric | text | the judged metric whose value per run soak.series holds
+soak.series | as the metric (list) | the judged metric of each driver run, in order
+soak.t_s | s (list) | when each driver run ended, seconds since the soak began
 psi.source | text | whose pressure stalls were read: the run's cgroup v2 (every process of the run, the
     worker included) or /proc/pressure (machine-wide) when the run has no cgroup
 psi.<kind>_some_pct | % | share of the sampled span in which some task of the run stalled on cpu, memory or io

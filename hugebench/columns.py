@@ -87,6 +87,7 @@ OWNED = (
     "containment",
     "oom_kills",
     "memory_limit_bytes",  # memory_limit: (system.memlimit)
+    "soak_s",  # server.soak: (command.soak)
     "signal",
     # what perf could count for the user who ran the sweep (hugebench.measure.perf)
     "perf_scope",
@@ -128,6 +129,7 @@ OWNED_PREFIXES = (
     "cgroup.",
     "memory_limit.",
     "psi.",
+    "soak.",
     "result.",
     "noise.",
     "memory.",

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 from ..command.kevents import driver_windows
+from ..command.metric import WINDOW_COLUMN, extract_all
+from ..command.soak import combine, parse_duration
 from ..command.streams import Streams, both_tails, read_output
 from ..launch import Ended, Launched
 from .command_spec import CommandFailed, how_ended, open_streams
@@ -23,6 +25,11 @@ STOP_GRACE_S = 10.0
 
 class Served(Measured):
     """The measured process is a server; the load driver's run is the timed window."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.soak_columns: dict = {}  # a soak's own columns (hugebench.command.soak)
+        self.metrics_found: dict | None = None  # a soak's metrics, each the median over its runs
 
     def serve(self, deadline: float) -> tuple[dict, str]:
         server_out = self.workdir / "server.out"
@@ -50,7 +57,10 @@ class Served(Measured):
             if self.control
             else driven.status.get("wall_s", driven.wall_s)
         )
+        if self.soak_columns:  # a soak's window: the median driver run (its metrics: the medians)
+            window = self.metrics_found.get(WINDOW_COLUMN, (window,))[0] or window
         row = self._row(ended, window, end=self.window_end)
+        row.update(self.soak_columns)
         row.update(driver_windows(self.sampler.events, self.driver_started, output))
         row["server_stop_s"] = ended.wall_s
         if self.warmup_s is not None and self.command.server:
@@ -67,14 +77,9 @@ class Served(Measured):
             self._wait_ready(launched, server_out, deadline)
             self._warm_up(deadline, server_out)
             self.driver_started = time.monotonic()
-            driver = Launched(
-                self.command.argv,
-                self.env,
-                self.command.cwd,
-                status_path=self.workdir / "driver.status",
-                **driver_streams.files(),
-            )
-            driven = self._sample_while(driver, deadline)
+            driven = self._drive_once(driver_streams, deadline)
+            if self.command.server and self.command.server.get("soak"):
+                driven = self._soak(driven, driver_streams, deadline)
             # the server's state at the end of the timed window
             self.window_end = self.sampler.sample(end=True)
         except BaseException:
@@ -85,6 +90,36 @@ class Served(Measured):
             if self.control:
                 self.control.stop()
         return driven, launched.stop(self._pid(), STOP_GRACE_S)
+
+    def _drive_once(self, driver_streams: Streams, deadline: float) -> Ended:
+        driver = Launched(
+            self.command.argv,
+            self.env,
+            self.command.cwd,
+            status_path=self.workdir / "driver.status",
+            **driver_streams.files(),
+        )
+        return self._sample_while(driver, deadline)
+
+    def _soak(self, driven: Ended, driver_streams: Streams, deadline: float) -> Ended:
+        """``server.soak``: the driver run again until the duration is over, each run's metrics read as it
+        ends (hugebench.command.soak); the last run's end is the driver's."""
+        assert self.command.server is not None
+        seconds = parse_duration(self.command.server["soak"])
+        runs = []
+        while True:
+            if driven.timed_out or driven.code != 0:
+                return driven  # serve() fails the run with both tails
+            wall = driven.status.get("wall_s", driven.wall_s)
+            found = extract_all(
+                self.command.metrics, driver_streams.output(), wall, self.command.cwd
+            )
+            runs.append((time.monotonic() - self.driver_started, found))
+            if time.monotonic() - self.driver_started >= seconds:
+                break
+            driven = self._drive_once(driver_streams, deadline)
+        self.metrics_found, self.soak_columns = combine(runs, seconds)
+        return driven
 
     def _warm_up(self, deadline: float, server_out: Path) -> None:
         """``server.warmup``: the load driver run that many times against the ready server, unmeasured (a

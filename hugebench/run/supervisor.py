@@ -50,15 +50,16 @@ def run(request, workdir: Path) -> dict:
             ).items()
         }
     )
-    _metrics_into(row, command, output)
+    _metrics_into(row, getattr(measured, "metrics_found", None), command, output)
     row["stdout_tail"] = output_tail(output)
     return row
 
 
-def _metrics_into(row: dict, command: Command, output: str) -> None:
+def _metrics_into(row: dict, found: dict | None, command: Command, output: str) -> None:
     """Every metric's value (or its ``.reason``) into the row: without the judged one the run failed; another
-    that could not be read is absent with its reason."""
-    found = extract_all(command.metrics, output, row.get(WINDOW_COLUMN), command.cwd)
+    that could not be read is absent with its reason. ``found``: already read (a soak's medians)."""
+    if found is None:
+        found = extract_all(command.metrics, output, row.get(WINDOW_COLUMN), command.cwd)
     for i, (column, (value, why)) in enumerate(found.items()):
         row[column] = value
         if why:
