@@ -26,7 +26,7 @@ STOP_GRACE_S = 10.0
 class Served(Measured):
     """The measured process is a server; the load driver's run is the timed window."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.soak_columns: dict = {}  # a soak's own columns (hugebench.command.soak)
         self.metrics_found: dict | None = None  # a soak's metrics, each the median over its runs
@@ -57,7 +57,7 @@ class Served(Measured):
             if self.control
             else driven.status.get("wall_s", driven.wall_s)
         )
-        if self.soak_columns:  # a soak's window: the median driver run (its metrics: the medians)
+        if self.metrics_found:  # a soak's window: the median driver run (its metrics: the medians)
             window = self.metrics_found.get(WINDOW_COLUMN, (window,))[0] or window
         row = self._row(ended, window, end=self.window_end)
         row.update(self.soak_columns)
