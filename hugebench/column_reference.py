@@ -152,6 +152,22 @@ mem.<field>_slope_mib_h | MiB/h | the least-squares slope of the tree's Rss or A
 mem.<field>_slope_lo | MiB/h | the slope's 95% lower bound (moving-block bootstrap of the samples)
 mem.<field>_slope_hi | MiB/h | the slope's 95% upper bound
 mem.<field>_trend | text | the slope in words: "Rss stable (+3 MiB/h [-5, 12])", "Rss grows 40 MiB/h [25, 55]"
+soak_s | s | server.soak: how long the load driver was run again and again against the same server
+soak.driver_runs | count | the driver's runs in the soak; each metric of the row is the median over them (window_s the
+    median run's)
+soak.elapsed_s | s | from the first driver run's start to the last one's end
+soak.metric | text | the judged metric whose value per run soak.series holds
+soak.series | as the metric (list) | the judged metric of each driver run, in order
+soak.t_s | s (list) | when each driver run ended, seconds since the soak began
+psi.source | text | whose pressure stalls were read: the run's cgroup v2 (every process of the run, the
+    worker included) or /proc/pressure (machine-wide) when the run has no cgroup
+psi.<kind>_some_pct | % | share of the sampled span in which some task of the run stalled on cpu, memory or io
+    (the <kind>.pressure "some" total's rise)
+psi.<kind>_full_pct | % | share in which all its non-idle tasks stalled at once (memory and io; cpu "full" on
+    a cgroup)
+psi.reason | text | why there is no pressure reading (a kernel without PSI, a run shorter than two samples)
+series_psi_<kind>_some_pct | % (list) | the "some" share of each interval ending at series_t_s (the first
+    point has no interval: empty), for cpu, memory and io
 events.intervals | count | sampling intervals of the run (sample_interval apart) in which the kernel's events were read
 events.intervals_with | count | of those, the intervals with a compaction stall, khugepaged collapse, huge-page
     split, THP fault fallback or a fork of the measured tree
@@ -183,6 +199,13 @@ cgroup.oom_kills | count | OOM kills inside the run's cgroup
 cgroup.anon_thp_peak_bytes | bytes | largest anon_thp of the run's cgroup sampled during the run
 cgroup.<field> | as named | other cgroup accounting, or why there was none (cgroup.memory.reason)
 oom_kills | count | OOM kills the kernel counted during the run (/proc/vmstat oom_kill)
+memory_limit_bytes | bytes | the experiment's memory_limit: the most memory the run's processes (its worker
+    included) could use together; over it the run is OOM-killed: status oom, error "oom-killed under memory.max=..."
+memory_limit.knob | text | the cgroup file that held it: memory.max (cgroup v2) or memory.limit_in_bytes (cgroup v1,
+    where memory is a v1 controller)
+memory_limit.cgroup_version | 1 or 2 | the cgroup version of the limit
+memory_limit.oom_kills | count | OOM kills under the limit (memory.events or memory.oom_control oom_kill)
+memory_limit.peak_bytes | bytes | the limited cgroup's peak usage (memory.peak or memory.max_usage_in_bytes)
 """),
     "What the machine was doing (noise)": _table("""
 noise.steal_pct | % | CPU time the hypervisor took during the run

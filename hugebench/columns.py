@@ -86,6 +86,8 @@ OWNED = (
     # how the run was contained and ended (hugebench.system.containment, run.rows.oom_verdict)
     "containment",
     "oom_kills",
+    "memory_limit_bytes",  # memory_limit: (system.memlimit)
+    "soak_s",  # server.soak: (command.soak)
     "signal",
     # what perf could count for the user who ran the sweep (hugebench.measure.perf)
     "perf_scope",
@@ -94,6 +96,9 @@ OWNED = (
     "series_coverage",  # huge-page coverage over the run (sampler; fleet's from the core)
     "series_rss_mib",  # the tree's RSS and AnonHugePages over the run (sampler: memory over time)
     "series_anon_huge_mib",
+    "series_psi_cpu_some_pct",  # the run's pressure stalls per sampling interval (command.psi)
+    "series_psi_memory_some_pct",
+    "series_psi_io_some_pct",
 )
 # Prefixes of the dotted columns hugebench writes (``perf.cycles``, ``knob.thp.enabled`` ...).
 OWNED_PREFIXES = (
@@ -122,6 +127,9 @@ OWNED_PREFIXES = (
     "system.",  # the conditions between runs (free page reporting, idle before a run)
     "containment.",
     "cgroup.",
+    "memory_limit.",
+    "psi.",
+    "soak.",
     "result.",
     "noise.",
     "memory.",

@@ -52,6 +52,7 @@ class RunSpec:
         None  # fresh | fragmented:P%: the free memory it starts with (None: as found)
     )
     regime: str | None = None  # warm | cold:Ns: the conditions before it (None: as found)
+    memory_limit: int | None = None  # bytes the run's processes may use together (None: no limit)
     workload_def: Workload | None = field(
         default=None, compare=False, repr=False
     )  # the spec's, as a value
@@ -105,6 +106,10 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     ):  # only then: cells without the axis keep the ids they always had
         if axis in cell:
             content[axis] = cell[axis]
+    if (
+        spec.memory_limit is not None
+    ):  # a limit changes what is measured; without one, ids as before
+        content["memory_limit"] = spec.memory_limit
     return content
 
 
@@ -160,6 +165,7 @@ def _runs(spec: ExperimentSpec, blocks: list) -> list[RunSpec]:
                     system=content["system"],
                     cell=dict(cell),
                     timeout=spec.timeout,
+                    memory_limit=spec.memory_limit,
                     warmup=warm,
                     memory_estimate=estimates[cell_id][0],
                     time_estimate=estimates[cell_id][1],

@@ -16,6 +16,7 @@ from hugebench.environment import arg_space_problem, env_name_problem, os_string
 from . import template
 from .metric import parse_metric, parse_metrics
 from .program import resolve, user_path
+from .soak import parse_duration
 
 # The allocator's variables: a command's own env must not override what the cell asks for.
 RESERVED_ENV = (
@@ -52,6 +53,11 @@ def check_params(params: dict) -> None:
     server = params.get("server")
     if server is not None:
         _server(server)
+        if server.get("soak") and params.get("stdout") not in (None, DISCARD):
+            raise ValueError(
+                "server.soak runs the driver again and again and reads each run's output: "
+                "leave stdout: at its default"
+            )
     for metric in parse_metrics(params.get("metric")):
         _metric_name(metric, params)
         if metric.kind == "hdr":
@@ -304,7 +310,7 @@ def check_program(params: dict) -> None:
 
 def coverage_metrics(params: dict) -> tuple:
     """The report's huge-page coverage columns, each labelled by when it was measured: a program timed to its
-    end is judged by its time-weighted coverage (``hp_coverage``, see run.supervisor._coverage_columns), a marked
+    end is judged by its time-weighted coverage (``hp_coverage``, see run.measured._coverage_columns), a marked
     window or a server by the coverage at the window's end."""
     peak = ("sampled.peak.coverage", "HP cov. (peak)", ".0%")
     if params.get("window", "process") == "process" and not params.get("server"):
@@ -379,11 +385,22 @@ def _metric_name(metric, params: dict) -> None:
 
 
 def _server(server) -> None:
-    if not isinstance(server, dict) or set(server) - {"argv", "ready", "ready_timeout", "warmup"}:
+    if not isinstance(server, dict) or set(server) - {
+        "argv",
+        "ready",
+        "ready_timeout",
+        "warmup",
+        "soak",
+    }:
         raise ValueError(
             "server must be {argv: [...], ready: {path: ...} | {port: N} | {log: regex}, "
-            "ready_timeout: seconds, warmup: N}"
+            "ready_timeout: seconds, warmup: N, soak: DURATION}"
         )
+    if "soak" in server:
+        try:
+            parse_duration(server["soak"])
+        except ValueError as exc:
+            raise ValueError(f"server.soak: {exc}") from None
     warmup = server.get("warmup", 0)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= 100:
         raise ValueError(

@@ -18,6 +18,7 @@ from hugebench.measure.phases import time_weighted_coverage
 
 from . import memtrend
 from .kevents import EventLog
+from .psi import PressureLog
 
 FOLIO_BUDGET = (
     0.05  # at most this share of the elapsed time goes to per-size readings while it runs
@@ -55,6 +56,9 @@ class CoverageSampler:
     # multi-process server, forked children that never exec included: hugebench.command.treeproof)
     mapped: dict = field(default_factory=dict)
     events: EventLog = field(default_factory=EventLog)  # the kernel's events per interval (kevents)
+    pressure: PressureLog | None = (
+        None  # the run's PSI at each sample (psi); made at the first sample
+    )
     # per-size coverage (measure.folio_coverage): readings while it runs, within FOLIO_BUDGET of the time
     folios: bool = True
     folio_samples: list = field(default_factory=list)
@@ -100,6 +104,9 @@ class CoverageSampler:
             self.events.tick(now, kernel.read_vmstat(self.proc_root), tree)
         except OSError:
             pass  # no /proc/vmstat: no events; the coverage is still read
+        if self.pressure is None:
+            self.pressure = PressureLog(self.proc_root)
+        self.pressure.tick(now)
         self._read_folios(tree, end, now)
         return total
 
@@ -156,6 +163,8 @@ class CoverageSampler:
         ]
         out.update(memtrend.series(self.samples, step))
         out.update(self.events.columns(start))
+        if self.pressure is not None:
+            out.update(self.pressure.columns(step))
         out.update(memtrend.trend(self.samples, "Rss"))
         out.update(memtrend.trend(self.samples, "AnonHugePages"))
         out[f"{prefix}peak.coverage"] = max(

@@ -51,6 +51,7 @@ class ExperimentSpec:
     warmup: int = 0
     seed: int = 0
     timeout: float = 1800.0
+    memory_limit: int | None = None  # bytes; the run's memory cgroup enforces it
     params: dict = field(default_factory=dict)
     axes: dict = field(default_factory=dict)  # name -> tuple of values, insertion ordered
     exclude: tuple = ()

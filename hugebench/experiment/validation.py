@@ -21,6 +21,7 @@ from .cells import _cells, _check_cells, _workload_checks
 from .claims import _expected, _known_keys, _metric
 from .cluster import ADAPTIVE_ON_EACH
 from .cluster import parse_block as parse_cluster
+from .limits import memory_limit
 from .model import (
     DEFAULT_ALLOCATOR,
     MAX_REPETITIONS,
@@ -45,6 +46,7 @@ _TOP_KEYS = {
     "warmup": "uncounted warm-up runs per cell before the first block (int >= 0)",
     "seed": "seed of the interleaved order (int)",
     "timeout": "seconds a worker may run before it is killed (number > 0)",
+    "memory_limit": "the most memory a run may use (256M, 1.5G): over it, the run is OOM-killed (status oom)",
     "params": "fixed workload parameters",
     "axes": "name -> list of values; the cartesian product is the set of cells",
     "exclude": "list of partial cells to leave out",
@@ -144,6 +146,7 @@ def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
         warmup=_int(data, "warmup", 0, 0, MAX_WARMUP, where),
         seed=_int(data, "seed", 0, 0, MAX_SEED, where),
         timeout=_timeout(data, where),
+        memory_limit=memory_limit(data, where),
         params=params,
         axes=axes,
         exclude=_cells(data, "exclude", axes, where, many=True),

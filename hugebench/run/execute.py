@@ -132,13 +132,18 @@ def execute(run, setup, options) -> dict:
     """Launch one worker (under perf stat when enabled) in the run's own directory and containment and turn
     whatever happens into row fields."""
     oom_before = kernel.read_vmstat(options.proc_root).get("oom_kill", 0)
+    limit = getattr(run, "memory_limit", None)
     with (
         RunDir.create() as rundir,
-        RunContainer(run.run_id, record_dir(options.journal)) as container,
+        RunContainer(run.run_id, record_dir(options.journal), memory_limit=limit) as container,
     ):
+        if container.limit_error:  # a limit asked for and not had: nothing runs
+            return failure("failed", f"memory_limit {limit} B: {container.limit_error}")
         setup.request_for(run).write(rundir.request)
         argv, timeout, page_cache = _worker_argv(run, setup, options, rundir)
         fields = _spawn(argv, worker_environment({}), timeout, rundir, container)
+        if container.limit_error:
+            fields.update(failure("failed", f"memory_limit: {container.limit_error}"))
         fields.update(reply_fields(rundir.reply, fields))
         if setup.perf:
             fields.update(perf_mod.perf_columns(rundir.perf_text(), setup.perf.choices))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..columns import SCHEMA_VERSION, add_user_columns, clashes
 from ..store.rows import STATUSES
+from ..system.memlimit import describe
 from .rundir import read_reply
 
 FAILURES = tuple(s for s in STATUSES if s != "ok")
@@ -83,13 +84,25 @@ def oom_verdict(fields: dict, vmstat_oom_kills: int) -> dict:
     else:
         kills, source = vmstat_oom_kills, "/proc/vmstat oom_kill"
         hit = fields.get("status") == "crashed" and fields.get("signal") == "SIGKILL" and kills > 0
+    limit = fields.get("memory_limit.oom_kills")
+    if limit is not None:  # the run's own memory limit: its cgroup's count decides
+        kills, source = (
+            limit,
+            f"the limit's cgroup v{fields.get('memory_limit.cgroup_version')} oom_kill",
+        )
+        hit = fields.get("status") in ("crashed", "failed") and kills > 0
     fields["oom_kills"] = kills
     if hit:
+        under = (
+            f"oom-killed under {fields['memory_limit.knob']}="
+            f"{describe(fields['memory_limit_bytes'])}"
+            if limit is not None
+            else "killed by the OOM killer"
+        )
         fields.update(
             failure(
                 "oom",
-                f"killed by the OOM killer ({source} rose by {kills} during the run; "
-                f"{fields.get('error')})",
+                f"{under} ({source} rose by {kills} during the run; {fields.get('error')})",
             )
         )
     return fields

@@ -26,6 +26,7 @@ from pathlib import Path
 from hugebench import kernel
 from hugebench._util import write_json_atomic
 from hugebench.system import cgroup as cgroups
+from hugebench.system import memlimit
 from hugebench.system.journal import default_journal_path
 
 TOKEN = "HUGEBENCH_RUN"
@@ -91,6 +92,7 @@ class RunContainer:
         *,
         proc_root: str | Path = "/proc",
         use_cgroup: bool = True,
+        memory_limit: int | None = None,
     ):
         pid = os.getpid()
         self.proc_root = proc_root
@@ -101,6 +103,13 @@ class RunContainer:
             if use_cgroup
             else (None, "cgroups not used for this run")
         )
+        # the run's memory limit (memory_limit: bytes), or why it cannot be had (then the run must not start)
+        self.limit: memlimit.MemoryLimit | None = None
+        self.limit_error: str | None = None
+        if memory_limit is not None:
+            self.limit, self.limit_error = memlimit.apply(
+                memory_limit, self.name, self.cgroup, proc_root
+            )
         self.record_path: Path | None = Path(records) / f"{self.name}.json"
         self.pids: dict[int, int] = {}
         self.columns: dict = {}
@@ -121,15 +130,20 @@ class RunContainer:
     def enter(self) -> None:
         """In the launched child, between fork and exec: join the run's cgroup (a refusal is found by
         ``adopt`` in the parent; an exception here would only say "Exception occurred in preexec_fn")."""
-        if self.cgroup is not None:
-            try:
-                self.cgroup.join(os.getpid())
-            except OSError:
-                pass
+        for group in (self.cgroup, self.limit):
+            if group is not None:
+                try:
+                    group.join(os.getpid())
+                except OSError:
+                    pass
 
     def adopt(self, pid: int) -> None:
         """In the parent, once ``pid`` runs: if it is not in the run's cgroup (the kernel refused the move, as
-        in some containers), the run goes on without the cgroup, under the pid record, and says so."""
+        in some containers), the run goes on without the cgroup, under the pid record, and says so. A run
+        whose memory limit did not take is stopped here: ``limit_error`` says why."""
+        if self.limit is not None and not self.limit.holds(pid, self.proc_root):
+            self.limit_error = f"the run's process is not in {self.limit.path}: no memory limit"
+            self.kill()
         if self.cgroup is None:
             return
         line = next(
@@ -202,6 +216,10 @@ class RunContainer:
         else:
             self.cgroup.wait_empty()
             columns.update(self._memory_columns())
+        if self.limit is not None:
+            columns.update(self.limit.columns())
+            self.limit.remove()
+        if self.cgroup is not None:
             self.cgroup.remove()
         if self.record_path is not None:
             self.record_path.unlink(missing_ok=True)

@@ -123,6 +123,16 @@ WORKLOAD = register(
                 "memory over the run",
                 "memory",
             ),
+            XYPlot(
+                "series",
+                "series_t_s",
+                "series_psi_memory_some_pct",
+                "allocator",
+                "seconds since the first sample",
+                "some task stalled on memory, % of each interval",
+                "memory pressure (PSI) over the run",
+                "memory-pressure",
+            ),
         ),
     )
 )

@@ -237,7 +237,7 @@ def test_a_program_timed_to_its_end_is_judged_by_its_time_weighted_coverage():
     from hugebench.command.checks import coverage_metrics
     from hugebench.report.results import Experiment
     from hugebench.report.sections import coverage_flags
-    from hugebench.run.supervisor import _coverage_columns
+    from hugebench.run.measured import _coverage_columns
 
     row = _coverage_columns(at_end=0.0, time_weighted=0.99, run_to_end=True, interval=1.0)
     assert row == {
