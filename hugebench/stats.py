@@ -35,6 +35,9 @@ def bootstrap_ci(
     data = finite(values)
     if data.size < 2:
         return NAN, NAN
+    drawn = resample_indices(seed, n_boot, (data.size,))
+    if drawn is not None:
+        return _interval(_stat_of(data[drawn[0]], stat), level)
     rng = np.random.default_rng(seed)
     return _interval(_resampled_stats(data, stat, n_boot, rng), level)
 
@@ -67,9 +70,13 @@ def _two_sample_ci(a_values, b_values, combine, stat, level, n_boot, seed) -> tu
     a, b = finite(a_values), finite(b_values)
     if a.size < 2 or b.size < 2:
         return NAN, NAN
-    rng = np.random.default_rng(seed)
-    a_stats = _resampled_stats(a, stat, n_boot, rng)
-    b_stats = _resampled_stats(b, stat, n_boot, rng)
+    drawn = resample_indices(seed, n_boot, (a.size, b.size))
+    if drawn is not None:
+        a_stats, b_stats = _stat_of(a[drawn[0]], stat), _stat_of(b[drawn[1]], stat)
+    else:
+        rng = np.random.default_rng(seed)
+        a_stats = _resampled_stats(a, stat, n_boot, rng)
+        b_stats = _resampled_stats(b, stat, n_boot, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _interval(combine(a_stats, b_stats), level)
 
@@ -147,13 +154,32 @@ def compare(
     least half of the runs pair up; otherwise the two sides are resampled independently.
     """
     a_ok, b_ok = ok_rows(a_rows), ok_rows(b_rows)
-    pairs = _paired_values(a_ok, b_ok, metric)
+    keys = [k for k in PAIR_KEYS if k in a_ok.columns and k in b_ok.columns]
+    blocks = (_blocks(a_ok, keys), _blocks(b_ok, keys)) if "repetition" in keys else None
+    measured = metric in a_ok.columns and metric in b_ok.columns
+    a, b = (_numbers(side, metric) for side in (a_ok, b_ok))
+    return compare_arrays(a, b, blocks, measured, level, n_boot, seed)
+
+
+def compare_arrays(
+    a: np.ndarray,
+    b: np.ndarray,
+    blocks: tuple[list, list] | None,
+    measured: bool = True,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Ratio:
+    """:func:`compare` on the two sides' successful runs as arrays: ``a`` and ``b`` their values (NaN where
+    missing), ``blocks`` each run's repetition block (None: no repetition recorded), ``measured`` whether
+    both sides recorded the metric at all."""
+    pairs = _pairs(a, b, blocks) if measured else None
     if pairs is not None:
         ratios = pair_ratios(*pairs)
         lo, hi = bootstrap_ci(ratios, np.median, level, n_boot, seed)
         value = float(np.median(ratios)) if ratios.size else NAN
         return Ratio(value, lo, hi, True, int(ratios.size), level)
-    a, b = finite(_column(a_ok, metric)), finite(_column(b_ok, metric))
+    a, b = finite(a), finite(b)
     lo, hi = ratio_ci(a, b, np.median, level, n_boot, seed)
     return Ratio(_median_ratio(a, b), lo, hi, False, int(min(a.size, b.size)), level)
 
@@ -288,6 +314,43 @@ def _column(df: pd.DataFrame, metric: str) -> pd.Series:
     return df[metric] if metric in df.columns else pd.Series(NAN, index=df.index)
 
 
+_INDICES: dict[tuple, list[np.ndarray]] = {}
+_INDEX_VALUES = (
+    64  # resampled values a cached set of draws may cover per resample (small cells only)
+)
+_INDEX_SETS = 64  # cached sets of draws
+
+
+def resample_indices(seed, n_boot: int, sizes: tuple[int, ...]) -> list[np.ndarray] | None:
+    """The bootstrap's draws for samples of ``sizes``: what ``default_rng(seed)`` draws for each in turn,
+    ``(n_boot, size)`` positions each, exactly as :func:`_resampled_stats` would draw them in one block.
+    Every cell of a report resamples with the same seed, so cells of the same size draw the same positions:
+    kept, these are drawn once per size instead of once per cell. None (draw as usual) for samples too
+    large to keep or a seed that is not a number."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        return None
+    if sum(sizes) > _INDEX_VALUES or any(n * n_boot > _MAX_RESAMPLED_VALUES for n in sizes):
+        return None
+    key = (int(seed), int(n_boot), tuple(int(n) for n in sizes))
+    drawn = _INDICES.get(key)
+    if drawn is None:
+        rng = np.random.default_rng(seed)
+        drawn = [rng.integers(0, n, size=(n_boot, n)) for n in sizes]
+        for positions in drawn:
+            positions.setflags(write=False)
+        if len(_INDICES) >= _INDEX_SETS:
+            _INDICES.clear()
+        _INDICES[key] = drawn
+    return drawn
+
+
+def _stat_of(samples: np.ndarray, stat: Callable) -> np.ndarray:
+    try:
+        return np.asarray(stat(samples, axis=1), dtype=float)
+    except TypeError:  # a plain function without axis=
+        return np.array([stat(row) for row in samples], dtype=float)
+
+
 def _resampled_stats(
     data: np.ndarray, stat: Callable, n_boot: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -295,10 +358,7 @@ def _resampled_stats(
     parts = []
     for start in range(0, n_boot, block):
         samples = data[rng.integers(0, data.size, size=(min(block, n_boot - start), data.size))]
-        try:
-            parts.append(np.asarray(stat(samples, axis=1), dtype=float))
-        except TypeError:  # a plain function without axis=
-            parts.append(np.array([stat(row) for row in samples], dtype=float))
+        parts.append(_stat_of(samples, stat))
     return np.concatenate(parts)
 
 
@@ -317,27 +377,38 @@ def _median_ratio(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.median(a)) / denominator if denominator != 0 else NAN
 
 
+def _numbers(rows: pd.DataFrame, metric: str) -> np.ndarray:
+    # a stray non-number in a store's metric column (hand-edited, corrupt) is missing, like null
+    if metric not in rows.columns:
+        return np.full(len(rows), NAN)
+    return np.asarray(pd.to_numeric(rows[metric], errors="coerce"), dtype=float)
+
+
 def _paired_values(
     a: pd.DataFrame, b: pd.DataFrame, metric: str
 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The aligned values of ``metric`` in the runs of ``a`` and ``b`` that share a repetition block."""
     keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns]
-    if "repetition" not in keys or a.empty or b.empty:
+    if "repetition" not in keys or metric not in a.columns or metric not in b.columns:
         return None
-    a_blocks, b_blocks = _blocks(a, keys), _blocks(b, keys)
-    if len(set(a_blocks)) < len(a_blocks) or len(set(b_blocks)) < len(b_blocks):
-        return None  # several rows per block: the cell pools several configurations
-    if metric not in a.columns or metric not in b.columns:
+    blocks = (_blocks(a, keys), _blocks(b, keys))
+    return _pairs(_numbers(a, metric), _numbers(b, metric), blocks)
+
+
+def _pairs(a: np.ndarray, b: np.ndarray, blocks) -> tuple[np.ndarray, np.ndarray] | None:
+    """The values of the runs of ``a`` and ``b`` that share a repetition block, aligned; None when the
+    two sides cannot be paired (no blocks, several runs a block, fewer than half the runs paired)."""
+    if blocks is None or a.size == 0 or b.size == 0:
         return None
+    a_blocks, b_blocks = blocks
     where = {block: i for i, block in enumerate(b_blocks)}
+    if len(where) < len(b_blocks) or len(set(a_blocks)) < len(a_blocks):
+        return None  # several rows per block: the cell pools several configurations
     pairs = [(i, where[block]) for i, block in enumerate(a_blocks) if block in where]
-    if len(pairs) < 2 or len(pairs) < min(len(a), len(b)) / 2:
+    if len(pairs) < 2 or len(pairs) < min(a.size, b.size) / 2:
         return None
-    # a stray non-number in a store's metric column (hand-edited, corrupt) is missing, like null
     a_at, b_at = (np.array(side, dtype=int) for side in zip(*pairs))
-    return (
-        pd.to_numeric(a[metric].iloc[a_at], errors="coerce").to_numpy(float),
-        pd.to_numeric(b[metric].iloc[b_at], errors="coerce").to_numpy(float),
-    )
+    return a[a_at], b[b_at]
 
 
 def _blocks(rows: pd.DataFrame, keys: list[str]) -> list[tuple]:

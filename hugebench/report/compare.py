@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import HugebenchError
-from ..stability import cell_stability, guard
-from ..stats import Ratio, describe_cell, min_runs_for, ok_rows, ratio_ci
+from ..stability import guard
+from ..stats import Ratio, min_runs_for, ratio_ci
 from . import shift
+from .cellstats import Cell, cells_by_key
 from .provenance import machine_facts, provenance_sections
 from .rendering import DASH, display_frame, format_axis
 from .results import Experiment, Results, sweep_ids
@@ -28,7 +29,6 @@ from .tables import (
     axis_key,
     cell_columns,
     check_metric,
-    failures_text,
     in_spec_order,
 )
 
@@ -198,22 +198,19 @@ def _baseline_finder(exp: Experiment, keys, cells: dict):
     return lambda key: cells.get(tuple(base.get(k, v) for k, v in zip(keys, key)))
 
 
-def _cells(rows: pd.DataFrame, keys: Sequence[str], metric: str) -> dict[tuple, pd.DataFrame]:
-    """Cell key (normalised values) -> the cell's measured rows (failed ones included, for n_failed), with
-    the columns the statistics of ``metric`` read (:func:`~hugebench.report.tables.cell_columns`)."""
-    cells = {}
+def _cells(rows: pd.DataFrame, keys: Sequence[str], metric: str) -> dict[tuple, Cell]:
+    """Cell key (normalised values) -> the cell (its measured rows, failed ones included, for n_failed),
+    over the columns the statistics of ``metric`` read (:func:`~hugebench.report.tables.cell_columns`)."""
     narrow = rows[cell_columns(rows, keys, [metric])]
-    for key, cell in narrow.groupby(list(keys), dropna=False, sort=False):
-        cells[tuple(axis_key(v) for v in (key if isinstance(key, tuple) else (key,)))] = cell
-    return cells
+    return cells_by_key(narrow, keys, lambda key: tuple(axis_key(v) for v in key))
 
 
-def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
-    a_sum, b_sum = describe_cell(a_cell, metric, level), describe_cell(b_cell, metric, level)
-    a_vals, b_vals = _values(a_cell, metric), _values(b_cell, metric)
+def _record(key, a_cell: Cell, b_cell: Cell, keys, metric, level, bases) -> dict:
+    a_sum, b_sum = a_cell.describe(metric, level), b_cell.describe(metric, level)
+    a_vals, b_vals = a_cell.values(metric), b_cell.values(metric)
     value = b_sum["median"] / a_sum["median"] if a_sum["median"] else float("nan")
     lo, hi = ratio_ci(b_vals, a_vals, level=level)
-    a_stab, b_stab = cell_stability(a_cell, metric), cell_stability(b_cell, metric)
+    a_stab, b_stab = a_cell.stability(metric), b_cell.stability(metric)
     resolved, unstable = guard(
         Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved,
         a_stab,
@@ -225,9 +222,7 @@ def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
     within = (
         (float("nan"),) * 3
         if a_base is None or b_base is None
-        else shift.within_ratio(
-            a_vals, _values(a_base, metric), b_vals, _values(b_base, metric), level
-        )
+        else shift.within_ratio(a_vals, a_base.values(metric), b_vals, b_base.values(metric), level)
     )
     return {
         **dict(zip(keys, key)),
@@ -243,8 +238,8 @@ def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
         "ratio.ci_lo": lo,
         "ratio.ci_hi": hi,
         "resolved": resolved,
-        "a.failures": failures_text(a_cell),
-        "b.failures": failures_text(b_cell),
+        "a.failures": a_cell.failures_text(),
+        "b.failures": b_cell.failures_text(),
         "a.spread": a_stab.spread,
         "b.spread": b_stab.spread,
         "a.disturbed": a_stab.disturbed,
@@ -256,14 +251,8 @@ def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
     }
 
 
-def _values(cell: pd.DataFrame, metric: str) -> np.ndarray:
-    ok = ok_rows(cell)
-    values = (
-        pd.to_numeric(ok[metric], errors="coerce")
-        if metric in ok.columns
-        else pd.Series(dtype=float)
-    )
-    return values.dropna().to_numpy(float)
+def _values(cell: Cell, metric: str) -> np.ndarray:
+    return cell.values(metric)
 
 
 def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:

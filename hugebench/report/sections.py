@@ -23,6 +23,7 @@ from ..measure.phases import (
 )
 from ..stats import min_runs_for, ok_rows
 from .aging import aging_sections
+from .cellstats import CellFrame
 from .coverage import coverage_sections
 from .model import Flag, Options, Report, Section
 from .rendering import display_frame, table_text, verdict, void_text
@@ -33,7 +34,6 @@ from .tables import (
     build_table,
     check_metric,
     default_metrics,
-    failure_counts,
     in_spec_order,
     overhead_lines,
     ratio_display,
@@ -364,15 +364,15 @@ def failure_flags(rows: pd.DataFrame, axes: Sequence[str], prefix: str = "") -> 
     by_reason: dict[str, list] = {}
     narrow = rows[list(dict.fromkeys(keys + [c for c in FAILURE_COLUMNS if c in rows.columns]))]
     named = varying_axes(rows, keys) if keys else []
-    for key, cell in narrow.groupby(keys, sort=False, dropna=False) if keys else [((), narrow)]:
-        counts = failure_counts(cell)
+    if not keys:
+        narrow = narrow.assign(**{"(every cell)": 0})
+    cells = CellFrame(narrow, keys or ["(every cell)"], sort=False)
+    for code in cells.failing_cells():
+        counts = cells.failure_counts(code)
         if not counts:
             continue
-        label = (
-            cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named)
-            if keys
-            else "every cell"
-        )
+        key = cells.keys_of[code]
+        label = cell_label(pd.Series(dict(zip(keys, key))), named) if keys else "every cell"
         for reason, n in counts:
             by_reason.setdefault(reason, []).append((label, n))
     ordered = sorted(by_reason.items(), key=lambda item: -sum(n for _, n in item[1]))
