@@ -22,11 +22,13 @@ from ..stats import (
     NAN,
     PAIR_KEYS,
     Ratio,
-    bootstrap_ci,
-    compare_arrays,
+    bootstrap_cis,
     finite,
     measured_mask,
     ok_mask,
+    ratio_cis,
+    ratio_inputs,
+    ratio_of,
     status_ok,
 )
 
@@ -72,6 +74,8 @@ class CellFrame:
         self.measured = measured_mask(frame)
         self.status = frame["status"].tolist() if "status" in frame.columns else None
         self._numbers: dict[str, np.ndarray] = {}
+        self._ci: dict[tuple, list] = {}
+        self._values: dict[str, np.ndarray] = {}
         self._blocks = self._block_keys()
         self._failing = self._failing_mask()
 
@@ -89,6 +93,12 @@ class CellFrame:
             else:
                 self._numbers[column] = np.full(len(self.frame), NAN)
         return self._numbers[column]
+
+    def values(self, column: str) -> np.ndarray:
+        """``column``'s values as they are (an object array, made once)."""
+        if column not in self._values:
+            self._values[column] = np.asarray(self.frame[column].tolist(), dtype=object)
+        return self._values[column]
 
     def _block_keys(self) -> list | None:
         keys = [k for k in PAIR_KEYS if k in self.frame.columns]
@@ -124,7 +134,7 @@ class CellFrame:
         rows = self.rows[code]
         failed = rows[self._failing[rows]]
         if failed.size and "run_id" in self.frame.columns:
-            run_ids = self.frame["run_id"].to_numpy()
+            run_ids = self.values("run_id")
             retried = set(run_ids[self.ok_rows(code)].tolist())
             if retried:
                 failed = failed[[r not in retried for r in run_ids[failed].tolist()]]
@@ -134,7 +144,7 @@ class CellFrame:
         """``stats.describe_cell`` of the cell."""
         ok = self.ok_rows(code)
         values = finite(self.numbers(metric)[ok])
-        lo, hi = bootstrap_ci(values, np.median, level, n_boot, seed)
+        lo, hi = self._cis(metric, level, n_boot, seed)[code]
         empty = values.size == 0
         return {
             "status": "ok" if len(ok) else self._most_common_status(code),
@@ -146,6 +156,15 @@ class CellFrame:
             "ci_lo": lo,
             "ci_hi": hi,
         }
+
+    def _cis(self, metric: str, level, n_boot, seed) -> list[tuple[float, float]]:
+        """Every cell's bootstrap CI of the median of ``metric``, computed together on first use."""
+        key = (metric, level, n_boot, seed)
+        if key not in self._ci:
+            numbers = self.numbers(metric)
+            samples = [numbers[self.ok_rows(code)] for code in range(len(self))]
+            self._ci[key] = bootstrap_cis(samples, level, n_boot, seed)
+        return self._ci[key]
 
     def _most_common_status(self, code: int) -> str:
         rows = self.rows[code]
@@ -164,9 +183,7 @@ class CellFrame:
         if not failed.size:
             return []
         errors = (
-            self.frame["error"].to_numpy()[failed]
-            if "error" in self.frame.columns
-            else [None] * failed.size
+            self.values("error")[failed] if "error" in self.frame.columns else [None] * failed.size
         )
         counts: dict[str, int] = {}
         for row, error in zip(failed.tolist(), errors):
@@ -183,35 +200,42 @@ class CellFrame:
         ok = self.ok_rows(code)
         disturbed, causes = 0, []
         if DISTURBED in self.frame.columns:
-            flags = self.frame[DISTURBED].to_numpy()[ok]
+            flags = self.values(DISTURBED)[ok]
             hit = np.fromiter((v is True or v == 1 or v == "true" for v in flags), bool, ok.size)
             disturbed = int(hit.sum())
             if WHY in self.frame.columns:
-                causes = self.frame[WHY].to_numpy()[ok[hit]].tolist()
+                causes = self.values(WHY)[ok[hit]].tolist()
         return assess(self.numbers(metric)[ok], disturbed, causes)
 
     def compare(self, code: int, base: int, metric: str, level=0.95, n_boot=2000, seed=0) -> Ratio:
         """``stats.compare`` of cell ``code`` to cell ``base``."""
-        a, b = self.ok_rows(code), self.ok_rows(base)
-        blocks = None
-        if self._blocks is not None:
-            blocks = ([self._blocks[r] for r in a.tolist()], [self._blocks[r] for r in b.tolist()])
-        numbers = self.numbers(metric) if metric in self.frame.columns else None
-        return compare_arrays(
-            numbers[a] if numbers is not None else np.full(a.size, NAN),
-            numbers[b] if numbers is not None else np.full(b.size, NAN),
-            blocks,
-            numbers is not None,
-            level,
-            n_boot,
-            seed,
-        )
+        return self.compare_many([(code, base)], metric, level, n_boot, seed)[0]
+
+    def compare_many(self, pairs, metric: str, level=0.95, n_boot=2000, seed=0) -> list[Ratio]:
+        """``stats.compare`` of each ``(cell, baseline cell)`` of ``pairs``, the intervals computed together."""
+        measured = metric in self.frame.columns
+        numbers = self.numbers(metric)
+        sides = []
+        for code, base in pairs:
+            a, b = self.ok_rows(code), self.ok_rows(base)
+            blocks = None
+            if self._blocks is not None:
+                blocks = (
+                    [self._blocks[r] for r in a.tolist()],
+                    [self._blocks[r] for r in b.tolist()],
+                )
+            sides.append(ratio_inputs(numbers[a], numbers[b], blocks, measured))
+        paired = [i for i, side in enumerate(sides) if side[0]]
+        apart = [i for i, side in enumerate(sides) if not side[0]]
+        cis = dict(zip(paired, bootstrap_cis([sides[i][1] for i in paired], level, n_boot, seed)))
+        cis.update(zip(apart, ratio_cis([sides[i][1] for i in apart], level, n_boot, seed)))
+        return [ratio_of(side, cis[i], level) for i, side in enumerate(sides)]
 
     def thp_overridden(self, code: int) -> int:
         """``tables.thp_overridden`` of the cell's successful runs."""
         if "thp.overridden" not in self.frame.columns:
             return 0
-        flags = self.frame["thp.overridden"].to_numpy()[self.ok_rows(code)]
+        flags = self.values("thp.overridden")[self.ok_rows(code)]
         return int(sum(1 for v in flags if v is True or v == 1))
 
 

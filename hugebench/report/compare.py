@@ -19,6 +19,7 @@ from ..errors import HugebenchError
 from ..stability import guard
 from ..stats import Ratio, min_runs_for, ratio_ci
 from . import shift
+from .blocks import rows_of
 from .cellstats import Cell, cells_by_key
 from .provenance import machine_facts, provenance_sections
 from .rendering import DASH, display_frame, format_axis
@@ -269,7 +270,7 @@ def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:
         )
 
     body = []
-    for _, row in data.iterrows():
+    for row in rows_of(data):
         ratio = DASH if np.isnan(row["ratio"]) else f"{row['ratio']:.3f}"
         if not np.isnan(row["ratio.ci_lo"]):
             ratio += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
@@ -365,7 +366,7 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
                 + listing(
                     [
                         f"{_cell_text([r[k] for k in named], named)} ({r['unstable']})"
-                        for _, r in unstable.iterrows()
+                        for r in rows_of(unstable)
                     ],
                     6,
                 )
@@ -380,7 +381,7 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
                     + listing(
                         [
                             f"{_cell_text([r[k] for k in named], named)} ({r[f'{side}.disturbed']} of {r[f'{side}.n']})"
-                            for _, r in hit.iterrows()
+                            for r in rows_of(hit)
                         ],
                         6,
                     )

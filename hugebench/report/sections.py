@@ -23,6 +23,7 @@ from ..measure.phases import (
 )
 from ..stats import min_runs_for, ok_rows
 from .aging import aging_sections
+from .blocks import rows_of
 from .cellstats import CellFrame
 from .coverage import coverage_sections
 from .model import Flag, Options, Report, Section
@@ -244,7 +245,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
         flags.append(
             Flag(
                 f"{len(failed)} cell(s) without a successful run: "
-                + listing([f"{cell_label(r, axes)} ({r['status']})" for _, r in failed.iterrows()]),
+                + listing([f"{cell_label(r, axes)} ({r['status']})" for r in rows_of(failed)]),
                 True,
             )
         )
@@ -256,7 +257,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
                 + listing(
                     [
                         f"{cell_label(r, axes)} ({r['n_failed']} of {r['n'] + r['n_failed']})"
-                        for _, r in partly.iterrows()
+                        for r in rows_of(partly)
                     ]
                 ),
                 True,
@@ -270,7 +271,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
                 Flag(
                     f"{len(few)} ratio(s) rest on fewer than {min_runs_for(attrs.get('level', 0.95))} "
                     f"runs, too few for a verdict (n<{min_runs_for(attrs.get('level', 0.95))}): "
-                    + listing([cell_label(r, axes) for _, r in few.iterrows()]),
+                    + listing([cell_label(r, axes) for r in rows_of(few)]),
                     True,
                 )
             )
@@ -279,7 +280,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
             flags.append(
                 Flag(
                     f"{len(unresolved)} ratio(s) not resolved (the CI contains 1): "
-                    + listing([cell_label(r, axes) for _, r in unresolved.iterrows()]),
+                    + listing([cell_label(r, axes) for r in rows_of(unresolved)]),
                     True,
                 )
             )
@@ -294,7 +295,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
                     + listing(
                         [
                             f"{cell_label(r, axes)} ({int(r['thp_overridden'])} of {r['n']} runs)"
-                            for _, r in hit.iterrows()
+                            for r in rows_of(hit)
                         ]
                     ),
                     True,
@@ -324,7 +325,7 @@ def stability_flags(table: pd.DataFrame, axes: Sequence[str], prefix: str = "") 
                     + listing(
                         [
                             f"{cell_label(r, axes)} ({r['stability.why']})"
-                            for _, r in unstable.iterrows()
+                            for r in rows_of(unstable)
                         ],
                         6,
                     )
@@ -339,7 +340,7 @@ def stability_flags(table: pd.DataFrame, axes: Sequence[str], prefix: str = "") 
                     + listing(
                         [
                             f"{cell_label(r, axes)} ({int(r['disturbed'])} of {r['n']})"
-                            for _, r in hit.iterrows()
+                            for r in rows_of(hit)
                         ],
                         6,
                     )

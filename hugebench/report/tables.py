@@ -24,6 +24,7 @@ from ..stats import (
     require_columns,
     status_ok,
 )
+from .blocks import rows_of
 from .cellstats import MAX_REASON, CellFrame, failure_reason  # noqa: F401 (re-exported)
 from .model import MetricSpec
 from .rendering import display_frame, is_missing
@@ -141,9 +142,9 @@ def build_table(
     for code, key in enumerate(cells.keys_of):
         record = dict(zip(keys, key))
         record.update(_cell_metrics(cells, code, specs, primary, level, n_boot, seed))
-        if base:
-            record.update(_cell_ratio(record, cells, code, keys, base, level, n_boot, seed))
         records.append(record)
+    if base:
+        _add_ratios(records, cells, keys, base, level, n_boot, seed)
     table = pd.DataFrame.from_records(records)
     table.attrs.update(
         group_by=keys,
@@ -261,15 +262,17 @@ class _Cells(CellFrame):
         ok = self.ok[positions]
         columns = list(dict.fromkeys(s.column for s in specs if s.column in narrow.columns))
         numbers = pd.DataFrame({c: self.numbers(c)[positions[ok]] for c in columns})
-        self.medians = numbers.groupby(codes[ok], sort=True).median()
+        medians = numbers.groupby(codes[ok], sort=True).median()
+        self.medians = {c: np.full(len(self.rows), np.nan) for c in columns}
+        for column in columns:
+            self.medians[column][medians.index.to_numpy()] = medians[column].to_numpy(float)
         self.by_key: dict[tuple, int] = {}
         for code, key in enumerate(self.keys_of):
             self.by_key.setdefault(tuple(axis_key(v) for v in key), code)
 
     def median(self, code: int, column: str) -> float:
-        if column not in self.medians.columns or code not in self.medians.index:
-            return float("nan")
-        return float(self.medians.at[code, column])
+        found = self.medians.get(column)
+        return float("nan") if found is None else float(found[code])
 
     def stable(self, code: int):
         if code not in self._stable:
@@ -307,36 +310,47 @@ def cell_columns(df: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) 
     return [c for c in dict.fromkeys(wanted) if c in df.columns]
 
 
-def _cell_ratio(record, cells: _Cells, code, keys, base, level, n_boot, seed) -> dict:
-    wanted = tuple(base.get(axis, record[axis]) for axis in keys)
-    is_baseline = _same_key(tuple(record[axis] for axis in keys), wanted)
-    baseline = cells.by_key.get(tuple(axis_key(v) for v in wanted))
-    if baseline is None:
-        return {
-            "is_baseline": False,
-            "ratio": np.nan,
-            "ratio.ci_lo": np.nan,
-            "ratio.ci_hi": np.nan,
-            "ratio.paired": False,
-            "ratio.n": 0,
-            "resolved": None,
-        }
-    ratio = cells.compare(code, baseline, cells.primary, level, n_boot, seed)
-    resolved, unstable = (
-        (None, None)
-        if is_baseline
-        else guard(ratio.resolved, cells.stable(code), cells.stable(baseline))
-    )
-    return {
-        "is_baseline": is_baseline,
-        "ratio": ratio.value,
-        "ratio.ci_lo": ratio.lo,
-        "ratio.ci_hi": ratio.hi,
-        "ratio.paired": ratio.paired,
-        "ratio.n": ratio.n,
-        "resolved": resolved,
-        "unstable": unstable,
-    }
+_NO_RATIO = {
+    "is_baseline": False,
+    "ratio": np.nan,
+    "ratio.ci_lo": np.nan,
+    "ratio.ci_hi": np.nan,
+    "ratio.paired": False,
+    "ratio.n": 0,
+    "resolved": None,
+}
+
+
+def _add_ratios(records, cells: _Cells, keys, base, level, n_boot, seed) -> None:
+    """Each record's ratio to its baseline cell (the intervals computed together)."""
+    found = []
+    for code, record in enumerate(records):
+        wanted = tuple(base.get(axis, record[axis]) for axis in keys)
+        baseline = cells.by_key.get(tuple(axis_key(v) for v in wanted))
+        if baseline is None:
+            record.update(_NO_RATIO)
+            continue
+        found.append((code, baseline, _same_key(tuple(record[axis] for axis in keys), wanted)))
+    pairs = [(code, baseline) for code, baseline, _ in found]
+    ratios = cells.compare_many(pairs, cells.primary, level, n_boot, seed)
+    for (code, baseline, is_baseline), ratio in zip(found, ratios):
+        resolved, unstable = (
+            (None, None)
+            if is_baseline
+            else guard(ratio.resolved, cells.stable(code), cells.stable(baseline))
+        )
+        records[code].update(
+            {
+                "is_baseline": is_baseline,
+                "ratio": ratio.value,
+                "ratio.ci_lo": ratio.lo,
+                "ratio.ci_hi": ratio.hi,
+                "ratio.paired": ratio.paired,
+                "ratio.n": ratio.n,
+                "resolved": resolved,
+                "unstable": unstable,
+            }
+        )
 
 
 def stability_columns(cell: pd.DataFrame, metric: str, stab=None) -> dict:
@@ -422,29 +436,28 @@ def ratio_table(
     for code, key in enumerate(cells.keys_of):
         by_key.setdefault(tuple(axis_key(v) for v in key), code)
     present = {c: cells.frame[c].notna().to_numpy() for c in columns if c in cells.frame.columns}
-    records = []
-    for code, key in enumerate(cells.keys_of):
-        record = dict(zip(keys, key))
-        wanted = tuple(axis_key(base.get(axis, record[axis])) for axis in keys)
-        base_cell = by_key.get(wanted)
-        for column in columns:
-            ratio = (
-                cells.compare(code, base_cell, column, level, n_boot, seed)
-                if base_cell is not None
-                and column in present
-                and present[column][cells.rows[code]].any()
-                else None
-            )
+    records = [dict(zip(keys, key)) for key in cells.keys_of]
+    bases = [by_key.get(tuple(axis_key(base.get(a, r[a])) for a in keys)) for r in records]
+    for column in columns:
+        which = [
+            code
+            for code, found in enumerate(bases)
+            if found is not None and column in present and present[column][cells.rows[code]].any()
+        ]
+        pairs = [(code, bases[code]) for code in which]
+        ratios = dict(zip(which, cells.compare_many(pairs, column, level, n_boot, seed)))
+        for code, record in enumerate(records):
+            ratio = ratios.get(code)
             record[column] = ratio.value if ratio else np.nan
             record[f"{column}.ci_lo"], record[f"{column}.ci_hi"] = (
                 (ratio.lo, ratio.hi) if ratio else (np.nan, np.nan)
             )
             record[f"{column}.resolved"] = ratio.resolved if ratio else None
-        cost, gain = spec.flag or (None, None)
+    cost, gain = spec.flag or (None, None)
+    for record in records:
         record["flag"] = bool(
             cost and record.get(cost, np.nan) > 1 and record.get(gain, np.nan) > 1
         )
-        records.append(record)
     return pd.DataFrame.from_records(records)
 
 
@@ -452,7 +465,7 @@ def ratio_display(table: pd.DataFrame, axes: Sequence[str], spec) -> pd.DataFram
     """The ratio table as display text: the axes, then "ratio [lo, hi]" per column, then the flag."""
     head = [*axes, *(label for _, label in spec.columns), spec.flag_label]
     body = []
-    for _, row in table.iterrows():
+    for row in rows_of(table):
         cells = [str(row[a]) for a in axes]
         for column, _ in spec.columns:
             value, lo, hi = row[column], row[f"{column}.ci_lo"], row[f"{column}.ci_hi"]
