@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import HugebenchError
 from ..stability import guard
-from ..stats import Ratio, min_runs_for, ratio_ci
+from ..stats import Ratio, min_runs_for, ratio_cis
 from . import shift
 from .blocks import rows_of
 from .cellstats import Cell, cells_by_key
@@ -98,10 +98,13 @@ def _experiment_section(
         raise HugebenchError(f"experiment {a.name!r}: no primary metric recorded; pass --primary")
     a_cells, b_cells = _cells(a.rows, keys, metric), _cells(b.rows, keys, metric)
     bases = (_baseline_finder(a, keys, a_cells), _baseline_finder(b, keys, b_cells))
+    matched = [key for key in a_cells if key in b_cells]
+    cis = ratio_cis(  # every cell's B / A interval, computed together
+        [(b_cells[key].values(metric), a_cells[key].values(metric)) for key in matched], level
+    )
     records = [
-        _record(key, a_cells[key], b_cells[key], keys, metric, level, bases)
-        for key in a_cells
-        if key in b_cells
+        _record(key, a_cells[key], b_cells[key], keys, metric, level, bases, ci)
+        for key, ci in zip(matched, cis)
     ]
     lonely = [
         [side, a.name, _cell_text(key, keys)]
@@ -206,11 +209,12 @@ def _cells(rows: pd.DataFrame, keys: Sequence[str], metric: str) -> dict[tuple, 
     return cells_by_key(narrow, keys, lambda key: tuple(axis_key(v) for v in key))
 
 
-def _record(key, a_cell: Cell, b_cell: Cell, keys, metric, level, bases) -> dict:
+def _record(key, a_cell: Cell, b_cell: Cell, keys, metric, level, bases, ci) -> dict:
+    """One matched cell's row; ``ci``: its B / A interval (``stats.ratio_ci`` of B's values and A's)."""
     a_sum, b_sum = a_cell.describe(metric, level), b_cell.describe(metric, level)
     a_vals, b_vals = a_cell.values(metric), b_cell.values(metric)
     value = b_sum["median"] / a_sum["median"] if a_sum["median"] else float("nan")
-    lo, hi = ratio_ci(b_vals, a_vals, level=level)
+    lo, hi = ci
     a_stab, b_stab = a_cell.stability(metric), b_cell.stability(metric)
     resolved, unstable = guard(
         Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved,
