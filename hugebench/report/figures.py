@@ -111,8 +111,17 @@ def bar_plot(
     table = kept
     group_labels = _group_labels(table, outer)
     bar_values = _levels(table, inner, order)
+    notes = []
+    if outer and len(bar_values) > MAX_LEVELS:  # more colours than a legend can tell apart
+        notes.append(f"the first {MAX_LEVELS} of {len(bar_values)} values of {inner}")
+        bar_values = bar_values[:MAX_LEVELS]
+        cut = table[table[inner].isin(bar_values)]
+        cut.attrs = table.attrs
+        table = cut
+        group_labels = _group_labels(table, outer)
     table, group_labels, shown = _first_bars(table, outer, group_labels, len(bar_values))
-    title = f"{title} ({shown})" if title and shown else title
+    notes += [shown] if shown else []
+    title = f"{title} ({'; '.join(notes)})" if title and notes else title
     width = 0.8 / max(len(bar_values), 1)
     fig = Figure(
         figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2),
@@ -144,6 +153,7 @@ def bar_plot(
 
 
 MAX_BARS = 120  # bars one plot draws; a store of thousands of cells gets its first groups (the table has all)
+MAX_LEVELS = 12  # bars (colours) a group draws
 
 
 def _first_bars(table: pd.DataFrame, outer, group_labels: list, per_group: int):
@@ -156,10 +166,10 @@ def _first_bars(table: pd.DataFrame, outer, group_labels: list, per_group: int):
     if outer:
         wanted = set(keep)
         cut = table[[_label(row, outer) in wanted for row in rows_of(table)]]
-        note = f"the first {len(keep)} of {len(group_labels)} groups; the table has every cell"
+        note = f"the first {len(keep)} of {len(group_labels)} groups"
     else:
         cut = table.iloc[:MAX_BARS]
-        note = f"the first {MAX_BARS} of {len(table)} cells; the table has every cell"
+        note = f"the first {MAX_BARS} of {len(table)} cells"
     cut.attrs = table.attrs
     return cut, keep, note
 
