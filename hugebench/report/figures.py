@@ -154,6 +154,7 @@ def bar_plot(
 
 MAX_BARS = 120  # bars one plot draws; a store of thousands of cells gets its first groups (the table has all)
 MAX_LEVELS = 12  # bars (colours) a group draws
+MAX_FIGURES = 24  # plots of one declared bar chart (one per value of the other axes)
 
 
 def _first_bars(table: pd.DataFrame, outer, group_labels: list, per_group: int):
@@ -535,15 +536,21 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fi
         groups = [_column(rows, axis) for axis in bars.groups]
         if None in groups:
             continue
-        for keys, part in _split(rows, [a for a in experiment.axes if a not in groups]):
+        parts = list(_split(rows, [a for a in experiment.axes if a not in groups]))
+        for i, (keys, part) in enumerate(parts[:MAX_FIGURES]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
+            more = (  # said on the last plot drawn: a plot per part of thousands of cells says nothing
+                f" (plots of the first {MAX_FIGURES} of {len(parts)} parts; the table has every cell)"
+                if i == MAX_FIGURES - 1 and len(parts) > MAX_FIGURES
+                else ""
+            )
             fig = bar_plot(
                 part,
                 groups,
                 bars.y,
                 experiment.baseline,
                 ylabel=bars.label,
-                title=f"{_part_title(experiment.name, keys)}: {bars.title}",
+                title=f"{_part_title(experiment.name, keys)}: {bars.title}{more}",
                 order=experiment.axis_order,
             )
             _probe_underlay(fig, experiment, part)
