@@ -8,6 +8,7 @@ built under ``--work`` (default /tmp/hugebench-cost) by ``benchmarks/big_store.p
     c504     504 cells x 2 rows (1 008 rows)      c1512   1 512 cells (3 024 rows)
     c5040    5 040 cells (10 080 rows)            r100k   42 cells x 2 381 rows (100 002 rows, 1.3 GB)
     c50k     50 400 cells x 2 rows (100 800 rows) (only with --only c50k: 1.3 GB)
+    c50kn    as c50k, rows of ~40 columns (``big_store.py --narrow``: 110 MB)
 
 Each command runs in a fresh process (the hugebench under ``--tree``, default this checkout, on PYTHONPATH);
 its CPU time (user + system) and peak RSS come from ``wait4``. Prints a Markdown table headed by the command
@@ -28,13 +29,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from big_store import write_store
 
 HERE = Path(__file__).resolve().parent.parent
-# name -> (keys values, repetitions): cells = 42 x keys
+# name -> (keys values, repetitions[, narrow rows]): cells = 42 x keys
 STORES = {
     "c504": (12, 2),
     "c1512": (36, 2),
     "c5040": (120, 2),
     "r100k": (1, 2381),
     "c50k": (1200, 2),
+    "c50kn": (1200, 2, True),
 }
 HISTORY_STORES = 5  # c504 copies, a day apart
 LOAD = "import sys, hugebench; df = hugebench.load(sys.argv[1]); print(df.shape)"
@@ -48,6 +50,7 @@ def commands(store: str, work: Path, out: Path) -> list[tuple[str, list[str]]]:
         ("report (markdown)", hb + ["report", path, "--format", "markdown"]),
         ("report --html", hb + ["report", path, "--html", str(out / f"{store}.html")]),
         ("compare A B", hb + ["compare", path, str(work / f"{store}-b"), "--format", "markdown"]),
+        ("history A B", hb + ["history", path, str(work / f"{store}-b"), "--format", "markdown"]),
         ("hugebench.load()", ["-c", LOAD, path]),
     ]
     if store == "c504":
@@ -58,13 +61,15 @@ def commands(store: str, work: Path, out: Path) -> list[tuple[str, list[str]]]:
 
 def build(source: Path, work: Path, names: list[str]) -> None:
     for name in names:
-        keys, reps = STORES[name]
+        keys, reps, *narrow = STORES[name]
         extra = [(f"{name}-b", 1, 0)]
         if name == "c504":
             extra += [(f"c504-day{d}", 10 + d, d) for d in range(HISTORY_STORES)]
         for target, seed, days in [(name, 0, 0), *extra]:
             if not (work / target).exists():
-                cells, rows = write_store(source, work / target, keys, reps, seed=seed, days=days)
+                cells, rows = write_store(
+                    source, work / target, keys, reps, seed=seed, days=days, narrow=bool(narrow)
+                )
                 print(f"built {work / target}: {cells} cells, {rows} rows", file=sys.stderr)
 
 

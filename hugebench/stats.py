@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,9 @@ def bootstrap_ci(
     data = finite(values)
     if data.size < 2:
         return NAN, NAN
+    drawn = resample_indices(seed, n_boot, (data.size,))
+    if drawn is not None:
+        return _interval(_stat_of(data[drawn[0]], stat), level)
     rng = np.random.default_rng(seed)
     return _interval(_resampled_stats(data, stat, n_boot, rng), level)
 
@@ -67,11 +71,104 @@ def _two_sample_ci(a_values, b_values, combine, stat, level, n_boot, seed) -> tu
     a, b = finite(a_values), finite(b_values)
     if a.size < 2 or b.size < 2:
         return NAN, NAN
-    rng = np.random.default_rng(seed)
-    a_stats = _resampled_stats(a, stat, n_boot, rng)
-    b_stats = _resampled_stats(b, stat, n_boot, rng)
+    drawn = resample_indices(seed, n_boot, (a.size, b.size))
+    if drawn is not None:
+        a_stats, b_stats = _stat_of(a[drawn[0]], stat), _stat_of(b[drawn[1]], stat)
+    else:
+        rng = np.random.default_rng(seed)
+        a_stats = _resampled_stats(a, stat, n_boot, rng)
+        b_stats = _resampled_stats(b, stat, n_boot, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _interval(combine(a_stats, b_stats), level)
+
+
+def bootstrap_cis(
+    samples: Sequence, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> list[tuple[float, float]]:
+    """``[bootstrap_ci(s, np.median, level, n_boot, seed) for s in samples]``, the same numbers, computed
+    for all samples of one size at once (every sample of a size draws the same positions with one seed)."""
+    data = [finite(s) for s in samples]
+    out: list[tuple[float, float]] = [(NAN, NAN)] * len(data)
+    by_size: dict[int, list[int]] = {}
+    for i, values in enumerate(data):
+        if values.size >= 2:
+            by_size.setdefault(values.size, []).append(i)
+    for size, members in _chunks(by_size):
+        drawn = resample_indices(seed, n_boot, (size,))
+        if drawn is None:
+            for i in members:
+                out[i] = bootstrap_ci(data[i], np.median, level, n_boot, seed)
+            continue
+        stats = _batched_medians(np.stack([data[i] for i in members]), drawn[0])
+        out_lo, out_hi = _intervals(stats, level)
+        for j, i in enumerate(members):
+            out[i] = (float(out_lo[j]), float(out_hi[j]))
+    return out
+
+
+def ratio_cis(
+    pairs: Sequence[tuple], level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> list[tuple[float, float]]:
+    """``[ratio_ci(a, b, np.median, level, n_boot, seed) for a, b in pairs]``, the same numbers, computed for
+    all pairs of one pair of sizes at once."""
+    data = [(finite(a), finite(b)) for a, b in pairs]
+    out: list[tuple[float, float]] = [(NAN, NAN)] * len(data)
+    by_size: dict[tuple[int, int], list[int]] = {}
+    for i, (a, b) in enumerate(data):
+        if a.size >= 2 and b.size >= 2:
+            by_size.setdefault((a.size, b.size), []).append(i)
+    for sizes, members in _chunks(by_size):
+        drawn = resample_indices(seed, n_boot, sizes)
+        if drawn is None:
+            for i in members:
+                out[i] = ratio_ci(*data[i], np.median, level, n_boot, seed)
+            continue
+        a_stats = _batched_medians(np.stack([data[i][0] for i in members]), drawn[0])
+        b_stats = _batched_medians(np.stack([data[i][1] for i in members]), drawn[1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out_lo, out_hi = _intervals(a_stats / b_stats, level)
+        for j, i in enumerate(members):
+            out[i] = (float(out_lo[j]), float(out_hi[j]))
+    return out
+
+
+_BATCH = 1000  # samples resampled together (their medians: 16 MB at 2 000 resamples)
+
+
+def _chunks(groups: dict) -> list[tuple]:
+    """(size, members) of each group, in slices of at most :data:`_BATCH` members (bounded memory)."""
+    return [
+        (size, members[start : start + _BATCH])
+        for size, members in groups.items()
+        for start in range(0, len(members), _BATCH)
+    ]
+
+
+def _batched_medians(values: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """The median of each resample (rows of ``drawn``) of each row of ``values``: (samples, n_boot)."""
+    rows = max(1, _MAX_RESAMPLED_VALUES // drawn.size)
+    median = _small_median if drawn.shape[1] in (2, 3) else partial(np.median, axis=2)
+    parts = [
+        median(values[start : start + rows][:, drawn]) for start in range(0, len(values), rows)
+    ]
+    return np.concatenate(parts)
+
+
+def _small_median(samples: np.ndarray) -> np.ndarray:
+    """``np.median(samples, axis=-1)`` for 2 or 3 values a row, with the same numbers (the mean of the two,
+    the middle one) by elementwise operations: much faster than partitioning millions of tiny rows."""
+    if samples.shape[-1] == 2:
+        return np.mean(samples, axis=-1)
+    first, second, third = samples[..., 0], samples[..., 1], samples[..., 2]
+    return np.maximum(np.minimum(first, second), np.minimum(np.maximum(first, second), third))
+
+
+def _intervals(stats: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must be between 0 and 1, got {level}")
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(stats, [tail, 1.0 - tail], axis=1)
+    return lo, hi
 
 
 def paired_ratio_ci(
@@ -147,15 +244,50 @@ def compare(
     least half of the runs pair up; otherwise the two sides are resampled independently.
     """
     a_ok, b_ok = ok_rows(a_rows), ok_rows(b_rows)
-    pairs = _paired_values(a_ok, b_ok, metric)
+    keys = [k for k in PAIR_KEYS if k in a_ok.columns and k in b_ok.columns]
+    blocks = (_blocks(a_ok, keys), _blocks(b_ok, keys)) if "repetition" in keys else None
+    measured = metric in a_ok.columns and metric in b_ok.columns
+    a, b = (_numbers(side, metric) for side in (a_ok, b_ok))
+    return compare_arrays(a, b, blocks, measured, level, n_boot, seed)
+
+
+def compare_arrays(
+    a: np.ndarray,
+    b: np.ndarray,
+    blocks: tuple[list, list] | None,
+    measured: bool = True,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Ratio:
+    """:func:`compare` on the two sides' successful runs as arrays: ``a`` and ``b`` their values (NaN where
+    missing), ``blocks`` each run's repetition block (None: no repetition recorded), ``measured`` whether
+    both sides recorded the metric at all."""
+    inputs = ratio_inputs(a, b, blocks, measured)
+    if inputs[0]:
+        ci = bootstrap_ci(inputs[1], np.median, level, n_boot, seed)
+    else:
+        ci = ratio_ci(*inputs[1], np.median, level, n_boot, seed)
+    return ratio_of(inputs, ci, level)
+
+
+def ratio_inputs(a: np.ndarray, b: np.ndarray, blocks, measured: bool = True) -> tuple:
+    """What :func:`compare_arrays` resamples: ``(True, per-pair ratios)`` when the runs pair up by block,
+    else ``(False, (a's finite values, b's))``."""
+    pairs = _pairs(a, b, blocks) if measured else None
     if pairs is not None:
-        ratios = pair_ratios(*pairs)
-        lo, hi = bootstrap_ci(ratios, np.median, level, n_boot, seed)
-        value = float(np.median(ratios)) if ratios.size else NAN
-        return Ratio(value, lo, hi, True, int(ratios.size), level)
-    a, b = finite(_column(a_ok, metric)), finite(_column(b_ok, metric))
-    lo, hi = ratio_ci(a, b, np.median, level, n_boot, seed)
-    return Ratio(_median_ratio(a, b), lo, hi, False, int(min(a.size, b.size)), level)
+        return True, pair_ratios(*pairs)
+    return False, (finite(a), finite(b))
+
+
+def ratio_of(inputs: tuple, ci: tuple[float, float], level: float = 0.95) -> Ratio:
+    """The :class:`Ratio` of :func:`ratio_inputs` with its interval ``ci``."""
+    paired, data = inputs
+    if paired:
+        value = float(np.median(data)) if data.size else NAN
+        return Ratio(value, ci[0], ci[1], True, int(data.size), level)
+    a, b = data
+    return Ratio(_median_ratio(a, b), ci[0], ci[1], False, int(min(a.size, b.size)), level)
 
 
 def summarize(
@@ -288,6 +420,43 @@ def _column(df: pd.DataFrame, metric: str) -> pd.Series:
     return df[metric] if metric in df.columns else pd.Series(NAN, index=df.index)
 
 
+_INDICES: dict[tuple, list[np.ndarray]] = {}
+_INDEX_VALUES = (
+    64  # resampled values a cached set of draws may cover per resample (small cells only)
+)
+_INDEX_SETS = 64  # cached sets of draws
+
+
+def resample_indices(seed, n_boot: int, sizes: tuple[int, ...]) -> list[np.ndarray] | None:
+    """The bootstrap's draws for samples of ``sizes``: what ``default_rng(seed)`` draws for each in turn,
+    ``(n_boot, size)`` positions each, exactly as :func:`_resampled_stats` would draw them in one block.
+    Every cell of a report resamples with the same seed, so cells of the same size draw the same positions:
+    kept, these are drawn once per size instead of once per cell. None (draw as usual) for samples too
+    large to keep or a seed that is not a number."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        return None
+    if sum(sizes) > _INDEX_VALUES or any(n * n_boot > _MAX_RESAMPLED_VALUES for n in sizes):
+        return None
+    key = (int(seed), int(n_boot), tuple(int(n) for n in sizes))
+    drawn = _INDICES.get(key)
+    if drawn is None:
+        rng = np.random.default_rng(seed)
+        drawn = [rng.integers(0, n, size=(n_boot, n)) for n in sizes]
+        for positions in drawn:
+            positions.setflags(write=False)
+        if len(_INDICES) >= _INDEX_SETS:
+            _INDICES.clear()
+        _INDICES[key] = drawn
+    return drawn
+
+
+def _stat_of(samples: np.ndarray, stat: Callable) -> np.ndarray:
+    try:
+        return np.asarray(stat(samples, axis=1), dtype=float)
+    except TypeError:  # a plain function without axis=
+        return np.array([stat(row) for row in samples], dtype=float)
+
+
 def _resampled_stats(
     data: np.ndarray, stat: Callable, n_boot: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -295,10 +464,7 @@ def _resampled_stats(
     parts = []
     for start in range(0, n_boot, block):
         samples = data[rng.integers(0, data.size, size=(min(block, n_boot - start), data.size))]
-        try:
-            parts.append(np.asarray(stat(samples, axis=1), dtype=float))
-        except TypeError:  # a plain function without axis=
-            parts.append(np.array([stat(row) for row in samples], dtype=float))
+        parts.append(_stat_of(samples, stat))
     return np.concatenate(parts)
 
 
@@ -317,27 +483,38 @@ def _median_ratio(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.median(a)) / denominator if denominator != 0 else NAN
 
 
+def _numbers(rows: pd.DataFrame, metric: str) -> np.ndarray:
+    # a stray non-number in a store's metric column (hand-edited, corrupt) is missing, like null
+    if metric not in rows.columns:
+        return np.full(len(rows), NAN)
+    return np.asarray(pd.to_numeric(rows[metric], errors="coerce"), dtype=float)
+
+
 def _paired_values(
     a: pd.DataFrame, b: pd.DataFrame, metric: str
 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The aligned values of ``metric`` in the runs of ``a`` and ``b`` that share a repetition block."""
     keys = [k for k in PAIR_KEYS if k in a.columns and k in b.columns]
-    if "repetition" not in keys or a.empty or b.empty:
+    if "repetition" not in keys or metric not in a.columns or metric not in b.columns:
         return None
-    a_blocks, b_blocks = _blocks(a, keys), _blocks(b, keys)
-    if len(set(a_blocks)) < len(a_blocks) or len(set(b_blocks)) < len(b_blocks):
-        return None  # several rows per block: the cell pools several configurations
-    if metric not in a.columns or metric not in b.columns:
+    blocks = (_blocks(a, keys), _blocks(b, keys))
+    return _pairs(_numbers(a, metric), _numbers(b, metric), blocks)
+
+
+def _pairs(a: np.ndarray, b: np.ndarray, blocks) -> tuple[np.ndarray, np.ndarray] | None:
+    """The values of the runs of ``a`` and ``b`` that share a repetition block, aligned; None when the
+    two sides cannot be paired (no blocks, several runs a block, fewer than half the runs paired)."""
+    if blocks is None or a.size == 0 or b.size == 0:
         return None
+    a_blocks, b_blocks = blocks
     where = {block: i for i, block in enumerate(b_blocks)}
+    if len(where) < len(b_blocks) or len(set(a_blocks)) < len(a_blocks):
+        return None  # several rows per block: the cell pools several configurations
     pairs = [(i, where[block]) for i, block in enumerate(a_blocks) if block in where]
-    if len(pairs) < 2 or len(pairs) < min(len(a), len(b)) / 2:
+    if len(pairs) < 2 or len(pairs) < min(a.size, b.size) / 2:
         return None
-    # a stray non-number in a store's metric column (hand-edited, corrupt) is missing, like null
     a_at, b_at = (np.array(side, dtype=int) for side in zip(*pairs))
-    return (
-        pd.to_numeric(a[metric].iloc[a_at], errors="coerce").to_numpy(float),
-        pd.to_numeric(b[metric].iloc[b_at], errors="coerce").to_numpy(float),
-    )
+    return a[a_at], b[b_at]
 
 
 def _blocks(rows: pd.DataFrame, keys: list[str]) -> list[tuple]:

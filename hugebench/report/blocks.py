@@ -64,3 +64,9 @@ def _secondary(section, headers) -> set[str]:
     attrs = section.data.attrs if section.kind == "main" and section.data is not None else {}
     titles = {m.title for m in attrs.get("metrics", ()) if m.column != attrs.get("primary")}
     return {h for h in headers if h.split(" [")[0] in titles}
+
+
+def rows_of(table: pd.DataFrame) -> list[dict]:
+    """A table's rows as plain dicts (column -> value), for reading row by row: ``iterrows`` builds a Series
+    a row and deep-copies the table's ``attrs`` into each, which costs more than the report's statistics."""
+    return table.to_dict("records")

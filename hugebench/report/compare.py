@@ -16,9 +16,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import HugebenchError
-from ..stability import cell_stability, guard
-from ..stats import Ratio, describe_cell, min_runs_for, ok_rows, ratio_ci
+from ..stability import guard
+from ..stats import Ratio, min_runs_for, ratio_cis
 from . import shift
+from .blocks import rows_of
+from .cellstats import Cell, cells_by_key
 from .provenance import machine_facts, provenance_sections
 from .rendering import DASH, display_frame, format_axis
 from .results import Experiment, Results, sweep_ids
@@ -28,7 +30,6 @@ from .tables import (
     axis_key,
     cell_columns,
     check_metric,
-    failures_text,
     in_spec_order,
 )
 
@@ -97,10 +98,13 @@ def _experiment_section(
         raise HugebenchError(f"experiment {a.name!r}: no primary metric recorded; pass --primary")
     a_cells, b_cells = _cells(a.rows, keys, metric), _cells(b.rows, keys, metric)
     bases = (_baseline_finder(a, keys, a_cells), _baseline_finder(b, keys, b_cells))
+    matched = [key for key in a_cells if key in b_cells]
+    cis = ratio_cis(  # every cell's B / A interval, computed together
+        [(b_cells[key].values(metric), a_cells[key].values(metric)) for key in matched], level
+    )
     records = [
-        _record(key, a_cells[key], b_cells[key], keys, metric, level, bases)
-        for key in a_cells
-        if key in b_cells
+        _record(key, a_cells[key], b_cells[key], keys, metric, level, bases, ci)
+        for key, ci in zip(matched, cis)
     ]
     lonely = [
         [side, a.name, _cell_text(key, keys)]
@@ -198,22 +202,20 @@ def _baseline_finder(exp: Experiment, keys, cells: dict):
     return lambda key: cells.get(tuple(base.get(k, v) for k, v in zip(keys, key)))
 
 
-def _cells(rows: pd.DataFrame, keys: Sequence[str], metric: str) -> dict[tuple, pd.DataFrame]:
-    """Cell key (normalised values) -> the cell's measured rows (failed ones included, for n_failed), with
-    the columns the statistics of ``metric`` read (:func:`~hugebench.report.tables.cell_columns`)."""
-    cells = {}
+def _cells(rows: pd.DataFrame, keys: Sequence[str], metric: str) -> dict[tuple, Cell]:
+    """Cell key (normalised values) -> the cell (its measured rows, failed ones included, for n_failed),
+    over the columns the statistics of ``metric`` read (:func:`~hugebench.report.tables.cell_columns`)."""
     narrow = rows[cell_columns(rows, keys, [metric])]
-    for key, cell in narrow.groupby(list(keys), dropna=False, sort=False):
-        cells[tuple(axis_key(v) for v in (key if isinstance(key, tuple) else (key,)))] = cell
-    return cells
+    return cells_by_key(narrow, keys, lambda key: tuple(axis_key(v) for v in key))
 
 
-def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
-    a_sum, b_sum = describe_cell(a_cell, metric, level), describe_cell(b_cell, metric, level)
-    a_vals, b_vals = _values(a_cell, metric), _values(b_cell, metric)
+def _record(key, a_cell: Cell, b_cell: Cell, keys, metric, level, bases, ci) -> dict:
+    """One matched cell's row; ``ci``: its B / A interval (``stats.ratio_ci`` of B's values and A's)."""
+    a_sum, b_sum = a_cell.describe(metric, level), b_cell.describe(metric, level)
+    a_vals, b_vals = a_cell.values(metric), b_cell.values(metric)
     value = b_sum["median"] / a_sum["median"] if a_sum["median"] else float("nan")
-    lo, hi = ratio_ci(b_vals, a_vals, level=level)
-    a_stab, b_stab = cell_stability(a_cell, metric), cell_stability(b_cell, metric)
+    lo, hi = ci
+    a_stab, b_stab = a_cell.stability(metric), b_cell.stability(metric)
     resolved, unstable = guard(
         Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved,
         a_stab,
@@ -225,9 +227,7 @@ def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
     within = (
         (float("nan"),) * 3
         if a_base is None or b_base is None
-        else shift.within_ratio(
-            a_vals, _values(a_base, metric), b_vals, _values(b_base, metric), level
-        )
+        else shift.within_ratio(a_vals, a_base.values(metric), b_vals, b_base.values(metric), level)
     )
     return {
         **dict(zip(keys, key)),
@@ -243,8 +243,8 @@ def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
         "ratio.ci_lo": lo,
         "ratio.ci_hi": hi,
         "resolved": resolved,
-        "a.failures": failures_text(a_cell),
-        "b.failures": failures_text(b_cell),
+        "a.failures": a_cell.failures_text(),
+        "b.failures": b_cell.failures_text(),
         "a.spread": a_stab.spread,
         "b.spread": b_stab.spread,
         "a.disturbed": a_stab.disturbed,
@@ -256,14 +256,8 @@ def _record(key, a_cell, b_cell, keys, metric, level, bases) -> dict:
     }
 
 
-def _values(cell: pd.DataFrame, metric: str) -> np.ndarray:
-    ok = ok_rows(cell)
-    values = (
-        pd.to_numeric(ok[metric], errors="coerce")
-        if metric in ok.columns
-        else pd.Series(dtype=float)
-    )
-    return values.dropna().to_numpy(float)
+def _values(cell: Cell, metric: str) -> np.ndarray:
+    return cell.values(metric)
 
 
 def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:
@@ -280,7 +274,7 @@ def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:
         )
 
     body = []
-    for _, row in data.iterrows():
+    for row in rows_of(data):
         ratio = DASH if np.isnan(row["ratio"]) else f"{row['ratio']:.3f}"
         if not np.isnan(row["ratio.ci_lo"]):
             ratio += f" [{row['ratio.ci_lo']:.3f}, {row['ratio.ci_hi']:.3f}]"
@@ -376,7 +370,7 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
                 + listing(
                     [
                         f"{_cell_text([r[k] for k in named], named)} ({r['unstable']})"
-                        for _, r in unstable.iterrows()
+                        for r in rows_of(unstable)
                     ],
                     6,
                 )
@@ -391,7 +385,7 @@ def _flags(data: pd.DataFrame, keys, a: Experiment, b: Experiment, level) -> lis
                     + listing(
                         [
                             f"{_cell_text([r[k] for k in named], named)} ({r[f'{side}.disturbed']} of {r[f'{side}.n']})"
-                            for _, r in hit.iterrows()
+                            for r in rows_of(hit)
                         ],
                         6,
                     )

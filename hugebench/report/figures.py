@@ -25,6 +25,7 @@ from ..experiment import canonical_knob
 from ..safefs import SafeDir
 from ..stats import as_list, ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
+from .blocks import rows_of
 from .rendering import AXIS_LABELS, format_axis, is_missing, verdict
 from .results import Experiment, Results, as_results
 from .tables import MetricSpec, build_table, in_spec_order
@@ -110,6 +111,17 @@ def bar_plot(
     table = kept
     group_labels = _group_labels(table, outer)
     bar_values = _levels(table, inner, order)
+    notes = []
+    if outer and len(bar_values) > MAX_LEVELS:  # more colours than a legend can tell apart
+        notes.append(f"the first {MAX_LEVELS} of {len(bar_values)} values of {inner}")
+        bar_values = bar_values[:MAX_LEVELS]
+        cut = table[table[inner].isin(bar_values)]
+        cut.attrs = table.attrs
+        table = cut
+        group_labels = _group_labels(table, outer)
+    table, group_labels, shown = _first_bars(table, outer, group_labels, len(bar_values))
+    notes += [shown] if shown else []
+    title = f"{title} ({'; '.join(notes)})" if title and notes else title
     width = 0.8 / max(len(bar_values), 1)
     fig = Figure(
         figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2),
@@ -140,12 +152,36 @@ def bar_plot(
     return fig
 
 
+MAX_BARS = 120  # bars one plot draws; a store of thousands of cells gets its first groups (the table has all)
+MAX_LEVELS = 12  # bars (colours) a group draws
+MAX_FIGURES = 24  # plots of one declared bar chart (one per value of the other axes)
+
+
+def _first_bars(table: pd.DataFrame, outer, group_labels: list, per_group: int):
+    """``(table, group_labels, note)`` cut to the first groups that hold :data:`MAX_BARS` bars, with the
+    note saying so ("" when nothing was left out): a plot of thousands of bars says nothing and takes
+    minutes to lay out."""
+    keep = group_labels[: max(1, MAX_BARS // max(per_group, 1))] if outer else group_labels
+    if len(table) <= MAX_BARS or (outer and len(keep) == len(group_labels)):
+        return table, group_labels, ""
+    if outer:
+        wanted = set(keep)
+        cut = table[[_label(row, outer) in wanted for row in rows_of(table)]]
+        note = f"the first {len(keep)} of {len(group_labels)} groups"
+    else:
+        cut = table.iloc[:MAX_BARS]
+        note = f"the first {MAX_BARS} of {len(table)} cells"
+    cut.attrs = table.attrs
+    return cut, keep, note
+
+
 def _bar_slots(table: pd.DataFrame, outer, inner, group_labels, bar_values, width) -> dict:
     """x of each table row's bar: the bars a group has are centred on it, so a cell the experiment excluded
     leaves no hole (a cell that ran and failed keeps its slot: it is a row, marked "failed")."""
     slots = {}
+    labels = [_label(row, outer) for row in rows_of(table)]
     for group in group_labels:
-        members = [i for i, row in table.iterrows() if _label(row, outer) == group]
+        members = [i for i, label in zip(table.index, labels) if label == group]
         members.sort(key=lambda i: bar_values.index(table.at[i, inner]))
         centre = group_labels.index(group)
         for k, i in enumerate(members):
@@ -470,12 +506,7 @@ def _label(row: pd.Series, columns: Sequence[str]) -> str:
 
 
 def _group_labels(table: pd.DataFrame, outer: Sequence[str]) -> list[str]:
-    labels = []
-    for _, row in table.iterrows():
-        label = _label(row, outer)
-        if label not in labels:
-            labels.append(label)
-    return labels
+    return list(dict.fromkeys(_label(row, outer) for row in rows_of(table)))
 
 
 def _line_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
@@ -505,15 +536,21 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fi
         groups = [_column(rows, axis) for axis in bars.groups]
         if None in groups:
             continue
-        for keys, part in _split(rows, [a for a in experiment.axes if a not in groups]):
+        parts = list(_split(rows, [a for a in experiment.axes if a not in groups]))
+        for i, (keys, part) in enumerate(parts[:MAX_FIGURES]):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
+            more = (  # said on the last plot drawn: a plot per part of thousands of cells says nothing
+                f" (plots of the first {MAX_FIGURES} of {len(parts)} parts; the table has every cell)"
+                if i == MAX_FIGURES - 1 and len(parts) > MAX_FIGURES
+                else ""
+            )
             fig = bar_plot(
                 part,
                 groups,
                 bars.y,
                 experiment.baseline,
                 ylabel=bars.label,
-                title=f"{_part_title(experiment.name, keys)}: {bars.title}",
+                title=f"{_part_title(experiment.name, keys)}: {bars.title}{more}",
                 order=experiment.axis_order,
             )
             _probe_underlay(fig, experiment, part)

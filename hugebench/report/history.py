@@ -17,8 +17,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import HugebenchError
-from ..stability import SMALLEST_EFFECT, cell_stability, guard
-from ..stats import Ratio, describe_cell, ratio_ci
+from ..stability import SMALLEST_EFFECT, guard
+from ..stats import Ratio, ratio_ci
+from .cellstats import Cell
 from .compare import _cell_text, _cells, _values, cell_keys
 from .provenance import machine_facts
 from .rendering import DASH, display_frame
@@ -96,7 +97,7 @@ def _experiment(name: str, stores: list[Results], primary, level) -> Section:
         row, prev = [_cell_text(key, keys)], None
         for i, side in enumerate(cells):
             cell = side.get(key)
-            summary = describe_cell(cell, metric, level) if cell is not None else {}
+            summary = cell.describe(metric, level) if cell is not None else {}
             median = summary.get("median", float("nan"))
             mark = ""
             if cell is not None and prev is not None:
@@ -138,7 +139,7 @@ def _experiment(name: str, stores: list[Results], primary, level) -> Section:
     return section
 
 
-def _step(before: pd.DataFrame, after: pd.DataFrame, metric: str, level: float) -> str:
+def _step(before: Cell, after: Cell, metric: str, level: float) -> str:
     a, b = _values(before, metric), _values(after, metric)
     if a.size == 0 or b.size == 0:
         return ""
@@ -148,8 +149,8 @@ def _step(before: pd.DataFrame, after: pd.DataFrame, metric: str, level: float) 
     lo, hi = ratio_ci(b, a, level=level)
     resolved, unstable = guard(
         Ratio(value, lo, hi, False, int(min(a.size, b.size)), level).resolved,
-        cell_stability(before, metric),
-        cell_stability(after, metric),
+        before.stability(metric),
+        after.stability(metric),
     )
     if unstable and not (lo <= 1.0 <= hi):
         return f"x{value:.3f}, unstable"

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import min_runs_for
-from .blocks import Block, cell_text, is_missing, section_block
+from .blocks import Block, cell_text, is_missing, rows_of, section_block
 from .exporters import FORMATS, text_exporter
 from .exporters.csv import with_verdicts
 from .exporters.markdown import markdown_text
@@ -125,7 +125,7 @@ def void_text(
         f"allocator - void {unit} [95% CI]",
     ]
     body = []
-    for _, r in table.iterrows():
+    for r in rows_of(table):
         ci = "" if np.isnan(r["ci_lo"]) else f" [{r['ci_lo']:.1f}, {r['ci_hi']:.1f}]"
         body.append(
             [format_axis(r[a]) for a in axes]
@@ -190,7 +190,7 @@ def _display(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     ]
     headers += ["vs baseline", "resolved"] if has_ratio else []
     rows = []
-    for _, row in table.iterrows():
+    for row in rows_of(table):
         failed = row["status"] != "ok"
         cells = [format_axis(row[k]) for k in keys] + [_format_n(row)]
         cells += [row["status"]] if show_status else []

@@ -23,6 +23,8 @@ from ..measure.phases import (
 )
 from ..stats import min_runs_for, ok_rows
 from .aging import aging_sections
+from .blocks import rows_of
+from .cellstats import CellFrame
 from .coverage import coverage_sections
 from .model import Flag, Options, Report, Section
 from .rendering import display_frame, table_text, verdict, void_text
@@ -33,7 +35,6 @@ from .tables import (
     build_table,
     check_metric,
     default_metrics,
-    failure_counts,
     in_spec_order,
     overhead_lines,
     ratio_display,
@@ -244,7 +245,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
         flags.append(
             Flag(
                 f"{len(failed)} cell(s) without a successful run: "
-                + listing([f"{cell_label(r, axes)} ({r['status']})" for _, r in failed.iterrows()]),
+                + listing([f"{cell_label(r, axes)} ({r['status']})" for r in rows_of(failed)]),
                 True,
             )
         )
@@ -256,7 +257,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
                 + listing(
                     [
                         f"{cell_label(r, axes)} ({r['n_failed']} of {r['n'] + r['n_failed']})"
-                        for _, r in partly.iterrows()
+                        for r in rows_of(partly)
                     ]
                 ),
                 True,
@@ -270,7 +271,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
                 Flag(
                     f"{len(few)} ratio(s) rest on fewer than {min_runs_for(attrs.get('level', 0.95))} "
                     f"runs, too few for a verdict (n<{min_runs_for(attrs.get('level', 0.95))}): "
-                    + listing([cell_label(r, axes) for _, r in few.iterrows()]),
+                    + listing([cell_label(r, axes) for r in rows_of(few)]),
                     True,
                 )
             )
@@ -279,7 +280,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
             flags.append(
                 Flag(
                     f"{len(unresolved)} ratio(s) not resolved (the CI contains 1): "
-                    + listing([cell_label(r, axes) for _, r in unresolved.iterrows()]),
+                    + listing([cell_label(r, axes) for r in rows_of(unresolved)]),
                     True,
                 )
             )
@@ -294,7 +295,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
                     + listing(
                         [
                             f"{cell_label(r, axes)} ({int(r['thp_overridden'])} of {r['n']} runs)"
-                            for _, r in hit.iterrows()
+                            for r in rows_of(hit)
                         ]
                     ),
                     True,
@@ -324,7 +325,7 @@ def stability_flags(table: pd.DataFrame, axes: Sequence[str], prefix: str = "") 
                     + listing(
                         [
                             f"{cell_label(r, axes)} ({r['stability.why']})"
-                            for _, r in unstable.iterrows()
+                            for r in rows_of(unstable)
                         ],
                         6,
                     )
@@ -339,7 +340,7 @@ def stability_flags(table: pd.DataFrame, axes: Sequence[str], prefix: str = "") 
                     + listing(
                         [
                             f"{cell_label(r, axes)} ({int(r['disturbed'])} of {r['n']})"
-                            for _, r in hit.iterrows()
+                            for r in rows_of(hit)
                         ],
                         6,
                     )
@@ -364,15 +365,15 @@ def failure_flags(rows: pd.DataFrame, axes: Sequence[str], prefix: str = "") -> 
     by_reason: dict[str, list] = {}
     narrow = rows[list(dict.fromkeys(keys + [c for c in FAILURE_COLUMNS if c in rows.columns]))]
     named = varying_axes(rows, keys) if keys else []
-    for key, cell in narrow.groupby(keys, sort=False, dropna=False) if keys else [((), narrow)]:
-        counts = failure_counts(cell)
+    if not keys:
+        narrow = narrow.assign(**{"(every cell)": 0})
+    cells = CellFrame(narrow, keys or ["(every cell)"], sort=False)
+    for code in cells.failing_cells():
+        counts = cells.failure_counts(code)
         if not counts:
             continue
-        label = (
-            cell_label(pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named)
-            if keys
-            else "every cell"
-        )
+        key = cells.keys_of[code]
+        label = cell_label(pd.Series(dict(zip(keys, key))), named) if keys else "every cell"
         for reason, n in counts:
             by_reason.setdefault(reason, []).append((label, n))
     ordered = sorted(by_reason.items(), key=lambda item: -sum(n for _, n in item[1]))

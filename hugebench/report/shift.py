@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..stability import SMALLEST_EFFECT
-from ..stats import bootstrap_ci, finite
+from ..stats import bootstrap_ci, finite, resample_indices
 from .sections import verdict
 
 MIN_CELLS = 3
@@ -46,8 +46,11 @@ def within_ratio(
     value = (med[2] / med[3]) / (med[0] / med[1]) if med[0] and med[1] and med[3] else math.nan
     if any(s.size < 2 for s in samples) or math.isnan(value):
         return value, math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    boot = [np.median(s[rng.integers(0, s.size, size=(n_boot, s.size))], axis=1) for s in samples]
+    drawn = resample_indices(seed, n_boot, tuple(s.size for s in samples))
+    if drawn is None:
+        rng = np.random.default_rng(seed)
+        drawn = [rng.integers(0, s.size, size=(n_boot, s.size)) for s in samples]
+    boot = [np.median(s[at], axis=1) for s, at in zip(samples, drawn)]
     with np.errstate(divide="ignore", invalid="ignore"):
         stats = (boot[2] / boot[3]) / (boot[0] / boot[1])
     stats = stats[np.isfinite(stats)]

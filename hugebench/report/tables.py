@@ -18,15 +18,14 @@ from ..stability import DISTURBED, WHY, cell_stability, guard
 from ..stats import (
     PAIR_KEYS,
     as_list,
-    compare,
-    describe_cell,
     difference_ci,
     failed_rows,
-    ok_mask,
     ok_rows,
     require_columns,
     status_ok,
 )
+from .blocks import rows_of
+from .cellstats import MAX_REASON, CellFrame, failure_reason  # noqa: F401 (re-exported)
 from .model import MetricSpec
 from .rendering import display_frame, is_missing
 from .results import sweep_ids
@@ -137,15 +136,15 @@ def build_table(
     if primary not in [spec.column for spec in specs]:
         specs.insert(0, as_metric(primary))
     base = {axis: value for axis, value in (baseline or {}).items() if axis in keys}
-    cells = _Cells(df[cell_columns(df, keys, [spec.column for spec in specs])], keys, specs)
-    stable = _StabilityCache(primary, cells)
+    narrow = df[cell_columns(df, keys, [spec.column for spec in specs])]
+    cells = _Cells(narrow, keys, specs, primary)
     records = []
-    for code, (key, _) in enumerate(cells.cells):
+    for code, key in enumerate(cells.keys_of):
         record = dict(zip(keys, key))
-        record.update(_cell_metrics(cells, code, specs, primary, level, n_boot, seed, stable))
-        if base:
-            record.update(_cell_ratio(record, cells, code, keys, base, level, n_boot, seed, stable))
+        record.update(_cell_metrics(cells, code, specs, primary, level, n_boot, seed))
         records.append(record)
+    if base:
+        _add_ratios(records, cells, keys, base, level, n_boot, seed)
     table = pd.DataFrame.from_records(records)
     table.attrs.update(
         group_by=keys,
@@ -156,24 +155,6 @@ def build_table(
         na_reasons=_na_reasons(df, table, specs),
     )
     return table
-
-
-MAX_REASON = (
-    160  # characters of a failure reason shown in a report (the whole text stays in runs.jsonl)
-)
-
-
-def failure_reason(row: Mapping) -> str:
-    """Why a run failed, in one line: its status and the first line of its error."""
-    status = str(row.get("status") or "failed")
-    error = row.get("error")
-    text = (
-        str(error).strip().splitlines()[0]
-        if isinstance(error, str) and error.strip()
-        else "no reason recorded"
-    )
-    text = text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
-    return text if text.startswith(status) else f"{status}: {text}"
 
 
 # The columns that say whether and why a run failed (what failed_rows and failure_reason read).
@@ -267,59 +248,49 @@ def void_compensation(
 # -- building --------------------------------------------------------------------------------------
 
 
-class _Cells:
-    """The cells of a narrow frame, grouped once: each cell's rows and its successful measured rows by
-    number (the order of ``groupby(keys, sort=True)``), each metric's median per cell computed in one pass,
-    and the cell of each key (by :func:`axis_key`, for baseline look-ups)."""
+class _Cells(CellFrame):
+    """The cells of a narrow frame (:class:`~hugebench.report.cellstats.CellFrame`, sorted by key), each
+    metric's median per cell computed in one pass, each cell's stability of the primary metric computed
+    once (a cell is read as itself and as other cells' baseline), and the cell of each key (by
+    :func:`axis_key`, for baseline look-ups)."""
 
-    def __init__(self, narrow: pd.DataFrame, keys: list[str], specs: Sequence[MetricSpec]):
-        grouped = narrow.groupby(keys, dropna=False, sort=True)
-        self.cells = list(grouped)
-        codes = grouped.ngroup().to_numpy()
-        ok_mask_ = ok_mask(narrow)
-        ok_frame, ok_codes = narrow[ok_mask_], codes[ok_mask_]
-        self.ok = dict(iter(ok_frame.groupby(ok_codes, sort=True)))
-        self.empty = narrow.iloc[0:0]
+    def __init__(self, narrow: pd.DataFrame, keys: list[str], specs: Sequence[MetricSpec], primary):
+        super().__init__(narrow, keys, sort=True)
+        self.primary, self._stable = primary, {}
+        codes = np.repeat(np.arange(len(self.rows)), [len(r) for r in self.rows])
+        positions = np.concatenate(self.rows) if self.rows else np.zeros(0, dtype=int)
+        ok = self.ok[positions]
         columns = list(dict.fromkeys(s.column for s in specs if s.column in narrow.columns))
-        numbers = ok_frame[columns].apply(pd.to_numeric, errors="coerce")
-        self.medians = numbers.astype(float).groupby(ok_codes, sort=True).median()
+        numbers = pd.DataFrame({c: self.numbers(c)[positions[ok]] for c in columns})
+        medians = numbers.groupby(codes[ok], sort=True).median()
+        self.medians = {c: np.full(len(self.rows), np.nan) for c in columns}
+        for column in columns:
+            self.medians[column][medians.index.to_numpy()] = medians[column].to_numpy(float)
         self.by_key: dict[tuple, int] = {}
-        for code, (key, _) in enumerate(self.cells):
+        for code, key in enumerate(self.keys_of):
             self.by_key.setdefault(tuple(axis_key(v) for v in key), code)
 
-    def ok_rows(self, code: int) -> pd.DataFrame:
-        return self.ok.get(code, self.empty)
-
     def median(self, code: int, column: str) -> float:
-        if column not in self.medians.columns or code not in self.medians.index:
-            return float("nan")
-        return float(self.medians.at[code, column])
+        found = self.medians.get(column)
+        return float("nan") if found is None else float(found[code])
+
+    def stable(self, code: int):
+        if code not in self._stable:
+            self._stable[code] = self.stability(code, self.primary)
+        return self._stable[code]
 
 
-class _StabilityCache:
-    """Each cell's stability computed once (a cell is read as itself and as other cells' baseline)."""
-
-    def __init__(self, metric: str, cells: _Cells):
-        self.metric, self.cells, self.found = metric, cells, {}
-
-    def __call__(self, code: int):
-        if code not in self.found:
-            self.found[code] = cell_stability(self.cells.ok_rows(code), self.metric)
-        return self.found[code]
-
-
-def _cell_metrics(cells: _Cells, code, specs, primary, level, n_boot, seed, stable) -> dict:
-    cell, ok = cells.cells[code][1], cells.ok_rows(code)
-    summary = describe_cell(cell, primary, level, n_boot, seed, ok=ok)
+def _cell_metrics(cells: _Cells, code, specs, primary, level, n_boot, seed) -> dict:
+    summary = cells.describe(code, primary, level, n_boot, seed)
     record = {"status": summary["status"], "n": summary["n"], "n_failed": summary["n_failed"]}
     if summary["status"] == "ok" and summary["n"] == 0:
-        record["n"] = int(len(ok))  # primary not measured: still say how many runs succeeded
+        record["n"] = int(len(cells.ok_rows(code)))  # primary not measured: say how many succeeded
     for spec in specs:
         record[spec.column] = cells.median(code, spec.column)
     record[f"{primary}.ci_lo"], record[f"{primary}.ci_hi"] = summary["ci_lo"], summary["ci_hi"]
-    record["failures"] = failures_text(cell)
-    record.update(stability_columns(cell, primary, stable(code)))
-    record["thp_overridden"] = thp_overridden(ok)
+    record["failures"] = cells.failures_text(code)
+    record.update(stability_columns(None, primary, cells.stable(code)))
+    record["thp_overridden"] = cells.thp_overridden(code)
     return record
 
 
@@ -339,35 +310,47 @@ def cell_columns(df: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) 
     return [c for c in dict.fromkeys(wanted) if c in df.columns]
 
 
-def _cell_ratio(record, cells: _Cells, code, keys, base, level, n_boot, seed, stable) -> dict:
-    wanted = tuple(base.get(axis, record[axis]) for axis in keys)
-    is_baseline = _same_key(tuple(record[axis] for axis in keys), wanted)
-    baseline = cells.by_key.get(tuple(axis_key(v) for v in wanted))
-    if baseline is None:
-        return {
-            "is_baseline": False,
-            "ratio": np.nan,
-            "ratio.ci_lo": np.nan,
-            "ratio.ci_hi": np.nan,
-            "ratio.paired": False,
-            "ratio.n": 0,
-            "resolved": None,
-        }
-    ok, baseline_ok = cells.ok_rows(code), cells.ok_rows(baseline)
-    ratio = compare(ok, baseline_ok, stable.metric, level, n_boot, seed)
-    resolved, unstable = (
-        (None, None) if is_baseline else guard(ratio.resolved, stable(code), stable(baseline))
-    )
-    return {
-        "is_baseline": is_baseline,
-        "ratio": ratio.value,
-        "ratio.ci_lo": ratio.lo,
-        "ratio.ci_hi": ratio.hi,
-        "ratio.paired": ratio.paired,
-        "ratio.n": ratio.n,
-        "resolved": resolved,
-        "unstable": unstable,
-    }
+_NO_RATIO = {
+    "is_baseline": False,
+    "ratio": np.nan,
+    "ratio.ci_lo": np.nan,
+    "ratio.ci_hi": np.nan,
+    "ratio.paired": False,
+    "ratio.n": 0,
+    "resolved": None,
+}
+
+
+def _add_ratios(records, cells: _Cells, keys, base, level, n_boot, seed) -> None:
+    """Each record's ratio to its baseline cell (the intervals computed together)."""
+    found = []
+    for code, record in enumerate(records):
+        wanted = tuple(base.get(axis, record[axis]) for axis in keys)
+        baseline = cells.by_key.get(tuple(axis_key(v) for v in wanted))
+        if baseline is None:
+            record.update(_NO_RATIO)
+            continue
+        found.append((code, baseline, _same_key(tuple(record[axis] for axis in keys), wanted)))
+    pairs = [(code, baseline) for code, baseline, _ in found]
+    ratios = cells.compare_many(pairs, cells.primary, level, n_boot, seed)
+    for (code, baseline, is_baseline), ratio in zip(found, ratios):
+        resolved, unstable = (
+            (None, None)
+            if is_baseline
+            else guard(ratio.resolved, cells.stable(code), cells.stable(baseline))
+        )
+        records[code].update(
+            {
+                "is_baseline": is_baseline,
+                "ratio": ratio.value,
+                "ratio.ci_lo": ratio.lo,
+                "ratio.ci_hi": ratio.hi,
+                "ratio.paired": ratio.paired,
+                "ratio.n": ratio.n,
+                "resolved": resolved,
+                "unstable": unstable,
+            }
+        )
 
 
 def stability_columns(cell: pd.DataFrame, metric: str, stab=None) -> dict:
@@ -444,31 +427,37 @@ def ratio_table(
     the ``.resolved`` columns)."""
     keys = as_list(axes)
     base = {axis: value for axis, value in (baseline or {}).items() if axis in keys}
-    cells = list(ok_rows(df).groupby(keys, dropna=False, sort=True))
-    records = []
-    for key, cell in cells:
-        record = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        wanted = tuple(base.get(axis, record[axis]) for axis in keys)
-        base_cell = next(
-            (rows for k, rows in cells if _same_key(k if isinstance(k, tuple) else (k,), wanted)),
-            None,
-        )
-        for column, _ in spec.columns:
-            ratio = (
-                compare(cell, base_cell, column, level, n_boot, seed)
-                if base_cell is not None and column in cell and cell[column].notna().any()
-                else None
-            )
+    columns = [column for column, _ in spec.columns]
+    narrow = df[
+        [c for c in dict.fromkeys([*keys, *columns, *FAILURE_COLUMNS, *PAIR_KEYS]) if c in df]
+    ]
+    cells = CellFrame(ok_rows(narrow), keys, sort=True)
+    by_key: dict[tuple, int] = {}
+    for code, key in enumerate(cells.keys_of):
+        by_key.setdefault(tuple(axis_key(v) for v in key), code)
+    present = {c: cells.frame[c].notna().to_numpy() for c in columns if c in cells.frame.columns}
+    records = [dict(zip(keys, key)) for key in cells.keys_of]
+    bases = [by_key.get(tuple(axis_key(base.get(a, r[a])) for a in keys)) for r in records]
+    for column in columns:
+        which = [
+            code
+            for code, found in enumerate(bases)
+            if found is not None and column in present and present[column][cells.rows[code]].any()
+        ]
+        pairs = [(code, bases[code]) for code in which]
+        ratios = dict(zip(which, cells.compare_many(pairs, column, level, n_boot, seed)))
+        for code, record in enumerate(records):
+            ratio = ratios.get(code)
             record[column] = ratio.value if ratio else np.nan
             record[f"{column}.ci_lo"], record[f"{column}.ci_hi"] = (
                 (ratio.lo, ratio.hi) if ratio else (np.nan, np.nan)
             )
             record[f"{column}.resolved"] = ratio.resolved if ratio else None
-        cost, gain = spec.flag or (None, None)
+    cost, gain = spec.flag or (None, None)
+    for record in records:
         record["flag"] = bool(
             cost and record.get(cost, np.nan) > 1 and record.get(gain, np.nan) > 1
         )
-        records.append(record)
     return pd.DataFrame.from_records(records)
 
 
@@ -476,7 +465,7 @@ def ratio_display(table: pd.DataFrame, axes: Sequence[str], spec) -> pd.DataFram
     """The ratio table as display text: the axes, then "ratio [lo, hi]" per column, then the flag."""
     head = [*axes, *(label for _, label in spec.columns), spec.flag_label]
     body = []
-    for _, row in table.iterrows():
+    for row in rows_of(table):
         cells = [str(row[a]) for a in axes]
         for column, _ in spec.columns:
             value, lo, hi = row[column], row[f"{column}.ci_lo"], row[f"{column}.ci_hi"]

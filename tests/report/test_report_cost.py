@@ -1,8 +1,11 @@
 """hugebench's own cost: no report step grows faster than its store (issue 42).
 
 Each step (``report`` as markdown and as HTML, ``compare``, ``history``) runs on a store of N cells and on one
-of 2N in the same test; the larger must take under 2.5x the time of the smaller (linear: 2x, plus noise).
-Times are CPU seconds of this process, the best of two runs, so another process on the machine does not count.
+of 4N in the same test; the larger must take under 5x the time of the smaller (linear: at most 4x, less with
+the constant costs: report 3.1x here; a build_table that looks every cell's baseline up by a linear search,
+put back for the check, took 7.5x; at 150 and 600 cells it hid under the constant costs at 3.5x). Times are CPU seconds of this process, so another process on the machine does not count; a
+ratio over the bound is measured again up to twice, each size's best run kept, before the test fails (one
+CI run was once 2.6x on noise alone).
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from click.testing import CliRunner
 from hugebench.cli import main
 from hugebench.store import ResultStore
 
-CELLS = 120  # the small store; the large one has twice as many
+CELLS = 600  # the small store; the large one has GROWTH times as many
+GROWTH = 4
+BOUND = 5.0  # linear growth is at most GROWTH; a quadratic step at these sizes is far above this
+TRIES = 3
 
 
 def _store(path: Path, keys: int, shift: float = 0.0) -> Path:
@@ -60,13 +66,10 @@ def _store(path: Path, keys: int, shift: float = 0.0) -> Path:
 
 
 def _cpu(argv: list[str]) -> float:
-    best = float("inf")
-    for _ in range(2):
-        started = time.process_time()
-        outcome = CliRunner().invoke(main, argv)
-        best = min(best, time.process_time() - started)
-        assert outcome.exit_code == 0, outcome.output
-    return best
+    started = time.process_time()
+    outcome = CliRunner().invoke(main, argv)
+    assert outcome.exit_code == 0, outcome.output
+    return time.process_time() - started
 
 
 STEPS = {
@@ -80,7 +83,7 @@ STEPS = {
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
     made = {}
-    for size in (CELLS, 2 * CELLS):
+    for size in (CELLS, GROWTH * CELLS):
         where = tmp_path_factory.mktemp(f"c{size}")
         keys = size // 3
         made[size] = [str(_store(where / "a", keys)), str(_store(where / "b", keys, 1.0))]
@@ -89,9 +92,13 @@ def stores(tmp_path_factory):
 
 @pytest.mark.parametrize("step", list(STEPS))
 def test_no_report_step_is_quadratic(step, stores, tmp_path):
-    small = _cpu(STEPS[step](stores[CELLS], tmp_path))
-    large = _cpu(STEPS[step](stores[2 * CELLS], tmp_path))
-    assert large < 2.5 * small, (
-        f"{step}: {2 * CELLS} cells took {large:.2f} s of CPU, {CELLS} cells {small:.2f} s "
-        f"({large / small:.1f}x for 2x the cells)"
+    small = large = float("inf")
+    for _ in range(TRIES):
+        small = min(small, _cpu(STEPS[step](stores[CELLS], tmp_path)))
+        large = min(large, _cpu(STEPS[step](stores[GROWTH * CELLS], tmp_path)))
+        if large < BOUND * small:
+            break
+    assert large < BOUND * small, (
+        f"{step}: {GROWTH * CELLS} cells took {large:.2f} s of CPU, {CELLS} cells {small:.2f} s "
+        f"({large / small:.1f}x for {GROWTH}x the cells; best of {TRIES})"
     )

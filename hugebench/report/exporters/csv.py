@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..blocks import rows_of
 from ..model import verdict_text
 
 NAME = "csv"
@@ -24,7 +25,7 @@ def with_verdicts(table: pd.DataFrame) -> pd.DataFrame:
         else ""
         if r["status"] != "ok" or pd.isna(r["ratio"]) or pd.isna(r["ratio.ci_lo"])
         else verdict_text(r, level)
-        for _, r in table.iterrows()
+        for r in rows_of(table)
     ]
     return table.assign(verdict=verdicts)
 
