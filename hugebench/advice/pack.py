@@ -22,6 +22,7 @@ from ..yamlsafe import Where, read_text, read_yaml
 
 PRESET_AXIS = "preset"
 NAME_PREFIX = "advice-"  # an advice experiment's name: advice-<pack>
+PROGRAMS_PARAM = "programs_dir"  # {programs_dir} in a pack's argv: where its shipped programs are
 MAX_COMBINATIONS = (
     4096  # settings combinations of the presets' keys (each one not a preset is excluded)
 )
@@ -94,6 +95,15 @@ def _same(a, b) -> bool:
 
 def packs_dir() -> Path:
     return Path(str(resources.files("hugebench.advice") / "packs"))
+
+
+def programs_dir() -> Path:
+    """The programs some packs run (sources, e.g. the JVM pack's HeapChurn.java)."""
+    return Path(str(resources.files("hugebench.advice") / "programs"))
+
+
+def _names_programs(params) -> bool:
+    return isinstance(params, dict) and "{" + PROGRAMS_PARAM + "}" in str(params.get("argv"))
 
 
 def pack_names() -> list[str]:
@@ -264,6 +274,8 @@ def to_spec(
     ``params`` replaces some of the experiment's parameters (a smaller size: the tests')."""
     where = Where(pack.source, dict(pack.lines))
     data = dict(pack.experiment)
+    if _names_programs(data.get("params")):  # a program shipped with the packs (programs/)
+        data["params"] = {**data["params"], PROGRAMS_PARAM: str(programs_dir())}
     if params:
         data["params"] = {**(data.get("params") or {}), **params}
     axes = dict(data.get("axes") or {})
