@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import SpecError, ToolMissingError
 from ..orchestrator import SweepOptions, SweepResult, run_sweep
 from ..plan import plan
+from ..stats import min_runs_for
 from .pack import Pack, load_pack, to_spec
 
 
@@ -29,6 +30,7 @@ class Listing:
     presets: tuple
     claims: int
     missing: tuple  # programs it needs that are not on PATH
+    verdict_s: float  # about how long 6 blocks take here (the fewest runs for a 95% verdict)
 
 
 def listing() -> list[Listing]:
@@ -38,7 +40,13 @@ def listing() -> list[Listing]:
     out = []
     for name in pack_names():
         pack = load_pack(name)
-        out.append(Listing(name, pack.title, tuple(pack.presets), len(pack.claims), missing(pack)))
+        cells = len({r.cell_id for r in plan(to_spec(pack), repetitions=1)})
+        verdict_s = cells * pack.run_s * min_runs_for(0.95)
+        out.append(
+            Listing(
+                name, pack.title, tuple(pack.presets), len(pack.claims), missing(pack), verdict_s
+            )
+        )
     return out
 
 

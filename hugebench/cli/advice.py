@@ -75,5 +75,8 @@ def _print_listing(packs) -> None:
             else f"not runnable here: needs {', '.join(pack.missing)}"
         )
         click.echo(f"{pack.name}: {pack.title}")
-        click.echo(f"    presets: {', '.join(pack.presets)}; {pack.claims} claim(s); {here}")
+        click.echo(
+            f"    presets: {', '.join(pack.presets)}; {pack.claims} claim(s); about "
+            f"{pack.verdict_s / 60:.0f} min for a 95% verdict; {here}"
+        )
     click.echo("Run one: hugebench advice NAME [--budget 10m]")
