@@ -113,6 +113,8 @@ def _notes(pack: Pack, ids: list[str]) -> list[str]:
         for p in pack.presets.values()
     ]
     notes += [f"not judged: {n['published']} ({n['why']})" for n in pack.not_judged]
+    if pack.lab:
+        notes.append(f"A lab machine would add: {pack.lab}")
     notes.append(
         "Verdicts: holds here = the CI excludes 1 on the side the vendor states (or, for 'no difference', "
         "contains it); contradicted here = the other side; not resolved = too few runs, a CI containing 1, "
