@@ -201,6 +201,7 @@ def test_the_report_says_the_verdicts_as_advice():
     assert first["Verdict"] == HOLDS and first["Advice"] == "[1]"
     assert any("syscheck.c" in note for note in section.notes)
     assert any(note.startswith("not judged: redis PR #5124") for note in section.notes)
+    assert any(note.startswith("A lab machine would add: bare metal") for note in section.notes)
     # the generic "expected vs observed" section gives way to it
     assert expected_sections(experiment, None, Options()) == []
 
