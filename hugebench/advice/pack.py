@@ -274,12 +274,33 @@ def to_spec(
     ``params`` replaces some of the experiment's parameters (a smaller size: the tests')."""
     where = Where(pack.source, dict(pack.lines))
     data = dict(pack.experiment)
+    for key in ("name", "expected"):
+        if key in data:
+            raise where.error(
+                ("experiment", key), "is the pack's own: its name and claims (claims:) make it"
+            )
     if _names_programs(data.get("params")):  # a program shipped with the packs (programs/)
         data["params"] = {**data["params"], PROGRAMS_PARAM: str(programs_dir())}
     if params:
         data["params"] = {**(data.get("params") or {}), **params}
     axes = dict(data.get("axes") or {})
-    chosen = axes.pop(PRESET_AXIS, None)
+    presets = _chosen(pack, axes.pop(PRESET_AXIS, None), where)
+    settings = _settings_axes(presets, where)
+    data["axes"] = {**settings, **axes}
+    data["exclude"] = [*(data.get("exclude") or []), *_not_presets(settings, presets, where)]
+    if "baseline" in data:
+        data["baseline"] = _cell(data["baseline"], pack, ("experiment", "baseline"), where)
+    data["name"] = NAME_PREFIX + pack.name
+    data.setdefault("description", pack.title)
+    data["expected"] = _expected(pack, where)
+    if repetitions is not None:
+        data["repetitions"] = repetitions
+    _point_at_presets(pack, presets, settings, where)
+    return _validate(data, _Inside(where))
+
+
+def _chosen(pack: Pack, chosen, where) -> list[Preset]:
+    """The presets the experiment's ``preset`` axis names, in its order."""
     if not isinstance(chosen, list) or not chosen:
         raise where.error(("experiment", "axes"), "needs a preset axis: preset: [NAME, ...]")
     for i, name in enumerate(chosen):
@@ -288,26 +309,18 @@ def to_spec(
                 ("experiment", "axes", PRESET_AXIS, i),
                 f"no preset {name!r}; the pack's presets: {', '.join(pack.presets)}",
             )
-    presets = [pack.presets[n] for n in dict.fromkeys(chosen)]
-    settings = _settings_axes(presets, where)
-    data["axes"] = {**settings, **axes}
-    data["exclude"] = [*(data.get("exclude") or []), *_not_presets(settings, presets, where)]
-    for key in ("baseline",):
-        if key in data:
-            data[key] = _cell(data[key], pack, ("experiment", key), where)
-    data["name"] = NAME_PREFIX + pack.name
-    data.setdefault("description", pack.title)
-    data["expected"] = _expected(pack, where)
-    if repetitions is not None:
-        data["repetitions"] = repetitions
-    for key, values in settings.items():  # an error about a value points at the preset that set it
+    return [pack.presets[n] for n in dict.fromkeys(chosen)]
+
+
+def _point_at_presets(pack: Pack, presets: list[Preset], settings: dict, where: Where) -> None:
+    """An error about a generated axis value names the line of the preset that set it."""
+    for key, values in settings.items():
         for i, value in enumerate(values):
             first = next(p for p in presets if _same(p.settings()[key], value))
             kind = "knobs" if key in first.knobs else "options"
             where.lines[("experiment", "axes", key, i)] = pack.lines.get(
                 ("presets", first.name, kind, key)
             ) or pack.lines.get(("presets", first.name))
-    return _validate(data, _Inside(where))
 
 
 def _settings_axes(presets: list[Preset], where) -> dict:

@@ -112,6 +112,7 @@ def test_a_small_pack_expands():
             ("direction: lower", "direction: down"),
             "p.yaml:14: key 'claims.0.direction': must be lower",
         ),
+        (("  workload: command\n", "  workload: command\n  name: x\n"), "is the pack's own"),
         (
             ("{thp: never}", "{thp: nevr}"),
             "p.yaml:8: key 'experiment.axes.thp.enabled.1': THP mode",
