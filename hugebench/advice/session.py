@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SpecError, ToolMissingError
+from ..errors import HugebenchError, SpecError, ToolMissingError
 from ..orchestrator import SweepOptions, SweepResult, run_sweep
 from ..plan import plan
 from ..stats import min_runs_for
@@ -30,7 +30,7 @@ class Listing:
     presets: tuple
     claims: int
     missing: tuple  # programs it needs that are not on PATH
-    verdict_s: float  # about how long 6 blocks take here (the fewest runs for a 95% verdict)
+    verdict_s: float | None  # about how long 6 blocks take here (the fewest runs for a 95% verdict)
 
 
 def listing() -> list[Listing]:
@@ -40,12 +40,18 @@ def listing() -> list[Listing]:
     out = []
     for name in pack_names():
         pack = load_pack(name)
-        cells = len({r.cell_id for r in plan(to_spec(pack), repetitions=1)})
-        verdict_s = cells * pack.run_s * min_runs_for(0.95)
+        lacking = missing(pack)
+        verdict_s = (
+            None  # a pack that cannot run here is not planned (its programs are checked then)
+        )
+        if not lacking:
+            try:
+                cells = len({r.cell_id for r in plan(to_spec(pack), repetitions=1)})
+                verdict_s = cells * pack.run_s * min_runs_for(0.95)
+            except HugebenchError as exc:  # e.g. an allocator library this machine lacks
+                lacking = (str(exc),)
         out.append(
-            Listing(
-                name, pack.title, tuple(pack.presets), len(pack.claims), missing(pack), verdict_s
-            )
+            Listing(name, pack.title, tuple(pack.presets), len(pack.claims), lacking, verdict_s)
         )
     return out
 

@@ -70,13 +70,10 @@ def _print_failures(result) -> None:
 def _print_listing(packs) -> None:
     for pack in packs:
         here = (
-            "runs here"
+            f"about {pack.verdict_s / 60:.0f} min for a 95% verdict here"
             if not pack.missing
             else f"not runnable here: needs {', '.join(pack.missing)}"
         )
         click.echo(f"{pack.name}: {pack.title}")
-        click.echo(
-            f"    presets: {', '.join(pack.presets)}; {pack.claims} claim(s); about "
-            f"{pack.verdict_s / 60:.0f} min for a 95% verdict; {here}"
-        )
+        click.echo(f"    presets: {', '.join(pack.presets)}; {pack.claims} claim(s); {here}")
     click.echo("Run one: hugebench advice NAME [--budget 10m]")
