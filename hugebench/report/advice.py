@@ -27,6 +27,13 @@ SAID = {
     NOT_MEASURABLE: NOT_MEASURABLE,
 }
 TITLE = "Vendor advice, judged here"
+# "No difference" holds only when the CI lies within this share of 1 on both sides: a CI that contains 1
+# because it is wide says nothing.
+NO_DIFFERENCE = 0.10
+
+
+def _narrow(row) -> bool:
+    return 1 - NO_DIFFERENCE <= row["ci_lo"] and row["ci_hi"] <= 1 + NO_DIFFERENCE
 
 
 def pack_of(experiment: Experiment) -> Pack | None:
@@ -53,6 +60,13 @@ def advice_sections(experiment: Experiment, results, options) -> list[Section]:
     body, said = [], []
     for (_, row), claim, quote in zip(table.iterrows(), stored, quotes):
         verdict = SAID.get(row["verdict"], row["verdict"])
+        if verdict == HOLDS and claim.get("ratio") == 1.0 and not _narrow(row):
+            verdict = NOT_RESOLVED
+            row = row.copy()
+            row["why"] = (
+                f"the CI [{row['ci_lo']:.3f}, {row['ci_hi']:.3f}] contains 1 but is wider than "
+                f"{NO_DIFFERENCE:.0%} either side: too wide to call it no difference"
+            )
         said.append(verdict)
         body.append(
             [
@@ -117,7 +131,7 @@ def _notes(pack: Pack, ids: list[str]) -> list[str]:
         notes.append(f"A lab machine would add: {pack.lab}")
     notes.append(
         "Verdicts: holds here = the CI excludes 1 on the side the vendor states (or, for 'no difference', "
-        "contains it); contradicted here = the other side; not resolved = too few runs, a CI containing 1, "
+        f"lies within {NO_DIFFERENCE:.0%} of 1 on both sides); contradicted here = the other side; not resolved = too few runs, a CI containing 1, "
         "an unstable cell or a failed cell; not measurable here = the runs could not record the metric "
         f"(why given). Reproduce: hugebench advice {pack.name}"
     )

@@ -225,3 +225,19 @@ def test_a_claim_naming_a_missing_cell_is_not_resolved():
     (section,) = advice_sections(experiment, None, Options())
     assert section.table.iloc[0]["Verdict"] == "not resolved"
     assert "no runs of the cell" in section.table.iloc[0]["Why"]
+
+
+def test_no_difference_holds_only_on_a_narrow_interval():
+    from hugebench.report import Options
+
+    pack = pack_mod.load_pack("redis")
+    steady = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0]
+    experiment = _experiment(pack, steady, steady)
+    (section,) = advice_sections(experiment, None, Options())
+    no_difference = section.table[section.table["Says"] == "1"]
+    assert list(no_difference["Verdict"]) == [HOLDS, HOLDS]  # rps equal, p99 within 2%
+    wild = [0.3, 3.0, 0.5, 2.0, 1.0, 0.4, 2.5]
+    (section,) = advice_sections(_experiment(pack, wild, wild), None, Options())
+    p99 = section.table[(section.table["Says"] == "1") & (section.table["Metric"] == "p99_ms")]
+    assert p99.iloc[0]["Verdict"] == "not resolved"
+    assert "too wide to call it no difference" in p99.iloc[0]["Why"]
