@@ -422,6 +422,7 @@ def _print_report(
 def _add_optional_commands():
     from ..cluster.certs import cluster
     from ..cluster.serve import worker
+    from .advice import advice
     from .compare import compare
     from .doctor import doctor
     from .exec_ import exec_
@@ -442,6 +443,7 @@ def _add_optional_commands():
     main.add_command(try_)
     main.add_command(exec_)
     main.add_command(stats)
+    main.add_command(advice)
 
 
 _add_optional_commands()

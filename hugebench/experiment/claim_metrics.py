@@ -90,7 +90,11 @@ def metric_scope(column: str, spec, known: dict[str, str]) -> str:
     if column in known:
         return known[column]
     workload = spec.workload_def
-    if column == workload.report_metrics(spec.params)[0]:
+    try:
+        primary = workload.report_metrics(spec.params)[0]
+    except (ValueError, KeyError, TypeError):  # a bad metric: the workload's checks name it, after
+        primary = workload.primary_metric
+    if column == primary:
         return f"timed phase '{workload.timed_phase}' alone, the workload's primary metric"
     return "as the workload reports it"
 

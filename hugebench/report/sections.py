@@ -187,9 +187,19 @@ WHOLE_RUN = "ms_per_mop"  # alloc-test's own figure: the whole run in ms per mil
 
 def expected_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """The experiment's ``expected:`` claims, each with its verdict (``verdicts``, which builds on this module)."""
+    from .advice import pack_of
     from .verdicts import verdict_sections
 
+    if pack_of(experiment) is not None:  # an advice pack's claims: its own section (report.advice)
+        return []
     return verdict_sections(experiment, results, options)
+
+
+def advice_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
+    """An advice pack's claims as "Vendor advice, judged here" (``report.advice``)."""
+    from .advice import advice_sections as sections
+
+    return sections(experiment, results, options)
 
 
 def adaptive_lines(experiment: Experiment) -> list[str]:
@@ -207,6 +217,7 @@ def adaptive_lines(experiment: Experiment) -> list[str]:
 EXPERIMENT_SECTIONS: list[Callable[[Experiment, Results, Options], list[Section]]] = [
     main_table_section,
     coverage_sections,  # under the main table's coverage: per folio size, and why not on huge pages
+    advice_sections,
     expected_sections,
     ratio_table_sections,
     workload_sections,

@@ -37,7 +37,7 @@ LAYERS = (
     ),
     ("workloads", ("workloads",)),
     ("experiment", ("experiment",)),  # experiment.cluster: the parser of a file's cluster: block
-    ("plan", ("plan", "estimate", "machine_checks")),
+    ("plan", ("plan", "estimate", "machine_checks", "advice.pack")),  # advice.pack: a pack's spec
     (
         "run",
         ("run", "codegen"),
@@ -50,7 +50,16 @@ LAYERS = (
     ("report", ("report",)),
     (
         "commands",
-        ("tlbprobe_sweep", "trial", "doctor", "docgen", "column_reference", "notebook", "cli"),
+        (
+            "tlbprobe_sweep",
+            "trial",
+            "advice",
+            "doctor",
+            "docgen",
+            "column_reference",
+            "notebook",
+            "cli",
+        ),
     ),
 )
 # The layers the house rules name: these never import those.
