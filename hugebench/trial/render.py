@@ -375,12 +375,22 @@ def _deploy_short(dep: dict | None, width: int | None) -> list[str]:
     return lines
 
 
+def unstable_count(verdict: dict) -> int:
+    """The configurations (baseline, best, others; each once) the verdict marks unstable."""
+    configs = (verdict.get("baseline"), verdict.get("best"), *(verdict.get("others") or []))
+    return len({c["name"] for c in configs if c and c.get("unstable")})
+
+
 def _tally(verdict: dict) -> str:
-    """'Others: 1 better, 3 same within noise, 7 dropped; caveats: variable, unstable (4)'."""
+    """'Others: 1 better, 3 same within noise, 7 dropped; caveats: variable, unstable (4)': a caveat kind
+    by the number of its lines, except unstable, counted in configurations (its caveat lines name three and
+    list the rest on one line)."""
     classes = Counter(
         "dropped" if c.get("dropped") else c["class"] for c in verdict.get("others") or []
     )
     kinds = Counter(c.split(":")[0].split(" too,")[0] for c in verdict.get("caveats") or [])
+    if kinds.get("unstable"):
+        kinds["unstable"] = unstable_count(verdict)
     parts = []
     if classes:
         parts.append("others: " + ", ".join(f"{n} {k}" for k, n in classes.items()))

@@ -129,3 +129,17 @@ def test_an_export_into_a_missing_directory_is_refused_before_any_run(tmp_path):
         and "does not exist" in result.output
     )
     assert not (tmp_path / "o").exists() and "Traceback" not in result.output
+
+
+def test_the_unstable_tally_counts_configurations_not_caveat_lines():
+    """The caveats name three unstable configurations and list the rest on one line; the short answer's
+    'unstable (N)' is the number of unstable configurations (issue 43)."""
+    from hugebench.trial.render import _tally, unstable_count
+
+    verdict = _recommending_verdict()
+    configs = [verdict["baseline"], verdict["best"], *verdict["others"]]
+    unstable = {c["name"] for c in configs if c and c.get("unstable")}
+    lines = [c for c in verdict["caveats"] if c.startswith("unstable")]
+    assert len(unstable) > 4 and len(lines) == 4  # three named, the rest on one line
+    assert unstable_count(verdict) == len(unstable)
+    assert f"unstable ({len(unstable)})" in _tally(verdict)
