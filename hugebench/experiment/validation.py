@@ -68,15 +68,23 @@ _AUTO_KEYS = {
 
 
 def load_spec(
-    path: str | Path, local: bool = True, repetitions: int | None = None
+    path: str | Path,
+    local: bool = True,
+    repetitions: int | None = None,
+    warmup: int | None = None,
 ) -> ExperimentSpec:
     """Read and validate a YAML experiment file (at most MAX_FILE_BYTES of UTF-8 text); ``repetitions``
-    (the command line's ``-r``) replaces the file's value before validation, so it is checked as one."""
-    return parse_spec(read_text(path), str(path), local, repetitions)
+    and ``warmup`` (the command line's ``-r``, ``--warmup``) replace the file's values before validation,
+    so they are checked as the file's would be."""
+    return parse_spec(read_text(path), str(path), local, repetitions, warmup)
 
 
 def parse_spec(
-    text: str, source: str = "<string>", local: bool = True, repetitions: int | None = None
+    text: str,
+    source: str = "<string>",
+    local: bool = True,
+    repetitions: int | None = None,
+    warmup: int | None = None,
 ) -> ExperimentSpec:
     """Validate YAML text; ``source`` is the name used in error messages. ``local=False`` (a sweep on other
     machines, as does a ``cluster:`` block) leaves the allocator paths to the machines that run them.
@@ -86,11 +94,16 @@ def parse_spec(
             f"{source}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file"
         )
     data, lines = read_yaml(text, source)
-    where = Where(source, lines, {"repetitions": f"-r {repetitions}"} if repetitions else None)
+    given = {"repetitions": f"-r {repetitions}"} if repetitions else {}
+    if warmup is not None:
+        given["warmup"] = f"--warmup {warmup}"
+    where = Where(source, lines, given or None)
     if not isinstance(data, dict):
         raise where.error((), "the file must be a mapping of keys (name, workload, axes, ...)")
     if repetitions is not None:
         data = {**data, "repetitions": repetitions}
+    if warmup is not None:
+        data = {**data, "warmup": warmup}
     return _validate(data, where, local)
 
 

@@ -86,3 +86,20 @@ def test_sweep_and_plan_refuse_with_every_error_and_touch_no_knob(tmp_path, fake
             assert what in result.output
         assert "Traceback" not in result.output
     assert fake_sys.writes == [] and not (tmp_path / "out").exists()
+
+
+def test_warmup_on_the_command_line_as_on_try(tmp_path):
+    """`sweep --warmup N` / `plan --warmup N` replace the file's warmup: and are checked as it would be,
+    a bad value named by the option typed (issue 43)."""
+    path = tmp_path / "w.yaml"
+    path.write_text("name: w\nworkload: hashlookup\nwarmup: 0\nparams: {keys: 1000}\n")
+    from hugebench.experiment import load_spec
+
+    assert load_spec(path, warmup=2).warmup == 2 and load_spec(path).warmup == 0
+    planned = CliRunner().invoke(main, ["plan", str(path), "--runs", "--warmup", "1"])
+    assert planned.exit_code == 0 and "(+1 warm-up)" in planned.output, planned.output
+    bad = CliRunner().invoke(
+        main, ["sweep", str(path), "--warmup", "-1", "-o", str(tmp_path / "o")]
+    )
+    assert bad.exit_code == 2 and "--warmup -1 (for " in bad.output, bad.output
+    assert "must be an integer from 0 to" in bad.output and not (tmp_path / "o").exists()
