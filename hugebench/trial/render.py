@@ -303,7 +303,7 @@ def short(
     (None: not wrapped); ``regime``: the line saying which regime was measured."""
     better, best = verdict["better"], verdict["best"]
     what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict["metric"], verdict["metric"])
-    head = [_decision(verdict)]
+    head = [_decision(_clipped(verdict))]
     if best:
         confirmed = " on fresh pairs" if (best.get("confirmation") or {}).get("pairs") else ""
         head.append(f"  effect{confirmed}: {what} {effect(best['ratio'], better)}")
@@ -313,16 +313,42 @@ def short(
             f"  memory: peak RSS {'unknown' if not rss else format(rss['value'], '.2f') + 'x'} as-is; "
             f"huge pages {_share(cov)} (as-is {_share(base_cov)})"
         )
-    head += _deploy_short(verdict.get("deploy"), width)
+    deploy = _deploy_short(verdict.get("deploy"), width)
     tail = [_tally(verdict)] if _tally(verdict) else []
     tail += [regime] if regime else []
     if plan_lines:
         tail.append(plan_lines[0].split("; selection:")[0])
     tail.append("more: --details (every configuration and caveat), --json")
-    out = fit(head, width) + fit(tail, width)
     # the regime's heading line is printed with the answer: it counts against the same 12 lines
     limit = MAX_LINES - (1 if regime else 0)
-    return out if len(out) < limit else fit(head, width) + fit(tail[-1:], width)
+    shown = fit(head + deploy, width)
+    if deploy and (len(shown) + 1 >= limit or (width and any(len(x) > width for x in shown))):
+        deploy = _deploy_elsewhere(verdict["deploy"])  # a command too long to show whole here
+        shown = fit(head + deploy, width)
+    out = shown + fit(tail, width)
+    return out if len(out) < limit else shown + fit(tail[-1:], width)
+
+
+NAME_ROOM = 56  # a configuration's name longer than this is shortened in the short form (whole in --details)
+
+
+def _clipped(verdict: dict) -> dict:
+    """The verdict with the best's name shortened in its middle (marked with ...) when it is too long."""
+    best = verdict.get("best")
+    if not best or len(best["name"]) <= NAME_ROOM:
+        return verdict
+    name = best["name"]
+    half = (NAME_ROOM - 3) // 2
+    return {**verdict, "best": {**best, "name": f"{name[:half]}...{name[-half:]}"}}
+
+
+def _deploy_elsewhere(dep: dict) -> list[str]:
+    """One line instead of a deploy command too long for the short form: where it is, whole."""
+    scope = dep["lines"][0]["scope"]
+    return [
+        f"Deploy ({SCOPES.get(scope, scope)}): the command is too long for this answer; "
+        "--details prints it, --export-markdown FILE and --json keep it whole"
+    ]
 
 
 def _share(value) -> str:
