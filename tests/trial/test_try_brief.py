@@ -105,7 +105,12 @@ def test_a_real_try_prints_the_short_answer_and_writes_its_exports(tmp_path, mon
     )
     assert table[0]["runs"] == str(verdict["baseline"]["runs"])
     assert "| configuration | role |" in files["md"].read_text()
-    for width in (80, 100):  # the same verdict, in full, fits too
+    for width in (
+        80,
+        100,
+    ):  # the same verdict, short (as printed at that width) and in full, fits too
+        brief = answer(verdict, verdict["plan"], details=False, width=width).splitlines()
+        assert len(brief) < MAX_LINES and all(len(line) <= width for line in brief), brief
         full = answer(verdict, verdict["plan"], details=True, width=width)
         assert all(len(line) <= width for line in full.splitlines()), full
 
