@@ -83,11 +83,12 @@ def _default_out(spec) -> Path:
     return Path("results") / spec.name
 
 
-def _load(experiment: str, repetitions: int | None, local: bool = True):
-    """The spec of EXPERIMENT, with a --repetitions flag beating the file's value (validated as one)."""
+def _load(experiment: str, repetitions: int | None, local: bool = True, warmup: int | None = None):
+    """The spec of EXPERIMENT, with --repetitions and --warmup beating the file's values (validated as
+    the file's)."""
     from .. import experiment as spec_mod
 
-    return spec_mod.load_spec(experiment, local, repetitions or None)
+    return spec_mod.load_spec(experiment, local, repetitions or None, warmup)
 
 
 def _cluster_options(command):
@@ -134,6 +135,15 @@ _repetitions = click.option(
 )
 
 
+_warmup = click.option(
+    "--warmup",
+    type=int,
+    default=None,
+    metavar="N",
+    help="uncounted warm-up runs per cell before the first block (overrides the file's warmup:)",
+)
+
+
 @main.command()
 @click.argument("experiment", type=click.Path(dir_okay=False))
 @click.option(
@@ -170,6 +180,7 @@ _repetitions = click.option(
     help="before each block wait up to SECONDS for a quiet machine (load, steal); the wait is recorded",
 )
 @_repetitions
+@_warmup
 def sweep(
     experiment,
     out,
@@ -187,6 +198,7 @@ def sweep(
     label,
     quiet_machine,
     repetitions,
+    warmup,
     **exports,
 ):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
@@ -194,7 +206,7 @@ def sweep(
     from ..experiment.cluster import resolve
     from ..orchestrator import SweepOptions, run_sweep
 
-    spec = _load(experiment, repetitions, local=cluster is None)
+    spec = _load(experiment, repetitions, local=cluster is None, warmup=warmup)
     config = resolve(
         spec.cluster, cluster, machines, workers, experiment, certs, insecure_accept_any_client
     )
@@ -266,11 +278,13 @@ def _print_failures(out: Path, sweep_id: str) -> None:
 @click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
 @_cluster_options
 @_repetitions
+@_warmup
 def plan(
     experiment,
     show_runs,
     out,
     repetitions,
+    warmup,
     sys_root,
     proc_root,
     cluster,
@@ -291,7 +305,7 @@ def plan(
     def say(text: str) -> None:
         click.echo("\n".join(wrap_lines([text], width)))
 
-    spec = _load(experiment, repetitions, local=cluster is None)
+    spec = _load(experiment, repetitions, local=cluster is None, warmup=warmup)
     runs = plan_mod.plan(spec)
     config = resolve(
         spec.cluster, cluster, machines, workers, experiment, certs, insecure_accept_any_client

@@ -7,6 +7,7 @@ measured as root by holding ``page_reporting.order`` off for a few seconds (jour
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,16 +28,33 @@ class Check:
     fix: str = ""
 
 
-def check_root() -> Check:
+def check_root(environ=None) -> Check:
+    """Root or not; under sudo, whose results directories they will be; without sudo, how else to be root."""
+    environ = os.environ if environ is None else environ
     uid = os.geteuid()
+    user = environ.get("SUDO_USER")
+    if uid == 0 and user:
+        return Check(
+            "root",
+            True,
+            f"running as root under sudo (SUDO_USER={user}): every kernel knob can be set; the results "
+            f"directories and files a sweep or try creates are root's, not {user}'s ({user} can read and "
+            f"report them, but not add runs to them without sudo)",
+            f"to hand a results directory back: sudo chown -R {user}: DIR",
+        )
     if uid == 0:
         return Check("root", True, "running as root: every kernel knob can be set")
+    how = (
+        f"sudo {system.sudo_hugebench()} sweep FILE"
+        if shutil.which("sudo", path=environ.get("PATH"))
+        else f"sudo is not installed here: as root (su -), {system.sudo_hugebench()} sweep FILE"
+    )
     return Check(
         "root",
         False,
         f"running as uid {uid}: sweeps that change no kernel knob run (THP 'never' per "
         f"process via prctl); other THP modes, mTHP sizes, hugetlb pools and condition_memory need root",
-        f"for those: sudo {system.sudo_hugebench()} sweep FILE",
+        f"for those: {how}",
     )
 
 

@@ -21,6 +21,7 @@ from .cells import _cells, _check_cells, _workload_checks
 from .claims import _expected, _known_keys, _metric
 from .cluster import ADAPTIVE_ON_EACH
 from .cluster import parse_block as parse_cluster
+from .collect import Collected
 from .limits import memory_limit
 from .model import (
     DEFAULT_ALLOCATOR,
@@ -69,15 +70,23 @@ _AUTO_KEYS = {
 
 
 def load_spec(
-    path: str | Path, local: bool = True, repetitions: int | None = None
+    path: str | Path,
+    local: bool = True,
+    repetitions: int | None = None,
+    warmup: int | None = None,
 ) -> ExperimentSpec:
     """Read and validate a YAML experiment file (at most MAX_FILE_BYTES of UTF-8 text); ``repetitions``
-    (the command line's ``-r``) replaces the file's value before validation, so it is checked as one."""
-    return parse_spec(read_text(path), str(path), local, repetitions)
+    and ``warmup`` (the command line's ``-r``, ``--warmup``) replace the file's values before validation,
+    so they are checked as the file's would be."""
+    return parse_spec(read_text(path), str(path), local, repetitions, warmup)
 
 
 def parse_spec(
-    text: str, source: str = "<string>", local: bool = True, repetitions: int | None = None
+    text: str,
+    source: str = "<string>",
+    local: bool = True,
+    repetitions: int | None = None,
+    warmup: int | None = None,
 ) -> ExperimentSpec:
     """Validate YAML text; ``source`` is the name used in error messages. ``local=False`` (a sweep on other
     machines, as does a ``cluster:`` block) leaves the allocator paths to the machines that run them.
@@ -87,37 +96,37 @@ def parse_spec(
             f"{source}: larger than {MAX_FILE_BYTES // 1024} KiB, the limit for an experiment file"
         )
     data, lines = read_yaml(text, source)
-    where = Where(source, lines, {"repetitions": f"-r {repetitions}"} if repetitions else None)
+    given = {"repetitions": f"-r {repetitions}"} if repetitions else {}
+    if warmup is not None:
+        given["warmup"] = f"--warmup {warmup}"
+    where = Where(source, lines, given or None)
     if not isinstance(data, dict):
         raise where.error((), "the file must be a mapping of keys (name, workload, axes, ...)")
     if repetitions is not None:
         data = {**data, "repetitions": repetitions}
+    if warmup is not None:
+        data = {**data, "warmup": warmup}
     return _validate(data, where, local)
 
 
 def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
-    for key in data:
-        if key not in _TOP_KEYS:
-            allowed = ", ".join(_TOP_KEYS)
-            raise where.error((key,), f"unknown key; allowed keys: {allowed}")
-    for required in ("name", "workload"):
-        if required not in data:
-            raise where.error((), f"missing required key '{required}' ({_TOP_KEYS[required]})")
-    wl_name = data["workload"]
-    if not isinstance(wl_name, str) or wl_name not in workloads.WORKLOADS:
-        raise where.error(
-            ("workload",),
-            f"unknown workload {wl_name!r}; allowed: {', '.join(workloads.WORKLOADS)}",
-        )
-    workload = workloads.get(wl_name)
-    user_allocs = _user_allocators(data, where)
+    """Every independent check of the file runs and all their errors are reported together
+    (:class:`~.collect.Collected`); checks of the whole product need a complete spec and run after."""
+    found = Collected(where.source)
+    workload = _top_keys(data, where, found)
+    user_allocs, bad_allocs = _user_allocators(data, where, found)
     table = alloc_mod.registry(user_allocs)
-    params = {
-        name: _param(workload, name, value, ("params", name), where)
-        for name, value in _mapping(data, "params", where).items()
-    }
-    axes = _axes(data, workload, table, where)
-    cluster = parse_cluster(data.get("cluster"), where)
+    params: dict = {}
+    axes: dict = {}
+    if workload is not None:
+        params = {
+            name: found.take(_param, workload, name, value, ("params", name), where, default=_BAD)
+            for name, value in found.take(_mapping, data, "params", where, default={}).items()
+        }
+        axes = _axes(data, workload, {**table, **bad_allocs}, where, found)
+    fields = _fields(data, where, found, workload, params, axes)
+    cluster = found.take(parse_cluster, data.get("cluster"), where, default={})
+    found.raise_any()
     if local and not cluster:
         _check_user_paths(user_allocs, table, axes, where)
     machines = cluster.get("machines") if cluster else None
@@ -126,44 +135,82 @@ def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
             ("cluster", "machines") if "machines" in data["cluster"] else ("cluster",),
             ADAPTIVE_ON_EACH,
         )
-    overlap = set(params) & set(axes)
-    if overlap:
-        raise where.error(
-            ("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one"
-        )
-    adaptive = _adaptive(data, workload, params, where)
     spec = ExperimentSpec(
-        name=_name(data, where),
-        workload=wl_name,
+        workload=data["workload"],
         workload_def=workload,
         allocator_table=table,
         source=where.source,
-        description=_description(data, where),
-        repetitions=adaptive["min"]
-        if adaptive
-        else _int(data, "repetitions", 1, 1, MAX_REPETITIONS, where),
-        adaptive=adaptive,
-        warmup=_int(data, "warmup", 0, 0, MAX_WARMUP, where),
-        seed=_int(data, "seed", 0, 0, MAX_SEED, where),
-        timeout=_timeout(data, where),
-        memory_limit=memory_limit(data, where),
         params=params,
         axes=axes,
-        exclude=_cells(data, "exclude", axes, where, many=True),
-        baseline=_cells(data, "baseline", axes, where, many=False),
         allocators=user_allocs,
-        system=_system(data, axes, where),
-        perf=_perf(data, "perf", where),
-        counters=_perf(data, "counters", where),
-        order=_choice(data, "order", ("interleaved", "grouped"), "interleaved", where),
-        condition_memory=_conditioning(data, where),
         cluster=cluster,
+        **fields,
     )
     _check_cells(spec, workload, where)
     spec = dataclasses.replace(spec, expected=_expected(data, spec, workload, where))
     return _workload_checks(spec, workload, where)
 
 
+def _top_keys(data: dict, where: Where, found: Collected):
+    """Unknown and missing top-level keys (each one found); the workload's definition, None if unknown."""
+    for key in data:
+        if key not in _TOP_KEYS:
+            found.add(where.error((key,), f"unknown key; allowed keys: {', '.join(_TOP_KEYS)}"))
+    for required in ("name", "workload"):
+        if required not in data:
+            found.add(where.error((), f"missing required key '{required}' ({_TOP_KEYS[required]})"))
+    name = data.get("workload")
+    if "workload" in data and (not isinstance(name, str) or name not in workloads.WORKLOADS):
+        found.add(
+            where.error(
+                ("workload",),
+                f"unknown workload {name!r}; allowed: {', '.join(workloads.WORKLOADS)}",
+            )
+        )
+        return None
+    return workloads.get(name) if name else None
+
+
+def _fields(data, where, found: Collected, workload, params, axes) -> dict:
+    """The spec's scalar and section fields, each checked on its own; a field that depends on the
+    workload, the params or the axes is checked only when those were valid."""
+    take = found.take
+    fields = {
+        "name": take(_name, data, where) if "name" in data else None,
+        "description": take(_description, data, where, default=""),
+        "warmup": take(_int, data, "warmup", 0, 0, MAX_WARMUP, where),
+        "seed": take(_int, data, "seed", 0, 0, MAX_SEED, where),
+        "timeout": take(_timeout, data, where),
+        "memory_limit": take(memory_limit, data, where),
+        "perf": take(_perf, data, "perf", where),
+        "counters": take(_perf, data, "counters", where),
+        "order": take(_choice, data, "order", ("interleaved", "grouped"), "interleaved", where),
+        "condition_memory": take(_conditioning, data, where, default={}),
+        "adaptive": {},
+        "repetitions": 1,
+    }
+    if workload is not None and _BAD not in params.values() and _BAD not in axes.values():
+        overlap = set(params) & set(axes)
+        if overlap:
+            found.add(
+                where.error(
+                    ("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one"
+                )
+            )
+        fields["adaptive"] = take(_adaptive, data, workload, params, where, default={})
+    fields["repetitions"] = (
+        fields["adaptive"]["min"]
+        if fields["adaptive"]
+        else take(_int, data, "repetitions", 1, 1, MAX_REPETITIONS, where)
+    )
+    if workload is not None and _BAD not in axes.values():
+        fields["exclude"] = take(_cells, data, "exclude", axes, where, True, default=())
+        fields["baseline"] = take(_cells, data, "baseline", axes, where, False, default={})
+        fields["system"] = take(_system, data, axes, where, default={})
+    return fields
+
+
+_BAD = object()  # the value of a param or an axis whose check failed (its error is collected)
 _BOOL_HINT = " (YAML reads unquoted yes/no/on/off/true/false as a boolean: quote the word)"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -377,15 +424,20 @@ def _system(data, axes, where) -> dict:
     return system
 
 
-def _user_allocators(data, where) -> dict:
-    """The ``allocators:`` section, each entry checked."""
-    user = _mapping(data, "allocators", where)
+def _user_allocators(data, where, found: Collected) -> tuple[dict, dict]:
+    """The ``allocators:`` section, each entry checked: the valid entries, and the names of the others
+    (an axis naming one of those is not refused again for it)."""
+    user = found.take(_mapping, data, "allocators", where, default={})
+    good: dict = {}
+    bad: dict = {}
     for name, entry in user.items():
         try:
             alloc_mod.user_allocator(name, entry)
+            good[name] = entry
         except SpecError as exc:
-            raise where.error(("allocators", name), str(exc)) from None
-    return user
+            found.add(where.error(("allocators", name), str(exc)))
+            bad[name] = None
+    return good, bad
 
 
 def _check_user_paths(user: dict, table: dict, axes: dict, where) -> None:
@@ -408,42 +460,52 @@ def _check_user_paths(user: dict, table: dict, axes: dict, where) -> None:
                 raise where.error(("allocators", name, "path"), f"allocator {name!r}: {why}")
 
 
-def _axes(data, workload, table, where) -> dict:
-    """name -> tuple of checked values; without any axis, one implicit allocator axis (see below)."""
-    axes = {}
-    for name, values in _mapping(data, "axes", where).items():
-        path = ("axes", name)
-        if not isinstance(values, list) or not values:
-            raise where.error(path, "must be a non-empty list of values")
-        nested = next((i for i, v in enumerate(values) if isinstance(v, (list, dict))), None)
-        if nested is not None:
-            raise where.error(
-                path + (nested,),
-                "an axis value must be one value (a string or a number), not a "
-                "list or a mapping: make what varies a parameter, used as {name}",
+def _axes(data, workload, table, where, found: Collected) -> dict:
+    """name -> tuple of checked values (_BAD for an axis with an error, kept in ``found``); without any
+    axis, one implicit allocator axis (see below)."""
+    axes: dict = {}
+    for name, values in found.take(_mapping, data, "axes", where, default={}).items():
+        checked = found.take(_axis, name, values, workload, table, where, default=_BAD)
+        key = canonical_knob(name) if isinstance(name, str) and is_knob(name) else name
+        if key in axes:
+            found.add(
+                where.error(
+                    ("axes", name), f"axis {key!r} is given twice ({catalogue.alias_note()})"
+                )
             )
-        if name == "allocator":
-            checked = tuple(_allocator(v, path + (i,), table, where) for i, v in enumerate(values))
-        elif name == TEXT_AXIS:
-            checked = tuple(_text_mode(v, path + (i,), where) for i, v in enumerate(values))
-        elif name == MEMORY_AXIS:
-            checked = tuple(_memory_state(v, path + (i,), where) for i, v in enumerate(values))
-        elif name == REGIME_AXIS:
-            checked = tuple(_regime(v, path + (i,), where) for i, v in enumerate(values))
-        elif is_knob(name):
-            name = canonical_knob(name)
-            checked = tuple(_knob_value(name, v, path + (i,), where) for i, v in enumerate(values))
-        else:
-            checked = tuple(
-                _param(workload, name, v, path + (i,), where) for i, v in enumerate(values)
-            )
-        _no_repeats(values, checked, path, where)
-        if name in axes:
-            raise where.error(path, f"axis {name!r} is given twice ({catalogue.alias_note()})")
-        axes[name] = checked
+        axes[key] = checked
     # A file without axes measures one cell; naming it by its allocator gives the report a column to group
     # by (it groups by the axes), and the cell's content, hence its id, is the same as without the axis.
     return axes or {"allocator": (DEFAULT_ALLOCATOR,)}
+
+
+def _axis(name, values, workload, table, where) -> tuple:
+    """One axis's values, checked and coerced."""
+    path = ("axes", name)
+    if not isinstance(values, list) or not values:
+        raise where.error(path, "must be a non-empty list of values")
+    nested = next((i for i, v in enumerate(values) if isinstance(v, (list, dict))), None)
+    if nested is not None:
+        raise where.error(
+            path + (nested,),
+            "an axis value must be one value (a string or a number), not a "
+            "list or a mapping: make what varies a parameter, used as {name}",
+        )
+    if name == "allocator":
+        checked = tuple(_allocator(v, path + (i,), table, where) for i, v in enumerate(values))
+    elif name == TEXT_AXIS:
+        checked = tuple(_text_mode(v, path + (i,), where) for i, v in enumerate(values))
+    elif name == MEMORY_AXIS:
+        checked = tuple(_memory_state(v, path + (i,), where) for i, v in enumerate(values))
+    elif name == REGIME_AXIS:
+        checked = tuple(_regime(v, path + (i,), where) for i, v in enumerate(values))
+    elif is_knob(name):
+        name = canonical_knob(name)
+        checked = tuple(_knob_value(name, v, path + (i,), where) for i, v in enumerate(values))
+    else:
+        checked = tuple(_param(workload, name, v, path + (i,), where) for i, v in enumerate(values))
+    _no_repeats(values, checked, path, where)
+    return checked
 
 
 def _text_mode(value, path, where) -> str:

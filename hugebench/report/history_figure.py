@@ -27,6 +27,8 @@ def history_plot(
     for i, (cell, rows) in enumerate(records.groupby("cell", sort=False)):
         rows = rows.set_index("store").reindex(stores)
         y = rows["median"].to_numpy(float)
+        if not np.isfinite(y).any():  # no store has a median of it: nothing to draw or to name
+            continue
         err = np.array([y - rows["ci_lo"].to_numpy(float), rows["ci_hi"].to_numpy(float) - y])
         colour = (
             f"C{i % 10}" if i % 10 not in (2, 3) else f"C{(i + 5) % 10}"
@@ -54,8 +56,33 @@ def history_plot(
     ax.set_ylabel(f"{metric} (median, 95% CI)")
     ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize="small", loc="best")
+    handles, names = ax.get_legend_handles_labels()
+    marks = _mark_keys(records["mark"].fillna("").astype(str))
+    ax.legend(  # beside the axes, never over the data; the step marks explained under the cells
+        handles + [h for h, _ in marks],
+        names + [n for _, n in marks],
+        fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0.0,
+    )
     return fig
+
+
+def _mark_keys(marks: pd.Series) -> list[tuple]:
+    """(handle, text) for each kind of mark the plot shows: step up, step down, unstable."""
+    from matplotlib.lines import Line2D
+
+    keys = []
+    for kind, text in (("step up", "step up (ratio)"), ("step down", "step down (ratio)")):
+        if marks.str.startswith(kind).any():
+            shape, colour = _STEP[kind.split()[1]]
+            keys.append((Line2D([], [], ls="", marker=shape, color=colour, ms=9), text))
+    if marks.str.endswith("unstable").any():
+        keys.append(
+            (Line2D([], [], ls="", marker="o", mfc="none", color="0.45", ms=9), "unstable change")
+        )
+    return keys
 
 
 def _mark(ax, x: float, value: float, mark: str) -> None:

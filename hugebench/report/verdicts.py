@@ -268,7 +268,7 @@ def published_ratio_text(claim: Mapping) -> str:
 
 def _ratio_record(claim, cell_rows, vs_rows, metric, level, n_boot, seed) -> dict:
     published = claim.get("ratio")
-    missing = _missing(cell_rows, "cell") or _missing(vs_rows, "vs")
+    missing = _missing(cell_rows, "claimed") or _missing(vs_rows, "compared-to")
     record = {
         "kind": "ratio",
         "published": published_ratio_text(claim),
@@ -333,7 +333,7 @@ def _value_record(claim, cell_rows, metric, level, n_boot, seed) -> dict:
         "published_from": None,
         "published_to": published,
     }
-    missing = _missing(cell_rows, "cell")
+    missing = _missing(cell_rows, "claimed")
     if missing:
         return {
             **record,

@@ -49,6 +49,8 @@ MANIFEST_VERSION = 1
 PART_ROWS = 2000  # rows in one part: a part is built and read in one piece
 PART_MIN_BYTES = 1 << 20  # fewer new journal bytes than this are parsed at each load, not written
 SAMPLE_BYTES = 4096
+# False: a load never writes parts (only ``build=True`` does); the notebook sets it, to write nothing into a store
+BUILD_ON_LOAD = True
 _JSON_COLUMNS_KEY = b"hugebench.json_columns"
 
 
@@ -74,7 +76,7 @@ def frames(
     start = parts[-1]["end"] if parts else 0
     first_line = parts[-1]["first_line"] + parts[-1]["lines"] if parts else 1
     writer = None
-    if build or journal.st_size - start >= PART_MIN_BYTES:
+    if build or (BUILD_ON_LOAD and journal.st_size - start >= PART_MIN_BYTES):
         writer = _PartWriter(runs_file, journal, parts)
     torn = 0
     for piece in _pieces(runs_file, start, first_line):

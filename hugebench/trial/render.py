@@ -308,7 +308,7 @@ def short(
     (None: not wrapped); ``regime``: the line saying which regime was measured."""
     better, best = verdict["better"], verdict["best"]
     what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict["metric"], verdict["metric"])
-    head = [_decision(verdict)]
+    head = [_decision(_clipped(verdict))]
     if best:
         confirmed = " on fresh pairs" if (best.get("confirmation") or {}).get("pairs") else ""
         head.append(f"  effect{confirmed}: {what} {effect(best['ratio'], better)}")
@@ -318,16 +318,42 @@ def short(
             f"  memory: peak RSS {'unknown' if not rss else format(rss['value'], '.2f') + 'x'} as-is; "
             f"huge pages {_share(cov)} (as-is {_share(base_cov)})"
         )
-    head += _deploy_short(verdict.get("deploy"), width)
+    deploy = _deploy_short(verdict.get("deploy"), width)
     tail = [_tally(verdict)] if _tally(verdict) else []
     tail += [regime] if regime else []
     if plan_lines:
         tail.append(plan_lines[0].split("; selection:")[0])
     tail.append("more: --details (every configuration and caveat), --json")
-    out = fit(head, width) + fit(tail, width)
     # the regime's heading line is printed with the answer: it counts against the same 12 lines
     limit = MAX_LINES - (1 if regime else 0)
-    return out if len(out) < limit else fit(head, width) + fit(tail[-1:], width)
+    shown = fit(head + deploy, width)
+    if deploy and (len(shown) + 1 >= limit or (width and any(len(x) > width for x in shown))):
+        deploy = _deploy_elsewhere(verdict["deploy"])  # a command too long to show whole here
+        shown = fit(head + deploy, width)
+    out = shown + fit(tail, width)
+    return out if len(out) < limit else shown + fit(tail[-1:], width)
+
+
+NAME_ROOM = 56  # a configuration's name longer than this is shortened in the short form (whole in --details)
+
+
+def _clipped(verdict: dict) -> dict:
+    """The verdict with the best's name shortened in its middle (marked with ...) when it is too long."""
+    best = verdict.get("best")
+    if not best or len(best["name"]) <= NAME_ROOM:
+        return verdict
+    name = best["name"]
+    half = (NAME_ROOM - 3) // 2
+    return {**verdict, "best": {**best, "name": f"{name[:half]}...{name[-half:]}"}}
+
+
+def _deploy_elsewhere(dep: dict) -> list[str]:
+    """One line instead of a deploy command too long for the short form: where it is, whole."""
+    scope = dep["lines"][0]["scope"]
+    return [
+        f"Deploy ({SCOPES.get(scope, scope)}): the command is too long for this answer; "
+        "--details prints it, --export-markdown FILE and --json keep it whole"
+    ]
 
 
 def _share(value) -> str:
@@ -380,12 +406,22 @@ def _deploy_short(dep: dict | None, width: int | None) -> list[str]:
     return lines
 
 
+def unstable_count(verdict: dict) -> int:
+    """The configurations (baseline, best, others; each once) the verdict marks unstable."""
+    configs = (verdict.get("baseline"), verdict.get("best"), *(verdict.get("others") or []))
+    return len({c["name"] for c in configs if c and c.get("unstable")})
+
+
 def _tally(verdict: dict) -> str:
-    """'Others: 1 better, 3 same within noise, 7 dropped; caveats: variable, unstable (4)'."""
+    """'Others: 1 better, 3 same within noise, 7 dropped; caveats: variable, unstable (4)': a caveat kind
+    by the number of its lines, except unstable, counted in configurations (its caveat lines name three and
+    list the rest on one line)."""
     classes = Counter(
         "dropped" if c.get("dropped") else c["class"] for c in verdict.get("others") or []
     )
     kinds = Counter(c.split(":")[0].split(" too,")[0] for c in verdict.get("caveats") or [])
+    if kinds.get("unstable"):
+        kinds["unstable"] = unstable_count(verdict)
     parts = []
     if classes:
         parts.append("others: " + ", ".join(f"{n} {k}" for k, n in classes.items()))

@@ -1,6 +1,7 @@
 """Every command a user reads in a terminal fits it: ``report``, ``compare``, ``history``, ``doctor`` and
 ``plan`` at 80 and 100 columns ($COLUMNS, as a terminal sets it) print no line longer than that (issue 43).
-``try`` is checked the same way in tests/trial/test_try_brief.py (it needs a real run).
+``try`` is checked the same way in tests/trial/test_try_brief.py (it needs a real run): its printed answer at
+80 columns, the same verdict's short and full forms at 80 and 100, and long names at both.
 
 Only a table a user asked to be wide is exempt, and none of these commands' defaults is one: a rich table
 drops or wraps columns to fit (report.terminal.fit)."""

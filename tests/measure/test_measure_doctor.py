@@ -139,3 +139,16 @@ def test_doctor_cli_prints_one_table():
     assert result.exit_code == 0, result.output
     assert "hardware counters" in result.output and "THP sysfs" in result.output
     assert "[madvise]" in result.output or "madvise" in result.output
+
+
+def test_doctor_says_what_sudo_means_for_the_results(monkeypatch):
+    """Under sudo the results are root's (issue 43); without sudo installed the fix does not assume it."""
+    from hugebench.doctor import check_root
+
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    check = check_root({"SUDO_USER": "alice", "PATH": "/usr/bin"})
+    assert check.ok and "SUDO_USER=alice" in check.detail and "root's, not alice's" in check.detail
+    assert check.fix == "to hand a results directory back: sudo chown -R alice: DIR"
+    assert "SUDO_USER" not in check_root({"PATH": "/usr/bin"}).detail
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert "sudo is not installed here: as root (su -)" in check_root({"PATH": "/nonexistent"}).fix

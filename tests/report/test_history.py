@@ -127,7 +127,11 @@ def test_the_plot_shows_each_cell_over_time_with_its_steps_marked(tmp_path):
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {
         "allocator=glibc",
         "allocator=jemalloc",
+        "step down (ratio)",  # the marks are explained in the legend (issue 43)
     }
+    assert (
+        ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1
+    )  # beside the data
     steps = [
         line for line in ax.get_lines() if line.get_marker() == "v"
     ]  # the step down, where it happened

@@ -1,9 +1,14 @@
-"""The analysis notebook runs top to bottom on the committed sample stores (no Jupyter needed)."""
+"""The analysis notebook runs top to bottom on the committed sample stores (no Jupyter needed: its code cells
+are executed in this process, where the helpers print markdown); test_notebook_any_store.py runs it in a real
+Jupyter kernel on real sweeps."""
 
 import json
 import shutil
 
+from notebook_stores import snapshot
 from paths import ROOT, TESTS
+
+from hugebench.store import columnar
 
 NOTEBOOK = ROOT / "notebooks" / "analysis.ipynb"
 DATA = TESTS / "data"
@@ -20,14 +25,23 @@ def test_notebook_code_cells_run(tmp_path, monkeypatch, capsys):
         shutil.copytree(DATA / name, stores[name])
         monkeypatch.setenv(variable, str(stores[name]))
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setenv("HUGEBENCH_NOTEBOOK_OUT", str(out))
+    monkeypatch.setattr(
+        columnar, "BUILD_ON_LOAD", True
+    )  # the notebook turns it off; put back after
+    before = {name: snapshot(path) for name, path in stores.items()}
     cells = json.loads(NOTEBOOK.read_text())["cells"]
     namespace: dict = {}
     for cell in cells:
         if cell["cell_type"] == "code":
             exec(compile("".join(cell["source"]), str(NOTEBOOK), "exec"), namespace)
     printed = capsys.readouterr().out
-    assert len(namespace["df"]) > 0 and (stores["sample_results"] / "plots").is_dir()
-    assert (stores["sample_results"] / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert len(namespace["df"]) > 0 and (out / "sample_results" / "plots").is_dir()
+    assert (out / "sample_workloads" / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert {name: snapshot(path) for name, path in stores.items()} == before, "nothing written"
+    assert columnar.BUILD_ON_LOAD is False
     headings = [
         line
         for cell in cells
@@ -35,7 +49,16 @@ def test_notebook_code_cells_run(tmp_path, monkeypatch, capsys):
         for line in cell["source"]
         if line.startswith("## ")
     ]
-    for workload in ("hashlookup", "alloctest", "faultstorm", "command", "fleet", "tlbprobe"):
+    for workload in (
+        "hashlookup",
+        "hashsets",
+        "alloctest",
+        "faultstorm",
+        "fleet",
+        "codetlb",
+        "command",
+        "tlbprobe",
+    ):
         assert any(f"(`{workload}`)" in h for h in headings), workload
     for title in (
         "### tlb-sample (hashlookup)",
@@ -44,88 +67,48 @@ def test_notebook_code_cells_run(tmp_path, monkeypatch, capsys):
         "### gcc-sample (command)",
         "### fleet-sample (fleet)",
         "### tlb-sample: Latency ns, B / A",
+        "(no hashsets experiment in ",
     ):
-        assert title in printed
+        assert title in printed, title
     assert namespace["verdict"]["answer"] in ("yes", "no", "inconclusive")
-    assert (
-        namespace["fault_figures"]
-        and namespace["fleet_figures"]
-        and namespace["compared"].sections[0].figures
-    )
+    assert namespace["compared"].sections[0].figures and namespace["named"] == 6
 
 
-# -- executed in a real Jupyter kernel on a user's store (issue 30) ---------------------------------------------
+def test_reading_a_store_for_the_notebook_builds_no_columnar_parts(tmp_path, monkeypatch):
+    """A journal with more than PART_MIN_BYTES not yet in parts gets them on an ordinary load; once the
+    notebook has chosen its stores, the same load writes nothing."""
+    import hugebench
+    from hugebench import notebook
+
+    for name in ("built", "notebook"):
+        shutil.copytree(DATA / "sample_results", tmp_path / name)
+        shutil.rmtree(tmp_path / name / "columnar", ignore_errors=True)
+        with open(tmp_path / name / "runs.jsonl", "a") as runs:
+            runs.write("\n" * columnar.PART_MIN_BYTES)  # blank lines: bytes, no rows
+    monkeypatch.setattr(columnar, "BUILD_ON_LOAD", True)
+    hugebench.load(tmp_path / "built")
+    assert (tmp_path / "built" / "columnar").is_dir()
+    notebook.stores({"HUGEBENCH_RESULTS": str(tmp_path / "notebook")})
+    before = snapshot(tmp_path / "notebook")
+    assert len(hugebench.load(tmp_path / "notebook")) == len(hugebench.load(tmp_path / "built"))
+    assert snapshot(tmp_path / "notebook") == before
 
 
-def test_the_notebook_on_a_users_real_store_shows_images_and_no_sample_data(tmp_path):
-    import os
-    import sys
-    import textwrap
-
+def test_the_notebook_files_never_go_into_a_store(tmp_path):
     import pytest
 
-    nbclient = pytest.importorskip(
-        "nbclient", reason="the notebook extra (nbclient, ipykernel) is not installed"
-    )
-    import nbformat
+    from hugebench import notebook
+    from hugebench.errors import HugebenchError
 
-    from hugebench import plan as plan_mod
-    from hugebench.experiment import parse_spec
-    from hugebench.orchestrator import SweepOptions, run_sweep
-
-    spec = parse_spec(
-        textwrap.dedent("""\
-        name: mine
-        workload: hashlookup
-        perf: off
-        repetitions: 2
-        params: {keys: 2000}
-        axes:
-          allocator: [glibc, jemalloc]
-        baseline: {allocator: glibc}
-        """),
-        "mine.yaml",
-    )
-    store = tmp_path / "mine"
-    run_sweep(
-        spec, plan_mod.plan(spec), SweepOptions(out=store, quiet=True, journal=tmp_path / "j.json")
-    )
-    before = sorted(p.relative_to(DATA) for p in DATA.rglob("*"))
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    env = {**os.environ, "HUGEBENCH_RESULTS": str(store), "MPLBACKEND": "Agg"}
-    for variable in ("HUGEBENCH_WORKLOADS", "HUGEBENCH_RESULTS_B"):
-        env.pop(variable, None)
-    os.environ.update(
-        {"HUGEBENCH_RESULTS": str(store)}
-    )  # the kernel inherits this process's environment
-    try:
-        nbclient.NotebookClient(
-            notebook,
-            timeout=300,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-        ).execute(env=env)
-    finally:
-        os.environ.pop("HUGEBENCH_RESULTS", None)
-    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
-    text = "\n".join(
-        str(o.get("text", ""))
-        + str(o.get("data", {}).get("text/markdown", ""))
-        + ("" if "image/png" in o.get("data", {}) else str(o.get("data", {}).get("text/plain", "")))
-        for o in outputs
-    )  # an image's text/plain is only its fallback
-    assert any("image/png" in o.get("data", {}) for o in outputs), "figures are images"
-    assert any("<table" in o.get("data", {}).get("text/html", "") for o in outputs), (
-        "tables are HTML"
-    )
-    assert "<Figure size" not in text
-    assert "Your stores: results = " + str(store) in text and "SAMPLE DATA" not in text
-    assert "mine (hashlookup)" in text and "tlb-sample (hashlookup)" not in text
-    assert (
-        "no experiment named 'tlb-sample'" in text
-        and "huge pages extend TLB reach here" not in text
-    )
-    assert sorted(p.relative_to(DATA) for p in DATA.rglob("*")) == before, (
-        "nothing written into tests/data"
-    )
-    assert sys.executable  # the kernel is this interpreter's (ipykernel's python3 spec)
+    shutil.copytree(DATA / "sample_results", tmp_path / "results" / "tlb")
+    chosen = notebook.stores({"HUGEBENCH_RESULTS": str(tmp_path / "results")})
+    assert [r.path for r in notebook.load_all(chosen)] == [tmp_path / "results" / "tlb"]
+    inside = tmp_path / "results" / "tlb" / "plots"
+    inside.mkdir()
+    with pytest.raises(HugebenchError, match="inside the store"):
+        notebook.output_dir(chosen, {"HUGEBENCH_NOTEBOOK_OUT": str(inside)})
+    with pytest.raises(HugebenchError, match="inside the store"):  # the directory of stores given
+        notebook.output_dir(chosen, {"HUGEBENCH_NOTEBOOK_OUT": str(tmp_path / "results")})
+    with pytest.raises(HugebenchError, match="is the store"):
+        notebook.write_files(notebook.load_all(chosen), tmp_path / "results" / "tlb")
+    assert notebook.output_dir(chosen, {}).name.startswith("hugebench-notebook-")

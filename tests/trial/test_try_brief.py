@@ -105,7 +105,12 @@ def test_a_real_try_prints_the_short_answer_and_writes_its_exports(tmp_path, mon
     )
     assert table[0]["runs"] == str(verdict["baseline"]["runs"])
     assert "| configuration | role |" in files["md"].read_text()
-    for width in (80, 100):  # the same verdict, in full, fits too
+    for width in (
+        80,
+        100,
+    ):  # the same verdict, short (as printed at that width) and in full, fits too
+        brief = answer(verdict, verdict["plan"], details=False, width=width).splitlines()
+        assert len(brief) < MAX_LINES and all(len(line) <= width for line in brief), brief
         full = answer(verdict, verdict["plan"], details=True, width=width)
         assert all(len(line) <= width for line in full.splitlines()), full
 
@@ -129,3 +134,54 @@ def test_an_export_into_a_missing_directory_is_refused_before_any_run(tmp_path):
         and "does not exist" in result.output
     )
     assert not (tmp_path / "o").exists() and "Traceback" not in result.output
+
+
+def test_the_unstable_tally_counts_configurations_not_caveat_lines():
+    """The caveats name three unstable configurations and list the rest on one line; the short answer's
+    'unstable (N)' is the number of unstable configurations (issue 43)."""
+    from hugebench.trial.render import _tally, unstable_count
+
+    def config(name, unstable):
+        return {
+            "name": name,
+            "class": "same",
+            "unstable": "2 of 6 runs outliers" if unstable else None,
+        }
+
+    others = [config(f"o{i}", i < 4) for i in range(6)]
+    verdict = {"baseline": config("as-is", True), "best": others[0], "others": others}
+    verdict["caveats"] = verdict_mod._unstable_caveats([verdict["baseline"], *others[:4]])
+    assert len(verdict["caveats"]) == 4  # three named, the other two on one line
+    assert unstable_count(verdict) == 5  # as-is and o0..o3, o0 (the best) once
+    assert "unstable (5)" in _tally(verdict)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_long_names_keep_the_short_answer_short(width):
+    """A configuration's long name is shortened in its middle (marked ...) and a deploy command that cannot
+    fit is replaced by the line saying where it is whole; --details keeps both whole (issue 43)."""
+    import pandas as pd
+
+    rows = pd.DataFrame(_rows({"base": [1.00, 1.01, 0.99] * 6, "b": [0.5, 0.51, 0.49] * 6}))
+    state = schedule_mod.Progress(0.0, 60, stopped=schedule_mod.RESERVE_REACHED, blocks=4)
+    state.confirm_from, state.confirm_pairs = 4, 14
+    state.leaders, state.confirmed = {"base": ("b", None)}, {"base": "resolved better"}
+    mine = "jemalloc-" + "with-a-very-long-configuration-name-" * 3 + "x"
+    cells = {
+        "base": {"allocator": "glibc", "thp": "madvise"},
+        "b": {"allocator": mine, "thp": "always"},
+    }
+    argv = ["/opt/" + "a-long-directory/" * 8 + "program", "--input", "/data/" + "x" * 120]
+    spec = types.SimpleNamespace(
+        allocators={mine: {"base": "jemalloc", "env": {"MALLOC_CONF": "thp:always," * 8}}},
+        params={"argv": argv},
+    )
+    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    plan = ["40 runs in 55 s of a 60 s budget (one run ~0.9 s); selection: 4 blocks"]
+    out = answer(verdict, plan, details=False, width=width).splitlines()
+    assert len(out) <= MAX_LINES - 1 and all(len(line) <= width for line in out), "\n".join(out)
+    assert out[0].startswith("VERDICT: use jemalloc-with-a-very-long-") and "..." in out[0]
+    assert "the command is too long for this answer" in " ".join(out)
+    full = answer(verdict, plan, details=True, width=width)
+    assert "".join(verdict["best"]["name"].split()) in "".join(full.split())  # wrapped, whole
+    assert argv[0] in full
