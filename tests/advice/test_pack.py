@@ -225,7 +225,7 @@ def test_a_claim_naming_a_missing_cell_is_not_resolved():
     experiment = _experiment(pack, [], [1.0] * 7)
     (section,) = advice_sections(experiment, None, Options())
     assert section.table.iloc[0]["Verdict"] == "not resolved"
-    assert "no runs of the cell" in section.table.iloc[0]["Why"]
+    assert "no runs of the claimed cell" in section.table.iloc[0]["Why"]
 
 
 def test_no_difference_holds_only_on_a_narrow_interval():
