@@ -94,11 +94,13 @@ def test_reading_a_store_for_the_notebook_builds_no_columnar_parts(tmp_path, mon
     assert snapshot(tmp_path / "notebook") == before
 
 
-def test_the_notebook_files_never_go_into_a_store(tmp_path):
+def test_the_notebook_files_never_go_into_a_store(tmp_path, monkeypatch):
     import pytest
 
     from hugebench import notebook
     from hugebench.errors import HugebenchError
+
+    monkeypatch.setattr(columnar, "BUILD_ON_LOAD", True)  # notebook.stores() turns it off; put back after
 
     shutil.copytree(DATA / "sample_results", tmp_path / "results" / "tlb")
     chosen = notebook.stores({"HUGEBENCH_RESULTS": str(tmp_path / "results")})

@@ -196,7 +196,7 @@ def test_missing_or_failed_cells_are_not_resolved():
     failed = claim_verdicts(rows, _claim(0.8, cell="bad")).iloc[0]
     failed_value = claim_verdicts(rows, _claim(value=90, cell="bad")).iloc[0]
     assert missing["verdict"] == failed["verdict"] == failed_value["verdict"] == NOT_RESOLVED
-    assert "no runs of the cell" in missing["why"] and "no successful run" in failed["why"]
+    assert "no runs of the claimed cell" in missing["why"] and "no successful run" in failed["why"]
 
 
 @pytest.mark.parametrize(
