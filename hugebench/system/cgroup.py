@@ -106,13 +106,13 @@ class Cgroup:
         return parse_int(kernel.read_optional(self.path / "memory.peak"))
 
     def oom_kills(self) -> int | None:
-        return _keyed(self.path / "memory.events").get("oom_kill")
+        return keyed(self.path / "memory.events").get("oom_kill")
 
     def anon_thp(self) -> int | None:
-        return _keyed(self.path / "memory.stat").get("anon_thp")
+        return keyed(self.path / "memory.stat").get("anon_thp")
 
 
-def _keyed(path: Path) -> dict[str, int]:
+def keyed(path: Path) -> dict[str, int]:
     """A flat-keyed cgroup file ('name value' per line)."""
     out = {}
     for line in (kernel.read_optional(path) or "").splitlines():

@@ -65,7 +65,7 @@ class MemoryLimit:
 
     def oom_kills(self) -> int | None:
         name = "memory.events" if self.version == 2 else "memory.oom_control"
-        return _keyed(self.path / name).get("oom_kill")
+        return cgroups.keyed(self.path / name).get("oom_kill")
 
     def peak(self) -> int | None:
         name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
@@ -104,15 +104,6 @@ class MemoryLimit:
             os.rmdir(self.path.parent)
         except OSError:
             pass
-
-
-def _keyed(path: Path) -> dict[str, int]:
-    out = {}
-    for line in (kernel.read_optional(path) or "").splitlines():
-        name, _, value = line.partition(" ")
-        if value.strip().isdigit():
-            out[name] = int(value)
-    return out
 
 
 def apply(
