@@ -100,7 +100,8 @@ def test_the_notebook_files_never_go_into_a_store(tmp_path, monkeypatch):
     from hugebench import notebook
     from hugebench.errors import HugebenchError
 
-    monkeypatch.setattr(columnar, "BUILD_ON_LOAD", True)  # notebook.stores() turns it off; put back after
+    # notebook.stores() turns it off; put back after
+    monkeypatch.setattr(columnar, "BUILD_ON_LOAD", True)
 
     shutil.copytree(DATA / "sample_results", tmp_path / "results" / "tlb")
     chosen = notebook.stores({"HUGEBENCH_RESULTS": str(tmp_path / "results")})
