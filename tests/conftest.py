@@ -255,6 +255,19 @@ def missing_capability(marker: str) -> str | None:
     return None
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The wheel tests' builds start now, in the background (tests/wheel_build.py)."""
+    import wheel_build
+
+    wheel_build.start({item.path.name for item in session.items})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    import wheel_build
+
+    wheel_build.stop()
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker in ("needs_root", "needs_thp", "needs_perf", "needs_pmu"):
         if item.get_closest_marker(marker) is not None:

@@ -1,6 +1,7 @@
 """The binary wheel (.ci/build-wheel): built, repaired by auditwheel, installed where no compiler is on PATH.
 
-One wheel, this Python's, is built per test session (a few minutes cold: zig builds libc++ first): its manylinux tag and files are checked, then it is
+This Python's wheel, from the session's one background build (tests/wheel_build.py; a few minutes cold: zig
+builds libc++ first), has its manylinux tag and files checked, then it is
 installed into a fresh virtualenv with a PATH that has no compiler or CMake, and the installed package runs
 `hugebench doctor`, its preload libraries and tools from where pip put them, and a reduced quick sweep. The
 CMake switch the wheel relies on (HUGEBENCH_REQUIRE_ALL_SETS) is checked on a real configure of the project.
@@ -8,7 +9,6 @@ CMake switch the wheel relies on (HUGEBENCH_REQUIRE_ALL_SETS) is checked on a re
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import wheel_build
 from paths import ROOT
 
 BIN = Path(sys.executable).parent
@@ -60,23 +61,13 @@ def _run(argv, *, timeout=600, **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> tuple[Path, str]:
-    """The repaired wheel and the build script's output (auditwheel show, the file list)."""
-    if not (BIN / "auditwheel").exists() or importlib.util.find_spec("scikit_build_core") is None:
-        pytest.skip("the wheel extra is not installed: pip install '.[wheel]'")
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    if version not in ("3.9", "3.11", "3.13"):
-        pytest.skip(f"no Debian package has Python {version}'s headers (.ci/build-wheel)")
-    out = tmp_path_factory.mktemp("dist")
-    result = _run(
-        ["nice", "-n", "19", "bash", ROOT / ".ci" / "build-wheel", out, version],
-        cwd=ROOT,
-        env={**os.environ, "PYTHON": sys.executable},
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    path = Path(result.stdout.strip().splitlines()[-1])
-    assert path.parent == out and path.is_file(), result.stdout[-2000:]
-    return path, result.stdout
+def wheel() -> tuple[Path, str]:
+    """This Python's repaired wheel and the build script's output (auditwheel show, the file list), from
+    the session's one background build (tests/wheel_build.py)."""
+    built = wheel_build.wheels([wheel_build.THIS])
+    if isinstance(built, str):
+        pytest.skip(built)
+    return built[wheel_build.THIS], wheel_build.build_output()
 
 
 def test_the_wheel_is_manylinux_and_carries_the_native_parts(wheel):

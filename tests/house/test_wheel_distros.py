@@ -20,10 +20,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from paths import ROOT
+import wheel_build
 
 BIN = Path(sys.executable).parent
-CASES = (("bullseye", "3.9"), ("trixie", "3.13"))  # the oldest and the newest covered Python
+CASES = wheel_build.DISTRO_CASES
 KINDS = ("flat", "node", "robin", "absl", "boost")
 NATIVE = ("_core.cpython-{tag}", "libhbprobe.so", "libhbtext.so", "hb-exec", "hb-textfill")
 NOBODY = "65534:65534"
@@ -49,63 +49,23 @@ def _run(argv, *, timeout=900, **kw) -> subprocess.CompletedProcess:
     )
 
 
-def _need(condition: bool, reason: str) -> None:
-    if not condition:
-        pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def roots_started() -> dict[str, subprocess.Popen]:
-    """Each case's release root, made by .ci/distro-root in the background (about 4 min cold, while the
-    wheels build), reused when present."""
-    _need(os.geteuid() == 0, "chroot and bind mounts need root")
-    _need(
-        shutil.which("debootstrap") is not None,
-        "debootstrap is missing: apt-get install debootstrap",
-    )
-    for module in ("ziglang", "wheel", "scikit_build_core"):
-        _need(
-            _run([sys.executable, "-c", f"import {module}"]).returncode == 0,
-            f"the wheel extra is not installed ({module}): pip install '.[wheel]'",
-        )
-    return {
-        suite: subprocess.Popen(
-            ["bash", ROOT / ".ci" / "distro-root", suite],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for suite, _ in CASES
-    }
-
-
-@pytest.fixture(scope="module")
-def roots(roots_started) -> dict[str, Path]:
-    made = {}
-    for suite, proc in roots_started.items():
-        out, err = proc.communicate(timeout=1800)
-        assert proc.returncode == 0, err[-3000:]
-        made[suite] = Path(out.strip().splitlines()[-1])
+def roots() -> dict[str, Path]:
+    """Each case's release root, made (about 4 min cold) or reused by .ci/distro-root in the background
+    while the suite runs (tests/wheel_build.py)."""
+    made = wheel_build.roots()
+    if isinstance(made, str):
+        pytest.skip(made)
     return made
 
 
 @pytest.fixture(scope="module")
-def wheels(roots_started, tmp_path_factory) -> dict[str, Path]:
-    """{python version: wheel} for the oldest and newest covered Python, built by .ci/build-wheel."""
-    out = tmp_path_factory.mktemp("dist")
-    result = _run(
-        ["nice", "-n", "19", "bash", ROOT / ".ci" / "build-wheel", out, *(v for _, v in CASES)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHON": sys.executable},
-        timeout=1800,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    paths = [Path(p) for p in result.stdout.strip().splitlines()[-len(CASES) :]]
-    built = {}
-    for (_, version), path in zip(CASES, paths):
-        tag = "cp" + version.replace(".", "")
-        assert path.parent == out and path.name.startswith(f"hugebench-0.1.0-{tag}-{tag}-"), path
-        built[version] = path
+def wheels(roots) -> dict[str, Path]:
+    """{python version: wheel} for the oldest and newest covered Python, from the session's one
+    background .ci/build-wheel run."""
+    built = wheel_build.wheels([v for _, v in CASES])
+    if isinstance(built, str):
+        pytest.skip(built)
     return built
 
 
@@ -208,9 +168,9 @@ def _pip_install(root: Path, inside: str, wheel: Path, version: str) -> None:
     assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-3000:]
 
 
-@pytest.fixture(params=CASES, ids=[f"{s}-py{v}" for s, v in CASES])
+@pytest.fixture(scope="module", params=CASES, ids=[f"{s}-py{v}" for s, v in CASES])
 def installed(request, wheels, roots):
-    """The wheel installed in a venv of the release's root; /proc and /sys bound in while the test runs."""
+    """The wheel installed in a venv of the release's root; /proc and /sys bound in while the module's tests of that case run."""
     suite, version = request.param
     root, inside = roots[suite], f"/tmp/hb-wheel-test-{os.getpid()}"
     shutil.rmtree(root / inside.lstrip("/"), ignore_errors=True)
