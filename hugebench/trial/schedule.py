@@ -161,7 +161,9 @@ class Schedule:
             if block == 0:  # as-is's (and the screened configurations') block 0 ran before the cut
                 done = set(self.groups) | set(state.screened)
                 todo = [r for r in todo if r.cell_id not in done]
-            if not self._fits(todo, self._reserve_s()):
+            if not self._fits(todo, self._reserve_s()) and (
+                not self._fits(todo) or self._confirmation_due()
+            ):  # the reserve is for a leader ahead of as-is; while there is none, it selects on
                 state.stopped = state.stopped or (
                     RESERVE_REACHED if self._fits(todo) else "budget ended"
                 )
@@ -205,6 +207,10 @@ class Schedule:
                     del todo[base]
         for base in todo:
             state.confirmed[base] = f"budget ended after {state.confirm_pairs} fresh pairs"
+
+    def _confirmation_due(self) -> bool:
+        """Whether some group has a leader ahead of its as-is (the confirmation would run now)."""
+        return any(self._why_no_confirmation(base) is None for base in self.groups)
 
     def _why_no_confirmation(self, base: str) -> str | None:
         """Why a group's leader is not confirmed (nothing to confirm, or not ahead of as-is), else None."""
