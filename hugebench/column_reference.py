@@ -129,6 +129,10 @@ folio_share_tw.<size> | share 0-1 | folio_share.<size> weighted by time over the
 folio.anon_bytes | bytes | resident anonymous bytes the per-size reading found
 folio.anonhuge_bytes | bytes | AnonHugePages of the same reading: the cross-check of folio_bytes.2048kB (which also
     counts 2 MiB folios mapped by 4 KiB entries)
+folio.by_process | text | the tree's largest processes (at most 4) by resident anonymous memory, each with its
+    own folio sizes: name (pid): MiB anon, size share, ... (a tree's sum can hide a server on huge pages beside
+    its load driver on 4 KiB pages)
+folio.processes | count | processes the per-size reading read (the program's tree)
 folio.when | text | when the per-size reading was taken: window end, or the last sample before the program ended
 folio.basis | text | pagemap (per page, as root) or smaps (by mapping: no sizes, the gap split by mapping)
 folio.reason | text | why there is no per-size reading (not root, the process gone)

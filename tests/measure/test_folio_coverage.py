@@ -8,7 +8,12 @@ import numpy as np
 from hugebench.kernel.folios import PAGE, VmaFolios, run_orders, tally
 from hugebench.kernel.smaps import parse_smaps, parse_syscall_sp
 from hugebench.measure import coverage_gap
-from hugebench.measure.folio_coverage import FolioReading, columns, time_weighted_columns
+from hugebench.measure.folio_coverage import (
+    FolioReading,
+    by_process,
+    columns,
+    time_weighted_columns,
+)
 
 PRESENT = 1 << 63
 ANON, HEAD, TAIL, ZERO = 1 << 12, 1 << 15, 1 << 16, 1 << 24
@@ -154,3 +159,23 @@ def test_time_weighted_shares():
     out = time_weighted_columns([(0.0, a), (1.0, b), (3.0, b)])
     assert out["folio.samples"] == 3
     assert abs(out["folio_share_tw.2048kB"] - 4 / 12) < 1e-9
+
+
+def test_each_process_of_the_tree_keeps_its_own_sizes():
+    """A server on 2 MiB pages beside its driver on 4 KiB pages: the tree's sum is 80% huge, the per-process
+    column says which process is which; the largest comes first, at most TOP_PROCESSES of them."""
+    reading = FolioReading(
+        by_order={9: 8 * MIB, 0: 2 * MIB},
+        processes=6,
+        per_process=[
+            (11, "driver", {0: 2 * MIB}),
+            (10, "server", {9: 8 * MIB}),
+            *((20 + i, "idle", {}) for i in range(4)),
+        ],
+    )
+    row = columns(reading, [2048])
+    assert row["folio_share.2048kB"] == 0.8 and row["folio.processes"] == 6
+    assert row["folio.by_process"] == (
+        "server (10): 8.0 MiB anon, 2048kB 100%; driver (11): 2.0 MiB anon, 4kB 100%"
+    )
+    assert by_process(reading, limit=1).startswith("server (10)")
