@@ -119,7 +119,7 @@ def parse_verdict(data: dict) -> Verdict:
     elif best and ratio:
         base_cell = (data.get("baseline") or {}).get("cell") or {}
         mthp_found = {k: v for k, v in base_cell.items() if k.startswith("thp.mthp.")}
-        deploy = deploy_of_cell(best["cell"], _found(data), mthp_found)
+        deploy = deploy_of_cell(best["cell"], _found(data), mthp_found, data.get("linked"))
     regimes = list(data.get("by_regime") or {})
     regime = regimes[0] if regimes else None  # the top-level verdict is the first regime's
     return Verdict(
@@ -250,17 +250,22 @@ def parse_env_line(line: str) -> dict:
     return out
 
 
-def deploy_of_cell(cell: dict, thp_found: str, mthp_found: dict | None = None) -> Deploy:
+def deploy_of_cell(
+    cell: dict, thp_found: str, mthp_found: dict | None = None, linked: str | None = None
+) -> Deploy:
     """A keep-as-is verdict prints no deploy lines: deploy its best configuration the way try would have
-    printed it (hugebench's allocator registry gives the environment, as try's own ``deploy`` does)."""
-    from hugebench import allocators
+    printed it (try's own environment: the allocator's, and libc preloaded for glibc's settings over a
+    program that links another allocator, ``linked``)."""
+    from types import SimpleNamespace
+
+    from hugebench.trial.deploy import environment
 
     # regime is not a change to deploy but the condition the verdict holds for (Verdict.idle_s times it)
     sizes = {k: v for k, v in cell.items() if k.startswith("thp.mthp.")}
     known = set(cell) - {"allocator", "thp", "regime", "mthp"} - set(sizes)
     if known:
         raise DeployNotUnderstood(f"best cell has axes the judge cannot deploy: {sorted(known)}")
-    env = dict(allocators.registry({})[cell["allocator"]].environment())
+    env = environment(cell, SimpleNamespace(allocators={}), None, linked)
     extra = tuple(
         SysfsWrite(MTHP_ENABLED.format(size=k.rsplit(".", 1)[1]), v)
         for k, v in sizes.items()

@@ -252,6 +252,7 @@ def build(
         if wins
         else None,
         "as_is": conditions.as_is_line(configs[base_id]["allocator_served"], linked),
+        "linked": linked,  # the allocator the program links (glibc's settings preload libc over it)
         "others": [c for cid, c in configs.items() if cid not in (base_id, lead)],
         "page_sizes": page_sizes(list(configs.values()), better),
         "stopped": state.stopped_for(base_id),

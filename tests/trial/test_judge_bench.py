@@ -160,6 +160,23 @@ def test_keep_as_is_deploys_the_best_cell_from_the_allocator_registry(lib):
     assert nothing.deploy is None and nothing.text == "keep as-is: nothing to compare"
 
 
+def test_keep_as_is_with_glibc_forced_over_a_linked_allocator_preloads_libc(lib):
+    """redis links jemalloc: its best 'glibc forced over the linked jemalloc' ran with libc preloaded, and
+    the judge deploys it so (it once deployed nothing and timed as-is against itself)."""
+    from hugebench import allocators
+
+    data = _verdict(
+        allocator="glibc",
+        recommend=False,
+        resolved=False,
+        ratio=(0.97, 0.89, 1.15),
+        linked="jemalloc",
+    )
+    v = lib.parse_verdict(data)
+    assert v.deploy.env == {"LD_PRELOAD": allocators.glibc_path() or "libc.so.6"}
+    assert lib.parse_verdict({**data, "linked": None}).deploy.env == {}
+
+
 def test_the_judges_ratio_is_the_median_of_paired_round_ratios(lib):
     rounds = [
         ([2.0, 2.2, 2.1], [1.0, 1.1, 1.05]),
