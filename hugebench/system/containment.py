@@ -194,6 +194,11 @@ class RunContainer:
             self.pids.update(new)
             self._write_record()
 
+    def members(self) -> list[int] | None:
+        """The run's processes now, from its cgroup (None without one): where its trees are found
+        without reading every process on the machine."""
+        return self.cgroup.procs() if self.cgroup is not None else None
+
     def kill(self) -> int:
         """End every process of the run now (a timeout, SIGTERM or the end of the run)."""
         if self.cgroup is not None:
