@@ -8,6 +8,7 @@ setup command and its load driver), so that all of them end the same way and non
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -206,16 +207,23 @@ class Launched:
         return Ended(code=code, wall_s=wall, timed_out=timed_out, status=status)
 
 
+@functools.cache
 def _enter_shim() -> str | None:
     """hb-exec, which starts a process the way ``Launched._in_child`` would (``hb-exec --enter``), or None
-    where it is missing (then Python does it between fork and exec)."""
+    where it is missing or older than ``--enter`` (a build from before it: then Python does it between fork
+    and exec). Looked up once per process."""
     from .environment import launcher
     from .errors import ToolMissingError
 
     try:
-        return launcher()
-    except ToolMissingError:
+        path = launcher()
+        with open(path, "rb") as f:
+            return path if ENTER_USAGE in f.read() else None
+    except (ToolMissingError, OSError):
         return None
+
+
+ENTER_USAGE = b"usage: hb-exec --enter READY_FD"  # in a build of hb-exec that has --enter
 
 
 def _shim_argv(

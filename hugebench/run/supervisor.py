@@ -1,7 +1,7 @@
 """Run one `command` cell: the user's program (or server + load driver) as the measured process.
 
-The worker process is only the supervisor here: it runs no workload code itself and is not under the
-allocator. It starts ``[perf stat] hb-exec [allocator's LD_PRELOAD + probe] -- program``, samples the
+The supervisor runs no workload code itself and is not under the allocator: it runs in the sweep's
+process (``run.inprocess``), or in a worker process where a run needs one. It starts ``[perf stat] hb-exec [allocator's LD_PRELOAD + probe] -- program``, samples the
 program tree's huge-page coverage while it runs, marks the timed window (the whole process, the program's
 own enable/disable markers, or the load driver's run), proves from the probe library which malloc each
 process of the program really used, and turns all of it into one flat row.

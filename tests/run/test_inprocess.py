@@ -107,3 +107,21 @@ def test_a_hanging_program_is_killed_with_its_tree_at_the_timeout(tmp_path):
         if p.isdigit() and marker in (kernel.read_optional(Path("/proc", p, "cmdline")) or "")
     ]
     assert left == [], "processes of the run outlived it"
+
+
+def test_an_hb_exec_without_enter_leaves_the_start_to_python(tmp_path, monkeypatch):
+    from hugebench import environment, launch
+
+    old = tmp_path / "hb-exec"
+    old.write_bytes(b"\x7fELF... usage: hb-exec STATUS_FILE [NAME=VALUE ...] -- PROGRAM")
+    old.chmod(0o755)
+    launch._enter_shim.cache_clear()
+    monkeypatch.setattr(environment, "launcher", lambda: str(old))
+    try:
+        assert launch._enter_shim() is None  # an older build: Python joins the cgroup before exec
+        ended = launch.Launched(["/bin/true"], {}, tmp_path, stdout=tmp_path / "out").wait(10)
+        assert ended.code == 0
+    finally:
+        launch._enter_shim.cache_clear()
+        monkeypatch.undo()
+    assert launch._enter_shim() == environment.launcher()  # this tree's own build has --enter
