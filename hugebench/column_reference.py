@@ -57,7 +57,7 @@ stderr_tail | text | the last lines the worker wrote on stderr
 stdout_tail | text | the last lines a measured program wrote on stdout
 exit_code | integer | the worker's exit code (128+N: killed by signal N)
 signal | text | the signal that ended a crashed run (SIGSEGV ...)
-wall_s | s | wall time of the whole worker process, start-up included
+wall_s | s | wall time of the whole worker process, start-up included (launcher sweep: of the supervisor)
 source | text | where the row came from: local, or a cluster machine's name
 host | text | host name of the machine that ran it (added by load())
 """),
@@ -195,6 +195,10 @@ pmu_scope | text | what the core's counters could count
     "The worker process and its containment": _table("""
 worker.<field> | as named | hb-exec's record of the worker: utime_s, stime_s (s), maxrss_kib (KiB), minflt, majflt,
     nvcsw, nivcsw (count), leftover_processes, core_dumped, wall_s (s)
+launcher | text | where the run's supervisor ran: worker (a fresh process per run), or sweep (a command run's
+    supervisor in the sweep's own process, its program started into the run's cgroup: no worker.* columns)
+supervisor.<field> | s | launcher sweep: CPU the sweep's process spent supervising the run (utime_s, stime_s)
+    and that of every process the run started, perf and hb-exec included (children_utime_s, children_stime_s)
 containment | text | how the run's processes were contained: cgroup, or subreaper+pid record
 containment.killed_at_end | count | processes still running when the run ended (ended by hugebench)
 containment.<field> | text | why containment fell back (containment.reason)
@@ -218,6 +222,7 @@ noise.top_others | text | the processes that used most CPU during the run
 noise.load1 | load | 1-minute load average after the run
 noise.procs_running | count | runnable tasks besides the sweep
 noise.nivcsw_per_s | 1/s | the run's involuntary context switches per second
+noise.nivcsw | count | a command run's program tree's involuntary context switches (hb-exec's rusage)
 noise.migrations | count | times the run's measured process moved between CPUs (/proc/PID/sched nr_migrations, read
     before it is reaped)
 noise.psi_<kind>_pct | % | share of the run's wall time some task stalled on cpu, memory or io

@@ -51,6 +51,7 @@ OWNED = (
     "source",
     "knobs_applied",
     "thp_prctl_disabled",
+    "launcher",  # where a run's supervisor ran: a worker process, or the sweep's (run.inprocess)
     # what a measured program's run records (hugebench.run.supervisor, command.probe, .sampler)
     "window_s",
     "windows",
@@ -111,6 +112,7 @@ OWNED_PREFIXES = (
     "smaps.",
     "vmstat.",
     "worker.",
+    "supervisor.",
     "allocator.",
     "text.",
     "buddy.",

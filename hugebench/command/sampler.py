@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hugebench import kernel
@@ -64,6 +65,8 @@ class CoverageSampler:
     folio_samples: list = field(default_factory=list)
     end_folios: folio_coverage.FolioReading | None = None  # the reading at the timed window's end
     _folio_start: float | None = None
+    # the run's processes (its cgroup.procs), or None: the tree is then found among every process
+    members: Callable[[], list[int] | None] | None = None
 
     def sample(self, end: bool = False) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read.
@@ -73,7 +76,9 @@ class CoverageSampler:
         started = time.perf_counter()
         total = dict.fromkeys(FIELDS, 0)
         found = False
-        tree = kernel.process_tree(self.pid, self.proc_root)
+        tree = kernel.process_tree(
+            self.pid, self.proc_root, self.members() if self.members else None
+        )
         for pid in tree:
             try:
                 smaps = kernel.read_smaps_rollup(pid, self.proc_root)

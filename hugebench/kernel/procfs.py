@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from hugebench.kernel.parse import (
@@ -158,15 +159,20 @@ def process_environ(pid: int, proc_root: str | Path = "/proc") -> list[bytes] | 
         return None
 
 
-def process_tree(pid: int, proc_root: str | Path = "/proc") -> list[int]:
-    """``pid`` and its living descendants (parents before children); [] when ``pid`` is gone."""
+def process_tree(
+    pid: int, proc_root: str | Path = "/proc", within: Iterable[int] | None = None
+) -> list[int]:
+    """``pid`` and its living descendants (parents before children); [] when ``pid`` is gone.
+
+    ``within``: the only processes that can be descendants (a run's cgroup.procs: its tree is inside its
+    cgroup), so that only their stat files are read, not every process's on the machine."""
     children: dict[int, list[int]] = {}
-    for entry in Path(proc_root).iterdir():
-        if not entry.name.isdigit():
-            continue
-        text = read_optional(entry / "stat")
+    if within is None:
+        within = (int(e.name) for e in Path(proc_root).iterdir() if e.name.isdigit())
+    for member in within:
+        text = read_optional(_pid_file(member, "stat", proc_root))
         if text:
-            children.setdefault(parse_ppid(text), []).append(int(entry.name))
+            children.setdefault(parse_ppid(text), []).append(member)
     if read_optional(_pid_file(pid, "stat", proc_root)) is None:
         return []
     tree, queue = [], [pid]

@@ -99,12 +99,13 @@ def run_columns(
     thresholds: Thresholds = THRESHOLDS,
 ) -> dict:
     """The ``noise.*`` columns of a run that started after ``before`` and whose row (hb-exec's ``worker.*``
-    rusage, ``wall_s``) is ``row``; the second snapshot is taken now."""
+    rusage, ``wall_s``) is ``row``; the second snapshot is taken now. A run supervised from the sweep's
+    process (``launcher`` sweep: no worker) counts as its own the program's CPU time and the
+    supervisor's (``supervisor.*``)."""
     after = snapshot(proc_root, sys_root)
     wall = after.at - before.at
-    own = (row.get("worker.utime_s") or 0.0) + (row.get("worker.stime_s") or 0.0)
-    cols = machine_columns(before, after, wall, own, exclude={os.getpid()})
-    nivcsw = row.get("worker.nivcsw")
+    cols = machine_columns(before, after, wall, _own_cpu_s(row), exclude={os.getpid()})
+    nivcsw = row.get("worker.nivcsw", row.get(PREFIX + "nivcsw"))
     _put(
         cols,
         "nivcsw_per_s",
@@ -124,6 +125,20 @@ def run_columns(
     disturbed, why = judge(cols, thresholds)
     cols[PREFIX + "disturbed"], cols[PREFIX + "why"] = disturbed, why
     return cols
+
+
+def _own_cpu_s(row: dict) -> float:
+    """The run's own CPU seconds: its worker's tree (hb-exec's rusage), else the time the sweep's process
+    spent supervising it and that of every process it started (perf, hb-exec, the program's tree)."""
+    names = ("worker.utime_s", "worker.stime_s")
+    if not any(name in row for name in names):
+        names = (
+            "supervisor.utime_s",
+            "supervisor.stime_s",
+            "supervisor.children_utime_s",
+            "supervisor.children_stime_s",
+        )
+    return sum(row.get(name) or 0.0 for name in names)
 
 
 def machine_columns(

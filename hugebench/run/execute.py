@@ -20,6 +20,7 @@ from ..measure import perf as perf_mod
 from ..system import regime as regime_mod
 from ..system.aging import AgedMemory
 from ..system.containment import RunContainer, record_dir
+from . import inprocess
 from .argv import measured_argv
 from .rows import base_row, failure, measured_apart, oom_verdict, reply_fields
 from .rundir import RunDir
@@ -139,12 +140,13 @@ def execute(run, setup, options) -> dict:
     ):
         if container.limit_error:  # a limit asked for and not had: nothing runs
             return failure("failed", f"memory_limit {limit} B: {container.limit_error}")
-        setup.request_for(run).write(rundir.request)
-        argv, timeout, page_cache = _worker_argv(run, setup, options, rundir)
-        fields = _spawn(argv, worker_environment({}), timeout, rundir, container)
+        request, page_cache = setup.request_for(run), {}
+        if inprocess.applies(run, request):  # a command run: supervised from here (run.inprocess)
+            fields = inprocess.supervise(request, rundir, container)
+        else:
+            fields, page_cache = _in_worker(run, setup, options, request, rundir, container)
         if container.limit_error:
             fields.update(failure("failed", f"memory_limit: {container.limit_error}"))
-        fields.update(reply_fields(rundir.reply, fields))
         if setup.perf:
             fields.update(perf_mod.perf_columns(rundir.perf_text(), setup.perf.choices))
         if run.text_pages:
@@ -154,6 +156,21 @@ def execute(run, setup, options) -> dict:
     return oom_verdict(
         fields, kernel.read_vmstat(options.proc_root).get("oom_kill", 0) - oom_before
     )
+
+
+def _in_worker(
+    run, setup, options, request, rundir: RunDir, container: RunContainer
+) -> tuple[dict, dict]:
+    """The row fields of a run in a worker process of its own (its end and its reply) and the page-cache
+    columns of its text."""
+    request.write(rundir.request)
+    argv, timeout, page_cache = _worker_argv(run, setup, options, rundir)
+    fields = _spawn(argv, worker_environment({}), timeout, rundir, container)
+    fields["launcher"] = "worker"
+    if container.limit_error:  # the limit's failure says it (execute); the reply is not read
+        return fields, page_cache
+    fields.update(reply_fields(rundir.reply, fields))
+    return fields, page_cache
 
 
 def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float, dict]:

@@ -20,7 +20,7 @@ from ..command.streams import Streams, read_output
 from ..environment import worker_environment
 from ..launch import Ended, Launched
 from ..measure.phases import coverage
-from ..system.containment import TOKEN
+from ..system.containment import TOKEN, RunContainer
 from .argv import measured_argv
 from .command_spec import Command, CommandFailed, how_ended, open_streams
 from .rundir import RunDir
@@ -31,14 +31,24 @@ POLL_S = 0.02  # how often the supervisor looks at the program between coverage 
 class Measured:
     """The measured process: launched under the allocator, the probe and perf, sampled while it runs."""
 
-    def __init__(self, request, command: Command, workdir: Path, base_env: dict):
+    def __init__(
+        self,
+        request,
+        command: Command,
+        workdir: Path,
+        base_env: dict,
+        container: RunContainer | None = None,
+    ):
+        """``container``: the run's (its processes started into its cgroup) when this supervisor runs in the
+        sweep's process (``run.inprocess``); None in a worker, which is itself in the run's cgroup."""
         from ..command.control import ControlChannel, perf_fifos
 
         self.request, self.command, self.workdir = request, command, workdir
+        self.container = container
         self.probes = workdir / "probes"
         self.probes.mkdir(exist_ok=True)
         self.status = workdir / "measured.status"
-        self.sampler = CoverageSampler()
+        self.sampler = CoverageSampler(members=container.members if container else None)
         rundir = RunDir(
             workdir
         )  # the worker's run directory: the sweep reads perf.csv and text/ from it
@@ -82,8 +92,9 @@ class Measured:
         self.env = base_env  # the load driver's: a program of the experiment's, like setup
         # perf's and hb-exec's: a whitelist of the worker's own environment and the run's containment token
         # (which every process of the run carries), nothing of the experiment's
+        # (the container adds its token itself)
         self.helper_env = worker_environment(
-            {TOKEN: os.environ[TOKEN]} if TOKEN in os.environ else {}
+            {TOKEN: os.environ[TOKEN]} if TOKEN in os.environ and not container else {}
         )
         self.window_end: dict | None = None
         self.warmup_s: float | None = None  # the server's warm-up runs of the load driver, seconds
@@ -123,7 +134,12 @@ class Measured:
         if self.control:
             self.control.start()
         return Launched(
-            self.argv, self.helper_env, self.command.cwd, status_path=self.status, **streams.files()
+            self.argv,
+            self.helper_env,
+            self.command.cwd,
+            status_path=self.status,
+            container=self.container,
+            **streams.files(),
         )
 
     def _watch(self, launched: Launched, deadline: float) -> Ended:
@@ -204,6 +220,7 @@ class Measured:
                 "peak_rss_bytes": status["maxrss_kib"] * 1024 if "maxrss_kib" in status else None,
                 "process_wall_s": status.get("wall_s", ended.wall_s),
                 "noise.migrations": status.get("nr_migrations"),
+                "noise.nivcsw": status.get("nivcsw"),
             }
         )  # the program's, not its supervisor's
         row.update(tree_peak_rss(exits, self.sampler.rss_peaks))

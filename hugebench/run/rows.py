@@ -124,7 +124,11 @@ def reply_fields(path: str | Path, fields: dict) -> dict:
     measurements, or the failure it reports, or a failure when there is no usable reply."""
     if fields.get("status"):
         return {}
-    reply = read_reply(path)
+    return reply_row(read_reply(path), fields)
+
+
+def reply_row(reply: dict | None, fields: dict) -> dict:
+    """A reply (None: there was none) as row fields, given ``fields`` (how its process ended)."""
     if reply is None:
         return failure(
             "failed", f"worker exited with code {fields.get('exit_code')} without a reply"

@@ -82,6 +82,17 @@ def write_reply(path: str | os.PathLike, reply: dict) -> None:
     write_json_atomic(path, reply, default=str)
 
 
+def failure_reply(exc: Exception) -> dict:
+    """The reply of a run that raised ``exc`` (a worker's, or the in-process supervisor's): its status, the
+    error, the program's output tail and the signal that ended it, when the exception carries them."""
+    return {
+        "status": getattr(exc, "status", "failed"),
+        "error": f"{type(exc).__name__}: {exc}",
+        "output_tail": getattr(exc, "output", None),
+        "signal": getattr(exc, "signal", None),
+    }
+
+
 def remove_stale_run_dirs(tmp_root: str | None = None) -> list[Path]:
     """Remove the temporary run directories of sweeps that are gone (killed with -9); return them."""
     removed = []

@@ -97,6 +97,7 @@ class Served(Measured):
             self.env,
             self.command.cwd,
             status_path=self.workdir / "driver.status",
+            container=self.container,
             **driver_streams.files(),
         )
         return self._sample_while(driver, deadline)
@@ -129,9 +130,9 @@ class Served(Measured):
         began = time.monotonic()
         for i in range(times):
             out = self.workdir / f"driver-warmup-{i}.out"
-            ended = Launched(self.command.argv, self.env, self.command.cwd, stdout=out).wait(
-                max(0.1, deadline - time.monotonic()), tick=POLL_S, on_tick=self._tick
-            )
+            ended = Launched(
+                self.command.argv, self.env, self.command.cwd, stdout=out, container=self.container
+            ).wait(max(0.1, deadline - time.monotonic()), tick=POLL_S, on_tick=self._tick)
             if ended.timed_out or ended.code != 0:
                 how = "ran past the run's timeout" if ended.timed_out else how_ended(ended)
                 raise CommandFailed(

@@ -1,7 +1,7 @@
 """Run one `command` cell: the user's program (or server + load driver) as the measured process.
 
-The worker process is only the supervisor here: it runs no workload code itself and is not under the
-allocator. It starts ``[perf stat] hb-exec [allocator's LD_PRELOAD + probe] -- program``, samples the
+The supervisor runs no workload code itself and is not under the allocator: it runs in the sweep's
+process (``run.inprocess``), or in a worker process where a run needs one. It starts ``[perf stat] hb-exec [allocator's LD_PRELOAD + probe] -- program``, samples the
 program tree's huge-page coverage while it runs, marks the timed window (the whole process, the program's
 own enable/disable markers, or the load driver's run), proves from the probe library which malloc each
 process of the program really used, and turns all of it into one flat row.
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from .. import kernel
 from ..command.metric import WINDOW_COLUMN, extract_all
 from ..command.streams import output_tail
 from ..launch import Launched, tail
+from ..system.containment import RunContainer
 from .command_spec import Command, CommandFailed, how_ended
 from .measured import Measured
 from .served import Served
@@ -24,19 +26,27 @@ from .served import Served
 __all__ = ["Command", "CommandFailed", "run"]
 
 
-def run(request, workdir: Path) -> dict:
-    """The row of one command run (raises CommandFailed when there is no measurement)."""
+def run(
+    request, workdir: Path, env: dict | None = None, container: RunContainer | None = None
+) -> dict:
+    """The row of one command run (raises CommandFailed when there is no measurement).
+
+    In a worker: ``workdir`` is its working directory, ``env`` its environment and its run's containment
+    its own. In the sweep's process (``run.inprocess``): ``env`` is the environment a worker would have had
+    and every process is started into ``container``."""
     tmp = workdir / "tmp"
     tmp.mkdir(exist_ok=True)
     command = Command.from_params(request.run["params"], tmp)
+    command = replace(command, cwd=os.path.join(workdir, command.cwd))  # "." is the run's directory
     deadline = time.monotonic() + float(
         request.run["timeout"]
     )  # the orchestrator allows the worker more
-    base_env = {**os.environ, **command.env}
+    base_env = {**(os.environ if env is None else env), **command.env}
     if command.setup:
-        _run_setup(command.setup, command.cwd, base_env, workdir, deadline)
+        _run_setup(command.setup, command.cwd, base_env, workdir, deadline, container)
     command = command.resolved(base_env)
-    measured = (Served if command.server else Measured)(request, command, workdir, base_env)
+    kind = Served if command.server else Measured
+    measured = kind(request, command, workdir, base_env, container)
     vm_before = kernel.read_vmstat()
     if isinstance(measured, Served):
         row, output = measured.serve(deadline)
@@ -68,9 +78,11 @@ def _metrics_into(row: dict, found: dict | None, command: Command, output: str) 
                 raise CommandFailed(why, output=output)
 
 
-def _run_setup(setup: list, cwd: str, env: dict, workdir: Path, deadline: float) -> None:
+def _run_setup(setup: list, cwd: str, env: dict, workdir: Path, deadline: float, container) -> None:
     out = workdir / "setup.out"
-    ended = Launched(setup, env, cwd, stdout=out).wait(max(1.0, deadline - time.monotonic()))
+    ended = Launched(setup, env, cwd, stdout=out, container=container).wait(
+        max(1.0, deadline - time.monotonic())
+    )
     if ended.timed_out or ended.code != 0:
         how = "ran past the run's timeout" if ended.timed_out else how_ended(ended)
         raise CommandFailed(

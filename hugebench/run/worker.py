@@ -26,7 +26,7 @@ from ..measure import phases
 from ..measure.counters import derive, pmu_columns
 from ..measure.encoding import CounterSpec
 from .request import WorkerRequest
-from .rundir import write_reply
+from .rundir import failure_reply, write_reply
 
 
 def _flatten_core_result(result: dict, resolved: list, prefix: str = "") -> dict:
@@ -189,12 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         output = getattr(exc, "output", None)
         if output is None:  # a program's own failure is its output, not our traceback
             traceback.print_exc(file=sys.stderr)
-        reply = {
-            "status": getattr(exc, "status", "failed"),
-            "error": f"{type(exc).__name__}: {exc}",
-            "output_tail": output,
-            "signal": getattr(exc, "signal", None),
-        }
+        reply = failure_reply(exc)
         code = 1
     write_reply(args.reply, reply)
     return code

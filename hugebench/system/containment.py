@@ -194,6 +194,17 @@ class RunContainer:
             self.pids.update(new)
             self._write_record()
 
+    def join_files(self) -> list[str]:
+        """The cgroup.procs files a process writes its pid to, to join the run's cgroups (``enter``'s, for a
+        launcher that joins them itself: hb-exec --enter)."""
+        groups = [self.cgroup, self.limit if self.limit is not None and self.limit.own else None]
+        return [str(g.path / "cgroup.procs") for g in groups if g is not None]
+
+    def members(self) -> list[int] | None:
+        """The run's processes now, from its cgroup (None without one): where its trees are found
+        without reading every process on the machine."""
+        return self.cgroup.procs() if self.cgroup is not None else None
+
     def kill(self) -> int:
         """End every process of the run now (a timeout, SIGTERM or the end of the run)."""
         if self.cgroup is not None:

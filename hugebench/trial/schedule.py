@@ -41,6 +41,7 @@ from . import sequential, sizes
 from .race import (
     MIN_BLOCKS,
     _resolved,
+    as_frame,
     better_ratio,
     clearly_worse,
     leader,
@@ -224,6 +225,7 @@ class Schedule:
 
     def _confirmation_ended(self, fresh: list, lead: str, base: str) -> str | None:
         """How the confirmation of ``lead`` ended on the ``fresh`` pairs (None: go on)."""
+        fresh = as_frame(fresh)
         ratio = ratio_to(fresh, lead, base, self.metric)
         steady = [steadiness(fresh, c, self.metric) for c in (lead, base)]
         if stability.equivalent(ratio, *steady):
@@ -390,8 +392,9 @@ class Schedule:
         if len(members) < 2:
             state.answered[base] = "no configuration but as-is left"
             return
-        steady = [steadiness(rows, c, self.metric) for c in (lead, base) if c]
+        frame = as_frame(rows)  # once for the questions below
+        steady = [steadiness(frame, c, self.metric) for c in (lead, base) if c]
         if _resolved(lead_ratio, *steady) and not stability.equivalent(lead_ratio, *steady):
             state.answered[base] = "the leader's ratio to as-is is resolved"
-        elif no_difference(rows, members, base, self.metric, alpha):
+        elif no_difference(frame, members, base, self.metric, alpha):
             state.answered[base] = NO_DIFFERENCE

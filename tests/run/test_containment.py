@@ -561,6 +561,9 @@ def test_a_run_the_kernel_will_not_move_into_its_cgroup_goes_on_under_the_pid_re
         )  # as in a container without cgroup delegation
 
     monkeypatch.setattr(cgroups.Cgroup, "join", refused)
+    # hb-exec --enter joins by writing the files it is given: one it cannot write is a refused move
+    refusing = [str(tmp_path / "not-a-cgroup" / "cgroup.procs")]
+    monkeypatch.setattr(RunContainer, "join_files", lambda self: refusing)
     container = RunContainer("abcdef123456", tmp_path / "j-runs")
     made = container.cgroup.path
     pidfile = tmp_path / "daemon.pid"
