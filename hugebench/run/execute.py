@@ -140,7 +140,8 @@ def execute(run, setup, options) -> dict:
     ):
         if container.limit_error:  # a limit asked for and not had: nothing runs
             return failure("failed", f"memory_limit {limit} B: {container.limit_error}")
-        request, page_cache = setup.request_for(run), {}
+        request = setup.request_for(run)
+        page_cache: dict = {}
         if inprocess.applies(run, request):  # a command run: supervised from here (run.inprocess)
             fields = inprocess.supervise(request, rundir, container)
         else:
