@@ -9,8 +9,9 @@ and vs's resolve away from it; it is contradicted when either side resolves the 
 not resolved. Runs that ended in neither the claimed status nor ``ok`` (failed, timeout, crashed) are left
 out and counted in the why; warm-ups, skipped and disturbed runs are left out.
 
-What belongs here: that verdict (``verdicts.claim_verdicts`` calls :func:`status_record`). What does not:
-reading the claim (``hugebench.experiment.claims``).
+What belongs here: that verdict, as ``verdicts.claim_verdicts`` records it (:func:`status_record`, given
+the verdict names: this module imports nothing of ``verdicts``). What does not: reading the claim
+(``hugebench.experiment.claims``).
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ def side(rows: pd.DataFrame, status: str, level: float) -> dict:
     return {"hits": hits, "n": n, "other": other, "p": p, "resolved": resolved}
 
 
-def status_record(claim, cell_rows: pd.DataFrame, vs_rows: pd.DataFrame, level: float) -> dict:
-    """The verdict record (``verdicts.COLUMNS``) of a ``status`` claim."""
-    from .verdicts import CONTRADICTED, DIRECTION, NOT_RESOLVED
-
+def status_record(
+    claim, cell_rows: pd.DataFrame, vs_rows: pd.DataFrame, level: float, names: tuple
+) -> dict:
+    """The verdict record (``verdicts.COLUMNS``) of a ``status`` claim; ``names``: the verdicts for
+    holds, contradicted and not resolved."""
+    holds, contradicted, unresolved = names
     status = claim["status"]
     cell = side(cell_rows, status, level)
     vs = side(vs_rows, status, level) if claim.get("vs") else None
@@ -61,19 +64,19 @@ def status_record(claim, cell_rows: pd.DataFrame, vs_rows: pd.DataFrame, level: 
     )
     wrong = [name for s, want, name in wanted if s["resolved"] is (not want)]
     if wrong:
-        verdict, why = CONTRADICTED, f"{' and '.join(wrong)}: most runs ended the other way"
+        verdict, why = contradicted, f"{' and '.join(wrong)}: most runs ended the other way"
     elif all(s["resolved"] is want for s, want, _ in wanted):
         verdict, why = (
-            DIRECTION,
+            holds,
             f"as published (exact binomial test, each side p < {1 - level:.2g})",
         )
     elif any(s["n"] == 0 for s, _, _ in wanted):
         empty = next(name for s, _, name in wanted if s["n"] == 0)
-        verdict, why = NOT_RESOLVED, f"no run of {empty} ended {status} or ok"
+        verdict, why = unresolved, f"no run of {empty} ended {status} or ok"
     else:
         needed = min_runs_for(level)
         verdict, why = (
-            NOT_RESOLVED,
+            unresolved,
             f"p = {max(s['p'] for s, _, _ in wanted):.2g}: too few runs ending one way "
             f"({needed} a side all alike are the fewest for a {level:.0%} verdict)",
         )

@@ -152,7 +152,8 @@ def claim_verdicts(
         }
         if claim.get("status"):
             vs_rows = _select(rows, claim["vs"]) if claim.get("vs") else rows.iloc[0:0]
-            record.update(status_record(claim, cell_rows, vs_rows, level))
+            named = (DIRECTION, CONTRADICTED, NOT_RESOLVED)
+            record.update(status_record(claim, cell_rows, vs_rows, level, named))
         elif claim.get("vs"):
             record.update(
                 _ratio_record(
