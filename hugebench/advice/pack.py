@@ -103,7 +103,10 @@ def programs_dir() -> Path:
 
 
 def _names_programs(params) -> bool:
-    return isinstance(params, dict) and "{" + PROGRAMS_PARAM + "}" in str(params.get("argv"))
+    """The experiment's program (argv) or its setup (which may build a shipped source) names them."""
+    return isinstance(params, dict) and "{" + PROGRAMS_PARAM + "}" in str(
+        [params.get("argv"), params.get("setup")]
+    )
 
 
 def pack_names() -> list[str]:

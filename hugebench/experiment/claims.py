@@ -16,6 +16,7 @@ import math
 import sys
 from dataclasses import dataclass
 
+from ..store.rows import STATUSES
 from ..workloads import Workload, parse_count
 from ..yamlsafe import Where
 from .cells import _partial_cell
@@ -37,6 +38,7 @@ _CLAIM_KEYS = {
     "vs_value": "published value of vs (ratio = value / vs_value)",
     "change": "published change of cell against vs in percent (-23: 23% lower; ratio 1 + change/100)",
     "direction": "lower | higher: cell's metric is below (above) vs's, no number published",
+    "status": "how the cell's runs end (oom, ...): they end so and vs's runs do not; no metric",
     "values": "a row of a published table: {column: N, ...}, one claim per column",
     "metric": "column (default: expected.metric): a workload metric, perf.<label> (whole run), "
     "pmu.<label> (timed phase) or a run total (wall_s, utime_s, minflt, ...)",
@@ -197,6 +199,8 @@ def _claims_of(raw, path, ctx: _Claims) -> list[dict]:
         raise where.error(
             path + ("vs",), "is the same cell as 'cell'; a ratio needs two different cells"
         )
+    if "status" in raw:
+        return [_status_claim(raw, path, ctx, cell, vs)]
     published = _published_numbers(raw, vs, path, where)
     metric = _claim_metric(
         raw.get("metric", ctx.metric),
@@ -234,9 +238,28 @@ def _table_row(raw, cell, path, ctx: _Claims) -> list[dict]:
     return out
 
 
+def _status_claim(raw, path, ctx: _Claims, cell, vs) -> dict:
+    """A claim about how runs end (``status: oom``: the cell's runs are OOM-killed, vs's are not)."""
+    where = ctx.where
+    clash = [key for key in _ONE_SIDED if key in raw]
+    if clash:
+        raise where.error(
+            path + (clash[0],),
+            "a claim with 'status' states how runs end, not a number: no 'ratio', 'value', "
+            "'vs_value', 'change', 'direction' or 'metric'",
+        )
+    status = raw["status"]
+    ends = [s for s in STATUSES if s not in ("ok", "skipped", "disturbed")]  # how a run can end
+    if status not in ends:
+        raise where.error(path + ("status",), f"must be one of {', '.join(ends)}, got {status!r}")
+    return {**_record(raw, path, ctx, cell, vs, "status", {}), "status": status}
+
+
 def _record(raw, path, ctx: _Claims, cell, vs, metric, published) -> dict:
     where = ctx.where
-    scope = metric_scope(metric, ctx.spec, ctx.measured)
+    scope = (
+        "how each run ended" if metric == "status" else metric_scope(metric, ctx.spec, ctx.measured)
+    )
     return {
         "name": _text(raw, "name", path, where),
         "cell": cell,

@@ -33,6 +33,7 @@ import pandas as pd
 from ..stability import cell_stability, guard
 from ..stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
 from .model import Flag, Section
+from .outcomes import status_record
 from .published import published_sections
 from .rendering import display_frame, format_axis, format_si, render_section
 from .results import Experiment
@@ -149,7 +150,11 @@ def claim_verdicts(
             "quantity": claim.get("quantity") or metric,
             "scope": claim.get("scope"),
         }
-        if claim.get("vs"):
+        if claim.get("status"):
+            vs_rows = _select(rows, claim["vs"]) if claim.get("vs") else rows.iloc[0:0]
+            named = (DIRECTION, CONTRADICTED, NOT_RESOLVED)
+            record.update(status_record(claim, cell_rows, vs_rows, level, named))
+        elif claim.get("vs"):
             record.update(
                 _ratio_record(
                     claim, cell_rows, _select(rows, claim["vs"]), metric, level, n_boot, seed

@@ -213,6 +213,7 @@ _CLAIM = {
     "ratio": NUMBER,
     "value": NUMBER,
     "vs_value": NUMBER,
+    "status": str,
 }
 CONTEXT_SCHEMA = {
     "sweep_id": str,

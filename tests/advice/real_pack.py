@@ -20,6 +20,7 @@ WATCHED = (
     "transparent_hugepage/defrag",
     "transparent_hugepage/shmem_enabled",
     "transparent_hugepage/khugepaged/max_ptes_none",
+    "transparent_hugepage/shrink_underused",
     "hugepages/hugepages-2048kB/nr_hugepages",
 )
 
