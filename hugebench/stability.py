@@ -26,7 +26,7 @@ The rule (documented in docs/trusting-numbers.md):
   program depends on came out within it (docs/trusting-numbers.md), so a smaller difference is within what
   the machine itself moves.
 
-Public API: :func:`assess` (plain values), :func:`cell_stability` (a cell's run rows), :func:`guard` (a
+Public API: :func:`assess` (plain values; :func:`assess_many` for many cells at once), :func:`cell_stability` (a cell's run rows), :func:`guard` (a
 verdict and the stabilities it rests on), :func:`equivalent` (a ratio that shows no difference). Lower layer: imports only ``stats``.
 """
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .stats import finite, min_runs_for, ok_rows
+from .stats import finite, min_runs_for, ok_rows, row_medians, size_chunks
 
 SPREAD_LIMIT = 0.25  # robust CV above which a cell is unstable
 OUTLIER_Z = 3.5  # modified z-score above which a run is an outlier
@@ -89,24 +89,50 @@ def assess(values, disturbed: int = 0, causes=(), limit: float = SPREAD_LIMIT) -
     mad = float(np.median(np.abs(data - median)))
     spread = 1.4826 * mad / abs(median) if data.size >= 2 and median != 0 else float("nan")
     outliers = int(outlier_mask(data).sum())
+    return _judged(int(data.size), median, spread, outliers, disturbed, causes, limit)
+
+
+def assess_many(samples, disturbed, causes, limit: float = SPREAD_LIMIT) -> list[Stability]:
+    """``[assess(v, d, c, limit) for v, d, c in zip(samples, disturbed, causes)]``, the same numbers, the
+    medians, spreads and outliers of the samples of one size computed together."""
+    data = [finite(v) for v in samples]
+    out: list[Stability | None] = [None] * len(data)
+    by_size: dict[int, list[int]] = {}
+    for i, values in enumerate(data):
+        by_size.setdefault(values.size, []).append(i)
+    for size, members in size_chunks(by_size):
+        if size == 0:
+            for i in members:
+                out[i] = assess(data[i], disturbed[i], causes[i], limit)
+            continue
+        stack = np.stack([data[i] for i in members])
+        median = row_medians(stack)
+        distance = np.abs(stack - median[:, None])
+        mad = row_medians(distance)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            spread = 1.4826 * mad / np.abs(median)
+            far = (0.6745 * distance / mad[:, None] > OUTLIER_Z).sum(axis=1)
+        spread = np.where((median != 0) & (size >= 2), spread, np.nan)
+        outliers = np.where((mad != 0) & (size >= MIN_N), far, 0)
+        for j, i in enumerate(members):
+            numbers = (float(median[j]), float(spread[j]), int(outliers[j]))
+            out[i] = _judged(size, *numbers, disturbed[i], causes[i], limit)
+    return out  # type: ignore[return-value]
+
+
+def _judged(n, median, spread, outliers, disturbed, causes, limit) -> Stability:
+    """The rules of :func:`assess` applied to a cell's numbers."""
     rules = []
-    if data.size >= MIN_N and spread > limit:
+    if n >= MIN_N and spread > limit:
         rules.append(f"spread {spread:.0%} > {limit:.0%}")
-    if data.size >= MIN_N and outliers > OUTLIER_SHARE * data.size:
-        rules.append(f"{outliers} of {data.size} runs outliers")
-    if data.size >= 2 and disturbed > DISTURBED_SHARE * data.size:
-        rules.append(f"{disturbed} of {data.size} runs disturbed")
+    if n >= MIN_N and outliers > OUTLIER_SHARE * n:
+        rules.append(f"{outliers} of {n} runs outliers")
+    if n >= 2 and disturbed > DISTURBED_SHARE * n:
+        rules.append(f"{disturbed} of {n} runs disturbed")
     if not rules:
-        return Stability(int(data.size), median, spread, outliers, disturbed, False, None)
-    return Stability(
-        int(data.size),
-        median,
-        spread,
-        outliers,
-        disturbed,
-        True,
-        "; ".join(rules) + "; " + likely_cause(disturbed, data.size, causes),
-    )
+        return Stability(n, median, spread, outliers, disturbed, False, None)
+    why = "; ".join(rules) + "; " + likely_cause(disturbed, n, causes)
+    return Stability(n, median, spread, outliers, disturbed, True, why)
 
 
 def likely_cause(disturbed: int, n: int, causes=()) -> str:

@@ -93,14 +93,14 @@ def bootstrap_cis(
     for i, values in enumerate(data):
         if values.size >= 2:
             by_size.setdefault(values.size, []).append(i)
-    for size, members in _chunks(by_size):
+    for size, members in size_chunks(by_size):
         drawn = resample_indices(seed, n_boot, (size,))
         if drawn is None:
             for i in members:
                 out[i] = bootstrap_ci(data[i], np.median, level, n_boot, seed)
             continue
-        stats = _batched_medians(np.stack([data[i] for i in members]), drawn[0])
-        out_lo, out_hi = _intervals(stats, level)
+        stats = batched_medians(np.stack([data[i] for i in members]), drawn[0])
+        out_lo, out_hi = percentile_intervals(stats, level)
         for j, i in enumerate(members):
             out[i] = (float(out_lo[j]), float(out_hi[j]))
     return out
@@ -117,16 +117,16 @@ def ratio_cis(
     for i, (a, b) in enumerate(data):
         if a.size >= 2 and b.size >= 2:
             by_size.setdefault((a.size, b.size), []).append(i)
-    for sizes, members in _chunks(by_size):
+    for sizes, members in size_chunks(by_size):
         drawn = resample_indices(seed, n_boot, sizes)
         if drawn is None:
             for i in members:
                 out[i] = ratio_ci(*data[i], np.median, level, n_boot, seed)
             continue
-        a_stats = _batched_medians(np.stack([data[i][0] for i in members]), drawn[0])
-        b_stats = _batched_medians(np.stack([data[i][1] for i in members]), drawn[1])
+        a_stats = batched_medians(np.stack([data[i][0] for i in members]), drawn[0])
+        b_stats = batched_medians(np.stack([data[i][1] for i in members]), drawn[1])
         with np.errstate(divide="ignore", invalid="ignore"):
-            out_lo, out_hi = _intervals(a_stats / b_stats, level)
+            out_lo, out_hi = percentile_intervals(a_stats / b_stats, level)
         for j, i in enumerate(members):
             out[i] = (float(out_lo[j]), float(out_hi[j]))
     return out
@@ -135,7 +135,7 @@ def ratio_cis(
 _BATCH = 1000  # samples resampled together (their medians: 16 MB at 2 000 resamples)
 
 
-def _chunks(groups: dict) -> list[tuple]:
+def size_chunks(groups: dict) -> list[tuple]:
     """(size, members) of each group, in slices of at most :data:`_BATCH` members (bounded memory)."""
     return [
         (size, members[start : start + _BATCH])
@@ -144,7 +144,7 @@ def _chunks(groups: dict) -> list[tuple]:
     ]
 
 
-def _batched_medians(values: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+def batched_medians(values: np.ndarray, drawn: np.ndarray) -> np.ndarray:
     """The median of each resample (rows of ``drawn``) of each row of ``values``: (samples, n_boot)."""
     rows = max(1, _MAX_RESAMPLED_VALUES // drawn.size)
     median = _small_median if drawn.shape[1] in (2, 3) else partial(np.median, axis=2)
@@ -163,7 +163,13 @@ def _small_median(samples: np.ndarray) -> np.ndarray:
     return np.maximum(np.minimum(first, second), np.minimum(np.maximum(first, second), third))
 
 
-def _intervals(stats: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+def row_medians(values: np.ndarray) -> np.ndarray:
+    """``np.median(values, axis=1)`` of a (samples, size) array, with the same numbers."""
+    return _small_median(values) if values.shape[1] in (2, 3) else np.median(values, axis=1)
+
+
+def percentile_intervals(stats: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval at ``level`` of each row of ``stats`` (samples, n_boot): (lows, highs)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"confidence level must be between 0 and 1, got {level}")
     tail = (1.0 - level) / 2.0

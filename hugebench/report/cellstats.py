@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..stability import DISTURBED, WHY, Stability, assess
+from ..stability import DISTURBED, WHY, Stability, assess_many
 from ..stats import (
     NAN,
     PAIR_KEYS,
@@ -29,6 +29,8 @@ from ..stats import (
     ratio_cis,
     ratio_inputs,
     ratio_of,
+    row_medians,
+    size_chunks,
     status_ok,
 )
 
@@ -76,6 +78,7 @@ class CellFrame:
         self._numbers: dict[str, np.ndarray] = {}
         self._ci: dict[tuple, list] = {}
         self._values: dict[str, np.ndarray] = {}
+        self._flags: dict[str, np.ndarray] = {}
         self._blocks = self._block_keys()
         self._failing = self._failing_mask()
 
@@ -142,20 +145,29 @@ class CellFrame:
 
     def describe(self, code: int, metric: str, level=0.95, n_boot=2000, seed=0) -> dict:
         """``stats.describe_cell`` of the cell."""
-        ok = self.ok_rows(code)
-        values = finite(self.numbers(metric)[ok])
-        lo, hi = self._cis(metric, level, n_boot, seed)[code]
-        empty = values.size == 0
-        return {
-            "status": "ok" if len(ok) else self._most_common_status(code),
-            "n": int(values.size),
-            "n_failed": int(len(self.failed_rows(code))),
-            "median": NAN if empty else float(np.median(values)),
-            "min": NAN if empty else float(values.min()),
-            "max": NAN if empty else float(values.max()),
-            "ci_lo": lo,
-            "ci_hi": hi,
-        }
+        return self.describe_many([code], metric, level, n_boot, seed)[0]
+
+    def describe_many(self, codes, metric: str, level=0.95, n_boot=2000, seed=0) -> list[dict]:
+        """``[self.describe(code, metric, ...) for code in codes]``: the medians, minima and maxima of the
+        cells of one size computed together, the intervals of all cells once per frame."""
+        numbers = self.numbers(metric)
+        samples = [finite(numbers[self.ok_rows(code)]) for code in codes]
+        cis = self._cis(metric, level, n_boot, seed)
+        out = []
+        for code, values, (median, low, high) in zip(codes, samples, _centres(samples)):
+            out.append(
+                {
+                    "status": "ok" if len(self.ok_rows(code)) else self._most_common_status(code),
+                    "n": int(values.size),
+                    "n_failed": int(len(self.failed_rows(code))),
+                    "median": median,
+                    "min": low,
+                    "max": high,
+                    "ci_lo": cis[code][0],
+                    "ci_hi": cis[code][1],
+                }
+            )
+        return out
 
     def _cis(self, metric: str, level, n_boot, seed) -> list[tuple[float, float]]:
         """Every cell's bootstrap CI of the median of ``metric``, computed together on first use."""
@@ -197,15 +209,29 @@ class CellFrame:
 
     def stability(self, code: int, metric: str) -> Stability:
         """``stability.cell_stability`` of the cell."""
-        ok = self.ok_rows(code)
-        disturbed, causes = 0, []
-        if DISTURBED in self.frame.columns:
-            flags = self.values(DISTURBED)[ok]
-            hit = np.fromiter((v is True or v == 1 or v == "true" for v in flags), bool, ok.size)
-            disturbed = int(hit.sum())
-            if WHY in self.frame.columns:
-                causes = self.values(WHY)[ok[hit]].tolist()
-        return assess(self.numbers(metric)[ok], disturbed, causes)
+        return self.stability_many([code], metric)[0]
+
+    def stability_many(self, codes, metric: str) -> list[Stability]:
+        """``[self.stability(code, metric) for code in codes]``, the cells of one size assessed together."""
+        numbers, samples, disturbed, causes = self.numbers(metric), [], [], []
+        flags = self._disturbed()
+        for code in codes:
+            ok = self.ok_rows(code)
+            samples.append(numbers[ok])
+            hit = ok[flags[ok]] if flags is not None else ok[:0]
+            disturbed.append(int(hit.size))
+            causes.append(self.values(WHY)[hit].tolist() if WHY in self.frame.columns else [])
+        return assess_many(samples, disturbed, causes)
+
+    def _disturbed(self) -> np.ndarray | None:
+        """Which rows were measured on a disturbed machine (``noise.disturbed``); None without the column."""
+        if DISTURBED not in self.frame.columns:
+            return None
+        if DISTURBED not in self._flags:
+            flags = self.values(DISTURBED)
+            hit = (v is True or v == 1 or v == "true" for v in flags)
+            self._flags[DISTURBED] = np.fromiter(hit, bool, flags.size)
+        return self._flags[DISTURBED]
 
     def compare(self, code: int, base: int, metric: str, level=0.95, n_boot=2000, seed=0) -> Ratio:
         """``stats.compare`` of cell ``code`` to cell ``base``."""
@@ -239,6 +265,23 @@ class CellFrame:
         return int(sum(1 for v in flags if v is True or v == 1))
 
 
+def _centres(samples: list[np.ndarray]) -> list[tuple[float, float, float]]:
+    """(median, min, max) of each sample (NaN for an empty one), the samples of one size stacked."""
+    out = [(NAN, NAN, NAN)] * len(samples)
+    by_size: dict[int, list[int]] = {}
+    for i, values in enumerate(samples):
+        if values.size:
+            by_size.setdefault(values.size, []).append(i)
+    for _, members in size_chunks(by_size):
+        stack = np.stack([samples[i] for i in members])
+        found = zip(
+            row_medians(stack).tolist(), stack.min(axis=1).tolist(), stack.max(axis=1).tolist()
+        )
+        for i, centre in zip(members, found):
+            out[i] = centre
+    return out
+
+
 class Cell(NamedTuple):
     """One cell of a :class:`CellFrame`, for code that holds cells of several frames (compare, history)."""
 
@@ -258,6 +301,21 @@ class Cell(NamedTuple):
 
     def failures_text(self) -> str:
         return self.of.failures_text(self.code)
+
+
+def described(cells: Sequence[Cell], metric: str, level=0.95) -> list[tuple[dict, Stability]]:
+    """``[(cell.describe(metric, level), cell.stability(metric)) for cell in cells]``, the same numbers, the
+    cells of each frame described together (:meth:`CellFrame.describe_many`, :meth:`CellFrame.stability_many`)."""
+    out: list = [None] * len(cells)
+    by_frame: dict[int, list[int]] = {}
+    for i, cell in enumerate(cells):
+        by_frame.setdefault(id(cell.of), []).append(i)
+    for members in by_frame.values():
+        frame, codes = cells[members[0]].of, [cells[i].code for i in members]
+        found = zip(frame.describe_many(codes, metric, level), frame.stability_many(codes, metric))
+        for i, pair in zip(members, found):
+            out[i] = pair
+    return out
 
 
 def cells_by_key(frame: pd.DataFrame, keys: Sequence[str], key_of) -> dict[tuple, Cell]:

@@ -20,7 +20,7 @@ from ..stability import guard
 from ..stats import Ratio, min_runs_for, ratio_cis
 from . import shift
 from .blocks import rows_of
-from .cellstats import Cell, cells_by_key
+from .cellstats import Cell, cells_by_key, described
 from .provenance import machine_facts, provenance_sections
 from .rendering import DASH, display_frame, format_axis
 from .results import Experiment, Results, sweep_ids
@@ -99,13 +99,7 @@ def _experiment_section(
     a_cells, b_cells = _cells(a.rows, keys, metric), _cells(b.rows, keys, metric)
     bases = (_baseline_finder(a, keys, a_cells), _baseline_finder(b, keys, b_cells))
     matched = [key for key in a_cells if key in b_cells]
-    cis = ratio_cis(  # every cell's B / A interval, computed together
-        [(b_cells[key].values(metric), a_cells[key].values(metric)) for key in matched], level
-    )
-    records = [
-        _record(key, a_cells[key], b_cells[key], keys, metric, level, bases, ci)
-        for key, ci in zip(matched, cis)
-    ]
+    records = _records(matched, a_cells, b_cells, keys, metric, level, bases)
     lonely = [
         [side, a.name, _cell_text(key, keys)]
         for side, mine, other in (("A", a_cells, b_cells), ("B", b_cells, a_cells))
@@ -209,13 +203,37 @@ def _cells(rows: pd.DataFrame, keys: Sequence[str], metric: str) -> dict[tuple, 
     return cells_by_key(narrow, keys, lambda key: tuple(axis_key(v) for v in key))
 
 
-def _record(key, a_cell: Cell, b_cell: Cell, keys, metric, level, bases, ci) -> dict:
-    """One matched cell's row; ``ci``: its B / A interval (``stats.ratio_ci`` of B's values and A's)."""
-    a_sum, b_sum = a_cell.describe(metric, level), b_cell.describe(metric, level)
-    a_vals, b_vals = a_cell.values(metric), b_cell.values(metric)
+def _records(matched, a_cells, b_cells, keys, metric, level, bases) -> list[dict]:
+    """The rows of the matched cells: each side's cells described together, every cell's B / A interval
+    and within-sweep ratio computed together (the same numbers as cell by cell)."""
+    a_side = described([a_cells[key] for key in matched], metric, level)
+    b_side = described([b_cells[key] for key in matched], metric, level)
+    values = [(a_cells[key].values(metric), b_cells[key].values(metric)) for key in matched]
+    cis = ratio_cis([(b, a) for a, b in values], level)  # every cell's B / A interval
+    based = [
+        (i, a_base, b_base)
+        for i, key in enumerate(matched)
+        if (a_base := bases[0](key)) is not None and (b_base := bases[1](key)) is not None
+    ]
+    quads = [
+        (values[i][0], a_base.values(metric), values[i][1], b_base.values(metric))
+        for i, a_base, b_base in based
+    ]
+    within = dict.fromkeys(range(len(matched)), (float("nan"),) * 3)
+    within.update(zip((i for i, _, _ in based), shift.within_ratios(quads, level)))
+    return [
+        _record(key, a_cells[key], b_cells[key], keys, level, sides, ci, within[i])
+        for i, (key, sides, ci) in enumerate(zip(matched, zip(a_side, b_side, values), cis))
+    ]
+
+
+def _record(key, a_cell: Cell, b_cell: Cell, keys, level, sides, ci, within) -> dict:
+    """One matched cell's row. ``sides``: A's (summary, stability), B's, and the two sides' values;
+    ``ci``: its B / A interval (``stats.ratio_ci`` of B's values and A's); ``within``: its within-sweep
+    ratio and interval (``shift.within_ratio``)."""
+    (a_sum, a_stab), (b_sum, b_stab), (a_vals, b_vals) = sides
     value = b_sum["median"] / a_sum["median"] if a_sum["median"] else float("nan")
     lo, hi = ci
-    a_stab, b_stab = a_cell.stability(metric), b_cell.stability(metric)
     resolved, unstable = guard(
         Ratio(value, lo, hi, False, int(min(a_vals.size, b_vals.size)), level).resolved,
         a_stab,
@@ -223,12 +241,6 @@ def _record(key, a_cell: Cell, b_cell: Cell, keys, metric, level, bases, ci) -> 
     )
     if unstable:
         unstable = f"{'A' if a_stab.unstable else 'B'} {unstable}"
-    a_base, b_base = bases[0](key), bases[1](key)
-    within = (
-        (float("nan"),) * 3
-        if a_base is None or b_base is None
-        else shift.within_ratio(a_vals, a_base.values(metric), b_vals, b_base.values(metric), level)
-    )
     return {
         **dict(zip(keys, key)),
         "a.n": a_sum["n"],

@@ -1,7 +1,8 @@
 """Honest compare: a shift of the whole of B, within-sweep ratios that cancel it, and the summary of B / A.
 
 What belongs here: the arithmetic and the words ``compare`` adds on top of each cell's B / A (``compare``
-builds the table): :func:`within_ratio` (each cell's ratio to its own sweep's baseline, B's over A's),
+builds the table): :func:`within_ratio` (each cell's ratio to its own sweep's baseline, B's over A's;
+:func:`within_ratios` computes it for every cell at once),
 :func:`common_shift` (did every cell of B move by about the same factor?) and :func:`summary_lines`
 (geometric mean with CI, counts better / same / worse, the largest resolved changes).
 
@@ -24,7 +25,15 @@ import numpy as np
 import pandas as pd
 
 from ..stability import SMALLEST_EFFECT
-from ..stats import bootstrap_ci, finite, resample_indices
+from ..stats import (
+    batched_medians,
+    bootstrap_ci,
+    finite,
+    percentile_intervals,
+    resample_indices,
+    row_medians,
+    size_chunks,
+)
 from .sections import verdict
 
 MIN_CELLS = 3
@@ -57,6 +66,53 @@ def within_ratio(
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(stats, [tail, 1.0 - tail]) if stats.size else (math.nan, math.nan)
     return value, float(lo), float(hi)
+
+
+def within_ratios(
+    quads, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> list[tuple[float, float, float]]:
+    """``[within_ratio(a, a_base, b, b_base, level, n_boot, seed) for a, a_base, b, b_base in quads]``, the
+    same numbers, computed together for the cells whose four samples have the same sizes (with one seed,
+    such cells draw the same positions)."""
+    data = [[finite(v) for v in quad] for quad in quads]
+    out: list[tuple[float, float, float]] = [(math.nan,) * 3] * len(data)
+    by_sizes: dict[tuple, list[int]] = {}
+    for i, samples in enumerate(data):
+        sizes = tuple(s.size for s in samples)
+        if min(sizes) > 0:
+            by_sizes.setdefault(sizes, []).append(i)
+    for sizes, members in size_chunks(by_sizes):
+        stacks = [np.stack([data[i][k] for i in members]) for k in range(4)]
+        values = _within_values([row_medians(stack) for stack in stacks])
+        drawn = resample_indices(seed, n_boot, sizes) if min(sizes) >= 2 else None
+        if drawn is None:  # no interval (a sample of one), or samples too large to draw together
+            for j, i in enumerate(members):
+                out[i] = (
+                    within_ratio(*data[i], level, n_boot, seed)
+                    if min(sizes) >= 2
+                    else (float(values[j]), math.nan, math.nan)
+                )
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            boot = [batched_medians(stack, at) for stack, at in zip(stacks, drawn)]
+            stats = (boot[2] / boot[3]) / (boot[0] / boot[1])
+        whole = np.isfinite(stats).all(axis=1) & np.isfinite(values)
+        lows, highs = percentile_intervals(stats[whole], level)
+        done = iter(zip(lows.tolist(), highs.tolist()))
+        for j, i in enumerate(members):
+            if not whole[j]:  # a resample's median of 0 (or no value): as within_ratio drops it
+                out[i] = within_ratio(*data[i], level, n_boot, seed)
+            else:
+                out[i] = (float(values[j]), *next(done))
+    return out
+
+
+def _within_values(medians: list[np.ndarray]) -> np.ndarray:
+    """Each cell's ``(b / b_base) / (a / a_base)`` from the four samples' medians; NaN where a divisor is 0."""
+    a, a_base, b, b_base = medians
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = (b / b_base) / (a / a_base)
+    return np.where((a != 0) & (a_base != 0) & (b_base != 0), values, math.nan)
 
 
 def common_shift(ratios) -> tuple[str | None, float]:
