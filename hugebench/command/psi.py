@@ -1,6 +1,6 @@
 """Pressure stall information over a run: at every sample of the program tree, the stall totals of cpu, memory
-and io of the run's own cgroup v2 (the program, its server and the worker that supervises it: every process
-of the run, nothing else), or of the whole machine (``/proc/pressure``) when the run has no cgroup. Each
+and io of the run's own cgroup v2 (the program, its server, and the worker that supervises it where there is
+one: every process of the run, nothing else), or of the whole machine (``/proc/pressure``) when the run has no cgroup. Each
 sampling interval becomes a share of its time in which some task stalled (``series_psi_<kind>_some_pct``),
 and the run as a whole ``psi.<kind>_some_pct`` / ``_full_pct``; ``psi.source`` says which of the two was read.
 
@@ -20,14 +20,17 @@ class PressureLog:
     """Stall totals at each sample's time; ``cgroup`` None reads the machine's."""
 
     proc_root: str = "/proc"
-    cgroup: Path | None = None
+    cgroup: Path | None = (
+        None  # the run's cgroup v2 directory when known, else this process's is read
+    )
     readings: list[tuple[float, dict]] = field(default_factory=list)
     _located: bool = False
 
     def tick(self, now: float) -> None:
         if not self._located:
             self._located = True
-            self.cgroup = own_cgroup_v2(self.proc_root)
+            # a supervisor in the sweep's process (run.inprocess) is given the run's cgroup; a worker is in it
+            self.cgroup = self.cgroup or own_cgroup_v2(self.proc_root)
             if self.cgroup is not None and read_pressure("memory", self.cgroup) is None:
                 self.cgroup = None  # a cgroup without PSI files: the machine's, then
         totals = {

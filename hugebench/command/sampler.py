@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hugebench import kernel
 from hugebench.measure import folio_coverage
@@ -67,6 +68,9 @@ class CoverageSampler:
     _folio_start: float | None = None
     # the run's processes (its cgroup.procs), or None: the tree is then found among every process
     members: Callable[[], list[int] | None] | None = None
+    cgroup: Path | None = (
+        None  # the run's cgroup v2 directory, for its PSI (None: the sampler's own)
+    )
 
     def sample(self, end: bool = False) -> dict | None:
         """One reading of the whole tree (summed), kept with its time; None when nothing could be read.
@@ -110,7 +114,7 @@ class CoverageSampler:
         except OSError:
             pass  # no /proc/vmstat: no events; the coverage is still read
         if self.pressure is None:
-            self.pressure = PressureLog(self.proc_root)
+            self.pressure = PressureLog(self.proc_root, self.cgroup)
         self.pressure.tick(now)
         self._read_folios(tree, end, now)
         return total

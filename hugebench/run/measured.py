@@ -48,7 +48,11 @@ class Measured:
         self.probes = workdir / "probes"
         self.probes.mkdir(exist_ok=True)
         self.status = workdir / "measured.status"
-        self.sampler = CoverageSampler(members=container.members if container else None)
+        group = container.cgroup if container else None
+        self.sampler = CoverageSampler(
+            members=container.members if container else None,
+            cgroup=group.path if group is not None else None,
+        )
         rundir = RunDir(
             workdir
         )  # the worker's run directory: the sweep reads perf.csv and text/ from it
