@@ -78,16 +78,9 @@ def read_process(pid: int, proc_root: str | Path = "/proc", reading: FolioReadin
         for order, size in counts.by_order.items():
             mine[order] = mine.get(order, 0) + size
             reading.by_order[order] = reading.by_order.get(order, 0) + size
-    reading.per_process.append((pid, _name(pid, proc_root), mine))
+    reading.per_process.append((pid, kernel.process_comm(pid, proc_root) or "?", mine))
     reading.processes += 1
     return reading
-
-
-def _name(pid: int, proc_root: str | Path) -> str:
-    try:
-        return (Path(proc_root) / str(pid) / "comm").read_text().strip()
-    except OSError:
-        return "?"
 
 
 def by_process(reading: FolioReading, limit: int = TOP_PROCESSES) -> str | None:
