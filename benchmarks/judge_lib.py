@@ -124,7 +124,7 @@ def parse_verdict(data: dict) -> Verdict:
     regime = regimes[0] if regimes else None  # the top-level verdict is the first regime's
     return Verdict(
         regime=regime,
-        text=_verdict_text(data, best, recommend) + (f", {regime}" if regime else ""),
+        text=_with_regime(_verdict_text(data, best, recommend), regime),
         recommend=recommend,
         resolved=bool(data.get("resolved")),
         best=(best or {}).get("name"),
@@ -134,6 +134,11 @@ def parse_verdict(data: dict) -> Verdict:
         pairs=ratio.get("n"),
         deploy=deploy,
     )
+
+
+def _with_regime(text: str, regime: str | None) -> str:
+    """The verdict's text saying its regime once (a best's name already ends with it)."""
+    return text if not regime or text.endswith(f", {regime}") else f"{text}, {regime}"
 
 
 def _verdict_text(data: dict, best: dict | None, recommend: bool) -> str:

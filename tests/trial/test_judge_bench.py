@@ -85,6 +85,13 @@ def test_recommended_environment_is_deployed_as_printed(lib):
     assert v.deploy.source == "printed"
 
 
+def test_the_regime_is_said_once(lib):
+    data = _verdict(by_regime={"warm": {}})
+    data["best"] = {**data["best"], "name": "jemalloc-thp, THP always, warm"}
+    assert lib.parse_verdict(data).text == "use jemalloc-thp, THP always, warm"
+    assert lib.parse_verdict(_verdict(by_regime={"cold:4s": {}})).text.endswith("madvise, cold:4s")
+
+
 def test_thp_always_is_a_machine_wide_write_and_never_is_per_process(lib):
     always = lib.parse_verdict(_verdict(mode="always")).deploy
     assert always.sysfs == (lib.SysfsWrite(THP, "always"),) and always.machine_wide
