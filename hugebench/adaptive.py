@@ -106,7 +106,7 @@ def partners_of(spec, runs: Sequence) -> dict[str, set]:
             if base and base != cell_id:
                 out[cell_id].add(base)
                 out[base].add(cell_id)
-    for claim in (spec.expected or {}).get("claims", ()):
+    for claim in spec.expected.claims if spec.expected else ():
         a, b = find(claim["cell"]), find(claim["vs"]) if claim.get("vs") else None
         if a and b:
             out[a].add(b)
@@ -123,9 +123,9 @@ def batches(
     block r for those cells (``plan.block``).
     """
     yield runs
-    rule = spec.adaptive
-    if not rule:
+    if spec.adaptive is None:
         return
+    rule = spec.adaptive.to_dict()  # as the report reads it from the context file
     cell_ids = list(dict.fromkeys(r.cell_id for r in runs if not r.warmup))
     partners = partners_of(spec, runs)
     for block in range(spec.repetitions, rule["max"]):
@@ -140,7 +140,7 @@ def batches(
 def max_runs(spec, runs: list) -> int:
     """Most runs the sweep can make: ``runs`` plus every adaptive block up to ``max`` (an upper bound)."""
     cells = len({r.cell_id for r in runs if not r.warmup})
-    return len(runs) + (cells * (spec.adaptive["max"] - spec.repetitions) if spec.adaptive else 0)
+    return len(runs) + (cells * (spec.adaptive.max - spec.repetitions) if spec.adaptive else 0)
 
 
 def describe(values: Mapping[str, Sequence[float]], rule: Mapping, level: float = 0.95) -> str:

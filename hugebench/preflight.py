@@ -118,7 +118,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
         prctl_never=frozenset(prctl),
         counter_specs=tuple(counter_specs),
         perf=perf,
-        condition_memory=dict(spec.condition_memory or {}),
+        condition_memory=spec.condition_memory.to_dict() if spec.condition_memory else {},
     )
     machine = metadata.machine_context(
         allocators=described,

@@ -330,9 +330,9 @@ def plan(
     if (
         spec.adaptive
     ):  # repetitions: auto: the plan above is its least; the most is every block up to max
-        most = estimate(plan_mod.plan(spec, spec.adaptive["max"]), history)
+        most = estimate(plan_mod.plan(spec, spec.adaptive.max), history)
         reps = (
-            f"{spec.repetitions}..{spec.adaptive['max']} repetitions (auto; at most {most.left + most.done} runs"
+            f"{spec.repetitions}..{spec.adaptive.max} repetitions (auto; at most {most.left + most.done} runs"
             + (f", {format_duration(most.seconds)}" if most.seconds is not None else "")
             + ")"
         )

@@ -19,8 +19,9 @@ Every error names the file, the line and the key, and says what is allowed. Exam
 ``repetitions: {auto: {min: 6, max: 12, target: 0.05}}`` makes the number of blocks adaptive
 (``hugebench.adaptive``); ``expected:`` holds published numbers the report gives a verdict on.
 
-The package: ``model`` (the frozen ``ExperimentSpec`` and what a cell is), ``validation`` (the file's keys,
-each error with file:line:key), ``cells`` (partial cells, and what only the whole product shows) and
+The package: ``model`` (the frozen ``ExperimentSpec`` and what a cell is), ``parts`` (its typed sections of a
+fixed shape), ``validation`` (the file's keys, each error with file:line:key; ``check_axes`` and ``check_parts``
+check the user's names and the typed parts, ``keys`` lists every key), ``cells`` (partial cells, and what only the whole product shows) and
 ``claims`` (``expected:``, published numbers) and ``cluster`` (the ``cluster:`` block and the ``--cluster``
 flag, which ``hugebench.cluster`` runs).
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 from ..yamlsafe import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
 from .cells import void_problem
 from .claims import _CLAIM_KEYS, _EXPECTED_KEYS, workload_metrics
+from .keys import _AUTO_KEYS, _TOP_KEYS, AUTO_MIN_DEFAULT
 from .model import (
     DEFAULT_ALLOCATOR,
     KNOB_PREFIXES,
@@ -49,7 +51,7 @@ from .model import (
     is_knob,
     matches,
 )
-from .validation import _AUTO_KEYS, _TOP_KEYS, AUTO_MIN_DEFAULT, load_spec, parse_spec
+from .validation import load_spec, parse_spec
 
 # Public: every key a file may have, one line each; what validation checks, and the manual's reference
 # (hugebench.docgen).

@@ -86,7 +86,7 @@ def _check_cells(spec: ExperimentSpec, workload, where) -> None:
     left = cells(spec)
     if not left:
         raise where.error(("exclude",), "excludes every cell of the axes; nothing would run")
-    blocks = spec.adaptive.get("max", spec.repetitions)
+    blocks = spec.adaptive.max if spec.adaptive else spec.repetitions
     runs = len(left) * (blocks + spec.warmup)
     if runs > MAX_RUNS:
         raise where.error(

@@ -22,6 +22,7 @@ from ..yamlsafe import Where
 from .cells import _partial_cell
 from .claim_metrics import measured_columns, metric_scope, off_reason, quantity_label
 from .model import ExperimentSpec, cells, matches
+from .parts import Expected
 
 _EXPECTED_KEYS = {
     "source": "where the numbers were published (citation text, required)",
@@ -137,11 +138,11 @@ def _text(mapping, key, path, where, required=False):
     return value.strip()
 
 
-def _expected(data, spec, workload, where) -> dict:
+def _expected(data, spec, workload, where) -> Expected | None:
     """``expected:``: published numbers, each claim naming exactly one cell (and one to compare with)."""
     raw = data.get("expected")
     if raw is None:
-        return {}
+        return None
     path = ("expected",)
     if not isinstance(raw, dict):
         raise where.error(path, "must be a mapping {source: TEXT, metric: COLUMN, claims: [...]}")
@@ -160,12 +161,12 @@ def _expected(data, spec, workload, where) -> dict:
     parsed = tuple(
         c for i, claim in enumerate(claims) for c in _claims_of(claim, path + ("claims", i), ctx)
     )
-    return {
-        "source": source,
-        "metric": metric,
-        "claims": parsed,
-        "not_judged": _not_judged(raw.get("not_judged"), path + ("not_judged",), where),
-    }
+    return Expected(
+        source=source,
+        metric=metric,
+        claims=parsed,
+        not_judged=_not_judged(raw.get("not_judged"), path + ("not_judged",), where),
+    )
 
 
 def _labels(workload, params) -> dict[str, str]:

@@ -18,6 +18,7 @@ from typing import Any
 from .. import allocators as alloc_mod
 from .. import knob_catalogue as catalogue
 from .. import workloads
+from .parts import Adaptive, Expected, MemoryConditioning
 
 THP_MODES = ("always", "madvise", "never")
 DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
@@ -37,6 +38,7 @@ MAX_WARMUP = 1_000
 MAX_RUNS = 1_000_000  # planned runs: cells x (repetitions + warm-up)
 MAX_TIMEOUT = 7 * 24 * 3600
 MAX_SEED = 2**63 - 1
+_PART = {"part": True}  # a typed section (.parts): to_dict() stores its to_dict(), {} when absent
 
 
 @dataclass(frozen=True)
@@ -52,23 +54,26 @@ class ExperimentSpec:
     seed: int = 0
     timeout: float = 1800.0
     memory_limit: int | None = None  # bytes; the run's memory cgroup enforces it
-    params: dict = field(default_factory=dict)
-    axes: dict = field(default_factory=dict)  # name -> tuple of values, insertion ordered
-    exclude: tuple = ()
-    baseline: dict = field(default_factory=dict)
-    allocators: dict = field(default_factory=dict)
-    system: dict = field(default_factory=dict)
+    # The user's names (parameters, axes, knobs) -> values: mappings; the sections of a fixed shape are typed
+    # parts (.parts), None when the file leaves the section out (to_dict() then stores it as {}, as always).
+    params: Mapping[str, Any] = field(default_factory=dict)
+    # name -> tuple of values, insertion ordered
+    axes: Mapping[str, tuple] = field(default_factory=dict)
+    exclude: tuple[Mapping[str, Any], ...] = ()
+    baseline: Mapping[str, Any] = field(default_factory=dict)
+    # name -> the entry as written (its typed form is allocator_table; the entry is part of every run's id)
+    allocators: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    system: Mapping[str, str | int] = field(default_factory=dict)  # canonical knob name -> value
     perf: Any = "auto"
     counters: Any = "auto"
     order: str = "interleaved"
-    condition_memory: dict = field(default_factory=dict)
-    # repetitions: {auto: ...}: blocks keep being added up to adaptive["max"] while some cell's CI is wider than
-    # adaptive["target"] (hugebench.adaptive); ``repetitions`` is then the blocks always run (adaptive["min"]).
-    adaptive: dict = field(default_factory=dict)
-    expected: dict = field(
-        default_factory=dict
-    )  # {source, metric, claims: ({name, cell, vs, ratio, value, ...},)}
-    cluster: dict = field(default_factory=dict)  # where it runs, not what: outside the fingerprint
+    condition_memory: MemoryConditioning | None = field(default=None, metadata=_PART)
+    # repetitions: {auto: ...}: blocks keep being added up to adaptive.max while some cell's CI is wider than
+    # adaptive.target (hugebench.adaptive); ``repetitions`` is then the blocks always run (adaptive.min).
+    adaptive: Adaptive | None = field(default=None, metadata=_PART)
+    expected: Expected | None = field(default=None, metadata=_PART)  # published numbers (.claims)
+    # where it runs, not what: outside the fingerprint (typed by experiment.cluster.resolve, flags included)
+    cluster: Mapping[str, Any] = field(default_factory=dict)
     # Resolved once from the names above (a spec built in code gets them here too); not part of to_dict().
     workload_def: workloads.Workload | None = field(
         default=None, compare=False, repr=False, metadata={"resolved": True}
@@ -86,7 +91,7 @@ class ExperimentSpec:
     def to_dict(self) -> dict:
         """The file's content as plain data (what the context file stores), without the resolved values."""
         return {
-            f.name: copy.deepcopy(getattr(self, f.name))
+            f.name: copy.deepcopy(_plain(getattr(self, f.name), f.metadata))
             for f in fields(self)
             if not f.metadata.get("resolved")
         }
@@ -117,6 +122,13 @@ class ExperimentSpec:
         ]
 
 
+def _plain(value, metadata):
+    """A field's value as the context file stores it: a typed part as its dict, a part left out as {}."""
+    if metadata.get("part"):
+        return {} if value is None else value.to_dict()
+    return value
+
+
 def is_knob(name: str) -> bool:
     """True when an axis/system name is a kernel knob (thp, thp.*, hugetlb, hugetlb.*)."""
     return catalogue.is_knob(name)
@@ -127,7 +139,7 @@ def canonical_knob(name: str) -> str:
     return catalogue.canonical(name)
 
 
-def matches(cell: dict, partial: dict) -> bool:
+def matches(cell: Mapping, partial: Mapping) -> bool:
     """True when ``cell`` has every value of the partial cell ``partial`` (an exclude entry, the baseline)."""
     return all(k in cell and cell[k] == v for k, v in partial.items())
 

@@ -9,64 +9,26 @@ import re
 from pathlib import Path
 
 from .. import allocators as alloc_mod
-from .. import knob_catalogue as catalogue
 from .. import workloads
-from ..columns import user_name_problem
-from ..command.elf import why_not_allocator
-from ..errors import SpecError, ToolMissingError
-from ..system import aging, regime
-from ..textpages import MODES as TEXT_MODES
+from ..errors import SpecError
 from ..yamlsafe import MAX_FILE_BYTES, Where, read_text, read_yaml
 from .cells import _cells, _check_cells, _workload_checks
-from .claims import _expected, _known_keys, _metric
+from .check_axes import _axes, _param, _system
+from .check_parts import _adaptive, _check_user_paths, _conditioning, _user_allocators
+from .claims import _expected
 from .cluster import ADAPTIVE_ON_EACH
 from .cluster import parse_block as parse_cluster
 from .collect import Collected
+from .keys import _BAD, _BOOL_HINT, _TOP_KEYS, _mapping
 from .limits import memory_limit
 from .model import (
-    DEFAULT_ALLOCATOR,
     MAX_REPETITIONS,
     MAX_SEED,
     MAX_TIMEOUT,
     MAX_WARMUP,
-    MEMORY_AXIS,
     PERF_MODES,
-    REGIME_AXIS,
-    TEXT_AXIS,
-    THP_MODES,
     ExperimentSpec,
-    canonical_knob,
-    is_knob,
 )
-
-_TOP_KEYS = {
-    "name": "experiment name (used in results and reports)",
-    "workload": f"one of {', '.join(workloads.WORKLOADS)}",
-    "description": "free text",
-    "repetitions": "runs per cell (int >= 1)",
-    "warmup": "uncounted warm-up runs per cell before the first block (int >= 0)",
-    "seed": "seed of the interleaved order (int)",
-    "timeout": "seconds a worker may run before it is killed (number > 0)",
-    "memory_limit": "the most memory a run may use (256M, 1.5G): over it, the run is OOM-killed (status oom)",
-    "params": "fixed workload parameters",
-    "axes": "name -> list of values; the cartesian product is the set of cells",
-    "exclude": "list of partial cells to leave out",
-    "baseline": "partial cell that ratios are computed against",
-    "allocators": "user-defined allocators: name -> {path: /abs/lib.so, env: {...}} or {base: NAME, env: {...}}",
-    "system": "kernel knobs fixed for the whole sweep (thp.defrag: madvise, hugetlb.2MB: 1024, ...)",
-    "perf": "whole-process perf stat: auto | off | list of event names",
-    "counters": "in-process counters around the timed phase: auto | off | list of labels",
-    "order": "interleaved (default: blocks of one run per cell, shuffled) | grouped (fewest knob flips)",
-    "condition_memory": "before each run: {compact: bool, drop_caches: bool} or false",
-    "expected": "published numbers this experiment reproduces: {source: TEXT, metric: COLUMN, claims: [...]}",
-    "cluster": "run on several machines: {scheduler: tls://HOST:8786 or ssh: [h1, h2], certs: DIR, machines: each|spread}",
-}
-_AUTO_KEYS = {
-    "min": "blocks always run (int >= 3; default 6, the fewest for a 95% verdict)",
-    "max": "most blocks, i.e. most runs of any cell (int >= min)",
-    "target": "stop a cell once its CI is narrower than this share of its median (0 < x < 1, e.g. 0.03)",
-    "metric": "column whose median's CI is judged (default: the workload's primary metric)",
-}
 
 
 def load_spec(
@@ -185,8 +147,8 @@ def _fields(data, where, found: Collected, workload, params, axes) -> dict:
         "perf": take(_perf, data, "perf", where),
         "counters": take(_perf, data, "counters", where),
         "order": take(_choice, data, "order", ("interleaved", "grouped"), "interleaved", where),
-        "condition_memory": take(_conditioning, data, where, default={}),
-        "adaptive": {},
+        "condition_memory": take(_conditioning, data, where),
+        "adaptive": None,
         "repetitions": 1,
     }
     if workload is not None and _BAD not in params.values() and _BAD not in axes.values():
@@ -197,9 +159,9 @@ def _fields(data, where, found: Collected, workload, params, axes) -> dict:
                     ("params", sorted(overlap)[0]), "is both a fixed param and an axis; keep one"
                 )
             )
-        fields["adaptive"] = take(_adaptive, data, workload, params, where, default={})
+        fields["adaptive"] = take(_adaptive, data, workload, params, where)
     fields["repetitions"] = (
-        fields["adaptive"]["min"]
+        fields["adaptive"].min
         if fields["adaptive"]
         else take(_int, data, "repetitions", 1, 1, MAX_REPETITIONS, where)
     )
@@ -210,20 +172,7 @@ def _fields(data, where, found: Collected, workload, params, axes) -> dict:
     return fields
 
 
-_BAD = object()  # the value of a param or an axis whose check failed (its error is collected)
-_BOOL_HINT = " (YAML reads unquoted yes/no/on/off/true/false as a boolean: quote the word)"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
-def _mapping(data: dict, key: str, where: Where) -> dict:
-    value = data.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise where.error(
-            (key,), f"must be a mapping ({_TOP_KEYS[key]}), got {type(value).__name__}"
-        )
-    return value
 
 
 def _name(data, where) -> str:
@@ -292,266 +241,3 @@ def _perf(data, key, where):
         (key,),
         f"must be auto, off, a list of event names or a mapping label -> event; got {value!r}",
     )
-
-
-def _conditioning(data, where) -> dict:
-    value = data.get("condition_memory", False)
-    if value is False or value is None:
-        return {}
-    if value is True:
-        return {"compact": True, "drop_caches": True}
-    if not isinstance(value, dict) or set(value) - {"compact", "drop_caches"}:
-        raise where.error(
-            ("condition_memory",), "must be false, true or {compact: bool, drop_caches: bool}"
-        )
-    for key, flag in value.items():
-        if not isinstance(flag, bool):
-            raise where.error(("condition_memory", key), f"must be true or false, got {flag!r}")
-    return dict(value)
-
-
-AUTO_MIN_DEFAULT = (
-    6  # stats.min_runs_for(0.95): fewer values cannot give a 95% interval of a median
-)
-
-
-def _adaptive(data, workload, params, where) -> dict:
-    """``repetitions: {auto: {min, max, target, metric}}`` checked; {} for a fixed number of repetitions."""
-    value = data.get("repetitions")
-    if value == "auto":
-        raise where.error(
-            ("repetitions",),
-            "auto needs its bounds: {auto: {max: 12, target: 0.03}} "
-            f"(min defaults to {AUTO_MIN_DEFAULT})",
-        )
-    if not isinstance(value, dict):
-        return {}
-    if list(value) != ["auto"] or not isinstance(value["auto"], dict):
-        raise where.error(
-            ("repetitions",), "must be an integer, or {auto: {min: N, max: N, target: F}}"
-        )
-    auto, path = value["auto"], ("repetitions", "auto")
-    _known_keys(auto, _AUTO_KEYS, path, where)
-    for required in ("max", "target"):
-        if required not in auto:
-            raise where.error(path, f"missing '{required}' ({_AUTO_KEYS[required]})")
-    low = auto.get("min", AUTO_MIN_DEFAULT)
-    if isinstance(low, bool) or not isinstance(low, int) or not 3 <= low <= MAX_REPETITIONS:
-        raise where.error(
-            path + ("min",),
-            f"must be an integer from 3 to {MAX_REPETITIONS} (with fewer runs the "
-            f"CI of a median is a short range that misses it often), got {low!r}",
-        )
-    high = auto["max"]
-    if isinstance(high, bool) or not isinstance(high, int) or not low <= high <= MAX_REPETITIONS:
-        raise where.error(
-            path + ("max",),
-            f"must be an integer from min ({low}) to {MAX_REPETITIONS}, got {high!r}",
-        )
-    target = auto["target"]
-    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 1:
-        raise where.error(
-            path + ("target",),
-            f"must be a share of the median between 0 and 1 (0.03 = 3%), got {target!r}",
-        )
-    metric = _metric(auto.get("metric"), path + ("metric",), workload, params, where)
-    return {"min": low, "max": high, "target": float(target), "metric": metric}
-
-
-def _param(workload, name, value, path, where):
-    param = workload.params.get(name)
-    if param is None and workload.open_params:
-        if not isinstance(name, str) or not name.isidentifier():
-            raise where.error(path, "a parameter name must be an identifier (it is used as {name})")
-        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS) or is_knob(name):
-            raise where.error(
-                path[:2],
-                f"{name} is an axis, not a parameter: axes: {{{name}: [...]}}"
-                + (" (or, for a knob fixed for the sweep, system:)" if is_knob(name) else ""),
-            )
-        why = user_name_problem(name, (m[0] for m in workload.metrics), column=path[0] == "axes")
-        if why:
-            raise where.error(path[:2], why)
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise where.error(
-                path, f"a parameter of your own must be a string or a number, got {value!r}"
-            )
-        return value
-    if param is None:
-        raise where.error(
-            path,
-            f"unknown parameter of workload {workload.name!r}; "
-            f"allowed: {', '.join(workload.params)}",
-        )
-    try:
-        return param.check(name, value)
-    except ValueError as exc:
-        raise where.error(path, str(exc)) from None
-
-
-def _knob_value(name, value, path, where):
-    if isinstance(value, bool):
-        raise where.error(
-            path, f"a kernel knob value must be a string or an integer, got {value!r}{_BOOL_HINT}"
-        )
-    if canonical_knob(name) == "thp.enabled" and value not in THP_MODES:
-        raise where.error(path, f"THP mode must be one of {', '.join(THP_MODES)}; got {value!r}")
-    if not isinstance(value, (str, int)):
-        raise where.error(
-            path, f"a kernel knob value must be a string or an integer, got {value!r}"
-        )
-    return value
-
-
-def _system(data, axes, where) -> dict:
-    system = {}
-    for key, value in _mapping(data, "system", where).items():
-        name = canonical_knob(key)
-        if not is_knob(name):
-            raise where.error(
-                ("system", key),
-                f"not a kernel knob; knob names start with {' or '.join(catalogue.USER_FAMILIES)}",
-            )
-        if name in system:
-            raise where.error(
-                ("system", key), f"knob {name!r} is given twice ({catalogue.alias_note()})"
-            )
-        if name in axes:
-            raise where.error(
-                ("system", key), f"knob {name!r} is also an axis, whose values would win; keep one"
-            )
-        system[name] = _knob_value(key, value, ("system", key), where)
-    return system
-
-
-def _user_allocators(data, where, found: Collected) -> tuple[dict, dict]:
-    """The ``allocators:`` section, each entry checked: the valid entries, and the names of the others
-    (an axis naming one of those is not refused again for it)."""
-    user = found.take(_mapping, data, "allocators", where, default={})
-    good: dict = {}
-    bad: dict = {}
-    for name, entry in user.items():
-        try:
-            alloc_mod.user_allocator(name, entry)
-            good[name] = entry
-        except SpecError as exc:
-            found.add(where.error(("allocators", name), str(exc)))
-            bad[name] = None
-    return good, bad
-
-
-def _check_user_paths(user: dict, table: dict, axes: dict, where) -> None:
-    """A library path given under ``allocators:`` must exist when the allocator axis uses it, and be a
-    shared object that defines malloc and free (:func:`..command.elf.why_not_allocator`).
-
-    Only user paths are checked here: a built-in's library (an apt package) may be missing on the machine
-    that plans; the sweep's preflight refuses it with the package to install.
-    """
-    for name in axes.get("allocator", ()):
-        if "path" in user.get(name, {}):
-            try:
-                path = table[name].resolve()
-            except ToolMissingError as exc:
-                raise where.error(
-                    ("allocators", name, "path"), str(exc), cls=ToolMissingError
-                ) from None
-            why = why_not_allocator(str(path))
-            if why:
-                raise where.error(("allocators", name, "path"), f"allocator {name!r}: {why}")
-
-
-def _axes(data, workload, table, where, found: Collected) -> dict:
-    """name -> tuple of checked values (_BAD for an axis with an error, kept in ``found``); without any
-    axis, one implicit allocator axis (see below)."""
-    axes: dict = {}
-    for name, values in found.take(_mapping, data, "axes", where, default={}).items():
-        checked = found.take(_axis, name, values, workload, table, where, default=_BAD)
-        key = canonical_knob(name) if isinstance(name, str) and is_knob(name) else name
-        if key in axes:
-            found.add(
-                where.error(
-                    ("axes", name), f"axis {key!r} is given twice ({catalogue.alias_note()})"
-                )
-            )
-        axes[key] = checked
-    # A file without axes measures one cell; naming it by its allocator gives the report a column to group
-    # by (it groups by the axes), and the cell's content, hence its id, is the same as without the axis.
-    return axes or {"allocator": (DEFAULT_ALLOCATOR,)}
-
-
-def _axis(name, values, workload, table, where) -> tuple:
-    """One axis's values, checked and coerced."""
-    path = ("axes", name)
-    if not isinstance(values, list) or not values:
-        raise where.error(path, "must be a non-empty list of values")
-    nested = next((i for i, v in enumerate(values) if isinstance(v, (list, dict))), None)
-    if nested is not None:
-        raise where.error(
-            path + (nested,),
-            "an axis value must be one value (a string or a number), not a "
-            "list or a mapping: make what varies a parameter, used as {name}",
-        )
-    if name == "allocator":
-        checked = tuple(_allocator(v, path + (i,), table, where) for i, v in enumerate(values))
-    elif name == TEXT_AXIS:
-        checked = tuple(_text_mode(v, path + (i,), where) for i, v in enumerate(values))
-    elif name == MEMORY_AXIS:
-        checked = tuple(_memory_state(v, path + (i,), where) for i, v in enumerate(values))
-    elif name == REGIME_AXIS:
-        checked = tuple(_regime(v, path + (i,), where) for i, v in enumerate(values))
-    elif is_knob(name):
-        name = canonical_knob(name)
-        checked = tuple(_knob_value(name, v, path + (i,), where) for i, v in enumerate(values))
-    else:
-        checked = tuple(_param(workload, name, v, path + (i,), where) for i, v in enumerate(values))
-    _no_repeats(values, checked, path, where)
-    return checked
-
-
-def _text_mode(value, path, where) -> str:
-    if value not in TEXT_MODES:
-        raise where.error(
-            path,
-            f"text_pages must be one of {', '.join(TEXT_MODES)}; got {value!r}"
-            + (_BOOL_HINT if isinstance(value, bool) else ""),
-        )
-    return value
-
-
-def _memory_state(value, path, where) -> str:
-    try:
-        return aging.canonical(value)
-    except ValueError as exc:
-        raise where.error(
-            path, str(exc) + (_BOOL_HINT if isinstance(value, bool) else "")
-        ) from None
-
-
-def _regime(value, path, where) -> str:
-    try:
-        return regime.canonical(value)
-    except ValueError as exc:
-        raise where.error(path, str(exc)) from None
-
-
-def _allocator(value, path, table, where) -> str:
-    if not isinstance(value, str) or value not in table:
-        raise where.error(
-            path,
-            f"unknown allocator {value!r}; allowed: {', '.join(table)} "
-            "(or define it under 'allocators:')",
-        )
-    return value
-
-
-def _no_repeats(values, checked, path, where) -> None:
-    """Refuse an axis listing one value twice, compared after coercion (1000 and 1k are the same run)."""
-    first: dict[object, int] = {}  # coerced value -> index of its first listing
-    for i, value in enumerate(checked):
-        if value in first:
-            j = first[value]
-            same = f" (both are {value!r})" if values[i] != values[j] else ""
-            raise where.error(
-                path + (i,), f"lists a value twice: {values[i]!r} repeats {values[j]!r}{same}"
-            )
-        first[value] = i

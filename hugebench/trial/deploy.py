@@ -20,6 +20,7 @@ import shlex
 
 from .. import allocators as alloc_mod
 from .._util import run_text
+from .verdict_types import Deploy, DeployLine
 
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
 MTHP_PATH = "/sys/kernel/mm/transparent_hugepage/hugepages-{size}/enabled"  # size: '64kB'
@@ -57,7 +58,7 @@ def deploy(
     systemd_version: int | None = None,
     linked: str | None = None,
     mthp_found: dict | None = None,
-) -> dict:
+) -> Deploy:
     """The deploy lines of ``cell`` (``lines``: per-process first, machine-wide last), and the same parts
     by name (``env``, ``shell``, ``thp``, ``thp_per_process``, ``systemd``, ``sysfs``). ``linked``: the
     allocator the program links (glibc settings then preload libc, as their runs did). ``mthp_found``: the
@@ -73,50 +74,50 @@ def deploy(
     lines = []
     if env or launcher:
         lines.append(
-            {
-                "scope": "per-process",
-                "shell": _shell(env, launcher, command),
-                "affects": "this program and the processes it starts, nothing else",
-            }
+            DeployLine(
+                scope="per-process",
+                shell=_shell(env, launcher, command),
+                affects="this program and the processes it starts, nothing else",
+            )
         )
     systemd = _systemd(
         env, mode if changes_thp else None, systemd_version, bool(launcher) or not changes_thp
     )
     if systemd:
         lines.append(
-            {
-                "scope": "systemd",
-                "shell": systemd,
-                "affects": "that service only (systemctl edit SERVICE)",
-            }
+            DeployLine(
+                scope="systemd", shell=systemd, affects="that service only (systemctl edit SERVICE)"
+            )
         )
     machine = f"echo {mode} > {THP_PATH}" if changes_thp else None
     if machine:
-        lines.append({"scope": "machine-wide", "shell": machine, "affects": AFFECTS[mode]})
+        lines.append(DeployLine(scope="machine-wide", shell=machine, affects=AFFECTS[mode]))
     if sizes:
         lines.append(
-            {
-                "scope": "machine-wide",
-                "shell": " && ".join(f"echo {v} > {path}" for path, v in sizes),
-                "affects": AFFECTS_MTHP,
-                "required": True,  # not an alternative to a line above: no other way to get these sizes
-            }
+            DeployLine(
+                scope="machine-wide",
+                shell=" && ".join(f"echo {v} > {path}" for path, v in sizes),
+                affects=AFFECTS_MTHP,
+                required=True,  # not an alternative to a line above: no other way to get these sizes
+            )
         )
-    return {
-        "lines": lines,
-        "env": env,
-        "shell": " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) or None,
-        "thp": (
+    return Deploy(
+        lines=tuple(lines),
+        env=env,
+        shell=" ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) or None,
+        thp=(
             f"{machine}   (as root; at boot: systemd-tmpfiles line 'w {THP_PATH} - - - - {mode}'); "
             f"also changes: {AFFECTS[mode]}"
             if machine
             else None
         ),
-        "thp_per_process": _per_process_text(mode, thp_found, launcher) if changes_thp else None,
-        "systemd": systemd,
-        "sysfs": [{"path": THP_PATH, "value": mode}] * bool(machine)
-        + [{"path": path, "value": v} for path, v in sizes],
-    }
+        thp_per_process=_per_process_text(mode, thp_found, launcher) if changes_thp else None,
+        systemd=systemd,
+        sysfs=tuple(
+            [{"path": THP_PATH, "value": mode}] * bool(machine)
+            + [{"path": path, "value": v} for path, v in sizes]
+        ),
+    )
 
 
 def mthp_writes(cell: dict, found: dict) -> list[tuple[str, str]]:

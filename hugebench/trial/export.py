@@ -1,6 +1,6 @@
 """``try --export-json/--export-csv/--export-markdown FILE``: the verdict as a file (hyperfine's options).
 
-json: the verdict dict, exactly what ``--json`` prints. csv: one row per configuration (as-is, the best, the
+json: the verdict's ``to_dict()``, exactly what ``--json`` prints. csv: one row per configuration (as-is, the best, the
 others) with its class, ratio to as-is and interval, runs, memory and coverage. markdown: the full verdict
 (as ``--details`` prints it) and the same table. Nothing here measures or decides.
 """
@@ -11,6 +11,8 @@ import csv
 import io
 import json
 import math
+
+from .verdict_types import Configuration, Verdict
 
 COLUMNS = (
     "configuration",
@@ -39,10 +41,10 @@ def clean(obj):
     return obj
 
 
-def export(verdict: dict, fmt: str) -> str:
+def export(verdict: Verdict, fmt: str) -> str:
     """The verdict in ``fmt`` (json, csv or markdown)."""
     if fmt == "json":
-        return json.dumps(clean(verdict), default=str) + "\n"
+        return json.dumps(clean(verdict.to_dict()), default=str) + "\n"
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -54,34 +56,33 @@ def export(verdict: dict, fmt: str) -> str:
     raise ValueError(f"unknown try export format {fmt!r}")
 
 
-def rows(verdict: dict) -> list[list]:
+def rows(verdict: Verdict) -> list[list]:
     """One row per configuration: as-is first, then the best, then the others; with --aged or --regime,
     each condition's configurations in turn."""
-    each = verdict.get("by_memory_state") or verdict.get("by_regime") or {"": verdict}
+    each = verdict.states() or {"": verdict}
     out = []
     for one in each.values():
-        roles = [("as-is", one.get("baseline")), ("best", one.get("best"))]
-        roles += [("other", c) for c in one.get("others") or []]
+        roles = [("as-is", one.baseline), ("best", one.best)]
+        roles += [("other", c) for c in one.others]
         out += [_row(role, c) for role, c in roles if c]
     return out
 
 
-def _row(role: str, config: dict) -> list:
-    ratio = config.get("ratio") or {}
-    rss = config.get("peak_rss_ratio") or {}
+def _row(role: str, config: Configuration) -> list:
+    ratio, rss = config.ratio, config.peak_rss_ratio
     return [
-        config.get("name", ""),
+        config.name,
         role,
-        config.get("class", ""),
-        config.get("runs", ""),
-        config.get("failed", ""),
-        _num(ratio.get("value")),
-        _num(ratio.get("ci_lo")),
-        _num(ratio.get("ci_hi")),
-        ratio.get("n", ""),
-        _num(rss.get("value")),
-        _num(config.get("hp_coverage")),
-        config.get("dropped") or "",
+        config.kind,
+        config.runs,
+        config.failed,
+        _num(ratio and ratio.value),
+        _num(ratio and ratio.ci_lo),
+        _num(ratio and ratio.ci_hi),
+        ratio.n if ratio else "",
+        _num(rss and rss.value),
+        _num(config.hp_coverage),
+        config.dropped or "",
     ]
 
 
@@ -89,14 +90,16 @@ def _num(value) -> str:
     return "" if value is None or not math.isfinite(value) else f"{value:.4g}"
 
 
-def markdown(verdict: dict) -> str:
+def markdown(verdict: Verdict) -> str:
     """The full verdict as a code block, then the configurations as a table."""
     from .render import answer
 
     lines = ["# hugebench try", ""]
-    if verdict.get("program"):
-        lines += [f"Program: `{' '.join(verdict['program'])}`", ""]
-    lines += ["```", answer(verdict, verdict.get("plan") or []), "```", ""]
+    session = verdict.session
+    if session and session.program:
+        lines += [f"Program: `{' '.join(session.program)}`", ""]
+    plan = list(session.plan if session else verdict.plan or [])
+    lines += ["```", answer(verdict, plan), "```", ""]
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "---|" * len(COLUMNS))
     for row in rows(verdict):

@@ -1,4 +1,4 @@
-"""The verdict of ``hugebench try`` as text for a terminal (the JSON form is the verdict dict itself): the short
+"""The verdict of ``hugebench try`` as text for a terminal (the JSON form is ``Verdict.to_dict()``): the short
 form by default (at most MAX_LINES lines: decision, effect with CI, memory, deploy, a tally of the rest) and
 the full one of ``--details``, either fitted to the terminal's width."""
 
@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 
 from ..measure.phases import COVERAGE_EXPECTED
 from ..report.terminal import wrap_lines as fit
 from .guards import lines as guard_lines
+from .verdict_types import Configuration, Deploy, Ratio, Verdict
 
 
-def effect(ratio: dict | None, better: str) -> str:
+def effect(ratio: Ratio | None, better: str) -> str:
     """'0.62x as-is (38% less time) [95% CI 0.60-0.64, 8 pairs]'; a selection interval shared by K
     configurations says so ('95% CI jointly over 12'); an end not bounded yet is 0 or inf."""
     if not ratio:
         return "no ratio (too few successful runs)"
-    value = ratio["value"]
+    value = ratio.value
     if better == "lower":
         change = f"{abs(1 - value):.0%} {'less' if value < 1 else 'more'}"
     else:
@@ -25,47 +27,44 @@ def effect(ratio: dict | None, better: str) -> str:
     return f"{value:.3f}x as-is ({change}) [{interval(ratio)}]"
 
 
-def interval(ratio: dict) -> str:
+def interval(ratio: Ratio) -> str:
     """The interval part of :func:`effect`."""
-    if ratio["ci_lo"] is None and ratio["ci_hi"] is None and not ratio.get("n"):
+    if ratio.ci_lo is None and ratio.ci_hi is None and not ratio.n:
         return "no CI: too few runs"
-    family = ratio.get("family") or 1
+    family = ratio.family or 1
     level = "95% CI" + (f" jointly over {family}" if family > 1 else "")
-    lo = "0" if ratio["ci_lo"] is None else f"{ratio['ci_lo']:.3f}"
-    hi = "inf" if ratio["ci_hi"] is None else f"{ratio['ci_hi']:.3f}"
-    return f"{level} {lo}-{hi}, {ratio['n']} {'pairs' if ratio['paired'] else 'runs'}"
+    lo = "0" if ratio.ci_lo is None else f"{ratio.ci_lo:.3f}"
+    hi = "inf" if ratio.ci_hi is None else f"{ratio.ci_hi:.3f}"
+    return f"{level} {lo}-{hi}, {ratio.n} {'pairs' if ratio.paired else 'runs'}"
 
 
-def memory(config: dict) -> str:
+def memory(config: Configuration) -> str:
     """The memory cost line: the process tree's peak RSS vs as-is, and the cgroup's peak where measured."""
     what = (
-        "process tree's peak RSS"
-        if config.get("peak_rss_column") == "tree_peak_rss_bytes"
-        else "peak RSS"
+        "process tree's peak RSS" if config.peak_rss_column == "tree_peak_rss_bytes" else "peak RSS"
     )
-    out = f"{what} {_times(config.get('peak_rss_ratio'))}"
-    if config.get("cgroup_peak_ratio"):
-        out += f"; cgroup memory peak {_times(config['cgroup_peak_ratio'])} (page cache included)"
+    out = f"{what} {_times(config.peak_rss_ratio)}"
+    if config.cgroup_peak_ratio:
+        out += f"; cgroup memory peak {_times(config.cgroup_peak_ratio)} (page cache included)"
     return out
 
 
-def _times(ratio: dict | None) -> str:
+def _times(ratio: Ratio | None) -> str:
     if not ratio:
         return "unknown"
-    ci = (
-        f" [95% CI {ratio['ci_lo']:.3f}-{ratio['ci_hi']:.3f}]" if ratio["ci_lo"] is not None else ""
-    )
-    return f"{ratio['value']:.2f}x as-is{ci}"
+    ci = f" [95% CI {ratio.ci_lo:.3f}-{ratio.ci_hi:.3f}]" if ratio.ci_lo is not None else ""
+    return f"{ratio.value:.2f}x as-is{ci}"
 
 
 def answer(
-    verdict: dict, plan_lines: list[str], details: bool = True, width: int | None = None
+    verdict: Verdict, plan_lines: list[str], details: bool = True, width: int | None = None
 ) -> str:
     """What try prints: the verdict (``details``: every configuration and caveat, else the short form of
     trial.brief), each line fitted to ``width``; with --aged the whole try's line once, then each memory
     state's verdict with only its own runs, cut and caveats."""
-    states = verdict.get("by_memory_state")
-    regimes = verdict.get("by_regime")
+    axis, each_state = verdict.by_condition or (None, None)
+    states = each_state if axis == "memory_state" else None
+    regimes = each_state if axis == "regime" else None
     if not states and not regimes:
         return _one(verdict, plan_lines, details, width)
     if (
@@ -80,18 +79,18 @@ def answer(
     out = list(plan_lines)
     for memory, each in (states or {}).items():
         out.append(
-            f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each['runs']} runs) =="
+            f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each.runs} runs) =="
         )
-        out.append(_one(each, each.get("plan", []), details, width))
+        out.append(_one(each, list(each.plan or []), details, width))
     for regime, each in (regimes or {}).items():
         out.append(
-            f"== {REGIME_TITLES[regime.split(':')[0]]} (regime {regime}; {each['runs']} runs) =="
+            f"== {REGIME_TITLES[regime.split(':')[0]]} (regime {regime}; {each.runs} runs) =="
         )
-        out.append(_one(each, each.get("plan", []), details, width))
+        out.append(_one(each, list(each.plan or []), details, width))
     return "\n".join(fit(out, width))
 
 
-def _one(verdict: dict, plan_lines: list[str], details: bool, width: int | None) -> str:
+def _one(verdict: Verdict, plan_lines: list[str], details: bool, width: int | None) -> str:
     if details:
         return text(verdict, plan_lines, width)
     return "\n".join(short(verdict, plan_lines, width))
@@ -107,26 +106,26 @@ REGIME_TITLES = {
 }
 
 
-def text(verdict: dict, plan_lines: list[str], width: int | None = None) -> str:
-    better, best = verdict["better"], verdict["best"]
-    what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict["metric"], verdict["metric"])
+def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> str:
+    better, best = verdict.better, verdict.best
+    what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict.metric, verdict.metric)
     lines = list(plan_lines)
-    if verdict.get("as_is"):
-        lines.append(verdict["as_is"])
-    if verdict["recommend"] == "best":
+    if verdict.as_is:
+        lines.append(verdict.as_is)
+    if verdict.recommend == "best" and best:
         lines.append(
-            f"VERDICT: use {best['name']}: {what} {effect(best['ratio'], better)}; confirmed on fresh "
+            f"VERDICT: use {best.name}: {what} {effect(best.ratio, better)}; confirmed on fresh "
             "pairs, resolved at 95%."
         )
-    elif verdict.get("guarded") and verdict["resolved"] and best["class"] == "better":
+    elif verdict.guarded and verdict.resolved and best and best.kind == "better":
         lines.append(
-            f"VERDICT: keep as-is: {best['name']} wins on {what} ({effect(best['ratio'], better)}) but "
+            f"VERDICT: keep as-is: {best.name} wins on {what} ({effect(best.ratio, better)}) but "
             "a guarded metric refuses it (see the caveats)."
         )
-    elif verdict.get("no_difference"):
+    elif verdict.no_difference and best:
         lines.append(
-            f"VERDICT: keep as-is: no difference worth deploying, within ±{verdict['margin']:.0%} of "
-            f"as-is (95% CI); the best, {best['name']}: {what} {effect(best['ratio'], better)}."
+            f"VERDICT: keep as-is: no difference worth deploying, within ±{verdict.margin:.0%} of "
+            f"as-is (95% CI); the best, {best.name}: {what} {effect(best.ratio, better)}."
         )
     elif best:
         lines.append(f"VERDICT: keep as-is: no recommendation. {_why_not(best, what, better)}")
@@ -134,43 +133,43 @@ def text(verdict: dict, plan_lines: list[str], width: int | None = None) -> str:
         lines.append("VERDICT: keep as-is: no other configuration has a successful run to compare.")
     if best:
         lines += _phase_lines(best, what, better)
-        lines += guard_lines(best.get("guards") or [])
+        lines += guard_lines(list(best.guards or []))
     if best:
         lines.append(f"  memory: {memory(best)}")
-        cov = best["hp_coverage"]
+        cov = best.hp_coverage
         lines.append(
             f"  huge-page coverage: {'unknown' if cov is None else f'{cov:.0%}'} (median of its runs; "
-            f"as-is: {_cov(verdict['baseline'])})"
+            f"as-is: {_cov(verdict.baseline)})"
         )
-        lines += _size_lines(best, verdict["baseline"])
-        if best["allocator_proof"]:
-            lines.append(f"  allocator: {best['allocator_proof']}")
-    lines += _deploy(verdict["deploy"], width)
-    if verdict["others"]:
+        lines += _size_lines(best, verdict.baseline)
+        if best.allocator_proof:
+            lines.append(f"  allocator: {best.allocator_proof}")
+    lines += _deploy(verdict.deploy, width)
+    if verdict.others:
         lines.append("Other configurations (vs as-is):")
-    for config in verdict["others"]:
-        lines.append(f"  {config['class']:17s} {config['name']}: {_other(config, better)}")
-    lines += _page_size_lines(verdict.get("page_sizes"), better)
-    if verdict["caveats"]:
+    for config in verdict.others:
+        lines.append(f"  {config.kind:17s} {config.name}: {_other(config, better)}")
+    lines += _page_size_lines(verdict.page_sizes, better)
+    if verdict.caveats:
         lines.append("Caveats:")
-        lines += [f"  - {c}" for c in verdict["caveats"]]
+        lines += [f"  - {c}" for c in verdict.caveats]
     return "\n".join(fit(lines, width))
 
 
-def _size_lines(best: dict, baseline: dict) -> list[str]:
+def _size_lines(best: Configuration, baseline: Configuration) -> list[str]:
     """Which folio sizes held the memory (best and as-is) and, when the best's coverage is short, why."""
     from ..report.coverage import shares_text
 
     out = []
-    if best.get("folio_shares"):
+    if best.folio_shares:
         out.append(
-            f"  folio sizes: {shares_text(best['folio_shares'])} (as-is: "
-            f"{shares_text(baseline.get('folio_shares') or {})})"
+            f"  folio sizes: {shares_text(best.folio_shares)} (as-is: "
+            f"{shares_text(baseline.folio_shares or {})})"
         )
-    cov = best.get("hp_coverage")
-    if best.get("gap") and cov is not None and cov < COVERAGE_EXPECTED:
+    cov = best.hp_coverage
+    if best.gap and cov is not None and cov < COVERAGE_EXPECTED:
         out.append("  not on 2 MiB pages, by reason (largest first):")
-        out += [f"    {line}" for line in best["gap"]]
+        out += [f"    {line}" for line in best.gap]
     return out
 
 
@@ -185,7 +184,7 @@ def _page_size_lines(sizes: dict | None, better: str) -> list[str]:
     for s in sizes["sets"]:
         memory = "n/a" if s["memory"] is None else f"{s['memory']:.2f}x"
         out.append(
-            f"  {s['name']}: {effect(s['ratio'], better)}; memory {memory}; folio sizes "
+            f"  {s['name']}: {effect(Ratio.from_dict(s['ratio']), better)}; memory {memory}; folio sizes "
             f"{shares_text(s['folio_shares'])}"
         )
     out.append(
@@ -194,20 +193,20 @@ def _page_size_lines(sizes: dict | None, better: str) -> list[str]:
     return out
 
 
-def _cov(config: dict) -> str:
-    return "unknown" if config["hp_coverage"] is None else f"{config['hp_coverage']:.0%}"
+def _cov(config: Configuration) -> str:
+    return "unknown" if config.hp_coverage is None else f"{config.hp_coverage:.0%}"
 
 
-def _other(config: dict, better: str) -> str:
-    if config["cut"]:
+def _other(config: Configuration, better: str) -> str:
+    if config.cut:
         return "cut to fit the budget"
-    if config["class"] == "failed":
-        return f"failed: {config.get('error', 'every run failed')}"
-    out = effect(config["ratio"], better)
-    if config.get("equivalent"):
+    if config.kind == "failed":
+        return f"failed: {config.error or 'every run failed'}"
+    out = effect(config.ratio, better)
+    if config.equivalent:
         out += "; no difference worth deploying"
-    if config["dropped"]:
-        out += f"; dropped: {config['dropped']}"
+    if config.dropped:
+        out += f"; dropped: {config.dropped}"
     return out
 
 
@@ -218,18 +217,18 @@ SCOPES = {
 }
 
 
-def _deploy(dep: dict | None, width: int | None = None) -> list[str]:
+def _deploy(dep: Deploy | None, width: int | None = None) -> list[str]:
     """The deploy lines, least invasive first; the machine-wide one with what else it changes. A command
     longer than ``width`` goes on continued lines below its scope."""
     if not dep:
         return []
     lines = ["How to deploy it (least invasive first):"]
-    for n, line in enumerate(dep.get("lines") or [], 1):
-        shell = line["shell"].splitlines()
-        scope = SCOPES.get(line["scope"], line["scope"])
+    for n, line in enumerate(dep.lines, 1):
+        shell = line.shell.splitlines()
+        scope = SCOPES.get(line.scope, line.scope)
         head = (
             f"  {n}. {scope}, with any line above:"
-            if line.get("required") and n > 1
+            if line.required and n > 1
             else f"  {n}. {scope}:"
         )
         if width and len(head) + 1 + len(shell[0]) > width and len(shell) == 1:
@@ -237,43 +236,43 @@ def _deploy(dep: dict | None, width: int | None = None) -> list[str]:
         else:
             lines.append(f"{head} {shell[0]}")
         lines += [f"       {more}" for more in shell[1:]]
-        if line["scope"] == "machine-wide":
-            lines.append(f"     also changes: {line['affects']}")
-            if dep.get("thp_per_process") and n == 1:
-                lines.append(f"     per process instead: {dep['thp_per_process']}")
-    if not dep.get("lines"):
+        if line.scope == "machine-wide":
+            lines.append(f"     also changes: {line.affects}")
+            if dep.thp_per_process and n == 1:
+                lines.append(f"     per process instead: {dep.thp_per_process}")
+    if not dep.lines:
         lines.append("  nothing to change")
     return lines
 
 
-def _why_not(best: dict, what: str, better: str) -> str:
+def _why_not(best: Configuration, what: str, better: str) -> str:
     """The reason a keep-as-is verdict gives for its best configuration."""
-    conf = best.get("confirmation") or {}
-    if not conf.get("pairs"):
+    conf = best.confirmation
+    if not (conf and conf.pairs):
         return (
-            f"The selection's best, {best['name']}, was not confirmed on fresh pairs "
-            f"({conf.get('ended', 'not run')})."
+            f"The selection's best, {best.name}, was not confirmed on fresh pairs "
+            f"({conf.ended if conf else 'not run'})."
         )
-    state = "resolved worse" if best["class"] == "worse" else "not resolved"
+    state = "resolved worse" if best.kind == "worse" else "not resolved"
     return (
-        f"The selection's best, {best['name']}, on fresh pairs: {what} "
-        f"{effect(best['ratio'], better)} ({state}; {conf['ended']})."
+        f"The selection's best, {best.name}, on fresh pairs: {what} "
+        f"{effect(best.ratio, better)} ({state}; {conf.ended})."
     )
 
 
-def _phase_lines(best: dict, what: str, better: str) -> list[str]:
+def _phase_lines(best: Configuration, what: str, better: str) -> list[str]:
     """The selection's ratio of the best (shown, never the effect), its wall time beside a CPU metric, and
     the configurations the selection could not tell from it."""
     out = []
-    if best.get("confirmation", {}).get("pairs") and best.get("selection_ratio"):
+    if best.confirmation and best.confirmation.pairs and best.selection_ratio:
         out.append(
-            f"  in the selection (chosen as the best, so flattered): {effect(best['selection_ratio'], better)}"
+            f"  in the selection (chosen as the best, so flattered): {effect(best.selection_ratio, better)}"
         )
-    if best.get("wall_ratio"):
-        out.append(f"  wall time on the same fresh pairs: {effect(best['wall_ratio'], better)}")
-    if best.get("ties"):
+    if best.wall_ratio:
+        out.append(f"  wall time on the same fresh pairs: {effect(best.wall_ratio, better)}")
+    if best.ties:
         out.append(
-            f"  not told apart from it in the selection (not confirmed themselves): {'; '.join(best['ties'])}"
+            f"  not told apart from it in the selection (not confirmed themselves): {'; '.join(best.ties)}"
         )
     return out
 
@@ -302,23 +301,23 @@ MAX_LINES = 12  # the whole default answer, the results line included (issue 43)
 
 
 def short(
-    verdict: dict, plan_lines: list[str], width: int | None = None, regime: str | None = None
+    verdict: Verdict, plan_lines: list[str], width: int | None = None, regime: str | None = None
 ) -> list[str]:
     """The verdict in at most MAX_LINES - 1 lines (the results line follows), each wrapped to ``width``
     (None: not wrapped); ``regime``: the line saying which regime was measured."""
-    better, best = verdict["better"], verdict["best"]
-    what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict["metric"], verdict["metric"])
+    better, best = verdict.better, verdict.best
+    what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict.metric, verdict.metric)
     head = [_decision(_clipped(verdict))]
     if best:
-        confirmed = " on fresh pairs" if (best.get("confirmation") or {}).get("pairs") else ""
-        head.append(f"  effect{confirmed}: {what} {effect(best['ratio'], better)}")
-        cov, base_cov = best["hp_coverage"], (verdict.get("baseline") or {}).get("hp_coverage")
-        rss = best.get("peak_rss_ratio")
+        confirmed = " on fresh pairs" if best.confirmation and best.confirmation.pairs else ""
+        head.append(f"  effect{confirmed}: {what} {effect(best.ratio, better)}")
+        cov, base_cov = best.hp_coverage, verdict.baseline.hp_coverage
+        rss = best.peak_rss_ratio
         head.append(
-            f"  memory: peak RSS {'unknown' if not rss else format(rss['value'], '.2f') + 'x'} as-is; "
+            f"  memory: peak RSS {'unknown' if not rss else format(rss.value, '.2f') + 'x'} as-is; "
             f"huge pages {_share(cov)} (as-is {_share(base_cov)})"
         )
-    deploy = _deploy_short(verdict.get("deploy"), width)
+    deploy = _deploy_short(verdict.deploy, width)
     tail = [_tally(verdict)] if _tally(verdict) else []
     tail += [regime] if regime else []
     if plan_lines:
@@ -328,7 +327,7 @@ def short(
     limit = MAX_LINES - (1 if regime else 0)
     shown = fit(head + deploy, width)
     if deploy and (len(shown) + 1 >= limit or (width and any(len(x) > width for x in shown))):
-        deploy = _deploy_elsewhere(verdict["deploy"])  # a command too long to show whole here
+        deploy = _deploy_elsewhere(verdict.deploy)  # a command too long to show whole here
         shown = fit(head + deploy, width)
     out = shown + fit(tail, width)
     return out if len(out) < limit else shown + fit(tail[-1:], width)
@@ -337,19 +336,19 @@ def short(
 NAME_ROOM = 56  # a configuration's name longer than this is shortened in the short form (whole in --details)
 
 
-def _clipped(verdict: dict) -> dict:
+def _clipped(verdict: Verdict) -> Verdict:
     """The verdict with the best's name shortened in its middle (marked with ...) when it is too long."""
-    best = verdict.get("best")
-    if not best or len(best["name"]) <= NAME_ROOM:
+    best = verdict.best
+    if not best or len(best.name) <= NAME_ROOM:
         return verdict
-    name = best["name"]
+    name = best.name
     half = (NAME_ROOM - 3) // 2
-    return {**verdict, "best": {**best, "name": f"{name[:half]}...{name[-half:]}"}}
+    return replace(verdict, best=replace(best, name=f"{name[:half]}...{name[-half:]}"))
 
 
-def _deploy_elsewhere(dep: dict) -> list[str]:
+def _deploy_elsewhere(dep: Deploy) -> list[str]:
     """One line instead of a deploy command too long for the short form: where it is, whole."""
-    scope = dep["lines"][0]["scope"]
+    scope = dep.lines[0].scope
     return [
         f"Deploy ({SCOPES.get(scope, scope)}): the command is too long for this answer; "
         "--details prints it, --export-markdown FILE and --json keep it whole"
@@ -360,66 +359,61 @@ def _share(value) -> str:
     return "unknown" if value is None else f"{value:.0%}"
 
 
-def _decision(verdict: dict) -> str:
+def _decision(verdict: Verdict) -> str:
     """The decision alone: use it, or keep as-is and the one reason; then the best's name."""
-    best = verdict["best"]
-    if verdict["recommend"] == "best":
-        return f"VERDICT: use {best['name']}"
-    if verdict.get("no_difference"):
+    best = verdict.best
+    if verdict.recommend == "best" and best:
+        return f"VERDICT: use {best.name}"
+    if verdict.no_difference and best:
         return (
-            f"VERDICT: keep as-is: no difference worth deploying (within ±{verdict['margin']:.0%}); "
-            f"the best: {best['name']}"
+            f"VERDICT: keep as-is: no difference worth deploying (within ±{verdict.margin:.0%}); "
+            f"the best: {best.name}"
         )
     if not best:
         return "VERDICT: keep as-is: no other configuration has a successful run to compare"
-    conf = best.get("confirmation") or {}
-    if not conf.get("pairs"):
+    conf = best.confirmation
+    if not (conf and conf.pairs):
         return (
-            f"VERDICT: keep as-is: the best so far, {best['name']}, was not confirmed "
-            f"({conf.get('ended', 'not run')})"
+            f"VERDICT: keep as-is: the best so far, {best.name}, was not confirmed "
+            f"({conf.ended if conf else 'not run'})"
         )
-    state = "resolved worse" if best["class"] == "worse" else "not resolved"
-    return (
-        f"VERDICT: keep as-is: the best, {best['name']}, is {state} on fresh pairs "
-        f"({conf['ended']})"
-    )
+    state = "resolved worse" if best.kind == "worse" else "not resolved"
+    return f"VERDICT: keep as-is: the best, {best.name}, is {state} on fresh pairs ({conf.ended})"
 
 
-def _deploy_short(dep: dict | None, width: int | None) -> list[str]:
+def _deploy_short(dep: Deploy | None, width: int | None) -> list[str]:
     """The least invasive deploy line in full; the others named (their text is in --details)."""
     if not dep:
         return []
-    ways = dep.get("lines") or []
+    ways = dep.lines
     if not ways:
         return ["Deploy: nothing to change"]
     first = ways[0]
-    lines = [f"Deploy ({SCOPES.get(first['scope'], first['scope'])}):"]
-    if first["scope"] == "systemd":
-        lines += [f"    {s}" for s in first["shell"].splitlines()]
+    lines = [f"Deploy ({SCOPES.get(first.scope, first.scope)}):"]
+    if first.scope == "systemd":
+        lines += [f"    {s}" for s in first.shell.splitlines()]
     else:
-        lines += shell_lines(first["shell"], "    ", width)
-    if first["scope"] == "machine-wide":
-        lines.append(f"  also changes: {first['affects']}")
+        lines += shell_lines(first.shell, "    ", width)
+    if first.scope == "machine-wide":
+        lines.append(f"  also changes: {first.affects}")
     if len(ways) > 1:
-        others = " or ".join(w["scope"] for w in ways[1:])
+        others = " or ".join(w.scope for w in ways[1:])
         lines.append(f"  {others}: see --details")
     return lines
 
 
-def unstable_count(verdict: dict) -> int:
+def unstable_count(verdict: Verdict) -> int:
     """The configurations (baseline, best, others; each once) the verdict marks unstable."""
-    configs = (verdict.get("baseline"), verdict.get("best"), *(verdict.get("others") or []))
-    return len({c["name"] for c in configs if c and c.get("unstable")})
+    configs = (verdict.baseline, verdict.best, *verdict.others)
+    return len({c.name for c in configs if c and c.unstable})
 
 
-def _tally(verdict: dict) -> str:
+def _tally(verdict: Verdict) -> str:
     """'Others: 1 better, 3 same within noise, 7 dropped; caveats: variable, unstable (4)': a caveat kind
     by the number of its lines, except unstable, counted in configurations (its caveat lines name three and
     list the rest on one line)."""
-    classes = Counter(
-        "dropped" if c.get("dropped") else c["class"] for c in verdict.get("others") or []
-    )
-    kinds = Counter(c.split(":")[0].split(" too,")[0] for c in verdict.get("caveats") or [])
+    classes = Counter("dropped" if c.dropped else c.kind for c in verdict.others)
+    kinds = Counter(c.split(":")[0].split(" too,")[0] for c in verdict.caveats)
     if kinds.get("unstable"):
         kinds["unstable"] = unstable_count(verdict)
     parts = []

@@ -7,6 +7,7 @@ only parses options and prints.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -21,6 +22,7 @@ from . import sizes as sizes_mod
 from .matrix import Request
 from .runs import CPU_COLUMN
 from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule
+from .verdict_types import Ratio, Session, Verdict
 
 MIN_BUDGET_S = (
     10.0  # below this not even two configurations' first blocks of the shortest program fit
@@ -30,7 +32,7 @@ EXPERIMENT_FILE = "experiment.yaml"
 
 @dataclass
 class Outcome:
-    verdict: dict
+    verdict: Verdict
     plan_lines: list
     out: Path
     experiment_file: Path
@@ -167,12 +169,16 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc
 
     guards = guarded(spec.params)
     verdict = _verdict(out, spec, ids, mx, metric, better, state, wall, guards)
-    by_state = verdict.get("by_memory_state") or verdict.get("by_regime")
+    by_state = verdict.states()
     if by_state:  # the whole try's line once; each state's own cut under its verdict
         plan_lines = plan_lines[:1]
-        for each in by_state.values():
-            each["plan"] = _cut_lines(state, names, [c for c in ids if c in each["cells"]])
-    verdict.update(
+        plans = {
+            name: _cut_lines(state, names, [c for c in ids if c in (each.cells or ())])
+            for name, each in by_state.items()
+        }
+        verdict = with_state_plans(verdict, plans)
+    verdict = with_session(
+        verdict,
         program=list(request.argv),
         results=str(out),
         experiment_file=str(path),
@@ -182,6 +188,30 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc
         plan=plan_lines,
     )
     return Outcome(verdict, plan_lines, out, path, result.rows_written)
+
+
+def with_state_counts(verdict: Verdict, cells: list[str], rows) -> Verdict:
+    """A memory state's (or regime's) verdict with its cells and the number of its rows."""
+    runs = int(rows["cell_id"].isin(list(cells)).sum())
+    return dataclasses.replace(verdict, cells=tuple(cells), runs=runs)
+
+
+def by_condition(each: dict[str, Verdict], axis: str) -> Verdict:
+    """The try's verdict with --aged or --regime: the first state's, with every state's under ``axis``."""
+    return dataclasses.replace(next(iter(each.values())), by_condition=(axis, dict(each)))
+
+
+def with_state_plans(verdict: Verdict, plans: dict[str, list[str]]) -> Verdict:
+    """Each state's verdict with its own plan lines (what the cut left out among its configurations)."""
+    axis, each = verdict.by_condition or ("", {})
+    each = {k: dataclasses.replace(v, plan=tuple(plans[k])) for k, v in each.items()}
+    return dataclasses.replace(verdict, by_condition=(axis, each))
+
+
+def with_session(verdict: Verdict, **keys) -> Verdict:
+    """The verdict with the whole try's keys (:class:`~.verdict_types.Session`)."""
+    keys.update(program=tuple(keys["program"]), plan=tuple(keys["plan"]))
+    return dataclasses.replace(verdict, session=Session(**keys))
 
 
 # The axes a try measures every configuration under, each value with its own verdict (--aged, --regime).
@@ -216,7 +246,7 @@ def _cell_ids(runs, cells) -> list[str]:
     return [by_cell[key(c)] for c in cells]
 
 
-def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) -> dict:
+def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) -> Verdict:
     from ..store import load
     from ..textpages import text_library
     from . import verdict as verdict_mod
@@ -233,7 +263,7 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) ->
     axis = next((a for a in CONDITION_AXES if any(a in c for c in mx.cells)), None)
     states = list(dict.fromkeys(c[axis] for c in mx.cells if axis in c)) if axis else []
 
-    def build(mine: dict) -> dict:  # against the first cell given, as-is of its state
+    def build(mine: dict) -> Verdict:  # against the first cell given, as-is of its state
         return verdict_mod.build(
             rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library,
             wall, mx.linked, guards,
@@ -245,9 +275,8 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) ->
     each = {}
     for memory in states:
         mine = {cid: cell for cid, cell in cells.items() if cell[axis] == memory}
-        each[memory] = build(mine)
-        each[memory].update(cells=list(mine), runs=int(rows["cell_id"].isin(list(mine)).sum()))
-    return {**each[states[0]], f"by_{axis}": each}
+        each[memory] = with_state_counts(build(mine), list(mine), rows)
+    return by_condition(each, axis)
 
 
 def _progress_line(schedule, names, echo, better):
@@ -276,7 +305,7 @@ def _progress_line(schedule, names, echo, better):
     return progress
 
 
-def _ratio(r) -> dict | None:
+def _ratio(r) -> Ratio | None:
     from .verdict import _ratio_dict
 
     return _ratio_dict(r)

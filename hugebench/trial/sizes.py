@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from .verdict_types import Configuration
+
 SAME_SHARE = 0.02  # every size's share of anonymous memory within 2 points: the same folios
 MIN_ANON_BYTES = 4 << 20  # less anonymous memory than this is no evidence about folio sizes
 
 
-def _largest_kb(config: dict) -> int:
-    cell = config["cell"]
+def _largest_kb(cell: Mapping) -> int:
     if cell.get("mthp"):
         sizes = [
             int(k.rsplit(".", 1)[1][:-2])
@@ -28,50 +29,52 @@ def _largest_kb(config: dict) -> int:
     return 2048 * 16 + 9  # THP always: 2 MiB pages
 
 
-def size_configs(configs: list[dict]) -> list[dict]:
+def size_configs(configs: list[Configuration]) -> list[Configuration]:
     """The configurations about page sizes: the mTHP sets and THP always with the as-is allocator."""
     return [
         c
         for c in configs
-        if c.get("runs")
-        and c.get("ratio")
-        and c["cell"].get("allocator") == "as-is"
-        and (c["cell"].get("mthp") or c["cell"].get("thp") == "always")
+        if c.runs
+        and c.ratio
+        and c.cell.get("allocator") == "as-is"
+        and (c.cell.get("mthp") or c.cell.get("thp") == "always")
     ]
 
 
-def _within(config: dict, best: dict, better: str) -> bool:
-    a, b = config["ratio"], best["ratio"]
+def _within(config: Configuration, best: Configuration, better: str) -> bool:
+    a, b = config.ratio, best.ratio
+    assert a is not None and b is not None  # size_configs keeps those with a ratio
     if better == "higher":
-        return (a.get("ci_hi") or a["value"]) >= (b.get("ci_lo") or b["value"])
-    return (a.get("ci_lo") or a["value"]) <= (b.get("ci_hi") or b["value"])
+        return (a.ci_hi or a.value) >= (b.ci_lo or b.value)
+    return (a.ci_lo or a.value) <= (b.ci_hi or b.value)
 
 
-def page_sizes(configs: list[dict], better: str) -> dict | None:
-    """{'sets': [...], 'best': name, 'smallest': name} or None when no size set was measured."""
+def page_sizes(configs: list[Configuration], better: str) -> dict | None:
+    """{'sets': [...], 'best': name, 'smallest': name} or None when no size set was measured (plain data,
+    as the JSON has it: each set's ratio is ``Ratio.to_dict()``)."""
     tried = size_configs(configs)
-    if not any(c["cell"].get("mthp") for c in tried):
+    if not any(c.cell.get("mthp") for c in tried):
         return None
     sign = -1 if better == "higher" else 1
-    best = min(tried, key=lambda c: sign * c["ratio"]["value"])
+    best = min(tried, key=lambda c: sign * c.ratio.value)  # type: ignore[union-attr]
     near = [c for c in tried if _within(c, best, better)]
-    smallest = min(near, key=_largest_kb)
+    smallest = min(near, key=lambda c: _largest_kb(c.cell))
     sets = [
         {
-            "name": c["name"],
-            "ratio": c["ratio"],
-            "memory": (c.get("peak_rss_ratio") or {}).get("value"),
-            "folio_shares": c.get("folio_shares") or {},
+            "name": c.name,
+            "ratio": c.ratio.to_dict() if c.ratio else None,
+            "memory": c.peak_rss_ratio.value if c.peak_rss_ratio else None,
+            "folio_shares": c.folio_shares or {},
         }
         for c in tried
     ]
-    return {"sets": sets, "best": best["name"], "smallest": smallest["name"]}
+    return {"sets": sets, "best": best.name, "smallest": smallest.name}
 
 
 def rank(cell: dict) -> float:
     """The order in which page-size configurations are kept when they got the same folios: THP always
     first (the reference, one sysfs line), then the size sets smallest first (:func:`_largest_kb`)."""
-    return 0.0 if not cell.get("mthp") else float(_largest_kb({"cell": cell}))
+    return 0.0 if not cell.get("mthp") else float(_largest_kb(cell))
 
 
 def folio_mix(rows: Iterable[Mapping], cell: str) -> dict[str, float] | None:

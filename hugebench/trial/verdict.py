@@ -1,10 +1,11 @@
-"""The answer of ``hugebench try``: from the stored rows of its configurations to one verdict (a plain dict,
-printed as text or as one JSON object) — the best configuration and its effect vs as-is, its memory cost,
+"""The answer of ``hugebench try``: from the stored rows of its configurations to one verdict (a typed
+:class:`~.verdict_types.Verdict`, printed as text or as one JSON object) — the best configuration and its effect vs as-is, its memory cost,
 its coverage and allocator proof, how to deploy it, one line per other configuration, and the caveats.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 
@@ -21,6 +22,7 @@ from .matrix import describe, uses_huge_pages
 from .race import _resolved, better_ratio, paired_cs
 from .runs import CPU_COLUMN, with_cpu
 from .sizes import page_sizes
+from .verdict_types import Configuration, Confirmation, Ratio, Verdict
 
 TREE_RSS = "tree_peak_rss_bytes"
 CGROUP_PEAK = "cgroup.memory_peak_bytes"
@@ -30,22 +32,22 @@ CGROUP_PEAK = "cgroup.memory_peak_bytes"
 # ``stability.SMALLEST_EFFECT`` either way (the run cannot tell a difference worth deploying from none).
 
 
-def _ratio_dict(r: stats.Ratio | None, *stabilities) -> dict | None:
+def _ratio_dict(r: stats.Ratio | None, *stabilities) -> Ratio | None:
     """A ratio as the verdict holds it; an end its interval cannot bound yet (0 or infinity) is None."""
     if r is None or not np.isfinite(r.value):
         return None
     fin = [x if np.isfinite(x) and x > 0 else None for x in (r.lo, r.hi)]
-    return {
-        "value": r.value,
-        "ci_lo": fin[0],
-        "ci_hi": fin[1],
-        "n": r.n,
-        "paired": r.paired,
-        "level": r.level,
+    return Ratio(
+        value=r.value,
+        ci_lo=fin[0],
+        ci_hi=fin[1],
+        n=r.n,
+        paired=r.paired,
+        level=r.level,
         # the configurations the 5 % was shared by (Bonferroni): 1 for a confirmation's interval
-        "family": max(1, round(sequential.ALPHA / max(1e-12, 1 - r.level))),
-        "resolved": _resolved(r, *stabilities),
-    }
+        family=max(1, round(sequential.ALPHA / max(1e-12, 1 - r.level))),
+        resolved=_resolved(r, *stabilities),
+    )
 
 
 def _median(frame: pd.DataFrame, column: str) -> float | None:
@@ -61,9 +63,9 @@ def configuration(
     cell: dict,
     metric: str,
     alpha: float = sequential.ALPHA,
-) -> dict:
+) -> Configuration:
     """One configuration's numbers: runs, median, ratios to as-is (metric, at ``alpha``; memory),
-    coverage, proof."""
+    coverage, proof (``build`` names and classifies it)."""
     ok = stats.ok_rows(frame)
     failed = stats.failed_rows(frame)
     steady = stability.cell_stability(frame, metric)  # the one rule of every verdict (stability)
@@ -73,28 +75,29 @@ def configuration(
     unstable = steady.why if steady.unstable else None
     if unstable and split:
         unstable = unstable.rsplit("; ", 1)[0] + "; " + split
-    out = {
-        "cell": dict(cell),
-        "runs": int(len(ok)),
-        "failed": int(len(failed)),
-        "median": _median(ok, metric),
-        "ratio": _ratio_dict(ratio, steady, base_steady) if ratio is not None else None,
-        "equivalent": bool(stability.equivalent(ratio, steady, base_steady)),
-        "unstable": unstable,
-        "modes": split,
-        **memory_ratios(frame, base, ok),
-        "hp_coverage": _median(ok, "hp_coverage"),
-        "folio_shares": folio_shares(ok) if len(ok) else {},
-        "gap": gap_lines(gap_summary(ok)) if len(ok) else [],
-        "allocator_proof": _proof(ok),
-        "allocator_served": conditions.served(frame),
-    }
-    out["thp_overridden"], out["thp_overridden_why"] = conditions.overridden(frame)
+    overridden, overridden_why = conditions.overridden(frame)
+    error = None
     if len(failed) and not len(ok):
-        out["error"] = (
-            str(failed["error"].dropna().iloc[0]) if failed["error"].notna().any() else "failed"
-        )
-    return out
+        error = str(failed["error"].dropna().iloc[0]) if failed["error"].notna().any() else "failed"
+    return Configuration(
+        cell=dict(cell),
+        runs=int(len(ok)),
+        failed=int(len(failed)),
+        median=_median(ok, metric),
+        ratio=_ratio_dict(ratio, steady, base_steady) if ratio is not None else None,
+        equivalent=bool(stability.equivalent(ratio, steady, base_steady)),
+        unstable=unstable,
+        modes=split,
+        **memory_ratios(frame, base, ok),
+        hp_coverage=_median(ok, "hp_coverage"),
+        folio_shares=folio_shares(ok) if len(ok) else {},
+        gap=gap_lines(gap_summary(ok)) if len(ok) else [],
+        allocator_proof=_proof(ok),
+        allocator_served=conditions.served(frame),
+        thp_overridden=overridden,
+        thp_overridden_why=overridden_why,
+        error=error,
+    )
 
 
 def memory_ratios(frame: pd.DataFrame, base: pd.DataFrame, ok: pd.DataFrame) -> dict:
@@ -133,15 +136,15 @@ def _proof(ok: pd.DataFrame) -> str | None:
     return None
 
 
-def classify(config: dict, better: str) -> str:
+def classify(config: Configuration, better: str) -> str:
     """better / worse / same within noise / failed / too few runs, from its ratio's interval."""
-    ratio = config.get("ratio")
-    if not config["runs"]:
+    ratio = config.ratio
+    if not config.runs:
         return "failed"
-    if ratio is None or (ratio["ci_lo"] is None and ratio["ci_hi"] is None):
+    if ratio is None or (ratio.ci_lo is None and ratio.ci_hi is None):
         return "too few runs"
-    below = ratio["ci_hi"] is not None and ratio["ci_hi"] < 1
-    above = ratio["ci_lo"] is not None and ratio["ci_lo"] > 1
+    below = ratio.ci_hi is not None and ratio.ci_hi < 1
+    above = ratio.ci_lo is not None and ratio.ci_lo > 1
     good, bad = (below, above) if better == "lower" else (above, below)
     return "better" if good else "worse" if bad else "same within noise"
 
@@ -168,8 +171,8 @@ def build(
     wall: str | None = None,
     linked: str | None = None,
     guards: tuple = (),
-) -> dict:
-    """The verdict as one JSON-able dict (``cells``: cell id -> axis values, in keep order; only their rows
+) -> Verdict:
+    """The verdict (its JSON form is ``to_dict()``; ``cells``: cell id -> axis values, in keep order; only their rows
     count, so that with try --aged each memory state's caveats and counts are its own). Every other
     configuration's ratio is the selection's (its interval at the selection's shared alpha); the best's
     effect is its confirmation's, on fresh pairs (``state.confirm_from`` on). ``wall``: the wall-time column,
@@ -185,82 +188,86 @@ def build(
     alpha = state.alphas.get(base_id) or sequential.selection_alpha(len(kept))
     base = _cell_rows(selection, base_id)
     configs = {
-        cid: configuration(_cell_rows(selection, cid), base, cell, metric, alpha)
-        for cid, cell in cells.items()
-    }
-    for cid, config in configs.items():
-        config["name"] = describe(config["cell"], thp_found, linked)
-        if config["thp_overridden"]:  # never called by the THP mode it only asked for
-            config["name"] = conditions.overridden_name(
-                config["name"], config["cell"], config["thp_overridden"], config["runs"]
-            )
-        config["dropped"] = state.dropped.get(cid)
-        config["cut"] = cid in state.cut
-        config["class"] = (
-            "baseline"
-            if cid == base_id
-            else "not run"
-            if config["cut"] and not config["runs"]
-            else "THP overridden"
-            if config["thp_overridden"]
-            else classify(config, better)
+        cid: _named(
+            configuration(_cell_rows(selection, cid), base, cell, metric, alpha),
+            cid, base_id, better, state, thp_found, linked,
         )
+        for cid, cell in cells.items()
+    }  # fmt: skip
     lead = state.leaders.get(base_id, (None, None))[0]
-    if lead is None or lead not in configs or configs[lead]["thp_overridden"]:
+    if lead is None or lead not in configs or configs[lead].thp_overridden:
         # a configuration whose program overrode its THP mode is never the answer (the schedule never lets
         # it lead; overrides seen only in the confirmation's runs land here): the best other one, unconfirmed
         lead = _best(configs, base_id, better)
     best = configs.get(lead) if lead else None
     if best:
-        best["ties"] = [
-            configs[c]["name"] for c in _ties(selection, configs, lead, base_id, metric, alpha)
-        ]
-        _confirm(best, fresh, lead, base_id, metric, better, state, wall)
+        ties = _ties(selection, configs, lead, base_id, metric, alpha)
+        best = dataclasses.replace(best, ties=tuple(configs[c].name for c in ties))
+        best = _confirm(best, fresh, lead, base_id, metric, better, state, wall)
     # resolved: the confirmation resolved a difference worth deploying (a resolved 2 % is no such thing)
-    resolved = bool(best and best["confirmation"]["resolved"] and not best["equivalent"])
-    wins = bool(resolved and best["class"] == "better")
+    resolved = bool(best and best.confirmation.resolved and not best.equivalent)
+    wins = bool(resolved and best.kind == "better")
     refused = None
     if best and guards:
-        best["guards"] = guards_mod.judge(_cell_rows(rows, lead), _cell_rows(rows, base_id), guards)
-        refused = guards_mod.refusal(best["name"], best["guards"])
+        judged = guards_mod.judge(_cell_rows(rows, lead), _cell_rows(rows, base_id), guards)
+        best = dataclasses.replace(best, guards=tuple(judged))
+        refused = guards_mod.refusal(best.name, judged)
         wins = wins and refused is None
-    remaining = [
-        c for cid, c in configs.items() if cid != base_id and c["runs"] and not c["dropped"]
-    ]
-    confirmed_same = bool(best and best["confirmation"]["pairs"] and best["equivalent"])
-    verdict = {
-        "metric": metric,
-        "better": better,
-        "baseline": configs[base_id],
-        "best": best,
-        "resolved": resolved,
-        "recommend": "best" if wins else "as-is",
-        "guarded": refused,
-        "no_difference": bool(
-            not wins and (confirmed_same or (remaining and all(c["equivalent"] for c in remaining)))
+    configs.update({lead: best} if best else {})  # the best as confirmed and guarded
+    remaining = [c for cid, c in configs.items() if cid != base_id and c.runs and not c.dropped]
+    confirmed_same = bool(best and best.confirmation.pairs and best.equivalent)
+    baseline = configs[base_id]
+    verdict = Verdict(
+        metric=metric,
+        better=better,
+        baseline=baseline,
+        best=best,
+        resolved=resolved,
+        recommend="best" if wins else "as-is",
+        guarded=refused,
+        no_difference=bool(
+            not wins and (confirmed_same or (remaining and all(c.equivalent for c in remaining)))
         ),
-        "margin": stability.SMALLEST_EFFECT,
-        "selection_alpha": alpha,
-        "deploy": deploy(
-            best["cell"],
+        margin=stability.SMALLEST_EFFECT,
+        selection_alpha=alpha,
+        deploy=deploy(
+            best.cell,
             spec,
             thp_found,
             text_library,
             linked=linked,
-            mthp_found=_mthp_knobs(configs[base_id]["cell"]),
+            mthp_found=_mthp_knobs(baseline.cell),
         )
-        if wins
+        if wins and best
         else None,
-        "as_is": conditions.as_is_line(configs[base_id]["allocator_served"], linked),
-        "linked": linked,  # the allocator the program links (glibc's settings preload libc over it)
-        "others": [c for cid, c in configs.items() if cid not in (base_id, lead)],
-        "page_sizes": page_sizes(list(configs.values()), better),
-        "stopped": state.stopped_for(base_id),
-        "blocks": state.blocks,
-        "run_s": state.run_s,
-    }
-    verdict["caveats"] = caveats(verdict, rows, base, metric)
-    return verdict
+        as_is=conditions.as_is_line(baseline.allocator_served, linked),
+        linked=linked,  # the allocator the program links (glibc's settings preload libc over it)
+        others=tuple(c for cid, c in configs.items() if cid not in (base_id, lead)),
+        page_sizes=page_sizes(list(configs.values()), better),
+        stopped=state.stopped_for(base_id),
+        blocks=state.blocks,
+        run_s=state.run_s,
+    )
+    return dataclasses.replace(verdict, caveats=tuple(caveats(verdict, rows, base, metric)))
+
+
+def _named(config: Configuration, cid, base_id, better, state, thp_found, linked) -> Configuration:
+    """The configuration with its name, why it was dropped or cut, and its class."""
+    name = describe(config.cell, thp_found, linked)
+    if config.thp_overridden:  # never called by the THP mode it only asked for
+        name = conditions.overridden_name(name, config.cell, config.thp_overridden, config.runs)
+    cut = cid in state.cut
+    config = dataclasses.replace(config, name=name, dropped=state.dropped.get(cid), cut=cut)
+    kind = (
+        "baseline"
+        if cid == base_id
+        else "not run"
+        if cut and not config.runs
+        else "THP overridden"
+        if config.thp_overridden
+        else classify(config, better)
+    )
+    return dataclasses.replace(config, kind=kind)
 
 
 def _mthp_knobs(cell: dict) -> dict:
@@ -271,30 +278,42 @@ def _cell_rows(rows: pd.DataFrame, cid: str) -> pd.DataFrame:
     return rows[rows["cell_id"] == cid] if "cell_id" in rows.columns else rows.iloc[0:0]
 
 
-def _confirm(best: dict, fresh, lead, base_id, metric, better, state, wall) -> None:
-    """Replace the best's selection ratio by its confirmation's, on the fresh pairs alone (at ALPHA); the
-    selection's stays as ``selection_ratio``. Unconfirmed, the selection's is shown and nothing resolved."""
+def _confirm(
+    best: Configuration, fresh, lead, base_id, metric, better, state, wall
+) -> Configuration:
+    """The best with its selection ratio replaced by its confirmation's, on the fresh pairs alone (at ALPHA);
+    the selection's stays as ``selection_ratio``. Unconfirmed, the selection's is shown and nothing
+    resolved."""
     ended = getattr(state, "confirmed", {}).get(base_id) or "not run"
     lead_rows, base_rows = _cell_rows(fresh, lead), _cell_rows(fresh, base_id)
     ratio = paired_cs(lead_rows, base_rows, metric) if len(lead_rows) else None
-    best["selection_ratio"] = best["ratio"]
-    best["confirmation"] = {"ended": ended, "pairs": ratio.n if ratio else 0, "resolved": False}
+    confirmation = Confirmation(ended=ended, pairs=ratio.n if ratio else 0, resolved=False)
+    best = dataclasses.replace(best, selection_ratio=best.ratio, confirmation=confirmation)
     if ratio is None or not ratio.n:
-        return
+        return best
     steady = [stability.cell_stability(f, metric) for f in (lead_rows, base_rows)]
-    best["ratio"] = _ratio_dict(ratio, *steady)
-    best["equivalent"] = bool(stability.equivalent(ratio, *steady))
-    best["class"] = classify(best, better)
-    best["confirmation"]["resolved"] = bool(best["ratio"] and best["ratio"]["resolved"])
+    confirmed = _ratio_dict(ratio, *steady)
+    best = dataclasses.replace(
+        best,
+        ratio=confirmed,
+        equivalent=bool(stability.equivalent(ratio, *steady)),
+        confirmation=dataclasses.replace(
+            confirmation, resolved=bool(confirmed and confirmed.resolved)
+        ),
+    )
+    best = dataclasses.replace(best, kind=classify(best, better))
     if wall and wall != metric:
-        best["wall_ratio"] = _ratio_dict(paired_cs(lead_rows, base_rows, wall))
+        best = dataclasses.replace(
+            best, wall_ratio=_ratio_dict(paired_cs(lead_rows, base_rows, wall))
+        )
+    return best
 
 
-def _best(configs: dict, base_id: str, better: str) -> str | None:
+def _best(configs: dict[str, Configuration], base_id: str, better: str) -> str | None:
     ranked = [
-        (better_ratio(c["ratio"]["value"], better), cid)
+        (better_ratio(c.ratio.value, better), cid)
         for cid, c in configs.items()
-        if cid != base_id and c["ratio"] and c["runs"] and not c["thp_overridden"]
+        if cid != base_id and c.ratio and c.runs and not c.thp_overridden
     ]
     return min(ranked)[1] if ranked else None
 
@@ -307,7 +326,7 @@ def _ties(rows, configs: dict, best_id: str, base_id: str, metric: str, alpha: f
     best_rows = _cell_rows(rows, best_id)
     out = []
     for cid, config in configs.items():
-        if cid in (best_id, base_id) or config["runs"] < MIN_BLOCKS or config["dropped"]:
+        if cid in (best_id, base_id) or config.runs < MIN_BLOCKS or config.dropped:
             continue
         r = paired_cs(_cell_rows(rows, cid), best_rows, metric, alpha)
         if r is not None and r.lo <= 1.0 <= r.hi:
@@ -315,29 +334,27 @@ def _ties(rows, configs: dict, best_id: str, base_id: str, metric: str, alpha: f
     return out
 
 
-def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
-    best = verdict["best"]
-    out = [verdict["guarded"]] if verdict.get("guarded") else []
+def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) -> list[str]:
+    best = verdict.best
+    out = [verdict.guarded] if verdict.guarded else []
     out += [c for c in (_coverage_caveat(best), _noisy_caveat(rows), _variable_caveat(best)) if c]
-    hit = [
-        c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("thp_overridden")
-    ]
+    hit = [c for c in (verdict.baseline, best, *verdict.others) if c and c.thp_overridden]
     if hit:
         out.append(
-            f"THP overridden in {len(hit)} configuration(s) ({'; '.join(repr(c['name']) for c in hit)}): "
-            f"{hit[0]['thp_overridden_why']}; they measured the program with THP as it set it, so none is "
+            f"THP overridden in {len(hit)} configuration(s) ({'; '.join(repr(c.name) for c in hit)}): "
+            f"{hit[0].thp_overridden_why}; they measured the program with THP as it set it, so none is "
             "recommended as the THP mode it asked (a program's own option to keep THP, e.g. redis-server "
             "--disable-thp no, is how to try it)"
         )
     out += _unstable_caveats(
-        [c for c in (verdict["baseline"], best, *verdict["others"]) if c and c.get("unstable")]
+        [c for c in (verdict.baseline, best, *verdict.others) if c and c.unstable]
     )
     out += [
-        f"two modes: '{c['name']}': {c['modes']}"
-        for c in (verdict["baseline"], best)
-        if c and c.get("modes") and not c.get("unstable")
+        f"two modes: '{c.name}': {c.modes}"
+        for c in (verdict.baseline, best)
+        if c and c.modes and not c.unstable
     ]
-    if not verdict["resolved"] and not verdict["no_difference"] and best:
+    if not verdict.resolved and not verdict.no_difference and best:
         out.append(_unresolved(verdict))
     left = (
         rows.get("containment.killed_at_end")
@@ -356,26 +373,26 @@ def caveats(verdict: dict, rows: pd.DataFrame, base: pd.DataFrame, metric: str) 
 def _unstable_caveats(configs: list, shown: int = 3) -> list[str]:
     """One line per unstable configuration, the first ``shown`` of them; the rest named on one line."""
     out = [
-        f"unstable: '{c['name']}': {c['unstable']} — no difference resting on it is called resolved"
+        f"unstable: '{c.name}': {c.unstable} — no difference resting on it is called resolved"
         for c in configs[:shown]
     ]
     if len(configs) > shown:
         out.append(
-            f"unstable too, by the same rule: {', '.join(repr(c['name']) for c in configs[shown:])} "
+            f"unstable too, by the same rule: {', '.join(repr(c.name) for c in configs[shown:])} "
             "(the reasons are in --json)"
         )
     return out
 
 
-def _coverage_caveat(best: dict | None) -> str | None:
-    if not (best and uses_huge_pages(best["cell"]) and best["hp_coverage"] is not None):
+def _coverage_caveat(best: Configuration | None) -> str | None:
+    if not (best and uses_huge_pages(best.cell) and best.hp_coverage is not None):
         return None
-    if best["hp_coverage"] >= COVERAGE_EXPECTED:
+    if best.hp_coverage >= COVERAGE_EXPECTED:
         return None
     return (
-        f"coverage: only {best['hp_coverage']:.0%} of the memory of '{best['name']}' was on huge pages (median "
+        f"coverage: only {best.hp_coverage:.0%} of the memory of '{best.name}' was on huge pages (median "
         f"of its runs; a huge-page setting is expected to reach {COVERAGE_EXPECTED:.0%}): short of its promise"
-        + (f"; why: {best['gap'][0]}" if best.get("gap") else "")
+        + (f"; why: {best.gap[0]}" if best.gap else "")
     )
 
 
@@ -391,12 +408,12 @@ def _noisy_caveat(rows: pd.DataFrame) -> str | None:
     )
 
 
-def _variable_caveat(best: dict | None) -> str | None:
-    ratio = best and best["ratio"]
-    if not ratio or ratio["ci_lo"] is None or ratio["ci_hi"] is None:
+def _variable_caveat(best: Configuration | None) -> str | None:
+    ratio = best.ratio if best else None
+    if not ratio or ratio.ci_lo is None or ratio.ci_hi is None:
         return None  # an unbounded end is said by the not-resolved caveat
     band = (1 + stability.SMALLEST_EFFECT) - 1 / (1 + stability.SMALLEST_EFFECT)
-    span = ratio["ci_hi"] - ratio["ci_lo"]
+    span = ratio.ci_hi - ratio.ci_lo
     if span <= band:
         return None
     return (
@@ -405,27 +422,29 @@ def _variable_caveat(best: dict | None) -> str | None:
     )
 
 
-def _unresolved(verdict: dict) -> str:
+def _unresolved(verdict: Verdict) -> str:
     """Why there is no recommendation: the winner was not confirmed, or its confirmation did not resolve."""
-    best = verdict["best"]
-    conf = best["confirmation"]
+    best = verdict.best
+    assert (
+        best is not None and best.confirmation is not None
+    )  # caveats' condition; build confirmed it
+    conf = best.confirmation
     fewest = sequential.fewest_pairs()
-    if not conf["pairs"]:
+    if not conf.pairs:
         return (
-            f"not confirmed: the selection's best, '{best['name']}', got no fresh pairs "
-            f"({conf['ended']}; selection: {verdict['stopped'] or 'budget ended'}); nothing is recommended "
+            f"not confirmed: the selection's best, '{best.name}', got no fresh pairs "
+            f"({conf.ended}; selection: {verdict.stopped or 'budget ended'}); nothing is recommended "
             f"without them (at least {fewest} pairs); a larger --budget helps"
         )
-    ratio = best["ratio"] or {}
-    lo, hi = ratio.get("ci_lo"), ratio.get("ci_hi")
+    lo, hi = (best.ratio.ci_lo, best.ratio.ci_hi) if best.ratio else (None, None)
     if (lo is not None and lo > 1) or (hi is not None and hi < 1):
         return (
-            f"not resolved: the confirmation of '{best['name']}' on {conf['pairs']} fresh pairs has an "
+            f"not resolved: the confirmation of '{best.name}' on {conf.pairs} fresh pairs has an "
             "interval that excludes 1, but a configuration it rests on is unstable (above), so it is not "
-            f"called ({conf['ended']})"
+            f"called ({conf.ended})"
         )
     return (
-        f"not resolved: the confirmation of '{best['name']}' on {conf['pairs']} fresh pairs has an "
-        f"interval that includes 1 ({conf['ended']}); it resolves when about {fewest} or more pairs agree "
+        f"not resolved: the confirmation of '{best.name}' on {conf.pairs} fresh pairs has an "
+        f"interval that includes 1 ({conf.ended}); it resolves when about {fewest} or more pairs agree "
         "in direction; a larger --budget helps"
     )

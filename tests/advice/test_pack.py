@@ -35,8 +35,8 @@ def test_every_shipped_pack_becomes_an_experiment_of_its_presets(name):
     for axis in others:
         per_preset *= len(spec.axes[axis])
     assert len(cells(spec)) == len(chosen) * per_preset
-    assert len(spec.expected["claims"]) == len(pack.claims)
-    for claim in spec.expected["claims"]:
+    assert len(spec.expected.claims) == len(pack.claims)
+    for claim in spec.expected.claims:
         assert pack.preset_of(claim["cell"]) is not None
         assert claim["source"].startswith("http")
 
@@ -48,7 +48,7 @@ def test_redis_presets_are_knobs_and_options():
     assert spec.axes["disable_thp"] == ("yes", "no")
     assert {"thp.enabled": "madvise", "disable_thp": "no"} in spec.exclude  # not a preset
     assert spec.baseline == {"thp.enabled": "madvise", "disable_thp": "yes", "allocator": "as-is"}
-    kept = spec.expected["claims"][0]
+    kept = spec.expected.claims[0]
     assert kept["cell"] == {"thp.enabled": "always", "disable_thp": "no", "allocator": "as-is"}
     assert kept["direction"] == "higher" and kept["metric"] == "p99_ms"
 

@@ -159,7 +159,7 @@ axes:
 
 def test_schema_and_plan(tmp_path):
     spec = parse_spec(AUTO + "repetitions: {auto: {min: 3, max: 5, target: 0.05}}\n", "auto.yaml")
-    assert spec.repetitions == 3 and spec.adaptive == {
+    assert spec.repetitions == 3 and spec.adaptive.to_dict() == {
         "min": 3,
         "max": 5,
         "target": 0.05,

@@ -46,7 +46,7 @@ expected:
 
 
 def _expected(text: str = CLAIMS, base: str = BASE):
-    return parse_spec(base + text, "t.yaml").expected
+    return parse_spec(base + text, "t.yaml").expected.to_dict()
 
 
 # -- the claim model ----------------------------------------------------------------------------------
@@ -183,13 +183,13 @@ def test_bad_not_judged_items_are_refused(item, where):
 
 @pytest.mark.parametrize("name", ["article", "alloc", "alloc-ithare", "code", "fleet", "faults"])
 def test_every_experiment_with_a_seed_carries_its_numbers(name):
-    expected = load_spec(EXPERIMENTS / f"{name}.yaml").expected
+    expected = load_spec(EXPERIMENTS / f"{name}.yaml").expected.to_dict()
     assert expected["source"] and expected["claims"]
     assert all(c["scope"] and c["quantity"] for c in expected["claims"])
 
 
 def test_article_carries_its_whole_table_and_its_stated_ratios():
-    claims = load_spec(EXPERIMENTS / "article.yaml").expected["claims"]
+    claims = load_spec(EXPERIMENTS / "article.yaml").expected.claims
     table = {
         (c["cell"]["allocator"], c["cell"]["thp.enabled"], c["cell"]["keys"], c["metric"]): c[
             "value"

@@ -25,7 +25,7 @@ CLAIM = "    - {cell: {thp: always}, vs: {thp: never}, status: oom}\n"
 
 
 def _expected(claim: str = CLAIM):
-    return parse_spec(BASE + claim, "t.yaml").expected
+    return parse_spec(BASE + claim, "t.yaml").expected.to_dict()
 
 
 def _rows(always: list[str], never: list[str]) -> pd.DataFrame:

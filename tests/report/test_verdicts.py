@@ -32,7 +32,9 @@ axes:
 
 
 def _claims(text: str):
-    return parse_spec(BASE + "expected:\n  source: a paper\n  claims:\n" + text, "t.yaml").expected
+    return parse_spec(
+        BASE + "expected:\n  source: a paper\n  claims:\n" + text, "t.yaml"
+    ).expected.to_dict()
 
 
 def test_claims_are_normalised_to_cells_and_ratios():
@@ -118,7 +120,7 @@ def test_expected_needs_a_source_and_claims():
 
 @pytest.mark.parametrize("name", ["article", "faults", "alloc"])
 def test_shipped_experiments_carry_claims(name):
-    expected = load_spec(ROOT / "experiments" / f"{name}.yaml").expected
+    expected = load_spec(ROOT / "experiments" / f"{name}.yaml").expected.to_dict()
     assert expected["source"] and expected["claims"]
     # each claim carries a published number, or (a claim kind added later) a published direction
     assert all(

@@ -359,6 +359,7 @@ def test_try_aged_end_to_end_gives_each_memory_state_its_own_verdict(tmp_path):
     from hugebench.cli import main
     from hugebench.store import load
     from hugebench.trial.render import answer
+    from hugebench.trial.verdict_types import Verdict
 
     knobs = {
         p: open(p).read()
@@ -411,7 +412,7 @@ def test_try_aged_end_to_end_gives_each_memory_state_its_own_verdict(tmp_path):
     assert sum(each["runs"] for each in states.values()) == len(rows) == verdict["runs"]
     aged = rows[(rows["memory_state"] == "fragmented:5%") & (rows["status"] == "ok")]
     assert len(aged) and (aged["memory.free_2mib_blocks"] <= aged["memory.free_2mib_limit"]).all()
-    text = answer(verdict, verdict["plan"])
+    text = answer(Verdict.from_dict(verdict), verdict["plan"])
     assert (
         text.count(verdict["plan"][0]) == 1
         and "== on a fragmented machine (memory_state fragmented:5%;" in text

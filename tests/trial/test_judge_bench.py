@@ -351,7 +351,9 @@ def test_a_page_size_set_is_deployed_by_the_sysfs_writes_try_prints_for_it(lib):
 
     cell = {"allocator": "jemalloc", "thp": "madvise", **MTHP_64K, "mthp": "64kB only"}
     spec = types.SimpleNamespace(allocators={}, params={"argv": ["/bin/true"]})
-    printed = deploy_mod.deploy(cell, spec, "madvise", mthp_found=MTHP_FOUND)
+    printed = deploy_mod.deploy(
+        cell, spec, "madvise", mthp_found=MTHP_FOUND
+    ).to_dict()  # as in the JSON
     assert printed["lines"][-1]["required"] and printed["lines"][-1]["scope"] == "machine-wide"
     data = {**_verdict(), "deploy": printed}
     data["best"]["cell"] = cell
@@ -362,7 +364,7 @@ def test_a_page_size_set_is_deployed_by_the_sysfs_writes_try_prints_for_it(lib):
     }  # 16kB is 'never' as found: not written
     assert got.env and got.machine_wide
     unchanged = deploy_mod.deploy({**cell, **MTHP_FOUND}, spec, "madvise", mthp_found=MTHP_FOUND)
-    assert not any(line.get("required") for line in unchanged["lines"])
+    assert not any(line.required for line in unchanged.lines)
 
 
 def test_keep_as_is_with_a_page_size_set_best_deploys_its_sizes(lib):

@@ -4,6 +4,7 @@ redis-benchmark, a user without root), the written experiment file re-run by `hu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -352,20 +353,21 @@ def test_a_cut_configuration_reads_not_run_and_each_state_counts_only_its_own_ru
             for cid in ids
         }
         cells[ids[2]]["allocator"] = "jemalloc-thp"
-        each[memory] = verdict_mod.build(
-            rows, cells, ids[0], "window_s", "lower", None, "madvise", state
+        each[memory] = dataclasses.replace(
+            verdict_mod.build(rows, cells, ids[0], "window_s", "lower", None, "madvise", state),
+            runs=int(rows["cell_id"].isin(ids).sum()),
+            plan=(f"plan cut: {ids[2]}",),
         )
-        each[memory].update(runs=int(rows["cell_id"].isin(ids).sum()), plan=[f"plan cut: {ids[2]}"])
     fresh, aged = each["fresh"], each["fragmented:100%"]
-    assert [c["class"] for c in fresh["others"]] == ["not run"] and fresh["stopped"].startswith(
-        "the leader"
-    )
-    assert aged["stopped"] == "budget ended"
+    assert [c.kind for c in fresh.others] == ["not run"] and fresh.stopped.startswith("the leader")
+    assert aged.stopped == "budget ended"
     assert not any(
-        c.startswith("noisy") for c in fresh["caveats"]
+        c.startswith("noisy") for c in fresh.caveats
     )  # the other state's runs are not its own
-    assert any("3 of 6 runs" in c for c in aged["caveats"] if c.startswith("noisy"))
-    out = answer({**fresh, "by_memory_state": each}, ["12 runs in 30 s"])
+    assert any("3 of 6 runs" in c for c in aged.caveats if c.startswith("noisy"))
+    out = answer(
+        dataclasses.replace(fresh, by_condition=("memory_state", each)), ["12 runs in 30 s"]
+    )
     assert (
         out.count("12 runs in 30 s") == 1
         and out.count("plan cut: cf") == 1
@@ -404,9 +406,9 @@ def test_the_confirmed_leader_is_recommended_and_the_selection_ties_are_named_un
     }
     spec = types.SimpleNamespace(allocators={})
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
-    assert verdict["best"]["cell"] == cells["b"] and verdict["recommend"] == "best"
-    assert verdict["best"]["ties"] == ["glibc-hugetlb, THP madvise (as found)"]
-    assert verdict["best"]["confirmation"]["pairs"] == 12
+    assert verdict.best.cell == cells["b"] and verdict.recommend == "best"
+    assert verdict.best.ties == ("glibc-hugetlb, THP madvise (as found)",)
+    assert verdict.best.confirmation.pairs == 12
     out = text(verdict, [])
     assert "confirmed on fresh pairs, resolved at 95%" in out
     assert (
@@ -434,18 +436,13 @@ def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_
         "a": {"allocator": "jemalloc-thp", "thp": "madvise"},
     }
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
-    assert (
-        verdict["no_difference"] and verdict["recommend"] == "as-is" and verdict["deploy"] is None
-    )
-    assert (
-        verdict["best"]["equivalent"]
-        and verdict["best"]["peak_rss_column"] == "tree_peak_rss_bytes"
-    )
-    assert verdict["best"]["peak_rss_ratio"]["value"] == pytest.approx(1.5)
+    assert verdict.no_difference and verdict.recommend == "as-is" and verdict.deploy is None
+    assert verdict.best.equivalent and verdict.best.peak_rss_column == "tree_peak_rss_bytes"
+    assert verdict.best.peak_rss_ratio.value == pytest.approx(1.5)
     out = text(verdict, [])
     assert "no difference worth deploying" in out and "within ±5% of as-is" in out
     assert "process tree's peak RSS 1.50x as-is" in out
-    caveats = verdict["caveats"]
+    caveats = verdict.caveats
     assert not any(
         c.startswith("not resolved") for c in caveats
     )  # sameness resolved is not "not resolved"
@@ -454,9 +451,12 @@ def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_
     # coverage short of the one level (measure.phases.COVERAGE_EXPECTED), never a local constant
     from hugebench.measure.phases import COVERAGE_EXPECTED
 
-    best = {**verdict["best"], "hp_coverage": COVERAGE_EXPECTED - 0.01}
+    best = dataclasses.replace(verdict.best, hp_coverage=COVERAGE_EXPECTED - 0.01)
     assert "expected to reach 90%" in verdict_mod._coverage_caveat(best)
-    assert verdict_mod._coverage_caveat({**best, "hp_coverage": COVERAGE_EXPECTED}) is None
+    assert (
+        verdict_mod._coverage_caveat(dataclasses.replace(best, hp_coverage=COVERAGE_EXPECTED))
+        is None
+    )
 
 
 # -- real programs ---------------------------------------------------------------------------------
@@ -786,7 +786,9 @@ def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp
 def test_many_unstable_configurations_are_named_without_a_line_each():
     from hugebench.trial.verdict import _unstable_caveats
 
-    configs = [{"name": f"c{i}", "unstable": "10 of 20 runs disturbed"} for i in range(5)]
+    configs = [
+        types.SimpleNamespace(name=f"c{i}", unstable="10 of 20 runs disturbed") for i in range(5)
+    ]
     lines = _unstable_caveats(configs)
     assert len(lines) == 4 and lines[0].startswith("unstable: 'c0': 10 of 20 runs disturbed")
     assert lines[3] == "unstable too, by the same rule: 'c3', 'c4' (the reasons are in --json)"
@@ -812,14 +814,10 @@ def test_a_resolved_gain_within_the_smallest_effect_is_not_recommended():
         "a": {"allocator": "jemalloc-thp", "thp": "madvise"},
     }
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
-    best = verdict["best"]
-    assert (
-        best["class"] == "better" and best["ratio"]["resolved"] and best["equivalent"]
-    )  # 2 % faster, proven
-    assert (
-        verdict["recommend"] == "as-is" and verdict["deploy"] is None and verdict["no_difference"]
-    )
-    assert not verdict["resolved"]  # what try calls resolved is a difference worth deploying
+    best = verdict.best
+    assert best.kind == "better" and best.ratio.resolved and best.equivalent  # 2 % faster, proven
+    assert verdict.recommend == "as-is" and verdict.deploy is None and verdict.no_difference
+    assert not verdict.resolved  # what try calls resolved is a difference worth deploying
     sched = schedule_mod.Schedule(["base", "a"], "base", "window_s", "lower", 600, time.monotonic())
     sched.state.active = ["base", "a"]
     sched._decide(_rows(values), schedule_mod.RESOLVE_BLOCKS)

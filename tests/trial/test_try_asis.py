@@ -199,14 +199,14 @@ def test_an_overridden_cell_is_marked_never_called_by_its_mode_and_not_recommend
     verdict = verdict_mod.build(
         pd.DataFrame(rows), cells, "base", "window_s", "lower", spec, "madvise", state
     )
-    assert verdict["recommend"] == "as-is" and verdict["best"] is None
-    (other,) = verdict["others"]
-    assert other["class"] == "THP overridden"
-    assert "THP always asked but overridden by the program" in other["name"]
-    assert not other["name"].endswith("THP always")
+    assert verdict.recommend == "as-is" and verdict.best is None
+    (other,) = verdict.others
+    assert other.kind == "THP overridden"
+    assert "THP always asked but overridden by the program" in other.name
+    assert not other.name.endswith("THP always")
     assert any(
         c.startswith("THP overridden in 1 configuration") and "--disable-thp no" in c
-        for c in verdict["caveats"]
+        for c in verdict.caveats
     )
 
 

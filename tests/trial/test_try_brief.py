@@ -16,6 +16,7 @@ from hugebench.cli import main
 from hugebench.trial import schedule as schedule_mod
 from hugebench.trial import verdict as verdict_mod
 from hugebench.trial.render import MAX_LINES, answer
+from hugebench.trial.verdict_types import Verdict
 
 PROGRAM = [sys.executable, "-c", "b = bytearray(48 << 20); b[::4096] = b'x' * len(b[::4096])"]
 
@@ -52,7 +53,7 @@ def _recommending_verdict():
         allocators={}, params={"argv": ["/opt/some/long/path/to/the/program", "--input", "x.dat"]}
     )
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
-    assert verdict["recommend"] == "best" and verdict["deploy"]["lines"]
+    assert verdict.recommend == "best" and verdict.deploy.lines
     return verdict
 
 
@@ -74,7 +75,7 @@ def test_the_default_answer_fits_twelve_lines_and_the_width(width):
     )
     # a deploy command split to fit is still the same shell words, continued with a backslash
     joined = " ".join(line.strip().rstrip("\\").strip() for line in out if line.startswith("    "))
-    assert verdict["deploy"]["lines"][0]["shell"] in joined
+    assert verdict.deploy.lines[0].shell in joined
 
 
 def test_a_real_try_prints_the_short_answer_and_writes_its_exports(tmp_path, monkeypatch):
@@ -109,9 +110,10 @@ def test_a_real_try_prints_the_short_answer_and_writes_its_exports(tmp_path, mon
         80,
         100,
     ):  # the same verdict, short (as printed at that width) and in full, fits too
-        brief = answer(verdict, verdict["plan"], details=False, width=width).splitlines()
+        typed = Verdict.from_dict(verdict)
+        brief = answer(typed, verdict["plan"], details=False, width=width).splitlines()
         assert len(brief) < MAX_LINES and all(len(line) <= width for line in brief), brief
-        full = answer(verdict, verdict["plan"], details=True, width=width)
+        full = answer(typed, verdict["plan"], details=True, width=width)
         assert all(len(line) <= width for line in full.splitlines()), full
 
 
@@ -142,16 +144,17 @@ def test_the_unstable_tally_counts_configurations_not_caveat_lines():
     from hugebench.trial.render import _tally, unstable_count
 
     def config(name, unstable):
-        return {
-            "name": name,
-            "class": "same",
-            "unstable": "2 of 6 runs outliers" if unstable else None,
-        }
+        return types.SimpleNamespace(
+            name=name,
+            kind="same",
+            dropped=None,
+            unstable="2 of 6 runs outliers" if unstable else None,
+        )
 
     others = [config(f"o{i}", i < 4) for i in range(6)]
-    verdict = {"baseline": config("as-is", True), "best": others[0], "others": others}
-    verdict["caveats"] = verdict_mod._unstable_caveats([verdict["baseline"], *others[:4]])
-    assert len(verdict["caveats"]) == 4  # three named, the other two on one line
+    verdict = types.SimpleNamespace(baseline=config("as-is", True), best=others[0], others=others)
+    verdict.caveats = verdict_mod._unstable_caveats([verdict.baseline, *others[:4]])
+    assert len(verdict.caveats) == 4  # three named, the other two on one line
     assert unstable_count(verdict) == 5  # as-is and o0..o3, o0 (the best) once
     assert "unstable (5)" in _tally(verdict)
 
@@ -183,5 +186,5 @@ def test_long_names_keep_the_short_answer_short(width):
     assert out[0].startswith("VERDICT: use jemalloc-with-a-very-long-") and "..." in out[0]
     assert "the command is too long for this answer" in " ".join(out)
     full = answer(verdict, plan, details=True, width=width)
-    assert "".join(verdict["best"]["name"].split()) in "".join(full.split())  # wrapped, whole
+    assert "".join(verdict.best.name.split()) in "".join(full.split())  # wrapped, whole
     assert argv[0] in full

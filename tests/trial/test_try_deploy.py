@@ -87,14 +87,14 @@ def _run(line: str) -> dict:
     return dict(item.split("=", 1) for item in done.stdout.split())
 
 
-def _line(dep: dict, scope: str) -> str:
-    (line,) = [x["shell"] for x in dep["lines"] if x["scope"] == scope]
+def _line(dep, scope: str) -> str:
+    (line,) = [x.shell for x in dep.lines if x.scope == scope]
     return line
 
 
 def test_as_is_needs_no_line(reporter):
     dep = deploy_mod.deploy({"allocator": "as-is", "thp": "madvise"}, _spec(reporter), "madvise")
-    assert dep["lines"] == [] and dep["env"] == {}
+    assert dep.lines == () and dep.env == {}
 
 
 def test_the_allocator_line_runs_the_program_under_that_allocator(reporter):
@@ -106,12 +106,12 @@ def test_the_allocator_line_runs_the_program_under_that_allocator(reporter):
         "madvise",
         systemd_version=252,
     )
-    assert [x["scope"] for x in dep["lines"]] == ["per-process", "systemd"]
+    assert [x.scope for x in dep.lines] == ["per-process", "systemd"]
     line = _line(dep, "per-process")
     assert "MALLOC_CONF=thp:always,metadata_thp:always" in line and line.endswith(str(reporter))
     got = _run(line)
     assert os.path.realpath(got["malloc"]) == os.path.realpath(JEMALLOC)
-    assert "MemoryTHP" not in dep["systemd"]  # systemd 252 has none: only Environment=
+    assert "MemoryTHP" not in dep.systemd  # systemd 252 has none: only Environment=
 
 
 def test_glibc_forced_over_a_linked_jemalloc_is_a_line_that_makes_glibc_serve(reporter):
@@ -128,9 +128,9 @@ def test_glibc_forced_over_a_linked_jemalloc_is_a_line_that_makes_glibc_serve(re
 
 def test_thp_never_per_process_comes_before_the_machine_wide_write(reporter):
     dep = deploy_mod.deploy({"allocator": "as-is", "thp": "never"}, _spec(reporter), "madvise")
-    assert [x["scope"] for x in dep["lines"]][0] == "per-process"
-    assert dep["lines"][-1]["scope"] == "machine-wide"
-    assert "no process on this machine gets THP" in dep["lines"][-1]["affects"]
+    assert [x.scope for x in dep.lines][0] == "per-process"
+    assert dep.lines[-1].scope == "machine-wide"
+    assert "no process on this machine gets THP" in dep.lines[-1].affects
     got = _run(_line(dep, "per-process"))
     assert got["prctl"] == "1" and got["thp_enabled"] == "0"
 
@@ -147,9 +147,9 @@ def test_thp_madvise_per_process_on_an_always_machine_is_except_advised(reporter
 
 def test_thp_always_has_no_per_process_line_only_the_machine_wide_one_with_its_cost(reporter):
     dep = deploy_mod.deploy({"allocator": "as-is", "thp": "always"}, _spec(reporter), "madvise")
-    assert [x["scope"] for x in dep["lines"]] == ["machine-wide"]
-    assert "none raises THP above the machine's mode" in dep["thp_per_process"]
-    assert "every process on this machine" in dep["thp"]
+    assert [x.scope for x in dep.lines] == ["machine-wide"]
+    assert "none raises THP above the machine's mode" in dep.thp_per_process
+    assert "every process on this machine" in dep.thp
 
 
 @pytest.mark.needs_root
@@ -183,12 +183,12 @@ def test_a_page_size_set_is_a_required_machine_wide_line_that_sets_each_size(rep
     target = "always" if found != "always" else "never"
     cell = {"allocator": "jemalloc", "thp": "madvise", "thp.mthp.64kB": target}
     dep = deploy_mod.deploy(cell, _spec(reporter), "madvise", mthp_found={"thp.mthp.64kB": found})
-    assert [x["scope"] for x in dep["lines"]][0] == "per-process"
-    line = dep["lines"][-1]
-    assert line["scope"] == "machine-wide" and line["required"]
-    assert dep["sysfs"] == [{"path": str(size), "value": target}]
+    assert [x.scope for x in dep.lines][0] == "per-process"
+    line = dep.lines[-1]
+    assert line.scope == "machine-wide" and line.required
+    assert dep.sysfs == ({"path": str(size), "value": target},)
     try:
-        subprocess.run(["sh", "-c", line["shell"]], check=True, timeout=10)
+        subprocess.run(["sh", "-c", line.shell], check=True, timeout=10)
         assert f"[{target}]" in size.read_text()
     finally:
         size.write_text(found)
@@ -203,7 +203,7 @@ def test_the_systemd_line_needs_a_running_systemd(reporter):
     if not JEMALLOC.is_file():
         pytest.skip(f"{JEMALLOC} is not installed")
     dep = deploy_mod.deploy({"allocator": "jemalloc", "thp": "madvise"}, _spec(reporter), "madvise")
-    env = dep["systemd"].splitlines()[1]
+    env = dep.systemd.splitlines()[1]
     assert env.startswith("Environment=")
     props = [f"--property={env}"]
     done = subprocess.run(

@@ -57,12 +57,12 @@ def _verdict(p99_factor: float, guards=(("p99_ms", "lower"),)) -> dict:
 
 def test_a_guard_refuses_a_winner_whose_p99_is_resolved_worse():
     verdict = _verdict(3.0)
-    assert verdict["resolved"] and verdict["best"]["class"] == "better"  # it wins on rps
-    assert verdict["recommend"] == "as-is" and verdict["deploy"] is None
-    (guard,) = verdict["best"]["guards"]
+    assert verdict.resolved and verdict.best.kind == "better"  # it wins on rps
+    assert verdict.recommend == "as-is" and verdict.deploy is None
+    (guard,) = verdict.best.guards
     assert guard["refuses"] and guard["ratio"]["value"] == pytest.approx(3.0, rel=0.02)
-    assert "guard:" in verdict["guarded"] and "p99_ms 3.0" in verdict["guarded"]
-    assert verdict["caveats"][0] == verdict["guarded"]
+    assert "guard:" in verdict.guarded and "p99_ms 3.0" in verdict.guarded
+    assert verdict.caveats[0] == verdict.guarded
     out = text(verdict, [])
     assert "VERDICT: keep as-is" in out and "guarded metric refuses it" in out
     assert "guard p99_ms:" in out and "REFUSES" in out
@@ -71,15 +71,15 @@ def test_a_guard_refuses_a_winner_whose_p99_is_resolved_worse():
 @pytest.mark.parametrize("factor", [1.0, 1.03])
 def test_a_guard_within_the_smallest_effect_holds(factor):
     verdict = _verdict(factor)
-    assert verdict["recommend"] == "best" and verdict["guarded"] is None
-    assert not verdict["best"]["guards"][0]["refuses"]
+    assert verdict.recommend == "best" and verdict.guarded is None
+    assert not verdict.best.guards[0]["refuses"]
     assert "holds" in text(verdict, [])
 
 
 def test_an_unmeasured_guard_does_not_refuse_and_says_so():
     verdict = _verdict(3.0, guards=(("p999_ms", "lower"),))
-    assert verdict["recommend"] == "best"
-    assert "was not measured" in verdict["best"]["guards"][0]["why"]
+    assert verdict.recommend == "best"
+    assert "was not measured" in verdict.best.guards[0]["why"]
 
 
 def test_try_options_make_the_metric_list():

@@ -53,5 +53,5 @@ def test_the_caveat_names_system_time_and_clears_the_machines_load():
     base = _frame("base", [1.70] * 8, [0.3] * 8, [0.02] * 8)
     cell = {"allocator": "jemalloc-thp", "thp": "madvise"}
     config = verdict_mod.configuration(_frame("a", WALL, STIME, OTHER), base, cell, "window_s")
-    assert config["unstable"] and "1.03 CPUs" not in config["unstable"]
-    assert "(stime_s)" in config["unstable"] and config["modes"]
+    assert config.unstable and "1.03 CPUs" not in config.unstable
+    assert "(stime_s)" in config.unstable and config.modes

@@ -4,6 +4,8 @@ table, docs/mthp.md)."""
 
 from __future__ import annotations
 
+import types
+
 from hugebench.trial import matrix as matrix_mod
 from hugebench.trial.matrix import Request
 
@@ -51,15 +53,21 @@ def test_per_size_shmem_and_the_shrinker_are_journaled_knobs(fake_sys):
     assert "thp.mthp.8kB" not in knobs  # 8 KiB has a shmem control only
 
 
+def _ratio(value, lo=None, hi=None):
+    from hugebench.trial.verdict_types import Ratio
+
+    return Ratio(value, lo, hi, n=5, paired=True, level=0.95, family=1, resolved=False)
+
+
 def _config(name, cell, value, lo, hi, memory=1.0):
-    return {
-        "name": name,
-        "cell": {"allocator": "as-is", "thp": "madvise", **cell},
-        "runs": 5,
-        "ratio": {"value": value, "ci_lo": lo, "ci_hi": hi},
-        "peak_rss_ratio": {"value": memory},
-        "folio_shares": {},
-    }
+    return types.SimpleNamespace(
+        name=name,
+        cell={"allocator": "as-is", "thp": "madvise", **cell},
+        runs=5,
+        ratio=_ratio(value, lo, hi),
+        peak_rss_ratio=_ratio(memory),
+        folio_shares={},
+    )
 
 
 def test_smallest_size_set_within_noise_of_the_best():
@@ -78,6 +86,6 @@ def test_smallest_size_set_within_noise_of_the_best():
     ]
     sizes = page_sizes(configs, "lower")
     assert sizes["best"] == "64kB+2048kB" and sizes["smallest"] == "64kB only"
-    configs[0]["ratio"] = {"value": 0.6, "ci_lo": 0.55, "ci_hi": 0.65}  # no longer within noise
+    configs[0].ratio = _ratio(0.6, 0.55, 0.65)  # no longer within noise
     assert page_sizes(configs, "lower")["smallest"] == "64kB+2048kB"
     assert page_sizes(configs[2:], "lower") is None  # no mTHP set was tried

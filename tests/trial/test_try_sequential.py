@@ -135,14 +135,14 @@ def test_the_winner_reports_its_confirmations_ratio_not_the_flattered_selections
     }
     spec = type("Spec", (), {"allocators": {}})()
     verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
-    best = verdict["best"]
-    assert best["cell"] == cells["a"] and best["confirmation"]["pairs"] == 10
-    assert best["ratio"]["value"] == pytest.approx(fresh_ratio, abs=0.01)
-    assert best["selection_ratio"]["value"] == pytest.approx(0.80, abs=0.01)
-    assert best["selection_ratio"]["family"] == 2 and best["ratio"]["family"] == 1
-    assert (verdict["recommend"] == "best") is recommended
+    best = verdict.best
+    assert best.cell == cells["a"] and best.confirmation.pairs == 10
+    assert best.ratio.value == pytest.approx(fresh_ratio, abs=0.01)
+    assert best.selection_ratio.value == pytest.approx(0.80, abs=0.01)
+    assert best.selection_ratio.family == 2 and best.ratio.family == 1
+    assert (verdict.recommend == "best") is recommended
     if not recommended:
-        assert verdict["no_difference"] and verdict["deploy"] is None
+        assert verdict.no_difference and verdict.deploy is None
     from hugebench.trial.render import text
 
     out = text(verdict, [])
