@@ -31,7 +31,7 @@ from .bars import axis_levels as _levels
 from .bars import yerr_of as _yerr
 from .rendering import AXIS_LABELS, format_axis, is_missing, verdict
 from .results import Experiment, Results, as_results
-from .tables import MetricSpec, build_table
+from .tables import MetricSpec, build_table, cell_columns
 
 __all__ = [
     "MAX_BARS",
@@ -346,11 +346,14 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fi
         groups = [_column(rows, axis) for axis in bars.groups]
         if None in groups:
             continue
-        parts, total = _first_parts(rows, [a for a in experiment.axes if a not in groups])
+        varying = _varying(rows, [a for a in experiment.axes if a not in groups])
+        extra = [c for c in (f"{bars.y}.reason", "peak_rss_bytes") if c in rows.columns]
+        narrow = rows[cell_columns(rows, groups + varying, [bars.y]) + extra]  # rows are ~360 wide
+        parts, total = _first_parts(narrow, varying)
         # one table for every part drawn (a table per part cost as much again as drawing it)
         table = build_table(
-            rows,
-            groups + [a for a, _ in parts[0][0]],
+            pd.concat([part for _, part in parts]),
+            groups + varying,
             [MetricSpec(bars.y)],
             experiment.baseline,
             primary=bars.y,
@@ -376,14 +379,18 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fi
     return drawn
 
 
-def _first_parts(rows: pd.DataFrame, axes: list[str]) -> tuple[list, int]:
+def _varying(rows: pd.DataFrame, axes: list[str]) -> list[str]:
+    return [a for a in axes if a in rows.columns and rows[a].nunique() > 1]
+
+
+def _first_parts(rows: pd.DataFrame, varying: list[str]) -> tuple[list, int]:
     """The first :data:`MAX_FIGURES` of :func:`_split`'s parts and how many there are in all."""
-    varying = [a for a in axes if a in rows.columns and rows[a].nunique() > 1]
     if not varying:
         return [((), rows)], 1
     number = rows.groupby(varying).ngroup()
-    total = int(number.max()) + 1
-    return list(_split(rows[number.between(0, MAX_FIGURES - 1)], varying)), total
+    kept = rows[number.between(0, MAX_FIGURES - 1)].groupby(varying)
+    parts = [(tuple(zip(varying, v if isinstance(v, tuple) else (v,))), p) for v, p in kept]
+    return parts, int(number.max()) + 1
 
 
 def _rows_with(table: pd.DataFrame, keys) -> pd.DataFrame:
