@@ -77,7 +77,9 @@ def build(source: Path, work: Path, names: list[str]) -> None:
 
 def measure(argv: list[str], tree: Path) -> tuple[float, float, float, int]:
     """(cpu seconds, wall seconds, peak RSS in MB, exit status) of one run of the interpreter on argv."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "200"}
+    # PYTHONSAFEPATH: `-m`/`-c` put the current directory first on sys.path, so run from a checkout they
+    # timed that checkout's hugebench whatever --tree said
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONSAFEPATH": "1", "COLUMNS": "200"}
     start = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
