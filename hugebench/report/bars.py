@@ -117,7 +117,7 @@ def fix_layout(fig: Figure) -> None:
 
     One measuring pass over those texts only (the bars and their labels inside the plot are not measured),
     then the axes' position is fixed; nothing is laid out again when the figure is drawn. The title counts
-    for the height only: a title wider than the plot is centred over it, as before."""
+    for the height only (:func:`bar_figure` wraps it to the plot's width)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     ax, legend = fig.axes[0], fig.axes[0].get_legend()
