@@ -23,14 +23,25 @@ from matplotlib.ticker import NullLocator
 from ..errors import HugebenchError
 from ..experiment import canonical_knob
 from ..safefs import SafeDir
-from ..stats import as_list, ok_rows, require_columns, summarize
+from ..stats import ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
-from .blocks import rows_of
+from .bars import GREY as _GREY
+from .bars import MAX_BARS, MAX_FIGURES, MAX_LEVELS, bar_figure, bar_plot, fit_lines, fix_layout
+from .bars import axis_levels as _levels
+from .bars import yerr_of as _yerr
 from .rendering import AXIS_LABELS, format_axis, is_missing, verdict
 from .results import Experiment, Results, as_results
-from .tables import MetricSpec, build_table, in_spec_order
+from .tables import MetricSpec, build_table, cell_columns
 
-_GREY = "0.45"
+__all__ = [
+    "MAX_BARS",
+    "MAX_FIGURES",
+    "MAX_LEVELS",
+    "bar_plot",
+    "fit_lines",
+    "line_plot",
+    "ratio_plot",
+]
 PROBE_UNDERLAY = ("hashlookup",)  # workloads whose latency bars get the probe's curves underneath
 
 
@@ -79,135 +90,6 @@ def line_plot(
     if title:
         fig.suptitle(title)
     return fig
-
-
-def bar_plot(
-    df: pd.DataFrame,
-    group_by: str | Sequence[str],
-    y: str,
-    baseline: Mapping | None = None,
-    *,
-    ylabel: str | None = None,
-    title: str | None = None,
-    level: float = 0.95,
-    order: Mapping[str, Sequence] | None = None,
-) -> Figure:
-    """Grouped bars of the median of ``y`` with CI error bars and, with a baseline, ratio annotations.
-
-    The last ``group_by`` column picks the bar colour inside a group; the others name the groups
-    (e.g. ``["allocator", "thp"]``: one group per allocator, one bar per THP mode). A ratio whose CI
-    contains 1 is written grey with a leading "≈" (no resolved difference).
-    """
-    keys = as_list(group_by)
-    table = build_table(df, keys, [MetricSpec(y)], baseline, primary=y, level=level)
-    if order:
-        table = in_spec_order(table, keys, order)
-    inner = keys[-1]
-    outer = keys[:-1]
-    kept = table[
-        ~table[inner].map(is_missing)
-    ]  # a cell without a value of the colour axis has no bar colour
-    kept.attrs = table.attrs
-    table = kept
-    group_labels = _group_labels(table, outer)
-    bar_values = _levels(table, inner, order)
-    notes = []
-    if outer and len(bar_values) > MAX_LEVELS:  # more colours than a legend can tell apart
-        notes.append(f"the first {MAX_LEVELS} of {len(bar_values)} values of {inner}")
-        bar_values = bar_values[:MAX_LEVELS]
-        cut = table[table[inner].isin(bar_values)]
-        cut.attrs = table.attrs
-        table = cut
-        group_labels = _group_labels(table, outer)
-    table, group_labels, shown = _first_bars(table, outer, group_labels, len(bar_values))
-    notes += [shown] if shown else []
-    title = f"{title} ({'; '.join(notes)})" if title and notes else title
-    width = 0.8 / max(len(bar_values), 1)
-    fig = Figure(
-        figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2),
-        layout="constrained",
-    )
-    ax = fig.subplots()
-    slots = _bar_slots(table, outer, inner, group_labels, bar_values, width)
-    for j, value in enumerate(bar_values):
-        rows = table[table[inner] == value]
-        _draw_bars(ax, rows, [slots[i] for i in rows.index], width, y, f"C{j}", format_axis(value))
-    if outer:
-        ax.set_xticks(range(len(group_labels)), group_labels)
-        ax.legend(title=inner, fontsize="small")
-    else:  # one axis: each bar names its own value (an empty group label and a legend said it less directly)
-        ax.set_xticks([slots[i] for i in table.index], [format_axis(v) for v in table[inner]])
-    _decorate(ax, " / ".join(outer) if outer else inner, ylabel or y, title, False, False)
-    ax.margins(y=0.15)
-    if "ratio" in table.columns:
-        where = ", ".join(f"{k}={format_axis(v)}" for k, v in table.attrs["baseline"].items())
-        parts = [
-            f"ratio to {where}",
-            "≈ CI of the ratio contains 1",
-            "? too few runs for a verdict",
-        ]
-        fig.supxlabel(
-            fit_lines(parts, fig.get_figwidth() * 72, "x-small"), fontsize="x-small", color=_GREY
-        )
-    return fig
-
-
-MAX_BARS = 120  # bars one plot draws; a store of thousands of cells gets its first groups (the table has all)
-MAX_LEVELS = 12  # bars (colours) a group draws
-MAX_FIGURES = 24  # plots of one declared bar chart (one per value of the other axes)
-
-
-def _first_bars(table: pd.DataFrame, outer, group_labels: list, per_group: int):
-    """``(table, group_labels, note)`` cut to the first groups that hold :data:`MAX_BARS` bars, with the
-    note saying so ("" when nothing was left out): a plot of thousands of bars says nothing and takes
-    minutes to lay out."""
-    keep = group_labels[: max(1, MAX_BARS // max(per_group, 1))] if outer else group_labels
-    if len(table) <= MAX_BARS or (outer and len(keep) == len(group_labels)):
-        return table, group_labels, ""
-    if outer:
-        wanted = set(keep)
-        cut = table[[_label(row, outer) in wanted for row in rows_of(table)]]
-        note = f"the first {len(keep)} of {len(group_labels)} groups"
-    else:
-        cut = table.iloc[:MAX_BARS]
-        note = f"the first {MAX_BARS} of {len(table)} cells"
-    cut.attrs = table.attrs
-    return cut, keep, note
-
-
-def _bar_slots(table: pd.DataFrame, outer, inner, group_labels, bar_values, width) -> dict:
-    """x of each table row's bar: the bars a group has are centred on it, so a cell the experiment excluded
-    leaves no hole (a cell that ran and failed keeps its slot: it is a row, marked "failed")."""
-    slots = {}
-    labels = [_label(row, outer) for row in rows_of(table)]
-    for group in group_labels:
-        members = [i for i, label in zip(table.index, labels) if label == group]
-        members.sort(key=lambda i: bar_values.index(table.at[i, inner]))
-        centre = group_labels.index(group)
-        for k, i in enumerate(members):
-            slots[i] = centre + (k - (len(members) - 1) / 2) * width
-    return slots
-
-
-def fit_lines(parts: Sequence[str], width_pt: float, size="x-small", sep: str = ";  ") -> str:
-    """``parts`` joined by ``sep``, broken into lines that fit ``width_pt`` points at font ``size`` (a legend
-    under a narrow figure must not run off both edges)."""
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
-    measure, font = TextToPath(), FontProperties(size=size)
-    lines: list[str] = []
-    for part in parts:
-        candidate = f"{lines[-1]}{sep}{part}" if lines else part
-        if (
-            lines
-            and measure.get_text_width_height_descent(candidate, font, ismath=False)[0]
-            <= 0.92 * width_pt
-        ):
-            lines[-1] = candidate
-        else:
-            lines.append(part)
-    return "\n".join(lines)
 
 
 def ratio_plot(
@@ -416,57 +298,6 @@ def _draw_lines(
         )
 
 
-def _draw_bars(ax, rows: pd.DataFrame, positions, width, y, color, label) -> None:
-    medians = rows[y].to_numpy(float)
-    heights = np.nan_to_num(medians)
-    yerr = _yerr(rows, y, f"{y}.ci_lo", f"{y}.ci_hi")
-    ax.bar(positions, heights, width, yerr=yerr, capsize=3, color=color, label=label)
-    for x, (_, row) in zip(positions, rows.iterrows()):
-        if row["status"] != "ok" or np.isnan(row[y]):
-            ax.text(
-                x,
-                0,
-                row["status"] if row["status"] != "ok" else "n/a",
-                rotation=90,
-                ha="center",
-                va="bottom",
-                fontsize="x-small",
-                color=_GREY,
-            )
-        elif "ratio" in rows.columns:
-            top = row[f"{y}.ci_hi"] if not pd.isna(row[f"{y}.ci_hi"]) else row[y]
-            text, shade = _ratio_text(row)
-            ax.annotate(
-                text,
-                (x, top),
-                xytext=(0, 3),
-                textcoords="offset points",
-                ha="center",
-                va="bottom",
-                fontsize="x-small",
-                color=shade,
-            )
-
-
-def _ratio_text(row: pd.Series) -> tuple[str, str]:
-    if row["is_baseline"]:
-        return "base", "black"
-    if pd.isna(row["ratio"]):
-        return "", "black"
-    if row["resolved"] is False:
-        return f"≈{row['ratio']:.2f}×", _GREY
-    if row["resolved"] is None:
-        return f"{row['ratio']:.2f}×?", _GREY
-    return f"{row['ratio']:.2f}×", "black"
-
-
-def _yerr(rows: pd.DataFrame, centre: str, lo: str, hi: str) -> np.ndarray:
-    middle = rows[centre].to_numpy(float)
-    below = np.nan_to_num(middle - rows[lo].to_numpy(float))
-    above = np.nan_to_num(rows[hi].to_numpy(float) - middle)
-    return np.vstack([np.clip(below, 0, None), np.clip(above, 0, None)])
-
-
 def _tick_at_values(ax, values: pd.Series) -> None:
     """Numeric x such as thread counts read best with a tick at each measured value, in plain numbers."""
     levels = values.dropna().unique()
@@ -486,27 +317,6 @@ def _decorate(ax, xlabel, ylabel, title, logx, logy) -> None:
     if logy:
         ax.set_yscale("log")
     ax.grid(True, axis="y", alpha=0.3)
-
-
-def _levels(frame: pd.DataFrame, column: str, order: Mapping | None = None) -> list:
-    values = frame[column].dropna().unique().tolist()
-    wanted = [str(v) for v in (order or {}).get(column) or []]
-    if wanted:
-        return sorted(
-            values, key=lambda v: wanted.index(str(v)) if str(v) in wanted else len(wanted)
-        )
-    try:
-        return sorted(values)
-    except TypeError:  # mixed types: keep the order of appearance
-        return values
-
-
-def _label(row: pd.Series, columns: Sequence[str]) -> str:
-    return " / ".join(format_axis(row[c]) for c in columns) if columns else ""
-
-
-def _group_labels(table: pd.DataFrame, outer: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(_label(row, outer) for row in rows_of(table)))
 
 
 def _line_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
@@ -536,26 +346,61 @@ def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Fi
         groups = [_column(rows, axis) for axis in bars.groups]
         if None in groups:
             continue
-        parts = list(_split(rows, [a for a in experiment.axes if a not in groups]))
-        for i, (keys, part) in enumerate(parts[:MAX_FIGURES]):
+        varying = _varying(rows, [a for a in experiment.axes if a not in groups])
+        extra = [c for c in (f"{bars.y}.reason", "peak_rss_bytes") if c in rows.columns]
+        narrow = rows[cell_columns(rows, groups + varying, [bars.y]) + extra]  # rows are ~360 wide
+        parts, total = _first_parts(narrow, varying)
+        # one table for every part drawn (a table per part cost as much again as drawing it)
+        table = build_table(
+            pd.concat([part for _, part in parts]),
+            groups + varying,
+            [MetricSpec(bars.y)],
+            experiment.baseline,
+            primary=bars.y,
+        )
+        for i, (keys, part) in enumerate(parts):
             suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
             more = (  # said on the last plot drawn: a plot per part of thousands of cells says nothing
-                f" (plots of the first {MAX_FIGURES} of {len(parts)} parts; the table has every cell)"
-                if i == MAX_FIGURES - 1 and len(parts) > MAX_FIGURES
+                f" (plots of the first {MAX_FIGURES} of {total} parts; the table has every cell)"
+                if i == MAX_FIGURES - 1 and total > MAX_FIGURES
                 else ""
             )
-            fig = bar_plot(
-                part,
+            fig = bar_figure(
+                _rows_with(table, keys),
                 groups,
                 bars.y,
-                experiment.baseline,
                 ylabel=bars.label,
                 title=f"{_part_title(experiment.name, keys)}: {bars.title}{more}",
                 order=experiment.axis_order,
             )
             _probe_underlay(fig, experiment, part)
+            fix_layout(fig)
             drawn.append((f"{experiment.name}-{bars.name}{suffix}", fig))
     return drawn
+
+
+def _varying(rows: pd.DataFrame, axes: list[str]) -> list[str]:
+    return [a for a in axes if a in rows.columns and rows[a].nunique() > 1]
+
+
+def _first_parts(rows: pd.DataFrame, varying: list[str]) -> tuple[list, int]:
+    """The first :data:`MAX_FIGURES` of :func:`_split`'s parts and how many there are in all."""
+    if not varying:
+        return [((), rows)], 1
+    number = rows.groupby(varying).ngroup()
+    kept = rows[number.between(0, MAX_FIGURES - 1)].groupby(varying)
+    parts = [(tuple(zip(varying, v if isinstance(v, tuple) else (v,))), p) for v, p in kept]
+    return parts, int(number.max()) + 1
+
+
+def _rows_with(table: pd.DataFrame, keys) -> pd.DataFrame:
+    """The rows of ``table`` with the values ``keys`` ((axis, value), ...) names, its ``attrs`` kept."""
+    mask = np.ones(len(table), dtype=bool)
+    for axis, value in keys:
+        mask &= (table[axis] == value).to_numpy()
+    part = table[mask].reset_index(drop=True)
+    part.attrs = table.attrs
+    return part
 
 
 def _probe_underlay(fig, experiment: Experiment, rows: pd.DataFrame) -> None:

@@ -157,9 +157,41 @@ def test_probe_labels_sit_beside_the_plot_not_on_the_last_group(sample):
         ]
     }
     assert underlay_bars(fig.axes[0], rows, summary)
+    plots.fix_layout(
+        fig
+    )  # the layout is fixed, not redone at each draw: laid out again after adding
     renderer = _drawn(fig)
     ax = fig.axes[0]
     labels = [t for t in ax.texts if t.get_text().startswith("probe ")]
     boxes = [t.get_window_extent(renderer) for t in labels]
     assert len(boxes) == 2 and all(b.x0 >= ax.bbox.x1 and b.x1 <= fig.bbox.width for b in boxes)
     assert not boxes[0].overlaps(boxes[1]), "two close probe lines: their labels are moved apart"
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert legend.x0 >= max(b.x1 for b in boxes) and legend.x1 <= fig.bbox.width, (
+        "the legend sits right of the probe labels, inside the figure"
+    )
+
+
+def test_a_bar_plot_is_laid_out_once_with_everything_inside_the_figure(sample):
+    """The layout is fixed when the figure is built (no layout engine drawing it twice, issue 42): the
+    title, tick labels, axis labels, ratio key and the legend (outside the plot, right of it) all fit."""
+    fig = plots.bar_plot(
+        sample["tlb-sample"],
+        ["allocator", "thp"],
+        "ns_per_lookup",
+        baseline={"allocator": "glibc", "thp": "never"},
+        title="tlb-sample: a title that says what the plot shows",
+    )
+    assert fig.get_layout_engine() is None
+    renderer = _drawn(fig)
+    (ax,) = fig.axes
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert legend.x0 > ax.bbox.x1, "the legend sits outside the bars"
+    texts = [ax.title, *fig.texts]  # the axes' own title, the ratio key under the plot
+    boxes = [t.get_window_extent(renderer) for t in texts if t.get_text()]
+    boxes += [ax.xaxis.get_tightbbox(renderer), ax.yaxis.get_tightbbox(renderer), legend]
+    for box in boxes:  # the axes' boxes hold their tick labels in view and their labels
+        assert (
+            0 <= box.x0 and box.x1 <= fig.bbox.width and 0 <= box.y0 and box.y1 <= fig.bbox.height
+        )
+    assert ax.xaxis.get_tightbbox(renderer).y1 <= ax.bbox.y0 + 1 and ax.get_xlabel() == "allocator"
