@@ -443,8 +443,10 @@ def _unresolved(verdict: Verdict) -> str:
             "interval that excludes 1, but a configuration it rests on is unstable (above), so it is not "
             f"called ({conf.ended})"
         )
+    said = f"not resolved: the confirmation of '{best.name}' on {conf.pairs} fresh pairs has an interval"
+    if conf.pairs < fewest:
+        return f"{said} that includes 1 ({conf.ended}); it can resolve from {fewest} pairs on; a larger --budget helps"
     return (
-        f"not resolved: the confirmation of '{best.name}' on {conf.pairs} fresh pairs has an "
-        f"interval that includes 1 ({conf.ended}); it resolves when about {fewest} or more pairs agree "
-        "in direction; a larger --budget helps"
+        f"{said} that includes 1 ({conf.ended}): too few of its pairs point the same way, so a difference,"
+        " if any, is small against how much the runs vary; a larger --budget narrows the interval"
     )
