@@ -10,7 +10,7 @@ them with the reason): ``memory_skips`` says which, for both. Read-only: nothing
 
 from __future__ import annotations
 
-from pathlib import Path
+from hugebench.kernel.host import LOCAL, Host
 
 from . import kernel
 from . import knob_catalogue as catalogue
@@ -21,20 +21,20 @@ from .yamlsafe import Where, read_text, read_yaml
 MEMORY_HEADROOM = 0.9
 
 
-def check(spec, runs, sys_root: str = "/sys", proc_root: str = "/proc") -> None:
+def check(spec, runs, host: Host = LOCAL) -> None:
     """Raise a SpecError naming file, line and key for what this machine cannot do (see the module)."""
     if spec.cluster:
         return  # its machines check themselves when they prepare
-    _check_knobs(spec, sys_root, proc_root)
-    _check_text_thp(spec, runs, sys_root)
+    _check_knobs(spec, host)
+    _check_text_thp(spec, runs, host)
 
 
-def memory_skips(runs, proc_root: str = "/proc") -> dict[str, str]:
+def memory_skips(runs, host: Host = LOCAL) -> dict[str, str]:
     """cell id -> why it cannot run here: its memory estimate is above what this machine has available."""
-    available = kernel.mem_available(proc_root)
+    available = kernel.mem_available(host)
     if available is None:
         return {}
-    total = kernel.read_meminfo(proc_root).get("MemTotal") or 0
+    total = kernel.read_meminfo(host).get("MemTotal") or 0
     skips = {}
     for run in runs:
         need = run.memory_estimate
@@ -68,7 +68,7 @@ def _key(where: Where, section: str, name: str) -> tuple:
     return section, name
 
 
-def _check_knobs(spec, sys_root: str, proc_root: str) -> None:
+def _check_knobs(spec, host: Host) -> None:
     from .system.knobs import discover_knobs, resolve_name
 
     settings = [("system", name, None, value) for name, value in spec.system.items()]
@@ -80,21 +80,21 @@ def _check_knobs(spec, sys_root: str, proc_root: str) -> None:
     ]
     if not settings:
         return
-    knobs = discover_knobs(sys_root, proc_root)
+    knobs = discover_knobs(host)
     for section, name, index, value in settings:
         try:
             knobs[resolve_name(name, knobs)].validate(value)
         except SystemStateError as exc:
             where = _where(spec)
             key = _key(where, section, name) + (() if index is None else (index,))
-            raise where.error(key, f"{exc} (this kernel, {sys_root})") from None
+            raise where.error(key, f"{exc} (this kernel, {host.sys})") from None
 
 
-def _check_text_thp(spec, runs, sys_root: str) -> None:
+def _check_text_thp(spec, runs, host: Host) -> None:
     if not any(r.text_pages == "thp" and "thp.enabled" not in r.system for r in runs):
         return
     try:
-        mode = kernel.thp_modes(sys_root).get("enabled")
+        mode = kernel.thp_modes(host).get("enabled")
     except (OSError, ValueError):
         return  # no THP here: the sweep's text check says so
     if mode == "never":
@@ -102,6 +102,6 @@ def _check_text_thp(spec, runs, sys_root: str) -> None:
         raise where.error(
             ("axes", "text_pages"),
             f"text_pages thp needs THP 'madvise' or 'always', and this "
-            f"machine's is 'never' ({Path(sys_root)}): set it for the sweep "
+            f"machine's is 'never' ({host.sys}): set it for the sweep "
             "with system: {thp: madvise}",
         )

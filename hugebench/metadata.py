@@ -1,7 +1,7 @@
 """The machine a sweep ran on, recorded once per sweep so that every number can be traced to its context.
 
 Nothing here changes the system; every read degrades to None or a string saying what is unknown and why,
-because a missing detail must never stop a sweep. ``proc_root``/``sys_root`` are injectable for tests.
+because a missing detail must never stop a sweep. The ``host`` (``hugebench.kernel.Host``) is injectable for tests.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import shutil
 import socket
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
+
 from . import __version__, kernel
 from ._util import run_text
 from .kernel import CpuInfo
@@ -23,19 +25,19 @@ from .measure import perf as perf_mod
 PAGING_FLAGS = ("pse", "pdpe1gb", "pcid", "invpcid", "la57", "hypervisor")
 
 
-def cpu_info(proc_root: str | Path = "/proc") -> CpuInfo:
+def cpu_info(host: Host = LOCAL) -> CpuInfo:
     """CPU 0's identity (vendor, family/model/stepping, flags) from /proc/cpuinfo."""
-    return kernel.read_cpu_info(proc_root)
+    return kernel.read_cpu_info(host)
 
 
-def caches(sys_root: str | Path = "/sys", cpu: int = 0) -> list[dict]:
+def caches(host: Host = LOCAL, cpu: int = 0) -> list[dict]:
     """CPU ``cpu``'s caches from sysfs: level, type, size in bytes, ways, line size, sharing CPUs."""
-    return kernel.cpu_caches(sys_root, cpu)
+    return kernel.cpu_caches(host, cpu)
 
 
-def tlb_info(proc_root: str | Path = "/proc", cpuid_text: str | None = None) -> dict:
+def tlb_info(host: Host = LOCAL, cpuid_text: str | None = None) -> dict:
     """TLB geometry where the system tells it: AMD's 'TLB size' in /proc/cpuinfo, else the cpuid tool."""
-    cpuinfo = kernel.read_optional(Path(proc_root) / "cpuinfo") or ""
+    cpuinfo = kernel.read_optional(host.proc / "cpuinfo") or ""
     match = re.search(r"^TLB size\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
     if match:
         return {"source": "/proc/cpuinfo", "entries": [f"TLB size: {match.group(1).strip()}"]}
@@ -77,9 +79,9 @@ def _lscpu_topology(lscpu_text: str | None) -> dict:
     }
 
 
-def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) -> dict:
+def cpu_context(host: Host = LOCAL, lscpu_text: str | None = None) -> dict:
     """CPU identity and topology."""
-    cpu = cpu_info(proc_root)
+    cpu = cpu_info(host)
     if lscpu_text is None:
         lscpu_text = run_text(["lscpu"])
     topo = _lscpu_topology(lscpu_text)
@@ -99,17 +101,17 @@ def cpu_context(proc_root: str | Path = "/proc", lscpu_text: str | None = None) 
     }
 
 
-def memory_context(proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> dict:
+def memory_context(host: Host = LOCAL) -> dict:
     """Memory size, base and huge page sizes, THP/mTHP modes and hugetlb pools (read only)."""
     pools = {
         size: {"nr": pool.get("nr"), "free": pool.get("free")}
-        for size, pool in kernel.read_hugetlb_pools(sys_root).items()
+        for size, pool in kernel.read_hugetlb_pools(host).items()
     }
     return {
-        "total_bytes": kernel.mem_total(proc_root),
+        "total_bytes": kernel.mem_total(host),
         "page_size": os.sysconf("SC_PAGE_SIZE"),
-        "hpage_pmd_size": kernel.hpage_pmd_size(sys_root),
-        "thp": {**kernel.thp_modes(sys_root), "mthp": kernel.mthp_modes(sys_root)},
+        "hpage_pmd_size": kernel.hpage_pmd_size(host),
+        "thp": {**kernel.thp_modes(host), "mthp": kernel.mthp_modes(host)},
         "hugetlb_pools": pools,
     }
 
@@ -187,8 +189,7 @@ def machine_context(
     allocators: dict | None = None,
     *,
     perf_caps=None,
-    proc_root: str | Path = "/proc",
-    sys_root: str | Path = "/sys",
+    host: Host = LOCAL,
 ) -> dict:
     """Everything about the machine worth storing once per sweep (JSON-serialisable).
 
@@ -196,13 +197,13 @@ def machine_context(
     ``perf_caps`` (a ``PerfCapabilities``) avoids probing perf a second time when the caller already did.
     """
     if perf_caps is None:
-        perf_caps = perf_mod.detect(proc_root=proc_root, sys_root=sys_root)
+        perf_caps = perf_mod.detect(host=host)
     return {
         "hostname": socket.gethostname(),
-        "cpu": cpu_context(proc_root),
-        "caches": caches(sys_root),
-        "tlb": tlb_info(proc_root),
-        "memory": memory_context(proc_root, sys_root),
+        "cpu": cpu_context(host),
+        "caches": caches(host),
+        "tlb": tlb_info(host),
+        "memory": memory_context(host),
         **software_context(),
         "perf": perf_caps.to_dict(),
         "allocators": allocators,

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
+
 from . import adaptive
 from .errors import HugebenchError
 from .measure import disturbance
@@ -38,8 +40,7 @@ class SweepOptions:
     out: Path
     quiet: bool = False
     perf: object = None  # None: from the spec; "off"/"auto"/list overrides it
-    sys_root: str = "/sys"
-    proc_root: str = "/proc"
+    host: Host = LOCAL
     journal: Path | None = None
     python: str = sys.executable
     progress: Callable | None = None  # progress(run, row, done, total) for custom front ends
@@ -73,9 +74,7 @@ class SweepResult:
 
 def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
     """Preflight everything, then run every planned run not already in the store, on this machine."""
-    with SweepLock(
-        options.lock or default_lock_paths(options.sys_root), f"experiment {spec.name!r}"
-    ):
+    with SweepLock(options.lock or default_lock_paths(options.host), f"experiment {spec.name!r}"):
         return _run_locked(spec, runs, options)
 
 
@@ -89,9 +88,9 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
     store.write_context(
         setup.sweep_id, {**setup.context, **({"label": options.label} if options.label else {})}
     )
-    disturbance.warn_if_busy(options.proc_root, options.sys_root, options.quiet_machine)
-    gate = disturbance.QuietGate(options.quiet_machine, options.proc_root, options.sys_root)
-    with SystemState(options.sys_root, options.proc_root, options.journal) as state:
+    disturbance.warn_if_busy(options.host, options.quiet_machine)
+    gate = disturbance.QuietGate(options.quiet_machine, options.host)
+    with SystemState(options.host, options.journal) as state:
 
         def execute_runs(todo):
             for run in todo:

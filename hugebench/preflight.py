@@ -103,18 +103,18 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     table = spec.allocator_table
     described = alloc_mod.check_all(sorted({r.allocator for r in runs}), table)
     _check_void(spec, runs, table)
-    machine_checks.check(spec, runs, options.sys_root, options.proc_root)  # what `plan` refuses too
+    machine_checks.check(spec, runs, options.host)  # what `plan` refuses too
     prctl = _check_system(runs, options)
     _check_memory_state(spec, runs, options)
     _check_condition_memory(spec)
-    cpu = kernel.read_cpu_info(options.proc_root)
-    caps = perf_mod.detect(cpu=cpu, proc_root=options.proc_root, sys_root=options.sys_root)
+    cpu = kernel.read_cpu_info(options.host)
+    caps = perf_mod.detect(cpu=cpu, host=options.host)
     counter_specs, perf = _perf_plan(spec, options, cpu, caps)
     setup = SweepSetup(
         sweep_id=sweep_id,
         context={},
         allocators={name: table[name] for name in described},
-        skip={**machine_checks.memory_skips(runs, options.proc_root), **_text_skips(runs, options)},
+        skip={**machine_checks.memory_skips(runs, options.host), **_text_skips(runs, options)},
         prctl_never=frozenset(prctl),
         counter_specs=tuple(counter_specs),
         perf=perf,
@@ -123,8 +123,7 @@ def prepare_machine(spec, runs, options, sweep_id: str) -> SweepSetup:
     machine = metadata.machine_context(
         allocators=described,
         perf_caps=caps,
-        proc_root=options.proc_root,
-        sys_root=options.sys_root,
+        host=options.host,
     )
     return dataclasses.replace(setup, context=context(spec, runs, setup, described, machine))
 
@@ -158,7 +157,7 @@ def _check_memory_state(spec, runs, options) -> None:
     """memory_state needs root and compaction: refused before any knob is touched, with the reason."""
     if not any(r.memory_state for r in runs):
         return
-    why = system.aging.why_not_here(options.proc_root)
+    why = system.aging.why_not_here(options.host)
     if why:
         raise PrivilegeError(
             f"{spec.source}: axes: memory_state: {why}; run `sudo {system.sudo_hugebench()} sweep "
@@ -210,8 +209,7 @@ def _check_system(runs, options) -> set:
     settings = [r.system for r in runs]
     by_prctl = system.check_privileges(
         settings,
-        options.sys_root,
-        options.proc_root,
+        options.host,
         allow_prctl_never=True,
         rerun=f"{system.sudo_hugebench()} sweep {options.spec_source}",
     )
@@ -232,7 +230,7 @@ def _perf_plan(spec, options, cpu, caps) -> tuple[list[dict], PerfWrap | None]:
         else [
             dataclasses.asdict(c)
             for c in resolve_counters(
-                counter_choices, perf_bin=caps.path or "perf", sys_root=options.sys_root
+                counter_choices, perf_bin=caps.path or "perf", host=options.host
             )
         ]
     )
@@ -260,8 +258,7 @@ def _text_skips(runs, options) -> dict:
         binary = os.path.realpath(options.python) if built_in else None
         why = text.check_mode(
             mode,
-            options.sys_root,
-            options.proc_root,
+            options.host,
             binary,
             sweep_sets_thp=thp_set,
             sweep_sizes_pool=pool_set,
@@ -275,7 +272,7 @@ def _text_skips(runs, options) -> dict:
             raise SpecError(
                 f"{options.spec_source}: text_pages {mode!r} cannot work here: {why}{hint}"
             )
-    now = kernel.thp_modes(options.sys_root)["enabled"]
+    now = kernel.thp_modes(options.host)["enabled"]
     return {
         r.cell_id: "text_pages thp needs THP 'madvise' or 'always'; this cell has THP 'never'"
         for r in runs

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
+
 from . import kernel
 from .tlbprobe import cache
 from .tlbprobe import curves as curves_mod
@@ -25,8 +27,7 @@ class ProbeOptions:
     repetitions: int = 3
     accesses: int = 2_000_000
     quiet: bool = False
-    sys_root: str = "/sys"
-    proc_root: str = "/proc"
+    host: Host = LOCAL
     journal: Path | None = None
 
 
@@ -40,11 +41,9 @@ class ProbeOutcome:
 
 def _system_and_backings(largest: int, options: ProbeOptions) -> tuple[dict, list[str], dict]:
     wanted = plan_mod.pool_pages(largest)
-    answers = plan_mod.grantable_pools(
-        wanted, sys_root=options.sys_root, proc_root=options.proc_root, journal=options.journal
-    )
+    answers = plan_mod.grantable_pools(wanted, host=options.host, journal=options.journal)
     system, backings, skipped = {}, ["4k", "thp"], {}
-    if kernel.thp_modes(options.sys_root).get("enabled") == "never":
+    if kernel.thp_modes(options.host).get("enabled") == "never":
         system["thp.enabled"] = (
             "madvise"  # MADV_HUGEPAGE needs madvise or always; restored after the sweep
         )
@@ -63,11 +62,11 @@ def run_probe(options: ProbeOptions) -> ProbeOutcome:
     from .orchestrator import SweepOptions, run_sweep
     from .store import load
 
-    sizes = plan_mod.working_sets(options.largest, kernel.mem_available(options.proc_root))
+    sizes = plan_mod.working_sets(options.largest, kernel.mem_available(options.host))
     system, backings, skipped = _system_and_backings(sizes[-1], options)
     text = plan_mod.probe_spec_text(sizes, backings, system, options.repetitions, options.accesses)
     spec = spec_mod.parse_spec(text, source="<hugebench probe>")
-    out = Path(options.out or cache.cache_dir(options.proc_root))
+    out = Path(options.out or cache.cache_dir(options.host))
     run_sweep(
         spec,
         plan.plan(spec),
@@ -75,15 +74,14 @@ def run_probe(options: ProbeOptions) -> ProbeOutcome:
             out=out,
             quiet=options.quiet,
             spec_source="hugebench probe",
-            sys_root=options.sys_root,
-            proc_root=options.proc_root,
+            host=options.host,
             journal=options.journal,
         ),
     )
     summary = summarise(load(out), out, skipped)
     cache.write_summary(out, summary)
     if options.out is not None:  # the machine's cache always holds the latest summary
-        cache.write_summary(cache.cache_dir(options.proc_root), summary)
+        cache.write_summary(cache.cache_dir(options.host), summary)
     from .report.figures import save
     from .tlbprobe.figure import probe_figure
 

@@ -1,7 +1,7 @@
 """Shared fixtures and the skip logic for the privilege markers.
 
-`fake_sys` builds a /sys + /proc tree under tmp_path shaped like this machine's kernel 6.18, and installs
-`FakeKernel` as the knob I/O so writes behave like sysfs: a bracketed file takes one of its words and
+`fake_sys` builds a /sys + /proc tree under tmp_path shaped like this machine's kernel 6.18, and gives its
+`Host` (`fake_sys.host`: the fake roots, `FakeKernel` as the knob writer) so writes behave like sysfs: a bracketed file takes one of its words and
 re-brackets it, integer files check their range, hugetlb pools grant at most `pool_capacity` pages.
 A test can make it misbehave: `ignore_writes` (the kernel keeps the old value), `refuse_writes` (errno).
 """
@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from hugebench.kernel import Host
 
 THP = "sys/kernel/mm/transparent_hugepage"
 HUGETLB = "sys/kernel/mm/hugepages"
@@ -105,6 +107,9 @@ class FakeKernel:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.sys_root, self.proc_root = self.root / "sys", self.root / "proc"
+        self.host = Host(
+            self.proc_root, self.sys_root, self
+        )  # the fake machine, written through self
         self.pool_capacity = {"2048kB": 1_000_000, "1048576kB": 1_000_000}
         self.ignore_writes: set[str] = set()  # relative paths whose writes are silently dropped
         self.refuse_writes: dict[str, int] = {}  # relative path -> errno
@@ -118,6 +123,15 @@ class FakeKernel:
         # The CPU is this machine's: perf detection under the fake roots sees the CPU it really runs on.
         (self.proc_root / "cpuinfo").write_text(Path("/proc/cpuinfo").read_text())
         return self
+
+    def host_at(self) -> classmethod:
+        """A ``Host.at`` whose hosts write through this fake kernel (paths outside its tree: plain writes)."""
+        kernel = self
+
+        def at(cls, sys_root=None, proc_root=None) -> Host:
+            return cls(Path(proc_root or "/proc"), Path(sys_root or "/sys"), kernel)
+
+        return classmethod(at)
 
     def rel(self, path: Path) -> str:
         return str(Path(path).relative_to(self.root))
@@ -181,12 +195,11 @@ class FakeKernel:
 
 @pytest.fixture
 def fake_sys(tmp_path, monkeypatch) -> FakeKernel:
-    """A fake /sys + /proc (fake_sys.sys_root, fake_sys.proc_root) answering like kernel 6.18, installed
-    as the default knob I/O; HUGEBENCH_JOURNAL points into tmp_path so no test touches the real journal."""
-    from hugebench.system import knobs
-
+    """A fake /sys + /proc answering like kernel 6.18: ``fake_sys.host`` (its roots are ``sys_root`` and
+    ``proc_root``), and the writer of every host an entry point builds (``Host.at``); HUGEBENCH_JOURNAL
+    points into tmp_path so no test touches the real journal."""
     kernel = FakeKernel(tmp_path / "fake").build()
-    monkeypatch.setattr(knobs, "default_io", kernel)
+    monkeypatch.setattr(Host, "at", kernel.host_at())
     monkeypatch.setenv("HUGEBENCH_JOURNAL", str(tmp_path / "journal.json"))
     kernel.journal_path = tmp_path / "journal.json"
     return kernel
@@ -528,7 +541,7 @@ def fake_sys_changed(fake_sys) -> FakeKernel:
     sysfs so the tree stays consistent (a 2MB pool of 2 shows in every file that counts it)."""
     from hugebench.system.knobs import discover_knobs
 
-    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root, fake_sys)
+    knobs = discover_knobs(fake_sys.host)
     for name, value in NON_DEFAULT.items():
         knobs[name].write(value)
     fake_sys.writes.clear()

@@ -13,6 +13,7 @@ import click
 
 from ..errors import HugebenchError
 from ..system import Terminated
+from .host import host_options
 from .output import count, emit, export_options, exports_of, format_option
 
 
@@ -46,7 +47,7 @@ def _print_warnings(caught) -> None:
         click.echo(_fitted(f"hugebench: warning: {message}"), err=True)
 
 
-def _refusals(spec, runs, experiment, sys_root, proc_root) -> list[str]:
+def _refusals(spec, runs, experiment, host) -> list[str]:
     """What `sweep` would refuse this user for (privileges): plan says it before anyone waits for a sweep."""
     from ..orchestrator import SweepOptions
     from ..preflight import refusals
@@ -54,9 +55,7 @@ def _refusals(spec, runs, experiment, sys_root, proc_root) -> list[str]:
     return refusals(
         spec,
         runs,
-        SweepOptions(
-            out=Path("."), sys_root=sys_root, proc_root=proc_root, spec_source=str(experiment)
-        ),
+        SweepOptions(out=Path("."), host=host, spec_source=str(experiment)),
     )
 
 
@@ -162,8 +161,7 @@ _warmup = click.option(
 )
 @format_option
 @export_options
-@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
-@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+@host_options
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
 @_cluster_options
 @click.option(
@@ -187,8 +185,7 @@ def sweep(
     quiet,
     perf_mode,
     fmt,
-    sys_root,
-    proc_root,
+    host,
     journal,
     cluster,
     certs,
@@ -231,8 +228,7 @@ def sweep(
             quiet=quiet,
             perf=perf_mode,
             spec_source=experiment,
-            sys_root=sys_root,
-            proc_root=proc_root,
+            host=host,
             journal=journal,
             cluster=config,
             quiet_machine=quiet_machine,
@@ -274,8 +270,7 @@ def _print_failures(out: Path, sweep_id: str) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="results directory whose stored runs refine the time estimate (default: results/<name>)",
 )
-@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
-@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+@host_options
 @_cluster_options
 @_repetitions
 @_warmup
@@ -285,8 +280,7 @@ def plan(
     out,
     repetitions,
     warmup,
-    sys_root,
-    proc_root,
+    host,
     cluster,
     certs,
     insecure_accept_any_client,
@@ -313,7 +307,7 @@ def plan(
     if (
         config is None
     ):  # what a sweep would refuse on this machine (a cluster's machines check themselves)
-        machine_checks.check(spec, runs, sys_root, proc_root)
+        machine_checks.check(spec, runs, host)
     history = read_history(out or _default_out(spec))
     s = plan_mod.summary(runs)
     mem = (
@@ -356,13 +350,13 @@ def plan(
         from ..cluster.placement import host_lines
 
         say("\n".join(host_lines(runs, config, history)))
-    skips = {} if config else machine_checks.memory_skips(runs, proc_root)
+    skips = {} if config else machine_checks.memory_skips(runs, host)
     if skips:
         say(
             f"cannot run here: {len(skips)} of {s['cells']} cells would be skipped by a sweep on this "
             f"machine, e.g. one {next(iter(skips.values()))}"
         )
-    refused = [] if config else _refusals(spec, runs, experiment, sys_root, proc_root)
+    refused = [] if config else _refusals(spec, runs, experiment, host)
     for why in refused:
         say(f"a sweep by this user would be refused: {why}")
     if show_runs:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .host import host_options
 from .output import emit, export_options, exports_of, format_option
 from .try_ import parse_budget
 
@@ -28,10 +29,9 @@ from .try_ import parse_budget
 @click.option("-q", "--quiet", is_flag=True, help="no progress bar (CI)")
 @format_option
 @export_options
-@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
-@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+@host_options
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
-def advice(name, budget, out, quiet, fmt, sys_root, proc_root, journal, **exports):
+def advice(name, budget, out, quiet, fmt, host, journal, **exports):
     """Vendor advice on huge pages, judged on this machine: without NAME, list the packs; with NAME
     (e.g. redis), run that pack within --budget and print its verdicts."""
     from ..advice.session import listing, run_pack
@@ -40,9 +40,7 @@ def advice(name, budget, out, quiet, fmt, sys_root, proc_root, journal, **export
         _print_listing(listing())
         return
     budget_s = parse_budget(budget)
-    pack, result = run_pack(
-        name, budget_s, out, quiet, sys_root=sys_root, proc_root=proc_root, journal=journal
-    )
+    pack, result = run_pack(name, budget_s, out, quiet, host=host, journal=journal)
     from ..report import Options, build_report, load_results
 
     emit(build_report(load_results(result.out), Options()), fmt, exports_of(exports))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from .host import host_options
+
 
 def _size(ctx, param, value):
     from ..workloads import parse_count
@@ -34,10 +36,9 @@ def _size(ctx, param, value):
 )
 @click.option("-r", "--repetitions", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="no progress bar")
-@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
-@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+@host_options
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
-def probe(largest, out, repetitions, quiet, sys_root, proc_root, journal):
+def probe(largest, out, repetitions, quiet, host, journal):
     """Pointer chase per page size (4k, THP, hugetlb 2M/1G) over growing working sets, and the TLB-reach test."""
     from ..tlbprobe.text import describe
     from ..tlbprobe_sweep import ProbeOptions, run_probe
@@ -48,8 +49,7 @@ def probe(largest, out, repetitions, quiet, sys_root, proc_root, journal):
             out=out,
             repetitions=repetitions,
             quiet=quiet,
-            sys_root=sys_root,
-            proc_root=proc_root,
+            host=host,
             journal=journal,
         )
     )

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from hugebench import knob_catalogue as catalogue
 from hugebench.errors import SpecError
+from hugebench.kernel.host import Host
 from hugebench.system import SystemState, check_privileges, restore_from_journal, show
 from hugebench.system.containment import end_leftovers, record_dir
 from hugebench.system.journal import default_journal_path
@@ -23,17 +24,9 @@ from hugebench.system.journal import default_journal_path
 
 @dataclass(frozen=True)
 class SystemRoots:
-    sys_root: str | None
-    proc_root: str | None
+    host: Host  # the machine the command acts on, built once from --sys-root/--proc-root
     journal: str | None
-
-    @property
-    def sys(self) -> str:
-        return self.sys_root or "/sys"
-
-    @property
-    def proc(self) -> str:
-        return self.proc_root or "/proc"
+    named: bool  # a root was given: `restore` acts there, else at the roots its journal names
 
 
 @click.group("system")
@@ -52,7 +45,8 @@ def system(
     ctx: click.Context, sys_root: str | None, proc_root: str | None, journal: str | None
 ) -> None:
     """Show, set and restore the huge-page kernel knobs (THP modes, khugepaged, mTHP, hugetlb pools)."""
-    ctx.obj = SystemRoots(sys_root, proc_root, journal)
+    named = sys_root is not None or proc_root is not None
+    ctx.obj = SystemRoots(Host.at(sys_root, proc_root), journal, named)
 
 
 @system.command("show")
@@ -60,7 +54,7 @@ def system(
 @click.pass_obj
 def show_cmd(roots: SystemRoots, as_json: bool) -> None:
     """Every knob with its value and choices, the thp_* counters and the hugetlb pools."""
-    state = show(roots.sys, roots.proc)
+    state = show(roots.host)
     if as_json:
         click.echo(json.dumps(state, indent=1))
         return
@@ -126,10 +120,8 @@ def set_cmd(roots: SystemRoots, assignments: tuple[str, ...]) -> None:
     from hugebench.system import sudo_hugebench
 
     rerun = f"{sudo_hugebench()} system set " + " ".join(shlex.quote(a) for a in assignments)
-    check_privileges([settings], roots.sys, roots.proc, os.geteuid(), rerun=rerun)
-    with SystemState(
-        roots.sys, roots.proc, roots.journal, purpose="set", restore_on_exit=False
-    ) as state:
+    check_privileges([settings], roots.host, os.geteuid(), rerun=rerun)
+    with SystemState(roots.host, roots.journal, purpose="set", restore_on_exit=False) as state:
         readback = state.apply(settings)
     for name, value in readback.items():
         click.echo(f"{name} = {value}")
@@ -150,7 +142,7 @@ def restore_cmd(roots: SystemRoots, force: bool) -> None:
             f"ended {ended['killed']} process(es) of run {ended['run']} (its sweep, pid {ended['owner_pid']}, "
             "is gone)"
         )
-    report = restore_from_journal(roots.journal, roots.sys_root, roots.proc_root, force=force)
+    report = restore_from_journal(roots.journal, roots.host if roots.named else None, force=force)
     if not report["found"]:
         click.echo(f"nothing to restore: no journal at {report['journal']}")
         return

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import SpecError
+from .host import host_options
 from .output import export_options, exports_of, write_exports
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
@@ -188,8 +189,7 @@ def _env(pairs) -> dict:
     help="print every configuration, caveat and deploy line (default: the answer in at most 12 lines)",
 )
 @export_options
-@click.option("--sys-root", envvar="HUGEBENCH_SYS_ROOT", default="/sys", hidden=True)
-@click.option("--proc-root", envvar="HUGEBENCH_PROC_ROOT", default="/proc", hidden=True)
+@host_options
 def try_(
     argv,
     budget,
@@ -216,8 +216,7 @@ def try_(
     out,
     as_json,
     details,
-    sys_root,
-    proc_root,
+    host,
     **exports,
 ):
     """Which allocator and THP setting make PROGRAM faster here? Runs it under each within --budget and
@@ -264,8 +263,7 @@ def try_(
         out,
         started,
         echo=lambda line: click.echo("\n".join(fit([line], width)), err=True),
-        sys_root=sys_root,
-        proc_root=proc_root,
+        host=host,
     )
     from ..trial.export import export
 

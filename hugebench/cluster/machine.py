@@ -26,6 +26,7 @@ from .. import allocators as alloc_mod
 from .. import metadata, system
 from ..errors import HugebenchError
 from ..experiment.cluster import RESOURCE, host_resource, safe_host
+from ..kernel import Host
 from ..orchestrator import SweepOptions, end_stale_runs
 from ..preflight import SweepSetup, context, prepare_machine
 from ..run.execute import run_one
@@ -73,8 +74,7 @@ class MachinePlugin(WorkerPlugin):
     def __init__(
         self,
         host: str | None = None,
-        sys_root: str | None = None,
-        proc_root: str | None = None,
+        machine_host: Host | None = None,
         journal: str | None = None,
         lock: str | None = None,
         python: str = sys.executable,
@@ -83,8 +83,10 @@ class MachinePlugin(WorkerPlugin):
         # Unset: what the worker's environment says, as for the hugebench commands (HUGEBENCH_SYS_ROOT, ...).
         host = host or os.environ.get("HUGEBENCH_HOST_NAME")
         self.host = safe_host(host) if host else None
-        self.sys_root = sys_root or os.environ.get("HUGEBENCH_SYS_ROOT") or "/sys"
-        self.proc_root = proc_root or os.environ.get("HUGEBENCH_PROC_ROOT") or "/proc"
+        # ``host`` is this machine's name; ``machine_host`` its /proc, /sys and knob writer (kernel.Host)
+        self.machine_host = machine_host or Host.at(
+            os.environ.get("HUGEBENCH_SYS_ROOT"), os.environ.get("HUGEBENCH_PROC_ROOT")
+        )
         self.journal = journal or os.environ.get("HUGEBENCH_JOURNAL")
         self.lock_path = lock
         self.python = python
@@ -185,8 +187,7 @@ class MachinePlugin(WorkerPlugin):
             out=Path("."),
             quiet=True,
             perf=part.perf,
-            sys_root=self.sys_root,
-            proc_root=self.proc_root,
+            host=self.machine_host,
             journal=self.journal,
             python=self.python,
             spec_source=part.spec_source,
@@ -213,7 +214,7 @@ class MachinePlugin(WorkerPlugin):
             return None
         options = prepared.options
         lock = SweepLock(
-            self.lock_path or default_lock_paths(options.sys_root),
+            self.lock_path or default_lock_paths(options.host),
             f"cluster sweep {prepared.sweep_id} (worker {self.host})",
         )
         try:
@@ -221,7 +222,7 @@ class MachinePlugin(WorkerPlugin):
         except HugebenchError as exc:
             return f"on {self.host}: {exc}"
         try:
-            state = SystemState(options.sys_root, options.proc_root, options.journal).__enter__()
+            state = SystemState(options.host, options.journal).__enter__()
         except BaseException as exc:
             lock.__exit__(None, None, None)
             if isinstance(exc, HugebenchError):
@@ -278,8 +279,7 @@ def machine_preflight(spec, runs: list, options: SweepOptions, sweep_id: str):
         try:
             system.check_privileges(
                 [dict(settings)],
-                options.sys_root,
-                options.proc_root,
+                options.host,
                 allow_prctl_never=True,
                 rerun="hugebench worker ... (as root), then the sweep",
             )
@@ -301,7 +301,7 @@ def machine_preflight(spec, runs: list, options: SweepOptions, sweep_id: str):
     if setup is not None:
         return setup, failures, dict(setup.context)
     bare = SweepSetup(sweep_id=sweep_id, context={}, allocators={})
-    machine = metadata.machine_context(proc_root=options.proc_root, sys_root=options.sys_root)
+    machine = metadata.machine_context(host=options.host)
     return None, failures, context(spec, runs, bare, {}, machine)
 
 

@@ -23,6 +23,7 @@ from ..experiment.cluster import (
     safe_host,
     scheduler_address,
 )
+from ..kernel import Host
 
 
 @click.command("worker")
@@ -95,8 +96,7 @@ def worker(
     host = safe_host(host_name or socket.gethostname())
     plugin = MachinePlugin(
         host,
-        sys_root=sys_root,
-        proc_root=proc_root,
+        machine_host=Host.at(sys_root, proc_root),
         journal=journal,
         lock=lock,
         python=sys.executable,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.pressure import KINDS, own_cgroup_v2, read_pressure
 
 
@@ -19,7 +20,7 @@ from hugebench.kernel.pressure import KINDS, own_cgroup_v2, read_pressure
 class PressureLog:
     """Stall totals at each sample's time; ``cgroup`` None reads the machine's."""
 
-    proc_root: str = "/proc"
+    host: Host = LOCAL
     cgroup: Path | None = (
         None  # the run's cgroup v2 directory when known, else this process's is read
     )
@@ -30,20 +31,20 @@ class PressureLog:
         if not self._located:
             self._located = True
             # a supervisor in the sweep's process (run.inprocess) is given the run's cgroup; a worker is in it
-            self.cgroup = self.cgroup or own_cgroup_v2(self.proc_root)
+            self.cgroup = self.cgroup or own_cgroup_v2(self.host)
             if self.cgroup is not None and read_pressure("memory", self.cgroup) is None:
                 self.cgroup = None  # a cgroup without PSI files: the machine's, then
         totals = {
             kind: found
             for kind in KINDS
-            if (found := read_pressure(kind, self.cgroup, self.proc_root)) is not None
+            if (found := read_pressure(kind, self.cgroup, self.host)) is not None
         }
         if totals:
             self.readings.append((now, totals))
 
     def source(self) -> str:
         return (
-            f"cgroup {self.cgroup}" if self.cgroup else f"{self.proc_root}/pressure (machine-wide)"
+            f"cgroup {self.cgroup}" if self.cgroup else f"{self.host.proc}/pressure (machine-wide)"
         )
 
     def columns(self, step: int = 1) -> dict:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.measure import folio_coverage
 from hugebench.measure.phases import time_weighted_coverage
 
@@ -41,7 +42,7 @@ FIELDS = (
 class CoverageSampler:
     """Samples the tree below ``pid`` (set once the program has one) on each ``sample()``."""
 
-    proc_root: str = "/proc"
+    host: Host = LOCAL
     pid: int | None = None
     samples: list[tuple[float, dict]] = field(default_factory=list)
     read_s: float = 0.0
@@ -80,25 +81,23 @@ class CoverageSampler:
         started = time.perf_counter()
         total = dict.fromkeys(FIELDS, 0)
         found = False
-        tree = kernel.process_tree(
-            self.pid, self.proc_root, self.members() if self.members else None
-        )
+        tree = kernel.process_tree(self.pid, self.host, self.members() if self.members else None)
         for pid in tree:
             try:
-                smaps = kernel.read_smaps_rollup(pid, self.proc_root)
+                smaps = kernel.read_smaps_rollup(pid, self.host)
             except OSError:
                 continue  # ended between the listing and the read, or a kernel thread
             found = True
             try:
-                self.exes.add(os.readlink(f"{self.proc_root}/{pid}/exe"))
+                self.exes.add(os.readlink(f"{self.host.proc}/{pid}/exe"))
             except OSError:
                 pass  # gone, or not ours to read
-            name = kernel.process_comm(pid, self.proc_root)
+            name = kernel.process_comm(pid, self.host)
             if name:
                 self.pid_names[pid] = name
             if pid not in self.mapped:
-                self.mapped[pid] = _mapped(pid, self.proc_root)
-            enabled = kernel.process_thp_enabled(pid, self.proc_root)
+                self.mapped[pid] = _mapped(pid, self.host)
+            enabled = kernel.process_thp_enabled(pid, self.host)
             if enabled is not None:
                 self.thp_enabled[pid] = self.thp_enabled.get(pid, True) and enabled
             for key in FIELDS:
@@ -110,11 +109,11 @@ class CoverageSampler:
         now = time.monotonic()
         self.samples.append((now, total))
         try:
-            self.events.tick(now, kernel.read_vmstat(self.proc_root), tree)
+            self.events.tick(now, kernel.read_vmstat(self.host), tree)
         except OSError:
             pass  # no /proc/vmstat: no events; the coverage is still read
         if self.pressure is None:
-            self.pressure = PressureLog(self.proc_root, self.cgroup)
+            self.pressure = PressureLog(self.host, self.cgroup)
         self.pressure.tick(now)
         self._read_folios(tree, end, now)
         return total
@@ -127,7 +126,7 @@ class CoverageSampler:
         spent = sum(r.read_s for _, r in self.folio_samples)
         if not end and self.folio_samples and spent > FOLIO_BUDGET * (now - self._folio_start):
             return
-        reading = folio_coverage.read_tree(pids, self.proc_root)
+        reading = folio_coverage.read_tree(pids, self.host)
         if end:
             self.end_folios = reading
         elif reading.processes:
@@ -189,11 +188,11 @@ class CoverageSampler:
 TREE_RSS = "tree_peak_rss_bytes"
 
 
-def _mapped(pid: int, proc_root: str) -> frozenset | None:
+def _mapped(pid: int, host: Host) -> frozenset | None:
     from ..allocators import mapped_libraries
 
     try:
-        return frozenset(mapped_libraries(kernel.read_maps(pid, proc_root)))
+        return frozenset(mapped_libraries(kernel.read_maps(pid, host)))
     except OSError:
         return None
 

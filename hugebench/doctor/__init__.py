@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
+
+from hugebench.kernel.host import LOCAL, Host
 
 from .. import kernel, system
 from ..measure import perf as perf_mod
@@ -139,8 +140,8 @@ def check_tlb_events(choices: list[EventChoice]) -> Check:
     )
 
 
-def check_thp(sys_root: str | Path = "/sys") -> Check:
-    base = Path(sys_root) / kernel.THP_DIR
+def check_thp(host: Host = LOCAL) -> Check:
+    base = host.sys / kernel.THP_DIR
     enabled = kernel.read_optional(base / "enabled")
     if enabled is None:
         return Check(
@@ -181,8 +182,8 @@ def check_lock() -> Check:
     )
 
 
-def check_mthp(sys_root: str | Path = "/sys") -> Check:
-    modes = kernel.mthp_modes(sys_root)
+def check_mthp(host: Host = LOCAL) -> Check:
+    modes = kernel.mthp_modes(host)
     if not modes:
         return Check(
             "mTHP sizes",
@@ -193,11 +194,11 @@ def check_mthp(sys_root: str | Path = "/sys") -> Check:
     return Check("mTHP sizes", True, ", ".join(f"{size}: {mode}" for size, mode in modes.items()))
 
 
-def check_hugetlb(proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> Check:
-    knob = Path(proc_root) / "sys/vm/nr_hugepages"
+def check_hugetlb(host: Host = LOCAL) -> Check:
+    knob = host.proc / "sys/vm/nr_hugepages"
     pools = [
         f"{size}: nr={pool.get('nr')} free={pool.get('free')}"
-        for size, pool in kernel.read_hugetlb_pools(sys_root).items()
+        for size, pool in kernel.read_hugetlb_pools(host).items()
     ]
     if not pools and kernel.read_optional(knob) is None:
         return Check(
@@ -320,12 +321,10 @@ def allocator_checks() -> list[Check]:
         return [Check("allocators", False, f"discovery failed: {exc}", "")]
 
 
-def doctor_report(
-    *, perf_bin: str = "perf", proc_root: str | Path = "/proc", sys_root: str | Path = "/sys"
-) -> list[Check]:
+def doctor_report(*, perf_bin: str = "perf", host: Host = LOCAL) -> list[Check]:
     """Every check, in the order a user would fix them."""
-    cpu = kernel.read_cpu_info(proc_root)
-    caps = perf_mod.detect(perf_bin, cpu=cpu, proc_root=proc_root, sys_root=sys_root)
+    cpu = kernel.read_cpu_info(host)
+    caps = perf_mod.detect(perf_bin, cpu=cpu, host=host)
     choices = choose_events(cpu, caps)
     return [
         check_root(),
@@ -333,39 +332,38 @@ def doctor_report(
         check_paranoid(caps),
         check_hardware_counters(caps),
         check_tlb_events(choices),
-        check_thp(sys_root),
-        check_mthp(sys_root),
-        check_hugetlb(proc_root, sys_root),
+        check_thp(host),
+        check_mthp(host),
+        check_hugetlb(host),
         check_lock(),
         check_probe(),
         *allocator_checks(),
         check_core(),
         *check_native_tools(),
         check_set_kinds(),
-        *noise_checks(proc_root, sys_root),
-        check_page_reporting(proc_root, sys_root),
+        *noise_checks(host),
+        check_page_reporting(host),
     ]
 
 
-def check_page_reporting(proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> Check:
+def check_page_reporting(host: Host = LOCAL) -> Check:
     """Free page reporting and, on the real kernel as root, its cost measured (hugebench.doctor.reporting):
     the one check that writes a knob (journaled, restored)."""
     from ..errors import HugebenchError
     from .reporting import finding
 
-    real = str(sys_root) == "/sys"  # a fake tree's knob says nothing about this machine's faults
+    real = str(host.sys) == "/sys"  # a fake tree's knob says nothing about this machine's faults
     try:
-        name, ok, detail, fix = finding(str(sys_root), str(proc_root), measure_it=real)
+        name, ok, detail, fix = finding(host, measure_it=real)
     except (OSError, HugebenchError) as exc:
         return Check("free page reporting", False, f"not measured: {exc}", "")
     return Check(name, ok, detail, fix)
 
 
-def noise_checks(proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> list[Check]:
+def noise_checks(host: Host = LOCAL) -> list[Check]:
     """What makes this machine noisy (hugebench.doctor.noise), each with its fix."""
     from .noise import noise_findings
 
     return [
-        Check(f"noise: {name}", ok, detail, fix)
-        for name, ok, detail, fix in noise_findings(str(proc_root), str(sys_root))
+        Check(f"noise: {name}", ok, detail, fix) for name, ok, detail, fix in noise_findings(host)
     ]

@@ -8,7 +8,8 @@ the CPU frequency governor, THP defrag stalls, and khugepaged / kdamond activity
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+from hugebench.kernel.host import LOCAL, Host
 
 from ..measure import disturbance
 
@@ -21,19 +22,17 @@ BACKGROUND = (
 BACKGROUND_CPUS = 0.05  # more than this share of a CPU during the look is reported
 
 
-def noise_findings(
-    proc_root: str = "/proc", sys_root: str = "/sys", look_s: float = LOOK_S
-) -> list[tuple]:
-    before = disturbance.snapshot(proc_root, sys_root)
+def noise_findings(host: Host = LOCAL, look_s: float = LOOK_S) -> list[tuple]:
+    before = disturbance.snapshot(host)
     disturbance.time.sleep(look_s)
-    after = disturbance.snapshot(proc_root, sys_root)
+    after = disturbance.snapshot(host)
     wall = after.at - before.at
     cols = disturbance.machine_columns(before, after, wall, 0.0, exclude={os.getpid()})
     return [
         _load(cols),
         _steal(cols),
-        _governor(Path(sys_root)),
-        _defrag(Path(sys_root)),
+        _governor(host),
+        _defrag(host),
         _background(before, after, wall),
     ]
 
@@ -72,11 +71,11 @@ def _steal(cols: dict) -> tuple:
     )
 
 
-def _governor(sys_root: Path) -> tuple:
+def _governor(host: Host) -> tuple:
     found = sorted(
         {
             p.read_text().strip()
-            for p in sys_root.glob("devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")
+            for p in host.sys.glob("devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")
             if p.is_file()
         }
     )
@@ -99,8 +98,8 @@ def _governor(sys_root: Path) -> tuple:
     )
 
 
-def _defrag(sys_root: Path) -> tuple:
-    path = sys_root / "kernel/mm/transparent_hugepage/defrag"
+def _defrag(host: Host) -> tuple:
+    path = host.sys / "kernel/mm/transparent_hugepage/defrag"
     try:
         text = path.read_text()
     except OSError:

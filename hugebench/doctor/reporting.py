@@ -13,6 +13,8 @@ import ctypes
 import os
 import time
 
+from hugebench.kernel.host import LOCAL, Host
+
 from .. import kernel
 from ..kernel import reporting
 
@@ -59,9 +61,9 @@ def measure(state, idle_s: float = IDLE_S) -> dict:
     return {"on": on, "off": off, "huge": min(huge_on, huge_off)}
 
 
-def finding(sys_root: str = "/sys", proc_root: str = "/proc", measure_it: bool = True) -> tuple:
+def finding(host: Host = LOCAL, measure_it: bool = True) -> tuple:
     """(name, ok, detail, fix) for doctor."""
-    now = reporting.page_reporting(sys_root, proc_root)
+    now = reporting.page_reporting(host)
     name = "free page reporting"
     if not now["present"] or not now["active"]:
         return (name, True, f"not active: {now['reason']}; no regime to choose", "")
@@ -73,12 +75,12 @@ def finding(sys_root: str = "/sys", proc_root: str = "/proc", measure_it: bool =
         "`system: {page_reporting.order: 'off'}` for a sweep, or `try --regime warm|cold|both` "
         "(docs/trusting-numbers.md)"
     )
-    why_not = _why_not_measured(sys_root) if measure_it else "not measured (asked)"
+    why_not = _why_not_measured(host) if measure_it else "not measured (asked)"
     if why_not:
         return (name, False, f"{told}; its cost {why_not}", fix)
     from ..system import SystemState
 
-    with SystemState(sys_root, proc_root) as state:
+    with SystemState(host) as state:
         got = measure(state)
     mib = BURST_BYTES >> 20
     detail = (
@@ -89,9 +91,9 @@ def finding(sys_root: str = "/sys", proc_root: str = "/proc", measure_it: bool =
     return (name, got["on"] < SLOWER * got["off"], detail, fix)
 
 
-def _why_not_measured(sys_root: str) -> str | None:
+def _why_not_measured(host: Host) -> str | None:
     if os.geteuid() != 0:
         return "is not measured without root (holding reporting off writes page_reporting.order)"
-    if kernel.thp_modes(sys_root).get("enabled") not in ("always", "madvise"):
+    if kernel.thp_modes(host).get("enabled") not in ("always", "madvise"):
         return "is not measured: THP is 'never' here, no 2 MiB fault to time"
     return None

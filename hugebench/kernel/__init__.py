@@ -1,8 +1,10 @@
 """The one read-only layer over the kernel: everything hugebench learns from /proc and /sys comes through here.
 
 * ``parse``: pure functions from a file's text to values (no I/O; tested on strings).
-* ``procfs``, ``sysfs``: readers that open files under an injectable root (``proc_root``, ``sys_root``;
-  tests point them at fake trees under ``tmp_path``) and return plain values: bytes for sizes, ints for
+* ``host``: the one value naming the machine (``Host``: the /proc and /sys roots and the knob writer;
+  ``LOCAL`` is this machine), built once at the entry points and passed down.
+* ``procfs``, ``sysfs``: readers that open files under a ``Host``'s roots (tests point them at fake trees
+  under ``tmp_path``) and return plain values: bytes for sizes, ints for
   counters, ``None`` where the kernel does not have the file.
 * ``cpu``: the CPU's identity from /proc/cpuinfo.
 
@@ -13,6 +15,7 @@ this package opens a file under /proc or /sys.
 """
 
 from hugebench.kernel.cpu import CpuInfo, parse_cpuinfo, read_cpu_info
+from hugebench.kernel.host import LOCAL, FileIO, Host, SysfsIO
 from hugebench.kernel.parse import (
     Reading,
     counter_delta,
@@ -70,7 +73,11 @@ from hugebench.kernel.sysfs import (
 )
 
 __all__ = [
+    "LOCAL",
     "CpuInfo",
+    "FileIO",
+    "Host",
+    "SysfsIO",
     "HUGETLB_DIR",
     "Reading",
     "THP_DIR",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.read import read_text
 
 
@@ -73,6 +73,6 @@ def parse_cpuinfo(text: str) -> CpuInfo:
     )
 
 
-def read_cpu_info(proc_root: str | Path = "/proc") -> CpuInfo:
+def read_cpu_info(host: Host = LOCAL) -> CpuInfo:
     """CpuInfo of this machine (CPU 0)."""
-    return parse_cpuinfo(read_text(Path(proc_root) / "cpuinfo"))
+    return parse_cpuinfo(read_text(host.proc / "cpuinfo"))

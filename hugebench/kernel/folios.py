@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.read import read_ranges
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -81,7 +82,7 @@ def tally(start: int, orders: np.ndarray, pmd_order: int = PMD_ORDER) -> VmaFoli
     return out
 
 
-def _kpageflags(pfns: np.ndarray, proc_root: Path) -> np.ndarray:
+def _kpageflags(pfns: np.ndarray, proc: Path) -> np.ndarray:
     """kpageflags of each frame in ``pfns`` (any order), read in pieces of nearby frames."""
     if not len(pfns):
         return np.zeros(0, dtype=np.uint64)
@@ -92,7 +93,7 @@ def _kpageflags(pfns: np.ndarray, proc_root: Path) -> np.ndarray:
     last = np.concatenate((breaks, [len(unique) - 1]))
     starts, ends = unique[first], unique[last] + 1
     pieces = read_ranges(
-        proc_root / "kpageflags", [(int(s) * 8, int(e - s) * 8) for s, e in zip(starts, ends)]
+        proc / "kpageflags", [(int(s) * 8, int(e - s) * 8) for s, e in zip(starts, ends)]
     )
     table = np.zeros(len(unique), dtype=np.uint64)
     for lo, hi, s, e, raw in zip(first, last + 1, starts, ends, pieces, strict=True):
@@ -102,11 +103,11 @@ def _kpageflags(pfns: np.ndarray, proc_root: Path) -> np.ndarray:
 
 
 def read_folio_orders(
-    pid: int | str, ranges: list[tuple[int, int]], proc_root: str | Path = "/proc"
+    pid: int | str, ranges: list[tuple[int, int]], host: Host = LOCAL
 ) -> list[VmaFolios]:
     """:class:`VmaFolios` of each ``(start, end)`` range of ``pid``'s address space. OSError when pagemap
     or kpageflags cannot be read; PermissionError when pagemap gives no frame numbers (not root)."""
-    proc = Path(proc_root)
+    proc = host.proc
     pieces = read_ranges(
         proc / str(pid) / "pagemap", [(s // PAGE * 8, (e - s) // PAGE * 8) for s, e in ranges]
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.procfs import cgroup_mounts
 from hugebench.kernel.read import read_optional
 
@@ -26,18 +27,18 @@ def parse_pressure(text: str) -> dict[str, int]:
     return out
 
 
-def read_pressure(kind: str, cgroup: Path | None, proc_root: str | Path = "/proc") -> dict | None:
+def read_pressure(kind: str, cgroup: Path | None, host: Host = LOCAL) -> dict | None:
     """The stall totals of ``kind`` in ``cgroup`` (a v2 directory), or machine-wide when ``cgroup`` is None;
     None where the kernel has no such file (no PSI, or psi=0 on its command line)."""
-    path = cgroup / f"{kind}.pressure" if cgroup else Path(proc_root, "pressure", kind)
+    path = cgroup / f"{kind}.pressure" if cgroup else Path(host.proc, "pressure", kind)
     text = read_optional(path)
     return parse_pressure(text) if text else None
 
 
-def own_cgroup_v2(proc_root: str | Path = "/proc") -> Path | None:
+def own_cgroup_v2(host: Host = LOCAL) -> Path | None:
     """This process's cgroup v2 directory, or None when it is the hierarchy's root or there is none."""
-    mount = cgroup_mounts(proc_root)["v2"]
-    for line in (read_optional(Path(proc_root, "self", "cgroup")) or "").splitlines():
+    mount = cgroup_mounts(host)["v2"]
+    for line in (read_optional(Path(host.proc, "self", "cgroup")) or "").splitlines():
         if line.startswith("0::"):
             path = line[3:].strip()
             if mount and path not in ("", "/"):

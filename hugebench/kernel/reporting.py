@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.parse import parse_buddyinfo, parse_int, parse_kb_fields, parse_vmstat
 from hugebench.kernel.procfs import free_huge_blocks
 from hugebench.kernel.read import read_optional
@@ -31,18 +32,18 @@ VIRTIO_BALLOON_F_REPORTING = 5  # feature bit: the device takes free page report
 HUGE_ORDER = 9  # a 2 MiB block on x86-64
 
 
-def buddy_orders(proc_root: str | Path = "/proc") -> int | None:
+def buddy_orders(host: Host = LOCAL) -> int | None:
     """How many orders the buddy allocator has (11 on x86-64: orders 0..10); None without buddyinfo."""
-    text = read_optional(Path(proc_root) / "buddyinfo")
+    text = read_optional(host.proc / "buddyinfo")
     if not text:
         return None
     return max((len(counts) for counts in parse_buddyinfo(text).values()), default=None)
 
 
-def reporting_devices(sys_root: str | Path = "/sys") -> tuple[str, ...]:
+def reporting_devices(host: Host = LOCAL) -> tuple[str, ...]:
     """virtio balloon devices bound to a driver that offer free page reporting ('virtio0', ...)."""
     found = []
-    for dev in sorted(Path(sys_root, VIRTIO_DIR).glob("virtio*")):
+    for dev in sorted(Path(host.sys, VIRTIO_DIR).glob("virtio*")):
         device = _hex(read_optional(dev / "device"))
         features = read_optional(dev / "features") or ""
         bound = (dev / "driver").exists()
@@ -62,14 +63,14 @@ def _hex(text: str | None) -> int | None:
         return None
 
 
-def page_reporting(sys_root: str | Path = "/sys", proc_root: str | Path = "/proc") -> dict:
+def page_reporting(host: Host = LOCAL) -> dict:
     """What free page reporting does here: {present, order, active, reason, devices, counters}.
 
     ``active``: the module is there, its order is within the buddy orders (free blocks that large exist)
     and, where virtio devices are listed, a balloon with the REPORTING feature is bound. ``counters``:
     every other integer parameter the module exposes (reported_kib where this kernel counts it).
     """
-    base = Path(sys_root, REPORTING_DIR)
+    base = Path(host.sys, REPORTING_DIR)
     order = parse_int(read_optional(base / "page_reporting_order"))
     if order is None:
         return {
@@ -86,9 +87,9 @@ def page_reporting(sys_root: str | Path = "/sys", proc_root: str | Path = "/proc
         value = parse_int(read_optional(path)) if path.name != "page_reporting_order" else None
         if value is not None:
             counters[path.name] = value
-    devices = reporting_devices(sys_root)
-    orders = buddy_orders(proc_root)
-    virtio_listed = Path(sys_root, VIRTIO_DIR).is_dir()
+    devices = reporting_devices(host)
+    orders = buddy_orders(host)
+    virtio_listed = Path(host.sys, VIRTIO_DIR).is_dir()
     reason = None
     if orders is not None and order >= orders:
         reason = (
@@ -107,23 +108,23 @@ def page_reporting(sys_root: str | Path = "/sys", proc_root: str | Path = "/proc
     }
 
 
-def reported_kib(sys_root: str | Path = "/sys") -> int | None:
+def reported_kib(host: Host = LOCAL) -> int | None:
     """KiB reported to the host so far (a counter some kernels expose); None where there is none."""
-    return parse_int(read_optional(Path(sys_root, REPORTING_DIR, "reported_kib")))
+    return parse_int(read_optional(Path(host.sys, REPORTING_DIR, "reported_kib")))
 
 
-def unpopulated_free_bytes(proc_root: str | Path = "/proc") -> int:
+def unpopulated_free_bytes(host: Host = LOCAL) -> int:
     """Free memory the kernel has not handed to the buddy allocator yet (MemFree - nr_free_pages), 0 on a
     kernel that initialises all memory at boot (the two are the same counter there)."""
-    meminfo = parse_kb_fields(read_optional(Path(proc_root) / "meminfo") or "")
-    vmstat = parse_vmstat(read_optional(Path(proc_root) / "vmstat") or "")
+    meminfo = parse_kb_fields(read_optional(host.proc / "meminfo") or "")
+    vmstat = parse_vmstat(read_optional(host.proc / "vmstat") or "")
     if "MemFree" not in meminfo or "nr_free_pages" not in vmstat:
         return 0
     return max(0, meminfo["MemFree"] - vmstat["nr_free_pages"] * os.sysconf("SC_PAGE_SIZE"))
 
 
-def free_2mib_blocks(proc_root: str | Path = "/proc") -> int:
+def free_2mib_blocks(host: Host = LOCAL) -> int:
     """Free 2 MiB blocks a huge page can come from: those in /proc/buddyinfo (every zone but DMA) plus the
     memory not handed to the buddy allocator yet (whole free sections, handed over when it runs short)."""
-    pending = unpopulated_free_bytes(proc_root) // (2 << 20)
-    return sum(free_huge_blocks(proc_root).values()) + pending
+    pending = unpopulated_free_bytes(host) // (2 << 20)
+    return sum(free_huge_blocks(host).values()) + pending

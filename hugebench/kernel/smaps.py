@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.read import read_optional, read_text
 
 _HEADER = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (\S{4}) [0-9a-f]+ \S+ \d+\s*(.*)$")
@@ -69,9 +69,9 @@ def parse_smaps(text: str) -> list[Vma]:
     return vmas
 
 
-def read_smaps(pid: int | str = "self", proc_root: str | Path = "/proc") -> list[Vma]:
+def read_smaps(pid: int | str = "self", host: Host = LOCAL) -> list[Vma]:
     """The mappings of ``pid`` (OSError when it is gone or not ours to read)."""
-    return parse_smaps(read_text(Path(proc_root) / str(pid) / "smaps"))
+    return parse_smaps(read_text(host.proc / str(pid) / "smaps"))
 
 
 def parse_syscall_sp(text: str) -> int | None:
@@ -86,11 +86,11 @@ def parse_syscall_sp(text: str) -> int | None:
         return None
 
 
-def thread_stack_pointers(pid: int | str, proc_root: str | Path = "/proc") -> list[int]:
+def thread_stack_pointers(pid: int | str, host: Host = LOCAL) -> list[int]:
     """The stack pointers of the threads of ``pid`` that are blocked now (root reads them; [] otherwise)."""
     out = []
     try:
-        tasks = list((Path(proc_root) / str(pid) / "task").iterdir())
+        tasks = list((host.proc / str(pid) / "task").iterdir())
     except OSError:
         return []
     for task in tasks:

@@ -1,6 +1,6 @@
 """Readers of /sys: THP and mTHP settings and counters, hugetlb pools, CPU caches, PMU descriptions.
 
-Each takes ``sys_root`` and returns plain values; a file this kernel lacks gives None, {} or () rather
+Each takes ``host`` and returns plain values; a file this kernel lacks gives None, {} or () rather
 than an error, because a missing detail must never stop a sweep (the caller decides what is required).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.parse import (
     parse_cache_size,
     parse_extfrag,
@@ -41,15 +42,15 @@ def read_choice(path: str | Path) -> str | None:
     return selected(read_optional(path))
 
 
-def thp_modes(sys_root: str | Path = "/sys") -> dict[str, str | None]:
+def thp_modes(host: Host = LOCAL) -> dict[str, str | None]:
     """The global THP settings: enabled, defrag, shmem_enabled, khugepaged_defrag, use_zero_page."""
-    base = Path(sys_root, THP_DIR)
+    base = Path(host.sys, THP_DIR)
     return {key: read_choice(base / rel) for key, rel in _THP_SETTINGS.items()}
 
 
-def hpage_pmd_size(sys_root: str | Path = "/sys") -> int | None:
+def hpage_pmd_size(host: Host = LOCAL) -> int | None:
     """Bytes of a PMD-mapped THP (2 MiB on x86-64), or None without THP."""
-    return parse_int(read_optional(Path(sys_root, THP_DIR, "hpage_pmd_size")))
+    return parse_int(read_optional(Path(host.sys, THP_DIR, "hpage_pmd_size")))
 
 
 def _size_dirs(base: Path) -> list[tuple[int, Path]]:
@@ -62,32 +63,32 @@ def _size_dirs(base: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def mthp_sizes_kb(sys_root: str | Path = "/sys") -> list[int]:
+def mthp_sizes_kb(host: Host = LOCAL) -> list[int]:
     """Sizes (kB) of the per-size anonymous mTHP controls present, smallest first (kernel 6.8+; else [])."""
-    return [kb for kb, d in _size_dirs(Path(sys_root, THP_DIR)) if (d / "enabled").exists()]
+    return [kb for kb, d in _size_dirs(Path(host.sys, THP_DIR)) if (d / "enabled").exists()]
 
 
-def mthp_shmem_sizes_kb(sys_root: str | Path = "/sys") -> list[int]:
+def mthp_shmem_sizes_kb(host: Host = LOCAL) -> list[int]:
     """Sizes (kB) with a per-size shmem control (hugepages-<N>kB/shmem_enabled, 6.11+), smallest first."""
-    return [kb for kb, d in _size_dirs(Path(sys_root, THP_DIR)) if (d / "shmem_enabled").exists()]
+    return [kb for kb, d in _size_dirs(Path(host.sys, THP_DIR)) if (d / "shmem_enabled").exists()]
 
 
-def mthp_modes(sys_root: str | Path = "/sys") -> dict[str, str]:
+def mthp_modes(host: Host = LOCAL) -> dict[str, str]:
     """{'64kB': 'never', '2048kB': 'inherit', ...} for every per-size anonymous control that reads."""
-    base = Path(sys_root, THP_DIR)
+    base = Path(host.sys, THP_DIR)
     modes = {
-        f"{kb}kB": read_choice(base / f"hugepages-{kb}kB/enabled") for kb in mthp_sizes_kb(sys_root)
+        f"{kb}kB": read_choice(base / f"hugepages-{kb}kB/enabled") for kb in mthp_sizes_kb(host)
     }
     return {size: mode for size, mode in modes.items() if mode is not None}
 
 
-def active_mthp_sizes(sys_root: str | Path = "/sys") -> tuple[str, ...]:
+def active_mthp_sizes(host: Host = LOCAL) -> tuple[str, ...]:
     """mTHP sizes ('64kB', '2048kB', ...) whose anon setting is not 'never'."""
-    return tuple(size for size, mode in mthp_modes(sys_root).items() if mode != "never")
+    return tuple(size for size, mode in mthp_modes(host).items() if mode != "never")
 
 
 def read_mthp_stats(
-    sys_root: str | Path = "/sys",
+    host: Host = LOCAL,
     sizes: tuple[str, ...] | None = None,
     names: tuple[str, ...] | None = None,
 ) -> dict[str, int]:
@@ -96,7 +97,7 @@ def read_mthp_stats(
     ``sizes`` None: every size with a stats directory; ``names`` None: every counter there. A counter that
     cannot be read is left out rather than faked.
     """
-    base = Path(sys_root, THP_DIR)
+    base = Path(host.sys, THP_DIR)
     if sizes is None:
         sizes = tuple(f"{kb}kB" for kb, d in _size_dirs(base) if (d / "stats").is_dir())
     out: dict[str, int] = {}
@@ -110,10 +111,10 @@ def read_mthp_stats(
     return out
 
 
-def read_hugetlb_pools(sys_root: str | Path = "/sys") -> dict[str, dict[str, int]]:
+def read_hugetlb_pools(host: Host = LOCAL) -> dict[str, dict[str, int]]:
     """{'2048kB': {'nr': 0, 'free': 0, 'surplus': 0, 'resv': 0}, '1048576kB': {...}} for each pool size."""
     pools = {}
-    for kb, pool_dir in _size_dirs(Path(sys_root, HUGETLB_DIR)):
+    for kb, pool_dir in _size_dirs(Path(host.sys, HUGETLB_DIR)):
         fields = {
             key: parse_int(read_optional(pool_dir / filename))
             for key, filename in POOL_FIELDS.items()
@@ -122,9 +123,9 @@ def read_hugetlb_pools(sys_root: str | Path = "/sys") -> dict[str, dict[str, int
     return pools
 
 
-def cpu_caches(sys_root: str | Path = "/sys", cpu: int = 0) -> list[dict]:
+def cpu_caches(host: Host = LOCAL, cpu: int = 0) -> list[dict]:
     """CPU ``cpu``'s caches: level, type, size in bytes, ways, line size, sharing CPUs."""
-    base = Path(sys_root) / f"devices/system/cpu/cpu{cpu}/cache"
+    base = host.sys / f"devices/system/cpu/cpu{cpu}/cache"
     out = []
     for index in sorted(base.glob("index*"), key=lambda p: int(p.name[5:] or 0)):
 
@@ -144,40 +145,40 @@ def cpu_caches(sys_root: str | Path = "/sys", cpu: int = 0) -> list[dict]:
     return out
 
 
-def cpu_pmu_devices(sys_root: str | Path = "/sys") -> tuple[str, ...]:
+def cpu_pmu_devices(host: Host = LOCAL) -> tuple[str, ...]:
     """Core PMU drivers registered by the kernel: ('cpu',), or ('cpu_atom', 'cpu_core') on hybrid Intel."""
-    base = Path(sys_root) / PMU_DIR
+    base = host.sys / PMU_DIR
     return tuple(name for name in ("cpu", "cpu_core", "cpu_atom") if (base / name).exists())
 
 
 def read_pmu_format(
-    pmu: str = "cpu", sys_root: str | Path = "/sys"
+    pmu: str = "cpu", host: Host = LOCAL
 ) -> dict[str, list[tuple[str, int, int]]] | None:
     """Bit layout of a PMU's terms: {'event': [('config', 0, 7)], 'ldlat': [('config1', 0, 15)]}; None without it."""
-    fmt_dir = Path(sys_root) / PMU_DIR / pmu / "format"
+    fmt_dir = host.sys / PMU_DIR / pmu / "format"
     if not fmt_dir.is_dir():
         return None
     return {f.name: parse_pmu_format(read_text(f)) for f in sorted(fmt_dir.iterdir())}
 
 
-def read_pmu_type(pmu: str = "cpu", sys_root: str | Path = "/sys") -> int | None:
+def read_pmu_type(pmu: str = "cpu", host: Host = LOCAL) -> int | None:
     """perf_event_attr.type of a dynamic PMU (4 for x86 'cpu', i.e. PERF_TYPE_RAW); None without it."""
-    return parse_int(read_optional(Path(sys_root) / PMU_DIR / pmu / "type"))
+    return parse_int(read_optional(host.sys / PMU_DIR / pmu / "type"))
 
 
 EXTFRAG_DIR = "kernel/debug/extfrag"
 
 
-def read_unusable_index(sys_root: str | Path = "/sys") -> dict[str, list[float]] | None:
+def read_unusable_index(host: Host = LOCAL) -> dict[str, list[float]] | None:
     """debugfs ``extfrag/unusable_index`` per zone and order (0: all free memory usable for a block of that
     order, 1: none), or None where debugfs is not mounted (or not readable)."""
-    text = read_optional(Path(sys_root) / EXTFRAG_DIR / "unusable_index")
+    text = read_optional(host.sys / EXTFRAG_DIR / "unusable_index")
     return parse_extfrag(text) if text else None
 
 
-def read_khugepaged_counters(sys_root: str | Path = "/sys") -> dict[str, int]:
+def read_khugepaged_counters(host: Host = LOCAL) -> dict[str, int]:
     """khugepaged's monotonic counters (full_scans, pages_collapsed); those this kernel lacks are left out."""
-    base = Path(sys_root, THP_DIR, "khugepaged")
+    base = Path(host.sys, THP_DIR, "khugepaged")
     values = {
         name: parse_int(read_optional(base / name)) for name in ("full_scans", "pages_collapsed")
     }

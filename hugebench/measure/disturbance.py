@@ -39,6 +39,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
+
 PREFIX = "noise."
 TOP_OTHERS = 3  # processes named in noise.top_others
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -76,33 +78,32 @@ class Snapshot:
 _CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
-def snapshot(proc_root: str = "/proc", sys_root: str = "/sys") -> Snapshot:
+def snapshot(host: Host = LOCAL) -> Snapshot:
     """Read the machine's noise sources now; what cannot be read is left empty (never raises)."""
     snap = Snapshot(time.monotonic())
-    snap.cpu = _read_cpu(Path(proc_root, "stat"))
-    snap.loadavg = _read_loadavg(Path(proc_root, "loadavg"))
-    snap.procs = _read_procs(Path(proc_root))
+    snap.cpu = _read_cpu(Path(host.proc, "stat"))
+    snap.loadavg = _read_loadavg(Path(host.proc, "loadavg"))
+    snap.procs = _read_procs(host.proc)
     snap.psi = {
         kind: total
         for kind in ("cpu", "memory", "io")
-        if (total := _read_psi(Path(proc_root, "pressure", kind))) is not None
+        if (total := _read_psi(Path(host.proc, "pressure", kind))) is not None
     }
-    snap.cpu_mhz = _read_mhz(Path(sys_root, "devices/system/cpu"))
+    snap.cpu_mhz = _read_mhz(Path(host.sys, "devices/system/cpu"))
     return snap
 
 
 def run_columns(
     before: Snapshot,
     row: dict,
-    proc_root: str = "/proc",
-    sys_root: str = "/sys",
+    host: Host = LOCAL,
     thresholds: Thresholds = THRESHOLDS,
 ) -> dict:
     """The ``noise.*`` columns of a run that started after ``before`` and whose row (hb-exec's ``worker.*``
     rusage, ``wall_s``) is ``row``; the second snapshot is taken now. A run supervised from the sweep's
     process (``launcher`` sweep: no worker) counts as its own the program's CPU time and the
     supervisor's (``supervisor.*``)."""
-    after = snapshot(proc_root, sys_root)
+    after = snapshot(host)
     wall = after.at - before.at
     cols = machine_columns(before, after, wall, _own_cpu_s(row), exclude={os.getpid()})
     nivcsw = row.get("worker.nivcsw", row.get(PREFIX + "nivcsw"))
@@ -305,29 +306,28 @@ class NoisyMachineWarning(UserWarning):
 
 
 def busy_reason(
-    proc_root: str = "/proc",
-    sys_root: str = "/sys",
+    host: Host = LOCAL,
     look_s: float | None = None,
     thresholds: Thresholds = THRESHOLDS,
 ) -> str | None:
     """Why the machine is busy right now (the :func:`judge` rule over a ``look_s`` look, default
     :data:`LOOK_S`), or None."""
-    before = snapshot(proc_root, sys_root)
+    before = snapshot(host)
     time.sleep(LOOK_S if look_s is None else look_s)
-    after = snapshot(proc_root, sys_root)
+    after = snapshot(host)
     return judge(
         machine_columns(before, after, after.at - before.at, 0.0, exclude={os.getpid()}), thresholds
     )[1]
 
 
 def wait_quiet(
-    limit_s: float, proc_root: str = "/proc", sys_root: str = "/sys", look_s: float | None = None
+    limit_s: float, host: Host = LOCAL, look_s: float | None = None
 ) -> tuple[float, str | None]:
     """Wait until :func:`busy_reason` says nothing, at most ``limit_s`` seconds; (seconds waited, why the
     machine was still busy at the limit or None)."""
     start = time.monotonic()
     while True:
-        why = busy_reason(proc_root, sys_root, look_s)
+        why = busy_reason(host, look_s)
         waited = time.monotonic() - start
         if why is None or waited >= limit_s:
             return waited, why
@@ -338,23 +338,21 @@ class QuietGate:
     machine; the columns it returns for that run record the wait (``noise.waited_s``) and, when the limit was
     reached, why the machine was still busy (``noise.still_busy``). Without a limit it does nothing."""
 
-    def __init__(self, limit_s: float | None, proc_root: str = "/proc", sys_root: str = "/sys"):
-        self.limit_s, self.proc_root, self.sys_root = limit_s, proc_root, sys_root
+    def __init__(self, limit_s: float | None, host: Host = LOCAL):
+        self.limit_s, self.host = limit_s, host
         self._block = object()
 
     def __call__(self, run) -> dict:
         if self.limit_s is None or run.repetition == self._block:
             return {}
         self._block = run.repetition
-        waited, why = wait_quiet(self.limit_s, self.proc_root, self.sys_root)
+        waited, why = wait_quiet(self.limit_s, self.host)
         return {PREFIX + "waited_s": round(waited, 3), PREFIX + "still_busy": why}
 
 
-def warn_if_busy(
-    proc_root: str = "/proc", sys_root: str = "/sys", quiet_limit: float | None = None
-) -> str | None:
+def warn_if_busy(host: Host = LOCAL, quiet_limit: float | None = None) -> str | None:
     """Before a sweep: warn (:class:`NoisyMachineWarning`) when the machine is busy now; return why."""
-    why = busy_reason(proc_root, sys_root)
+    why = busy_reason(host)
     if why:
         fix = (
             f"--quiet-machine waits up to {quiet_limit:g} s before each block"

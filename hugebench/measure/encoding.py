@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
+
 from .. import kernel
 from .events import EventChoice
 
@@ -70,24 +72,22 @@ class CounterSpec:
         return (self.label, self.type, self.config, self.config1)
 
 
-def read_pmu_format(
-    pmu: str = "cpu", sys_root: str | Path = "/sys"
-) -> dict[str, list[tuple[str, int, int]]]:
+def read_pmu_format(pmu: str = "cpu", host: Host = LOCAL) -> dict[str, list[tuple[str, int, int]]]:
     """Bit layout of a PMU's terms (see ``kernel.read_pmu_format``); EncodingError without that PMU."""
-    fmt = kernel.read_pmu_format(pmu, sys_root)
+    fmt = kernel.read_pmu_format(pmu, host)
     if fmt is None:
         raise EncodingError(
-            f"no PMU '{pmu}' in {Path(sys_root, kernel.sysfs.PMU_DIR)} (no hardware PMU driver here)"
+            f"no PMU '{pmu}' in {Path(host.sys, kernel.sysfs.PMU_DIR)} (no hardware PMU driver here)"
         )
     return fmt
 
 
-def pmu_type(pmu: str = "cpu", sys_root: str | Path = "/sys") -> int:
+def pmu_type(pmu: str = "cpu", host: Host = LOCAL) -> int:
     """perf_event_attr.type of a dynamic PMU; EncodingError without that PMU."""
-    kind = kernel.read_pmu_type(pmu, sys_root)
+    kind = kernel.read_pmu_type(pmu, host)
     if kind is None:
         raise EncodingError(
-            f"no PMU '{pmu}' ({Path(sys_root, kernel.sysfs.PMU_DIR, pmu, 'type')} missing)"
+            f"no PMU '{pmu}' ({Path(host.sys, kernel.sysfs.PMU_DIR, pmu, 'type')} missing)"
         )
     return kind
 
@@ -190,7 +190,7 @@ def _split_modifiers(event: str) -> tuple[str, str | None]:
 def encode_event(
     event: str,
     details: dict[str, list[tuple[str, str]]] | None = None,
-    sys_root: str | Path = "/sys",
+    host: Host = LOCAL,
 ) -> tuple[int, int, int, str | None]:
     """Return (type, config, config1, note) for one perf event name, or raise EncodingError with the reason.
 
@@ -216,10 +216,10 @@ def encode_event(
         raise EncodingError(
             f"'{base}' is not in perf list --details output, so its raw encoding is unknown"
         )
-    configs = encode_terms(parse_terms(terms), read_pmu_format(pmu, sys_root))
+    configs = encode_terms(parse_terms(terms), read_pmu_format(pmu, host))
     if configs.get("config2"):
         raise EncodingError(f"'{event}' needs config2, which _core does not take")
-    return pmu_type(pmu, sys_root), configs["config"], configs["config1"], note
+    return pmu_type(pmu, host), configs["config"], configs["config1"], note
 
 
 def perf_list_details(events: list[str], perf_bin: str = "perf", timeout: float = 60) -> str:
@@ -248,7 +248,7 @@ def resolve_counters(
     choices: list[EventChoice],
     *,
     perf_bin: str = "perf",
-    sys_root: str | Path = "/sys",
+    host: Host = LOCAL,
     details_text: str | None = None,
 ) -> list[CounterSpec]:
     """One CounterSpec per choice: numeric encoding, or the reason the label cannot be counted in-process."""
@@ -262,7 +262,7 @@ def resolve_counters(
             specs.append(CounterSpec(choice.label, None, reason=choice.reason))
             continue
         try:
-            kind, config, config1, note = encode_event(choice.event, details, sys_root)
+            kind, config, config1, note = encode_event(choice.event, details, host)
         except EncodingError as exc:
             specs.append(CounterSpec(choice.label, choice.event, reason=str(exc)))
             continue

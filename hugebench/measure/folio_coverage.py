@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from hugebench import kernel
 from hugebench.kernel.folios import PAGE, VmaFolios, read_folio_orders
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.smaps import read_smaps, thread_stack_pointers
 from hugebench.measure.coverage_gap import Gap, explain
 from hugebench.measure.coverage_gap import columns as gap_columns
@@ -56,21 +56,21 @@ class FolioReading:
         return {o: b / total for o, b in self.by_order.items()} if total else {}
 
 
-def read_process(pid: int, proc_root: str | Path = "/proc", reading: FolioReading | None = None):
+def read_process(pid: int, host: Host = LOCAL, reading: FolioReading | None = None):
     """Adds one process to ``reading`` (a new one when None) and returns it; OSError when it is gone."""
     reading = reading or FolioReading()
-    vmas = read_smaps(pid, proc_root)
+    vmas = read_smaps(pid, host)
     anon = [v for v in vmas if v.fields.get("Anonymous")]
     folios = None
     if reading.basis == "pagemap":
         try:
-            counts = read_folio_orders(pid, [(v.start, v.end) for v in anon], proc_root)
+            counts = read_folio_orders(pid, [(v.start, v.end) for v in anon], host)
             by_vma = dict(zip((id(v) for v in anon), counts, strict=True))
             folios = [by_vma.get(id(v)) or VmaFolios() for v in vmas]
         except PermissionError as exc:
             reading.basis, reading.reason = "smaps", f"folio sizes need root: {exc}"
-    thp = kernel.process_thp_enabled(pid, proc_root)
-    gap = explain(vmas, folios, thp, thread_stack_pointers(pid, proc_root), pid)
+    thp = kernel.process_thp_enabled(pid, host)
+    gap = explain(vmas, folios, thp, thread_stack_pointers(pid, host), pid)
     reading.gap = reading.gap.merged(gap)
     reading.anon_huge += sum(v.fields.get("AnonHugePages", 0) for v in vmas)
     mine: dict[int, int] = {}
@@ -78,7 +78,7 @@ def read_process(pid: int, proc_root: str | Path = "/proc", reading: FolioReadin
         for order, size in counts.by_order.items():
             mine[order] = mine.get(order, 0) + size
             reading.by_order[order] = reading.by_order.get(order, 0) + size
-    reading.per_process.append((pid, kernel.process_comm(pid, proc_root) or "?", mine))
+    reading.per_process.append((pid, kernel.process_comm(pid, host) or "?", mine))
     reading.processes += 1
     return reading
 
@@ -99,13 +99,13 @@ def by_process(reading: FolioReading, limit: int = TOP_PROCESSES) -> str | None:
     return "; ".join(parts) or None
 
 
-def read_tree(pids: list[int], proc_root: str | Path = "/proc") -> FolioReading:
+def read_tree(pids: list[int], host: Host = LOCAL) -> FolioReading:
     """One reading of every process in ``pids`` (those gone by the time they are read are skipped)."""
     started = time.perf_counter()
     reading = FolioReading()
     for pid in pids:
         try:
-            read_process(pid, proc_root, reading)
+            read_process(pid, host, reading)
         except OSError as exc:
             if reading.processes == 0 and pid == pids[0] and not isinstance(exc, FileNotFoundError):
                 reading.reason = reading.reason or f"pid {pid}: {exc.strerror or exc}"

@@ -18,6 +18,8 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
+
 from .._util import run_text
 from ..kernel import CpuInfo, cpu_pmu_devices, read_cpu_info, read_paranoid
 from .counters import NOT_COUNTED_REASON, Counter, counting_scope, derive, pmu_columns, row_columns
@@ -297,21 +299,20 @@ def detect(
     candidates: list[str] | None = None,
     *,
     cpu: CpuInfo | None = None,
-    proc_root: str | Path = "/proc",
-    sys_root: str | Path = "/sys",
+    host: Host = LOCAL,
 ) -> PerfCapabilities:
     """Find what perf can count here. ``candidates`` defaults to every event the CPU's profile could use."""
-    cpu = cpu or read_cpu_info(proc_root)
+    cpu = cpu or read_cpu_info(host)
     path, version, missing = perf_version(perf_bin)
     events = list(dict.fromkeys(["cycles", *(candidates or candidate_events(cpu))]))
     supported: set[str] = set()
-    scope, paranoid = None, read_paranoid(proc_root)
+    scope, paranoid = None, read_paranoid(host)
     if missing is None:
         supported, reasons, scope = _probe(path, events, paranoid)
     else:
         reasons = {event: missing for event in events}
     hypervisor = hypervisor_vendor(cpu)
-    cpu_pmus = cpu_pmu_devices(sys_root)
+    cpu_pmus = cpu_pmu_devices(host)
     pmu_ok, pmu_reason = _pmu_verdict(supported, reasons, hypervisor, cpu_pmus, missing is None)
     return PerfCapabilities(
         path,

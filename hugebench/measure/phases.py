@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import resource
 import time
-from pathlib import Path
 
 from hugebench.kernel import (
     THP_VMSTAT,
@@ -18,6 +17,7 @@ from hugebench.kernel import (
     read_smaps_rollup,
     read_vmstat,
 )
+from hugebench.kernel.host import LOCAL, Host
 
 KIB = 1024
 MTHP_PHASE_COUNTERS = ("anon_fault_alloc", "anon_fault_fallback")
@@ -105,15 +105,14 @@ class PhaseRecorder:
         timed_phase: str | None = None,
         *,
         pid: int | str = "self",
-        proc_root: str | Path = "/proc",
-        sys_root: str | Path = "/sys",
+        host: Host = LOCAL,
         vmstat_keys: tuple[str, ...] = THP_VMSTAT,
     ) -> None:
         self.timed_phase = timed_phase
-        self._pid, self._proc, self._sys = pid, proc_root, sys_root
+        self._pid, self._host = pid, host
         self._vmstat_keys = vmstat_keys
         # Only sizes that can be allocated; fixed at construction so every phase has the same columns.
-        self._mthp_sizes = active_mthp_sizes(sys_root)
+        self._mthp_sizes = active_mthp_sizes(host)
         self._open: dict[str, tuple] = {}
         self._metrics: dict[str, float] = {}
         self._row_smaps: dict[str, int] | None = None
@@ -133,14 +132,14 @@ class PhaseRecorder:
 
     def _sample(self) -> None:
         started = time.perf_counter()
-        smaps = read_smaps_rollup(self._pid, self._proc)
+        smaps = read_smaps_rollup(self._pid, self._host)
         self._read_s.append(time.perf_counter() - started)
         self._series.append((smaps.get("Rss", 0), smaps.get("AnonHugePages", 0)))
 
     def _kernel_counters(self) -> dict[str, int]:
-        vm = read_vmstat(self._proc)
+        vm = read_vmstat(self._host)
         counters = {f"vmstat.{k}": vm[k] for k in self._vmstat_keys if k in vm}
-        counters.update(read_mthp_stats(self._sys, self._mthp_sizes, MTHP_PHASE_COUNTERS))
+        counters.update(read_mthp_stats(self._host, self._mthp_sizes, MTHP_PHASE_COUNTERS))
         return counters
 
     def _begin(self, phase: str) -> None:
@@ -166,7 +165,7 @@ class PhaseRecorder:
             accumulate = key != "maxrss_bytes"
             old = self._metrics.get(prefix + key, 0) if accumulate else 0
             self._metrics[prefix + key] = old + value
-        smaps = read_smaps_rollup(self._pid, self._proc)
+        smaps = read_smaps_rollup(self._pid, self._host)
         for key in ("Rss", "AnonHugePages", "Anonymous", "Private_Hugetlb", "Shared_Hugetlb"):
             self._metrics[f"{prefix}smaps.{key}"] = smaps.get(key, 0)
         self._metrics[prefix + "hp_coverage"] = coverage(smaps)

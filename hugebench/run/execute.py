@@ -12,6 +12,8 @@ import json
 import os
 from pathlib import Path
 
+from hugebench.kernel.host import Host
+
 from .. import kernel
 from ..environment import worker_environment
 from ..launch import Launched, signal_name, tail
@@ -53,8 +55,7 @@ def run_one(run, setup, state, options) -> dict:
     aged = AgedMemory(
         run.memory_state,
         state,
-        proc_root=options.proc_root,
-        sys_root=options.sys_root,
+        host=options.host,
         records=record_dir(options.journal),
         reserve_bytes=run.memory_estimate,
         run_id=run.run_id,
@@ -96,13 +97,13 @@ def _measure(run, setup, state, options, row: dict, knobs: dict) -> dict:
     """Measure the run in the kernel state entered; its columns added to ``row``."""
     before = state.snapshot()
     row.update({f"knob.{k}": v for k, v in before.items()})
-    row.update(_buddy_columns(options.proc_root))
+    row.update(_buddy_columns(options.host))
     row.update(knobs_applied=json.dumps(knobs, sort_keys=True))
-    machine_before = disturbance.snapshot(options.proc_root, options.sys_root)
-    reporting_before = regime_mod.before_run(options.sys_root, options.proc_root)
+    machine_before = disturbance.snapshot(options.host)
+    reporting_before = regime_mod.before_run(options.host)
     row.update(measured_apart(execute(run, setup, options), run.cell))
-    row.update(regime_mod.after_run(reporting_before, options.sys_root))
-    row.update(disturbance.run_columns(machine_before, row, options.proc_root, options.sys_root))
+    row.update(regime_mod.after_run(reporting_before, options.host))
+    row.update(disturbance.run_columns(machine_before, row, options.host))
     after = state.snapshot()  # once: each snapshot reads every knob
     changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
     if changed and row["status"] == "ok":
@@ -117,10 +118,10 @@ def _measure(run, setup, state, options, row: dict, knobs: dict) -> dict:
     return row
 
 
-def _buddy_columns(proc_root: str) -> dict:
+def _buddy_columns(host: Host) -> dict:
     """Free blocks per order over all zones before the run (huge-page supply), and free 2 MiB blocks."""
     try:
-        info = kernel.read_buddyinfo(proc_root)
+        info = kernel.read_buddyinfo(host)
     except OSError:
         return {}
     orders = [sum(counts) for counts in zip(*info.get("zones", {}).values())]
@@ -132,7 +133,7 @@ def _buddy_columns(proc_root: str) -> dict:
 def execute(run, setup, options) -> dict:
     """Launch one worker (under perf stat when enabled) in the run's own directory and containment and turn
     whatever happens into row fields."""
-    oom_before = kernel.read_vmstat(options.proc_root).get("oom_kill", 0)
+    oom_before = kernel.read_vmstat(options.host).get("oom_kill", 0)
     limit = getattr(run, "memory_limit", None)
     with (
         RunDir.create() as rundir,
@@ -154,9 +155,7 @@ def execute(run, setup, options) -> dict:
             fields.update(page_cache)
             fields.update(_text_columns(run.text_pages, rundir.text, fields))
     fields.update(container.columns)
-    return oom_verdict(
-        fields, kernel.read_vmstat(options.proc_root).get("oom_kill", 0) - oom_before
-    )
+    return oom_verdict(fields, kernel.read_vmstat(options.host).get("oom_kill", 0) - oom_before)
 
 
 def _in_worker(

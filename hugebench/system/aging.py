@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from hugebench import kernel
 from hugebench.kernel import reporting
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.system.containment import RunContainer
 from hugebench.system.memory import condition_memory
 
@@ -150,7 +151,7 @@ def prepare_seconds(value: str | None) -> float:
     return FRESH_SECONDS + extra
 
 
-def why_not_here(proc_root: str = "/proc", euid: int | None = None) -> str | None:
+def why_not_here(host: Host = LOCAL, euid: int | None = None) -> str | None:
     """Why memory_state cannot be made on this machine by this user, or None."""
     if (os.geteuid() if euid is None else euid) != 0:
         return (
@@ -158,8 +159,8 @@ def why_not_here(proc_root: str = "/proc", euid: int | None = None) -> str | Non
             "and locks pages beyond the memlock limit: that needs root"
         )
     for rel in ("sys/vm/compact_memory", "sys/vm/compact_unevictable_allowed", "buddyinfo"):
-        if not os.path.exists(os.path.join(proc_root, rel)):
-            return f"this kernel has no {os.path.join(proc_root, rel)} (no compaction)"
+        if not os.path.exists(os.path.join(host.proc, rel)):
+            return f"this kernel has no {os.path.join(host.proc, rel)} (no compaction)"
     return None
 
 
@@ -195,8 +196,7 @@ class AgedMemory:
         value: str,
         state,
         *,
-        proc_root: str = "/proc",
-        sys_root: str = "/sys",
+        host: Host = LOCAL,
         records: str | os.PathLike,
         reserve_bytes: int | None = None,
         drop_caches: bool = False,
@@ -204,7 +204,7 @@ class AgedMemory:
         run_id: str = "",
     ):
         self.want, self.value = parse(value), value
-        self.state, self.proc_root, self.sys_root = state, proc_root, sys_root
+        self.state, self.host = state, host
         self.records, self.reserve, self.drop_caches = records, reserve_bytes or 0, drop_caches
         self.helper, self.run_id = helper, run_id
         self.columns: dict = {
@@ -232,10 +232,8 @@ class AgedMemory:
         )
         self.columns[f"{PREFIX}movable"] = movable if fragmented else None
         self.columns[f"{PREFIX}pcp_drain_s"] = self._drain_percpu_lists()
-        done = condition_memory(
-            self.proc_root, compact=True, drop_caches=self.drop_caches, io=self.state.io
-        )
-        initial = reporting.free_2mib_blocks(self.proc_root)
+        done = condition_memory(self.host, compact=True, drop_caches=self.drop_caches)
+        initial = reporting.free_2mib_blocks(self.host)
         self.columns.update(
             {
                 f"{PREFIX}compact_s": round(done["seconds"], 3),
@@ -257,7 +255,7 @@ class AgedMemory:
         self.state.apply({DRAIN_KNOB: DRAIN_FRACTION})
         try:
             while (
-                kernel.pcp_pages(self.proc_root) or 0
+                kernel.pcp_pages(self.host) or 0
             ) > PCP_DRAINED_PAGES and time.monotonic() - started < DRAIN_S:
                 time.sleep(0.2)
         finally:
@@ -265,20 +263,17 @@ class AgedMemory:
         return round(time.monotonic() - started, 2)
 
     def _read_counters(self) -> dict:
-        vm = kernel.read_vmstat(self.proc_root)
+        vm = kernel.read_vmstat(self.host)
         counters = {name: vm[name] for name in DURING_VMSTAT if name in vm}
         counters.update(
-            {
-                f"khugepaged.{k}": v
-                for k, v in kernel.read_khugepaged_counters(self.sys_root).items()
-            }
+            {f"khugepaged.{k}": v for k, v in kernel.read_khugepaged_counters(self.host).items()}
         )
         return counters
 
     def _fragment(self, initial: int) -> None:
         leave, limit = limit_for(self.want.level, initial)
         self.columns[f"{PREFIX}free_2mib_limit"] = limit
-        available = kernel.mem_available(self.proc_root) or 0
+        available = kernel.mem_available(self.host) or 0
         chunk_blocks = max(1, int(min(CHUNK_BYTES, CHUNK_SHARE * available)) // (2 << 20))
         # the blocks others free meanwhile are taken too; what bounds it is what it may hold
         max_blocks = int(HELD_SHARE * available) // os.sysconf("SC_PAGE_SIZE")
@@ -297,7 +292,7 @@ class AgedMemory:
         finally:
             self.state.apply(found)
         self.columns.update({f"{PREFIX}fragmenter.{k}": v for k, v in report.items()})
-        free = reporting.free_2mib_blocks(self.proc_root)
+        free = reporting.free_2mib_blocks(self.host)
         if "error" in report:
             self.failed = f"the fragmenter failed: {report['error']}"
         elif free > limit:
@@ -321,11 +316,11 @@ class AgedMemory:
             "--deadline",
             str(DEADLINE_S),
             "--proc-root",
-            str(self.proc_root),
+            str(self.host.proc),
             *(["--movable"] if self.want.movable else []),
         ]
         container = self.container = RunContainer(
-            f"fragmenter-{self.run_id}", self.records, proc_root="/proc", use_cgroup=False
+            f"fragmenter-{self.run_id}", self.records, host=LOCAL, use_cgroup=False
         )
         env = {**os.environ, **container.env()}
         proc = self.proc = subprocess.Popen(
@@ -350,14 +345,14 @@ class AgedMemory:
 
     def _supply_columns(self) -> dict:
         """What the run starts with: free 2 MiB blocks per zone, and debugfs' unusable index at order 9."""
-        zones = kernel.free_huge_blocks(self.proc_root)
-        pending = reporting.unpopulated_free_bytes(self.proc_root) // (2 << 20)
+        zones = kernel.free_huge_blocks(self.host)
+        pending = reporting.unpopulated_free_bytes(self.host) // (2 << 20)
         columns: dict[str, int | float | str] = {
             f"{PREFIX}free_2mib_blocks": sum(zones.values()) + pending,
             f"{PREFIX}unpopulated_2mib_blocks": pending,
         }
         columns.update({f"{PREFIX}zone.{zone}.free_2mib_blocks": n for zone, n in zones.items()})
-        index = kernel.read_unusable_index(self.sys_root)
+        index = kernel.read_unusable_index(self.host)
         if index is None:
             columns[f"{PREFIX}unusable_index.reason"] = (
                 "debugfs (/sys/kernel/debug/extfrag) is not mounted here"
@@ -376,7 +371,7 @@ class AgedMemory:
 
     def _settled(self) -> int:
         """Free 2 MiB blocks after the fragmenter (given a moment to come back when there was one)."""
-        read = lambda: reporting.free_2mib_blocks(self.proc_root)  # noqa: E731
+        read = lambda: reporting.free_2mib_blocks(self.host)  # noqa: E731
         if f"{PREFIX}fragmenter.blocks_pinned" not in self.columns:
             return read()
         wanted = (
@@ -411,7 +406,7 @@ class AgedMemory:
             ]
             self.proc = None
             self.columns[f"{PREFIX}after.pcp_drain_s"] = self._drain_percpu_lists()
-        meminfo = kernel.read_meminfo(self.proc_root)
+        meminfo = kernel.read_meminfo(self.host)
         self.columns.update(
             {
                 f"{PREFIX}after.free_2mib_blocks": self._settled(),

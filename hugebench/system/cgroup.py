@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.parse import parse_int
 
 PARENT = "hugebench"  # every run's cgroup is a child of <mount>/hugebench
@@ -122,17 +123,17 @@ def keyed(path: Path) -> dict[str, int]:
     return out
 
 
-def hierarchy(proc_root: str | Path = "/proc") -> tuple[Path | None, str | None]:
+def hierarchy(host: Host = LOCAL) -> tuple[Path | None, str | None]:
     """The cgroup v2 mount point, or None and why there is none."""
-    mounts = kernel.cgroup_mounts(proc_root)
+    mounts = kernel.cgroup_mounts(host)
     if mounts["v2"] is None:
-        return None, f"no cgroup v2 hierarchy is mounted ({Path(proc_root, 'self', 'mountinfo')})"
+        return None, f"no cgroup v2 hierarchy is mounted ({Path(host.proc, 'self', 'mountinfo')})"
     return Path(mounts["v2"]), None
 
 
-def create(name: str, proc_root: str | Path = "/proc") -> tuple[Cgroup | None, str | None]:
+def create(name: str, host: Host = LOCAL) -> tuple[Cgroup | None, str | None]:
     """``<v2 mount>/hugebench/<name>``, ready to be joined; or None and why it cannot be had here."""
-    mount, why = hierarchy(proc_root)
+    mount, why = hierarchy(host)
     if mount is None:
         return None, why
     parent = mount / PARENT
@@ -164,17 +165,17 @@ def _enable_memory(parent: Path) -> None:
             pass  # then the runs have no memory accounting, which their rows say
 
 
-def no_memory_reason(cgroup: Cgroup, proc_root: str | Path = "/proc") -> str:
-    mounts = kernel.cgroup_mounts(proc_root)
+def no_memory_reason(cgroup: Cgroup, host: Host = LOCAL) -> str:
+    mounts = kernel.cgroup_mounts(host)
     where = f"the cgroup v2 hierarchy at {mounts['v2']} has no memory controller"
     if "memory" in mounts["v1"]:
         return f"{where} (memory is a cgroup v1 controller here, at {mounts['v1']['memory']})"
     return where
 
 
-def run_cgroups(proc_root: str | Path = "/proc") -> list[Cgroup]:
+def run_cgroups(host: Host = LOCAL) -> list[Cgroup]:
     """Every run cgroup that exists now (live sweeps' and dead ones') that we may end."""
-    mount, _ = hierarchy(proc_root)
+    mount, _ = hierarchy(host)
     parent = mount / PARENT if mount else None
     if parent is None or not parent.is_dir():
         return []

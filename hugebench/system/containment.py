@@ -25,6 +25,7 @@ from pathlib import Path
 
 from hugebench import kernel
 from hugebench._util import write_json_atomic
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.system import cgroup as cgroups
 from hugebench.system import memlimit
 from hugebench.system.journal import default_journal_path
@@ -41,33 +42,33 @@ def record_dir(journal: str | os.PathLike | None = None) -> Path:
     return journal.parent / f"{journal.stem}-runs"
 
 
-def alive(pid: int, start: int | None, proc_root: str | Path = "/proc") -> bool:
+def alive(pid: int, start: int | None, host: Host = LOCAL) -> bool:
     """``pid`` exists, is not a zombie, and (when ``start`` is known) is the process that started then."""
-    stat = kernel.read_optional(Path(proc_root, str(pid), "stat"))
+    stat = kernel.read_optional(Path(host.proc, str(pid), "stat"))
     if not stat:
         return False
     after = stat.rsplit(")", 1)[1].split()
     return after[0] != "Z" and (start is None or int(after[19]) == start)
 
 
-def token_holders(token: str, proc_root: str | Path = "/proc") -> list[int]:
+def token_holders(token: str, host: Host = LOCAL) -> list[int]:
     """The processes that inherited ``HUGEBENCH_RUN=token`` (never this one)."""
     needle, me, found = f"{TOKEN}={token}".encode(), os.getpid(), []
-    for entry in Path(proc_root).iterdir():
+    for entry in host.proc.iterdir():
         if entry.name.isdigit() and int(entry.name) != me:
-            environ = kernel.process_environ(int(entry.name), proc_root)
+            environ = kernel.process_environ(int(entry.name), host)
             if environ and needle in environ:
                 found.append(int(entry.name))
     return found
 
 
-def end_processes(token: str | None, pids: dict[int, int], proc_root: str | Path = "/proc") -> int:
+def end_processes(token: str | None, pids: dict[int, int], host: Host = LOCAL) -> int:
     """SIGKILL the recorded pids that are still the same processes and every holder of ``token``, until none
     is left; the number of processes ended."""
     ended: set[int] = set()
     for _ in range(50):
-        victims = {p for p, start in pids.items() if alive(p, start, proc_root)}
-        victims.update(token_holders(token, proc_root) if token else ())
+        victims = {p for p, start in pids.items() if alive(p, start, host)}
+        victims.update(token_holders(token, host) if token else ())
         victims.discard(os.getpid())
         if not victims:
             break
@@ -90,16 +91,16 @@ class RunContainer:
         run_id: str,
         records: str | os.PathLike,
         *,
-        proc_root: str | Path = "/proc",
+        host: Host = LOCAL,
         use_cgroup: bool = True,
         memory_limit: int | None = None,
     ):
         pid = os.getpid()
-        self.proc_root = proc_root
-        self.name = f"{pid}-{kernel.process_start_ticks(pid, proc_root)}-{run_id[:12]}"
+        self.host = host
+        self.name = f"{pid}-{kernel.process_start_ticks(pid, host)}-{run_id[:12]}"
         self.token = f"{self.name}-{secrets.token_hex(6)}"
         self.cgroup, self.reason = (
-            cgroups.create(self.name, proc_root)
+            cgroups.create(self.name, host)
             if use_cgroup
             else (None, "cgroups not used for this run")
         )
@@ -108,7 +109,7 @@ class RunContainer:
         self.limit_error: str | None = None
         if memory_limit is not None:
             self.limit, self.limit_error = memlimit.apply(
-                memory_limit, self.name, self.cgroup, proc_root
+                memory_limit, self.name, self.cgroup, host
             )
         self.record_path: Path | None = Path(records) / f"{self.name}.json"
         self.pids: dict[int, int] = {}
@@ -141,7 +142,7 @@ class RunContainer:
         """In the parent, once ``pid`` runs: if it is not in the run's cgroup (the kernel refused the move, as
         in some containers), the run goes on without the cgroup, under the pid record, and says so. A run
         whose memory limit did not take is stopped here: ``limit_error`` says why."""
-        if self.limit is not None and not self.limit.holds(pid, self.proc_root):
+        if self.limit is not None and not self.limit.holds(pid, self.host):
             self.limit_error = f"the run's process is not in {self.limit.path}: no memory limit"
             self.kill()
         if self.cgroup is None:
@@ -150,7 +151,7 @@ class RunContainer:
             (
                 ln
                 for ln in (
-                    kernel.read_optional(Path(self.proc_root, str(pid), "cgroup")) or ""
+                    kernel.read_optional(Path(self.host.proc, str(pid), "cgroup")) or ""
                 ).splitlines()
                 if ln.startswith("0::")
             ),
@@ -167,7 +168,7 @@ class RunContainer:
 
     def add(self, pid: int) -> None:
         """Record ``pid`` as the run's now (a helper started outside the run's launcher)."""
-        start = kernel.process_start_ticks(pid, self.proc_root)
+        start = kernel.process_start_ticks(pid, self.host)
         if start is not None:
             self.pids[pid] = start
             self._write_record()
@@ -186,9 +187,8 @@ class RunContainer:
             return
         new = {
             p: s
-            for p in kernel.process_tree(root, self.proc_root)
-            if p not in self.pids
-            and (s := kernel.process_start_ticks(p, self.proc_root)) is not None
+            for p in kernel.process_tree(root, self.host)
+            if p not in self.pids and (s := kernel.process_start_ticks(p, self.host)) is not None
         }
         if new:
             self.pids.update(new)
@@ -211,7 +211,7 @@ class RunContainer:
             count = len(self.cgroup.procs())
             self.cgroup.kill()
             return count
-        return end_processes(self.token, self.pids, self.proc_root)
+        return end_processes(self.token, self.pids, self.host)
 
     def close(self) -> dict:
         """End what is left, read the cgroup's accounting, remove the cgroup and the record; the run's
@@ -240,7 +240,7 @@ class RunContainer:
     def _memory_columns(self) -> dict:
         assert self.cgroup is not None  # called only for a run in a cgroup
         if not self.cgroup.has_memory():
-            return {"cgroup.memory.reason": cgroups.no_memory_reason(self.cgroup, self.proc_root)}
+            return {"cgroup.memory.reason": cgroups.no_memory_reason(self.cgroup, self.host)}
         return {
             "cgroup.memory_peak_bytes": self.cgroup.memory_peak(),
             "cgroup.oom_kills": self.cgroup.oom_kills(),
@@ -255,7 +255,7 @@ class RunContainer:
             "name": self.name,
             "token": self.token,
             "owner_pid": os.getpid(),
-            "owner_start": kernel.process_start_ticks(os.getpid(), self.proc_root),
+            "owner_start": kernel.process_start_ticks(os.getpid(), self.host),
             "cgroup": str(self.cgroup.path) if self.cgroup else None,
             "pids": {str(p): s for p, s in self.pids.items()},
         }
@@ -268,13 +268,13 @@ class RunContainer:
             self.record_path = None
 
 
-def end_leftovers(records: str | os.PathLike, proc_root: str | Path = "/proc") -> list[dict]:
+def end_leftovers(records: str | os.PathLike, host: Host = LOCAL) -> list[dict]:
     """End the runs of sweeps that are gone: every record whose owner is dead (its cgroup, recorded pids and
     token holders), then every hugebench cgroup whose owner is dead. What was ended, per run."""
     ended = []
     for path in sorted(Path(records).glob("*.json")) if Path(records).is_dir() else ():
         record = _read_record(path)
-        if record is None or alive(record["owner_pid"], record["owner_start"], proc_root):
+        if record is None or alive(record["owner_pid"], record["owner_start"], host):
             continue
         killed = 0
         if record.get("cgroup"):
@@ -282,12 +282,12 @@ def end_leftovers(records: str | os.PathLike, proc_root: str | Path = "/proc") -
             killed += len(group.procs()) if group.path.is_dir() else 0
             group.remove()
         pids = {int(p): s for p, s in record.get("pids", {}).items()}
-        killed += end_processes(record.get("token"), pids, proc_root)
+        killed += end_processes(record.get("token"), pids, host)
         path.unlink(missing_ok=True)
         ended.append({"run": record["name"], "owner_pid": record["owner_pid"], "killed": killed})
-    for group in cgroups.run_cgroups(proc_root):
+    for group in cgroups.run_cgroups(host):
         owner = _owner(group.path.name)
-        if owner is None or alive(*owner, proc_root):
+        if owner is None or alive(*owner, host):
             continue
         killed = len(group.procs())
         if group.remove():

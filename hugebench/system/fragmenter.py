@@ -37,6 +37,7 @@ from pathlib import Path
 
 from hugebench import kernel
 from hugebench.kernel import reporting
+from hugebench.kernel.host import LOCAL, Host
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 HUGE = 2 << 20
@@ -65,11 +66,11 @@ def _check(result: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def free_huge_blocks(proc_root: str = "/proc") -> int:
+def free_huge_blocks(host: Host = LOCAL) -> int:
     """Free 2 MiB blocks in every zone a huge page can come from, with the memory the kernel has not handed
     to the buddy allocator yet (``hugebench.kernel.reporting``): where it hands memory out lazily, taking
     blocks makes it hand out more, and the buddy allocator's own count alone does not fall."""
-    return reporting.free_2mib_blocks(proc_root)
+    return reporting.free_2mib_blocks(host)
 
 
 def _anon_huge_bytes() -> int:
@@ -108,7 +109,7 @@ def fragment(
     max_blocks: int,
     chunk_blocks: int,
     deadline_s: float,
-    proc_root: str = "/proc",
+    host: Host = LOCAL,
     movable: bool = False,
 ) -> dict:
     """Pin blocks chunk by chunk until a stop condition (see the module); the report."""
@@ -116,7 +117,7 @@ def fragment(
     pinned = held_pages = chunks = stalls = 0
     stopped = "deadline"
     while time.monotonic() - started < deadline_s:
-        free = free_huge_blocks(proc_root)
+        free = free_huge_blocks(host)
         if free <= leave:
             stopped = "level reached"
             break
@@ -129,7 +130,7 @@ def fragment(
         if huge == 0:
             stopped = "no free 2 MiB block left to take (huge-page faults fell back to 4 KiB)"
             break
-        stalls = stalls + 1 if free_huge_blocks(proc_root) >= free else 0
+        stalls = stalls + 1 if free_huge_blocks(host) >= free else 0
         if stalls >= STALLS_BEFORE_GIVING_UP:
             stopped = "no progress: free 2 MiB blocks did not fall over three chunks"
             break
@@ -141,7 +142,7 @@ def fragment(
         "peak_rss_bytes": hwm,
         "seconds": round(time.monotonic() - started, 3),
         "stopped": stopped,
-        "free_2mib_blocks": free_huge_blocks(proc_root),
+        "free_2mib_blocks": free_huge_blocks(host),
         "movable": movable,
     }
 
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             args.max_blocks,
             max(1, args.chunk_blocks),
             args.deadline,
-            args.proc_root,
+            Host.at(proc_root=args.proc_root),
             args.movable,
         )
     except OSError as exc:

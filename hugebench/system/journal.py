@@ -2,7 +2,8 @@
 can still be undone by `hugebench system restore`.
 
 Format (JSON): format, pid, pid_start (clock ticks, to tell a reused pid), started, purpose ('sweep' or
-'set'), sys_root, proc_root, saved {name: original value}, touched [names in first-write order].
+'set'), sys_root, proc_root (the host's roots), saved {name: original value}, touched [names in
+first-write order].
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from hugebench._util import write_json_atomic
 from hugebench.errors import HugebenchError, SystemStateError
 from hugebench.kernel import process_start_ticks
-from hugebench.system.knobs import Knob, SysfsIO, discover_knobs
+from hugebench.kernel.host import Host
+from hugebench.system.knobs import Knob, discover_knobs
 
 JOURNAL_FORMAT = 1
 RESTORE_HINT = "run `hugebench system restore` (as root)"
@@ -50,9 +52,7 @@ class JournalRecord:
     touched: tuple[str, ...] = ()
 
     @classmethod
-    def new(
-        cls, purpose: str, sys_root: str | Path, proc_root: str | Path, saved: dict[str, str]
-    ) -> JournalRecord:
+    def new(cls, purpose: str, host: Host, saved: dict[str, str]) -> JournalRecord:
         pid = os.getpid()
         started = datetime.now().astimezone().isoformat(timespec="seconds")
         return cls(
@@ -60,8 +60,8 @@ class JournalRecord:
             process_start_ticks(pid),
             started,
             purpose,
-            str(sys_root),
-            str(proc_root),
+            str(host.sys),
+            str(host.proc),
             dict(saved),
         )
 
@@ -170,12 +170,11 @@ def restore_saved(knobs: dict[str, Knob], saved: dict[str, str], touched) -> tup
 
 def restore_from_journal(
     journal_path: str | Path | None = None,
-    sys_root: str | Path | None = None,
-    proc_root: str | Path | None = None,
+    host: Host | None = None,
     force: bool = False,
-    io: SysfsIO | None = None,
 ) -> dict:
-    """Undo what a journal records (roots default to the journal's). The journal is deleted on success.
+    """Undo what a journal records on ``host`` (None: the host at the journal's roots, ``Host.at``). The
+    journal is deleted on success.
 
     Returns {journal, found, owner, purpose, restored: {name: {from, to}}, unchanged: [names]}.
     """
@@ -200,7 +199,7 @@ def restore_from_journal(
             f"the sweep that wrote {path} ({record.describe_owner()}) is still running and will restore "
             f"the knobs itself; stop it with `kill {record.pid}`, or pass --force"
         )
-    knobs = discover_knobs(sys_root or record.sys_root, proc_root or record.proc_root, io)
+    knobs = discover_knobs(host or Host.at(record.sys_root, record.proc_root))
     restored, errors = restore_saved(knobs, record.saved, record.touched)
     if errors:
         details = "; ".join(f"{n}: {e}" for n, e in errors.items())

@@ -1,7 +1,8 @@
 """Every huge-page kernel knob as a small object: parse, read, and a write that is verified by reading back.
 
-All I/O goes through a `SysfsIO` so tests can point knobs at a fake /sys tree that behaves like the kernel
-(or misbehaves on purpose). Roots are parameters; nothing here assumes the real /sys or /proc.
+All I/O goes through the `Host`'s writer (`hugebench.kernel.Host.io`) so tests can point knobs at a fake /sys
+tree that behaves like the kernel (or misbehaves on purpose). The host is a parameter; nothing here assumes the
+real /sys or /proc.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from hugebench import kernel
 from hugebench import knob_catalogue as catalogue
 from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.kernel import reporting as page_reporting
+from hugebench.kernel.host import LOCAL, Host, SysfsIO
 
 UINT_MAX = catalogue.UINT_MAX
 POOL_MEMORY_SHARE = (
@@ -30,27 +31,6 @@ ALIASES = catalogue.ALIASES  # short names (thp, hugetlb), declared in hugebench
 # kernel (6.18) takes 0..11 and refuses 12 with EINVAL; a kernel that caps it at its largest order cannot hold
 # reporting off, and says so when 11 is written.
 REPORTING_KNOB = catalogue.BY_NAME["page_reporting.order"].name
-
-
-class SysfsIO(Protocol):
-    def read_text(self, path: Path) -> str: ...
-
-    def write_text(self, path: Path, text: str) -> None: ...
-
-
-class FileIO:
-    """Plain file I/O. One write() call per value: sysfs handlers see the whole value at once."""
-
-    def read_text(self, path: Path) -> str:
-        return kernel.read_text(path)
-
-    def write_text(self, path: Path, text: str) -> None:
-        with open(path, "w", encoding="ascii") as f:
-            f.write(text)
-
-
-# Module-level so a test can swap in a fake kernel for everything, including the CLI, in one place.
-default_io: SysfsIO = FileIO()
 
 
 class UnknownKnobError(SystemStateError):
@@ -83,9 +63,8 @@ class Knob:
     kind: str
     minimum: int = 0
     maximum: int | None = None
-    io: SysfsIO | None = None
+    host: Host = LOCAL  # the machine: its writer, and (pools) where /proc/meminfo is
     page_kb: int = 0  # pools: the huge page size, which bounds the pool by the machine's memory
-    proc_root: Path | None = None  # pools: where /proc/meminfo is
     least_nonzero: int = 0  # int knobs: values between 0 and this are refused (0 itself is allowed)
     named: tuple = ()  # int knobs: (word, value) a file may give instead of the number ('off' -> '11')
 
@@ -98,7 +77,7 @@ class Knob:
         return self.kind == "pool"
 
     def _io(self) -> SysfsIO:
-        return self.io if self.io is not None else default_io
+        return self.host.io
 
     def reading(self) -> kernel.Reading:
         text = self._io().read_text(self.path)
@@ -157,7 +136,7 @@ class Knob:
 
     def _check_pool_fits(self, pages: int) -> None:
         """Refuse a pool the machine cannot give without running out of memory (the kernel would try)."""
-        meminfo = kernel.read_meminfo(self.proc_root or "/proc")
+        meminfo = kernel.read_meminfo(self.host)
         free = meminfo.get("MemAvailable", meminfo.get("MemTotal"))
         if not free or not self.page_kb:
             return
@@ -207,12 +186,12 @@ class Knob:
         )
 
 
-def _thp_specs(sys_root: Path, pmd_ptes: int) -> list[tuple[str, str, str, int, int | None]]:
-    """(name, path relative to sys_root, kind, min, max) for every THP knob in the catalogue, mTHP sizes
+def _thp_specs(host: Host, pmd_ptes: int) -> list[tuple[str, str, str, int, int | None]]:
+    """(name, path relative to the /sys root, kind, min, max) for every THP knob in the catalogue, mTHP sizes
     included (which files exist is the caller's test)."""
     decls = [d for d in catalogue.DECLARED if d.family in ("thp", "khugepaged")]
-    decls += [catalogue.mthp_decl(size_kb) for size_kb in kernel.mthp_sizes_kb(sys_root)]
-    decls += [catalogue.mthp_shmem_decl(kb) for kb in kernel.mthp_shmem_sizes_kb(sys_root)]
+    decls += [catalogue.mthp_decl(size_kb) for size_kb in kernel.mthp_sizes_kb(host)]
+    decls += [catalogue.mthp_shmem_decl(kb) for kb in kernel.mthp_shmem_sizes_kb(host)]
     return [(d.name, d.path, d.kind, d.minimum, _top(d, pmd_ptes)) for d in decls]
 
 
@@ -223,57 +202,59 @@ def _top(decl: catalogue.KnobDecl, pmd_ptes: int) -> int | None:
     return decl.maximum if isinstance(decl.maximum, int) else None
 
 
-def _pmd_ptes(sys_root: Path) -> int:
+def _pmd_ptes(host: Host) -> int:
     """Base pages per PMD huge page (512 on x86-64), which bounds khugepaged's max_ptes_* knobs."""
-    pmd_size = kernel.hpage_pmd_size(sys_root) or 2 * 1024 * 1024
+    pmd_size = kernel.hpage_pmd_size(host) or 2 * 1024 * 1024
     return max(1, pmd_size // os.sysconf("SC_PAGE_SIZE"))
 
 
-def _hugetlb_knobs(sys_root: Path, proc_root: Path, io: SysfsIO | None) -> list[Knob]:
+def _hugetlb_knobs(host: Host) -> list[Knob]:
     """The catalogue's hugetlb pools this kernel has. /proc/sys/vm/nr_hugepages is the pool of the *default*
     huge page size: hugetlb.2MB uses it only when that size is 2 MiB, else the per-size sysfs file."""
     knobs = []
     for d in catalogue.DECLARED:
         if d.family != "hugetlb":
             continue
-        root, rel = sys_root, d.path
-        if d.page_kb == 2048 and Path(proc_root, "sys/vm/nr_hugepages").exists():
-            if kernel.default_hugepage_kb(proc_root) in (2048, None):
-                root, rel = proc_root, "sys/vm/nr_hugepages"
+        root, rel = host.sys, d.path
+        if d.page_kb == 2048 and Path(host.proc, "sys/vm/nr_hugepages").exists():
+            if kernel.default_hugepage_kb(host) in (2048, None):
+                root, rel = host.proc, "sys/vm/nr_hugepages"
         if Path(root, rel).exists():
-            knobs.append(
-                Knob(d.name, root, rel, "pool", io=io, page_kb=d.page_kb, proc_root=proc_root)
-            )
+            knobs.append(Knob(d.name, root, rel, "pool", host=host, page_kb=d.page_kb))
     return knobs
 
 
-def discover_knobs(
-    sys_root: str | Path = "/sys", proc_root: str | Path = "/proc", io: SysfsIO | None = None
-) -> dict[str, Knob]:
-    """Every huge-page knob this kernel has, by name (see ALIASES for short names). None means the real root."""
-    sys_root, proc_root = Path(sys_root or "/sys"), Path(proc_root or "/proc")
+def discover_knobs(host: Host = LOCAL) -> dict[str, Knob]:
+    """Every huge-page knob this kernel has, by name (see ALIASES for short names), written by ``host.io``."""
     knobs = {}
-    for name, rel, kind, lo, hi in _thp_specs(sys_root, _pmd_ptes(sys_root)):
-        if (sys_root / rel).exists():
-            knobs[name] = Knob(name, sys_root, rel, kind, lo, hi, io)
-    for knob in _hugetlb_knobs(sys_root, proc_root, io):
+    for name, rel, kind, lo, hi in _thp_specs(host, _pmd_ptes(host)):
+        if (host.sys / rel).exists():
+            knobs[name] = Knob(name, host.sys, rel, kind, lo, hi, host)
+    for knob in _hugetlb_knobs(host):
         knobs[knob.name] = knob
     for d in catalogue.DECLARED:
-        if d.family == "vm" and (proc_root / d.path).exists():
-            top = _top(d, _pmd_ptes(sys_root))
+        if d.family == "vm" and (host.proc / d.path).exists():
+            top = _top(d, _pmd_ptes(host))
             knobs[d.name] = Knob(
-                d.name, proc_root, d.path, d.kind, d.minimum, top, io, least_nonzero=d.least_nonzero
+                d.name,
+                host.proc,
+                d.path,
+                d.kind,
+                d.minimum,
+                top,
+                host,
+                least_nonzero=d.least_nonzero,
             )
-    if (sys_root / page_reporting.ORDER_FILE).exists():
-        top = page_reporting.buddy_orders(proc_root) or 11
+    if (host.sys / page_reporting.ORDER_FILE).exists():
+        top = page_reporting.buddy_orders(host) or 11
         knobs[REPORTING_KNOB] = Knob(
             REPORTING_KNOB,
-            sys_root,
+            host.sys,
             page_reporting.ORDER_FILE,
             "int",
             0,
             top,
-            io,
+            host,
             named=(("off", str(top)),),  # above the largest order: nothing is reported
         )
     return knobs

@@ -30,6 +30,7 @@ from typing import Literal
 
 from hugebench._util import printable
 from hugebench.errors import SystemStateError
+from hugebench.kernel.host import LOCAL, Host
 
 LOCK_NAME = "hugebench.lock"
 HOST_LOCK_DIRS = ("/run/lock", "/tmp")
@@ -44,21 +45,21 @@ def _fix(path) -> str:
     )
 
 
-def default_lock_paths(sys_root: str | os.PathLike = "/sys") -> tuple[Path, ...]:
+def default_lock_paths(host: Host = LOCAL) -> tuple[Path, ...]:
     """The lock files a sweep takes: HUGEBENCH_LOCK alone when set; for a fake /sys tree (tests), a lock
     beside it, so a fake sweep never blocks a real one; else the host's lock files (see the module header)."""
     if os.environ.get("HUGEBENCH_LOCK"):
         return (Path(os.environ["HUGEBENCH_LOCK"]),)
-    if Path(sys_root).resolve() != Path("/sys"):
-        return (Path(sys_root).resolve().parent / LOCK_NAME,)
+    if host.sys.resolve() != Path("/sys"):
+        return (host.sys.resolve().parent / LOCK_NAME,)
     return tuple(Path(d) / LOCK_NAME for d in HOST_LOCK_DIRS if Path(d).is_dir()) or (
         Path("/tmp") / LOCK_NAME,
     )
 
 
-def default_lock_path(sys_root: str | os.PathLike = "/sys") -> Path:
+def default_lock_path(host: Host = LOCAL) -> Path:
     """The first of :func:`default_lock_paths`."""
-    return default_lock_paths(sys_root)[0]
+    return default_lock_paths(host)[0]
 
 
 def _paths(path) -> tuple[Path, ...]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.parse import parse_int
 from hugebench.system import cgroup as cgroups
 
@@ -55,10 +56,10 @@ class MemoryLimit:
         if self.own:
             (self.path / "cgroup.procs").write_text(str(pid))
 
-    def holds(self, pid: int, proc_root: str | Path = "/proc") -> bool:
+    def holds(self, pid: int, host: Host = LOCAL) -> bool:
         """``pid`` is in the limited cgroup (the kernel may have refused the move)."""
         want = "0::" if self.version == 2 else ":memory:"
-        for line in (kernel.read_optional(Path(proc_root, str(pid), "cgroup")) or "").splitlines():
+        for line in (kernel.read_optional(Path(host.proc, str(pid), "cgroup")) or "").splitlines():
             if want in line and line.endswith(f"/{self.path.name}"):
                 return True
         return False
@@ -107,7 +108,7 @@ class MemoryLimit:
 
 
 def apply(
-    limit: int, name: str, v2: cgroups.Cgroup | None, proc_root: str | Path = "/proc"
+    limit: int, name: str, v2: cgroups.Cgroup | None, host: Host = LOCAL
 ) -> tuple[MemoryLimit | None, str | None]:
     """The run's limit set on its v2 cgroup (``v2``, with the memory controller) or on a v1 memory cgroup of
     its own named ``name``; or None and why neither can hold it here."""
@@ -119,13 +120,13 @@ def apply(
         except OSError as exc:
             return None, f"cannot write {v2.path / 'memory.max'} ({exc.strerror})"
         return MemoryLimit(v2.path, 2, limit, own=False), None
-    return _v1(limit, name, v2, proc_root)
+    return _v1(limit, name, v2, host)
 
 
 def _v1(
-    limit: int, name: str, v2: cgroups.Cgroup | None, proc_root: str | Path
+    limit: int, name: str, v2: cgroups.Cgroup | None, host: Host
 ) -> tuple[MemoryLimit | None, str | None]:
-    mounts = kernel.cgroup_mounts(proc_root)
+    mounts = kernel.cgroup_mounts(host)
     mount = mounts["v1"].get("memory")
     if mount is None:
         why = (
@@ -134,7 +135,7 @@ def _v1(
             else "the run has no cgroup v2"
         )
         return None, f"{why} and no cgroup v1 memory controller is mounted"
-    here = _own_v1_path(proc_root)
+    here = _own_v1_path(host)
     path = Path(mount, here.lstrip("/"), cgroups.PARENT, name)
     try:
         path.mkdir(parents=True)
@@ -148,9 +149,9 @@ def _v1(
     return MemoryLimit(path, 1, limit, own=True), None
 
 
-def _own_v1_path(proc_root: str | Path) -> str:
+def _own_v1_path(host: Host) -> str:
     """This process's v1 memory cgroup ('/' at the root)."""
-    for line in (kernel.read_optional(Path(proc_root, "self", "cgroup")) or "").splitlines():
+    for line in (kernel.read_optional(Path(host.proc, "self", "cgroup")) or "").splitlines():
         parts = line.split(":", 2)
         if len(parts) == 3 and "memory" in parts[1].split(","):
             return parts[2]

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hugebench import kernel
 from hugebench.errors import SystemStateError
-from hugebench.system.knobs import SysfsIO, discover_knobs
+from hugebench.kernel.host import LOCAL, Host
+from hugebench.system.knobs import discover_knobs
 
 
-def show(
-    sys_root: str | Path = "/sys", proc_root: str | Path = "/proc", io: SysfsIO | None = None
-) -> dict:
+def show(host: Host = LOCAL) -> dict:
     """Returns {'knobs': {name: {value, choices, allowed, path, writable}}, 'thp_vmstat': {...},
     'hugetlb': {size: {nr, free, surplus, resv}}}."""
     knobs = {}
-    for name, knob in discover_knobs(sys_root, proc_root, io).items():
+    for name, knob in discover_knobs(host).items():
         try:
             reading = knob.reading()
             value, choices = reading.value, list(reading.choices)
@@ -29,7 +26,7 @@ def show(
             "writable": kernel.writable(knob.path),
         }
     try:
-        vmstat = kernel.read_thp_vmstat(proc_root)
+        vmstat = kernel.read_thp_vmstat(host)
     except OSError:
         vmstat = {}
-    return {"knobs": knobs, "thp_vmstat": vmstat, "hugetlb": kernel.read_hugetlb_pools(sys_root)}
+    return {"knobs": knobs, "thp_vmstat": vmstat, "hugetlb": kernel.read_hugetlb_pools(host)}

@@ -16,7 +16,8 @@ from pathlib import Path
 from hugebench import kernel
 from hugebench import knob_catalogue as catalogue
 from hugebench.errors import PrivilegeError, SystemStateError
-from hugebench.system.knobs import Knob, SysfsIO, discover_knobs, resolve_name
+from hugebench.kernel.host import LOCAL, Host
+from hugebench.system.knobs import Knob, discover_knobs, resolve_name
 
 PR_SET_THP_DISABLE = 41
 PR_GET_THP_DISABLE = 42
@@ -55,13 +56,11 @@ def _privilege_error(changes: list[tuple[Knob, str]], rerun: str) -> PrivilegeEr
 
 def check_privileges(
     settings_list: Iterable[Mapping[str, str | int]],
-    sys_root: str | Path = "/sys",
-    proc_root: str | Path = "/proc",
+    host: Host = LOCAL,
     euid: int | None = None,
     *,
     allow_prctl_never: bool = False,
     rerun: str = "hugebench sweep FILE",
-    io: SysfsIO | None = None,
 ) -> dict[str, str]:
     """Check every settings dict the sweep will apply; raise before anything runs.
 
@@ -71,7 +70,7 @@ def check_privileges(
     disable_thp_for_this_process().
     """
     euid = os.geteuid() if euid is None else euid
-    knobs = discover_knobs(sys_root, proc_root, io)
+    knobs = discover_knobs(host)
     current = {}
     changes: dict[str, tuple[Knob, str]] = {}
     by_prctl: dict[str, str] = {}

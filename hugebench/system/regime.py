@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from hugebench.kernel import reporting
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.system.knobs import REPORTING_KNOB
 
 WARM, COLD = "warm", "cold"
@@ -83,20 +84,20 @@ def enter(value: str, state) -> dict:
     return columns
 
 
-def before_run(sys_root: str = "/sys", proc_root: str = "/proc") -> dict:
+def before_run(host: Host = LOCAL) -> dict:
     """Free page reporting as the run starts (every row has these)."""
-    now = reporting.page_reporting(sys_root, proc_root)
+    now = reporting.page_reporting(host)
     return {
         f"{PREFIX}page_reporting_order": now["order"],
         f"{PREFIX}page_reporting_active": now["active"],
-        "_reported_kib": reporting.reported_kib(sys_root),
+        "_reported_kib": reporting.reported_kib(host),
     }
 
 
-def after_run(before: dict, sys_root: str = "/sys") -> dict:
+def after_run(before: dict, host: Host = LOCAL) -> dict:
     """The columns of ``before`` with the KiB the host was handed during the run (None where not counted)."""
     columns = {k: v for k, v in before.items() if not k.startswith("_")}
-    start, end = before.get("_reported_kib"), reporting.reported_kib(sys_root)
+    start, end = before.get("_reported_kib"), reporting.reported_kib(host)
     columns[f"{PREFIX}reported_kib_delta"] = (
         end - start if start is not None and end is not None else None
     )

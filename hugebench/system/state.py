@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hugebench.errors import SystemStateError
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.system.journal import (
     RESTORE_HINT,
     JournalRecord,
@@ -24,7 +25,6 @@ from hugebench.system.journal import (
 from hugebench.system.knobs import (
     HugetlbShortfall,
     KnobValueError,
-    SysfsIO,
     discover_knobs,
     resolve_name,
 )
@@ -56,22 +56,19 @@ class SystemState:
 
     def __init__(
         self,
-        sys_root: str | Path = "/sys",
-        proc_root: str | Path = "/proc",
+        host: Host = LOCAL,
         journal_path: str | Path | None = None,
         *,
         purpose: str = "sweep",
         restore_on_exit: bool = True,
-        io: SysfsIO | None = None,
     ):
-        self.sys_root, self.proc_root = Path(sys_root or "/sys"), Path(proc_root or "/proc")
+        self.host = host
         self.journal_path = (
             Path(journal_path) if journal_path is not None else default_journal_path()
         )
         self.purpose = purpose
         self.restore_on_exit = restore_on_exit
-        self.io = io
-        self.knobs = discover_knobs(self.sys_root, self.proc_root, io)
+        self.knobs = discover_knobs(host)
         self.restored: dict[str, tuple[str, str]] = {}
         self.restore_errors: dict[str, str] = {}
         self._record: JournalRecord | None = None
@@ -136,7 +133,7 @@ class SystemState:
     def _journal_before_write(self, name: str) -> None:
         if self._record is None:
             saved = {n: k.read() for n, k in self.knobs.items()}
-            self._record = JournalRecord.new(self.purpose, self.sys_root, self.proc_root, saved)
+            self._record = JournalRecord.new(self.purpose, self.host, saved)
         if name not in self._record.saved:  # an adopted journal from before this knob existed
             self._record.saved[name] = self.knobs[name].read()
         if name in self._record.touched:
@@ -152,9 +149,7 @@ class SystemState:
 
     def condition_memory(self, compact: bool = False, drop_caches: bool = False) -> dict:
         """Before a run: drop clean caches and/or compact free memory, for a comparable huge-page supply."""
-        return condition_memory(
-            self.proc_root, compact=compact, drop_caches=drop_caches, io=self.io
-        )
+        return condition_memory(self.host, compact=compact, drop_caches=drop_caches)
 
     def found(self, name: str) -> str:
         """The value knob ``name`` had before this sweep first wrote it (what restore puts back)."""

@@ -26,9 +26,9 @@ import struct
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from hugebench.kernel import mthp_modes, process_thp_enabled, read_hugetlb_pools, thp_modes
+from hugebench.kernel.host import LOCAL, Host
 from hugebench.textpages.reports import HUGE, MODES, fill_tool, interior
 
 PT_LOAD, PF_X, ET_EXEC = 1, 1, 2
@@ -159,11 +159,9 @@ def _file_thp_self_test(directory: str) -> str | None:
     return None
 
 
-def _binary_refusal(
-    mode: str, segment: TextSegment, sys_root: str | Path, pool_sized: bool
-) -> str | None:
+def _binary_refusal(mode: str, segment: TextSegment, host: Host, pool_sized: bool) -> str | None:
     if mode == "hugetlb" and not pool_sized:
-        pool = read_hugetlb_pools(sys_root).get("2048kB", {})
+        pool = read_hugetlb_pools(host).get("2048kB", {})
         needed, available = segment.hugetlb_pages(), pool.get("free", 0) - pool.get("resv", 0)
         if needed > available:
             return (
@@ -183,26 +181,23 @@ def _binary_refusal(
     return None
 
 
-def _kernel_refusal(
-    mode: str, sys_root: str | Path, proc_root: str | Path, thp_set: bool
-) -> str | None:
-    if mode in ("thp", "file-thp") and process_thp_enabled("self", proc_root) is False:
+def _kernel_refusal(mode: str, host: Host, thp_set: bool) -> str | None:
+    if mode in ("thp", "file-thp") and process_thp_enabled("self", host) is False:
         return "THP is disabled for this process and its children (prctl PR_SET_THP_DISABLE)"
     if mode == "thp":
-        enabled = thp_modes(sys_root)["enabled"]
+        enabled = thp_modes(host)["enabled"]
         if enabled is None:
             return "the kernel has no transparent huge pages"
-        if not thp_set and (enabled == "never" or mthp_modes(sys_root).get("2048kB") == "never"):
+        if not thp_set and (enabled == "never" or mthp_modes(host).get("2048kB") == "never"):
             return "transparent_hugepage/enabled is 'never' (or hugepages-2048kB is): MADV_HUGEPAGE gets no THP"
-    if mode == "hugetlb" and "2048kB" not in read_hugetlb_pools(sys_root):
+    if mode == "hugetlb" and "2048kB" not in read_hugetlb_pools(host):
         return "the kernel has no 2 MiB hugetlb pool"
     return None
 
 
 def check_mode(
     mode: str,
-    sys_root: str | Path = "/sys",
-    proc_root: str | Path = "/proc",
+    host: Host = LOCAL,
     binary: str | os.PathLike | None = None,
     *,
     sweep_sets_thp: bool = False,
@@ -219,14 +214,14 @@ def check_mode(
         return f"unknown text_pages mode {mode!r}: one of {', '.join(MODES)}"
     if mode == "off":
         return None
-    why = _kernel_refusal(mode, sys_root, proc_root, sweep_sets_thp)
+    why = _kernel_refusal(mode, host, sweep_sets_thp)
     if why:
         return why
     segment = read_text_segment(binary) if binary is not None else None
     if segment is not None:
-        why = _binary_refusal(mode, segment, sys_root, sweep_sizes_pool)
+        why = _binary_refusal(mode, segment, host, sweep_sizes_pool)
     elif mode == "hugetlb" and not sweep_sizes_pool:
-        pool = read_hugetlb_pools(sys_root)["2048kB"]
+        pool = read_hugetlb_pools(host)["2048kB"]
         why = (
             None
             if pool.get("free", 0) > pool.get("resv", 0)

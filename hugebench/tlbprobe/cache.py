@@ -12,26 +12,27 @@ from pathlib import Path
 
 from hugebench import kernel
 from hugebench._util import write_json_atomic
+from hugebench.kernel.host import LOCAL, Host
 
 SUMMARY = "probe.json"
 
 
-def machine_key(proc_root: str | Path = "/proc") -> str:
+def machine_key(host: Host = LOCAL) -> str:
     """hostname + a hash of what decides the curves: CPU model, kernel release, memory size."""
-    cpu = kernel.read_cpu_info(proc_root)
+    cpu = kernel.read_cpu_info(host)
     identity = [
         socket.gethostname(),
         cpu.model_name,
         platform.release(),
-        str(kernel.mem_total(proc_root)),
+        str(kernel.mem_total(host)),
     ]
     digest = hashlib.sha1("|".join(identity).encode()).hexdigest()[:10]
     return f"{socket.gethostname()}-{digest}"
 
 
-def cache_dir(proc_root: str | Path = "/proc") -> Path:
+def cache_dir(host: Host = LOCAL) -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "hugebench" / "probe" / machine_key(proc_root)
+    return base / "hugebench" / "probe" / machine_key(host)
 
 
 def write_summary(directory: Path, summary: dict) -> Path:

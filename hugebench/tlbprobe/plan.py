@@ -9,6 +9,7 @@ from __future__ import annotations
 import yaml
 
 from hugebench.errors import SystemStateError
+from hugebench.kernel.host import LOCAL, Host
 
 MIB, GIB = 1 << 20, 1 << 30
 SMALLEST = 4 * MIB
@@ -40,14 +41,12 @@ def pool_pages(largest: int) -> dict[str, int]:
     return {knob: -(-largest // page) for knob, page in POOL_PAGE.values()}
 
 
-def grantable_pools(
-    wanted: dict[str, int], *, sys_root="/sys", proc_root="/proc", journal=None
-) -> dict[str, str]:
+def grantable_pools(wanted: dict[str, int], *, host: Host = LOCAL, journal=None) -> dict[str, str]:
     """knob -> "" if the kernel gives that pool now, else why not. Every pool is put back on the way out."""
     from hugebench.system import SystemState
 
     answers = {}
-    with SystemState(sys_root, proc_root, journal, purpose="probe pool trial") as state:
+    with SystemState(host, journal, purpose="probe pool trial") as state:
         for knob, pages in wanted.items():
             if knob not in state.knobs:
                 answers[knob] = f"this kernel has no {knob} pool"

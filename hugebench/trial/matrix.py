@@ -14,6 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
+
 from .. import allocators as alloc_mod
 from .. import kernel
 from ..command.template import BUILTIN_FIELDS
@@ -117,14 +119,14 @@ def available_allocators(
 
 
 def thp_modes(
-    asked=(), sys_root: str = "/sys", euid: int | None = None
+    asked=(), host: Host = LOCAL, euid: int | None = None
 ) -> tuple[list[str], str, list[str]]:
     """(THP modes to try, the mode as found, notes). Root sets every mode; without root only 'never' (per
     process, prctl) and the mode as found can be had: asking for another is refused, naming what still runs."""
-    found = kernel.thp_modes(sys_root).get("enabled")
+    found = kernel.thp_modes(host).get("enabled")
     if found is None:
         raise HugebenchError(
-            f"{sys_root}/kernel/mm/transparent_hugepage/enabled is missing: this kernel has no "
+            f"{host.sys}/kernel/mm/transparent_hugepage/enabled is missing: this kernel has no "
             "THP, and try compares THP modes; run your program with hugebench sweep instead"
         )
     root = (os.geteuid() if euid is None else euid) == 0
@@ -149,12 +151,12 @@ def thp_modes(
     return [m for m in THP_ORDER if m in wanted and m in settable], found, notes
 
 
-def build(request: Request, sys_root: str = "/sys") -> Matrix:
+def build(request: Request, host: Host = LOCAL) -> Matrix:
     """The cells of this try, as-is first, then in the order a cut keeps them: one change from as-is first
     (each allocator setting under the mode as found, then another THP mode), then the combinations."""
     linked = linked_allocator(request)
     names, user, notes = available_allocators(request.allocator_paths, request.only, linked)
-    modes, found, thp_notes = thp_modes(request.thp, sys_root)
+    modes, found, thp_notes = thp_modes(request.thp, host)
     if found not in modes:
         modes = [found] + modes  # as-is is always measured, whatever --thp asks
     texts = ["off", "thp"] if request.text_pages else [None]
@@ -166,19 +168,17 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
         (c for c in candidates if c != baseline),
         key=lambda c: (_distance(c, baseline), c["thp"] != found, candidates.index(c)),
     )
-    sizes, mthp_notes = mthp_sets(request, sys_root)
+    sizes, mthp_notes = mthp_sets(request, host)
     if sizes:
-        cells = _with_mthp(cells, sizes, kernel.mthp_modes(sys_root), found)
+        cells = _with_mthp(cells, sizes, kernel.mthp_modes(host), found)
         baseline = cells[0]
     notes += mthp_notes
     if request.aged:
         level = 100 if request.aged_level is None else request.aged_level
         cells, baseline = _aged(_aged_order(cells, found), level)
-    regime, regime_note = default_regime(request, sys_root)
+    regime, regime_note = default_regime(request, host)
     if regime:
-        cells = [
-            {**cell, "regime": r} for cell in cells for r in regimes(request, sys_root, regime)
-        ]
+        cells = [{**cell, "regime": r} for cell in cells for r in regimes(request, host, regime)]
         baseline = cells[0]
     notes += [regime_note] if regime_note else []
     if linked:
@@ -189,12 +189,12 @@ def build(request: Request, sys_root: str = "/sys") -> Matrix:
     return Matrix(cells, baseline, found, notes + thp_notes, user, linked)
 
 
-def mthp_sets(request: Request, sys_root: str = "/sys", euid: int | None = None):
+def mthp_sets(request: Request, host: Host = LOCAL, euid: int | None = None):
     """(size sets to try, notes): :data:`MTHP_SETS` whose sizes this kernel offers, as root, unless
     --no-mthp; none with a note saying why otherwise."""
     if not request.mthp:
         return [], []
-    offered = kernel.mthp_modes(sys_root)
+    offered = kernel.mthp_modes(host)
     if not offered:
         return [], []
     if (os.geteuid() if euid is None else euid) != 0:
@@ -237,7 +237,7 @@ def linked_allocator(request: Request) -> str | None:
     return from_elf(path)
 
 
-def default_regime(request: Request, sys_root: str = "/sys") -> tuple[str | None, str | None]:
+def default_regime(request: Request, host: Host = LOCAL) -> tuple[str | None, str | None]:
     """(the regime this try measures, a note when it was not asked for). On a machine whose balloon reports
     free pages, the conditions between runs decide what a huge-page fault costs (issue 40: the same deployed
     command 1.20 s back to back, 3.32 s after 4 s idle), so they are held, never left to how the runs happen
@@ -248,7 +248,7 @@ def default_regime(request: Request, sys_root: str = "/sys") -> tuple[str | None
 
     if request.regime or request.aged:
         return request.regime, None
-    if not page_reporting(sys_root)["active"]:
+    if not page_reporting(host)["active"]:
         return None, None
     if os.geteuid() == 0:
         return "warm", (
@@ -263,7 +263,7 @@ def default_regime(request: Request, sys_root: str = "/sys") -> tuple[str | None
     )
 
 
-def regimes(request: Request, sys_root: str = "/sys", regime: str | None = None) -> list[str]:
+def regimes(request: Request, host: Host = LOCAL, regime: str | None = None) -> list[str]:
     """The regime axis values of --regime, or of ``regime`` chosen by :func:`default_regime` (warm:
     reporting held off, no idle; cold: idle first)."""
     from ..kernel.reporting import page_reporting
@@ -275,7 +275,7 @@ def regimes(request: Request, sys_root: str = "/sys", regime: str | None = None)
     if regime not in ("warm", "cold", "both"):
         raise SpecError(f"--regime {regime!r}: give warm, cold or both")
     wanted = ["warm", "cold"] if regime == "both" else [regime]
-    if "warm" in wanted and os.geteuid() != 0 and page_reporting(sys_root)["active"]:
+    if "warm" in wanted and os.geteuid() != 0 and page_reporting(host)["active"]:
         raise PrivilegeError(
             "--regime warm holds free page reporting off (page_reporting.order): that needs root; "
             "run try as root, or use --regime cold"

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hugebench.kernel.host import LOCAL, Host
+
 from ..errors import HugebenchError, SpecError
 from . import matrix as matrix_mod
 from . import options
@@ -84,13 +86,12 @@ def run_try(
     out: Path | None = None,
     started: float | None = None,
     echo: Callable[[str], None] = lambda line: None,
-    sys_root: str = "/sys",
-    proc_root: str = "/proc",
+    host: Host = LOCAL,
 ) -> Outcome:
     """Refuse or plan, run within the budget, and return the verdict."""
     started = time.monotonic() if started is None else started
     refuse(request)
-    mx = matrix_mod.build(request, sys_root)
+    mx = matrix_mod.build(request, host)
     if len(mx.cells) < 2:
         raise HugebenchError(
             "only as-is can run here (no other allocator installed and no THP mode this user "
@@ -104,7 +105,7 @@ def run_try(
     path = options.write(data, out / EXPERIMENT_FILE, _header(request, None))
     for note in mx.notes:  # after every refusal: a refused try prints its error alone
         echo(f"note: {note}")
-    return _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root)
+    return _run(request, mx, data, spec, runs, path, out, started, echo, host)
 
 
 def _page_size_cells(ids: list, cells: list, names: dict, bases: dict) -> dict:
@@ -119,7 +120,7 @@ def _page_size_cells(ids: list, cells: list, names: dict, bases: dict) -> dict:
     }
 
 
-def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc_root) -> Outcome:
+def _run(request, mx, data, spec, runs, path, out, started, echo, host) -> Outcome:
     from ..orchestrator import SweepOptions, run_sweep
     from ..workloads import get
 
@@ -155,8 +156,7 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, sys_root, proc
             out=out,
             quiet=True,
             spec_source=str(path),
-            sys_root=sys_root,
-            proc_root=proc_root,
+            host=host,
             batches=schedule,
             progress=progress,
         ),

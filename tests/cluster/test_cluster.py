@@ -19,6 +19,7 @@ from cluster_lab import wait_for as _wait_for
 from conftest import FakeKernel
 
 from hugebench.cli import main
+from hugebench.kernel import Host
 from hugebench.store import ResultStore, load
 
 THP_ENABLED = "sys/kernel/mm/transparent_hugepage/enabled"
@@ -259,7 +260,7 @@ def test_a_killed_worker_and_a_killed_client_lose_and_duplicate_nothing(lab, tmp
     assert done_before < 6
 
     # `hugebench system restore` puts machine A back exactly as it was.
-    monkeypatch.setattr("hugebench.system.knobs.default_io", FakeKernel(lab.machine("lab-a").root))
+    monkeypatch.setattr(Host, "at", FakeKernel(lab.machine("lab-a").root).host_at())
     kernel = lab.machine("lab-a")
     restored = CliRunner().invoke(
         main,

@@ -14,6 +14,7 @@ from hugebench.command import template
 from hugebench.command.checks import check_params, prepare, primary
 from hugebench.command.metric import Metric, extract, parse_metric
 from hugebench.command.sampler import CoverageSampler
+from hugebench.kernel import Host
 
 
 def test_substitution_in_argv_env_and_nested_values():
@@ -175,7 +176,7 @@ def test_sampler_weights_each_sample_by_the_time_until_the_next(tmp_path, monkey
         "time",
         SimpleNamespace(monotonic=lambda: next(clock), perf_counter=time.perf_counter),
     )
-    sampler = CoverageSampler(proc_root=str(proc), pid=42)
+    sampler = CoverageSampler(host=Host(proc=proc), pid=42)
     for huge_mib in (0, 100, 100, 0):
         (proc / "42" / "smaps_rollup").write_text(
             f"Rss: {100 << 10} kB\nAnonHugePages: {huge_mib << 10} kB\n"

@@ -211,8 +211,7 @@ def test_pool_trial_puts_every_pool_back(fake_sys):
     fake_sys.pool_capacity["1048576kB"] = 0  # no contiguous gigabyte to be had
     answers = plan_mod.grantable_pools(
         {"hugetlb.2MB": 8, "hugetlb.1GB": 1},
-        sys_root=fake_sys.sys_root,
-        proc_root=fake_sys.proc_root,
+        host=fake_sys.host,
         journal=fake_sys.journal_path,
     )
     assert answers["hugetlb.2MB"] == ""

@@ -16,6 +16,7 @@ from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.command.psi import PressureLog
 from hugebench.experiment import load_spec
+from hugebench.kernel import Host
 from hugebench.kernel.pressure import own_cgroup_v2, parse_pressure
 from hugebench.orchestrator import SweepOptions, run_sweep
 
@@ -48,8 +49,8 @@ def test_parse_reads_both_totals():
 
 def test_the_runs_own_cgroup_is_read_and_its_stalls_become_shares(tmp_path):
     proc, group = _tree(tmp_path)
-    assert own_cgroup_v2(proc) == group
-    log = PressureLog(str(proc))
+    assert own_cgroup_v2(Host(proc=proc)) == group
+    log = PressureLog(Host(proc=proc))
     for t, some in ((0.0, 0), (1.0, 250_000), (2.0, 250_000), (3.0, 1_250_000)):
         _write(group, some, some // 2)
         log.tick(t)
@@ -64,7 +65,7 @@ def test_the_runs_own_cgroup_is_read_and_its_stalls_become_shares(tmp_path):
 
 def test_without_a_cgroup_the_machines_pressure_is_read_and_said(tmp_path):
     proc, _ = _tree(tmp_path, cgroup_line="0::/")
-    log = PressureLog(str(proc))
+    log = PressureLog(Host(proc=proc))
     for t, some in ((0.0, 0), (2.0, 500_000)):
         _write(proc / "pressure", some, 0)
         log.tick(t)
@@ -75,7 +76,7 @@ def test_without_a_cgroup_the_machines_pressure_is_read_and_said(tmp_path):
 
 def test_a_kernel_without_psi_gives_a_reason(tmp_path):
     proc, _ = _tree(tmp_path, cgroup_line="0::/")
-    log = PressureLog(str(proc))
+    log = PressureLog(Host(proc=proc))
     log.tick(0.0)
     log.tick(1.0)
     assert log.columns() == {

@@ -187,8 +187,7 @@ def _sweep(fake, out, text):
         out=out,
         quiet=True,
         journal=fake.journal_path,
-        sys_root=str(fake.sys_root),
-        proc_root=str(fake.proc_root),
+        host=fake.host,
     )
     return run_sweep(spec, plan_mod.plan(spec), options)
 

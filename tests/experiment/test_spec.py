@@ -127,7 +127,7 @@ def test_every_knob_name_is_declared_once_in_the_catalogue(fake_sys):
     from hugebench.experiment import canonical_knob, is_knob
     from hugebench.system.knobs import discover_knobs
 
-    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
+    knobs = discover_knobs(fake_sys.host)
     assert all(catalogue.declaration(name) is not None for name in knobs)
     assert {catalogue.declaration(n).family for n in knobs} >= {"thp", "khugepaged", "mthp", "vm"}
     assert canonical_knob("hugetlb") == "hugetlb.2MB" and canonical_knob("thp") == "thp.enabled"

@@ -10,6 +10,7 @@ import pytest
 from hugebench import load
 from hugebench import plan as plan_mod
 from hugebench.experiment import parse_spec
+from hugebench.kernel import Host
 from hugebench.measure import disturbance
 from hugebench.orchestrator import SweepOptions, run_sweep
 
@@ -38,8 +39,8 @@ def _proc(root, cpu, load="0.10 0.20 0.30 1/200 999", procs=(), psi=None):
 
 
 def _pair(tmp_path, before, after):
-    a = disturbance.snapshot(_proc(tmp_path / "a", **before), str(tmp_path / "nosys"))
-    b = disturbance.snapshot(_proc(tmp_path / "b", **after), str(tmp_path / "nosys"))
+    a = disturbance.snapshot(Host(_proc(tmp_path / "a", **before), tmp_path / "nosys"))
+    b = disturbance.snapshot(Host(_proc(tmp_path / "b", **after), tmp_path / "nosys"))
     return a, b
 
 
@@ -94,7 +95,7 @@ def test_own_process_excluded_and_missing_proc_gives_reasons(tmp_path):
         dict(cpu=[TICK, 0, 0, TICK, 0, 0, 0, 0], procs=[(7, "me", TICK)]),
     )
     assert disturbance.machine_columns(a, b, 1.0, 0.0, exclude={7})["noise.top_others"] == ""
-    empty = disturbance.snapshot(str(tmp_path / "none"), str(tmp_path / "none"))
+    empty = disturbance.snapshot(Host(tmp_path / "none", tmp_path / "none"))
     cols = disturbance.machine_columns(empty, empty, 1.0, 0.0)
     assert cols["noise.steal_pct"] is None and cols["noise.steal_pct.reason"].startswith(
         "no /proc/stat"

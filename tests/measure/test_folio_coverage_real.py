@@ -20,9 +20,9 @@ import pytest
 from paths import DATA
 
 from hugebench import kernel
+from hugebench.kernel import LOCAL
 from hugebench.measure.folio_coverage import columns, read_tree
 from hugebench.system import SystemState, aging
-from hugebench.system.knobs import FileIO
 
 pytestmark = [pytest.mark.needs_root]
 GAP = DATA / "gap"
@@ -147,7 +147,7 @@ def test_64k_only_lands_in_64k_folios(programs, tmp_path):
     if 64 not in kernel.mthp_sizes_kb():
         pytest.skip("this kernel offers no 64 KiB anonymous folios")
     counter = "mthp.64kB.anon_fault_alloc"
-    with SystemState("/sys", "/proc", tmp_path / "journal.json", io=FileIO()) as state:
+    with SystemState(LOCAL, tmp_path / "journal.json") as state:
         state.apply({"thp.mthp.64kB": "always", "thp.mthp.2048kB": "never"})  # 64 KiB only
         before = kernel.read_mthp_stats(sizes=("64kB",))[counter]
         with waiting(programs / "huge_region", "mthp") as pid:

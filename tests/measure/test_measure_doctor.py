@@ -11,6 +11,7 @@ from fake_tree import write_tree
 
 from hugebench import doctor
 from hugebench.cli.doctor import doctor as doctor_command
+from hugebench.kernel import Host
 from hugebench.measure.events import EventChoice
 from hugebench.measure.perf import PerfCapabilities
 
@@ -85,13 +86,13 @@ def test_thp_mthp_and_hugetlb_checks_on_fake_trees(tmp_path):
     )
     thp = tmp_path / "sys/kernel/mm/transparent_hugepage"
     root = os.geteuid() == 0
-    thp_check = doctor.check_thp(tmp_path / "sys")
+    thp_check = doctor.check_thp(Host(sys=tmp_path / "sys"))
     assert "[madvise]" in thp_check.detail and thp_check.ok == os.access(thp / "enabled", os.W_OK)
-    assert doctor.check_mthp(tmp_path / "sys").detail == "64kB: never"
-    hugetlb = doctor.check_hugetlb(tmp_path / "proc", tmp_path / "sys")
+    assert doctor.check_mthp(Host(sys=tmp_path / "sys")).detail == "64kB: never"
+    hugetlb = doctor.check_hugetlb(Host(tmp_path / "proc", tmp_path / "sys"))
     assert "2048kB: nr=0 free=0" in hugetlb.detail
     assert hugetlb.ok or not root
-    assert not doctor.check_thp(tmp_path / "nowhere").ok
+    assert not doctor.check_thp(Host(sys=tmp_path / "nowhere")).ok
 
 
 def test_allocator_rows_in_any_shape():

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from paths import TESTS
 
-from hugebench.kernel import parse_pmu_format
+from hugebench.kernel import Host, parse_pmu_format
 from hugebench.measure import encoding as enc
 from hugebench.measure.events import EventChoice
 
@@ -109,51 +109,70 @@ def test_encode_vendor_events_from_details(intel_sys):
     details = enc.parse_perf_list_details(
         (DATA / "built_perf_list_details_skylake.txt").read_text()
     )
-    assert enc.encode_event("dtlb_load_misses.walk_completed", details, intel_sys) == (
+    assert enc.encode_event("dtlb_load_misses.walk_completed", details, Host(sys=intel_sys)) == (
         4,
         0x0E08,
         0,
         None,
     )
-    assert enc.encode_event("dtlb_load_misses.miss_causes_a_walk", details, intel_sys)[:3] == (
+    assert enc.encode_event("dtlb_load_misses.miss_causes_a_walk", details, Host(sys=intel_sys))[
+        :3
+    ] == (
         4,
         0x0108,
         0,
     )
-    assert enc.encode_event("itlb_misses.walk_completed", details, intel_sys)[:3] == (4, 0x0E85, 0)
-    assert enc.encode_event("dtlb_load_misses.walk_active", details, intel_sys)[:3] == (
+    assert enc.encode_event("itlb_misses.walk_completed", details, Host(sys=intel_sys))[:3] == (
+        4,
+        0x0E85,
+        0,
+    )
+    assert enc.encode_event("dtlb_load_misses.walk_active", details, Host(sys=intel_sys))[:3] == (
         4,
         0x01001008,
         0,
     )
     with pytest.raises(enc.EncodingError, match="perf list"):
-        enc.encode_event("mem_inst_retired.stlb_miss_loads", details, intel_sys)
+        enc.encode_event("mem_inst_retired.stlb_miss_loads", details, Host(sys=intel_sys))
 
 
 def test_encode_amd_events(tmp_path):
     sysfs = fake_pmu(tmp_path, "cpu", AMD_FORMAT, 4)
     details = enc.parse_perf_list_details((DATA / "built_perf_list_details_zen3.txt").read_text())
-    assert enc.encode_event("ls_l1_d_tlb_miss.all", details, sysfs)[:3] == (4, 0xFF45, 0)
-    assert enc.encode_event("ls_l1_d_tlb_miss.all_l2_miss", details, sysfs)[:3] == (4, 0xF045, 0)
+    assert enc.encode_event("ls_l1_d_tlb_miss.all", details, Host(sys=sysfs))[:3] == (4, 0xFF45, 0)
+    assert enc.encode_event("ls_l1_d_tlb_miss.all_l2_miss", details, Host(sys=sysfs))[:3] == (
+        4,
+        0xF045,
+        0,
+    )
 
 
 def test_encode_hybrid_prefers_the_core_pmu(tmp_path):
     sysfs = fake_pmu(tmp_path, "cpu_core", INTEL_FORMAT, 4)
     fake_pmu(tmp_path, "cpu_atom", INTEL_FORMAT, 10)
     details = enc.parse_perf_list_details((DATA / "built_perf_list_details_hybrid.txt").read_text())
-    kind, config, _, note = enc.encode_event("dtlb_load_misses.walk_completed", details, sysfs)
+    kind, config, _, note = enc.encode_event(
+        "dtlb_load_misses.walk_completed", details, Host(sys=sysfs)
+    )
     assert (kind, config) == (4, 0x0E12) and "cpu_core only" in note
 
 
 def test_encode_raw_pmu_and_generic_strings(intel_sys):
-    assert enc.encode_event("cpu/event=0x08,umask=0x0e/", None, intel_sys) == (4, 0x0E08, 0, None)
-    kind, config, _, note = enc.encode_event("cpu/event=0x08,umask=0x10,cmask=1/u", None, intel_sys)
+    assert enc.encode_event("cpu/event=0x08,umask=0x0e/", None, Host(sys=intel_sys)) == (
+        4,
+        0x0E08,
+        0,
+        None,
+    )
+    kind, config, _, note = enc.encode_event(
+        "cpu/event=0x08,umask=0x10,cmask=1/u", None, Host(sys=intel_sys)
+    )
     assert config == 0x01001008 and "':u' dropped" in note
-    assert enc.encode_event("r01c2", None, intel_sys) == (4, 0x01C2, 0, None)
-    assert enc.encode_event("cycles:u", None, intel_sys)[:3] == (0, 0, 0)
-    assert enc.encode_event("dTLB-load-misses", None, intel_sys) == (3, 0x10003, 0, None)
+    assert enc.encode_event("r01c2", None, Host(sys=intel_sys)) == (4, 0x01C2, 0, None)
+    assert enc.encode_event("cycles:u", None, Host(sys=intel_sys))[:3] == (0, 0, 0)
+    assert enc.encode_event("dTLB-load-misses", None, Host(sys=intel_sys)) == (3, 0x10003, 0, None)
     with pytest.raises(enc.EncodingError, match="no PMU 'cpu'"):
-        enc.encode_event("cpu/event=0x8/", None, intel_sys / "nowhere")
+        enc.encode_event("cpu/event=0x8/", None, Host(sys=intel_sys / "nowhere"))
 
 
 def test_resolve_counters_keeps_reasons_and_counter_specs_leaves_them_out(intel_sys):
@@ -168,12 +187,13 @@ def test_resolve_counters_keeps_reasons_and_counter_specs_leaves_them_out(intel_
     ]
     details = (DATA / "built_perf_list_details_skylake.txt").read_text()
     specs = {
-        s.label: s for s in enc.resolve_counters(choices, sys_root=intel_sys, details_text=details)
+        s.label: s
+        for s in enc.resolve_counters(choices, host=Host(sys=intel_sys), details_text=details)
     }
     assert specs["stlb_misses"].as_tuple() == ("stlb_misses", 4, 0x0E08, 0)
     assert "perf list" in specs["walk_cycles"].reason
     assert specs["itlb_misses"].reason == "not supported here: KVM"
-    tuples = enc.counter_specs(choices, sys_root=intel_sys, details_text=details)
+    tuples = enc.counter_specs(choices, host=Host(sys=intel_sys), details_text=details)
     assert tuples == [("cycles", 0, 0, 0), ("stlb_misses", 4, 0x0E08, 0), ("page_faults", 1, 2, 0)]
 
 
@@ -183,7 +203,7 @@ def test_no_pmu_machine_resolves_software_counters_only(tmp_path):
         EventChoice("page_faults", "page-faults"),
         EventChoice("stlb_misses", "dtlb_load_misses.walk_completed"),
     ]
-    specs = enc.resolve_counters(choices, sys_root=tmp_path, details_text="")
+    specs = enc.resolve_counters(choices, host=Host(sys=tmp_path), details_text="")
     assert [s.as_tuple() for s in specs if s.reason is None] == [
         ("task_clock", 1, 1, 0),
         ("page_faults", 1, 2, 0),

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hugebench import kernel
+from hugebench.kernel import Host
 from hugebench.measure import phases
 
 SMAPS_ROLLUP = """\
@@ -42,7 +43,7 @@ def fake_proc(tmp_path):
 
 
 def test_smaps_rollup_in_bytes_and_coverage(fake_proc):
-    smaps = kernel.read_smaps_rollup(1234, fake_proc)
+    smaps = kernel.read_smaps_rollup(1234, Host(proc=fake_proc))
     assert smaps["Rss"] == 204800 * 1024
     assert smaps["AnonHugePages"] == 102400 * 1024
     assert smaps["Private_Hugetlb"] == 2048 * 1024
@@ -52,13 +53,13 @@ def test_smaps_rollup_in_bytes_and_coverage(fake_proc):
 
 
 def test_status_peak_rss_and_non_kb_fields_skipped(fake_proc):
-    status = kernel.read_status(1234, fake_proc)
+    status = kernel.read_status(1234, Host(proc=fake_proc))
     assert status["VmHWM"] == 300000 * 1024 and status["VmRSS"] == 250000 * 1024
     assert "Threads" not in status and "Name" not in status
 
 
 def test_vmstat_and_delta_with_missing_counter(fake_proc):
-    before = kernel.read_vmstat(fake_proc)
+    before = kernel.read_vmstat(Host(proc=fake_proc))
     assert before["thp_fault_alloc"] == 10
     after = dict(before, thp_fault_alloc=15, thp_split_page=4)
     delta = kernel.counter_delta(
@@ -77,10 +78,10 @@ def test_mthp_sizes_and_stats_on_fake_sysfs(tmp_path):
         (base / f"hugepages-{size}" / "stats").mkdir(parents=True)
         (base / f"hugepages-{size}" / "enabled").write_text(mode + "\n")
         (base / f"hugepages-{size}" / "stats" / "anon_fault_alloc").write_text(f"{allocs}\n")
-    assert kernel.active_mthp_sizes(tmp_path) == ("64kB",)
-    stats = kernel.read_mthp_stats(tmp_path, ("64kB",))
+    assert kernel.active_mthp_sizes(Host(sys=tmp_path)) == ("64kB",)
+    stats = kernel.read_mthp_stats(Host(sys=tmp_path), ("64kB",))
     assert stats == {"mthp.64kB.anon_fault_alloc": 7}
-    assert kernel.active_mthp_sizes(tmp_path / "none") == ()
+    assert kernel.active_mthp_sizes(Host(sys=tmp_path / "none")) == ()
 
 
 def test_real_proc_self():

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench import kernel
+from hugebench.kernel import Host
 from hugebench.launch import Launched
 from hugebench.run.rows import oom_verdict
 from hugebench.system import cgroup as cgroups
@@ -52,14 +53,14 @@ def _fake_proc(tmp_path, mountinfo: str) -> Path:
     ],
 )
 def test_the_cgroup_v2_mount_is_found_in_mountinfo(tmp_path, text, v2, memory_v1):
-    mounts = kernel.cgroup_mounts(_fake_proc(tmp_path, text))
+    mounts = kernel.cgroup_mounts(Host(proc=_fake_proc(tmp_path, text)))
     assert mounts["v2"] == v2 and mounts["v1"].get("memory") == memory_v1
     assert "systemd" not in mounts["v1"] and "name=systemd" not in mounts["v1"]
 
 
 def test_no_cgroup_v2_means_a_pid_record_and_says_why(tmp_path):
     proc = _fake_proc(tmp_path, HYBRID.replace("cgroup2 cgroup2", "tmpfs tmpfs"))
-    group, why = cgroups.create("x", proc)
+    group, why = cgroups.create("x", Host(proc=proc))
     assert group is None and "no cgroup v2 hierarchy is mounted" in why
 
 
@@ -69,7 +70,7 @@ def test_a_cgroup_that_cannot_be_created_says_why(tmp_path):
     mount.chmod(0o500)
     proc = _fake_proc(tmp_path, f"41 31 0:38 / {mount} rw - cgroup2 cgroup2 rw\n")
     try:
-        group, why = cgroups.create("x", proc)
+        group, why = cgroups.create("x", Host(proc=proc))
         if os.geteuid() == 0:  # root may mkdir anywhere: the fake mount then lacks cgroup.procs
             assert group is None and "cgroup.procs is not writable" in why
         else:
@@ -314,7 +315,7 @@ SWEEP = textwrap.dedent("""\
     from hugebench.orchestrator import SweepOptions, run_sweep
     from hugebench.system import cgroup
     if sys.argv[1] == "off":
-        cgroup.create = lambda name, proc_root="/proc": (None, "turned off by the test")
+        cgroup.create = lambda name, host=None: (None, "turned off by the test")
     s = spec.load_spec(sys.argv[2])
     run_sweep(s, plan.plan(s), SweepOptions(out=sys.argv[3], quiet=True, journal=sys.argv[4]))
     """)
@@ -470,9 +471,7 @@ def test_a_process_killed_by_the_oom_killer_is_an_oom_row(
 ):
     """The kernel's count is faked (no memory limit to hit safely on a machine without swap); the victim, the
     SIGKILL and every process between it and the sweep are real. No cgroup: its exact count would say 0."""
-    monkeypatch.setattr(
-        cgroups, "create", lambda name, proc_root="/proc": (None, "off for this test")
-    )
+    monkeypatch.setattr(cgroups, "create", lambda name, host=None: (None, "off for this test"))
     from hugebench import load, plan
     from hugebench.experiment import parse_spec
     from hugebench.orchestrator import SweepOptions, run_sweep
@@ -480,7 +479,7 @@ def test_a_process_killed_by_the_oom_killer_is_an_oom_row(
     victim = tmp_path / "victim.py"
     victim.write_text(OOM_VICTIM)
     vmstat = fake_sys.proc_root / "vmstat"
-    options = {"sys_root": str(fake_sys.sys_root), "proc_root": str(fake_sys.proc_root)}
+    options = {"host": fake_sys.host}
     if (
         grandchild
     ):  # the user's program under the command workload: the worker lives and reports its end

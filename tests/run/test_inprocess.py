@@ -14,6 +14,7 @@ from pathlib import Path
 from hugebench import kernel
 from hugebench import plan as plan_mod
 from hugebench.experiment import load_spec
+from hugebench.kernel import Host
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.store import load
 
@@ -27,12 +28,12 @@ def test_the_tree_is_found_among_the_members_given_without_reading_other_process
     proc = tmp_path / "proc"
     for pid, ppid in ((10, 1), (11, 10), (12, 11), (13, 10), (20, 1), (21, 20)):
         _stat(proc, pid, ppid)
-    assert kernel.process_tree(10, proc) == [10, 11, 13, 12]
+    assert kernel.process_tree(10, Host(proc=proc)) == [10, 11, 13, 12]
     # the run's cgroup holds 10..13 (and 99, gone since): 21's unparseable stat is never read
     (proc / "21" / "stat").write_text("not a stat file")
-    assert kernel.process_tree(10, proc, within=[10, 11, 12, 13, 99]) == [10, 11, 13, 12]
-    assert kernel.process_tree(11, proc, within=[11, 12]) == [11, 12]
-    assert kernel.process_tree(42, proc, within=[10]) == []
+    assert kernel.process_tree(10, Host(proc=proc), within=[10, 11, 12, 13, 99]) == [10, 11, 13, 12]
+    assert kernel.process_tree(11, Host(proc=proc), within=[11, 12]) == [11, 12]
+    assert kernel.process_tree(42, Host(proc=proc), within=[10]) == []
 
 
 def _sweep(tmp_path: Path, body: str, repetitions: int = 1):

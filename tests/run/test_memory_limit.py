@@ -19,6 +19,7 @@ from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import SpecError
 from hugebench.experiment import load_spec
+from hugebench.kernel import Host
 from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.system import cgroup as cgroups
 from hugebench.system import memlimit
@@ -139,7 +140,7 @@ def test_without_a_memory_controller_it_says_why(tmp_path):
     )
     group = tmp_path / "run"
     group.mkdir()  # no memory.events: the hierarchy has no memory controller
-    limit, why = memlimit.apply(1 << 30, "run", cgroups.Cgroup(group), proc)
+    limit, why = memlimit.apply(1 << 30, "run", cgroups.Cgroup(group), Host(proc=proc))
     assert limit is None and "has no memory controller" in why
     assert "no cgroup v1 memory controller" in why
 

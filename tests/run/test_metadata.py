@@ -12,6 +12,7 @@ import pytest
 from fake_tree import write_tree
 
 from hugebench import metadata
+from hugebench.kernel import Host
 from hugebench.measure.perf import PerfCapabilities
 
 FAKE_CAPS = PerfCapabilities(
@@ -46,7 +47,7 @@ def test_caches_from_fake_sysfs(tmp_path):
     make_cache(tmp_path, 0, 1, "Data", "48K", "12")
     make_cache(tmp_path, 3, 3, "Unified", "307200K", "20", shared="0-1")
     make_cache(tmp_path, 10, 2, "Unified", "2048K", "16")
-    caches = metadata.caches(tmp_path)
+    caches = metadata.caches(Host(sys=tmp_path))
     assert [c["level"] for c in caches] == [1, 3, 2]  # index order, numeric (index10 after index3)
     assert caches[0] == {
         "level": 1,
@@ -57,23 +58,23 @@ def test_caches_from_fake_sysfs(tmp_path):
         "shared_cpu_list": "0",
     }
     assert caches[1]["size_bytes"] == 300 * 2**20
-    assert metadata.caches(tmp_path / "missing") == []
+    assert metadata.caches(Host(sys=tmp_path / "missing")) == []
 
 
 def test_tlb_info_amd_cpuinfo_cpuid_tool_and_unknown(tmp_path):
     (tmp_path / "cpuinfo").write_text("vendor_id\t: AuthenticAMD\nTLB size\t: 3072 4K pages\n")
-    assert metadata.tlb_info(tmp_path)["entries"] == ["TLB size: 3072 4K pages"]
+    assert metadata.tlb_info(Host(proc=tmp_path))["entries"] == ["TLB size: 3072 4K pages"]
     (tmp_path / "cpuinfo").write_text("vendor_id\t: GenuineIntel\n")
     cpuid = (
         "   L1 TLB/cache information: 2M/4M pages & L1 TLB (0x80000005/eax):\n"
         "   --- cache 0 ---\n      data TLB: 4K pages, 4-way, 64 entries\n      data TLB: 4K pages, 4-way, 64 entries\n"
     )
-    info = metadata.tlb_info(tmp_path, cpuid_text=cpuid)
+    info = metadata.tlb_info(Host(proc=tmp_path), cpuid_text=cpuid)
     assert (
         info["source"] == "cpuid -1"
         and info["entries"].count("data TLB: 4K pages, 4-way, 64 entries") == 1
     )
-    unknown = metadata.tlb_info(tmp_path, cpuid_text="")
+    unknown = metadata.tlb_info(Host(proc=tmp_path), cpuid_text="")
     assert unknown["source"] is None and "unknown" in unknown["unknown"]
 
 
@@ -93,7 +94,7 @@ def test_memory_context_from_fake_trees(tmp_path):
         },
     )
     proc, sysfs = tmp_path / "proc", tmp_path / "sys"
-    mem = metadata.memory_context(proc, sysfs)
+    mem = metadata.memory_context(Host(proc, sysfs))
     assert mem["total_bytes"] == 24731864 * 1024
     assert mem["hpage_pmd_size"] == 2 * 2**20 and mem["page_size"] == os.sysconf("SC_PAGE_SIZE")
     assert mem["thp"]["enabled"] == "madvise" and mem["thp"]["defrag"] == "madvise"

@@ -137,8 +137,7 @@ def test_knobs_changed_during_a_run_mark_the_row_disturbed(tmp_path, fake_sys):
         "name: d\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\n",
         tmp_path,
         python=str(meddler),
-        sys_root=str(fake_sys.sys_root),
-        proc_root=str(fake_sys.proc_root),
+        host=fake_sys.host,
     )
     assert result.statuses == {"disturbed": 1}
     row = load(tmp_path / "res").iloc[0]
@@ -195,13 +194,13 @@ def test_killing_an_already_reaped_worker_is_not_an_error(tmp_path):
 
 
 def test_pool_larger_than_memory_is_refused_before_anything_runs(tmp_path, fake_sys):
-    knob = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)["hugetlb.2MB"]
+    knob = discover_knobs(fake_sys.host)["hugetlb.2MB"]
     with pytest.raises(HugebenchError, match=r"can give at most \d+"):
         knob.validate(100_000_000)
     assert knob.validate(16) == "16"
     text = "name: p\nworkload: hashlookup\nperf: off\nparams: {keys: 100}\nsystem: {hugetlb.2MB: 100000000}\n"
     with pytest.raises(HugebenchError, match="hugetlb.2MB=100000000 would reserve"):
-        _sweep(text, tmp_path, sys_root=str(fake_sys.sys_root), proc_root=str(fake_sys.proc_root))
+        _sweep(text, tmp_path, host=fake_sys.host)
     assert fake_sys.read("proc/sys/vm/nr_hugepages") == "0"
 
 

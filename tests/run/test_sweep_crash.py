@@ -25,11 +25,11 @@ SWEEP = """
 import sys
 sys.path.insert(0, {tests!r})
 from hugebench import plan, experiment as spec
+from hugebench.kernel import Host
 from hugebench.orchestrator import SweepOptions, run_sweep
 if {fake!r}:
     from conftest import FakeKernel
-    from hugebench.system import knobs
-    knobs.default_io = FakeKernel({root!r})
+    Host.at = FakeKernel({root!r}).host_at()
 s = spec.parse_spec('''
 name: crash
 workload: hashlookup
@@ -39,8 +39,8 @@ params: {{keys: 1000}}
 axes: {{thp: [{mode}]}}
 system: {{thp.defrag: {defrag}}}
 ''')
-run_sweep(s, plan.plan(s), SweepOptions(out={out!r}, quiet=True, journal={journal!r}, sys_root={sys_root!r},
-                                        proc_root={proc_root!r}, python={python!r}))
+run_sweep(s, plan.plan(s), SweepOptions(out={out!r}, quiet=True, journal={journal!r},
+                                        host=Host.at({sys_root!r}, {proc_root!r}), python={python!r}))
 """
 
 

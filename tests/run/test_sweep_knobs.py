@@ -24,8 +24,7 @@ def _sweep(fake, tmp_path, text):
         out=tmp_path / "res",
         quiet=True,
         journal=fake.journal_path,
-        sys_root=str(fake.sys_root),
-        proc_root=str(fake.proc_root),
+        host=fake.host,
     )
     result = run_sweep(spec, plan_mod.plan(spec), options)
     return result, load(tmp_path / "res")

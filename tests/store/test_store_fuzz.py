@@ -61,20 +61,16 @@ expected: {source: a test, claims: [{cell: {set_kind: node}, vs: {set_kind: flat
 @pytest.fixture(scope="module")
 def real_store(tmp_path_factory) -> tuple[list[bytes], dict[str, bytes]]:
     """The lines of runs.jsonl and the context files of a real 4-run sweep."""
-    from hugebench.system import knobs
-
     root = tmp_path_factory.mktemp("store")
     kernel = FakeKernel(root / "fake").build()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(knobs, "default_io", kernel)
         mp.setenv("HUGEBENCH_LOCK", str(root / "lock"))
         spec = parse_spec(SPEC, str(root / "store.yaml"))
         options = SweepOptions(
             out=root / "res",
             quiet=True,
             journal=root / "journal.json",
-            sys_root=str(kernel.sys_root),
-            proc_root=str(kernel.proc_root),
+            host=kernel.host,
         )
         assert run_sweep(spec, plan_mod.plan(spec), options).statuses == {"ok": 4}
     lines = (root / "res" / "runs.jsonl").read_bytes().splitlines()

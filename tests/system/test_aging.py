@@ -36,8 +36,7 @@ def _sweep(tmp_path, fake, states="fresh"):
         out=tmp_path / "res",
         quiet=True,
         journal=tmp_path / "journal.json",
-        sys_root=str(fake.sys_root),
-        proc_root=str(fake.proc_root),
+        host=fake.host,
     )
     return runs, run_sweep(spec, runs, options)
 
@@ -163,13 +162,12 @@ def test_a_movable_state_leaves_its_pages_unlocked_and_keeps_kcompactd_off_only_
 
 def test_not_enough_memory_to_fragment_safely(fake_sys, tmp_path):
     (fake_sys.proc_root / "meminfo").write_text("MemTotal: 2000000 kB\nMemAvailable: 100000 kB\n")
-    with SystemState(fake_sys.sys_root, fake_sys.proc_root, fake_sys.journal_path) as state:
+    with SystemState(fake_sys.host, fake_sys.journal_path) as state:
         aged = aging.AgedMemory(
             "fragmented",
             state,
-            proc_root=str(fake_sys.proc_root),
+            host=fake_sys.host,
             records=tmp_path / "r",
-            sys_root=str(fake_sys.sys_root),
             reserve_bytes=200 << 20,
         ).enter()
         assert aged.failed.startswith("not enough memory to fragment safely") and aged.proc is None

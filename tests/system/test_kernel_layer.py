@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hugebench import kernel
+from hugebench.kernel import LOCAL, Host
 
 _watching: list[set] = []
 
@@ -68,15 +69,15 @@ def test_only_the_kernel_layer_reads_proc_and_sys(fake_sys, opened_outside_kerne
         None,
         (),
     )
-    for proc_root, sys_root in (("/proc", "/sys"), (fake_sys.proc_root, fake_sys.sys_root)):
-        metadata.machine_context(perf_caps=caps, proc_root=proc_root, sys_root=sys_root)
+    for host in (LOCAL, fake_sys.host):
+        metadata.machine_context(perf_caps=caps, host=host)
         (
-            doctor.check_thp(sys_root),
-            doctor.check_mthp(sys_root),
-            doctor.check_hugetlb(proc_root, sys_root),
+            doctor.check_thp(host),
+            doctor.check_mthp(host),
+            doctor.check_hugetlb(host),
         )
-        system.show(sys_root, proc_root)
-        with system.SystemState(sys_root, proc_root, fake_sys.journal_path) as state:
+        system.show(host)
+        with system.SystemState(host, fake_sys.journal_path) as state:
             state.snapshot()
     recorder = phases.PhaseRecorder("touch")
     recorder("touch", "begin"), recorder("touch", "end")
@@ -113,16 +114,16 @@ def test_parsers_on_strings():
 
 
 def test_readers_degrade_on_a_kernel_without_the_files(tmp_path):
-    assert kernel.read_meminfo(tmp_path) == {} and kernel.mem_available(tmp_path) is None
-    assert kernel.thp_modes(tmp_path)["enabled"] is None and kernel.mthp_modes(tmp_path) == {}
-    assert kernel.read_hugetlb_pools(tmp_path) == {} and kernel.cpu_caches(tmp_path) == []
+    empty = Host(tmp_path, tmp_path)
+    assert kernel.read_meminfo(empty) == {} and kernel.mem_available(empty) is None
+    assert kernel.thp_modes(empty)["enabled"] is None and kernel.mthp_modes(empty) == {}
+    assert kernel.read_hugetlb_pools(empty) == {} and kernel.cpu_caches(empty) == []
     assert (
-        kernel.read_pmu_format("cpu", tmp_path) is None
-        and kernel.read_pmu_type("cpu", tmp_path) is None
+        kernel.read_pmu_format("cpu", empty) is None and kernel.read_pmu_type("cpu", empty) is None
     )
-    assert kernel.process_start_ticks(2**22 + 7, tmp_path) is None
+    assert kernel.process_start_ticks(2**22 + 7, empty) is None
     with pytest.raises(FileNotFoundError):
-        kernel.read_vmstat(tmp_path)
+        kernel.read_vmstat(empty)
 
 
 def test_readers_on_this_kernel():

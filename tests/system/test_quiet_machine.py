@@ -6,6 +6,7 @@ import pytest
 from paths import ROOT
 
 from hugebench.doctor.noise import _background, _defrag, _governor
+from hugebench.kernel import Host
 from hugebench.measure import disturbance
 from hugebench.measure.disturbance import NoisyMachineWarning, QuietGate, Snapshot
 
@@ -16,7 +17,7 @@ def _snapshots(monkeypatch, busy: bool):
     """snapshot() answers a machine where others keep 1.5 CPUs (busy) or nothing (quiet) busy per second."""
     state = {"t": 0.0}
 
-    def fake(proc_root="/proc", sys_root="/sys"):
+    def fake(host=None):
         state["t"] += 1.0
         t = state["t"]
         busy_ticks = int(1.5 * TICK * t) if busy else 0
@@ -68,20 +69,19 @@ def test_gate_on_a_quiet_machine_does_not_wait_long(monkeypatch):
 
 
 def test_doctor_noise_findings(tmp_path):
+    sysfs = Host(sys=tmp_path)
     thp = tmp_path / "kernel/mm/transparent_hugepage"
     thp.mkdir(parents=True)
     (thp / "defrag").write_text("[always] defer defer+madvise madvise never\n")
-    name, ok, detail, fix = _defrag(tmp_path)
+    name, ok, detail, fix = _defrag(sysfs)
     assert not ok and "direct compaction" in detail and fix.startswith("echo madvise >")
     (thp / "defrag").write_text("always defer defer+madvise [madvise] never\n")
-    assert _defrag(tmp_path)[1]
-    assert _governor(tmp_path)[1] and "no cpufreq" in _governor(tmp_path)[2]
+    assert _defrag(sysfs)[1]
+    assert _governor(sysfs)[1] and "no cpufreq" in _governor(sysfs)[2]
     gov = tmp_path / "devices/system/cpu/cpu0/cpufreq"
     gov.mkdir(parents=True)
     (gov / "scaling_governor").write_text("powersave\n")
-    assert (
-        _governor(tmp_path)[1:3] == (False, "powersave") and "performance" in _governor(tmp_path)[3]
-    )
+    assert _governor(sysfs)[1:3] == (False, "powersave") and "performance" in _governor(sysfs)[3]
     before = Snapshot(0.0, procs={9: ("khugepaged", 10, 1), 10: ("kdamond.0", 0, 2)})
     after = Snapshot(1.0, procs={9: ("khugepaged", 10 + TICK // 2, 1), 10: ("kdamond.0", 0, 2)})
     name, ok, detail, fix = _background(before, after, 1.0)

@@ -32,7 +32,7 @@ CHANGES = {
 
 
 def _values(fake) -> dict[str, str]:
-    knobs = discover_knobs(fake.sys_root, fake.proc_root, fake)
+    knobs = discover_knobs(fake.host)
     return {name: knobs[name].read() for name in NON_DEFAULT}
 
 
@@ -46,9 +46,7 @@ def test_the_changed_tree_really_starts_away_from_the_defaults(fake_sys_changed)
 def test_a_sweep_state_restores_the_saved_values(fake_sys_changed, leave):
     before = fake_sys_changed.files()
     with pytest.raises(RuntimeError) if leave != "normally" else _nothing():
-        with SystemState(
-            fake_sys_changed.sys_root, fake_sys_changed.proc_root, fake_sys_changed.journal_path
-        ) as s:
+        with SystemState(fake_sys_changed.host, fake_sys_changed.journal_path) as s:
             s.apply(CHANGES)
             assert _values(fake_sys_changed) == CHANGES
             if leave != "normally":
@@ -106,8 +104,7 @@ def test_a_real_sweep_over_knob_axes_leaves_the_saved_values(fake_sys_changed, t
         out=tmp_path / "res",
         quiet=True,
         journal=fake_sys_changed.journal_path,
-        sys_root=str(fake_sys_changed.sys_root),
-        proc_root=str(fake_sys_changed.proc_root),
+        host=fake_sys_changed.host,
     )
     result = run_sweep(spec, plan_mod.plan(spec), options)
     assert result.statuses == {"ok": 2}

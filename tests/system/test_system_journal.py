@@ -26,10 +26,9 @@ CRASHING_SWEEP = """
 import sys, time
 sys.path[:0] = [{source!r}, {tests!r}]
 from conftest import FakeKernel
-from hugebench.system import SystemState, knobs
+from hugebench.system import SystemState
 kernel = FakeKernel({root!r})
-knobs.default_io = kernel
-state = SystemState(kernel.sys_root, kernel.proc_root, {journal!r}).__enter__()
+state = SystemState(kernel.host, {journal!r}).__enter__()
 state.apply({{"thp.enabled": "always", "thp.defrag": "never", "thp.khugepaged.max_ptes_none": 17,
               "thp.mthp.2048kB": "never", "hugetlb.2MB": 3, "hugetlb.1GB": 1}})
 print("applied", flush=True)
@@ -124,7 +123,7 @@ def test_restore_cli_with_root_options(crashed):
 def test_journal_of_a_running_sweep_is_refused_and_not_restored(fake_sys):
     from hugebench.system import SystemState
 
-    with SystemState(fake_sys.sys_root, fake_sys.proc_root, fake_sys.journal_path) as state:
+    with SystemState(fake_sys.host, fake_sys.journal_path) as state:
         state.apply({"thp.enabled": "never"})
         record = json.loads(fake_sys.journal_path.read_text())
         record["pid"] = os.getppid()  # pretend another live process owns it
@@ -140,7 +139,7 @@ def test_journal_of_a_running_sweep_is_refused_and_not_restored(fake_sys):
 def test_reused_pid_counts_as_dead(fake_sys):
     from hugebench.system.journal import JournalRecord
 
-    record = JournalRecord.new("sweep", fake_sys.sys_root, fake_sys.proc_root, {})
+    record = JournalRecord.new("sweep", fake_sys.host, {})
     assert record.owner_alive()
     assert not JournalRecord(
         **{**record.__dict__, "pid_start": (record.pid_start or 0) + 1}

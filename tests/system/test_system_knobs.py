@@ -30,7 +30,7 @@ def test_parse_bracketed_and_plain():
 
 
 def test_discovery_names_match_kernel_618_layout(fake_sys):
-    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
+    knobs = discover_knobs(fake_sys.host)
     for name in (
         "thp.enabled",
         "thp.defrag",
@@ -56,11 +56,11 @@ def test_1gb_pool_only_where_present(fake_sys):
     import shutil
 
     shutil.rmtree(fake_sys.sys_root / "kernel/mm/hugepages/hugepages-1048576kB")
-    assert "hugetlb.1GB" not in discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
+    assert "hugetlb.1GB" not in discover_knobs(fake_sys.host)
 
 
 def test_resolve_name_aliases_and_unknown(fake_sys):
-    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
+    knobs = discover_knobs(fake_sys.host)
     assert resolve_name("thp", knobs) == "thp.enabled"
     assert resolve_name("thp.defrag", knobs) == "thp.defrag"
     with pytest.raises(UnknownKnobError) as info:
@@ -70,20 +70,15 @@ def test_resolve_name_aliases_and_unknown(fake_sys):
 
 
 def test_write_is_read_back(fake_sys):
-    knob = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)["thp.enabled"]
+    knob = discover_knobs(fake_sys.host)["thp.enabled"]
     assert knob.write("always") == "always"
     assert fake_sys.read(f"{THP}/enabled") == "[always] madvise never"
-    assert (
-        discover_knobs(fake_sys.sys_root, fake_sys.proc_root)["thp.khugepaged.max_ptes_none"].write(
-            0
-        )
-        == "0"
-    )
+    assert discover_knobs(fake_sys.host)["thp.khugepaged.max_ptes_none"].write(0) == "0"
 
 
 def test_ignored_write_raises_naming_file_and_value(fake_sys):
     fake_sys.ignore_writes.add(f"{THP}/defrag")
-    knob = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)["thp.defrag"]
+    knob = discover_knobs(fake_sys.host)["thp.defrag"]
     with pytest.raises(SystemStateError) as info:
         knob.write("never")
     assert "'never'" in str(info.value) and str(knob.path) in str(info.value)
@@ -91,7 +86,7 @@ def test_ignored_write_raises_naming_file_and_value(fake_sys):
 
 
 def test_refused_write_and_permission_denied(fake_sys):
-    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
+    knobs = discover_knobs(fake_sys.host)
     fake_sys.refuse_writes[f"{THP}/khugepaged/defrag"] = errno.EINVAL
     with pytest.raises(SystemStateError, match="refused '0'.*khugepaged/defrag"):
         knobs["thp.khugepaged.defrag"].write(0)
@@ -101,7 +96,7 @@ def test_refused_write_and_permission_denied(fake_sys):
 
 
 def test_invalid_values_refused_before_writing(fake_sys):
-    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)
+    knobs = discover_knobs(fake_sys.host)
     with pytest.raises(KnobValueError) as info:
         knobs["thp.enabled"].write("sometimes")
     assert "always, madvise, never" in str(info.value)
@@ -114,7 +109,7 @@ def test_invalid_values_refused_before_writing(fake_sys):
 
 def test_hugetlb_shortfall_reports_asked_and_got(fake_sys):
     fake_sys.pool_capacity["2048kB"] = 3
-    pool = discover_knobs(fake_sys.sys_root, fake_sys.proc_root)["hugetlb.2MB"]
+    pool = discover_knobs(fake_sys.host)["hugetlb.2MB"]
     assert pool.write(2) == "2"
     with pytest.raises(HugetlbShortfall) as info:
         pool.write(5)

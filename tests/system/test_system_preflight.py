@@ -15,7 +15,7 @@ SOURCE_DIR = ROOT
 
 
 def check(fake, settings_list, euid, **kwargs):
-    return check_privileges(settings_list, fake.sys_root, fake.proc_root, euid=euid, **kwargs)
+    return check_privileges(settings_list, fake.host, euid=euid, **kwargs)
 
 
 def test_root_may_change_anything_allowed(fake_sys):

@@ -10,8 +10,8 @@ import contextlib
 
 import pytest
 
+from hugebench.kernel import LOCAL
 from hugebench.system import HugetlbShortfall, SystemState, discover_knobs
-from hugebench.system.knobs import FileIO
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.needs_thp]
 
@@ -20,7 +20,7 @@ PREFERRED = ("never", "advise", "madvise", "inherit", "defer", "within_size", "a
 
 
 def real_knobs() -> dict:
-    return discover_knobs("/sys", "/proc", io=FileIO())
+    return discover_knobs(LOCAL)
 
 
 def other_value(knob) -> str:
@@ -54,7 +54,7 @@ def test_real_knob_set_and_restored(name, tmp_path):
     with put_back_by_hand([name]) as originals:
         knob = real_knobs()[name]
         wanted = other_value(knob)
-        with SystemState("/sys", "/proc", tmp_path / "journal.json", io=FileIO()) as state:
+        with SystemState(LOCAL, tmp_path / "journal.json") as state:
             assert state.apply({name: wanted}) == {name: wanted}
             assert knob.read() == wanted
         assert knob.read() == originals[name]
@@ -64,7 +64,7 @@ def test_real_knob_set_and_restored(name, tmp_path):
 def test_real_hugetlb_2mb_pool(tmp_path):
     with put_back_by_hand(["hugetlb.2MB"]) as originals:
         pool = real_knobs()["hugetlb.2MB"]
-        with SystemState("/sys", "/proc", tmp_path / "journal.json", io=FileIO()) as state:
+        with SystemState(LOCAL, tmp_path / "journal.json") as state:
             assert state.apply({"hugetlb.2MB": 2}) == {"hugetlb.2MB": "2"}
             free = open("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages").read().strip()
             assert int(free) >= 2
@@ -76,7 +76,7 @@ def test_real_hugetlb_1gb_pool_or_honest_shortfall(tmp_path):
     if "hugetlb.1GB" not in real_knobs():
         pytest.skip("no 1 GiB hugetlb pool on this CPU/kernel")
     with put_back_by_hand(["hugetlb.1GB"]) as originals:
-        with SystemState("/sys", "/proc", tmp_path / "journal.json", io=FileIO()) as state:
+        with SystemState(LOCAL, tmp_path / "journal.json") as state:
             try:
                 assert state.apply({"hugetlb.1GB": 1}) == {"hugetlb.1GB": "1"}
             except (

@@ -17,7 +17,7 @@ THP = "sys/kernel/mm/transparent_hugepage"
 
 
 def state_for(fake, **kwargs) -> SystemState:
-    return SystemState(fake.sys_root, fake.proc_root, fake.journal_path, **kwargs)
+    return SystemState(fake.host, fake.journal_path, **kwargs)
 
 
 def test_apply_writes_only_differences_and_restores(fake_sys):

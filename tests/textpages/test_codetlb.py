@@ -55,8 +55,7 @@ def test_a_small_sweep_measures_each_layout(fake_sys, tmp_path):
         out=tmp_path / "res",
         quiet=True,
         journal=fake_sys.journal_path,
-        sys_root=str(fake_sys.sys_root),
-        proc_root=str(fake_sys.proc_root),
+        host=fake_sys.host,
     )
     result = run_sweep(spec, plan_mod.plan(spec), options)
     df = load(tmp_path / "res").set_index("layout")

@@ -224,7 +224,7 @@ def test_verify_without_reports_says_the_preload_did_not_take():
 
 
 def test_check_mode_refusals_on_a_fake_kernel(fake_sys, built):
-    roots = {"sys_root": fake_sys.sys_root, "proc_root": fake_sys.proc_root}
+    roots = {"host": fake_sys.host}
     assert text.check_mode("off", **roots) is None
     assert text.check_mode("thp", **roots) is None
     assert "unknown" in text.check_mode("2m", **roots)
@@ -350,10 +350,10 @@ def test_a_failed_mremap_leaves_a_working_program(built, tmp_path, failure, stat
 
 @pytest.mark.needs_root
 def test_hugetlb_refused_then_granted_from_the_pool(built, tmp_path):
+    from hugebench.kernel import LOCAL
     from hugebench.system import discover_knobs
-    from hugebench.system.knobs import FileIO
 
-    pool = discover_knobs("/sys", "/proc", io=FileIO())["hugetlb.2MB"]
+    pool = discover_knobs(LOCAL)["hugetlb.2MB"]
     original = pool.read()
     needed = conditions.read_text_segment(built["big2m"]).hugetlb_pages()
     try:

@@ -116,15 +116,15 @@ def test_cli_refusal_is_a_clean_error_before_anything_runs(tmp_path):
 
 
 def test_without_root_thp_modes_are_never_and_as_found(fake_sys):
-    modes, found, notes = matrix_mod.thp_modes((), fake_sys.sys_root, euid=1000)
+    modes, found, notes = matrix_mod.thp_modes((), fake_sys.host, euid=1000)
     assert found == "madvise" and modes == ["never", "madvise"]
     assert "always left out (needs root)" in notes[0] and "never (per process)" in notes[0]
     with pytest.raises(
         PrivilegeError,
         match=r"THP always cannot be set .* still possible: --thp never --thp madvise",
     ):
-        matrix_mod.thp_modes(("always",), fake_sys.sys_root, euid=1000)
-    assert matrix_mod.thp_modes((), fake_sys.sys_root, euid=0)[0] == ["never", "madvise", "always"]
+        matrix_mod.thp_modes(("always",), fake_sys.host, euid=1000)
+    assert matrix_mod.thp_modes((), fake_sys.host, euid=0)[0] == ["never", "madvise", "always"]
 
 
 def _plain(cells: list) -> list:
@@ -135,7 +135,7 @@ def _plain(cells: list) -> list:
 
 def test_matrix_puts_as_is_first_then_one_change_at_a_time(fake_sys):
     mx = matrix_mod.build(
-        Request(argv=("true",), only=("jemalloc-thp",), thp=("never", "always")), fake_sys.sys_root
+        Request(argv=("true",), only=("jemalloc-thp",), thp=("never", "always")), fake_sys.host
     )
     cells = _plain(mx.cells)
     assert _plain([mx.baseline]) == [{"allocator": "as-is", "thp": "madvise"}] == cells[:1]
@@ -149,25 +149,25 @@ def test_the_regime_is_held_by_default(fake_sys, monkeypatch):
     warm as root (reporting held off), cold as a user (idle before each run), with a note saying so;
     --regime wins; a machine that reports nothing is measured as found."""
     request = Request(argv=("true",), only=("jemalloc-thp",))
-    mx = matrix_mod.build(request, fake_sys.sys_root)
+    mx = matrix_mod.build(request, fake_sys.host)
     assert {c["regime"] for c in mx.cells} == {"warm"}
     assert any("measured warm" in n for n in mx.notes)
     monkeypatch.setattr(matrix_mod.os, "geteuid", lambda: 1000)
     user = matrix_mod.build(
-        Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",)), fake_sys.sys_root
+        Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",)), fake_sys.host
     )
     assert {c["regime"] for c in user.cells} == {"cold:4s"}
     assert any("measured cold (4 s idle before each run" in n for n in user.notes)
     asked = matrix_mod.build(
         Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",), regime="cold", idle_s=1),
-        fake_sys.sys_root,
+        fake_sys.host,
     )
     assert {c["regime"] for c in asked.cells} == {"cold:1s"} and not any(
         "reporting is on" in n for n in asked.notes
     )
     monkeypatch.undo()
     (fake_sys.sys_root / "module/page_reporting/parameters/page_reporting_order").write_text("11\n")
-    plain = matrix_mod.build(request, fake_sys.sys_root)
+    plain = matrix_mod.build(request, fake_sys.host)
     assert not any("regime" in c for c in plain.cells)
 
 
@@ -303,7 +303,7 @@ def test_aged_groups_each_compare_with_their_own_as_is_and_a_cut_keeps_whole_con
 
 def test_aged_keep_order_has_both_kinds_of_huge_page_change_first(fake_sys):
     mx = matrix_mod.build(
-        Request(argv=("true",), only=("jemalloc-thp", "glibc-hugetlb")), fake_sys.sys_root
+        Request(argv=("true",), only=("jemalloc-thp", "glibc-hugetlb")), fake_sys.host
     )
     aged = matrix_mod._aged_order(_plain(mx.cells), mx.thp_found)
     cells = _plain(mx.cells)

@@ -149,7 +149,7 @@ def test_the_elf_file_says_which_allocator_a_program_links(jemalloc_program, tmp
 
 def test_glibc_forced_is_offered_only_over_a_linked_allocator(jemalloc_program, tmp_path, fake_sys):
     linked = matrix_mod.build(
-        Request(argv=(str(jemalloc_program),), regime="cold", idle_s=0), fake_sys.sys_root
+        Request(argv=(str(jemalloc_program),), regime="cold", idle_s=0), fake_sys.host
     )
     assert linked.baseline == {"allocator": "as-is", "thp": "madvise", "regime": "cold:0s"}
     assert linked.linked == "jemalloc"
@@ -157,7 +157,7 @@ def test_glibc_forced_is_offered_only_over_a_linked_allocator(jemalloc_program, 
     name = matrix_mod.describe({"allocator": "glibc", "thp": "madvise"}, "madvise", linked.linked)
     assert name == "glibc forced over the linked jemalloc, THP madvise (as found)"
     plain = _compile(tmp_path, "heap", HEAP_C)
-    alone = matrix_mod.build(Request(argv=(str(plain),), only=("jemalloc-thp",)), fake_sys.sys_root)
+    alone = matrix_mod.build(Request(argv=(str(plain),), only=("jemalloc-thp",)), fake_sys.host)
     assert alone.linked is None and not [c for c in alone.cells if c["allocator"] == "glibc"]
 
 

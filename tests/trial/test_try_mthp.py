@@ -12,17 +12,17 @@ from hugebench.trial.matrix import Request
 
 def test_size_sets_need_root_and_the_sizes(fake_sys):
     request = Request(argv=("true",), mthp=True)
-    sets, notes = matrix_mod.mthp_sets(request, fake_sys.sys_root, euid=0)
+    sets, notes = matrix_mod.mthp_sets(request, fake_sys.host, euid=0)
     assert sets == list(matrix_mod.MTHP_SETS) and not notes
-    sets, notes = matrix_mod.mthp_sets(request, fake_sys.sys_root, euid=1000)
+    sets, notes = matrix_mod.mthp_sets(request, fake_sys.host, euid=1000)
     assert sets == [] and "not root" in notes[0]
-    assert matrix_mod.mthp_sets(Request(argv=("true",)), fake_sys.sys_root, euid=0) == ([], [])
+    assert matrix_mod.mthp_sets(Request(argv=("true",)), fake_sys.host, euid=0) == ([], [])
 
 
 def test_mthp_cells_set_their_sizes_and_turn_the_others_off(fake_sys, monkeypatch):
     monkeypatch.setattr(matrix_mod.os, "geteuid", lambda: 0)
     mx = matrix_mod.build(
-        Request(argv=("true",), only=("glibc",), thp=("madvise",), mthp=True), fake_sys.sys_root
+        Request(argv=("true",), only=("glibc",), thp=("madvise",), mthp=True), fake_sys.host
     )
     found = {"thp.mthp.16kB": "never", "thp.mthp.64kB": "never", "thp.mthp.2048kB": "inherit"}
     # the fake machine reports free pages: as root the try is measured warm (matrix.default_regime)
@@ -48,7 +48,7 @@ def test_per_size_shmem_and_the_shrinker_are_journaled_knobs(fake_sys):
     assert catalogue.family("thp.shrink_underused") == "thp"
     assert catalogue.declaration("thp.khugepaged.max_ptes_none") is not None
     assert "thp_underused_split_page" in THP_VMSTAT
-    knobs = discover_knobs(fake_sys.sys_root, fake_sys.proc_root, fake_sys)
+    knobs = discover_knobs(fake_sys.host)
     assert knobs["thp.mthp_shmem.8kB"].read() == "never"
     assert "thp.mthp.8kB" not in knobs  # 8 KiB has a shmem control only
 

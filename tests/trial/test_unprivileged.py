@@ -186,7 +186,7 @@ def test_perf_that_may_count_nothing_gives_reasons_not_a_crash(forbidding_perf, 
     from hugebench.measure import perf
     from hugebench.orchestrator import SweepOptions, run_sweep
 
-    caps = perf.detect(proc_root=fake_sys.proc_root, sys_root=fake_sys.sys_root)
+    caps = perf.detect(host=fake_sys.host)
     assert caps.available and not caps.supported and caps.scope is None
     assert all("perf_event_paranoid" in why for _, why in caps.unsupported)
     check = doctor.check_paranoid(caps)
@@ -202,8 +202,7 @@ def test_perf_that_may_count_nothing_gives_reasons_not_a_crash(forbidding_perf, 
         SweepOptions(
             out=tmp_path / "res",
             quiet=True,
-            sys_root=str(fake_sys.sys_root),
-            proc_root=str(fake_sys.proc_root),
+            host=fake_sys.host,
         ),
     )
     assert result.statuses == {"ok": 1}
