@@ -31,6 +31,13 @@ MTHP_STATS = (
     "swpout",
 )
 
+# pytest imports readline early (_pytest.capture), and GNU readline, where TERM names a terminal, exports
+# COLUMNS and LINES into the process's C environment (not os.environ): every process a test starts would
+# then see COLUMNS=80 and the CLI wrap its messages, as on no user's pipe. Undone here, once.
+for _name in ("COLUMNS", "LINES"):
+    if _name not in os.environ:
+        os.unsetenv(_name)
+
 FAKE_FILES = {
     f"{THP}/enabled": "always [madvise] never",
     f"{THP}/defrag": "always defer defer+madvise [madvise] never",
