@@ -1,6 +1,6 @@
 """The machine hugebench reads and tunes, as one immutable value: where /proc and /sys are, and the knob writer.
 
-A ``Host`` is built once at an entry point (a CLI command, ``hugebench.sweep``, ``try``, ``doctor``, a cluster
+A ``Host`` is built once at an entry point (a CLI command, the library sweep's ``SweepOptions.host``, ``try``, ``doctor``, a cluster
 worker) and passed down as a unit; nothing below the entry points picks a root or a writer of its own.
 ``LOCAL`` is this machine (``/proc``, ``/sys``, plain file I/O), the default where a public function keeps one.
 Tests build a ``Host`` over a fake tree whose writer answers the way sysfs does (tests/conftest.py ``fake_sys``).
