@@ -113,7 +113,9 @@ def test_a_fallback_forced_on_the_fragmented_machine(programs, tmp_path):
         state.apply({"thp.defrag": "never"})
         aged = aging.AgedMemory("fragmented", state, records=tmp_path / "runs").enter()
         try:
-            if aged.failed and aged.failed.startswith("not enough memory"):
+            if aged.failed and (
+                aged.failed.startswith("not enough memory") or "no progress" in aged.failed
+            ):  # too little memory, or other work freeing 2 MiB blocks as fast as they were taken
                 pytest.skip(aged.failed)
             assert aged.failed is None, aged.failed
             left = aged.columns["memory.free_2mib_blocks"]  # what the tolerance leaves free
