@@ -7,7 +7,9 @@
  * khugepaged/max_ptes_none of a huge page's small pages are zero-filled.
  *
  * PRESSURE none: the heap alone, under the run's memory limit (the reproducer: without the shrinker the
- * kernel cannot give back the zero-filled pages and OOM-kills the program). PRESSURE cache: then the
+ * kernel cannot give back the zero-filled pages and OOM-kills the program). A reproducer that survives fails
+ * (exit 3) when its huge-page faults (thp_fault_alloc while it touched the heap) would have fitted under the
+ * limit anyway: on a machine short of free 2 MiB blocks the faults fall back and nothing needed the shrinker. PRESSURE cache: then the
  * program fills its memory cgroup with dense memory to HEADROOM_MIB below its limit and streams a file of
  * twice the limit through the page cache (FILE: written and dropped from the cache first, unlinked at once),
  * so reclaim runs in the cgroup and finds little else to take: the pressure under which the shrinker acts.
@@ -15,7 +17,7 @@
  * within 1 MiB of the limit; v2: memory.events max rose): the condition did not hold. Then ACCESS_S seconds of random
  * read-modify-writes over the touched pages (ops_per_s).
  *
- * Prints key=value lines: faulted_huge_kib (AnonHugePages after the heap was touched), pressed_huge_kib
+ * Prints key=value lines: faulted_huge_kib (AnonHugePages after the heap was touched), huge_faults, pressed_huge_kib
  * (after the pressure), limit_gap_kib (the limit less the cgroup's peak usage during the pressure), underused_splits
  * (/proc/vmstat thp_underused_split_page during the pressure: the whole machine's), sparse_rss_kib and
  * sparse_huge_kib (the heap's own resident memory and huge pages at the end, from /proc/self/smaps),
@@ -244,20 +246,42 @@ static int written(const char *file, long long bytes)
 	return fd;
 }
 
-static void pressure(const char *file, long long headroom)
+/* The memory cgroup's limit in bytes (its directory in dir); exits 3 when there is none to press against. */
+static long long cgroup_limit(char *dir, size_t size, int *v2)
 {
-	char dir[1100], path[1200];
-	int v2 = 0;
-	if (!memcg(dir, sizeof dir, &v2)) {
+	char path[1200];
+	if (!memcg(dir, size, v2)) {
 		fprintf(stderr, "no memory cgroup of this process found in /proc/self/cgroup: no pressure\n");
 		exit(3);
 	}
-	snprintf(path, sizeof path, "%s/%s", dir, v2 ? "memory.max" : "memory.limit_in_bytes");
+	snprintf(path, sizeof path, "%s/%s", dir, *v2 ? "memory.max" : "memory.limit_in_bytes");
 	long long limit = number(path);
 	if (limit <= 0 || limit > (1LL << 40)) {
 		fprintf(stderr, "%s: no memory limit to press against (limit %lld)\n", dir, limit);
 		exit(3);
 	}
+	return limit;
+}
+
+/* The reproducer survived: it proves the shrinker saved it only if its huge pages would not have fitted. */
+static void check_reproduced(long long faults)
+{
+	char dir[1100];
+	int v2 = 0;
+	long long limit = cgroup_limit(dir, sizeof dir, &v2);
+	if (faults < 0 || faults * (long long)HUGE <= limit) {
+		fprintf(stderr, "the reproducer's condition did not hold: %lld huge-page faults (thp_fault_alloc, the "
+			"whole machine's) while the heap was touched, %lld MiB, within the limit of %lld MiB: the "
+			"heap fitted without any split\n", faults, faults * (long long)(HUGE >> 20), limit >> 20);
+		exit(3);
+	}
+}
+
+static void pressure(const char *file, long long headroom)
+{
+	char dir[1100], path[1200];
+	int v2 = 0;
+	long long limit = cgroup_limit(dir, sizeof dir, &v2);
 	int fd = written(file, 2 * limit);
 	snprintf(path, sizeof path, "%s/%s", dir, v2 ? "memory.current" : "memory.usage_in_bytes");
 	long long usage = number(path);
@@ -307,13 +331,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	heap = (char *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1)); /* no madvise: the THP mode decides */
+	long long faults = field("/proc/vmstat", "thp_fault_alloc", ' ');
 	in_workers(touch_blocks);
+	faults = faults < 0 ? -1 : field("/proc/vmstat", "thp_fault_alloc", ' ') - faults;
 	long long rss, huge;
 	heap_smaps(&rss, &huge);
-	printf("faulted_huge_kib=%lld\n", huge);
+	printf("faulted_huge_kib=%lld\nhuge_faults=%lld\n", huge, faults);
 	fflush(stdout);
 	if (!strcmp(argv[5], "cache"))
 		pressure(argv[6], atoll(argv[7]) << 20);
+	else
+		check_reproduced(faults);
 	heap_smaps(&rss, &huge);
 	printf("pressed_huge_kib=%lld\n", huge);
 	double t0 = now();
