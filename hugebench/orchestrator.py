@@ -99,7 +99,7 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
 
         result = SweepResult(setup.sweep_id, Path(options.out))
         # The planned runs, then, with repetitions: auto, blocks of the cells still too wide (hugebench.adaptive).
-        batches = (options.batches or adaptive.batches)(spec, runs, store.rows, plan_block)
+        batches = (options.batches or adaptive.batches)(spec, runs, store.follow(), plan_block)
         total = adaptive.max_runs(spec, runs) - len(setup.done & {r.run_id for r in runs})
         return record_runs(store, batches, setup.done, execute_runs, options, result, total)
 

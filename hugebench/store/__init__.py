@@ -76,14 +76,17 @@ from .files import (  # noqa: F401
     MAX_JSON_DEPTH,
     MAX_LINE_BYTES,
     ROW_TYPES,
+    StoreWarning,
     bounded_lines,
     context_problem,
     open_store_file,
     parse_json,
     parse_row,
     read_context,
+    row_identity,
     row_problem,
 )
+from .follow import RowFollower
 from .rows import STATUSES, append_line, json_default, normalise_row, plain  # noqa: F401
 
 RUNS_FILE = "runs.jsonl"
@@ -93,10 +96,6 @@ PLOTS_DIR = "plots"
 END_FIELDS = ("ended_at", "sweep_wall_s", "worker_wall_s_sum")
 
 _SAFE_SWEEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-class StoreWarning(UserWarning):
-    """A results file had a line or file that could not be read; it was skipped."""
 
 
 class ResultStore:
@@ -188,6 +187,11 @@ class ResultStore:
     def rows(self) -> list[dict]:
         """All readable rows in file order (see :func:`read_rows`; [] when there is no runs file yet)."""
         return read_rows(self.runs_path) if _exists(self.runs_path) else []
+
+    def follow(self) -> RowFollower:
+        """:meth:`rows` for a sweep that is writing them: each call reads only the lines added since the
+        last (what a schedule asks after every block)."""
+        return RowFollower(self.runs_path)
 
     def completed_run_ids(self) -> set[str]:
         """Ids of the runs that finished with status ``ok``: the ones a resumed sweep may skip."""
@@ -382,7 +386,7 @@ def _rows_frame(runs_file: Path, columns: list[str] | None = None) -> pd.DataFra
 
 
 def _repeated(frame: pd.DataFrame) -> pd.Series:
-    """Rows that repeat an earlier one, by :func:`_identity`'s rule, over the whole frame at once."""
+    """Rows that repeat an earlier one, by :func:`row_identity`'s rule, over the whole frame at once."""
     if "run_id" not in frame.columns:
         return pd.Series(False, index=frame.index)
     status = frame["status"] if "status" in frame.columns else pd.Series(None, index=frame.index)
@@ -459,7 +463,7 @@ def iter_rows(runs_file: str | os.PathLike) -> Iterator[dict]:
     runs_file = Path(runs_file)
     seen, repeated = set(), 0
     for row in _iter_rows(runs_file):
-        key = _identity(row)
+        key = row_identity(row)
         if key is not None and key in seen:
             repeated += 1
             continue
@@ -474,15 +478,6 @@ def _repeats(runs_file: Path, repeated: int) -> str:
         f"{runs_file}: {repeated} row(s) repeat a run already stored (same run_id); each run is "
         "counted once (was the file concatenated with itself?)"
     )
-
-
-def _identity(row: dict):
-    run_id = row.get("run_id")
-    if run_id is None:
-        return None
-    if row.get("status") == "ok":
-        return ("ok", run_id)
-    return (run_id, row.get("sweep_id"), str(row.get("started_at")), row.get("status"))
 
 
 def _iter_rows(runs_file: Path) -> Iterator[dict]:

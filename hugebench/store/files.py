@@ -52,6 +52,10 @@ ROW_TYPES = {
 }
 
 
+class StoreWarning(UserWarning):
+    """A results file had a line or file that could not be read; it was skipped."""
+
+
 def open_store_file(path: str | os.PathLike, what: str = "results file"):
     """``path`` opened for binary reading, or a HugebenchError naming it and what is wrong (missing,
     unreadable, a FIFO, a device such as ``/dev/zero``, a directory): nothing but a regular file is read."""
@@ -158,6 +162,17 @@ def parse_row(line: bytes, too_long: bool) -> tuple[dict | None, str | None]:
         return None, f"a JSON {type(row).__name__}, not an object"
     problem = row_problem(row)
     return (None, problem) if problem else (row, None)
+
+
+def row_identity(row: Mapping):
+    """What makes two rows the same run (None: a row without a run id is never a repeat): an ``ok`` row by
+    its run id alone, any other by run id, sweep, start time and status (a failed run retried is history)."""
+    run_id = row.get("run_id")
+    if run_id is None:
+        return None
+    if row.get("status") == "ok":
+        return ("ok", run_id)
+    return (run_id, row.get("sweep_id"), str(row.get("started_at")), row.get("status"))
 
 
 def row_problem(row: Mapping) -> str | None:
