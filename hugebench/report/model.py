@@ -126,6 +126,9 @@ class Options:
     primary: str | None = None
     level: float = 0.95
     figures: bool = False
+    charts: bool = (
+        False  # with figures: bar plots as BarChart values the HTML page writes as SVG itself
+    )
 
 
 def verdict_text(row, level: float) -> str:

@@ -115,7 +115,7 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
     if options.figures:
         from .figures import experiment_figures
 
-        section.figures = experiment_figures(experiment)
+        section.figures = experiment_figures(experiment, options.charts)
     return [section]
 
 
