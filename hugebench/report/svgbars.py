@@ -153,19 +153,35 @@ class _Frame:
 
 
 def text_width(text: str, size: float) -> float:
-    """Width in points of ``text`` at ``size`` points in matplotlib's default font (DejaVu Sans)."""
-    font = _font()
-    font.set_size(size, 72)
-    font.set_text(text, 0.0)
-    return font.get_width_height()[0] / 64
+    """Width in points of ``text`` at ``size`` points in matplotlib's default font (DejaVu Sans): the sum of
+    its characters' unhinted advances (laying the text out as Agg does cost ~1 ms a text, a third of the
+    page's charts; the sum is within ~4 % of it, and a browser draws the page in its own fonts anyway)."""
+    return size * sum(_advance(c) for c in text)
 
 
-def _font(cache: list = []):  # noqa: B006 (one font object for the process)
-    if not cache:
-        from matplotlib.font_manager import FontProperties, findfont, get_font
+def _advance(char: str, cache: dict = {}) -> float:  # noqa: B006 (one table for the process)
+    """The advance of ``char`` at 1 point."""
+    if char not in cache:
+        if not cache:
+            cache[None] = _font()
+        font, flags = cache[None]
+        cache[char] = font.load_char(ord(char), flags=flags).linearHoriAdvance / 65536 / 1000
+    return cache[char]
 
-        cache.append(get_font(findfont(FontProperties())))
-    return cache[0]
+
+def _font():
+    """matplotlib's default font at 1 000 points, and the flag that loads a glyph unhinted."""
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    try:
+        from matplotlib.ft2font import LoadFlags
+
+        flags = LoadFlags.NO_HINTING
+    except ImportError:  # matplotlib < 3.10
+        from matplotlib.ft2font import LOAD_NO_HINTING as flags
+    font = get_font(findfont(FontProperties()))
+    font.set_size(1000, 72)
+    return font, flags
 
 
 def _wrap(parts: Sequence[str], width: float, size: float, sep: str) -> list[str]:
