@@ -134,7 +134,7 @@ def chart_svg(chart: BarChart) -> str:
         *(_legend(chart, frame, legend, beside) if legend else []),
         "</svg>",
     ]
-    return "\n".join(parts)
+    return "\n".join(parts) + "\n"  # ends as matplotlib's SVG does: the page around it unchanged
 
 
 class _Frame:
