@@ -238,7 +238,9 @@ def _store_files(results, out: Path) -> list[Path]:
     for experiment in sorted(results.experiments(), key=lambda e: e.name):
         for name, fig in experiment_figures(experiment):
             written += save(fig, out, name)
-    written.append(write_html(build_report(results, Options(figures=True)), out / "report.html"))
+    written.append(
+        write_html(build_report(results, Options(figures=True, charts=True)), out / "report.html")
+    )
     return written
 
 

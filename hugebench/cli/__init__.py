@@ -408,7 +408,7 @@ def _print_report(
     if html is not None:
         from ..report.html import write_html
 
-        page = build_report(loaded, Options(primary=primary, figures=True))
+        page = build_report(loaded, Options(primary=primary, figures=True, charts=True))
         path = write_html(page, Path(html) if html else results / "report.html")
         click.echo(
             f"report: {path} ({count(len(page.sections), 'section')}, {count(len(page.warnings), 'warning')})"

@@ -12,19 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox, ScaledTranslation
 
 from ..stats import as_list
-from .rendering import format_axis, is_missing
-from .tables import MetricSpec, build_table, in_spec_order
+from .barchart import (  # noqa: F401 (re-exported: what a chart shows is decided there)
+    GREY,
+    MAX_BARS,
+    MAX_FIGURES,
+    MAX_LEVELS,
+    BarChart,
+    axis_levels,
+    bar_chart,
+    yerr_of,
+)
+from .tables import MetricSpec, build_table
 
-GREY = "0.45"
-MAX_BARS = 120  # bars one plot draws; a store of thousands of cells gets its first groups (the table has all)
-MAX_LEVELS = 12  # bars (colours) a group draws
-MAX_FIGURES = 24  # plots of one declared bar chart (one per value of the other axes)
 PAD_IN = 0.08  # inches between the outermost text and the figure's edge
 GAP_IN = 0.1  # inches between labels beside the plot and the legend
 # a ratio over its bar: a text shifted by a transform (an annotation per bar cost twice as much to draw)
@@ -66,49 +70,35 @@ def bar_figure(
     order: Mapping[str, Sequence] | None = None,
 ) -> Figure:
     """The bars of ``table`` (``build_table``'s, its ``attrs`` kept) grouped by ``keys``, not yet laid out."""
-    inner, outer = keys[-1], list(keys[:-1])
-    table, bar_values, group_labels, notes = _shown(table, keys, order)
-    title = f"{title} ({'; '.join(notes)})" if title and notes else title
-    width = 0.8 / max(len(bar_values), 1)
-    fig = Figure(figsize=(max(4.5, 1.2 + 0.55 * len(group_labels) * len(bar_values)), 4.2))
+    return chart_figure(bar_chart(table, keys, y, ylabel=ylabel, title=title, order=order))
+
+
+def chart_figure(chart: BarChart) -> Figure:
+    """A matplotlib figure of ``chart`` (:mod:`.barchart`), not yet laid out."""
+    fig = Figure(figsize=chart.size)
     ax = fig.subplots()
-    slots = _bar_slots(table, outer, inner, group_labels, bar_values, width)
-    _draw_bars(ax, table, slots, inner, bar_values, width, y)
-    if outer:
-        ax.set_xticks(range(len(group_labels)), group_labels)
-        ax.legend(title=inner, fontsize="small", loc="upper left", borderaxespad=0)
-    else:  # one axis: each bar names its own value (an empty group label and a legend said it less directly)
-        ax.set_xticks(slots, [format_axis(v) for v in table[inner]])
-    ax.set_xlabel(" / ".join(outer) if outer else inner)
-    ax.set_ylabel(ylabel or y)
-    if title:  # in lines as wide as the plot leaves room for (the legend is beside it)
+    _draw_bars(ax, chart)
+    ax.set_xticks(chart.xticks, chart.xticklabels)
+    if chart.legend_title is not None:  # one axis has none: each bar's tick names its value
+        ax.legend(title=chart.legend_title, fontsize="small", loc="upper left", borderaxespad=0)
+    ax.set_xlabel(chart.xlabel)
+    ax.set_ylabel(chart.ylabel)
+    if chart.title:  # in lines as wide as the plot leaves room for (the legend is beside it)
         width_pt = (fig.get_figwidth() - 1.5) * 72
-        ax.set_title(fit_lines(title.split(" "), width_pt, "medium", sep=" "), fontsize="medium")
+        ax.set_title(
+            fit_lines(chart.title.split(" "), width_pt, "medium", sep=" "), fontsize="medium"
+        )
     ax.grid(True, axis="y", alpha=0.3)
     ax.margins(y=0.15)
-    if "ratio" in table.columns:
-        _ratio_key(fig, table.attrs["baseline"])
+    if chart.ratio_key:
+        fig.supxlabel(
+            fit_lines(chart.ratio_key, fig.get_figwidth() * 72, "x-small"),
+            fontsize="x-small",
+            color=GREY,
+            y=PAD_IN / fig.get_figheight(),
+            va="bottom",
+        )
     return fig
-
-
-def _shown(table: pd.DataFrame, keys: Sequence[str], order: Mapping | None):
-    """``(table, bar values, group labels, notes)``: the rows a plot draws, in the YAML's order, cut to
-    :data:`MAX_LEVELS` colours and :data:`MAX_BARS` bars, with notes saying what was left out."""
-    if order:
-        table = in_spec_order(table, keys, order)
-    inner, outer = keys[-1], list(keys[:-1])
-    table = _keep(table, ~table[inner].map(is_missing))  # no value of the colour axis: no colour
-    bar_values = axis_levels(table, inner, order)
-    notes = []
-    if outer and len(bar_values) > MAX_LEVELS:  # more colours than a legend can tell apart
-        notes.append(f"the first {MAX_LEVELS} of {len(bar_values)} values of {inner}")
-        bar_values = bar_values[:MAX_LEVELS]
-        table = _keep(table, table[inner].isin(bar_values))
-    group_labels = _group_labels(table, outer)
-    table, group_labels, shown = _first_bars(table, outer, group_labels, len(bar_values))
-    attrs, table = table.attrs, table.reset_index(drop=True)
-    table.attrs = attrs
-    return table, bar_values, group_labels, notes + ([shown] if shown else [])
 
 
 def fix_layout(fig: Figure) -> None:
@@ -185,137 +175,28 @@ def _extents(artists, renderer) -> Bbox:
     return Bbox.union(_boxes(artists, renderer))
 
 
-def _ratio_key(fig: Figure, baseline: Mapping) -> None:
-    where = ", ".join(f"{k}={format_axis(v)}" for k, v in baseline.items())
-    parts = [f"ratio to {where}", "≈ CI of the ratio contains 1", "? too few runs for a verdict"]
-    fig.supxlabel(
-        fit_lines(parts, fig.get_figwidth() * 72, "x-small"),
-        fontsize="x-small",
-        color=GREY,
-        y=PAD_IN / fig.get_figheight(),
-        va="bottom",
-    )
-
-
-def _keep(table: pd.DataFrame, mask) -> pd.DataFrame:
-    kept = table[mask]
-    kept.attrs = table.attrs
-    return kept
-
-
-def _first_bars(table: pd.DataFrame, outer, group_labels: list, per_group: int):
-    """``(table, group_labels, note)`` cut to the first groups that hold :data:`MAX_BARS` bars, with the
-    note saying so ("" when nothing was left out): a plot of thousands of bars says nothing and takes
-    minutes to lay out."""
-    keep = group_labels[: max(1, MAX_BARS // max(per_group, 1))] if outer else group_labels
-    if len(table) <= MAX_BARS or (outer and len(keep) == len(group_labels)):
-        return table, group_labels, ""
-    if outer:
-        wanted = set(keep)
-        cut = _keep(table, [label in wanted for label in _row_labels(table, outer)])
-        return cut, keep, f"the first {len(keep)} of {len(group_labels)} groups"
-    cut = table.iloc[:MAX_BARS]
-    cut.attrs = table.attrs
-    return cut, keep, f"the first {MAX_BARS} of {len(table)} cells"
-
-
-def _bar_slots(table: pd.DataFrame, outer, inner, group_labels, bar_values, width) -> list[float]:
-    """x of each table row's bar: the bars a group has are centred on it, so a cell the experiment excluded
-    leaves no hole (a cell that ran and failed keeps its slot: it is a row, marked "failed")."""
-    members: dict[str, list] = {label: [] for label in group_labels}
-    rank = {value: k for k, value in enumerate(bar_values)}
-    for i, (label, value) in enumerate(zip(_row_labels(table, outer), table[inner].tolist())):
-        members[label].append((rank[value], i))
-    slots = [0.0] * len(table)
-    for centre, group in enumerate(group_labels):
-        found = sorted(members[group])
-        for k, (_, i) in enumerate(found):
-            slots[i] = centre + (k - (len(found) - 1) / 2) * width
-    return slots
-
-
-def _draw_bars(ax, table: pd.DataFrame, slots, inner, bar_values, width, y) -> None:
-    """One bar series per value of ``inner`` (a colour, a legend entry), the error bars of all of them in one
-    call (an ``errorbar`` a series cost more than its bars), a ratio or status label on each bar."""
-    medians = table[y].to_numpy(float)
-    heights, values = np.nan_to_num(medians), table[inner].tolist()
-    for j, value in enumerate(bar_values):
-        mine = [i for i, v in enumerate(values) if v == value]
-        ax.bar(
-            [slots[i] for i in mine], heights[mine], width, color=f"C{j}", label=format_axis(value)
-        )
-    yerr = yerr_of(table, y, f"{y}.ci_lo", f"{y}.ci_hi")
-    ax.errorbar(slots, heights, yerr=yerr, fmt="none", ecolor="k", capsize=3, label="_nolegend_")
-    high = table[f"{y}.ci_hi"].to_numpy(float)
-    tops = np.where(np.isnan(high), medians, high)  # a ratio sits over the CI, else the median
-    ratios = _columns(table, ("is_baseline", "ratio", "resolved")) if "ratio" in table else None
+def _draw_bars(ax, chart: BarChart) -> None:
+    """One bar series per value of the colour axis (a colour, a legend entry), the error bars of all of them
+    in one call (an ``errorbar`` a series cost more than its bars), a ratio or status label on each bar."""
+    for series in chart.series:
+        ax.bar(series.xs, series.heights, chart.width, color=f"C{series.index}", label=series.label)
+    xs, heights, yerr = chart.errors
+    ax.errorbar(xs, heights, yerr=yerr, fmt="none", ecolor="k", capsize=3, label="_nolegend_")
     above = ax.transData + ScaledTranslation(0, 3 / 72, ax.figure.dpi_scale_trans)  # 3 points up
-    for k, (x, status) in enumerate(zip(slots, table["status"])):
-        if status != "ok" or np.isnan(medians[k]):
+    for mark in chart.marks:
+        if mark.status:
             text = ax.text(
-                x,
+                mark.x,
                 0,
-                status if status != "ok" else "n/a",
+                mark.text,
                 rotation=90,
                 ha="center",
                 va="bottom",
                 fontsize="x-small",
                 color=GREY,
             )
-        elif ratios is not None:
-            words, shade = _ratio_text(ratios[k])
-            text = ax.text(x, tops[k], words, transform=above, **RATIO_STYLE, color=shade)
         else:
-            continue
+            text = ax.text(
+                mark.x, mark.y, mark.text, transform=above, **RATIO_STYLE, color=mark.color
+            )
         text.set_in_layout(False)  # inside the plot (ax.margins keeps room): not measured
-
-
-def _columns(rows: pd.DataFrame, names: Sequence[str]) -> list[dict]:
-    """Each row's values of ``names`` as a dict (cheaper than a Series or a record of every column)."""
-    return [dict(zip(names, values)) for values in zip(*(rows[n].tolist() for n in names))]
-
-
-def _ratio_text(row: Mapping) -> tuple[str, str]:
-    if row["is_baseline"]:
-        return "base", "black"
-    if pd.isna(row["ratio"]):
-        return "", "black"
-    if row["resolved"] is False:
-        return f"≈{row['ratio']:.2f}×", GREY
-    if row["resolved"] is None:
-        return f"{row['ratio']:.2f}×?", GREY
-    return f"{row['ratio']:.2f}×", "black"
-
-
-def yerr_of(rows: pd.DataFrame, centre: str, lo: str, hi: str) -> np.ndarray:
-    """Error bar lengths below and above ``centre`` (0 where a bound is missing)."""
-    middle = rows[centre].to_numpy(float)
-    below = np.nan_to_num(middle - rows[lo].to_numpy(float))
-    above = np.nan_to_num(rows[hi].to_numpy(float) - middle)
-    return np.vstack([np.clip(below, 0, None), np.clip(above, 0, None)])
-
-
-def axis_levels(frame: pd.DataFrame, column: str, order: Mapping | None = None) -> list:
-    """The values of ``column`` in the order ``order`` (axis -> values, the YAML's) gives, else sorted."""
-    values = frame[column].dropna().unique().tolist()
-    wanted = [str(v) for v in (order or {}).get(column) or []]
-    if wanted:
-        return sorted(
-            values, key=lambda v: wanted.index(str(v)) if str(v) in wanted else len(wanted)
-        )
-    try:
-        return sorted(values)
-    except TypeError:  # mixed types: keep the order of appearance
-        return values
-
-
-def _row_labels(table: pd.DataFrame, outer: Sequence[str]) -> list[str]:
-    """Each row's group label ("glibc / never"), "" without group axes."""
-    if not outer:
-        return [""] * len(table)
-    columns = [[format_axis(v) for v in table[c].tolist()] for c in outer]
-    return [" / ".join(parts) for parts in zip(*columns)]
-
-
-def _group_labels(table: pd.DataFrame, outer: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(_row_labels(table, outer)))

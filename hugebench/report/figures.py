@@ -14,35 +14,54 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
 
 from ..errors import HugebenchError
 from ..experiment import canonical_knob
 from ..safefs import SafeDir
 from ..stats import ok_rows, require_columns, summarize
 from ..store import PLOTS_DIR
-from .bars import GREY as _GREY
-from .bars import MAX_BARS, MAX_FIGURES, MAX_LEVELS, bar_figure, bar_plot, fit_lines, fix_layout
-from .bars import axis_levels as _levels
-from .bars import yerr_of as _yerr
+from .bar_plots import PROBE_UNDERLAY  # noqa: F401
+from .bar_plots import axis_column as _column  # noqa: F401 (read by tests as figures._column)
+from .bar_plots import bar_plots as _bar_plots
+from .bar_plots import part_title as _part_title
+from .barchart import GREY as _GREY
+from .barchart import MAX_BARS, MAX_FIGURES, MAX_LEVELS
+from .barchart import axis_levels as _levels
+from .barchart import yerr_of as _yerr
 from .rendering import AXIS_LABELS, format_axis, is_missing, verdict
 from .results import Experiment, Results, as_results
-from .tables import MetricSpec, build_table, cell_columns
+from .tables import MetricSpec
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# matplotlib is imported where a figure is drawn: the HTML page's bar charts need none of it (issue 42)
 __all__ = [
     "MAX_BARS",
     "MAX_FIGURES",
     "MAX_LEVELS",
-    "bar_plot",
-    "fit_lines",
     "line_plot",
     "ratio_plot",
 ]
-PROBE_UNDERLAY = ("hashlookup",)  # workloads whose latency bars get the probe's curves underneath
+
+LAZY = (
+    "bar_plot",
+    "bar_figure",
+    "fit_lines",
+    "fix_layout",
+)  # bars': imported (with matplotlib) when asked
+
+
+def __getattr__(name: str):
+    if name in LAZY:
+        from . import bars
+
+        return getattr(bars, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def line_plot(
@@ -65,6 +84,8 @@ def line_plot(
     E.g. time per malloc/free pair vs threads per allocator, or steady-phase time vs threads per backing.
     ``order`` (axis -> values, e.g. the YAML's) orders panels and lines; otherwise they are sorted.
     """
+    from matplotlib.figure import Figure
+
     keys = list(dict.fromkeys([k for k in (col, hue) if k] + [x]))  # hue may repeat col
     require_columns(df, keys)
     summary = summarize(df, keys, y, level=level)
@@ -99,6 +120,8 @@ def ratio_plot(
 
     Used by ``hugebench compare`` for B / A; a ratio whose CI contains 1 is drawn grey.
     """
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(7.0, 1.4 + 0.26 * len(labels)), layout="constrained")
     ax = fig.subplots()
     ys = np.arange(len(labels))[::-1]
@@ -154,14 +177,16 @@ def write_plots(
     return written
 
 
-def experiment_figures(experiment: Experiment) -> list[tuple[str, Figure]]:
+def experiment_figures(experiment: Experiment, charts: bool = False) -> list[tuple[str, Figure]]:
     """(file stem, figure) of every plot the experiment's workload declares (lines, grouped bars, per-run
     marks); an experiment none of whose declared lines or bars fits its axes (a command, fleet, a sweep over
-    allocators only) gets the primary metric by allocator x THP mode with CIs (:func:`_primary_bars`)."""
+    allocators only) gets the primary metric by allocator x THP mode with CIs (:func:`_primary_bars`).
+    ``charts``: the declared bar plots as :class:`~.barchart.BarChart` values, not drawn (the HTML page
+    writes them as SVG itself, :mod:`.svgbars`), but for those drawn over the probe's curves."""
     rows = ok_rows(experiment.rows)
     if rows.empty or experiment.workload is None:
         return []
-    summary = _line_plots(experiment, rows) + _bar_plots(experiment, rows)
+    summary = _line_plots(experiment, rows) + _bar_plots(experiment, rows, charts)
     return (summary or _primary_bars(experiment, rows)) + _xy_plots(experiment, rows)
 
 
@@ -195,6 +220,8 @@ def _primary_bars(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str,
     thp = [a for a in axes if canonical_knob(a) == "thp.enabled"]
     groups = [a for a in axes if a not in thp][:2] + thp  # the colour axis last
     label = next((m.title for m in _metric_specs(experiment) if m.column == metric), metric)
+    from .bars import bar_plot
+
     fig = bar_plot(
         rows,
         groups,
@@ -220,6 +247,8 @@ def xy_plot(
     df: pd.DataFrame, plot, *, title: str | None = None, order: Mapping | None = None
 ) -> Figure:
     """Each run as a line (``plot.kind`` "series": list columns) or a point ("scatter"), coloured by ``plot.hue``."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
     ax = fig.subplots()
     colors = {v: f"C{i}" for i, v in enumerate(_levels(df, plot.hue, order))}
@@ -300,6 +329,8 @@ def _draw_lines(
 
 def _tick_at_values(ax, values: pd.Series) -> None:
     """Numeric x such as thread counts read best with a tick at each measured value, in plain numbers."""
+    from matplotlib.ticker import NullLocator
+
     levels = values.dropna().unique()
     if not pd.api.types.is_numeric_dtype(values) or not 0 < len(levels) <= 12:
         return
@@ -340,96 +371,12 @@ def _line_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, F
     return drawn
 
 
-def _bar_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
-    drawn = []
-    for bars in experiment.workload.bars:
-        groups = [_column(rows, axis) for axis in bars.groups]
-        if None in groups:
-            continue
-        varying = _varying(rows, [a for a in experiment.axes if a not in groups])
-        extra = [c for c in (f"{bars.y}.reason", "peak_rss_bytes") if c in rows.columns]
-        narrow = rows[cell_columns(rows, groups + varying, [bars.y]) + extra]  # rows are ~360 wide
-        parts, total = _first_parts(narrow, varying)
-        # one table for every part drawn (a table per part cost as much again as drawing it)
-        table = build_table(
-            pd.concat([part for _, part in parts]),
-            groups + varying,
-            [MetricSpec(bars.y)],
-            experiment.baseline,
-            primary=bars.y,
-        )
-        for i, (keys, part) in enumerate(parts):
-            suffix = "".join(f"-{k}{format_axis(v)}" for k, v in keys)
-            more = (  # said on the last plot drawn: a plot per part of thousands of cells says nothing
-                f" (plots of the first {MAX_FIGURES} of {total} parts; the table has every cell)"
-                if i == MAX_FIGURES - 1 and total > MAX_FIGURES
-                else ""
-            )
-            fig = bar_figure(
-                _rows_with(table, keys),
-                groups,
-                bars.y,
-                ylabel=bars.label,
-                title=f"{_part_title(experiment.name, keys)}: {bars.title}{more}",
-                order=experiment.axis_order,
-            )
-            _probe_underlay(fig, experiment, part)
-            fix_layout(fig)
-            drawn.append((f"{experiment.name}-{bars.name}{suffix}", fig))
-    return drawn
-
-
-def _varying(rows: pd.DataFrame, axes: list[str]) -> list[str]:
-    return [a for a in axes if a in rows.columns and rows[a].nunique() > 1]
-
-
-def _first_parts(rows: pd.DataFrame, varying: list[str]) -> tuple[list, int]:
-    """The first :data:`MAX_FIGURES` of :func:`_split`'s parts and how many there are in all."""
-    if not varying:
-        return [((), rows)], 1
-    number = rows.groupby(varying).ngroup()
-    kept = rows[number.between(0, MAX_FIGURES - 1)].groupby(varying)
-    parts = [(tuple(zip(varying, v if isinstance(v, tuple) else (v,))), p) for v, p in kept]
-    return parts, int(number.max()) + 1
-
-
-def _rows_with(table: pd.DataFrame, keys) -> pd.DataFrame:
-    """The rows of ``table`` with the values ``keys`` ((axis, value), ...) names, its ``attrs`` kept."""
-    mask = np.ones(len(table), dtype=bool)
-    for axis, value in keys:
-        mask &= (table[axis] == value).to_numpy()
-    part = table[mask].reset_index(drop=True)
-    part.attrs = table.attrs
-    return part
-
-
-def _probe_underlay(fig, experiment: Experiment, rows: pd.DataFrame) -> None:
-    """Latency of a random access on this machine (the cached `hugebench probe`) under the measured cells."""
-    if experiment.workload.name not in PROBE_UNDERLAY:
-        return
-    from ..tlbprobe.cache import read_summary
-    from ..tlbprobe.figure import underlay_bars
-
-    underlay_bars(fig.axes[0], rows, read_summary())
-
-
 def _facet(axes: list[str], df: pd.DataFrame, used: set[str]) -> str | None:
     """A second axis to split panels by (THP mode first), if it has more than one value."""
     for axis in ["thp.enabled"] + axes:
         if axis in df.columns and axis not in used and df[axis].nunique() > 1:
             return axis
     return None
-
-
-def _column(rows: pd.DataFrame, axis: str) -> str | None:
-    """The rows' column for an axis the registry names: the axis itself, else its knob shorthand (thp)."""
-    names = [axis] + [c for c in rows.columns if canonical_knob(c) == canonical_knob(axis)]
-    return next((c for c in names if c in rows.columns), None)
-
-
-def _part_title(name: str, keys) -> str:
-    """ "quick, set_kind=flat" for the part of an experiment a figure shows (its file name says "quick-set_kindflat")."""
-    return ", ".join([name] + [f"{k}={format_axis(v)}" for k, v in keys])
 
 
 def _split(rows: pd.DataFrame, axes: list[str]):

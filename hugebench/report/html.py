@@ -99,7 +99,12 @@ def _replace(path: Path, data: bytes) -> None:
 
 def svg_markup(fig, name: str) -> str:
     """The figure as an inline ``<svg>`` element: text kept as text (no glyph paths), no XML prologue and no
-    RDF metadata, ids salted with ``name`` so several figures in one page never share an id."""
+    RDF metadata, ids salted with ``name`` so several figures in one page never share an id. A bar chart
+    value (``Options.charts``) writes itself (:mod:`.svgbars`: no ids at all)."""
+    from .svgbars import BarChart, chart_svg
+
+    if isinstance(fig, BarChart):
+        return chart_svg(fig)
     from matplotlib import rc_context
 
     buffer = io.StringIO()

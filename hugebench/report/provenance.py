@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..stats import ok_rows
+from ..stats import ok_mask, ok_rows
 from .model import Flag, Section
 from .rendering import DASH, display_frame, format_bytes, is_missing
 from .results import Results, sweep_ids
@@ -298,8 +298,9 @@ def linked_notes(rows: pd.DataFrame) -> list[str]:
 
 def _knobs(results: Results) -> Section | None:
     """Every kernel knob the rows read back after applying the cell's settings, with the values seen."""
-    rows = ok_rows(results.rows)
-    knobs = sorted(c for c in rows.columns if c.startswith("knob.") and rows[c].notna().any())
+    named = [c for c in results.rows.columns if c.startswith("knob.")]
+    rows = results.rows.loc[ok_mask(results.rows), named]  # not the other ~300 columns
+    knobs = sorted(c for c in named if rows[c].notna().any())
     if not knobs:
         return None
     body = [[k.removeprefix("knob."), _values(rows[k])] for k in knobs]
@@ -311,10 +312,21 @@ def _knobs(results: Results) -> Section | None:
     )
 
 
+_NEVER_MISSING = (
+    str,
+    int,
+    bool,
+)  # the common knob values, which is_missing (pd.isna) never calls missing
+
+
 def _values(column: pd.Series) -> str:
-    values = list(
-        dict.fromkeys(str(v) for v in column if not is_missing(v))
-    )  # lists too (unhashable)
+    values = list(  # as text: lists too (unhashable); tolist: iterating an Arrow column is slow
+        dict.fromkeys(
+            v if type(v) is str else str(v)
+            for v in column.tolist()
+            if type(v) in _NEVER_MISSING or not is_missing(v)
+        )
+    )
     return ", ".join(str(v) for v in values[:8]) + (
         f" (+{len(values) - 8} more)" if len(values) > 8 else ""
     )

@@ -21,7 +21,7 @@ from ..errors import HugebenchError
 from ..measure.phases import (
     COVERAGE_EXPECTED,  # the one level: a THP `always` cell below it is flagged
 )
-from ..stats import min_runs_for, ok_rows
+from ..stats import min_runs_for, ok_mask, ok_rows
 from .aging import aging_sections
 from .blocks import rows_of
 from .cellstats import CellFrame
@@ -115,7 +115,7 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
     if options.figures:
         from .figures import experiment_figures
 
-        section.figures = experiment_figures(experiment)
+        section.figures = experiment_figures(experiment, options.charts)
     return [section]
 
 
@@ -412,21 +412,25 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
     """Cells run with THP `always` whose median huge-page coverage stayed below :data:`COVERAGE_EXPECTED`:
     ``hp_coverage``, the coverage of the measured phase (``hp_coverage_basis`` says which, when a row has it:
     a command timed to its end is judged time-weighted, not at exit)."""
-    rows = ok_rows(experiment.rows)
-    mode = next((c for c in ("knob.thp.enabled", "thp.enabled", "thp") if c in rows.columns), None)
-    keys = [a for a in axes if a in rows.columns]
-    if mode is None or "hp_coverage" not in rows.columns or not keys:
+    mode = next(
+        (c for c in ("knob.thp.enabled", "thp.enabled", "thp") if c in experiment.rows.columns),
+        None,
+    )
+    keys = [a for a in axes if a in experiment.rows.columns]
+    if mode is None or "hp_coverage" not in experiment.rows.columns or not keys:
         return []
+    wanted = [*keys, mode, "hp_coverage", "hp_coverage_basis"]  # the rows are ~360 columns wide
+    columns = [c for c in dict.fromkeys(wanted) if c in experiment.rows.columns]
+    rows = experiment.rows.loc[ok_mask(experiment.rows), columns]
     named = varying_axes(rows, keys)
     always = rows[rows[mode].astype(str) == "always"]
+    coverage = pd.to_numeric(always["hp_coverage"], errors="coerce")
+    medians = coverage.groupby([always[k] for k in keys], sort=False, dropna=False).median()
     short = []
-    for key, cell in always.groupby(keys, sort=False, dropna=False):
-        coverage = pd.to_numeric(cell["hp_coverage"], errors="coerce").dropna()
-        if len(coverage) and coverage.median() < COVERAGE_EXPECTED:
-            label = cell_label(
-                pd.Series(dict(zip(keys, key if isinstance(key, tuple) else (key,)))), named
-            )
-            short.append((coverage.median(), f"{label} ({coverage.median():.0%})"))
+    for key, median in zip(medians.index, medians.tolist()):
+        if median < COVERAGE_EXPECTED:  # NaN: the cell has no coverage number
+            label = cell_label(dict(zip(keys, key if isinstance(key, tuple) else (key,))), named)
+            short.append((median, f"{label} ({median:.0%})"))
     if not short:
         return []
     short = [

@@ -138,10 +138,14 @@ def build_table(
     base = {axis: value for axis, value in (baseline or {}).items() if axis in keys}
     narrow = df[cell_columns(df, keys, [spec.column for spec in specs])]
     cells = _Cells(narrow, keys, specs, primary)
+    codes = range(
+        len(cells.keys_of)
+    )  # every cell described together (bit for bit the per-cell numbers)
+    summaries = cells.describe_many(codes, primary, level, n_boot, seed)
     records = []
-    for code, key in enumerate(cells.keys_of):
+    for code, key, summary in zip(codes, cells.keys_of, summaries):
         record = dict(zip(keys, key))
-        record.update(_cell_metrics(cells, code, specs, primary, level, n_boot, seed))
+        record.update(_cell_metrics(cells, code, specs, primary, summary))
         records.append(record)
     if base:
         _add_ratios(records, cells, keys, base, level, n_boot, seed)
@@ -275,13 +279,13 @@ class _Cells(CellFrame):
         return float("nan") if found is None else float(found[code])
 
     def stable(self, code: int):
-        if code not in self._stable:
-            self._stable[code] = self.stability(code, self.primary)
+        if not self._stable:  # every cell's, assessed together on first use
+            codes = range(len(self.rows))
+            self._stable = dict(zip(codes, self.stability_many(codes, self.primary)))
         return self._stable[code]
 
 
-def _cell_metrics(cells: _Cells, code, specs, primary, level, n_boot, seed) -> dict:
-    summary = cells.describe(code, primary, level, n_boot, seed)
+def _cell_metrics(cells: _Cells, code, specs, primary, summary: dict) -> dict:
     record = {"status": summary["status"], "n": summary["n"], "n_failed": summary["n_failed"]}
     if summary["status"] == "ok" and summary["n"] == 0:
         record["n"] = int(len(cells.ok_rows(code)))  # primary not measured: say how many succeeded

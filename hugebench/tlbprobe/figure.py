@@ -3,9 +3,14 @@ and the under-layer other latency plots draw from the cached curves."""
 
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from .curves import Curve
+
+if (
+    TYPE_CHECKING
+):  # matplotlib is imported where a figure is drawn: the report's own charts read the levels
+    from matplotlib.figure import Figure
 
 COLORS = {"4k": "tab:red", "thp": "tab:blue", "hugetlb-2m": "tab:green", "hugetlb-1g": "tab:purple"}
 STYLE = {"chase": "-", "mlp": ":"}
@@ -33,6 +38,8 @@ def _line(ax, curve: Curve, label: str, style: str) -> None:
 
 
 def probe_figure(all_curves: list[Curve], verdict: dict, title: str = "hugebench probe") -> Figure:
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     left, right = fig.subplots(1, 2)
     for curve in all_curves:
@@ -104,15 +111,15 @@ def draw_under(ax, summary: dict, pattern: str = "chase") -> bool:
     return drawn
 
 
-def underlay_bars(ax, rows, summary: dict | None, size_column: str = "peak_rss_bytes") -> bool:
-    """Under a latency bar chart: the probe's 4 KiB and huge-page chase latency at the cells' working set
-    (their median peak RSS), as horizontal grey lines. Returns whether anything was drawn."""
+def probe_levels(rows, summary: dict | None, size_column: str = "peak_rss_bytes") -> list:
+    """(ns, backing) of the probe's 4 KiB and huge-page chase latency at the cells' working set (their median
+    peak RSS), in the summary's order; [] without a summary or a working set."""
     import numpy as np
 
     from .curves import Curve
 
     if not summary or size_column not in rows or rows[size_column].dropna().empty:
-        return False
+        return []
     size = float(np.median(rows[size_column].dropna()))
     levels = []
     for curve in summary.get("curves", []):
@@ -122,17 +129,29 @@ def underlay_bars(ax, rows, summary: dict | None, size_column: str = "peak_rss_b
             else None
         )
         if ns is not None:
-            ax.axhline(
-                ns, color="0.55", lw=0.9, ls="--" if curve["backing"] == "4k" else ":", zorder=0
-            )
             levels.append((ns, curve["backing"]))
+    return levels
+
+
+def probe_label(ns: float, backing: str) -> str:
+    """A probe level's text beside a bar chart."""
+    return f"probe {backing} {ns:.0f} ns"
+
+
+def underlay_bars(ax, rows, summary: dict | None, size_column: str = "peak_rss_bytes") -> bool:
+    """Under a latency bar chart: the probe's 4 KiB and huge-page chase latency at the cells' working set
+    (their median peak RSS, :func:`probe_levels`), as horizontal grey lines. Returns whether anything was
+    drawn."""
+    levels = probe_levels(rows, summary, size_column)
+    for ns, backing in levels:
+        ax.axhline(ns, color="0.55", lw=0.9, ls="--" if backing == "4k" else ":", zorder=0)
     # Labelled beside the plot, right of the axes: inside they ran into the last group's bars and the legend.
     bottom, top = ax.get_ylim()
     previous, shift = None, 0
     for ns, backing in sorted(levels):
         shift = shift + 7 if previous is not None and (ns - previous) < 0.04 * (top - bottom) else 0
         ax.annotate(
-            f"probe {backing} {ns:.0f} ns",
+            probe_label(ns, backing),
             (1.0, ns),
             xycoords=("axes fraction", "data"),
             xytext=(3, shift),
