@@ -15,7 +15,7 @@ import os
 import warnings
 from pathlib import Path
 
-from .files import MAX_LINE_BYTES, StoreWarning, open_store_file, parse_row, row_identity
+from .files import StoreWarning, bounded_lines, open_store_file, parse_row, row_identity
 
 
 class RowFollower:
@@ -33,15 +33,11 @@ class RowFollower:
         bad: list[str] = []
         with open_store_file(self.path, "runs file") as handle:
             handle.seek(self._offset)
-            while line := handle.readline(MAX_LINE_BYTES + 1):
-                too_long = len(line) > MAX_LINE_BYTES
-                if not line.endswith(b"\n"):
-                    if not too_long:
-                        break  # being written (or torn): read again next time
-                    while line and not line.endswith(b"\n"):  # consumed in bounded pieces, not kept
-                        line = handle.readline(MAX_LINE_BYTES)
+            for line, too_long in bounded_lines(handle):
+                if not too_long and not line.endswith(b"\n"):
+                    break  # being written (or torn): read again next time
                 self._offset = handle.tell()
-                if line.strip() or too_long:
+                if too_long or line.strip():
                     self._add(line, too_long, bad)
         if bad:
             shown = "; ".join(bad[:3]) + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "")
@@ -53,7 +49,7 @@ class RowFollower:
         return list(self.rows)
 
     def _add(self, line: bytes, too_long: bool, bad: list[str]) -> None:
-        row, problem = parse_row(b"" if too_long else line, too_long)
+        row, problem = parse_row(line, too_long)
         if row is None:
             bad.append(str(problem))
             return
