@@ -7,9 +7,8 @@
  * khugepaged/max_ptes_none of a huge page's small pages are zero-filled.
  *
  * PRESSURE none: the heap alone, under the run's memory limit (the reproducer: without the shrinker the
- * kernel cannot give back the zero-filled pages and OOM-kills the program). A reproducer that survives fails
- * (exit 3) when its huge-page faults (thp_fault_alloc while it touched the heap) would have fitted under the
- * limit anyway: on a machine short of free 2 MiB blocks the faults fall back and nothing needed the shrinker. PRESSURE cache: then the
+ * kernel cannot give back the zero-filled pages and OOM-kills the program). huge_faults (thp_fault_alloc while it
+ * touched the heap, the whole machine's) says whether its huge pages would have fitted under the limit anyway. PRESSURE cache: then the
  * program fills its memory cgroup with dense memory to HEADROOM_MIB below its limit and streams a file of
  * twice the limit through the page cache (FILE: written and dropped from the cache first, unlinked at once),
  * so reclaim runs in the cgroup and finds little else to take: the pressure under which the shrinker acts.
@@ -263,20 +262,6 @@ static long long cgroup_limit(char *dir, size_t size, int *v2)
 	return limit;
 }
 
-/* The reproducer survived: it proves the shrinker saved it only if its huge pages would not have fitted. */
-static void check_reproduced(long long faults)
-{
-	char dir[1100];
-	int v2 = 0;
-	long long limit = cgroup_limit(dir, sizeof dir, &v2);
-	if (faults < 0 || faults * (long long)HUGE <= limit) {
-		fprintf(stderr, "the reproducer's condition did not hold: %lld huge-page faults (thp_fault_alloc, the "
-			"whole machine's) while the heap was touched, %lld MiB, within the limit of %lld MiB: the "
-			"heap fitted without any split\n", faults, faults * (long long)(HUGE >> 20), limit >> 20);
-		exit(3);
-	}
-}
-
 static void pressure(const char *file, long long headroom)
 {
 	char dir[1100], path[1200];
@@ -340,8 +325,6 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!strcmp(argv[5], "cache"))
 		pressure(argv[6], atoll(argv[7]) << 20);
-	else
-		check_reproduced(faults);
 	heap_smaps(&rss, &huge);
 	printf("pressed_huge_kib=%lld\n", huge);
 	double t0 = now();
