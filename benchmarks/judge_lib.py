@@ -84,6 +84,9 @@ class Verdict:
     regime: str | None = (
         None  # the regime try measured its verdict in (warm, cold:4s), None: as found
     )
+    expected: tuple | None = (
+        None  # (lo, hi): where try says a deployment timed alike should read it
+    )
 
     @property
     def idle_s(self) -> float:
@@ -133,7 +136,15 @@ def parse_verdict(data: dict) -> Verdict:
         ci_hi=ratio.get("ci_hi"),
         pairs=ratio.get("n"),
         deploy=deploy,
+        expected=_expected((best or {}).get("expected")),
     )
+
+
+def _expected(exp: dict | None) -> tuple | None:
+    """try's range for a deployment timed alike (its ``expected``: an end it cannot bound is None)."""
+    if not exp:
+        return None
+    return (exp.get("lo") or 0.0, exp.get("hi") if exp.get("hi") is not None else float("inf"))
 
 
 def _with_regime(text: str, regime: str | None) -> str:
@@ -315,12 +326,16 @@ def judge(rounds: list[tuple[list, list]], seed: int = 0) -> Judged:
 
 
 def agreement(verdict: Verdict, judged: Judged) -> dict:
-    """``inside``: the judge's ratio inside try's CI (None: try gave no CI). ``sign``: for a resolved verdict,
+    """``inside``: the judge's ratio inside try's CI (None: try gave no CI); ``expected``: inside try's
+    range for a deployment timed alike (None: try gave none, an unconfirmed best). ``sign``: for a resolved verdict,
     "agrees" when the judge's CI lies on try's side of 1, "WRONG SIGN" when it lies on the other side,
     "judge unresolved" when it includes 1; "n/a" for an unresolved verdict."""
     inside = None
     if verdict.ci_lo is not None and verdict.ci_hi is not None:
         inside = bool(verdict.ci_lo <= judged.ratio <= verdict.ci_hi)
+    expected = None
+    if verdict.expected is not None:
+        expected = bool(verdict.expected[0] <= judged.ratio <= verdict.expected[1])
     sign = "n/a"
     if verdict.resolved and verdict.ratio is not None:
         faster = verdict.ratio < 1
@@ -332,7 +347,7 @@ def agreement(verdict: Verdict, judged: Judged) -> dict:
             sign = "WRONG SIGN"
         else:
             sign = "judge unresolved"
-    return {"inside": inside, "sign": sign}
+    return {"inside": inside, "expected": expected, "sign": sign}
 
 
 def summary(rows: list[dict]) -> list[str]:
@@ -343,12 +358,17 @@ def summary(rows: list[dict]) -> list[str]:
     wrong = [r["program"] for r in judged if r["agreement"]["sign"] == "WRONG SIGN"]
     resolved = sum(r["agreement"]["sign"] != "n/a" for r in judged)
     share = f"{inside / len(with_ci):.0%}" if with_ci else "n/a"
+    with_exp = [r for r in judged if r["agreement"].get("expected") is not None]
+    exp_in = sum(r["agreement"]["expected"] for r in with_exp)
+    exp_share = f"{exp_in / len(with_exp):.0%}" if with_exp else "n/a"
     return [
         f"judged {len(judged)} of {len(rows)} programs; failed or not judged: {len(rows) - len(judged)}",
-        f"judge's ratio inside try's 95% CI: {inside} of {len(with_ci)} ({share}; goal: at least 90%)",
+        f"judge's ratio inside try's 95% CI of the effect: {inside} of {len(with_ci)} ({share})",
         f"resolved verdicts: {resolved}; of the wrong sign: {len(wrong)}"
         + (f" ({', '.join(wrong)})" if wrong else "")
         + " (goal: none)",
+        f"judge's ratio inside try's expected range for a deployment timed alike: {exp_in} of "
+        f"{len(with_exp)} ({exp_share}; goal: at least 90%)",
     ]
 
 
@@ -360,9 +380,9 @@ def table(rows: list[dict]) -> list[str]:
     """The markdown table: one row per program (and user)."""
     head = (
         "| program | kind | as | try's verdict | try's best | try's ratio [95% CI] | judge's ratio "
-        "[95% CI] | deployed | inside CI | sign |"
+        "[95% CI] | deployed | inside CI | try's expected range | inside it | sign |"
     )
-    out = [head, "|" + "---|" * 10]
+    out = [head, "|" + "---|" * 12]
     for r in rows:
         v, j, a = r.get("verdict") or {}, r.get("judged") or {}, r.get("agreement") or {}
         try_ratio = (
@@ -376,7 +396,10 @@ def table(rows: list[dict]) -> list[str]:
             if r.get("skipped")
             else "—"
         )
-        inside = {True: "yes", False: "NO", None: "—"}[a.get("inside")] if a else "—"
+        yes_no = {True: "yes", False: "NO", None: "—"}
+        inside = yes_no[a.get("inside")] if a else "—"
+        exp = v.get("expected")
+        expected = f"[{_num(exp[0])}, {_num(exp[1])}]" if exp else "—"
         cells = [
             r["program"],
             r["kind"],
@@ -389,6 +412,8 @@ def table(rows: list[dict]) -> list[str]:
             judge_ratio,
             r.get("deployed") or "—",
             inside,
+            expected,
+            yes_no[a.get("expected")] if a else "—",
             a.get("sign", "—"),
         ]
         out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")

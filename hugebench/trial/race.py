@@ -5,6 +5,7 @@ difference worth deploying*, and what *resolved* means. Pure functions of the ro
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -117,6 +118,23 @@ def paired_cs(a_rows, b_rows, metric: str, alpha: float = sequential.ALPHA) -> s
     :func:`.sequential.paired`; None when they do not pair."""
     pairs = stats._paired_values(stats.ok_rows(a_rows), stats.ok_rows(b_rows), metric)
     return sequential.paired(*pairs, alpha) if pairs is not None else None
+
+
+def expected_range(a_rows, b_rows, metric: str, ratio, pairs: int) -> tuple | None:
+    """(lo, hi, drift) of :func:`.sequential.expected_range` for the confirmed ``ratio`` (the verdict's
+    ``Ratio``: an end it cannot bound is None) of ``a_rows`` to ``b_rows`` over ``pairs`` fresh pairs, from
+    every pair of the two in the order they ran; an end that cannot be bounded is None; None: no pairs."""
+    sides = [
+        r.sort_values("repetition", kind="stable") if "repetition" in r else r
+        for r in (a_rows, b_rows)
+    ]
+    values = stats._paired_values(*(stats.ok_rows(r) for r in sides), metric)
+    if values is None:
+        return None
+    lo, hi = ratio.ci_lo or 0.0, ratio.ci_hi or math.inf
+    effect = stats.Ratio(ratio.value, lo, hi, True, pairs, ratio.level)
+    lo, hi, drift = sequential.expected_range(effect, stats.pair_ratios(*values))
+    return (lo if lo > 0 else None), (hi if hi < math.inf else None), drift
 
 
 def overridden(rows: Iterable[Mapping]) -> set[str]:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from ..measure.phases import COVERAGE_EXPECTED
 from ..report.terminal import wrap_lines as fit
 from .guards import lines as guard_lines
-from .verdict_types import Configuration, Deploy, Ratio, Verdict
+from .verdict_types import Configuration, Deploy, Expected, Ratio, Verdict
 
 
 def effect(ratio: Ratio | None, better: str) -> str:
@@ -36,6 +36,19 @@ def interval(ratio: Ratio) -> str:
     lo = "0" if ratio.ci_lo is None else f"{ratio.ci_lo:.3f}"
     hi = "inf" if ratio.ci_hi is None else f"{ratio.ci_hi:.3f}"
     return f"{level} {lo}-{hi}, {ratio.n} {'pairs' if ratio.paired else 'runs'}"
+
+
+def expected(exp: Expected, short: bool = False) -> str:
+    """Where a deployment timed alike in another window should read the ratio (:class:`.Expected`)."""
+    lo = "0" if exp.lo is None else f"{exp.lo:.3f}"
+    hi = "inf" if exp.hi is None else f"{exp.hi:.3f}"
+    if short:
+        return f"deployed and timed alike ({exp.pairs} pairs), expect {lo}-{hi}x (95%)"
+    drift = f"x{exp.drift:.2f}" if exp.drift > 1.005 else "none seen"
+    return (
+        f"deployed and timed alike elsewhere ({exp.pairs} pairs): expect {lo}-{hi}x as-is (95% "
+        f"prediction: this interval, such a check's own noise, the drift between this try's blocks: {drift})"
+    )
 
 
 def memory(config: Configuration) -> str:
@@ -132,6 +145,7 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
     else:
         lines.append("VERDICT: keep as-is: no other configuration has a successful run to compare.")
     if best:
+        lines += [f"  {expected(best.expected)}"] if best.expected else []
         lines += _phase_lines(best, what, better)
         lines += guard_lines(list(best.guards or []))
     if best:
@@ -311,6 +325,7 @@ def short(
     if best:
         confirmed = " on fresh pairs" if best.confirmation and best.confirmation.pairs else ""
         head.append(f"  effect{confirmed}: {what} {effect(best.ratio, better)}")
+        head += [f"  {expected(best.expected, short=True)}"] if best.expected else []
         cov, base_cov = best.hp_coverage, verdict.baseline.hp_coverage
         rss = best.peak_rss_ratio
         head.append(

@@ -19,10 +19,10 @@ from . import conditions, modes, sequential
 from . import guards as guards_mod
 from .deploy import deploy
 from .matrix import describe, uses_huge_pages
-from .race import _resolved, better_ratio, paired_cs
+from .race import _resolved, better_ratio, expected_range, paired_cs
 from .runs import CPU_COLUMN, with_cpu
 from .sizes import page_sizes
-from .verdict_types import Configuration, Confirmation, Ratio, Verdict
+from .verdict_types import Configuration, Confirmation, Expected, Ratio, Verdict
 
 TREE_RSS = "tree_peak_rss_bytes"
 CGROUP_PEAK = "cgroup.memory_peak_bytes"
@@ -204,6 +204,7 @@ def build(
         ties = _ties(selection, configs, lead, base_id, metric, alpha)
         best = dataclasses.replace(best, ties=tuple(configs[c].name for c in ties))
         best = _confirm(best, fresh, lead, base_id, metric, better, state, wall)
+        best = _expected(best, rows, lead, base_id, metric)
     # resolved: the confirmation resolved a difference worth deploying (a resolved 2 % is no such thing)
     resolved = bool(best and best.confirmation.resolved and not best.equivalent)
     wins = bool(resolved and best.kind == "better")
@@ -307,6 +308,20 @@ def _confirm(
             best, wall_ratio=_ratio_dict(paired_cs(lead_rows, base_rows, wall))
         )
     return best
+
+
+def _expected(best: Configuration, rows: pd.DataFrame, lead, base_id, metric) -> Configuration:
+    """The confirmed best with where a deployment timed alike should read it (:class:`.Expected`)."""
+    conf, ratio = best.confirmation, best.ratio
+    if not (conf and conf.pairs and ratio):
+        return best
+    ends = expected_range(
+        _cell_rows(rows, lead), _cell_rows(rows, base_id), metric, ratio, conf.pairs
+    )
+    if ends is None:
+        return best
+    lo, hi, drift = ends
+    return dataclasses.replace(best, expected=Expected(lo, hi, conf.pairs, drift))
 
 
 def _best(configs: dict[str, Configuration], base_id: str, better: str) -> str | None:

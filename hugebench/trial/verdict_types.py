@@ -62,6 +62,21 @@ class Confirmation:
 
 
 @dataclass(frozen=True)
+class Expected:
+    """Where a deployment of the best, timed the same way in another window, should read its ratio (95 %
+    prediction, :func:`.sequential.expected_range`): ``pairs`` the check's size, ``drift`` the factor the
+    ratio drifted by between this try's blocks (1.0: none seen); an end that cannot be bounded is None."""
+
+    lo: float | None
+    hi: float | None
+    pairs: int
+    drift: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
 class DeployLine:
     """One way to deploy the best: where it applies (per-process, systemd, machine-wide), the command, and
     what else it changes; ``required``: not an alternative to a line above (mTHP sizes)."""
@@ -145,6 +160,7 @@ class Configuration:
     selection_ratio: Ratio | None = _ABSENT
     confirmation: Confirmation | None = None
     wall_ratio: Ratio | None = _ABSENT
+    expected: Expected | None = _ABSENT
     guards: tuple[Mapping[str, Any], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,7 +169,7 @@ class Configuration:
             value = getattr(self, f.name)
             if value is _ABSENT or (value is None and f.name in _NONE_IS_ABSENT):
                 continue
-            if f.name in _RATIOS or f.name == "confirmation":
+            if f.name in _RATIOS or f.name in ("confirmation", "expected"):
                 value = value and value.to_dict()
             elif f.name in ("ties", "guards"):
                 value = list(value)
@@ -170,6 +186,8 @@ class Configuration:
                 values[key] = Ratio.from_dict(values[key])
         if values.get("confirmation") is not None:
             values["confirmation"] = Confirmation(**values["confirmation"])
+        if values.get("expected") is not None:
+            values["expected"] = Expected(**values["expected"])
         for key in ("ties", "guards"):
             if values.get(key) is not None:
                 values[key] = tuple(values[key])

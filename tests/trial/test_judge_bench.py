@@ -44,6 +44,7 @@ def _deploy(env: dict, mode: str | None, found: str = "madvise") -> dict:
 def _verdict(allocator="jemalloc-thp", mode="madvise", recommend=True, ratio=(0.8, 0.7, 0.9), **kw):
     cell = {"allocator": allocator, "thp": mode}
     value, lo, hi = ratio
+    expected = kw.pop("expected", None)
     best = {
         "name": f"{allocator}, THP {mode}",
         "cell": cell,
@@ -56,6 +57,7 @@ def _verdict(allocator="jemalloc-thp", mode="madvise", recommend=True, ratio=(0.
             "paired": True,
             "resolved": True,
         },
+        **({"expected": expected} if expected else {}),
     }
     return {
         "metric": "window_s",
@@ -200,18 +202,29 @@ def test_the_judges_ratio_is_the_median_of_paired_round_ratios(lib):
     assert one.ci_lo is None and one.ci_hi is None  # one round: no CI
 
 
-def _agree(lib, try_ratio, judge_ratio, resolved=True):
-    v = lib.parse_verdict(_verdict(ratio=try_ratio, resolved=resolved))
+def _agree(lib, try_ratio, judge_ratio, resolved=True, expected=None):
+    v = lib.parse_verdict(_verdict(ratio=try_ratio, resolved=resolved, expected=expected))
     return lib.agreement(v, lib.Judged(*judge_ratio, rounds=5))
 
 
 def test_agreement_inside_the_ci_and_the_sign_of_resolved_verdicts(lib):
-    assert _agree(lib, (0.8, 0.7, 0.9), (0.85, 0.8, 0.9)) == {"inside": True, "sign": "agrees"}
-    assert _agree(lib, (0.8, 0.7, 0.9), (0.95, 0.9, 0.98)) == {"inside": False, "sign": "agrees"}
+    assert _agree(lib, (0.8, 0.7, 0.9), (0.85, 0.8, 0.9)) == {
+        "inside": True,
+        "expected": None,
+        "sign": "agrees",
+    }
+    assert _agree(lib, (0.8, 0.7, 0.9), (0.95, 0.9, 0.98))["inside"] is False
+    # try's range for a deployment timed alike, when it gives one (an unbounded end is None in its JSON)
+    wide = {"lo": 0.65, "hi": 0.96, "pairs": 7, "drift": 1.02}
+    assert _agree(lib, (0.8, 0.7, 0.9), (0.95, 0.9, 0.98), expected=wide)["expected"] is True
+    assert _agree(lib, (0.8, 0.7, 0.9), (0.99, 0.9, 1.1), expected=wide)["expected"] is False
+    open_end = {"lo": 0.65, "hi": None, "pairs": 7, "drift": 1.0}
+    assert _agree(lib, (0.8, 0.7, 0.9), (1.3, 1.2, 1.4), expected=open_end)["expected"] is True
     assert _agree(lib, (0.8, 0.7, 0.9), (1.0, 0.95, 1.1))["sign"] == "judge unresolved"
     # issue 40's heap program as a user: try said resolved worse, the judge found it faster
     assert _agree(lib, (1.566, 1.091, 1.716), (0.64, 0.58, 0.75)) == {
         "inside": False,
+        "expected": None,
         "sign": "WRONG SIGN",
     }
     assert _agree(lib, (0.8, 0.7, 0.9), (1.2, 1.1, 1.3))["sign"] == "WRONG SIGN"
@@ -220,25 +233,32 @@ def test_agreement_inside_the_ci_and_the_sign_of_resolved_verdicts(lib):
 
 
 def test_summary_and_table_count_the_goal(lib):
-    def row(name, inside, sign):
+    def row(name, inside, sign, expected=None):
+        verdict = {"text": "use x", "best": "x", "ratio": 0.8, "ci_lo": 0.7, "ci_hi": 0.9}
         return {
             "program": name,
             "kind": "k",
             "as": "root",
-            "verdict": {"text": "use x", "best": "x", "ratio": 0.8, "ci_lo": 0.7, "ci_hi": 0.9},
+            "verdict": {**verdict, "expected": [0.6, 1.0] if expected is not None else None},
             "judged": {"ratio": 0.8, "ci_lo": 0.7, "ci_hi": 0.9, "rounds": 5},
-            "agreement": {"inside": inside, "sign": sign},
+            "agreement": {"inside": inside, "expected": expected, "sign": sign},
             "deployed": "A=1 (printed)",
         }
 
-    rows = [row("a", True, "agrees"), row("b", False, "WRONG SIGN"), row("c", True, "n/a")]
+    rows = [
+        row("a", True, "agrees", True),
+        row("b", False, "WRONG SIGN", False),
+        row("c", True, "n/a"),
+    ]
     rows.append({"program": "d", "kind": "k", "as": "root", "error": "try exited 5: busy"})
     lines = lib.summary(rows)
     assert lines[0].startswith("judged 3 of 4")
     assert "2 of 3 (67%" in lines[1]
     assert "resolved verdicts: 2; of the wrong sign: 1 (b)" in lines[2]
+    assert "expected range for a deployment timed alike: 1 of 2 (50%; goal" in lines[3]
     table = lib.table(rows)
     assert len(table) == 2 + 4 and table[3].count("WRONG SIGN") == 1
+    assert "| [0.600, 1.000] | yes |" in table[2] and "| — | — | n/a |" in table[4]
     assert "FAILED: try exited 5: busy" in table[5]
 
 

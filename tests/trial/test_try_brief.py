@@ -66,10 +66,15 @@ def test_the_default_answer_fits_twelve_lines_and_the_width(width):
     assert all(len(line) <= width for line in out), "\n".join(out)
     assert out[0].startswith("VERDICT: use jemalloc-thp, THP always")
     assert any(line.startswith("  effect on fresh pairs: time 0.") for line in out)
+    # where a deployment timed alike should read it, never narrower than the effect's interval (issue 40)
+    exp, ratio = verdict.best.expected, verdict.best.ratio
+    assert exp.pairs == 14 and exp.lo <= ratio.ci_lo <= ratio.ci_hi <= exp.hi
+    assert any(line.startswith("  deployed and timed alike (14 pairs), expect 0.") for line in out)
     assert any("LD_PRELOAD=" in line for line in out)  # the least invasive deploy line, whole
     assert "Other configurations" not in "\n".join(out)
     full = answer(verdict, plan, details=True, width=width).splitlines()
     assert len(full) > len(out) and "Other configurations (vs as-is):" in full
+    assert "the drift between this try's blocks: none seen)" in " ".join(" ".join(full).split())
     assert all(len(line) <= width for line in full), "\n".join(
         line for line in full if len(line) > width
     )

@@ -318,3 +318,49 @@ def test_same_folios_needs_a_reading_of_enough_memory_and_a_close_mix():
     assert sizes.same_folios(small, sets) == {}  # 1 MiB: no evidence
     unread = [{k: v for k, v in r.items() if not k.startswith("folio")} for r in rows]
     assert sizes.same_folios(unread, sets) == {}
+
+
+def _replications(step: float, trys: int = 1000, n: int = 30, fresh: int = 10, gap: int = 20):
+    """How often a later check of ``fresh`` pairs (its median, ``gap`` pairs after the try's last) lands
+    inside the confirmation's interval and inside ``expected_range``, when the log effect drifts as a
+    random walk of ``step`` a pair (0: no drift), with per-pair noise 0.1."""
+    from hugebench.stats import Ratio
+
+    rng = np.random.default_rng(7)
+    inside_cs = inside_expected = 0
+    for _ in range(trys):
+        x = np.log(0.8) + np.cumsum(rng.normal(0, step, n + gap + fresh))
+        x = x + rng.normal(0, 0.1, x.size)
+        series = np.exp(x[:n])
+        lo, hi = sequential.median_cs(series[-fresh:])
+        effect = Ratio(float(np.median(series[-fresh:])), lo, hi, True, fresh)
+        e_lo, e_hi, _ = sequential.expected_range(effect, series)
+        check = float(np.exp(np.median(x[-fresh:])))
+        inside_cs += lo <= check <= hi
+        inside_expected += e_lo <= check <= e_hi
+    return inside_cs / trys, inside_expected / trys
+
+
+def test_the_expected_range_covers_a_later_check_where_the_effects_interval_does_not():
+    # no drift: both cover a later check of the same size at least 95 % of the time
+    cs, expected = _replications(0.0)
+    assert cs >= 0.95 and expected >= 0.95
+    # a drift of 0.02 a pair (the ratio wanders ~10 % over the try): the effect's interval misses a
+    # later check about a fifth of the time, the expected range (drift from the try's own pairs) ~1 in 10
+    cs, expected = _replications(0.02)
+    assert cs < 0.85 and expected >= 0.87 and expected - cs >= 0.07
+
+
+def test_the_expected_range_widens_with_the_drift_and_keeps_unbounded_ends():
+    from hugebench.stats import Ratio
+
+    effect = Ratio(0.8, 0.75, 0.85, True, 10)
+    steady = [0.8, 0.78, 0.82, 0.8, 0.79, 0.81, 0.8, 0.78, 0.82, 0.8, 0.79, 0.81]
+    drifting = [0.7, 0.71, 0.72, 0.74, 0.76, 0.78, 0.8, 0.82, 0.84, 0.86, 0.88, 0.9]
+    lo, hi, drift = sequential.expected_range(effect, steady)
+    assert lo < 0.75 and hi > 0.85 and drift == 1.0  # a check's own noise, no drift
+    lo2, hi2, drift2 = sequential.expected_range(effect, drifting)
+    assert lo2 < lo and hi2 > hi and drift2 > 1.05
+    assert sequential.drift_sd(np.log(steady)) == 0.0
+    lo, hi, _ = sequential.expected_range(Ratio(0.8, 0.0, math.inf, True, 6), steady)
+    assert lo == 0.0 and hi == math.inf  # what the sequence cannot bound stays unbounded
