@@ -33,8 +33,10 @@ def _elf(path: str):
         return None, None
 
 
-def _read(path: str) -> tuple[list[str], list[str], bool]:
-    """(DT_NEEDED names, DT_RUNPATH/DT_RPATH dirs, defines and exports malloc) of one ELF file."""
+def _read(path: str, symbols: bool = True) -> tuple[list[str], list[str], bool]:
+    """(DT_NEEDED names, DT_RUNPATH/DT_RPATH dirs, defines and exports malloc) of one ELF file; without
+    ``symbols`` the symbol table is not read and the third is False (a library's exports decide nothing,
+    and reading libc's ~3 000 symbols took ~0.3 s of every try's start)."""
     f, elf = _elf(path)
     if elf is None:
         return [], [], False
@@ -49,7 +51,7 @@ def _read(path: str) -> tuple[list[str], list[str], bool]:
                     where = os.path.dirname(path)
                     raw = getattr(tag, "runpath", None) or getattr(tag, "rpath", "")
                     paths += [d.replace("$ORIGIN", where) for d in raw.split(":") if d]
-        dynsym = elf.get_section_by_name(".dynsym")
+        dynsym = elf.get_section_by_name(".dynsym") if symbols else None
         if dynsym is not None and hasattr(dynsym, "get_symbol_by_name"):
             for sym in dynsym.get_symbol_by_name("malloc") or []:
                 exports = exports or sym["st_shndx"] != "SHN_UNDEF"
@@ -90,6 +92,6 @@ def linked_allocator(program: str | None) -> str | None:
         path = _find(name, search)
         if path is None:
             continue
-        more, more_dirs, _ = _read(path)
+        more, more_dirs, _ = _read(path, symbols=False)
         queue += [(n, more_dirs) for n in more if n not in seen]
     return None

@@ -34,7 +34,7 @@ def no_difference(
     others = [c for c in active if c != base]
     if not others:
         return False
-    rows = as_frame(rows)  # once: a frame of every row costs ~30 ms (a row has ~350 columns)
+    rows = as_frame(rows, metric)  # once: the race's columns of every row
     narrow = ratio_columns(rows, metric)
     base_steady = steadiness(rows, base, metric)
     return all(
@@ -45,12 +45,31 @@ def no_difference(
     )
 
 
-def as_frame(rows):
+# What the race reads of a row: the ratio's pairing, the stability rule (spread, outliers, disturbed runs)
+# and whether the program overrode its THP mode; a decision's frame holds these and the metric only.
+RACE_COLUMNS = (
+    "cell_id",
+    "warmup",
+    "status",
+    *stats.PAIR_KEYS,
+    stability.DISTURBED,
+    stability.WHY,
+    "thp.overridden",
+)
+
+
+def as_frame(rows, metric: str | None = None):
     """Rows (dicts, or already a DataFrame) as a DataFrame: made once by a caller that asks several
-    questions of the same rows."""
+    questions of the same rows. With ``metric``, of :data:`RACE_COLUMNS` and the metric only (a row has
+    ~350 columns: a frame of all of them cost ~30 ms a decision, each column's values the same)."""
     import pandas as pd
 
-    return rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if isinstance(rows, pd.DataFrame):
+        return rows
+    if metric is None:
+        return pd.DataFrame(list(rows))
+    wanted = (*RACE_COLUMNS, metric)
+    return pd.DataFrame([{k: row[k] for k in wanted if k in row} for row in rows])
 
 
 def steadiness(rows, cell: str, metric: str) -> stability.Stability:
@@ -61,7 +80,7 @@ def steadiness(rows, cell: str, metric: str) -> stability.Stability:
     if isinstance(rows, pd.DataFrame):
         frame = rows[rows["cell_id"] == cell] if "cell_id" in rows.columns else rows.iloc[0:0]
         return stability.cell_stability(frame.reset_index(drop=True), metric)
-    frame = pd.DataFrame([r for r in rows if r.get("cell_id") == cell])
+    frame = as_frame([r for r in rows if r.get("cell_id") == cell], metric)
     return stability.cell_stability(frame, metric)
 
 
@@ -92,7 +111,7 @@ def ratio_to(
 ) -> stats.Ratio | None:
     """The paired ratio of ``cell`` to ``base`` (rows: dicts or a DataFrame) with its confidence sequence
     at ``alpha``; None when the runs do not pair by block."""
-    frame = ratio_columns(as_frame(rows), metric)
+    frame = ratio_columns(as_frame(rows, metric), metric)
     if frame.empty or "cell_id" not in frame.columns:
         return None
     if "warmup" in frame.columns:
@@ -137,10 +156,17 @@ def expected_range(a_rows, b_rows, metric: str, ratio, pairs: int) -> tuple | No
     return (lo if lo > 0 else None), (hi if hi < math.inf else None), drift
 
 
-def overridden(rows: Iterable[Mapping]) -> set[str]:
+def overridden(rows) -> set[str]:
     """The configurations one of whose successful runs had its asked THP mode overridden by the program
     (``thp.overridden``, as :func:`.conditions.overridden` reads it): they never lead, so the confirmation
-    is never spent on a configuration the verdict may not recommend."""
+    is never spent on a configuration the verdict may not recommend. ``rows``: dicts or a DataFrame."""
+    import pandas as pd
+
+    if isinstance(rows, pd.DataFrame):
+        known = {"thp.overridden", "cell_id"} <= set(
+            rows.columns
+        )  # a missing value: as a missing key
+        rows = rows[rows["cell_id"].notna()].to_dict("records") if known else []
     return {
         row["cell_id"]
         for row in rows
@@ -155,7 +181,7 @@ def leader(
     whose program overrode its THP mode is never the leader."""
     best, best_ratio = None, None
     skip = overridden(rows)
-    rows = ratio_columns(as_frame(rows), metric)  # once for every configuration's ratio
+    rows = ratio_columns(as_frame(rows, metric), metric)  # once for every configuration's ratio
     for cell in active:
         if cell == base or cell in skip:
             continue

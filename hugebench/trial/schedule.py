@@ -225,7 +225,7 @@ class Schedule:
 
     def _confirmation_ended(self, fresh: list, lead: str, base: str) -> str | None:
         """How the confirmation of ``lead`` ended on the ``fresh`` pairs (None: go on)."""
-        fresh = as_frame(fresh)
+        fresh = as_frame(fresh, self.metric)
         ratio = ratio_to(fresh, lead, base, self.metric)
         steady = [steadiness(fresh, c, self.metric) for c in (lead, base)]
         if stability.equivalent(ratio, *steady):
@@ -379,7 +379,8 @@ class Schedule:
         state = self.state
         alpha = state.alphas.get(base, sequential.ALPHA)
         members = [c for c in state.active if self.bases[c] == base and c not in state.dropped]
-        lead, lead_ratio = leader(rows, members, base, self.metric, self.better, alpha)
+        frame = as_frame(rows, self.metric)  # once for every question below: the race's columns
+        lead, lead_ratio = leader(frame, members, base, self.metric, self.better, alpha)
         state.leaders[base] = (lead, lead_ratio)
         for cell in members:
             if cell in (base, lead):
@@ -392,7 +393,6 @@ class Schedule:
         if len(members) < 2:
             state.answered[base] = "no configuration but as-is left"
             return
-        frame = as_frame(rows)  # once for the questions below
         steady = [steadiness(frame, c, self.metric) for c in (lead, base) if c]
         if _resolved(lead_ratio, *steady) and not stability.equivalent(lead_ratio, *steady):
             state.answered[base] = "the leader's ratio to as-is is resolved"
