@@ -115,7 +115,9 @@ def judge_one(prog, who: Who, base: Path, thp_off: Path, args) -> dict:
         row["try_json"] = data
         verdict = lib.parse_verdict(data)
         row["verdict"] = {k: v for k, v in verdict.__dict__.items() if k != "deploy"}
-        print(f"  try: {verdict.text}; best {verdict.best} {_ci(verdict)}", flush=True)
+        exp = verdict.expected
+        expect = f"; a deployment should read {exp[0]:.3f}-{exp[1]:.3f}" if exp else ""
+        print(f"  try: {verdict.text}; best {verdict.best} {_ci(verdict)}{expect}", flush=True)
         if verdict.deploy is None:
             return {**row, "skipped": "try gave no best configuration with a ratio"}
         row["deployed"] = f"{verdict.deploy.describe()} ({verdict.deploy.source})"

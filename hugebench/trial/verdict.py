@@ -371,6 +371,11 @@ def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: st
     ]
     if not verdict.resolved and not verdict.no_difference and best:
         out.append(_unresolved(verdict))
+    out += (
+        [_thin(best, verdict.better)]
+        if verdict.recommend == "best" and _thin(best, verdict.better)
+        else []
+    )
     left = (
         rows.get("containment.killed_at_end")
         if "containment.killed_at_end" in rows.columns
@@ -383,6 +388,22 @@ def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: st
             "the program starts something that outlives it"
         )
     return out
+
+
+def _thin(best: Configuration, better: str) -> str | None:
+    """A recommendation whose expected range for a deployment reaches the wrong side of 1: said, not hidden."""
+    exp = best.expected
+    if not exp:
+        return None
+    far = exp.hi if better == "lower" else exp.lo
+    if far is not None and (far > 1 if better == "lower" else far < 1):
+        lo = "0" if exp.lo is None else f"{exp.lo:.3f}"
+        hi = "inf" if exp.hi is None else f"{exp.hi:.3f}"
+        return (
+            f"thin: resolved in this try, but a deployment timed alike should read {lo}-{hi}x as-is "
+            "(95%): it may see no gain; time it where it runs before relying on it"
+        )
+    return None
 
 
 def _unstable_caveats(configs: list, shown: int = 3) -> list[str]:

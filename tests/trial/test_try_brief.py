@@ -193,3 +193,24 @@ def test_long_names_keep_the_short_answer_short(width):
     full = answer(verdict, plan, details=True, width=width)
     assert "".join(verdict.best.name.split()) in "".join(full.split())  # wrapped, whole
     assert argv[0] in full
+
+
+def test_a_recommendation_a_deployment_may_not_see_is_called_thin():
+    """A best resolved in the try whose expected range for a deployment reaches past 1 gets a caveat saying
+    a deployment may see no gain (issue 40: sort's 0.915x [0.879, 0.987] had a range up to 1.002)."""
+    import dataclasses
+
+    from hugebench.trial.verdict_types import Expected
+
+    best = _recommending_verdict().best
+    assert verdict_mod._thin(best, "lower") is None  # its range lies below 1
+    reaching = dataclasses.replace(best, expected=Expected(0.859, 1.002, 14, 1.0))
+    said = verdict_mod._thin(reaching, "lower")
+    assert said.startswith("thin: resolved in this try") and "0.859-1.002x as-is" in said
+    assert (
+        verdict_mod._thin(dataclasses.replace(best, expected=Expected(1.05, 1.3, 9, 1.0)), "higher")
+        is None
+    )
+    assert "0.980-1.300x" in verdict_mod._thin(
+        dataclasses.replace(best, expected=Expected(0.98, 1.3, 9, 1.0)), "higher"
+    )
