@@ -132,10 +132,8 @@ def block(spec: ExperimentSpec, repetition: int, cell_ids=None) -> list[RunSpec]
     return [run for run in runs if cell_ids is None or run.cell_id in cell_ids]
 
 
-_last_cells: list = [
-    None,
-    [],
-]  # the last spec expanded and its cells (try plans one block at a time)
+# the last spec expanded and its cells (try plans one block at a time)
+_last_cells: list = [None, []]
 
 
 def _cells_of(spec: ExperimentSpec) -> list[dict]:

@@ -103,9 +103,8 @@ def paired(a_values, b_values, alpha: float = ALPHA):
 
 
 Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
-MEDIAN_SE = math.sqrt(
-    math.pi / 2
-)  # a median's standard error per sigma / sqrt(n) (normal, large n)
+# a median's standard error per sigma / sqrt(n) (normal, large n)
+MEDIAN_SE = math.sqrt(math.pi / 2)
 
 
 def drift_sd(log_ratios) -> float:
@@ -121,12 +120,12 @@ def drift_sd(log_ratios) -> float:
     return math.sqrt(max(0.0, slow))
 
 
-def expected_range(effect, series, pairs: int | None = None) -> tuple[float, float, float]:
+def expected_range(effect, series) -> tuple[float, float, float]:
     """(lo, hi, drift): where a deployment timed the same way in another window should read the ratio, 95 %.
 
     ``effect``: the confirmation's ratio (``stats.Ratio``: its median and confidence sequence); ``series``:
-    every pair ratio of the same two configurations in the order they ran (selection and confirmation);
-    ``pairs``: the size of that later check (default the confirmation's). A prediction interval for a
+    every pair ratio of the same two configurations in the order they ran (selection and confirmation); the
+    later check is as long as the confirmation (``effect.n`` pairs). A prediction interval for a
     replication (Spence & Stanley, "Prediction interval: what to expect when you're expecting... a
     replication", PLoS ONE 11(9), 2016), with the between-window variance of a random-effects prediction
     (Higgins, Thompson & Spiegelhalter, J. R. Stat. Soc. A 172(1), 2009): in logs, the confidence
@@ -136,7 +135,7 @@ def expected_range(effect, series, pairs: int | None = None) -> tuple[float, flo
     one; the normal terms assume the log ratios roughly symmetric), and checked against a judge that
     deploys and times the answer (docs/try.md). An end the sequence cannot bound stays unbounded."""
     x = np.log(np.asarray([r for r in series if r > 0 and math.isfinite(r)], dtype=float))
-    n = int(pairs or effect.n or 0)
+    n = int(effect.n or 0)
     if not x.size or n < 1 or not (effect.value > 0):
         return 0.0, math.inf, 0.0
     centre = math.log(effect.value)

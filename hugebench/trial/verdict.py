@@ -371,11 +371,8 @@ def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: st
     ]
     if not verdict.resolved and not verdict.no_difference and best:
         out.append(_unresolved(verdict))
-    out += (
-        [_thin(best, verdict.better)]
-        if verdict.recommend == "best" and _thin(best, verdict.better)
-        else []
-    )
+    thin = _thin(best, verdict.better) if verdict.recommend == "best" else None
+    out += [thin] if thin else []
     left = (
         rows.get("containment.killed_at_end")
         if "containment.killed_at_end" in rows.columns
