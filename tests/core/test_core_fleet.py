@@ -72,7 +72,11 @@ def test_allocator_time_sampling_rate(every):
         assert timed == calls
     else:  # random gaps with mean `every`: the count is within a few standard deviations of calls/every
         assert timed == pytest.approx(calls / every, rel=0.1)
-    assert 0 < r["alloc_time_share"] < 1
+    assert 0 < r["alloc_time_share"]
+    if every == 1:  # every call timed: a share of the threads' own steady time
+        assert r["alloc_time_share"] < 1
+    # sampled, the share is scaled up by calls/timed: one sampled call the hypervisor stalled for a few ms
+    # counts `every` times (CI saw 1.03 at every=64), so a bound of 1 is not the estimator's to keep
     assert 0 < r["alloc_clock_overhead_ns"] < 200
 
 

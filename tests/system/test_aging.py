@@ -347,7 +347,7 @@ def test_plan_prices_making_each_memory_state():
 
 @pytest.mark.needs_root
 @pytest.mark.needs_thp
-def test_try_aged_end_to_end_gives_each_memory_state_its_own_verdict(tmp_path):
+def test_try_aged_end_to_end_gives_each_memory_state_its_own_verdict(tmp_path, thp_found_madvise):
     """`hugebench try --aged` on a real program: every run in the state it asked for (verified in its row),
     one verdict per state against as-is in that state, with its own run count; nothing left behind."""
     import json

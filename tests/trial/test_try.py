@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import thp_mode_needing_root
 
 from hugebench.cli import main
 from hugebench.cli.try_ import parse_budget
@@ -474,7 +475,9 @@ def faults_program(tmp_path_factory) -> Path:
 
 @pytest.mark.needs_root
 @pytest.mark.needs_thp
-def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(faults_program, tmp_path):
+def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(
+    faults_program, tmp_path, thp_found_madvise
+):
     started = time.monotonic()
     result, out = _try(
         [
@@ -517,7 +520,7 @@ def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(faults_progra
     assert Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().count("[madvise]") == 1
 
 
-def test_gzip_reading_stdin_and_the_experiment_file_resumes_with_sweep(tmp_path):
+def test_gzip_reading_stdin_and_the_experiment_file_resumes_with_sweep(tmp_path, thp_found_madvise):
     data = tmp_path / "input.bin"
     data.write_bytes(os.urandom(1 << 20) + bytes(4 << 20))
     result, out = _try(
@@ -778,7 +781,7 @@ def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp
     assert modes == {"never", found} if found != "never" else {"never"}
     assert "left out (needs root)" in ran.stderr
     refused = unprivileged.hugebench(
-        "try", "--thp", "always", "-o", "r2", "--", "true", env=env, cwd=work
+        "try", "--thp", thp_mode_needing_root(), "-o", "r2", "--", "true", env=env, cwd=work
     )
     assert refused.returncode == 3 and "still possible" in refused.stderr
 

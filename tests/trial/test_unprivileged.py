@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import thp_mode_needing_root
 
 
 def _shared_dir(path: Path, mode: int) -> Path:
@@ -137,7 +138,7 @@ def test_a_user_without_root_runs_doctor_plan_and_sweeps_after_root_swept(unpriv
     if (
         uid != 0
     ):  # a THP mode that needs root: refused up front with the command that works from a venv
-        (work / "always.yaml").write_text(HASH + "system: {thp: always}\n")
+        (work / "always.yaml").write_text(HASH + f"system: {{thp: {thp_mode_needing_root()}}}\n")
         (work / "always.yaml").chmod(0o644)
         refused = unprivileged.hugebench(
             "sweep", "always.yaml", "-o", "r-always", env=env, cwd=work
