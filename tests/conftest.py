@@ -283,6 +283,31 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     wheel_build.start({item.path.name for item in session.items})
 
 
+_SESSION_LOCK: list = []  # the open lock file, held until the process exits
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Test sessions run as root take turns: each puts kernel knobs back as it found them, and two at once
+    restore each other's values (a session beside another left THP at never for half an hour). The tests'
+    own sweeps keep private locks (`_private_sweep_lock`), so this one file is the turn."""
+    import fcntl
+
+    if os.geteuid() != 0:
+        return  # a user's tests cannot write the knobs
+    _FOUND_DIR.mkdir(parents=True, exist_ok=True)
+    handle = open(_FOUND_DIR.parent / "test-sessions.lock", "a+")  # held until the process exits
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"waiting for another test session run as root ({handle.name}) to finish"
+            )
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    _SESSION_LOCK.append(handle)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     import wheel_build
 
