@@ -271,8 +271,12 @@ def try_(
     if as_json:
         click.echo(export(outcome.verdict, "json"), nl=False)
         return
-    click.echo(answer(outcome.verdict, outcome.plan_lines, details, width))
-    tail = [f"results: {outcome.out} (hugebench report {outcome.out})"]
+    results = f"results: {outcome.out} (hugebench report {outcome.out})"
+    if width and len(results) > width:  # a long path: once, the command is `hugebench report` on it
+        results = f"results: {outcome.out}"
+    shown = fit([results], width)
+    click.echo(answer(outcome.verdict, outcome.plan_lines, details, width, reserve=len(shown)))
+    tail = [results]
     if details:
         tail.append(
             f"experiment: {outcome.experiment_file} (hugebench sweep {outcome.experiment_file} -o "

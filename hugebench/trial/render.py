@@ -11,7 +11,7 @@ from dataclasses import replace
 from ..measure.phases import COVERAGE_EXPECTED
 from ..report.terminal import wrap_lines as fit
 from .guards import lines as guard_lines
-from .verdict_types import Configuration, Deploy, Expected, Ratio, Verdict
+from .verdict_types import Configuration, Deploy, Expected, Ratio, Verdict, ends
 
 
 def effect(ratio: Ratio | None, better: str) -> str:
@@ -33,20 +33,18 @@ def interval(ratio: Ratio) -> str:
         return "no CI: too few runs"
     family = ratio.family or 1
     level = "95% CI" + (f" jointly over {family}" if family > 1 else "")
-    lo = "0" if ratio.ci_lo is None else f"{ratio.ci_lo:.3f}"
-    hi = "inf" if ratio.ci_hi is None else f"{ratio.ci_hi:.3f}"
-    return f"{level} {lo}-{hi}, {ratio.n} {'pairs' if ratio.paired else 'runs'}"
+    return (
+        f"{level} {ends(ratio.ci_lo, ratio.ci_hi)}, {ratio.n} {'pairs' if ratio.paired else 'runs'}"
+    )
 
 
 def expected(exp: Expected, short: bool = False) -> str:
     """Where a deployment timed alike in another window should read the ratio (:class:`.Expected`)."""
-    lo = "0" if exp.lo is None else f"{exp.lo:.3f}"
-    hi = "inf" if exp.hi is None else f"{exp.hi:.3f}"
     if short:
-        return f"deployed and timed alike ({exp.pairs} pairs), expect {lo}-{hi}x (95%)"
+        return f"deployed and timed alike ({exp.pairs} pairs), expect {ends(exp.lo, exp.hi)}x (95%)"
     drift = f"x{exp.drift:.2f}" if exp.drift > 1.005 else "none seen"
     return (
-        f"deployed and timed alike elsewhere ({exp.pairs} pairs): expect {lo}-{hi}x as-is (95% "
+        f"deployed and timed alike elsewhere ({exp.pairs} pairs): expect {ends(exp.lo, exp.hi)}x as-is (95% "
         f"prediction: this interval, such a check's own noise, the drift between this try's blocks: {drift})"
     )
 
@@ -70,16 +68,21 @@ def _times(ratio: Ratio | None) -> str:
 
 
 def answer(
-    verdict: Verdict, plan_lines: list[str], details: bool = True, width: int | None = None
+    verdict: Verdict,
+    plan_lines: list[str],
+    details: bool = True,
+    width: int | None = None,
+    reserve: int = 1,
 ) -> str:
     """What try prints: the verdict (``details``: every configuration and caveat, else the short form of
     trial.brief), each line fitted to ``width``; with --aged the whole try's line once, then each memory
-    state's verdict with only its own runs, cut and caveats."""
+    state's verdict with only its own runs, cut and caveats. ``reserve``: the lines printed after it (the
+    results line, wrapped) that count against the short form's MAX_LINES."""
     axis, each_state = verdict.by_condition or (None, None)
     states = each_state if axis == "memory_state" else None
     regimes = each_state if axis == "regime" else None
     if not states and not regimes:
-        return _one(verdict, plan_lines, details, width)
+        return _one(verdict, plan_lines, details, width, reserve)
     if (
         not states and len(regimes) == 1
     ):  # the regime try held without being asked: one line says which
@@ -88,7 +91,7 @@ def answer(
         said = f"regime {regime}: {REGIME_SHORT[kind]}"
         if details:
             return "\n".join(fit([text(verdict, plan_lines, width), said], width))
-        return "\n".join(short(verdict, plan_lines, width, said))
+        return "\n".join(short(verdict, plan_lines, width, said, reserve))
     out = list(plan_lines)
     for memory, each in (states or {}).items():
         out.append(
@@ -103,10 +106,12 @@ def answer(
     return "\n".join(fit(out, width))
 
 
-def _one(verdict: Verdict, plan_lines: list[str], details: bool, width: int | None) -> str:
+def _one(
+    verdict: Verdict, plan_lines: list[str], details: bool, width: int | None, reserve: int = 1
+) -> str:
     if details:
         return text(verdict, plan_lines, width)
-    return "\n".join(short(verdict, plan_lines, width))
+    return "\n".join(short(verdict, plan_lines, width, reserve=reserve))
 
 
 REGIME_SHORT = {  # one line under the answer at 80 columns
@@ -315,10 +320,15 @@ MAX_LINES = 12  # the whole default answer, the results line included (issue 43)
 
 
 def short(
-    verdict: Verdict, plan_lines: list[str], width: int | None = None, regime: str | None = None
+    verdict: Verdict,
+    plan_lines: list[str],
+    width: int | None = None,
+    regime: str | None = None,
+    reserve: int = 1,
 ) -> list[str]:
-    """The verdict in at most MAX_LINES - 1 lines (the results line follows), each wrapped to ``width``
-    (None: not wrapped); ``regime``: the line saying which regime was measured."""
+    """The verdict in at most MAX_LINES - ``reserve`` lines (the results line follows: ``reserve`` is how
+    many lines it wraps to), each wrapped to ``width`` (None: not wrapped); ``regime``: the line saying which
+    regime was measured."""
     better, best = verdict.better, verdict.best
     what = {"window_s": "time", "tree_cpu_s": "CPU time"}.get(verdict.metric, verdict.metric)
     head = [_decision(_clipped(verdict))]
@@ -339,7 +349,7 @@ def short(
         tail.append(plan_lines[0].split("; selection:")[0])
     tail.append("more: --details (every configuration and caveat), --json")
     # the regime's heading line is printed with the answer: it counts against the same 12 lines
-    limit = MAX_LINES - (1 if regime else 0)
+    limit = MAX_LINES - (1 if regime else 0) - (max(reserve, 1) - 1)
     shown = fit(head + deploy, width)
     if deploy and (len(shown) + 1 >= limit or (width and any(len(x) > width for x in shown))):
         deploy = _deploy_elsewhere(verdict.deploy)  # a command too long to show whole here

@@ -22,7 +22,7 @@ from .matrix import describe, uses_huge_pages
 from .race import _resolved, better_ratio, expected_range, paired_cs
 from .runs import CPU_COLUMN, with_cpu
 from .sizes import page_sizes
-from .verdict_types import Configuration, Confirmation, Expected, Ratio, Verdict
+from .verdict_types import Configuration, Confirmation, Expected, Ratio, Verdict, ends
 
 TREE_RSS = "tree_peak_rss_bytes"
 CGROUP_PEAK = "cgroup.memory_peak_bytes"
@@ -394,10 +394,8 @@ def _thin(best: Configuration, better: str) -> str | None:
         return None
     far = exp.hi if better == "lower" else exp.lo
     if far is not None and (far > 1 if better == "lower" else far < 1):
-        lo = "0" if exp.lo is None else f"{exp.lo:.3f}"
-        hi = "inf" if exp.hi is None else f"{exp.hi:.3f}"
         return (
-            f"thin: resolved in this try, but a deployment timed alike should read {lo}-{hi}x as-is "
+            f"thin: resolved in this try, but a deployment timed alike should read {ends(exp.lo, exp.hi)}x as-is "
             "(95%): it may see no gain; time it where it runs before relying on it"
         )
     return None

@@ -61,6 +61,11 @@ class Confirmation:
         return {"ended": self.ended, "pairs": self.pairs, "resolved": self.resolved}
 
 
+def ends(lo: float | None, hi: float | None) -> str:
+    """An interval's ends as 'lo-hi', an end not bounded as 0 or inf."""
+    return f"{'0' if lo is None else f'{lo:.3f}'}-{'inf' if hi is None else f'{hi:.3f}'}"
+
+
 @dataclass(frozen=True)
 class Expected:
     """Where a deployment of the best, timed the same way in another window, should read its ratio (95 %

@@ -99,7 +99,7 @@ def test_a_real_try_prints_the_short_answer_and_writes_its_exports(tmp_path, mon
     out = result.stdout.splitlines()
     assert out[0].startswith("json: ") and out[2].startswith("markdown: ")  # the files written
     answer_lines = out[3:]
-    assert len(answer_lines) <= MAX_LINES and answer_lines[0].startswith("VERDICT: ")
+    assert len(answer_lines) <= MAX_LINES and answer_lines[0].startswith("VERDICT: "), result.stdout
     assert any(line.startswith("results: ") for line in answer_lines[-3:]), result.stdout
     assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
     verdict = json.loads(files["json"].read_text())
@@ -214,3 +214,14 @@ def test_a_recommendation_a_deployment_may_not_see_is_called_thin():
     assert "0.980-1.300x" in verdict_mod._thin(
         dataclasses.replace(best, expected=Expected(0.98, 1.3, 9, 1.0)), "higher"
     )
+
+
+@pytest.mark.parametrize("reserve", [1, 2, 3])
+def test_a_results_line_wrapped_over_several_lines_counts_against_the_twelve(reserve):
+    """A long results directory wraps its line (CI's pytest paths did, 13 lines in all): the short form
+    leaves that many lines for it."""
+    verdict = _recommending_verdict()
+    plan = ["60 runs in 55 s of a 60 s budget (one run ~0.9 s); selection: 4 blocks, stopped: x"]
+    out = answer(verdict, plan, details=False, width=80, reserve=reserve).splitlines()
+    assert len(out) + reserve <= MAX_LINES, "\n".join(out)
+    assert out[0].startswith("VERDICT: use ") and out[-1].startswith("more: ")
