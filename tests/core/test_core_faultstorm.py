@@ -306,7 +306,11 @@ def test_result_shape_and_counts(threads):
     assert r["request_ns_p50"] is None
     assert r["mismatches"] == 0 and r["checksum"] != 0
     assert 0 < r["steady_thread_wall_max_s"] <= r["phases"]["steady"]
-    assert r["counters"]["minflt"]["value"] == pytest.approx(r["steady_thread_minflt"], abs=8)
+    # the process's counter also sees each worker's start (a new stack and TLS fault in before the worker's
+    # own window opens): 0-3 when glibc reuses cached stacks, 13 with 3 new threads once in CI
+    assert r["counters"]["minflt"]["value"] == pytest.approx(
+        r["steady_thread_minflt"], abs=8 * threads
+    )
 
 
 def test_same_seed_same_checksum_other_seed_other_checksum():
