@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from hugebench.kernel import Host
+from hugebench.kernel.parse import selected
 
 THP = "sys/kernel/mm/transparent_hugepage"
 HUGETLB = "sys/kernel/mm/hugepages"
@@ -355,10 +356,8 @@ def _read_guarded() -> dict[str, str]:
 
 
 def _selected(text: str) -> str:
-    """What to write back for a value read: the bracketed choice of a THP mode list, else the text."""
-    if "[" in text and "]" in text:
-        return text[text.index("[") + 1 : text.index("]")]
-    return text
+    """What to write back for a value read: a knob file's active value (kernel.parse.selected), else the text."""
+    return selected(text) or text.strip()
 
 
 # A test session records the knobs as it found them here, and removes the record when it ends. A session
