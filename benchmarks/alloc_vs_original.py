@@ -267,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--table-only", action="store_true", help="only print the table of the --out file"
     )
+    parser.add_argument(
+        "--cpu",
+        type=int,
+        default=None,
+        help="run both programs on this one CPU (default: wherever the scheduler puts them)",
+    )
     args = parser.parse_args(argv)
     names = [n for n in args.allocators.split(",") if n]
     unknown = [n for n in names if n not in allocators.BUILTIN]
@@ -278,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     ):  # an earlier invocation's pairs: this one continues their numbering
         with open(args.out) as f:
             rows = [json.loads(line) for line in f if line.strip()]
+    if args.cpu is not None:  # inherited by both programs: neither migrates between CPUs mid-run
+        os.sched_setaffinity(0, {args.cpu})
     if not args.table_only:
         first = 1 + max((r["pair"] for r in rows), default=-1)
         with open(args.out, "a") as f:
