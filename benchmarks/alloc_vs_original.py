@@ -14,7 +14,9 @@ Reported per allocator and program: net main-loop ns per malloc/free pair (real 
 original's main loop from its own per-thread rdtsc shares of its thread time), and the whole-run ms per
 million operations (the original's printed figure, unrounded), medians with 95% bootstrap intervals,
 and the paired ratios hugebench / original. Each run also records CPU seconds against wall seconds: a
-ratio well below 1 means the run waited for the CPU (other work on the machine) and is named noisy.
+ratio well below 1 means the run waited for the CPU (other work on the machine) and is named noisy; and
+its minor page faults (the two programs should fault alike: the interpreter's ~2k apart). --cpu N runs
+both programs on CPU N, so that neither migrates mid-run.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ print(json.dumps(out))
 """
 
 
-def run_child(argv: list[str], env: dict) -> tuple[str, float, float]:
-    """Run argv to completion; (stdout, wall seconds, CPU seconds of the child)."""
+def run_child(argv: list[str], env: dict) -> tuple[str, float, float, int]:
+    """Run argv to completion; (stdout, wall seconds, CPU seconds, minor page faults of the child)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
@@ -68,7 +70,7 @@ def run_child(argv: list[str], env: dict) -> tuple[str, float, float]:
     if done.returncode != 0:
         sys.exit(f"{argv[0]} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return done.stdout, wall, cpu
+    return done.stdout, wall, cpu, after.ru_minflt - before.ru_minflt
 
 
 def parse_original(text: str) -> dict:
@@ -131,17 +133,17 @@ def hugebench_params(original: dict, touch: str) -> dict:
 
 
 def run_original(binary: str, env: dict) -> dict:
-    out, wall, cpu = run_child([binary], env)
-    return {**parse_original(out), "wall_s": wall, "cpu_s": cpu}
+    out, wall, cpu, faults = run_child([binary], env)
+    return {**parse_original(out), "wall_s": wall, "cpu_s": cpu, "minor_faults": faults}
 
 
 def run_hugebench(params: dict, env: dict) -> dict:
-    out, wall, cpu = run_child(
+    out, wall, cpu, faults = run_child(
         [sys.executable, "-I", "-c", HUGEBENCH_CHILD, json.dumps(params)], env
     )
     r = json.loads(out.strip().splitlines()[-1])
     r["void_ns_per_pair"] = 2 * r.pop("void_ns_per_op")
-    return {**r, "wall_s": wall, "cpu_s": cpu}
+    return {**r, "wall_s": wall, "cpu_s": cpu, "minor_faults": faults}
 
 
 def environment(allocator: str) -> dict:
@@ -186,7 +188,8 @@ def measure(
                 print(json.dumps(row), file=out, flush=True)
                 print(
                     f"pair {pair} {name:9s} {program:9s} net {row['ns_per_pair_net']:7.1f} ns/pair  "
-                    f"whole {row['ms_per_mop']:7.1f} ms/Mop  cpu/wall {row['cpu_share']:.2f}",
+                    f"whole {row['ms_per_mop']:7.1f} ms/Mop  cpu/wall {row['cpu_share']:.2f}  "
+                    f"faults {row['minor_faults']}",
                     file=sys.stderr,
                 )
     return rows
@@ -199,6 +202,7 @@ FIGURES = (
     ("ns_per_pair", "main loop, ns/pair"),
     ("void_ns_per_pair", "void main loop, ns/pair"),
     ("ms_per_mop_net", "whole run net, ms/Mop"),
+    ("minor_faults", "minor page faults, whole process"),
 )
 
 
@@ -209,7 +213,9 @@ def _median_ci(values: list[float]) -> str:
 
 def _paired(rows: list[dict], name: str, column: str) -> tuple[list[float], list[float]]:
     """hugebench's and the original's values of one allocator, aligned by pair."""
-    by = {(r["program"], r["pair"]): r[column] for r in rows if r["allocator"] == name}
+    by = {
+        (r["program"], r["pair"]): r[column] for r in rows if r["allocator"] == name and column in r
+    }
     pairs = sorted({p for _, p in by if ("original", p) in by and ("hugebench", p) in by})
     return [by["hugebench", p] for p in pairs], [by["original", p] for p in pairs]
 
