@@ -15,7 +15,11 @@ function's own instructions (callgrind_annotate, exclusive) are grouped by what 
 - other: the rest (the interpreter, the dynamic loader), which should cancel between the two counts.
 
 Printed: instructions per malloc/free pair (real + void passes) by group and program, and the ratio
-hugebench / original.
+hugebench / original. With --void-pass only the void pass is counted: the original's void thread alone
+(callgrind collecting inside its void runRandomTest only), hugebench's loop run by its void allocator alone
+(allocator_mode void: the same loop code as its in-process void pass). With --passes both are counted and
+the real pass (both - void), the void pass and the net (real - void, the figure the net main loop times)
+are printed per pair as well.
 """
 
 from __future__ import annotations
@@ -99,8 +103,20 @@ def summed(counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
     return out
 
 
+# The original's void pass: its thread function for the void allocator, callgrind collecting only inside it.
+ORIGINAL_VOID_ONLY = [
+    "--collect-atstart=no",
+    "--toggle-collect=*runRandomTest<VoidAllocatorForTest*",
+]
+
+
 def callgrind(
-    argv: list[str], env: dict, workdir: Path, tag: str, cache_sim: bool
+    argv: list[str],
+    env: dict,
+    workdir: Path,
+    tag: str,
+    cache_sim: bool,
+    extra: tuple[str, ...] = (),
 ) -> tuple[str, dict[str, dict[str, int]]]:
     out, said = workdir / f"{tag}.callgrind", workdir / f"{tag}.stdout"
     program = Path(argv[0]).name if "python" not in Path(argv[0]).name else "_core"
@@ -108,7 +124,7 @@ def callgrind(
         return said.read_text(), summed(annotate(out, program))
     sim = ["--cache-sim=yes"] if cache_sim else []
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", *sim, f"--callgrind-out-file={out}", *argv],
+        ["valgrind", "--tool=callgrind", *sim, *extra, f"--callgrind-out-file={out}", *argv],
         env=env,
         capture_output=True,
         text=True,
@@ -122,20 +138,75 @@ def callgrind(
     return done.stdout, summed(annotate(out, program))
 
 
-def job(kind: str, binary: str, allocator: str, workdir: Path, cache_sim: bool) -> dict:
+def job(
+    kind: str, binary: str, allocator: str, workdir: Path, cache_sim: bool, void_pass: bool
+) -> dict:
     env = avo.environment(allocator)
-    tag = f"{kind}-{Path(binary).name}-{allocator}"
+    tag = f"{kind}-{Path(binary).name}-{allocator}" + ("-void" if void_pass else "")
     if kind == "original":
-        stdout, sums = callgrind([binary], env, workdir, tag, cache_sim)
+        extra = tuple(ORIGINAL_VOID_ONLY) if void_pass else ()
+        stdout, sums = callgrind([binary], env, workdir, tag, cache_sim, extra)
         return {"ops": avo.parse_original(stdout)["ops"], "sums": sums}
     # hugebench at the original's parameters (a native run of the original gives them: cheap)
     params = avo.hugebench_params(
         avo.parse_original(subprocess.run([binary], capture_output=True, text=True).stdout),
         "original",
     )
-    argv = [sys.executable, "-c", avo.HUGEBENCH_CHILD, json.dumps(params)]
+    if void_pass:  # its void allocator alone runs the loop of its in-process void pass
+        params = {**params, "allocator_mode": "void", "void_run": "separate"}
+    argv = [sys.executable, "-I", "-c", avo.HUGEBENCH_CHILD, json.dumps(params)]
     _, sums = callgrind(argv, env, workdir, tag, cache_sim)
     return {"ops": params["iterations"], "sums": sums}
+
+
+def per_pair(results: dict, names: list[str], runs: tuple[str, str], void: bool) -> dict:
+    """{(allocator, event, program): {group: count per pair, "total": ...}}: the 2M run minus the 1M run,
+    over the 1M operations' pairs."""
+    out = {}
+    for name in names:
+        for kind in ("original", "hugebench"):
+            small, large = (results[(kind, b, name, void)] for b in runs)
+            pairs = (large["ops"] - small["ops"]) / 2
+            for event in large["sums"]:
+                got = {
+                    g: (large["sums"][event][g] - small["sums"][event][g]) / pairs for g in GROUPS
+                }
+                out[name, event, kind] = {**got, "total": sum(got.values())}
+    return out
+
+
+def _ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.3f}" if abs(theirs) >= 1 else "-"
+
+
+def print_groups(counts: dict, names: list[str]) -> None:
+    print("| allocator | count per pair | group | original | hugebench | hugebench/original |")
+    print("|---|---|---|---|---|---|")
+    for (name, event, kind), got in counts.items():
+        if kind != "original" or name not in names:
+            continue
+        ours = counts[name, event, "hugebench"]
+        for g in (*GROUPS, "total"):
+            o, h = got[g], ours[g]
+            print(f"| {name} | {event} | {g} | {o:.1f} | {h:.1f} | {_ratio(h, o)} |")
+
+
+def print_passes(both: dict, void: dict, names: list[str]) -> None:
+    """Per pass, from the count of both passes and the count of the void pass alone: real = both - void,
+    net = real - void (the figure the net main loop times)."""
+    print("| allocator | pass | original, instructions/pair | hugebench | hugebench/original |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        split = {}
+        for kind in ("original", "hugebench"):
+            b, v = (
+                both[name, "instructions", kind]["total"],
+                void[name, "instructions", kind]["total"],
+            )
+            split[kind] = {"real": b - v, "void": v, "net (real - void)": b - 2 * v}
+        for which in ("real", "void", "net (real - void)"):
+            o, h = split["original"][which], split["hugebench"][which]
+            print(f"| {name} | {which} | {o:.1f} | {h:.1f} | {_ratio(h, o)} |")
 
 
 def main() -> None:
@@ -154,38 +225,35 @@ def main() -> None:
         metavar="DIR",
         help="a directory of an earlier run: its finished counts are not re-run",
     )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--void-pass", action="store_true", help="count the void pass alone (see above)"
+    )
+    which.add_argument(
+        "--passes",
+        action="store_true",
+        help="count both passes and the void pass alone; print the real pass, the void pass and the net",
+    )
     args = parser.parse_args()
     names = args.allocators.split(",")
     work = Path(args.reuse) if args.reuse else Path(tempfile.mkdtemp(prefix="alloc-instructions-"))
+    runs = (args.original_1m, args.original_2m)
+    voids = (False, True) if args.passes else (args.void_pass,)
     plan = [
-        (kind, binary, name)
+        (kind, binary, name, void)
+        for void in voids
         for name in names
         for kind in ("original", "hugebench")
-        for binary in (args.original_1m, args.original_2m)
+        for binary in runs
     ]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        done = pool.map(lambda p: job(*p, work, args.cache_sim), plan)
+        done = pool.map(lambda p: job(*p[:3], work, args.cache_sim, p[3]), plan)
         results = dict(zip(plan, done, strict=True))
-    print("| allocator | count per pair | group | original | hugebench | hugebench/original |")
-    print("|---|---|---|---|---|---|")
-    for name in names:
-        small, large = (
-            {k: results[(k, b, name)] for k in ("original", "hugebench")}
-            for b in (args.original_1m, args.original_2m)
-        )
-        for event in large["original"]["sums"]:
-            per_pair = {}
-            for kind in ("original", "hugebench"):
-                pairs = (large[kind]["ops"] - small[kind]["ops"]) / 2
-                got = {
-                    g: (large[kind]["sums"][event][g] - small[kind]["sums"][event][g]) / pairs
-                    for g in GROUPS
-                }
-                per_pair[kind] = {**got, "total": sum(got.values())}
-            for g in (*GROUPS, "total"):
-                o, h = per_pair["original"][g], per_pair["hugebench"][g]
-                ratio = f"{h / o:.3f}" if abs(o) >= 1 else "-"
-                print(f"| {name} | {event} | {g} | {o:.1f} | {h:.1f} | {ratio} |")
+    counts = {void: per_pair(results, names, runs, void) for void in voids}
+    print_groups(counts[voids[0]], names)
+    if args.passes:
+        print()
+        print_passes(counts[False], counts[True], names)
     print(f"\ncallgrind outputs: {work}")
 
 
