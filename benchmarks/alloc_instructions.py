@@ -139,10 +139,18 @@ def callgrind(
 
 
 def job(
-    kind: str, binary: str, allocator: str, workdir: Path, cache_sim: bool, void_pass: bool
+    kind: str,
+    binary: str,
+    allocator: str,
+    workdir: Path,
+    cache_sim: bool,
+    void_pass: bool,
+    calls: str = "new",
 ) -> dict:
     env = avo.environment(allocator)
     tag = f"{kind}-{Path(binary).name}-{allocator}" + ("-void" if void_pass else "")
+    if kind == "hugebench" and not void_pass and calls != "malloc":
+        tag += f"-{calls}"  # its real pass's calls (a void pass makes none)
     if kind == "original":
         extra = tuple(ORIGINAL_VOID_ONLY) if void_pass else ()
         stdout, sums = callgrind([binary], env, workdir, tag, cache_sim, extra)
@@ -152,6 +160,7 @@ def job(
         avo.parse_original(subprocess.run([binary], capture_output=True, text=True).stdout),
         "original",
     )
+    params["allocator_mode"] = calls
     if void_pass:  # its void allocator alone runs the loop of its in-process void pass
         params = {**params, "allocator_mode": "void", "void_run": "separate"}
     argv = [sys.executable, "-I", "-c", avo.HUGEBENCH_CHILD, json.dumps(params)]
@@ -225,6 +234,12 @@ def main() -> None:
         metavar="DIR",
         help="a directory of an earlier run: its finished counts are not re-run",
     )
+    parser.add_argument(
+        "--calls",
+        choices=("new", "malloc"),
+        default="new",
+        help="hugebench's allocation calls (as benchmarks/alloc_vs_original.py --calls)",
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--void-pass", action="store_true", help="count the void pass alone (see above)"
@@ -247,7 +262,7 @@ def main() -> None:
         for binary in runs
     ]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        done = pool.map(lambda p: job(*p[:3], work, args.cache_sim, p[3]), plan)
+        done = pool.map(lambda p: job(*p[:3], work, args.cache_sim, p[3], args.calls), plan)
         results = dict(zip(plan, done, strict=True))
     counts = {void: per_pair(results, names, runs, void) for void in voids}
     print_groups(counts[voids[0]], names)

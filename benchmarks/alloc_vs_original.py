@@ -111,8 +111,9 @@ def parse_original(text: str) -> dict:
     }
 
 
-def hugebench_params(original: dict, touch: str) -> dict:
-    """alloctest's parameters for the original's run: its slots, ops and sizes, one thread, its void pass."""
+def hugebench_params(original: dict, touch: str, calls: str = "new") -> dict:
+    """alloctest's parameters for the original's run: its slots, ops and sizes, one thread, its void pass,
+    and by default its calls (operator new[]/delete[]; "malloc" for malloc/free)."""
     return {
         "threads": 1,
         "slots": original["slots"],
@@ -129,6 +130,7 @@ def hugebench_params(original: dict, touch: str) -> dict:
         "void_run": "in-process",
         "chunks": 1,
         "seed": 1,
+        "allocator_mode": calls,
     }
 
 
@@ -153,7 +155,7 @@ def environment(allocator: str) -> dict:
 
 
 def measure(
-    binary: str, names: list[str], pairs: int, first_pair: int, touch: str, out
+    binary: str, names: list[str], pairs: int, first_pair: int, touch: str, calls: str, out
 ) -> list[dict]:
     """Interleaved pairs: per pair and allocator, both programs back to back, order alternating."""
     rows, params = [], None
@@ -169,7 +171,7 @@ def measure(
                 if (
                     program == "hugebench" and params is None
                 ):  # its parameters come from the original's output
-                    params = hugebench_params(run_original(binary, env), touch)
+                    params = hugebench_params(run_original(binary, env), touch, calls)
                 load = os.getloadavg()[0]
                 row = (
                     run_original(binary, env)
@@ -180,6 +182,7 @@ def measure(
                     program=program,
                     allocator=name,
                     pair=pair,
+                    calls=calls,
                     loadavg_1m=load,
                     cpu_share=row["cpu_s"] / row["wall_s"],
                     time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -266,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
         "--touch", default="original", help="hugebench's touch mode (default: original)"
     )
     parser.add_argument(
+        "--calls",
+        choices=("new", "malloc"),
+        default="new",
+        help="hugebench's allocation calls: new (operator new[]/delete[], the original's; default) or malloc",
+    )
+    parser.add_argument(
         "--out",
         default="alloc_vs_original.jsonl",
         help="one JSON line per run, appended: pairs already there count, numbering continues",
@@ -295,7 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.table_only:
         first = 1 + max((r["pair"] for r in rows), default=-1)
         with open(args.out, "a") as f:
-            rows += measure(os.path.abspath(args.original), names, args.pairs, first, args.touch, f)
+            rows += measure(
+                os.path.abspath(args.original), names, args.pairs, first, args.touch, args.calls, f
+            )
     print(table(rows, names))
     print()
     print(noise(rows))

@@ -194,7 +194,7 @@ class AlloctestResult(TypedDict):
     threads: int
     cores: int  # hardware threads (std::thread::hardware_concurrency)
     oversubscribed: bool  # threads > cores
-    allocator_mode: str  # "malloc" | "void"
+    allocator_mode: str  # "malloc" | "new" | "void"
     touch: str  # "none" | "write-read" | "full" | "original"
     size_law: str  # "bands" | "inverse"
     slot_law: str  # "pareto6" | "powerlaw"
@@ -266,7 +266,7 @@ def alloctest(
     min_size: int = ...,
     max_size: int = ...,
     touch: Literal["none", "write-read", "full", "original"] = ...,
-    allocator_mode: Literal["malloc", "void"] = ...,
+    allocator_mode: Literal["malloc", "new", "void"] = ...,
     void_run: Literal["separate", "in-process"] = ...,
     chunks: int = ...,
     seed: int = ...,

@@ -46,6 +46,13 @@ uint64_t share_of(uint64_t count, const Plan& plan, int worker) {
     return slice_size(count, static_cast<uint64_t>(plan.threads), static_cast<uint64_t>(worker));
 }
 
+// A block back to where it came from: free for malloc's, operator delete[] for operator new[]'s (the
+// original's new uint8_t[] / delete[]); the void allocator's one block is not the slot's to give back.
+inline void give_back(AllocatorMode mode, unsigned char* block) {
+    if (mode == AllocatorMode::malloc) std::free(block);
+    if (mode == AllocatorMode::new_array) ::operator delete[](block);
+}
+
 struct Tally {
     uint64_t mallocs = 0, frees = 0;
     uint64_t bytes_requested = 0;  // sum of the sizes malloc'd
@@ -91,13 +98,13 @@ private:
     void release_all();
     void publish_and_sample();
 
-    template <bool kVoid, Touch kTouch>
+    template <AllocatorMode kMode, Touch kTouch>
     void fill_as();
-    template <bool kVoid, Touch kTouch>
+    template <AllocatorMode kMode, Touch kTouch>
     void steps_as(uint64_t ops);
-    template <bool kVoid, Touch kTouch>
+    template <AllocatorMode kMode, Touch kTouch>
     void acquire(Slot& slot, uint32_t id, uint32_t size);
-    template <bool kVoid, Touch kTouch>
+    template <AllocatorMode kMode, Touch kTouch>
     void release(Slot& slot, uint32_t id);
     void check(const Slot& slot, uint32_t id);
     void sum(const Slot& slot) {
@@ -127,31 +134,31 @@ void Worker::setup() {
         if (plan_.pretouch_void_block) std::memset(void_block_, 0xA5, plan_.void_block_bytes);
     }
     slots_.assign(plan_.slots_per_thread, Slot{});  // the slot table comes from the allocator under test
-    with_modes(plan_.mode, plan_.touch, [this](auto is_void, auto touch) {
-        this->template fill_as<decltype(is_void)::value, decltype(touch)::value>();
+    with_modes(plan_.mode, plan_.touch, [this](auto how, auto touch) {
+        this->template fill_as<decltype(how)::value, decltype(touch)::value>();
     });
 }
 
 // Every slot toggles on each pick, so in steady state each is full with probability 1/2 whatever its
 // popularity: filling a random half of the slots starts the loop in that steady state at once.
-template <bool kVoid, Touch kTouch>
+template <AllocatorMode kMode, Touch kTouch>
 void Worker::fill_as() {
     uint64_t bits = 0;
     for (uint32_t id = 0; id < slots_.size(); ++id) {
         if (id % 64 == 0) bits = rng_.next();
-        if ((bits >> (id % 64)) & 1) acquire<kVoid, kTouch>(slots_[id], id, laws_->size(rng_.next()));
+        if ((bits >> (id % 64)) & 1) acquire<kMode, kTouch>(slots_[id], id, laws_->size(rng_.next()));
         if (id % kPublishEvery == 0) publish_and_sample();
     }
     publish_and_sample();
 }
 
 void Worker::steps(uint64_t ops) {
-    with_modes(plan_.mode, plan_.touch, [this, ops](auto is_void, auto touch) {
-        this->template steps_as<decltype(is_void)::value, decltype(touch)::value>(ops);
+    with_modes(plan_.mode, plan_.touch, [this, ops](auto how, auto touch) {
+        this->template steps_as<decltype(how)::value, decltype(touch)::value>(ops);
     });
 }
 
-template <bool kVoid, Touch kTouch>
+template <AllocatorMode kMode, Touch kTouch>
 void Worker::steps_as(uint64_t ops) {
     for (uint64_t done = 0; done < ops;) {
         const uint64_t batch = std::min(ops - done, kPublishEvery);
@@ -160,18 +167,20 @@ void Worker::steps_as(uint64_t ops) {
             tally.hot_picks += laws_->is_hot(pick) ? 1 : 0;
             Slot& slot = slots_[pick.slot];
             if (slot.block != nullptr)
-                release<kVoid, kTouch>(slot, pick.slot);
+                release<kMode, kTouch>(slot, pick.slot);
             else
-                acquire<kVoid, kTouch>(slot, pick.slot, laws_->size(rng_.next()));
+                acquire<kMode, kTouch>(slot, pick.slot, laws_->size(rng_.next()));
         }
         done += batch;
         publish_and_sample();
     }
 }
 
-template <bool kVoid, Touch kTouch>
+template <AllocatorMode kMode, Touch kTouch>
 void Worker::acquire(Slot& slot, uint32_t id, uint32_t size) {
-    unsigned char* block = kVoid ? void_block_ : static_cast<unsigned char*>(std::malloc(size));
+    unsigned char* block = void_block_;
+    if constexpr (kMode == AllocatorMode::malloc) block = static_cast<unsigned char*>(std::malloc(size));
+    if constexpr (kMode == AllocatorMode::new_array) block = static_cast<unsigned char*>(::operator new[](size));
     if (block == nullptr) throw std::bad_alloc();
     slot = Slot{block, size, slot.generation + 1};
     if constexpr (kTouch == Touch::original) {
@@ -189,11 +198,11 @@ void Worker::acquire(Slot& slot, uint32_t id, uint32_t size) {
     if (live > peak) peak = live;
 }
 
-template <bool kVoid, Touch kTouch>
+template <AllocatorMode kMode, Touch kTouch>
 void Worker::release(Slot& slot, uint32_t id) {
     if constexpr (kTouch == Touch::original) sum(slot);
     else if constexpr (kTouch != Touch::none) check(slot, id);
-    if constexpr (!kVoid) std::free(slot.block);
+    if constexpr (kMode != AllocatorMode::void_) give_back(kMode, slot.block);
     ++tally.frees;
     --live_blocks;
     live -= slot.size;
@@ -230,13 +239,12 @@ void Worker::timed_run(uint64_t ops) {
 // Teardown reads back every block before freeing it (unless touch is "none"), so that every byte
 // written is read back exactly once per read pass.
 void Worker::release_all() {
-    const bool is_void = plan_.mode == AllocatorMode::void_;
     for (uint32_t id = 0; id < slots_.size(); ++id) {
         Slot& slot = slots_[id];
         if (slot.block == nullptr) continue;
         if (plan_.touch == Touch::original) sum(slot);
         else if (plan_.touch != Touch::none) check(slot, id);
-        if (!is_void) std::free(slot.block);
+        give_back(plan_.mode, slot.block);
         ++tally.frees;
         --live_blocks;
         live -= slot.size;

@@ -25,11 +25,11 @@
 namespace hb::alloctest {
 
 enum class Touch { none, write_read, full, original };
-enum class AllocatorMode { malloc, void_ };
+enum class AllocatorMode { malloc, new_array, void_ };
 enum class VoidRun { separate, in_process };
 
 Touch parse_touch(const std::string& name);  // "none" | "write-read" | "full" | "original"
-AllocatorMode parse_allocator_mode(const std::string& name);  // "malloc" | "void"
+AllocatorMode parse_allocator_mode(const std::string& name);  // "malloc" | "new" | "void"
 VoidRun parse_void_run(const std::string& name);              // "separate" | "in-process"
 
 // No defaults here: the Python registry (hugebench/workloads.py) holds them and the binding passes

@@ -67,22 +67,24 @@ inline uint64_t sum_block(const unsigned char* block, size_t size) {
     return sum;
 }
 
-// Calls body(is_void, touch) with the modes as compile-time constants (std::bool_constant,
-// std::integral_constant), so the hot loop never branches on them.
+// Calls body(mode, touch) with both as compile-time constants (std::integral_constant), so the hot loop
+// never branches on them.
 template <class Body>
 void with_modes(AllocatorMode mode, Touch touch, Body&& body) {
-    auto with_touch = [&](auto is_void) {
+    auto with_touch = [&](auto how) {
         switch (touch) {
-            case Touch::none: return body(is_void, std::integral_constant<Touch, Touch::none>{});
-            case Touch::write_read: return body(is_void, std::integral_constant<Touch, Touch::write_read>{});
-            case Touch::full: return body(is_void, std::integral_constant<Touch, Touch::full>{});
-            case Touch::original: return body(is_void, std::integral_constant<Touch, Touch::original>{});
+            case Touch::none: return body(how, std::integral_constant<Touch, Touch::none>{});
+            case Touch::write_read: return body(how, std::integral_constant<Touch, Touch::write_read>{});
+            case Touch::full: return body(how, std::integral_constant<Touch, Touch::full>{});
+            case Touch::original: return body(how, std::integral_constant<Touch, Touch::original>{});
         }
     };
-    if (mode == AllocatorMode::void_)
-        with_touch(std::true_type{});
-    else
-        with_touch(std::false_type{});
+    switch (mode) {
+        case AllocatorMode::malloc: return with_touch(std::integral_constant<AllocatorMode, AllocatorMode::malloc>{});
+        case AllocatorMode::new_array:
+            return with_touch(std::integral_constant<AllocatorMode, AllocatorMode::new_array>{});
+        case AllocatorMode::void_: return with_touch(std::integral_constant<AllocatorMode, AllocatorMode::void_>{});
+    }
 }
 
 }  // namespace hb::alloctest

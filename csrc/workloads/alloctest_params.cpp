@@ -35,8 +35,8 @@ constexpr Choice<Touch> kTouches[] = {{"none", Touch::none},
                                       {"write-read", Touch::write_read},
                                       {"full", Touch::full},
                                       {"original", Touch::original}};
-constexpr Choice<AllocatorMode> kAllocatorModes[] = {{"malloc", AllocatorMode::malloc},
-                                                     {"void", AllocatorMode::void_}};
+constexpr Choice<AllocatorMode> kAllocatorModes[] = {
+    {"malloc", AllocatorMode::malloc}, {"new", AllocatorMode::new_array}, {"void", AllocatorMode::void_}};
 constexpr Choice<VoidRun> kVoidRuns[] = {{"separate", VoidRun::separate}, {"in-process", VoidRun::in_process}};
 constexpr Choice<SizeLawKind> kSizeLaws[] = {{"bands", SizeLawKind::bands}, {"inverse", SizeLawKind::inverse}};
 constexpr Choice<SlotLawKind> kSlotLaws[] = {{"pareto6", SlotLawKind::pareto6}, {"powerlaw", SlotLawKind::powerlaw}};
@@ -88,8 +88,8 @@ void validate(const Params& p) {
             "iterations (over all threads) must be >= threads, got " + std::to_string(p.iterations));
     require_chunks(p.chunks);
     validate_sizes(parse_size_law(p.size_law), p.min_size, p.max_size);
-    require(p.allocator_mode == "malloc" || p.void_run == "separate",
-            "void_run 'in-process' runs its own void pass: use it with allocator_mode 'malloc'");
+    require(p.allocator_mode != "void" || p.void_run == "separate",
+            "void_run 'in-process' runs its own void pass: use it with allocator_mode 'malloc' or 'new'");
     require(p.slots >= 0, "slots must be >= 0 (0: derived from total_bytes), got " + std::to_string(p.slots));
     require(p.slots > 0 || p.total_bytes >= 1, "total_bytes must be >= 1 when slots is 0 (derived from it)");
     const uint64_t per_thread_slots = slots_per_thread(p);

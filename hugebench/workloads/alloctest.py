@@ -163,8 +163,10 @@ WORKLOAD = register(
             "allocator_mode": Param(
                 str,
                 "malloc",
-                choices=("malloc", "void"),
-                help="void: same loop, no real malloc/free (the harness cost)",
+                choices=("malloc", "new", "void"),
+                help="malloc: malloc/free; new: operator new[]/delete[], the original program's calls "
+                "(glibc's libstdc++ wraps malloc/free in them); void: same loop, no real "
+                "allocation (the harness cost)",
             ),
             "void_run": Param(
                 str,

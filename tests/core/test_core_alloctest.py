@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -259,31 +261,70 @@ def test_original_touch_with_its_void_pass_at_the_original_laws():
     assert r["realised_mean_size"] == pytest.approx(45.5, rel=0.3)
 
 
-def test_the_in_process_void_pass_takes_its_block_before_its_slot_table(tmp_path):
-    """As the original's void allocator does in init(). An allocator that reuses the real pass's freed slot
-    table for the first big request then places both blocks as in the original: before, TCMalloc put the
-    void pass's table there and hugebench's process took 128k fewer page faults than the original's."""
+@pytest.fixture(scope="module")
+def logging_malloc(tmp_path_factory) -> Path:
+    """tests/data/logging_malloc.c built: big mallocs in order, operator new[]/delete[] counted."""
     if shutil.which("gcc") is None:
         pytest.skip("gcc is needed to build the logging allocator")
-    lib = tmp_path / "liblogging_malloc.so"
+    lib = tmp_path_factory.mktemp("alloc") / "liblogging_malloc.so"
     gcc = ["gcc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(DATA / "logging_malloc.c")]
     subprocess.run(gcc, check=True)
-    slots = 1 << 17
-    params = {**ORIGINAL_SMALL, "slots": slots, "touch": "original", "void_run": "in-process"}
-    code = f"from hugebench import _core; _core.alloctest(**{params!r})"
+    return lib
+
+
+def logged_alloctest(lib: Path, cwd: Path, **params) -> tuple[dict, list[str]]:
+    """alloctest in a process with the logging allocator preloaded: (its counts of mallocs and frees in the
+    timed run, the allocator's lines)."""
+    code = (
+        "import json; from hugebench import _core; "
+        f"r = _core.alloctest(**{params!r}); print(json.dumps([r['mallocs'], r['frees']]))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "LD_PRELOAD": str(lib)},
-        cwd=tmp_path,  # not the repository's hugebench/ sources
+        cwd=cwd,  # not the repository's hugebench/ sources
         capture_output=True,
         text=True,
         check=True,
     )
+    mallocs, frees = json.loads(done.stdout)
+    return {"mallocs": mallocs, "frees": frees}, done.stderr.splitlines()
+
+
+def test_the_in_process_void_pass_takes_its_block_before_its_slot_table(logging_malloc, tmp_path):
+    """As the original's void allocator does in init(). An allocator that reuses the real pass's freed slot
+    table for the first big request then places both blocks as in the original: before, TCMalloc put the
+    void pass's table there and hugebench's process took 128k fewer page faults than the original's."""
+    slots = 1 << 17
+    params = {**ORIGINAL_SMALL, "slots": slots, "touch": "original", "void_run": "in-process"}
+    _, lines = logged_alloctest(logging_malloc, tmp_path, **params)
     table, void_block = slots * 16, 16 << 20  # 16-byte slots; the original's 16 MiB void buffer
-    sizes = [
-        int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("malloc ")
-    ]
+    sizes = [int(line.split()[1]) for line in lines if line.startswith("malloc ")]
     assert [s for s in sizes if s in (table, void_block)] == [table, void_block, table]
+
+
+@pytest.mark.parametrize("mode", ["malloc", "new"])
+def test_allocator_mode_new_takes_every_block_with_operator_new_array(
+    logging_malloc, tmp_path, mode
+):
+    """The original's calls (new uint8_t[] / delete[]) with allocator_mode new, for every block of the fill,
+    the timed run and the teardown, and none in the void pass; malloc/free otherwise."""
+    params = {
+        **ORIGINAL_SMALL,
+        "touch": "original",
+        "void_run": "in-process",
+        "allocator_mode": mode,
+    }
+    run, lines = logged_alloctest(logging_malloc, tmp_path, **params)
+    news, deletes = (int(n) for n in lines[-1].split()[1::2])  # "new[] N delete[] M"
+    if mode == "malloc":
+        assert news == deletes == 0
+    else:  # the fill's blocks (about half the slots) and the run's: every one deleted by the end
+        fill = news - run["mallocs"]
+        assert (
+            news == deletes
+            and abs(fill - ORIGINAL_SMALL["slots"] / 2) < 0.02 * ORIGINAL_SMALL["slots"]
+        )
 
 
 def test_one_chunk_is_the_whole_timed_loop():
