@@ -145,7 +145,7 @@ def job(
     workdir: Path,
     cache_sim: bool,
     void_pass: bool,
-    calls: str = "new",
+    calls: str = "malloc",
 ) -> dict:
     env = avo.environment(allocator)
     tag = f"{kind}-{Path(binary).name}-{allocator}" + ("-void" if void_pass else "")
@@ -237,7 +237,7 @@ def main() -> None:
     parser.add_argument(
         "--calls",
         choices=("new", "malloc"),
-        default="new",
+        default="malloc",
         help="hugebench's allocation calls (as benchmarks/alloc_vs_original.py --calls)",
     )
     which = parser.add_mutually_exclusive_group()

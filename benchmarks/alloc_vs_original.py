@@ -111,9 +111,10 @@ def parse_original(text: str) -> dict:
     }
 
 
-def hugebench_params(original: dict, touch: str, calls: str = "new") -> dict:
-    """alloctest's parameters for the original's run: its slots, ops and sizes, one thread, its void pass,
-    and by default its calls (operator new[]/delete[]; "malloc" for malloc/free)."""
+def hugebench_params(original: dict, touch: str, calls: str = "malloc") -> dict:
+    """alloctest's parameters for the original's run: its slots, ops and sizes, one thread, its void pass;
+    malloc/free, or with calls "new" the original's operator new[]/delete[] (see docs/results.md for why
+    malloc is the default)."""
     return {
         "threads": 1,
         "slots": original["slots"],
@@ -271,8 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--calls",
         choices=("new", "malloc"),
-        default="new",
-        help="hugebench's allocation calls: new (operator new[]/delete[], the original's; default) or malloc",
+        default="malloc",
+        help="hugebench's allocation calls: malloc (malloc/free, default) or new (operator new[]/delete[], "
+        "the original's)",
     )
     parser.add_argument(
         "--out",

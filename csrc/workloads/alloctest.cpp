@@ -125,9 +125,9 @@ void Worker::setup() {
     laws_ = std::make_unique<Laws>(plan_.size_law, plan_.slot_law, plan_.scattered, plan_.slots_per_thread,
                                    plan_.min_size, plan_.max_size, Rng(plan_.seed, kPermutationStream + index_));
     // The void block before the slot table, as the original's void allocator takes its buffer in init(). The
-    // order decides where an allocator puts them: TCMalloc gives the first big request the real pass's freed
-    // table, so with the table first the void pass ran on recycled pages where the original's runs on fresh
-    // ones (hugebench's process took 128k fewer page faults than the original's at 2^25 slots).
+    // order can decide where an allocator puts them: TCMalloc may give the first big request the head of the
+    // real pass's freed table, leaving the new table to fresh pages as in the original; whether it does also
+    // depends on the heap the process had before the run (docs/results.md, 2026-11-28).
     if (plan_.mode == AllocatorMode::void_) {
         void_block_ = static_cast<unsigned char*>(std::malloc(plan_.void_block_bytes));
         if (void_block_ == nullptr) throw std::bad_alloc();

@@ -43,8 +43,10 @@ def test_original_output_gives_loop_and_whole_run_figures(script):
         10_000_000,
         65536,
     )
-    assert params["allocator_mode"] == "new"  # the original's operator new[]/delete[]
-    assert script.hugebench_params(r, "original", "malloc")["allocator_mode"] == "malloc"
+    assert params["allocator_mode"] == "malloc"
+    assert (
+        script.hugebench_params(r, "original", "new")["allocator_mode"] == "new"
+    )  # the original's calls
     assert (params["touch"], params["void_run"], params["chunks"], params["threads"]) == (
         "original",
         "in-process",

@@ -292,9 +292,9 @@ def logged_alloctest(lib: Path, cwd: Path, **params) -> tuple[dict, list[str]]:
 
 
 def test_the_in_process_void_pass_takes_its_block_before_its_slot_table(logging_malloc, tmp_path):
-    """As the original's void allocator does in init(). An allocator that reuses the real pass's freed slot
-    table for the first big request then places both blocks as in the original: before, TCMalloc put the
-    void pass's table there and hugebench's process took 128k fewer page faults than the original's."""
+    """As the original's void allocator does in init(): the order can decide where an allocator puts the
+    two (with TCMalloc, whether the void pass's table lands on the real pass's freed one: 128k page faults
+    at the original's size)."""
     slots = 1 << 17
     params = {**ORIGINAL_SMALL, "slots": slots, "touch": "original", "void_run": "in-process"}
     _, lines = logged_alloctest(logging_malloc, tmp_path, **params)
