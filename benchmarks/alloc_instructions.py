@@ -104,10 +104,10 @@ def summed(counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
 
 
 # The original's void pass: its thread function for the void allocator, callgrind collecting only inside it.
-ORIGINAL_VOID_ONLY = [
+ORIGINAL_VOID_ONLY = (
     "--collect-atstart=no",
     "--toggle-collect=*runRandomTest<VoidAllocatorForTest*",
-]
+)
 
 
 def callgrind(
@@ -152,15 +152,15 @@ def job(
     if kind == "hugebench" and not void_pass and calls != "malloc":
         tag += f"-{calls}"  # its real pass's calls (a void pass makes none)
     if kind == "original":
-        extra = tuple(ORIGINAL_VOID_ONLY) if void_pass else ()
+        extra = ORIGINAL_VOID_ONLY if void_pass else ()
         stdout, sums = callgrind([binary], env, workdir, tag, cache_sim, extra)
         return {"ops": avo.parse_original(stdout)["ops"], "sums": sums}
     # hugebench at the original's parameters (a native run of the original gives them: cheap)
     params = avo.hugebench_params(
         avo.parse_original(subprocess.run([binary], capture_output=True, text=True).stdout),
         "original",
+        calls,
     )
-    params["allocator_mode"] = calls
     if void_pass:  # its void allocator alone runs the loop of its in-process void pass
         params = {**params, "allocator_mode": "void", "void_run": "separate"}
     argv = [sys.executable, "-I", "-c", avo.HUGEBENCH_CHILD, json.dumps(params)]
@@ -192,7 +192,7 @@ def print_groups(counts: dict, names: list[str]) -> None:
     print("| allocator | count per pair | group | original | hugebench | hugebench/original |")
     print("|---|---|---|---|---|---|")
     for (name, event, kind), got in counts.items():
-        if kind != "original" or name not in names:
+        if kind != "original":
             continue
         ours = counts[name, event, "hugebench"]
         for g in (*GROUPS, "total"):

@@ -202,7 +202,7 @@ template <AllocatorMode kMode, Touch kTouch>
 void Worker::release(Slot& slot, uint32_t id) {
     if constexpr (kTouch == Touch::original) sum(slot);
     else if constexpr (kTouch != Touch::none) check(slot, id);
-    if constexpr (kMode != AllocatorMode::void_) give_back(kMode, slot.block);
+    give_back(kMode, slot.block);
     ++tally.frees;
     --live_blocks;
     live -= slot.size;
