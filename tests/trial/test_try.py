@@ -513,7 +513,9 @@ def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(
         # 2 MiB block the host has not backed yet costs its faults there), so the stability rule may refuse to
         # call it: then try must keep as-is and say why, never recommend on an unresolved difference.
         assert verdict["recommend"] == "as-is" and verdict["deploy"] is None
-        assert any(
+        # THP always may also lose and be dropped: the best left is then within the band of as-is and the
+        # verdict itself says "no difference worth deploying" (fresh clone, 11-28: always 1.70x, never 0.995x)
+        assert verdict["no_difference"] or any(
             "not resolved" in c or "unstable" in c or "varies" in c for c in verdict["caveats"]
         ), verdict
     assert wall < 50 + 15
