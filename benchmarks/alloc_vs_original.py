@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from hugebench import allocators
+from hugebench.machine import allocators
 from hugebench.stats import bootstrap_ci, paired_ratio_ci
 
 ALLOCATORS = ("glibc", "jemalloc", "tcmalloc", "mimalloc")

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from hugebench import plan as plan_mod
 from hugebench.experiment import load_spec
 from hugebench.store import load
+from hugebench.sweep import plan as plan_mod
 
 
 def main(argv=None) -> int:

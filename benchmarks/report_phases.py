@@ -34,7 +34,8 @@ def phases(store: str) -> str:
     page, started = clock() - started, clock()
     import matplotlib.ticker  # noqa: F401 (the y ticks' locator and formatter)
 
-    from hugebench.report import figures, svgbars  # noqa: F401
+    from hugebench.report import figures
+    from hugebench.report.figures import svgbars  # noqa: F401
 
     imported, started = clock() - started, clock()
     drawn = []

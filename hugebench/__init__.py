@@ -7,7 +7,7 @@ __version__ = "0.1.0"
 
 def load(*paths):
     """Load one or more results directories (or runs files) into one pandas DataFrame."""
-    from .store import load as _load
+    from hugebench.store import load as _load
 
     return _load(*paths)
 

@@ -86,7 +86,7 @@ def write_atomic(path, data: bytes | str, mode: int = 0o644) -> None:
     made without following another user's link (:func:`hugebench.safefs.write_atomic`). The one atomic
     writer (a sweep's context, the kernel journal, a run's reply, a containment record, the probe cache,
     the HTML page)."""
-    from .safefs import write_atomic as safe_write
+    from hugebench.safefs import write_atomic as safe_write
 
     safe_write(path, data, mode)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from . import knob_catalogue
+from hugebench import knob_catalogue
 
 # The version of a row's and a context file's layout (``schema_version`` in each); the one definition.
 SCHEMA_VERSION = 1
@@ -138,7 +138,7 @@ OWNED_PREFIXES = (
 )
 # A measurement that could not be taken is null with ``<column>.reason`` beside it.
 REASON_SUFFIX = ".reason"
-# ``{tmp}`` and ``{python}`` of a command line are hugebench's (hugebench.command.template).
+# ``{tmp}`` and ``{python}`` of a command line are hugebench's (hugebench.workloads.command.template).
 TEMPLATE_FIELDS = ("tmp", "python")
 
 RESERVED = frozenset(IDENTITY + STATUS + OWNED + TEMPLATE_FIELDS)

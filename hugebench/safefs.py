@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import UnsafePathError
+from hugebench.errors import UnsafePathError
 
 # The identity files are checked against is this process's own, taken from the os module as it was imported:
 # a test that pretends to be another user (monkeypatching os.geteuid for hugebench's privilege decisions)

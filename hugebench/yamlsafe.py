@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from ._util import open_regular
-from .errors import SpecError
+from hugebench._util import open_regular
+from hugebench.errors import SpecError
 
 # Far above any real experiment, low enough that a hostile file is refused before anything is built.
 MAX_FILE_BYTES = 1 << 20

@@ -62,7 +62,7 @@ import toy_workload  # a spec may name the toy workload
 from hugebench import plan, experiment as spec
 from hugebench.experiment.cluster import resolve
 from hugebench.cluster import run_cluster_sweep as run_sweep
-from hugebench.orchestrator import SweepOptions
+from hugebench.sweep.orchestrator import SweepOptions
 path, address, out, certs, machines = (sys.argv[1:] + [None])[:5]
 s = spec.load_spec(path, local=False)
 cluster = resolve(s.cluster, address, machines, 2, path, certs or None, not certs)

@@ -6,7 +6,7 @@
 // writes, when HB_PROBE_DIR is set:
 //  * at load: DIR/probe-<pid>.json: pid, ppid, exe, LD_PRELOAD, the real path of the objects that `malloc`
 //    and `free` resolve to (dladdr of dlsym(RTLD_DEFAULT)), and the allocator's own view of its knobs under
-//    "knobs" (the keys of hugebench.allocators.probe_knobs()), and under "api" the object each malloc
+//    "knobs" (the keys of hugebench.machine.allocators.probe_knobs()), and under "api" the object each malloc
 //    library's own entry point resolves to (mallctl, nallocx, mi_version, tc_malloc: a library the program
 //    links stays mapped and answers them). When a pid execs another program, the name
 //    is taken: the later image writes probe-<pid>-<n>.json (n = 1, 2, ...) instead of overwriting it.
@@ -197,7 +197,7 @@ void provider_of(const char* symbol, const char* exe, char (&out)[PATH_MAX]) {
     }
 }
 
-// The allocator's own view of its knobs, keyed like hugebench.allocators.probe_knobs().
+// The allocator's own view of its knobs, keyed like hugebench.machine.allocators.probe_knobs().
 void write_knobs(JsonOut& json) {
     json.begin("knobs");
     using Mallctl = int (*)(const char*, void*, size_t*, void*, size_t);
@@ -354,7 +354,7 @@ __attribute__((destructor, used)) void hb_probe_exit() {
 }  // namespace
 
 // The one exported symbol, under a name no program uses: the worker of a built-in workload asks the same
-// question of itself through ctypes (hugebench.allocators.malloc_provider), so both answer it one way.
+// question of itself through ctypes (hugebench.machine.allocators.malloc_provider), so both answer it one way.
 extern "C" __attribute__((visibility("default"))) int hb_probe_provider(const char* symbol, char* out,
                                                                          size_t size) {
     char exe[PATH_MAX], found[PATH_MAX];

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from .. import knob_catalogue as catalogue
-from ..errors import SpecError
-from ..experiment.claims import _known_keys, _text
-from ..experiment.model import ExperimentSpec
-from ..experiment.validation import _validate
-from ..yamlsafe import Where, read_text, read_yaml
+from hugebench import knob_catalogue as catalogue
+from hugebench.errors import SpecError
+from hugebench.experiment.claims import _known_keys, _text
+from hugebench.experiment.model import ExperimentSpec
+from hugebench.experiment.validation import _validate
+from hugebench.yamlsafe import Where, read_text, read_yaml
 
 PRESET_AXIS = "preset"
 NAME_PREFIX = "advice-"  # an advice experiment's name: advice-<pack>

@@ -16,11 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import HugebenchError, SpecError, ToolMissingError
-from ..orchestrator import SweepOptions, SweepResult, run_sweep
-from ..plan import plan
-from ..stats import min_runs_for
-from .pack import Pack, load_pack, to_spec
+from hugebench.advice.pack import Pack, load_pack, to_spec
+from hugebench.errors import HugebenchError, SpecError, ToolMissingError
+from hugebench.stats import min_runs_for
+from hugebench.sweep.orchestrator import SweepOptions, SweepResult, run_sweep
+from hugebench.sweep.plan import plan
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Listing:
 
 def listing() -> list[Listing]:
     """Every shipped pack, with what it lacks here."""
-    from .pack import pack_names
+    from hugebench.advice.pack import pack_names
 
     out = []
     for name in pack_names():

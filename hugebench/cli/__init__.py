@@ -11,10 +11,10 @@ from pathlib import Path
 
 import click
 
-from ..errors import HugebenchError
-from ..system import Terminated
-from .host import host_options
-from .output import count, emit, export_options, exports_of, format_option
+from hugebench.cli.host import host_options
+from hugebench.cli.output import count, emit, export_options, exports_of, format_option
+from hugebench.errors import HugebenchError
+from hugebench.system import Terminated
 
 
 class _Group(click.Group):
@@ -49,8 +49,8 @@ def _print_warnings(caught) -> None:
 
 def _refusals(spec, runs, experiment, host) -> list[str]:
     """What `sweep` would refuse this user for (privileges): plan says it before anyone waits for a sweep."""
-    from ..orchestrator import SweepOptions
-    from ..preflight import refusals
+    from hugebench.sweep.orchestrator import SweepOptions
+    from hugebench.sweep.preflight import refusals
 
     return refusals(
         spec,
@@ -61,7 +61,7 @@ def _refusals(spec, runs, experiment, host) -> list[str]:
 
 def _fitted(text: str) -> str:
     """A message wrapped at words to the terminal's width ($COLUMNS, else stderr's terminal); piped, whole."""
-    from ..report.terminal import terminal, wrap_lines
+    from hugebench.report.terminal import terminal, wrap_lines
 
     return "\n".join(wrap_lines(text.splitlines(), terminal(sys.stderr)[0]))
 
@@ -85,7 +85,7 @@ def _default_out(spec) -> Path:
 def _load(experiment: str, repetitions: int | None, local: bool = True, warmup: int | None = None):
     """The spec of EXPERIMENT, with --repetitions and --warmup beating the file's values (validated as
     the file's)."""
-    from .. import experiment as spec_mod
+    from hugebench import experiment as spec_mod
 
     return spec_mod.load_spec(experiment, local, repetitions or None, warmup)
 
@@ -199,9 +199,9 @@ def sweep(
     **exports,
 ):
     """Run every cell of EXPERIMENT (a YAML file) and print the report table."""
-    from .. import plan as plan_mod
-    from ..experiment.cluster import resolve
-    from ..orchestrator import SweepOptions, run_sweep
+    from hugebench.experiment.cluster import resolve
+    from hugebench.sweep import plan as plan_mod
+    from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
     spec = _load(experiment, repetitions, local=cluster is None, warmup=warmup)
     config = resolve(
@@ -217,7 +217,7 @@ def sweep(
     if (
         config is not None
     ):  # the same runs through the same run_one, on Dask workers; the store stays here
-        from ..cluster import run_cluster_sweep
+        from hugebench.cluster import run_cluster_sweep
 
         run_sweep = run_cluster_sweep
     result = run_sweep(
@@ -247,8 +247,8 @@ def sweep(
 
 def _print_failures(out: Path, sweep_id: str) -> None:
     """Why this sweep's runs failed, grouped by reason (the commonest first)."""
-    from ..report.tables import failure_counts
-    from ..store import load
+    from hugebench.report.tables import failure_counts
+    from hugebench.store import load
 
     rows = load(out, hosts=False)
     ids = rows["sweep_id"].astype(str) if "sweep_id" in rows.columns else None
@@ -288,11 +288,11 @@ def plan(
     workers,
 ):
     """Print the runs a sweep of EXPERIMENT would do, without running anything."""
-    from .. import machine_checks
-    from .. import plan as plan_mod
-    from ..estimate import estimate, format_duration, read_history
-    from ..experiment.cluster import resolve
-    from ..report import format_bytes, terminal, wrap_lines
+    from hugebench.experiment.cluster import resolve
+    from hugebench.report import format_bytes, terminal, wrap_lines
+    from hugebench.sweep import machine_checks
+    from hugebench.sweep import plan as plan_mod
+    from hugebench.sweep.estimate import estimate, format_duration, read_history
 
     width = terminal()[0]
 
@@ -347,7 +347,7 @@ def plan(
         for knob, how in s["regime_knobs"].items():
             say(f"  {knob} = {how}")
     if config is not None:
-        from ..cluster.placement import host_lines
+        from hugebench.cluster.placement import host_lines
 
         say("\n".join(host_lines(runs, config, history)))
     skips = {} if config else machine_checks.memory_skips(runs, host)
@@ -400,13 +400,13 @@ def _print_report(
     html: str | None = None,
     exports: dict | None = None,
 ) -> None:
-    from ..report import Options, build_report, load_results
+    from hugebench.report import Options, build_report, load_results
 
     loaded = load_results(
         results
     )  # once: the tables, the page and the plots share rows and contexts
     if html is not None:
-        from ..report.html import write_html
+        from hugebench.report.html import write_html
 
         page = build_report(loaded, Options(primary=primary, figures=True, charts=True))
         path = write_html(page, Path(html) if html else results / "report.html")
@@ -416,7 +416,7 @@ def _print_report(
     else:
         emit(build_report(loaded, Options(primary=primary)), fmt, exports)
     if plots:
-        from ..report.figures import write_plots
+        from hugebench.report.figures import write_plots
 
         why: list[str] = []
         files = [p for p in write_plots(loaded, why) if p.suffix == ".png"]
@@ -428,17 +428,17 @@ def _print_report(
 
 
 def _add_optional_commands():
-    from ..cluster.certs import cluster
-    from ..cluster.serve import worker
-    from .advice import advice
-    from .compare import compare
-    from .doctor import doctor
-    from .exec_ import exec_
-    from .history import history
-    from .probe import probe
-    from .stats import stats
-    from .system import system, thp
-    from .try_ import try_
+    from hugebench.cli.advice import advice
+    from hugebench.cli.compare import compare
+    from hugebench.cli.doctor import doctor
+    from hugebench.cli.exec_ import exec_
+    from hugebench.cli.history import history
+    from hugebench.cli.probe import probe
+    from hugebench.cli.stats import stats
+    from hugebench.cli.system import system, thp
+    from hugebench.cli.try_ import try_
+    from hugebench.cluster.certs import cluster
+    from hugebench.cluster.serve import worker
 
     main.add_command(compare)
     main.add_command(history)

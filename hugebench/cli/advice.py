@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from .host import host_options
-from .output import emit, export_options, exports_of, format_option
-from .try_ import parse_budget
+from hugebench.cli.host import host_options
+from hugebench.cli.output import emit, export_options, exports_of, format_option
+from hugebench.cli.try_ import parse_budget
 
 
 @click.command()
@@ -34,14 +34,14 @@ from .try_ import parse_budget
 def advice(name, budget, out, quiet, fmt, host, journal, **exports):
     """Vendor advice on huge pages, judged on this machine: without NAME, list the packs; with NAME
     (e.g. redis), run that pack within --budget and print its verdicts."""
-    from ..advice.session import listing, run_pack
+    from hugebench.advice.session import listing, run_pack
 
     if name is None:
         _print_listing(listing())
         return
     budget_s = parse_budget(budget)
     pack, result = run_pack(name, budget_s, out, quiet, host=host, journal=journal)
-    from ..report import Options, build_report, load_results
+    from hugebench.report import Options, build_report, load_results
 
     emit(build_report(load_results(result.out), Options()), fmt, exports_of(exports))
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
@@ -56,8 +56,8 @@ def advice(name, budget, out, quiet, fmt, host, journal, **exports):
 
 def _print_failures(result) -> None:
     """Why this run's failed runs failed, grouped by reason (the commonest first)."""
-    from ..report.tables import failure_counts
-    from ..store import load
+    from hugebench.report.tables import failure_counts
+    from hugebench.store import load
 
     rows = load(result.out, hosts=False)
     if "sweep_id" in rows.columns:

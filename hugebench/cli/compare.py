@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .output import count, emit, export_options, exports_of, format_option
+from hugebench.cli.output import count, emit, export_options, exports_of, format_option
 
 _directory = click.Path(exists=True, file_okay=False, path_type=Path)
 
@@ -33,14 +33,14 @@ _directory = click.Path(exists=True, file_okay=False, path_type=Path)
 )
 def compare(a, b, fmt, primary, html, **exports):
     """Matching cells of results directories A and B: each side's median and CI, and B / A with its CI."""
-    from ..report import load_results
-    from ..report.compare import compare_report
+    from hugebench.report import load_results
+    from hugebench.report.compare import compare_report
 
     built = compare_report(
         load_results(a), load_results(b), primary=primary, figures=html is not None
     )
     if html is not None:
-        from ..report.html import write_html
+        from hugebench.report.html import write_html
 
         path = write_html(built, Path(html) if html else b / "compare.html")
         click.echo(

@@ -13,7 +13,7 @@ def doctor(strict: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ..doctor import doctor_report
+    from hugebench.doctor import doctor_report
 
     checks = doctor_report()
     table = Table(title="hugebench doctor", show_lines=False)

@@ -14,7 +14,7 @@ import os
 
 import click
 
-from ..errors import HugebenchError, SpecError
+from hugebench.errors import HugebenchError, SpecError
 
 
 @click.command(
@@ -31,7 +31,7 @@ from ..errors import HugebenchError, SpecError
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
 def exec_(thp, argv):
     """Run PROGRAM with THP set for it alone (prctl; inherited by its children, no root needed)."""
-    from ..system import set_process_thp
+    from hugebench.system import set_process_thp
 
     if not argv:
         raise SpecError("give the program after --: hugebench exec --thp never -- PROGRAM ARGS...")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .output import emit, export_options, exports_of, format_option
+from hugebench.cli.output import emit, export_options, exports_of, format_option
 
 
 @click.command()
@@ -36,20 +36,20 @@ from .output import emit, export_options, exports_of, format_option
 )
 def history(stores, fmt, primary, html, plots, **exports):
     """Each cell's metric over STORES (results directories), oldest first; what changed; where it stepped."""
-    from ..report import load_results
-    from ..report.history import history_report, store_time
+    from hugebench.report import load_results
+    from hugebench.report.history import history_report, store_time
 
     results = [load_results(s) for s in stores]
     built = history_report(results, primary=primary, figures=bool(html or plots))
     if plots:
-        from ..report.figures import save
+        from hugebench.report.figures import save
 
         newest = max(results, key=store_time).path
         for section in built.sections:
             for name, fig in section.figures:
                 click.echo(f"plot: {save(fig, newest, name)[0]}")
     if html:
-        from ..report.html import write_html
+        from hugebench.report.html import write_html
 
         click.echo(f"history: {write_html(built, Path(html))}")
     else:

@@ -7,7 +7,7 @@ import functools
 
 import click
 
-from ..kernel.host import Host
+from hugebench.kernel.host import Host
 
 
 def host_options(command):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import HugebenchError
+from hugebench.errors import HugebenchError
 
 FILE_FORMATS = (
     "json",
@@ -26,7 +26,7 @@ class _Formats(click.Choice):
 
     @property
     def choices(self):
-        from ..report.exporters import FORMATS
+        from hugebench.report.exporters import FORMATS
 
         return FORMATS
 
@@ -65,10 +65,10 @@ def exports_of(kwargs: dict) -> dict[str, Path]:
 def write_exports(built, exports: dict[str, Path], export=None, err: bool = False) -> None:
     """Each asked-for export of ``built`` (a report, or what ``export(built, fmt)`` turns into text) written
     whole (temp file + rename), or a clean error; the file named on stdout (stderr with ``err``)."""
-    from .._util import write_atomic
+    from hugebench._util import write_atomic
 
     if export is None:
-        from ..report.exporters import export
+        from hugebench.report.exporters import export
 
     for fmt, path in exports.items():
         if not path.parent.is_dir():
@@ -86,8 +86,8 @@ def write_exports(built, exports: dict[str, Path], export=None, err: bool = Fals
 
 def emit(built, fmt: str, exports: dict[str, Path] | None = None) -> None:
     """Print ``built`` in ``fmt`` (a terminal's width and colours for rich) and write the exports."""
-    from ..report import terminal
-    from ..report.exporters import export
+    from hugebench.report import terminal
+    from hugebench.report.exporters import export
 
     width, color = terminal() if fmt == "rich" else (None, False)
     text = export(built, fmt, width, color)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from .host import host_options
+from hugebench.cli.host import host_options
 
 
 def _size(ctx, param, value):
-    from ..workloads import parse_count
+    from hugebench.workloads import parse_count
 
     try:
         return parse_count(value)
@@ -40,8 +40,8 @@ def _size(ctx, param, value):
 @click.option("--journal", envvar="HUGEBENCH_JOURNAL", default=None, help="restore journal file")
 def probe(largest, out, repetitions, quiet, host, journal):
     """Pointer chase per page size (4k, THP, hugetlb 2M/1G) over growing working sets, and the TLB-reach test."""
-    from ..tlbprobe.text import describe
-    from ..tlbprobe_sweep import ProbeOptions, run_probe
+    from hugebench.workloads.tlbprobe.sweep import ProbeOptions, run_probe
+    from hugebench.workloads.tlbprobe.text import describe
 
     outcome = run_probe(
         ProbeOptions(

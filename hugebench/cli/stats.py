@@ -16,8 +16,8 @@ import click
 def stats(results, cell, metric):
     """Show one cell's runs and their distribution. CELL: a cell id (or a prefix of one) or
     axis=value,axis=value naming one cell, e.g. allocator=glibc,thp=always."""
-    from ..report import load_results
-    from ..report.cell_runs import describe, find_cell
+    from hugebench.report import load_results
+    from hugebench.report.cell_runs import describe, find_cell
 
     name, rows, primary = find_cell(load_results(results), cell)
     click.echo("\n".join(describe(name, rows, metric or primary)))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpecError
-from .host import host_options
-from .output import export_options, exports_of, write_exports
+from hugebench.cli.host import host_options
+from hugebench.cli.output import export_options, exports_of, write_exports
+from hugebench.errors import SpecError
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
@@ -221,7 +221,7 @@ def try_(
 ):
     """Which allocator and THP setting make PROGRAM faster here? Runs it under each within --budget and
     answers with a verdict: the best configuration vs as-is (glibc, THP as found), how to deploy it, caveats."""
-    from ..trial import Request, run_try
+    from hugebench.trial import Request, run_try
 
     started = time.monotonic()
     exports = exports_of(exports)
@@ -254,8 +254,8 @@ def try_(
         mthp=mthp,
         only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else (),
     )
-    from ..report import terminal
-    from ..trial.render import answer, fit
+    from hugebench.report import terminal
+    from hugebench.trial.render import answer, fit
 
     width = terminal()[0]
     outcome = run_try(
@@ -265,7 +265,7 @@ def try_(
         echo=lambda line: click.echo("\n".join(fit([line], width)), err=True),
         host=host,
     )
-    from ..trial.export import export
+    from hugebench.trial.export import export
 
     write_exports(outcome.verdict, exports, lambda v, fmt: export(v, fmt), err=as_json)
     if as_json:

@@ -11,6 +11,6 @@ from __future__ import annotations
 
 def run_cluster_sweep(spec, runs, options):
     """Run a planned sweep on the cluster named by ``options.cluster`` (see ``hugebench.cluster.client``)."""
-    from .client import run_cluster_sweep as run
+    from hugebench.cluster.client import run_cluster_sweep as run
 
     return run(spec, runs, options)

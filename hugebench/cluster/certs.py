@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import HugebenchError
+from hugebench.errors import HugebenchError
 
 ROLES = ("scheduler", "worker", "client")
 CA, CA_KEY = "ca.pem", "ca-key.pem"

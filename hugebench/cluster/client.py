@@ -23,17 +23,17 @@ import logging
 import time
 from pathlib import Path
 
-from .. import adaptive
-from ..errors import HugebenchError, SpecError
-from ..experiment.cluster import ADAPTIVE_ON_EACH, RESOURCE, ClusterConfig
-from ..orchestrator import SweepResult, record_runs
-from ..plan import block as plan_block
-from ..preflight import check_compatible, new_sweep_id
-from ..store import ResultStore
-from . import certs
-from .dispatch import Dispatch, pinned, present_hosts
-from .machine import AdoptPlugin, Part, release_task
-from .placement import blocks, on_host, place  # noqa: F401  (blocks, on_host: public here as before)
+from hugebench.cluster import certs
+from hugebench.cluster.dispatch import Dispatch, pinned, present_hosts
+from hugebench.cluster.machine import AdoptPlugin, Part, release_task
+from hugebench.cluster.placement import blocks, on_host, place  # noqa: F401  (blocks, on_host: public here as before)
+from hugebench.errors import HugebenchError, SpecError
+from hugebench.experiment.cluster import ADAPTIVE_ON_EACH, RESOURCE, ClusterConfig
+from hugebench.stats import adaptive
+from hugebench.store import ResultStore
+from hugebench.sweep.orchestrator import SweepResult, record_runs
+from hugebench.sweep.plan import block as plan_block
+from hugebench.sweep.preflight import check_compatible, new_sweep_id
 
 RELEASE_TIMEOUT_S = 60.0
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
-from ..errors import HugebenchError
-from ..experiment.cluster import HOST_PREFIX, RESOURCE, host_resource
-from ..run.rows import failed_row
-from .machine import hold_part, preflight_task, run_task
-from .placement import blocks
+from hugebench.cluster.machine import hold_part, preflight_task, run_task
+from hugebench.cluster.placement import blocks
+from hugebench.errors import HugebenchError
+from hugebench.experiment.cluster import HOST_PREFIX, RESOURCE, host_resource
+from hugebench.run.rows import failed_row
 
 POLL_S = 1.0
 

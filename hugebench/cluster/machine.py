@@ -22,17 +22,18 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from .. import allocators as alloc_mod
-from .. import metadata, system
-from ..errors import HugebenchError
-from ..experiment.cluster import RESOURCE, host_resource, safe_host
-from ..kernel import Host
-from ..orchestrator import SweepOptions, end_stale_runs
-from ..preflight import SweepSetup, context, prepare_machine
-from ..run.execute import run_one
-from ..run.rows import failed_row
-from ..system import SweepLock, SystemState, default_lock_paths
-from .claims import claim, new_token, refusal
+from hugebench import system
+from hugebench.cluster.claims import claim, new_token, refusal
+from hugebench.errors import HugebenchError
+from hugebench.experiment.cluster import RESOURCE, host_resource, safe_host
+from hugebench.kernel import Host
+from hugebench.machine import allocators as alloc_mod
+from hugebench.machine import metadata
+from hugebench.run.execute import run_one
+from hugebench.run.rows import failed_row
+from hugebench.sweep.orchestrator import SweepOptions, end_stale_runs
+from hugebench.sweep.preflight import SweepSetup, context, prepare_machine
+from hugebench.system import SweepLock, SystemState, default_lock_paths
 
 log = logging.getLogger(__name__)
 

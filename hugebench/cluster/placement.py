@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..plan import content_hash
+from hugebench.sweep.plan import content_hash
 
 
 def place(runs: list, hosts: list[str]) -> dict[str, list]:
@@ -64,7 +64,7 @@ def plan_hosts(config) -> tuple[list[str], str]:
 
 def host_lines(runs: list, config, history) -> list[str]:
     """``hugebench plan``'s per-machine expansion of a cluster sweep: runs and estimated time per machine."""
-    from ..estimate import estimate, format_duration
+    from hugebench.sweep.estimate import estimate, format_duration
 
     hosts, note = plan_hosts(config)
     share = expansion(runs, hosts, config.machines)

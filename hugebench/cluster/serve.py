@@ -15,15 +15,15 @@ import sys
 
 import click
 
-from ..errors import HugebenchError
-from ..experiment.cluster import (
+from hugebench.errors import HugebenchError
+from hugebench.experiment.cluster import (
     RESOURCE,
     ClusterValueError,
     host_resource,
     safe_host,
     scheduler_address,
 )
-from ..kernel import Host
+from hugebench.kernel import Host
 
 
 @click.command("worker")
@@ -87,7 +87,7 @@ def worker(
 ):
     """Serve this machine to the Dask scheduler at SCHEDULER (tls://HOST:8786) for cluster sweeps."""
     try:
-        from .machine import MachinePlugin
+        from hugebench.cluster.machine import MachinePlugin
     except ImportError:
         raise click.ClickException(
             "hugebench worker needs Dask: pip install 'hugebench[cluster]'"
@@ -118,7 +118,7 @@ def worker_security(scheduler: str, certs: str | None, insecure: bool):
                 "a tls:// scheduler needs the lab's certificates: --certs DIR (made by "
                 "`hugebench cluster certs DIR`)"
             )
-        from .certs import security
+        from hugebench.cluster.certs import security
 
         return security(certs, "worker")
     if certs is not None:
@@ -176,7 +176,7 @@ async def claim_first(scheduler: str, host: str, plugin, security=None) -> None:
     always, and its plugin claims once it is there."""
     from distributed.core import rpc
 
-    from .claims import claim, refusal
+    from hugebench.cluster.claims import claim, refusal
 
     try:
         args = security.get_connection_args("worker") if security is not None else {}

@@ -10,11 +10,10 @@ import os
 import shutil
 from dataclasses import dataclass
 
+from hugebench import kernel, system
 from hugebench.kernel.host import LOCAL, Host
-
-from .. import kernel, system
-from ..measure import perf as perf_mod
-from ..measure.events import EventChoice, choose_events
+from hugebench.measure import perf as perf_mod
+from hugebench.measure.events import EventChoice, choose_events
 
 TLB_LABELS = ("dtlb_load_misses", "stlb_misses", "itlb_misses", "walk_cycles")
 
@@ -213,8 +212,8 @@ def check_hugetlb(host: Host = LOCAL) -> Check:
 
 def check_probe() -> Check:
     """What huge pages can save at most here, from this machine's cached `hugebench probe`."""
-    from ..tlbprobe.cache import read_summary
-    from ..tlbprobe.text import saving_line
+    from hugebench.workloads.tlbprobe.cache import read_summary
+    from hugebench.workloads.tlbprobe.text import saving_line
 
     summary = read_summary()
     if summary is None:
@@ -235,7 +234,7 @@ def check_probe() -> Check:
 
 def check_core() -> Check:
     try:
-        from .. import _core
+        from hugebench import _core
     except ImportError as exc:
         return Check(
             "_core extension",
@@ -257,9 +256,9 @@ def check_core() -> Check:
 
 def check_native_tools() -> list[Check]:
     """The launcher and the preload libraries built with the package (a half-installed tree lacks them)."""
-    from ..command.mallocprobe import probe_library
-    from ..environment import launcher
-    from ..errors import ToolMissingError
+    from hugebench.errors import ToolMissingError
+    from hugebench.machine.environment import launcher
+    from hugebench.machine.mallocprobe import probe_library
 
     checks = []
     for name, locate, what in (
@@ -277,7 +276,7 @@ def check_native_tools() -> list[Check]:
 
 def check_set_kinds() -> Check:
     """hashlookup's set kinds and hashes in this build; the package that adds each missing one."""
-    from .. import _core, workloads
+    from hugebench import _core, workloads
 
     try:
         info = _core.build_info()
@@ -310,11 +309,15 @@ def _as_check(row) -> Check:
 
 
 def allocator_checks() -> list[Check]:
-    """Rows from ``hugebench.allocators.doctor_rows()``; absent module or failure becomes one row."""
+    """Rows from ``hugebench.machine.allocators.doctor_rows()``; absent module or failure becomes one row."""
     try:
-        from .. import allocators
+        from hugebench.machine import allocators
     except ImportError:
-        return [Check("allocators", False, "hugebench.allocators not available in this build", "")]
+        return [
+            Check(
+                "allocators", False, "hugebench.machine.allocators not available in this build", ""
+            )
+        ]
     try:
         return [_as_check(row) for row in allocators.doctor_rows()]
     except Exception as exc:  # a broken discovery must not hide every other check
@@ -349,8 +352,8 @@ def doctor_report(*, perf_bin: str = "perf", host: Host = LOCAL) -> list[Check]:
 def check_page_reporting(host: Host = LOCAL) -> Check:
     """Free page reporting and, on the real kernel as root, its cost measured (hugebench.doctor.reporting):
     the one check that writes a knob (journaled, restored)."""
-    from ..errors import HugebenchError
-    from .reporting import finding
+    from hugebench.doctor.reporting import finding
+    from hugebench.errors import HugebenchError
 
     real = str(host.sys) == "/sys"  # a fake tree's knob says nothing about this machine's faults
     try:
@@ -362,7 +365,7 @@ def check_page_reporting(host: Host = LOCAL) -> Check:
 
 def noise_checks(host: Host = LOCAL) -> list[Check]:
     """What makes this machine noisy (hugebench.doctor.noise), each with its fix."""
-    from .noise import noise_findings
+    from hugebench.doctor.noise import noise_findings
 
     return [
         Check(f"noise: {name}", ok, detail, fix) for name, ok, detail, fix in noise_findings(host)

@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 
 from hugebench.kernel.host import LOCAL, Host
-
-from ..measure import disturbance
+from hugebench.measure import disturbance
 
 LOOK_S = 1.0
 BACKGROUND = (

@@ -13,10 +13,9 @@ import ctypes
 import os
 import time
 
+from hugebench import kernel
+from hugebench.kernel import reporting
 from hugebench.kernel.host import LOCAL, Host
-
-from .. import kernel
-from ..kernel import reporting
 
 BURST_BYTES = 256 << 20
 HUGE = 2 << 20
@@ -27,7 +26,7 @@ SLOWER = 1.5  # a ratio above this is called a cost worth a regime choice
 
 def fault_burst_s(size: int = BURST_BYTES) -> tuple[float, int]:
     """(seconds to fault ``size`` in 2 MiB pages, how many were huge): one write per 2 MiB."""
-    from ..system.fragmenter import MAP_PRIVATE_ANON, PROT_RW, _libc
+    from hugebench.system.fragmenter import MAP_PRIVATE_ANON, PROT_RW, _libc
 
     raw = _libc.mmap(None, size + HUGE, PROT_RW, MAP_PRIVATE_ANON, -1, 0)
     if raw in (None, ctypes.c_void_p(-1).value):
@@ -78,7 +77,7 @@ def finding(host: Host = LOCAL, measure_it: bool = True) -> tuple:
     why_not = _why_not_measured(host) if measure_it else "not measured (asked)"
     if why_not:
         return (name, False, f"{told}; its cost {why_not}", fix)
-    from ..system import SystemState
+    from hugebench.system import SystemState
 
     with SystemState(host) as state:
         got = measure(state)

@@ -17,7 +17,7 @@ Every error names the file, the line and the key, and says what is allowed. Exam
     expected: {source: a paper, claims: [{cell: {allocator: glibc, thp: never, keys: 10M}, value: 105}]}
 
 ``repetitions: {auto: {min: 6, max: 12, target: 0.05}}`` makes the number of blocks adaptive
-(``hugebench.adaptive``); ``expected:`` holds published numbers the report gives a verdict on.
+(``hugebench.stats.adaptive``); ``expected:`` holds published numbers the report gives a verdict on.
 
 The package: ``model`` (the frozen ``ExperimentSpec`` and what a cell is), ``parts`` (its typed sections of a
 fixed shape), ``validation`` (the file's keys, each error with file:line:key; ``check_axes`` and ``check_parts``
@@ -28,11 +28,10 @@ flag, which ``hugebench.cluster`` runs).
 
 from __future__ import annotations
 
-from ..yamlsafe import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
-from .cells import void_problem
-from .claims import _CLAIM_KEYS, _EXPECTED_KEYS, workload_metrics
-from .keys import _AUTO_KEYS, _TOP_KEYS, AUTO_MIN_DEFAULT
-from .model import (
+from hugebench.experiment.cells import void_problem
+from hugebench.experiment.claims import _CLAIM_KEYS, _EXPECTED_KEYS, workload_metrics
+from hugebench.experiment.keys import _AUTO_KEYS, _TOP_KEYS, AUTO_MIN_DEFAULT
+from hugebench.experiment.model import (
     DEFAULT_ALLOCATOR,
     KNOB_PREFIXES,
     MAX_REPETITIONS,
@@ -51,10 +50,11 @@ from .model import (
     is_knob,
     matches,
 )
-from .validation import load_spec, parse_spec
+from hugebench.experiment.validation import load_spec, parse_spec
+from hugebench.yamlsafe import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
 
 # Public: every key a file may have, one line each; what validation checks, and the manual's reference
-# (hugebench.docgen).
+# (hugebench.manual.docgen).
 TOP_KEYS, AUTO_KEYS, EXPECTED_KEYS, CLAIM_KEYS = _TOP_KEYS, _AUTO_KEYS, _EXPECTED_KEYS, _CLAIM_KEYS
 
 __all__ = [

@@ -9,8 +9,8 @@ import dataclasses
 import math
 from pathlib import Path
 
-from .. import workloads
-from .model import (
+from hugebench import workloads
+from hugebench.experiment.model import (
     DEFAULT_ALLOCATOR,
     MAX_RUNS,
     MEMORY_AXIS,

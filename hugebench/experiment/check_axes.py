@@ -3,13 +3,11 @@ kernel knobs, parameters) and ``system:``, each error with file:line:key."""
 
 from __future__ import annotations
 
-from .. import knob_catalogue as catalogue
-from ..columns import user_name_problem
-from ..system import aging, regime
-from ..textpages import MODES as TEXT_MODES
-from .collect import Collected
-from .keys import _BAD, _BOOL_HINT, _mapping
-from .model import (
+from hugebench import knob_catalogue as catalogue
+from hugebench.columns import user_name_problem
+from hugebench.experiment.collect import Collected
+from hugebench.experiment.keys import _BAD, _BOOL_HINT, _mapping
+from hugebench.experiment.model import (
     DEFAULT_ALLOCATOR,
     MEMORY_AXIS,
     REGIME_AXIS,
@@ -18,6 +16,8 @@ from .model import (
     canonical_knob,
     is_knob,
 )
+from hugebench.machine.textpages import MODES as TEXT_MODES
+from hugebench.system import aging, regime
 
 
 def _param(workload, name, value, path, where):

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from .. import allocators as alloc_mod
-from ..command.elf import why_not_allocator
-from ..errors import SpecError, ToolMissingError
-from .claims import _known_keys, _metric
-from .collect import Collected
-from .keys import _AUTO_KEYS, AUTO_MIN_DEFAULT, _mapping
-from .model import MAX_REPETITIONS
-from .parts import Adaptive, MemoryConditioning
+from hugebench.errors import SpecError, ToolMissingError
+from hugebench.experiment.claims import _known_keys, _metric
+from hugebench.experiment.collect import Collected
+from hugebench.experiment.keys import _AUTO_KEYS, AUTO_MIN_DEFAULT, _mapping
+from hugebench.experiment.model import MAX_REPETITIONS
+from hugebench.experiment.parts import Adaptive, MemoryConditioning
+from hugebench.machine import allocators as alloc_mod
+from hugebench.machine.elf import why_not_allocator
 
 
 def _conditioning(data, where) -> MemoryConditioning | None:

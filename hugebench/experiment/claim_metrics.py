@@ -20,7 +20,7 @@ A counter the machine cannot count is a null value with ``<column>.reason`` in t
 
 from __future__ import annotations
 
-from ..measure.events import HARDWARE_PROFILES, SOFTWARE_LABELS, override_pairs
+from hugebench.measure.events import HARDWARE_PROFILES, SOFTWARE_LABELS, override_pairs
 
 WHOLE_RUN, TIMED_PHASE = "whole run", "timed phase"
 _PERF_SCOPE = "whole run: perf stat around the measured process, start-up and setup included"

@@ -16,13 +16,18 @@ import math
 import sys
 from dataclasses import dataclass
 
-from ..store.rows import STATUSES
-from ..workloads import Workload, parse_count
-from ..yamlsafe import Where
-from .cells import _partial_cell
-from .claim_metrics import measured_columns, metric_scope, off_reason, quantity_label
-from .model import ExperimentSpec, cells, matches
-from .parts import Expected
+from hugebench.experiment.cells import _partial_cell
+from hugebench.experiment.claim_metrics import (
+    measured_columns,
+    metric_scope,
+    off_reason,
+    quantity_label,
+)
+from hugebench.experiment.model import ExperimentSpec, cells, matches
+from hugebench.experiment.parts import Expected
+from hugebench.store.rows import STATUSES
+from hugebench.workloads import Workload, parse_count
+from hugebench.yamlsafe import Where
 
 _EXPECTED_KEYS = {
     "source": "where the numbers were published (citation text, required)",

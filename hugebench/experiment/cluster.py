@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import SpecError
+from hugebench.errors import SpecError
 
 MODES = ("each", "spread")
 MAX_SECONDS = 7 * 24 * 3600  # wait and lost_after: at most a week

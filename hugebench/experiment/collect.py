@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import SpecError
+from hugebench.errors import SpecError
 
 MAX_SHOWN = 20  # errors listed; more are counted
 

@@ -1,10 +1,10 @@
-"""Every key an experiment file may have (the manual's reference, hugebench.docgen), and what the checks of
+"""Every key an experiment file may have (the manual's reference, hugebench.manual.docgen), and what the checks of
 each part (``validation``, ``check_axes``, ``check_parts``) share."""
 
 from __future__ import annotations
 
-from .. import workloads
-from ..yamlsafe import Where
+from hugebench import workloads
+from hugebench.yamlsafe import Where
 
 _TOP_KEYS = {
     "name": "experiment name (used in results and reports)",

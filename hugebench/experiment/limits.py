@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..system.memlimit import MIN_LIMIT_BYTES, describe
+from hugebench.system.memlimit import MIN_LIMIT_BYTES, describe
 
 MAX_LIMIT_BYTES = 2**50  # 1 PiB: far above any machine, low enough to refuse a typo
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(k|m|g|t)?(?:i?b)?", re.IGNORECASE)

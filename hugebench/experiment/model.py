@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .. import allocators as alloc_mod
-from .. import knob_catalogue as catalogue
-from .. import workloads
-from .parts import Adaptive, Expected, MemoryConditioning
+from hugebench import knob_catalogue as catalogue
+from hugebench import workloads
+from hugebench.experiment.parts import Adaptive, Expected, MemoryConditioning
+from hugebench.machine import allocators as alloc_mod
 
 THP_MODES = ("always", "madvise", "never")
 DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
-# Where the measured program's text lives (hugebench.textpages); like the allocator, set in its environment.
+# Where the measured program's text lives (hugebench.machine.textpages); like the allocator, set in its environment.
 TEXT_AXIS = "text_pages"
 # The free memory a run starts with (hugebench.system.aging): fresh | fragmented[:P%].
 MEMORY_AXIS = "memory_state"
@@ -69,7 +69,7 @@ class ExperimentSpec:
     order: str = "interleaved"
     condition_memory: MemoryConditioning | None = field(default=None, metadata=_PART)
     # repetitions: {auto: ...}: blocks keep being added up to adaptive.max while some cell's CI is wider than
-    # adaptive.target (hugebench.adaptive); ``repetitions`` is then the blocks always run (adaptive.min).
+    # adaptive.target (hugebench.stats.adaptive); ``repetitions`` is then the blocks always run (adaptive.min).
     adaptive: Adaptive | None = field(default=None, metadata=_PART)
     expected: Expected | None = field(default=None, metadata=_PART)  # published numbers (.claims)
     # where it runs, not what: outside the fingerprint (typed by experiment.cluster.resolve, flags included)

@@ -18,7 +18,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Adaptive:
     """``repetitions: {auto: {min, max, target, metric}}``: blocks are added up to ``max`` while some cell's CI
-    is wider than ``target`` (hugebench.adaptive); the spec's ``repetitions`` is ``min``."""
+    is wider than ``target`` (hugebench.stats.adaptive); the spec's ``repetitions`` is ``min``."""
 
     min: int
     max: int

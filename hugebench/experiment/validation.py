@@ -8,20 +8,23 @@ import dataclasses
 import re
 from pathlib import Path
 
-from .. import allocators as alloc_mod
-from .. import workloads
-from ..errors import SpecError
-from ..yamlsafe import MAX_FILE_BYTES, Where, read_text, read_yaml
-from .cells import _cells, _check_cells, _workload_checks
-from .check_axes import _axes, _param, _system
-from .check_parts import _adaptive, _check_user_paths, _conditioning, _user_allocators
-from .claims import _expected
-from .cluster import ADAPTIVE_ON_EACH
-from .cluster import parse_block as parse_cluster
-from .collect import Collected
-from .keys import _BAD, _BOOL_HINT, _TOP_KEYS, _mapping
-from .limits import memory_limit
-from .model import (
+from hugebench import workloads
+from hugebench.errors import SpecError
+from hugebench.experiment.cells import _cells, _check_cells, _workload_checks
+from hugebench.experiment.check_axes import _axes, _param, _system
+from hugebench.experiment.check_parts import (
+    _adaptive,
+    _check_user_paths,
+    _conditioning,
+    _user_allocators,
+)
+from hugebench.experiment.claims import _expected
+from hugebench.experiment.cluster import ADAPTIVE_ON_EACH
+from hugebench.experiment.cluster import parse_block as parse_cluster
+from hugebench.experiment.collect import Collected
+from hugebench.experiment.keys import _BAD, _BOOL_HINT, _TOP_KEYS, _mapping
+from hugebench.experiment.limits import memory_limit
+from hugebench.experiment.model import (
     MAX_REPETITIONS,
     MAX_SEED,
     MAX_TIMEOUT,
@@ -29,6 +32,8 @@ from .model import (
     PERF_MODES,
     ExperimentSpec,
 )
+from hugebench.machine import allocators as alloc_mod
+from hugebench.yamlsafe import MAX_FILE_BYTES, Where, read_text, read_yaml
 
 
 def load_spec(

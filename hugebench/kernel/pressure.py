@@ -2,7 +2,7 @@
 v2 directory's ``<kind>.pressure`` or the machine's ``/proc/pressure/<kind>``.
 
 What belongs here: reading and parsing those files, and finding this process's own cgroup v2 directory.
-What does not: what a stall share means for a run (``hugebench.command.psi``).
+What does not: what a stall share means for a run (``hugebench.machine.psi``).
 """
 
 from __future__ import annotations

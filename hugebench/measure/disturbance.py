@@ -4,7 +4,7 @@ What belongs here: a cheap snapshot of the machine's noise sources (``snapshot``
 ``/proc`` and ``/sys``) taken before and after each run, the ``noise.*`` row columns computed from the two
 (``run_columns``), and the one rule that flags a run as disturbed (``THRESHOLDS``, ``judge``). A disturbed run
 keeps ``status`` ok: it is flagged, never dropped; reports and compare name the cells that had such runs.
-What does not: statistics over runs (``hugebench.stability``), waiting for a quiet machine (the sweep).
+What does not: statistics over runs (``hugebench.stats.stability``), waiting for a quiet machine (the sweep).
 
 Columns (each absent measurement is null with ``<column>.reason`` beside it):
 

@@ -13,10 +13,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from hugebench import kernel
 from hugebench.kernel.host import LOCAL, Host
-
-from .. import kernel
-from .events import EventChoice
+from hugebench.measure.events import EventChoice
 
 # include/uapi/linux/perf_event.h
 PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW = 0, 1, 3, 4

@@ -18,13 +18,19 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from hugebench._util import run_text
+from hugebench.kernel import CpuInfo, cpu_pmu_devices, read_cpu_info, read_paranoid
 from hugebench.kernel.host import LOCAL, Host
-
-from .._util import run_text
-from ..kernel import CpuInfo, cpu_pmu_devices, read_cpu_info, read_paranoid
-from .counters import NOT_COUNTED_REASON, Counter, counting_scope, derive, pmu_columns, row_columns
-from .encoding import CounterSpec, counter_specs, resolve_counters
-from .events import EventChoice, candidate_events, choose_events
+from hugebench.measure.counters import (
+    NOT_COUNTED_REASON,
+    Counter,
+    counting_scope,
+    derive,
+    pmu_columns,
+    row_columns,
+)
+from hugebench.measure.encoding import CounterSpec, counter_specs, resolve_counters
+from hugebench.measure.events import EventChoice, candidate_events, choose_events
 
 # The one import a caller needs: detection, the wrapper, parsing, labels, encodings and row columns.
 __all__ = [

@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from .exporters import FILE_FORMATS, export
-from .rendering import (
+from hugebench.report.exporters import FILE_FORMATS, export
+from hugebench.report.rendering import (
     AXIS_LABELS,
     DASH,
     FORMATS,
@@ -37,8 +37,8 @@ from .rendering import (
     render_void,
     with_verdicts,
 )
-from .results import Experiment, Results, as_results, load_results, sweep_context
-from .sections import (
+from hugebench.report.results import Experiment, Results, as_results, load_results, sweep_context
+from hugebench.report.sections import (
     EXPERIMENT_SECTIONS,
     Flag,
     Options,
@@ -47,7 +47,7 @@ from .sections import (
     adaptive_lines,
     build_report,
 )
-from .tables import (
+from hugebench.report.tables import (
     KNOWN_METRICS,
     VOID,
     MetricSpec,
@@ -58,8 +58,8 @@ from .tables import (
     overhead_lines,
     void_compensation,
 )
-from .terminal import terminal, wrap_lines
-from .verdicts import VERDICTS, claim_verdicts, render_verdicts, verdict_table
+from hugebench.report.terminal import terminal, wrap_lines
+from hugebench.report.verdicts import VERDICTS, claim_verdicts, render_verdicts, verdict_table
 
 
 def report(

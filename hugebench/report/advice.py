@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..advice.pack import NAME_PREFIX, Pack, claim_quotes, load_pack, pack_names
-from .model import Flag, Section
-from .rendering import display_frame
-from .results import Experiment
-from .verdicts import CONTRADICTED, DIRECTION, MAGNITUDE, NOT_MEASURABLE, NOT_RESOLVED
+from hugebench.advice.pack import NAME_PREFIX, Pack, claim_quotes, load_pack, pack_names
+from hugebench.report.model import Flag, Section
+from hugebench.report.rendering import display_frame
+from hugebench.report.results import Experiment
+from hugebench.report.verdicts import (
+    CONTRADICTED,
+    DIRECTION,
+    MAGNITUDE,
+    NOT_MEASURABLE,
+    NOT_RESOLVED,
+)
 
 HOLDS, CONTRADICTED_HERE = "holds here", "contradicted here"
 SAID = {
@@ -46,7 +52,7 @@ def pack_of(experiment: Experiment) -> Pack | None:
 
 def advice_sections(experiment: Experiment, results, options) -> list[Section]:
     """The pack's claims, each with its quote, the presets compared, the measured figure and the verdict."""
-    from .verdicts import verdict_table
+    from hugebench.report.verdicts import verdict_table
 
     pack = pack_of(experiment)
     table = verdict_table(experiment, options.level) if pack else None

@@ -16,9 +16,9 @@ import math
 
 import pandas as pd
 
-from ..stats import ok_rows
-from .model import Section
-from .rendering import cell_text, display_frame
+from hugebench.report.model import Section
+from hugebench.report.rendering import cell_text, display_frame
+from hugebench.stats import ok_rows
 
 AXIS = "memory_state"
 FRESH = "fresh"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .model import DASH
+from hugebench.report.model import DASH
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import HugebenchError
-from ..stats import ok_rows
-from .results import Results
+from hugebench.errors import HugebenchError
+from hugebench.report.results import Results
+from hugebench.stats import ok_rows
 
 BARS = 40  # the widest histogram bar, in characters
 

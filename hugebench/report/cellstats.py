@@ -17,8 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..stability import DISTURBED, WHY, Stability, assess_many
-from ..stats import (
+from hugebench.stats import (
     NAN,
     PAIR_KEYS,
     Ratio,
@@ -33,6 +32,7 @@ from ..stats import (
     size_chunks,
     status_ok,
 )
+from hugebench.stats.stability import DISTURBED, WHY, Stability, assess_many
 
 
 def _missing(value) -> bool:

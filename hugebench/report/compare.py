@@ -15,23 +15,25 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import HugebenchError
-from ..stability import guard
-from ..stats import Ratio, min_runs_for, ratio_cis
-from . import shift
-from .blocks import rows_of
-from .cellstats import Cell, cells_by_key, described
-from .provenance import machine_facts, provenance_sections
-from .rendering import DASH, display_frame, format_axis
-from .results import Experiment, Results, sweep_ids
-from .sections import Flag, Report, Section, failure_flags, listing, varying_axes, verdict
-from .tables import (
-    as_metric,
-    axis_key,
-    cell_columns,
-    check_metric,
-    in_spec_order,
+from hugebench.errors import HugebenchError
+from hugebench.report import shift
+from hugebench.report.blocks import rows_of
+from hugebench.report.cellstats import Cell, cells_by_key, described
+from hugebench.report.provenance import machine_facts, provenance_sections
+from hugebench.report.rendering import DASH, display_frame, format_axis
+from hugebench.report.results import Experiment, Results, sweep_ids
+from hugebench.report.sections import (
+    Flag,
+    Report,
+    Section,
+    failure_flags,
+    listing,
+    varying_axes,
+    verdict,
 )
+from hugebench.report.tables import as_metric, axis_key, cell_columns, check_metric, in_spec_order
+from hugebench.stats import Ratio, min_runs_for, ratio_cis
+from hugebench.stats.stability import guard
 
 NO_MATCH = "No cell matches between A and B."
 
@@ -127,7 +129,7 @@ def _experiment_section(
         "B / A: ratio of the medians; its CI resamples each side independently (the two sides' runs "
         "were not interleaved). resolved: no = the CI contains 1; "
         f"n<{min_runs_for(level)} = too few runs on a side for a verdict; unstable = a side's runs "
-        "spread beyond the stability rule (hugebench.stability), so no verdict. within: each cell's ratio "
+        "spread beyond the stability rule (hugebench.stats.stability), so no verdict. within: each cell's ratio "
         "to its own sweep's baseline, B's over A's (cancels a shift of the whole machine). runs: how "
         "many of a side's runs were measured on a disturbed machine (noise.disturbed)."
     ]
@@ -145,7 +147,7 @@ def _experiment_section(
     section.summary = _summary(data, varying_axes(data, shown), better, level)
     section.warnings = _flags(data, keys, a, b, level)
     if figures and not data.empty:
-        from .figures import ratio_plot
+        from hugebench.report.figures import ratio_plot
 
         named = varying_axes(data, shown)
         labels = [" / ".join(map(format_axis, k)) for k in data[named].itertuples(index=False)]
@@ -273,7 +275,7 @@ def _values(cell: Cell, metric: str) -> np.ndarray:
 
 
 def _display(data: pd.DataFrame, keys, spec, level) -> pd.DataFrame:
-    from .rendering import AXIS_LABELS
+    from hugebench.report.rendering import AXIS_LABELS
 
     def side(row, s):
         if row[f"{s}.n"] == 0:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..measure.coverage_gap import FIXES, REASONS
-from ..measure.coverage_gap import lines as gap_lines
-from ..stats import ok_rows
-from .model import Options, Section
-from .rendering import display_frame
-from .results import Experiment, Results
+from hugebench.measure.coverage_gap import FIXES, REASONS
+from hugebench.measure.coverage_gap import lines as gap_lines
+from hugebench.report.model import Options, Section
+from hugebench.report.rendering import display_frame
+from hugebench.report.results import Experiment, Results
+from hugebench.stats import ok_rows
 
 SHARE = "folio_share."
 SHARE_TW = "folio_share_tw."

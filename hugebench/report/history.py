@@ -9,25 +9,25 @@ the kernel, glibc, the machine, THP at start (``provenance.machine_facts``).
 Step rule (in the spirit of asv's step detection, on medians rather than a fit): between two consecutive
 stores a cell **stepped** when the ratio of its medians has a bootstrap CI excluding 1, it is at least
 :data:`STEP_MIN` (5 %) away from 1, it rests on at least ``stats.min_runs_for`` runs a side, and neither
-side is unstable by ``hugebench.stability`` (a resolved ratio on an unstable cell is said, not called a step).
+side is unstable by ``hugebench.stats.stability`` (a resolved ratio on an unstable cell is said, not called a step).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..errors import HugebenchError
-from ..stability import SMALLEST_EFFECT, guard
-from ..stats import Ratio, ratio_ci
-from .cellstats import Cell
-from .compare import _cell_text, _cells, _values, cell_keys
-from .provenance import machine_facts
-from .rendering import DASH, display_frame
-from .results import Results, sweep_ids
-from .sections import Flag, Report, Section
-from .tables import check_metric
+from hugebench.errors import HugebenchError
+from hugebench.report.cellstats import Cell
+from hugebench.report.compare import _cell_text, _cells, _values, cell_keys
+from hugebench.report.provenance import machine_facts
+from hugebench.report.rendering import DASH, display_frame
+from hugebench.report.results import Results, sweep_ids
+from hugebench.report.sections import Flag, Report, Section
+from hugebench.report.tables import check_metric
+from hugebench.stats import Ratio, ratio_ci
+from hugebench.stats.stability import SMALLEST_EFFECT, guard
 
-STEP_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stability)
+STEP_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stats.stability)
 
 
 def store_time(results: Results) -> str:
@@ -51,7 +51,7 @@ def history_report(
     stores: list[Results], primary: str | None = None, level: float = 0.95, figures: bool = False
 ) -> Report:
     """The history of every experiment the stores share, oldest store first; ``figures``: each experiment's
-    section gets its plot (:func:`hugebench.report.history_figure.history_plot`)."""
+    section gets its plot (:func:`hugebench.report.figures.history_figure.history_plot`)."""
     empty = [str(s.path) for s in stores if s.rows.empty]
     if empty:
         raise HugebenchError(
@@ -62,7 +62,7 @@ def history_report(
     names = [n for n in dict.fromkeys(e.name for s in ordered for e in s.experiments())]
     sections = [_experiment(name, ordered, primary, level) for name in names]
     if figures:
-        from .history_figure import history_plot
+        from hugebench.report.figures.history_figure import history_plot
 
         paths, labels = [str(s.path) for s in ordered], [s.path.name for s in ordered]
         for section in sections:
@@ -132,7 +132,7 @@ def _experiment(name: str, stores: list[Results], primary, level) -> Section:
     section.notes = [
         f"Median of {metric} per store, oldest first. step up/down: the ratio to the previous store's "
         f"median has a {level:.0%} CI excluding 1, is at least {STEP_MIN:.0%} from 1 and neither side "
-        "is unstable (hugebench.stability); unstable: a resolved ratio on an unstable cell."
+        "is unstable (hugebench.stats.stability); unstable: a resolved ratio on an unstable cell."
     ]
     section.summary = [f"{len(steps)} step(s)" + (": " + "; ".join(steps) if steps else ".")]
     section.warnings = [Flag(s) for s in steps]

@@ -15,11 +15,11 @@ import os
 import re
 from pathlib import Path
 
-from .._util import write_atomic
-from ..errors import HugebenchError
-from ..safefs import is_stream
-from .blocks import cell_text
-from .model import Report, Section
+from hugebench._util import write_atomic
+from hugebench.errors import HugebenchError
+from hugebench.report.blocks import cell_text
+from hugebench.report.model import Report, Section
+from hugebench.safefs import is_stream
 
 TEMPLATE = "report.html.j2"
 WIDE_INCHES = (
@@ -39,7 +39,7 @@ def render_html(report: Report) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    from .heatmap import heat_maps
+    from hugebench.report.figures.heatmap import heat_maps
 
     parts = [_part(section, f"s{i}", Markup) for i, section in enumerate(report.sections)]
     glance = [
@@ -50,7 +50,7 @@ def render_html(report: Report) -> str:
     for part in parts:  # a summary shown at the top is not repeated above its table
         part["summary_above"] = any(g["anchor"] == part["anchor"] for g in glance)
     provenance = [_part(section, f"p{i}", Markup) for i, section in enumerate(report.provenance)]
-    from .. import __version__
+    from hugebench import __version__
 
     return env.get_template(TEMPLATE).render(
         title=report.title,
@@ -101,7 +101,7 @@ def svg_markup(fig, name: str) -> str:
     """The figure as an inline ``<svg>`` element: text kept as text (no glyph paths), no XML prologue and no
     RDF metadata, ids salted with ``name`` so several figures in one page never share an id. A bar chart
     value (``Options.charts``) writes itself (:mod:`.svgbars`: no ids at all)."""
-    from .svgbars import BarChart, chart_svg
+    from hugebench.report.figures.svgbars import BarChart, chart_svg
 
     if isinstance(fig, BarChart):
         return chart_svg(fig)

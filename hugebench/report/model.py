@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
-from ..stats import min_runs_for
+from hugebench.stats import min_runs_for
 
 DASH = "—"  # an empty cell of a text table
 

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..stats import measured_rows, min_runs_for
+from hugebench.stats import measured_rows, min_runs_for
 
 LEFT_OUT = ("skipped", "disturbed")
 

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..stats import ok_mask, ok_rows
-from .model import Flag, Section
-from .rendering import DASH, display_frame, format_bytes, is_missing
-from .results import Results, sweep_ids
+from hugebench.report.model import Flag, Section
+from hugebench.report.rendering import DASH, display_frame, format_bytes, is_missing
+from hugebench.report.results import Results, sweep_ids
+from hugebench.stats import ok_mask, ok_rows
 
 
 def provenance_sections(results: Results) -> list[Section]:

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from .model import DASH, Section
-from .rendering import AXIS_LABELS, display_frame, format_axis
+from hugebench.report.model import DASH, Section
+from hugebench.report.rendering import AXIS_LABELS, display_frame, format_axis
 
 
 def published_sections(

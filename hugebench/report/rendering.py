@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..stats import min_runs_for
-from .blocks import Block, cell_text, is_missing, rows_of, section_block
-from .exporters import FORMATS, text_exporter
-from .exporters.csv import with_verdicts
-from .exporters.markdown import markdown_text
-from .model import DASH, MetricSpec, format_bytes, format_si, verdict_text
+from hugebench.report.blocks import Block, cell_text, is_missing, rows_of, section_block
+from hugebench.report.exporters import FORMATS, text_exporter
+from hugebench.report.exporters.csv import with_verdicts
+from hugebench.report.exporters.markdown import markdown_text
+from hugebench.report.model import DASH, MetricSpec, format_bytes, format_si, verdict_text
+from hugebench.stats import min_runs_for
 
 # re-exported: the names callers import from here
 __all__ = [

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import store
-from ..workloads import WORKLOADS, Workload
+from hugebench import store
+from hugebench.workloads import WORKLOADS, Workload
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,21 +15,18 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..adaptive import describe as describe_adaptive
-from ..adaptive import values_by_cell
-from ..errors import HugebenchError
-from ..measure.phases import (
+from hugebench.errors import HugebenchError
+from hugebench.measure.phases import (
     COVERAGE_EXPECTED,  # the one level: a THP `always` cell below it is flagged
 )
-from ..stats import min_runs_for, ok_mask, ok_rows
-from .aging import aging_sections
-from .blocks import rows_of
-from .cellstats import CellFrame
-from .coverage import coverage_sections
-from .model import Flag, Options, Report, Section
-from .rendering import display_frame, table_text, verdict, void_text
-from .results import Experiment, Results
-from .tables import (
+from hugebench.report.aging import aging_sections
+from hugebench.report.blocks import rows_of
+from hugebench.report.cellstats import CellFrame
+from hugebench.report.coverage import coverage_sections
+from hugebench.report.model import Flag, Options, Report, Section
+from hugebench.report.rendering import display_frame, table_text, verdict, void_text
+from hugebench.report.results import Experiment, Results
+from hugebench.report.tables import (
     FAILURE_COLUMNS,
     VOID,
     build_table,
@@ -41,7 +38,10 @@ from .tables import (
     ratio_table,
     void_compensation,
 )
-from .workload_tables import declared_tables
+from hugebench.report.workload_tables import declared_tables
+from hugebench.stats import min_runs_for, ok_mask, ok_rows
+from hugebench.stats.adaptive import describe as describe_adaptive
+from hugebench.stats.adaptive import values_by_cell
 
 
 def key_value_section(title: str, facts: Mapping[str, object], **kwargs) -> Section:
@@ -65,7 +65,7 @@ def build_report(results: Results, options: Options | None = None) -> Report:
     for experiment in results.experiments():
         for build in EXPERIMENT_SECTIONS:
             sections += build(experiment, results, options)
-    from .provenance import provenance_sections
+    from hugebench.report.provenance import provenance_sections
 
     return Report(f"hugebench report: {results.path}", sections, provenance_sections(results))
 
@@ -97,7 +97,9 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
         experiment
     )
     headers, rows, notes = table_text(table)
-    from .provenance import command_lines  # a command's text reports name what was measured, too
+    from hugebench.report.provenance import (
+        command_lines,  # a command's text reports name what was measured, too
+    )
 
     notes = notes + command_lines(experiment)
     section = Section(
@@ -113,7 +115,7 @@ def main_table_section(experiment: Experiment, results: Results, options: Option
         table_flags(table) + failure_flags(experiment.rows, axes) + coverage_flags(experiment, axes)
     )
     if options.figures:
-        from .figures import experiment_figures
+        from hugebench.report.figures import experiment_figures
 
         section.figures = experiment_figures(experiment, options.charts)
     return [section]
@@ -187,8 +189,8 @@ WHOLE_RUN = "ms_per_mop"  # alloc-test's own figure: the whole run in ms per mil
 
 def expected_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """The experiment's ``expected:`` claims, each with its verdict (``verdicts``, which builds on this module)."""
-    from .advice import pack_of
-    from .verdicts import verdict_sections
+    from hugebench.report.advice import pack_of
+    from hugebench.report.verdicts import verdict_sections
 
     if pack_of(experiment) is not None:  # an advice pack's claims: its own section (report.advice)
         return []
@@ -197,7 +199,7 @@ def expected_sections(experiment: Experiment, results: Results, options: Options
 
 def advice_sections(experiment: Experiment, results: Results, options: Options) -> list[Section]:
     """An advice pack's claims as "Vendor advice, judged here" (``report.advice``)."""
-    from .advice import advice_sections as sections
+    from hugebench.report.advice import advice_sections as sections
 
     return sections(experiment, results, options)
 
@@ -230,7 +232,7 @@ EXPERIMENT_SECTIONS: list[Callable[[Experiment, Results, Options], list[Section]
 
 
 def cell_label(row: pd.Series, axes: Sequence[str]) -> str:
-    from .rendering import format_axis
+    from hugebench.report.rendering import format_axis
 
     return ", ".join(f"{axis}={format_axis(row[axis])}" for axis in axes)
 
@@ -323,7 +325,7 @@ def table_flags(table: pd.DataFrame) -> list[Flag]:
 
 
 def stability_flags(table: pd.DataFrame, axes: Sequence[str], prefix: str = "") -> list[Flag]:
-    """The cells the stability rule (hugebench.stability) calls unstable, with the likely cause, and the cells
+    """The cells the stability rule (hugebench.stats.stability) calls unstable, with the likely cause, and the cells
     holding runs flagged disturbed (hugebench.measure.disturbance): kept in the numbers, named here."""
     flags = []
     if "stability" in table.columns:

@@ -24,8 +24,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..stability import SMALLEST_EFFECT
-from ..stats import (
+from hugebench.report.sections import verdict
+from hugebench.stats import (
     batched_medians,
     bootstrap_ci,
     finite,
@@ -34,10 +34,10 @@ from ..stats import (
     row_medians,
     size_chunks,
 )
-from .sections import verdict
+from hugebench.stats.stability import SMALLEST_EFFECT
 
 MIN_CELLS = 3
-SHIFT_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stability)
+SHIFT_MIN = SMALLEST_EFFECT  # the one smallest effect (hugebench.stats.stability)
 SAME_SIDE = 0.8
 SPREAD_SHARE = 0.5
 LARGEST = 3  # resolved changes named in the summary

@@ -13,9 +13,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import HugebenchError
-from ..stability import DISTURBED, WHY, cell_stability, guard
-from ..stats import (
+from hugebench.errors import HugebenchError
+from hugebench.report.blocks import rows_of
+from hugebench.report.cellstats import MAX_REASON, CellFrame, failure_reason  # noqa: F401 (re-exported)
+from hugebench.report.model import MetricSpec
+from hugebench.report.rendering import display_frame, is_missing
+from hugebench.report.results import sweep_ids
+from hugebench.stats import (
     PAIR_KEYS,
     as_list,
     difference_ci,
@@ -24,11 +28,7 @@ from ..stats import (
     require_columns,
     status_ok,
 )
-from .blocks import rows_of
-from .cellstats import MAX_REASON, CellFrame, failure_reason  # noqa: F401 (re-exported)
-from .model import MetricSpec
-from .rendering import display_frame, is_missing
-from .results import sweep_ids
+from hugebench.stats.stability import DISTURBED, WHY, cell_stability, guard
 
 VOID = "void"
 
@@ -300,7 +300,7 @@ def _cell_metrics(cells: _Cells, code, specs, primary, summary: dict) -> dict:
 
 def thp_overridden(ok: pd.DataFrame) -> int:
     """How many of a cell's successful runs had the asked THP mode overridden by the program itself
-    (``thp.overridden``: it disabled THP by prctl, hugebench.command.thpstate)."""
+    (``thp.overridden``: it disabled THP by prctl, hugebench.machine.thpstate)."""
     if "thp.overridden" not in ok.columns:
         return 0
     return int(ok["thp.overridden"].map(lambda v: v is True or v == 1).sum())
@@ -358,7 +358,7 @@ def _add_ratios(records, cells: _Cells, keys, base, level, n_boot, seed) -> None
 
 
 def stability_columns(cell: pd.DataFrame, metric: str, stab=None) -> dict:
-    """A cell's stability by the one rule (hugebench.stability): robust spread, outliers, disturbed runs
+    """A cell's stability by the one rule (hugebench.stats.stability): robust spread, outliers, disturbed runs
     (``stab``: the cell's ``cell_stability`` when already computed)."""
     stab = stab if stab is not None else cell_stability(cell, metric)
     return {

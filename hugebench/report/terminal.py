@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import re
 
-from .model import DASH
+from hugebench.report.model import DASH
 
 
 def terminal(stream=None) -> tuple[int | None, bool]:

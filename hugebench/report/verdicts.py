@@ -9,7 +9,7 @@ by repetition block where possible; ``stats.describe_cell`` for a cell's median)
 * **contradicted** — a ratio whose interval lies on the other side of 1; a value outside the measured CI.
 * **not resolved** — a cell is missing or all its runs failed, there is no interval, fewer runs than
   ``stats.min_runs_for(level)`` (6 for 95%: no interval of a median from fewer is honest), a ratio's
-  interval contains 1, or a cell is unstable by ``hugebench.stability``'s rule (the why names the rule, the
+  interval contains 1, or a cell is unstable by ``hugebench.stats.stability``'s rule (the why names the rule, the
   likely cause and the verdict it would otherwise have been).
 * **not measurable here** — the cell's runs succeeded but none recorded the claim's column: a hardware
   counter this machine cannot count (no PMU), said with the ``<column>.reason`` the runs stored. Never a guess.
@@ -30,14 +30,14 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..stability import cell_stability, guard
-from ..stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
-from .model import Flag, Section
-from .outcomes import status_record
-from .published import published_sections
-from .rendering import display_frame, format_axis, format_si, render_section
-from .results import Experiment
-from .tables import same_value
+from hugebench.report.model import Flag, Section
+from hugebench.report.outcomes import status_record
+from hugebench.report.published import published_sections
+from hugebench.report.rendering import display_frame, format_axis, format_si, render_section
+from hugebench.report.results import Experiment
+from hugebench.report.tables import same_value
+from hugebench.stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
+from hugebench.stats.stability import cell_stability, guard
 
 MAGNITUDE, DIRECTION, CONTRADICTED, NOT_RESOLVED, NOT_MEASURABLE = (
     "magnitude within the CI",
@@ -122,7 +122,7 @@ def value_verdict(
 
 
 def stable_verdict(judged: tuple[str, str], *stabilities) -> tuple[str, str]:
-    """A verdict after the stability rule (hugebench.stability.guard): one that would say something (within
+    """A verdict after the stability rule (hugebench.stats.stability.guard): one that would say something (within
     the CI, direction, contradicted) but rests on an unstable cell is "not resolved", saying why."""
     verdict, why = judged
     if verdict == NOT_RESOLVED:

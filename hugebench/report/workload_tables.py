@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from .rendering import display_frame, format_axis
+from hugebench.report.rendering import display_frame, format_axis
 
 
 def declared_tables(workload, rows: pd.DataFrame, axes: Sequence[str], level: float) -> list[tuple]:

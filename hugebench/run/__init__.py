@@ -6,7 +6,7 @@
   built in one place for the worker and for a program the ``command`` workload runs;
 - ``rows``: the one constructor of a row (:func:`base_row`) and of a failure (:func:`failure`,
   :func:`failed_row`), and the reading of a worker's reply into row fields;
-- ``execute``: :func:`run_one`, the public function both the local sweep (``hugebench.orchestrator``) and a
+- ``execute``: :func:`run_one`, the public function both the local sweep (``hugebench.sweep.orchestrator``) and a
   cluster machine (``hugebench.cluster.machine``) call for each run;
 - ``worker``: the other end, ``python -m hugebench.run.worker``: the fresh process that reads the request,
   runs the workload and writes the reply;

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from ..environment import launch_argv, measured_environment
-from ..measure.perf import perf_stat_argv
-from .rundir import RunDir
+from hugebench.machine.environment import launch_argv, measured_environment
+from hugebench.measure.perf import perf_stat_argv
+from hugebench.run.rundir import RunDir
 
 
 def measured_argv(

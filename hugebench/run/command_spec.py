@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..command import template
-from ..command.metric import Metric, parse_metrics
-from ..command.streams import Streams, output_tail
-from ..errors import HugebenchError, UnsafePathError
-from ..launch import Ended
+from hugebench.errors import HugebenchError, UnsafePathError
+from hugebench.machine.launch import Ended
+from hugebench.workloads.command.streams import Streams, output_tail
+from hugebench.workloads.command import template
+from hugebench.workloads.command.metric import Metric, parse_metrics
 
 
 class CommandFailed(RuntimeError):
@@ -81,7 +81,7 @@ class Command:
     def resolved(self, env: dict) -> Command:
         """The same command with its program (and a server's) as the absolute file it names on the user's PATH
         (``env``'s): what runs is exactly that file, whatever PATH perf gives its child."""
-        from ..command.program import resolve, user_path
+        from hugebench.machine.program import resolve, user_path
 
         def absolute(argv: list, where: str) -> list:
             path, why = resolve(str(argv[0]), user_path(env), self.cwd)

@@ -1,5 +1,5 @@
 """One run, start to row: :func:`run_one` is the public function every sweep calls for each planned run,
-the local loop (``hugebench.orchestrator``) and a cluster machine (``hugebench.cluster.machine``) alike.
+the local loop (``hugebench.sweep.orchestrator``) and a cluster machine (``hugebench.cluster.machine``) alike.
 
 It enters the run's kernel state (knobs, memory conditioning) on the sweep's ``SystemState``, launches one
 worker (under perf stat when enabled) in a fresh run directory and the run's own containment, and turns
@@ -12,20 +12,19 @@ import json
 import os
 from pathlib import Path
 
+from hugebench import kernel
 from hugebench.kernel.host import Host
-
-from .. import kernel
-from ..environment import worker_environment
-from ..launch import Launched, signal_name, tail
-from ..measure import disturbance
-from ..measure import perf as perf_mod
-from ..system import regime as regime_mod
-from ..system.aging import AgedMemory
-from ..system.containment import RunContainer, record_dir
-from . import inprocess
-from .argv import measured_argv
-from .rows import base_row, failure, measured_apart, oom_verdict, reply_fields
-from .rundir import RunDir
+from hugebench.machine.environment import worker_environment
+from hugebench.machine.launch import Launched, signal_name, tail
+from hugebench.measure import disturbance
+from hugebench.measure import perf as perf_mod
+from hugebench.run import inprocess
+from hugebench.run.argv import measured_argv
+from hugebench.run.rows import base_row, failure, measured_apart, oom_verdict, reply_fields
+from hugebench.run.rundir import RunDir
+from hugebench.system import regime as regime_mod
+from hugebench.system.aging import AgedMemory
+from hugebench.system.containment import RunContainer, record_dir
 
 SUPERVISOR_GRACE_S = (
     30.0  # a program's worker: its start-up, the server's stop and the reply, past the timeout
@@ -191,7 +190,7 @@ def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float,
         return measured_argv(worker, {}, rundir), run.timeout + SUPERVISOR_GRACE_S, {}
     page_cache = {}
     if run.text_pages:
-        from .. import textpages as text
+        from hugebench.machine import textpages as text
 
         rundir.text.mkdir()
         page_cache = text.prepare_page_cache(os.path.realpath(options.python), run.text_pages)
@@ -210,7 +209,7 @@ def _worker_argv(run, setup, options, rundir: RunDir) -> tuple[list[str], float,
 def _text_columns(mode: str, text_dir: Path, fields: dict) -> dict:
     """Where the program's text really was (each process's own report); a mode that did not take fails the
     run, also when everything else went well."""
-    from .. import textpages as text
+    from hugebench.machine import textpages as text
 
     try:
         return text.verify(mode, text.read_reports(text_dir))

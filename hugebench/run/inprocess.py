@@ -27,12 +27,12 @@ import os
 import time
 import traceback
 
-from ..environment import worker_environment
-from ..launch import tail
-from ..system.containment import RunContainer
-from .request import WorkerRequest
-from .rows import reply_row
-from .rundir import RunDir, failure_reply
+from hugebench.machine.environment import worker_environment
+from hugebench.machine.launch import tail
+from hugebench.run.request import WorkerRequest
+from hugebench.run.rows import reply_row
+from hugebench.run.rundir import RunDir, failure_reply
+from hugebench.system.containment import RunContainer
 
 SUPERVISOR = "hugebench.run.supervisor:run"  # the runner a `command` run's worker calls
 
@@ -46,7 +46,7 @@ def supervise(request: WorkerRequest, rundir: RunDir, container: RunContainer) -
     """The row fields of one command run supervised here, as a worker's end and reply would give them:
     ``wall_s`` (the supervisor's wall time), ``launcher``, the CPU time of the supervisor and of the
     processes it started (``supervisor.*``) and the reply's measurements or failure."""
-    from . import supervisor
+    from hugebench.run import supervisor
 
     env = worker_environment({})
     started, cpu = time.perf_counter(), os.times()

@@ -3,7 +3,7 @@ it runs, timed (the whole process or the program's own markers) and turned into 
 
 :class:`Measured` runs a program to its end; ``run.served`` extends it to a server under a load driver.
 What does not belong here: the run's parameters and failure (``run.command_spec``), the entry point
-(``run.supervisor``), the parsers and samplers themselves (``hugebench.command``).
+(``run.supervisor``), the parsers and samplers themselves (``hugebench.workloads.command``).
 """
 
 from __future__ import annotations
@@ -12,18 +12,19 @@ import os
 import time
 from pathlib import Path
 
-from .. import allocators, kernel
-from ..command.metric import WINDOW_COLUMN
-from ..command.program import user_path
-from ..command.sampler import FIELDS, CoverageSampler, tree_peak_rss
-from ..command.streams import Streams, read_output
-from ..environment import worker_environment
-from ..launch import Ended, Launched
-from ..measure.phases import coverage
-from ..system.containment import TOKEN, RunContainer
-from .argv import measured_argv
-from .command_spec import Command, CommandFailed, how_ended, open_streams
-from .rundir import RunDir
+from hugebench import kernel
+from hugebench.machine import allocators
+from hugebench.machine.environment import worker_environment
+from hugebench.machine.launch import Ended, Launched
+from hugebench.machine.program import user_path
+from hugebench.machine.sampler import FIELDS, CoverageSampler, tree_peak_rss
+from hugebench.workloads.command.streams import Streams, read_output
+from hugebench.measure.phases import coverage
+from hugebench.run.argv import measured_argv
+from hugebench.run.command_spec import Command, CommandFailed, how_ended, open_streams
+from hugebench.run.rundir import RunDir
+from hugebench.system.containment import TOKEN, RunContainer
+from hugebench.workloads.command.metric import WINDOW_COLUMN
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
 
@@ -41,7 +42,7 @@ class Measured:
     ):
         """``container``: the run's (its processes started into its cgroup) when this supervisor runs in the
         sweep's process (``run.inprocess``); None in a worker, which is itself in the run's cgroup."""
-        from ..command.control import ControlChannel, perf_fifos
+        from hugebench.workloads.command.control import ControlChannel, perf_fifos
 
         self.request, self.command, self.workdir = request, command, workdir
         self.container = container
@@ -192,7 +193,7 @@ class Measured:
             )
 
     def _row(self, ended: Ended, window: float, end: dict | None) -> dict:
-        from ..command.mallocprobe import read_exits, read_probes, verify
+        from hugebench.machine.mallocprobe import read_exits, read_probes, verify
 
         probes = read_probes(self.probes)
         row = verify(
@@ -243,7 +244,7 @@ class Measured:
         row.update(self.page_cache)
         row.update(self._thp_state(probes, exits))
         if self.request.allocator_mode != "as-is":
-            from ..command.treeproof import tree_proof
+            from hugebench.machine.treeproof import tree_proof
 
             row.update(
                 tree_proof(self.sampler.mapped, self.sampler.pid_names, self.request.allocator_path)
@@ -251,8 +252,8 @@ class Measured:
         return row
 
     def _thp_state(self, probes: list, exits: dict) -> dict:
-        """What THP each measured process got vs the mode the cell asked (hugebench.command.thpstate)."""
-        from ..command.thpstate import process_states, thp_columns
+        """What THP each measured process got vs the mode the cell asked (hugebench.machine.thpstate)."""
+        from hugebench.machine.thpstate import process_states, thp_columns
 
         asked = (
             "never"
@@ -297,8 +298,8 @@ def _coverage_columns(
 
 def prepare_text(program: str, mode: str, text_dir: Path) -> dict:
     """Page cache of the program's binary (its resolved file) put in the same state before every run (see
-    hugebench.textpages)."""
-    from ..textpages import prepare_page_cache
+    hugebench.machine.textpages)."""
+    from hugebench.machine.textpages import prepare_page_cache
 
     text_dir.mkdir(exist_ok=True)
     return prepare_page_cache(os.path.realpath(program), mode)

@@ -1,7 +1,7 @@
 """The worker's request: what the sweep asks of one worker process (written to the run directory's
 ``request.json`` by the sweep, read there by ``python -m hugebench.run.worker``).
 
-Built once per run by ``hugebench.preflight.SweepSetup.request_for``; nothing here decides anything.
+Built once per run by ``hugebench.sweep.preflight.SweepSetup.request_for``; nothing here decides anything.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from .._util import write_json_atomic
+from hugebench._util import write_json_atomic
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class WorkerRequest:
     perf_bin: str | None = None
     perf_events: tuple = ()
     text_pages: str | None = (
-        None  # the program's text (hugebench.textpages); a built-in worker gets it from its parent
+        None  # the program's text (hugebench.machine.textpages); a built-in worker gets it from its parent
     )
 
     def write(self, path) -> None:

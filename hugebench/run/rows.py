@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..columns import SCHEMA_VERSION, add_user_columns, clashes
-from ..store.rows import STATUSES
-from ..system.memlimit import describe
-from .rundir import read_reply
+from hugebench.columns import SCHEMA_VERSION, add_user_columns, clashes
+from hugebench.run.rundir import read_reply
+from hugebench.store.rows import STATUSES
+from hugebench.system.memlimit import describe
 
 FAILURES = tuple(s for s in STATUSES if s != "ok")
 WORKER_FAILURES = (

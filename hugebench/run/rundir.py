@@ -4,10 +4,10 @@
 |---------------|-----------------------------------------------|------------------------------------------------|
 | request.json  | the sweep (``run.execute``)                   | the worker (``hugebench.run.worker``)          |
 | reply.json    | the worker, atomically (:meth:`write_reply`)  | the sweep (``run.rows.reply_fields``)          |
-| status.json   | hb-exec: the real end of what it ran          | ``hugebench.launch`` (``Launched.wait``)       |
+| status.json   | hb-exec: the real end of what it ran          | ``hugebench.machine.launch`` (``Launched.wait``)       |
 | perf.csv      | ``perf stat -x, -o`` around the measured one  | the sweep (:meth:`RunDir.perf_text`)           |
 | stderr.txt    | the worker's stdout and stderr                | the sweep: its tail goes into the row          |
-| text/         | the text library, one report per process      | the sweep (``hugebench.textpages.read_reports``)    |
+| text/         | the text library, one report per process      | the sweep (``hugebench.machine.textpages.read_reports``)    |
 
 The worker runs with the run directory as its working directory; a ``command`` run's supervisor
 (``run.supervisor``) writes its program's perf.csv and text/ here too, so the sweep reads them the
@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import kernel
-from .._util import write_json_atomic
+from hugebench import kernel
+from hugebench._util import write_json_atomic
 
 RUN_DIR_PREFIX = "hb-run-"  # + the sweep's pid: a dead sweep's leftovers are recognised and removed
 

@@ -11,13 +11,13 @@ import socket
 import time
 from pathlib import Path
 
-from ..command.kevents import driver_windows
-from ..command.metric import WINDOW_COLUMN, extract_all
-from ..command.soak import combine, parse_duration
-from ..command.streams import Streams, both_tails, read_output
-from ..launch import Ended, Launched
-from .command_spec import CommandFailed, how_ended, open_streams
-from .measured import POLL_S, Measured
+from hugebench.machine.kevents import driver_windows
+from hugebench.machine.launch import Ended, Launched
+from hugebench.workloads.command.streams import Streams, both_tails, read_output
+from hugebench.run.command_spec import CommandFailed, how_ended, open_streams
+from hugebench.run.measured import POLL_S, Measured
+from hugebench.workloads.command.metric import WINDOW_COLUMN, extract_all
+from hugebench.workloads.command.soak import combine, parse_duration
 
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
@@ -28,7 +28,7 @@ class Served(Measured):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.soak_columns: dict = {}  # a soak's own columns (hugebench.command.soak)
+        self.soak_columns: dict = {}  # a soak's own columns (hugebench.workloads.command.soak)
         self.metrics_found: dict | None = None  # a soak's metrics, each the median over its runs
 
     def serve(self, deadline: float) -> tuple[dict, str]:
@@ -104,7 +104,7 @@ class Served(Measured):
 
     def _soak(self, driven: Ended, driver_streams: Streams, deadline: float) -> Ended:
         """``server.soak``: the driver run again until the duration is over, each run's metrics read as it
-        ends (hugebench.command.soak); the last run's end is the driver's."""
+        ends (hugebench.workloads.command.soak); the last run's end is the driver's."""
         assert self.command.server is not None
         seconds = parse_duration(self.command.server["soak"])
         runs = []

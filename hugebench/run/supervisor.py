@@ -14,14 +14,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .. import kernel
-from ..command.metric import WINDOW_COLUMN, extract_all
-from ..command.streams import output_tail
-from ..launch import Launched, tail
-from ..system.containment import RunContainer
-from .command_spec import Command, CommandFailed, how_ended
-from .measured import Measured
-from .served import Served
+from hugebench import kernel
+from hugebench.machine.launch import Launched, tail
+from hugebench.workloads.command.streams import output_tail
+from hugebench.run.command_spec import Command, CommandFailed, how_ended
+from hugebench.run.measured import Measured
+from hugebench.run.served import Served
+from hugebench.system.containment import RunContainer
+from hugebench.workloads.command.metric import WINDOW_COLUMN, extract_all
 
 __all__ = ["Command", "CommandFailed", "run"]
 

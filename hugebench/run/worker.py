@@ -21,12 +21,13 @@ import time
 import traceback
 from pathlib import Path
 
-from .. import allocators, kernel, workloads
-from ..measure import phases
-from ..measure.counters import derive, pmu_columns
-from ..measure.encoding import CounterSpec
-from .request import WorkerRequest
-from .rundir import failure_reply, write_reply
+from hugebench import kernel, workloads
+from hugebench.machine import allocators
+from hugebench.measure import phases
+from hugebench.measure.counters import derive, pmu_columns
+from hugebench.measure.encoding import CounterSpec
+from hugebench.run.request import WorkerRequest
+from hugebench.run.rundir import failure_reply, write_reply
 
 
 def _flatten_core_result(result: dict, resolved: list, prefix: str = "") -> dict:
@@ -57,7 +58,7 @@ def _apply_process_thp(request: WorkerRequest) -> dict:
     """THP 'never' without root: PR_SET_THP_DISABLE for this process, verified."""
     if not request.thp_prctl_disable:
         return {}
-    from ..system import disable_thp_for_this_process
+    from hugebench.system import disable_thp_for_this_process
 
     if not disable_thp_for_this_process():
         raise RuntimeError(
@@ -112,7 +113,7 @@ def run(request: WorkerRequest) -> dict:
         row.update(getattr(importlib.import_module(module), function)(request, Path.cwd()))
         return row
     row.update(_verify_allocator(request))
-    from .. import _core
+    from hugebench import _core
 
     if _core.build_info().get("debug"):
         raise RuntimeError(

@@ -65,12 +65,12 @@ from typing import Any
 
 import pandas as pd
 
-from .. import knob_catalogue
-from ..columns import SCHEMA_VERSION
-from ..errors import HugebenchError, ToolMissingError, UnsafePathError
-from ..safefs import SafeDir
-from . import columnar
-from .files import (  # noqa: F401
+from hugebench import knob_catalogue
+from hugebench.columns import SCHEMA_VERSION
+from hugebench.errors import HugebenchError, ToolMissingError, UnsafePathError
+from hugebench.safefs import SafeDir
+from hugebench.store import columnar
+from hugebench.store.files import (  # noqa: F401
     MAX_CONTEXT_BYTES,
     MAX_INT_DIGITS,
     MAX_JSON_DEPTH,
@@ -86,8 +86,8 @@ from .files import (  # noqa: F401
     row_identity,
     row_problem,
 )
-from .follow import RowFollower
-from .rows import STATUSES, append_line, json_default, normalise_row, plain  # noqa: F401
+from hugebench.store.follow import RowFollower
+from hugebench.store.rows import STATUSES, append_line, json_default, normalise_row, plain  # noqa: F401
 
 RUNS_FILE = "runs.jsonl"
 SWEEPS_DIR = "sweeps"

@@ -39,9 +39,15 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import HugebenchError
-from ..safefs import SafeDir
-from .files import MAX_CONTEXT_BYTES, bounded_lines, open_store_file, parse_json, parse_row
+from hugebench.errors import HugebenchError
+from hugebench.safefs import SafeDir
+from hugebench.store.files import (
+    MAX_CONTEXT_BYTES,
+    bounded_lines,
+    open_store_file,
+    parse_json,
+    parse_row,
+)
 
 COLUMNAR_DIR = "columnar"
 MANIFEST = "manifest.json"

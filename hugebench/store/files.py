@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .._util import open_regular
-from ..errors import HugebenchError
+from hugebench._util import open_regular
+from hugebench.errors import HugebenchError
 
 # Bounds of what a reader accepts: far above anything hugebench writes, low enough to keep a hostile file cheap.
 MAX_LINE_BYTES = 4 << 20  # one row of runs.jsonl

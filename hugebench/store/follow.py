@@ -15,7 +15,13 @@ import os
 import warnings
 from pathlib import Path
 
-from .files import StoreWarning, bounded_lines, open_store_file, parse_row, row_identity
+from hugebench.store.files import (
+    StoreWarning,
+    bounded_lines,
+    open_store_file,
+    parse_row,
+    row_identity,
+)
 
 
 class RowFollower:

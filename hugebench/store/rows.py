@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import SCHEMA_VERSION
+from hugebench.columns import SCHEMA_VERSION
 
 STATUSES = ("ok", "failed", "timeout", "crashed", "oom", "skipped", "disturbed")
 REQUIRED_KEYS = ("run_id", "status")

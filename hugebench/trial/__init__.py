@@ -11,9 +11,9 @@ both rest on (valid under selection and optional stopping), :mod:`.modes` finds 
 only parses options and prints.
 """
 
-from .matrix import Request
-from .schedule import BudgetTooSmall
-from .session import Outcome, refuse, run_try
-from .verdict_types import Verdict
+from hugebench.trial.matrix import Request
+from hugebench.trial.schedule import BudgetTooSmall
+from hugebench.trial.session import Outcome, refuse, run_try
+from hugebench.trial.verdict_types import Verdict
 
 __all__ = ["BudgetTooSmall", "Outcome", "Request", "Verdict", "refuse", "run_try"]

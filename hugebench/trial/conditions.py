@@ -1,6 +1,6 @@
 """What a configuration's measured processes really ran under, from its rows: the allocator that served
 malloc (``allocator_served``, the probe's answer) and whether the program overrode the THP mode the cell
-asked for (``thp.overridden``, hugebench.command.thpstate). The verdict names a configuration by these, never
+asked for (``thp.overridden``, hugebench.machine.thpstate). The verdict names a configuration by these, never
 by what was only asked: a cell whose program turned THP off is not "THP always".
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import stats
+from hugebench import stats
 
 
 def served(frame: pd.DataFrame) -> dict | None:

@@ -18,9 +18,9 @@ import functools
 import re
 import shlex
 
-from .. import allocators as alloc_mod
-from .._util import run_text
-from .verdict_types import Deploy, DeployLine
+from hugebench._util import run_text
+from hugebench.machine import allocators as alloc_mod
+from hugebench.trial.verdict_types import Deploy, DeployLine
 
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
 MTHP_PATH = "/sys/kernel/mm/transparent_hugepage/hugepages-{size}/enabled"  # size: '64kB'
@@ -200,6 +200,6 @@ def systemd_version() -> int | None:
 @functools.cache
 def process_thp_support() -> dict:
     """Which THP policies a process can set for itself on this kernel (hugebench exec --thp)."""
-    from ..system import process_thp_supported
+    from hugebench.system import process_thp_supported
 
     return {mode: process_thp_supported(mode) for mode in ("never", "madvise")}

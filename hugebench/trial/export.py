@@ -12,7 +12,7 @@ import io
 import json
 import math
 
-from .verdict_types import Configuration, Verdict
+from hugebench.trial.verdict_types import Configuration, Verdict
 
 COLUMNS = (
     "configuration",
@@ -92,7 +92,7 @@ def _num(value) -> str:
 
 def markdown(verdict: Verdict) -> str:
     """The full verdict as a code block, then the configurations as a table."""
-    from .render import answer
+    from hugebench.trial.render import answer
 
     lines = ["# hugebench try", ""]
     session = verdict.session

@@ -2,7 +2,7 @@
 resolved worse on a guarded one (a server's p99 when throughput is judged) by more than the smallest effect.
 
 What belongs here: judging the best configuration's guarded metrics against as-is, and the words that say
-why a guard refused it. Not here: which metrics a run records (:mod:`hugebench.command.metric`), the judged
+why a guard refused it. Not here: which metrics a run records (:mod:`hugebench.workloads.command.metric`), the judged
 metric's own verdict (:mod:`.verdict`).
 
 The rule: the guarded metric's paired ratio to as-is, over every block both ran (selection and confirmation:
@@ -18,9 +18,9 @@ import math
 
 import pandas as pd
 
-from .. import stability, stats
-from . import sequential
-from .race import paired_cs
+from hugebench import stats
+from hugebench.stats import sequential, stability
+from hugebench.trial.race import paired_cs
 
 
 def judge(lead: pd.DataFrame, base: pd.DataFrame, guards) -> list[dict]:

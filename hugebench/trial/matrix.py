@@ -14,15 +14,14 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hugebench import kernel
+from hugebench.errors import HugebenchError, PrivilegeError, SpecError, ToolMissingError
 from hugebench.kernel.host import LOCAL, Host
-
-from .. import allocators as alloc_mod
-from .. import kernel
-from ..command.template import BUILTIN_FIELDS
-from ..errors import HugebenchError, PrivilegeError, SpecError, ToolMissingError
+from hugebench.machine import allocators as alloc_mod
+from hugebench.workloads.command.template import BUILTIN_FIELDS
 
 THP_ORDER = ("never", "madvise", "always")
-AS_IS = "as-is"  # the program untouched: no preload, its own malloc (hugebench.allocators)
+AS_IS = "as-is"  # the program untouched: no preload, its own malloc (hugebench.machine.allocators)
 # Huge-page-aware settings tried besides as-is (TCMalloc when installed), in the order they are kept:
 # glibc's own tunable first, the smallest change (no preload for a program on glibc's malloc).
 HUGE_AWARE = ("glibc-hugetlb", "jemalloc-thp", "mimalloc-large", "tcmalloc")
@@ -228,9 +227,9 @@ def mthp_knobs(cell: dict) -> dict:
 
 def linked_allocator(request: Request) -> str | None:
     """The allocator the measured program (the server's when there is one) brings besides glibc's, from
-    its ELF file (hugebench.command.linked), or None."""
-    from ..command.linked import linked_allocator as from_elf
-    from ..command.program import resolve, user_path
+    its ELF file (hugebench.machine.linked), or None."""
+    from hugebench.machine.linked import linked_allocator as from_elf
+    from hugebench.machine.program import resolve, user_path
 
     measured = shlex.split(request.server)[0] if request.server else request.argv[0]
     path, _ = resolve(measured, user_path(request.env), os.path.abspath(request.cwd or "."))
@@ -244,7 +243,7 @@ def default_regime(request: Request, host: Host = LOCAL) -> tuple[str | None, st
     to fall: warm as root (reporting held off, what a service or back-to-back runs meet), cold as a user
     (who cannot hold it off: idle before each run, what a job started after idle meets). Elsewhere, and with
     --aged (its memory states are the condition), nothing: the machine as found."""
-    from ..kernel.reporting import page_reporting
+    from hugebench.kernel.reporting import page_reporting
 
     if request.regime or request.aged:
         return request.regime, None
@@ -266,8 +265,8 @@ def default_regime(request: Request, host: Host = LOCAL) -> tuple[str | None, st
 def regimes(request: Request, host: Host = LOCAL, regime: str | None = None) -> list[str]:
     """The regime axis values of --regime, or of ``regime`` chosen by :func:`default_regime` (warm:
     reporting held off, no idle; cold: idle first)."""
-    from ..kernel.reporting import page_reporting
-    from ..system.regime import canonical
+    from hugebench.kernel.reporting import page_reporting
+    from hugebench.system.regime import canonical
 
     regime = regime or request.regime
     if request.aged:
@@ -306,7 +305,7 @@ def aged_states(level: int = 100) -> tuple[str, str]:
 def _aged(cells: list, level: int) -> tuple[list, dict]:
     """Each configuration in both memory states, side by side in keep order (as-is first in each);
     refused up front where the states cannot be made."""
-    from ..system.aging import why_not_here
+    from hugebench.system.aging import why_not_here
 
     why = why_not_here()
     if why:
@@ -382,8 +381,8 @@ def metric_param(metric: str, higher: bool):
         raise SpecError(
             f"--metric {metric!r}: give wall, json:KEY or regex:'PATTERN with ([0-9.]+)'"
         )
-    from ..columns import user_name_problem
-    from ..workloads import get
+    from hugebench.columns import user_name_problem
+    from hugebench.workloads import get
 
     usable = (
         kind == "json"

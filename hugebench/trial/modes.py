@@ -3,7 +3,7 @@
 What belongs here: a simple bimodality check on one cell's metric (:func:`split`) and the words that say
 which recorded column (system time, faults, coverage, the machine's other work) separates the slow runs from
 the fast ones (:func:`describe`), so that try's caveat names what the runs show instead of a guess about
-CPU load. What does not: the stability rule itself (``hugebench.stability``), the disturbance flags
+CPU load. What does not: the stability rule itself (``hugebench.stats.stability``), the disturbance flags
 (``hugebench.measure.disturbance``).
 
 The check: the values sorted, the widest gap that leaves at least :data:`MIN_SIDE` runs (and a fifth of them)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import HugebenchError, SpecError
+from hugebench.errors import HugebenchError, SpecError
 
 SOURCE = "hugebench try"
 
@@ -47,8 +47,8 @@ def text(data: dict, header: str) -> str:
 def checked(data: dict, header: str):
     """(spec, runs) of the file try is about to write, loaded and planned as ``hugebench sweep`` will;
     a SpecError names the option typed."""
-    from .. import experiment as spec_mod
-    from .. import plan as plan_mod
+    from hugebench import experiment as spec_mod
+    from hugebench.sweep import plan as plan_mod
 
     try:
         spec = spec_mod.parse_spec(text(data, header), SOURCE)
@@ -72,7 +72,7 @@ def in_options(message: str) -> str:
 
 def write(data: dict, path: Path, header: str) -> Path:
     """Write the experiment file atomically into ``-o``; a directory that cannot take it is a clean error."""
-    from .._util import write_atomic
+    from hugebench._util import write_atomic
 
     out = path.parent
     if out.exists() and not out.is_dir():

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .. import stability, stats
-from . import sequential
+from hugebench import stats
+from hugebench.stats import sequential, stability
 
 MIN_BLOCKS = 3  # runs of every kept configuration before any is dropped
 
@@ -20,7 +20,7 @@ def _resolved(ratio: stats.Ratio | None, *stabilities) -> bool:
     """THE rule deciding whether a ratio to as-is is resolved (when try stops, what the verdict calls
     resolved): its interval (a confidence sequence, :mod:`.sequential`) excludes 1, on enough pairs
     (``stats.Ratio.resolved``), and neither cell is unstable by the one stability rule every verdict uses
-    (``hugebench.stability.guard``: spread, outliers, disturbed runs)."""
+    (``hugebench.stats.stability.guard``: spread, outliers, disturbed runs)."""
     if ratio is None:
         return False
     return stability.guard(ratio.resolved is True, *stabilities)[0] is True

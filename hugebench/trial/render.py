@@ -8,10 +8,10 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from ..measure.phases import COVERAGE_EXPECTED
-from ..report.terminal import wrap_lines as fit
-from .guards import lines as guard_lines
-from .verdict_types import Configuration, Deploy, Expected, Ratio, Verdict, ends
+from hugebench.measure.phases import COVERAGE_EXPECTED
+from hugebench.report.terminal import wrap_lines as fit
+from hugebench.trial.guards import lines as guard_lines
+from hugebench.trial.verdict_types import Configuration, Deploy, Expected, Ratio, Verdict, ends
 
 
 def effect(ratio: Ratio | None, better: str) -> str:
@@ -177,7 +177,7 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
 
 def _size_lines(best: Configuration, baseline: Configuration) -> list[str]:
     """Which folio sizes held the memory (best and as-is) and, when the best's coverage is short, why."""
-    from ..report.coverage import shares_text
+    from hugebench.report.coverage import shares_text
 
     out = []
     if best.folio_shares:
@@ -195,7 +195,7 @@ def _size_lines(best: Configuration, baseline: Configuration) -> list[str]:
 def _page_size_lines(sizes: dict | None, better: str) -> list[str]:
     """The size sets tried (mTHP and THP always), each with its effect, memory and folio sizes, and the
     smallest set within noise of the best."""
-    from ..report.coverage import shares_text
+    from hugebench.report.coverage import shares_text
 
     if not sizes:
         return []

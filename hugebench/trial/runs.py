@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .. import stats
+from hugebench import stats
 
 CPU_COLUMN = (
     "tree_cpu_s"  # --metric cpu: user + system CPU of the program's process tree (its rusage)

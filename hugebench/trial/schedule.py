@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import stability, stats
-from ..errors import HugebenchError
-from . import sequential, sizes
-from .race import (
+from hugebench import stats
+from hugebench.errors import HugebenchError
+from hugebench.stats import sequential, stability
+from hugebench.trial import sizes
+from hugebench.trial.race import (
     MIN_BLOCKS,
     _resolved,
     as_frame,
@@ -50,7 +51,7 @@ from .race import (
     steadiness,
     values_of,
 )
-from .runs import CPU_COLUMN, likely_first, memory_of, window, with_cpu
+from hugebench.trial.runs import CPU_COLUMN, likely_first, memory_of, window, with_cpu
 
 RESOLVE_BLOCKS = stats.min_runs_for(
     0.95

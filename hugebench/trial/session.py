@@ -15,16 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hugebench.errors import HugebenchError, SpecError
 from hugebench.kernel.host import LOCAL, Host
-
-from ..errors import HugebenchError, SpecError
-from . import matrix as matrix_mod
-from . import options
-from . import sizes as sizes_mod
-from .matrix import Request
-from .runs import CPU_COLUMN
-from .schedule import MIN_BLOCKS, BudgetTooSmall, Schedule
-from .verdict_types import Ratio, Session, Verdict
+from hugebench.trial import matrix as matrix_mod
+from hugebench.trial import options
+from hugebench.trial import sizes as sizes_mod
+from hugebench.trial.matrix import Request
+from hugebench.trial.runs import CPU_COLUMN
+from hugebench.trial.schedule import MIN_BLOCKS, BudgetTooSmall, Schedule
+from hugebench.trial.verdict_types import Ratio, Session, Verdict
 
 MIN_BUDGET_S = (
     10.0  # below this not even two configurations' first blocks of the shortest program fit
@@ -44,8 +43,8 @@ class Outcome:
 def refuse(request: Request) -> None:
     """The refusals a try makes before anything runs: program missing, static or setuid (LD_PRELOAD would
     not take), a budget too small, a server without its ready condition."""
-    from ..command.elf import why_preload_cannot_take
-    from ..command.program import resolve, user_path
+    from hugebench.machine.elf import why_preload_cannot_take
+    from hugebench.machine.program import resolve, user_path
 
     if not request.argv:
         raise SpecError("give the program to try after --: hugebench try -- PROGRAM ARGS...")
@@ -121,8 +120,8 @@ def _page_size_cells(ids: list, cells: list, names: dict, bases: dict) -> dict:
 
 
 def _run(request, mx, data, spec, runs, path, out, started, echo, host) -> Outcome:
-    from ..orchestrator import SweepOptions, run_sweep
-    from ..workloads import get
+    from hugebench.sweep.orchestrator import SweepOptions, run_sweep
+    from hugebench.workloads import get
 
     ids = _cell_ids(runs, mx.cells)
     base = ids[0]
@@ -165,7 +164,7 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, host) -> Outco
     data = {**data, "repetitions": max(1, state.blocks)}
     options.write(data, path, _header(request, state))
     plan_lines = _plan_lines(state, names, result, started, request.budget_s)
-    from ..command.checks import guarded
+    from hugebench.workloads.command.checks import guarded
 
     guards = guarded(spec.params)
     verdict = _verdict(out, spec, ids, mx, metric, better, state, wall, guards)
@@ -233,7 +232,7 @@ def _bases(ids: list[str], cells: list[dict]) -> dict[str, str]:
 
 def _cell_ids(runs, cells) -> list[str]:
     """The plan's cell id of each matrix cell (the plan names the thp axis by its knob, thp.enabled)."""
-    from ..experiment import canonical_knob
+    from hugebench.experiment import canonical_knob
 
     def key(cell):
         return tuple(
@@ -247,9 +246,9 @@ def _cell_ids(runs, cells) -> list[str]:
 
 
 def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) -> Verdict:
-    from ..store import load
-    from ..textpages import text_library
-    from . import verdict as verdict_mod
+    from hugebench.machine.textpages import text_library
+    from hugebench.store import load
+    from hugebench.trial import verdict as verdict_mod
 
     rows = load(out, hosts=False)
     rows = rows[rows["cell_id"].isin(ids)] if "cell_id" in rows.columns else rows
@@ -280,7 +279,7 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) ->
 
 
 def _progress_line(schedule, names, echo, better):
-    from .render import effect
+    from hugebench.trial.render import effect
 
     def progress(run, row, done, total):
         state = schedule.state
@@ -306,7 +305,7 @@ def _progress_line(schedule, names, echo, better):
 
 
 def _ratio(r) -> Ratio | None:
-    from .verdict import _ratio_dict
+    from hugebench.trial.verdict import _ratio_dict
 
     return _ratio_dict(r)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from .verdict_types import Configuration
+from hugebench.trial.verdict_types import Configuration
 
 SAME_SHARE = 0.02  # every size's share of anonymous memory within 2 points: the same folios
 MIN_ANON_BYTES = 4 << 20  # less anonymous memory than this is no evidence about folio sizes

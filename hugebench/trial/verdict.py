@@ -12,17 +12,25 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .. import stability, stats
-from ..measure.phases import COVERAGE_EXPECTED
-from ..report.coverage import folio_shares, gap_lines, gap_summary
-from . import conditions, modes, sequential
-from . import guards as guards_mod
-from .deploy import deploy
-from .matrix import describe, uses_huge_pages
-from .race import _resolved, better_ratio, expected_range, paired_cs
-from .runs import CPU_COLUMN, with_cpu
-from .sizes import page_sizes
-from .verdict_types import Configuration, Confirmation, Expected, Ratio, Verdict, ends
+from hugebench import stats
+from hugebench.measure.phases import COVERAGE_EXPECTED
+from hugebench.report.coverage import folio_shares, gap_lines, gap_summary
+from hugebench.stats import sequential, stability
+from hugebench.trial import conditions, modes
+from hugebench.trial import guards as guards_mod
+from hugebench.trial.deploy import deploy
+from hugebench.trial.matrix import describe, uses_huge_pages
+from hugebench.trial.race import _resolved, better_ratio, expected_range, paired_cs
+from hugebench.trial.runs import CPU_COLUMN, with_cpu
+from hugebench.trial.sizes import page_sizes
+from hugebench.trial.verdict_types import (
+    Configuration,
+    Confirmation,
+    Expected,
+    Ratio,
+    Verdict,
+    ends,
+)
 
 TREE_RSS = "tree_peak_rss_bytes"
 CGROUP_PEAK = "cgroup.memory_peak_bytes"
@@ -336,7 +344,7 @@ def _best(configs: dict[str, Configuration], base_id: str, better: str) -> str |
 def _ties(rows, configs: dict, best_id: str, base_id: str, metric: str, alpha: float) -> list[str]:
     """Configurations the selection could not tell from the best (their paired interval to it, at the
     selection's alpha, holds 1); a dropped one was told apart (clearly worse)."""
-    from .race import MIN_BLOCKS
+    from hugebench.trial.race import MIN_BLOCKS
 
     best_rows = _cell_rows(rows, best_id)
     out = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .base import (
+from hugebench.workloads.base import (
     COMMON_METRICS,
     MAX_INT,
     REGISTRY,
@@ -29,7 +29,7 @@ from .base import (
     parse_count,
     register,
 )
-from .sets import HASH_PACKAGES, HASHES, SET_KINDS, SET_PACKAGES
+from hugebench.workloads.sets import HASH_PACKAGES, HASHES, SET_KINDS, SET_PACKAGES
 
 # The built-in workloads, in a fixed order (the order of listings and messages).
 BUILT_IN = (

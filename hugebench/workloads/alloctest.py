@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import math
 
-from .base import COMMON_METRICS, STARTUP_S, Param, Workload, loop_params, register
+from hugebench.workloads.base import (
+    COMMON_METRICS,
+    STARTUP_S,
+    Param,
+    Workload,
+    loop_params,
+    register,
+)
 
 
 def _slots(p: dict) -> int:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from .base import CHUNK_P10, COMMON_METRICS, STARTUP_S, Param, Workload, loop_params, register
+from hugebench.workloads.base import (
+    CHUNK_P10,
+    COMMON_METRICS,
+    STARTUP_S,
+    Param,
+    Workload,
+    loop_params,
+    register,
+)
 
 
 def _time(p: dict) -> float:

@@ -16,8 +16,16 @@ functions of a row, so tests check the arithmetic on dicts.
 
 from __future__ import annotations
 
-from ..measure.phases import time_weighted, time_weighted_coverage
-from .base import STARTUP_S, Param, RatioTable, Workload, XYPlot, loop_params, register
+from hugebench.measure.phases import time_weighted, time_weighted_coverage
+from hugebench.workloads.base import (
+    STARTUP_S,
+    Param,
+    RatioTable,
+    Workload,
+    XYPlot,
+    loop_params,
+    register,
+)
 
 __all__ = ["fleet_metrics", "fragmentation", "time_weighted", "WORKLOAD"]
 

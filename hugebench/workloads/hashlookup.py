@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .base import COMMON_METRICS, STARTUP_S, BarPlot, Param, Workload, register
-from .sets import (
+from hugebench.workloads.base import COMMON_METRICS, STARTUP_S, BarPlot, Param, Workload, register
+from hugebench.workloads.sets import (
     HASH_PARAM,
     KEY_PARAMS,
     SEED_PARAM,

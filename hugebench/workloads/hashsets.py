@@ -21,8 +21,16 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-from .base import STARTUP_S, Column, Param, RatioCI, TableSection, Workload, register
-from .sets import (
+from hugebench.workloads.base import (
+    STARTUP_S,
+    Column,
+    Param,
+    RatioCI,
+    TableSection,
+    Workload,
+    register,
+)
+from hugebench.workloads.sets import (
     HASH_PARAM,
     KEY_PARAMS,
     SEED_PARAM,
@@ -163,7 +171,7 @@ def side_by_side(
     import numpy as np
     import pandas as pd
 
-    from ..stats import ok_rows
+    from hugebench.stats import ok_rows
 
     rows = ok_rows(df)
     if "kinds" not in rows.columns or rows.empty:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .base import Param
+from hugebench.workloads.base import Param
 
 # hashlookup's set kinds and hashes, with the Debian package that provides each optional one.
 SET_KINDS = ("flat", "node", "robin", "absl", "boost")
@@ -28,7 +28,7 @@ def set_scale(keys: int, exponent: float) -> float:
 
 def check_built(p: dict) -> None:
     """Refuse a set kind or hash this build of _core lacks, naming the package that provides it."""
-    from .. import _core
+    from hugebench import _core
 
     info = _core.build_info()
     for name, built, packages in (

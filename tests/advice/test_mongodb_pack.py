@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from real_pack import by_preset, run_small
 
-from hugebench.allocators import registry
 from hugebench.errors import HugebenchError
+from hugebench.machine.allocators import registry
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.needs_thp]
 

@@ -201,10 +201,10 @@ def test_a_run_task_carries_its_own_run_not_the_machines_run_list(lab, tmp_path,
     from distributed.protocol.pickle import dumps
 
     from hugebench import experiment as spec_mod
-    from hugebench import plan
     from hugebench.cluster import run_cluster_sweep
     from hugebench.experiment.cluster import resolve
-    from hugebench.orchestrator import SweepOptions
+    from hugebench.sweep import plan
+    from hugebench.sweep.orchestrator import SweepOptions
 
     sent, submit = [], distributed.Client.submit
     monkeypatch.setattr(

@@ -6,11 +6,11 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench import experiment as spec
-from hugebench import plan
 from hugebench.cli import main
 from hugebench.cluster.client import blocks, check_identical, on_host, place
 from hugebench.errors import HugebenchError, SpecError
 from hugebench.experiment.cluster import ClusterConfig, resolve
+from hugebench.sweep import plan
 
 BASE = """name: c
 workload: hashlookup
@@ -168,7 +168,7 @@ def test_blocks_are_whole_also_for_warm_ups_and_adaptive_blocks_of_some_cells():
 
 def test_adaptive_repetitions_need_spread_on_a_cluster(tmp_path):
     from hugebench.cluster.client import run_cluster_sweep
-    from hugebench.orchestrator import SweepOptions
+    from hugebench.sweep.orchestrator import SweepOptions
 
     s = spec.parse_spec(
         BASE.replace("repetitions: 2", "repetitions: {auto: {min: 3, max: 6, target: 0.05}}"),

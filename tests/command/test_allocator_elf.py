@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hugebench.allocators import find_library
 from hugebench.cli import main
-from hugebench.command.elf import why_not_allocator
 from hugebench.errors import SpecError
 from hugebench.experiment import parse_spec
+from hugebench.machine.allocators import find_library
+from hugebench.machine.elf import why_not_allocator
 
 HEAD = "name: a\nworkload: hashlookup\nparams: {keys: 1000}\n"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from hugebench import allocators as am
-from hugebench.command.mallocprobe import verify
+from hugebench.machine import allocators as am
+from hugebench.machine.mallocprobe import verify
 from hugebench.run import worker
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from hugebench import allocators as am
 from hugebench.errors import SpecError, ToolMissingError
+from hugebench.machine import allocators as am
 
 MAPS_GLIBC = """\
 7f00 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6
@@ -66,7 +66,7 @@ def test_each_builtin_knob_takes_effect_in_a_process_that_has_it(name):
     alloc = am.BUILTIN[name]
     if am.find_library(alloc.library) is None:
         pytest.skip(f"{alloc.library} not installed (apt-get install {alloc.package})")
-    code = "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
+    code = "import json; from hugebench.machine.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
     env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}, **alloc.environment()}
     probed = json.loads(
         subprocess.run(
@@ -169,7 +169,7 @@ def test_probe_reads_the_knobs_the_library_really_took(name, env, key, value):
     path = am.find_library(am.BUILTIN[name].library)
     if path is None:
         pytest.skip(f"{name} not installed")
-    code = "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
+    code = "import json; from hugebench.machine.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
     env = {
         **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME")},
         "LD_PRELOAD": str(path),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from paths import TESTS
 
-from hugebench.command.control import ControlChannel, header_path, perf_fifos
+from hugebench.workloads.command.control import ControlChannel, header_path, perf_fifos
 
 DATA = TESTS / "data"
 OUTSIDE, INSIDE = 0.3, 0.1  # CPU seconds the programs burn around / inside their window

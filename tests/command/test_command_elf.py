@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hugebench.command.elf import ElfFormatError, read_elf, why_preload_cannot_take
-from hugebench.command.mallocprobe import probe_library, read_probes, verify
+from hugebench.machine.elf import ElfFormatError, read_elf, why_preload_cannot_take
+from hugebench.machine.mallocprobe import probe_library, read_probes, verify
 
 TINY_CXX = '#include <cstdio>\nint main() { std::puts("static"); return 0; }\n'
 TINY_C = '#include <stdio.h>\nint main(void) { puts("static"); return 0; }\n'

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from hugebench.command import template
-from hugebench.command.checks import check_params, prepare, primary
-from hugebench.command.metric import Metric, extract, parse_metric
-from hugebench.command.sampler import CoverageSampler
 from hugebench.kernel import Host
+from hugebench.machine.sampler import CoverageSampler
+from hugebench.workloads.command import template
+from hugebench.workloads.command.checks import check_params, prepare, primary
+from hugebench.workloads.command.metric import Metric, extract, parse_metric
 
 
 def test_substitution_in_argv_env_and_nested_values():
@@ -163,7 +163,7 @@ def test_sampler_sees_huge_pages_of_a_real_child():
 def test_sampler_weights_each_sample_by_the_time_until_the_next(tmp_path, monkeypatch):
     """Samples at 0, 1, 4 and 5 s of a tree whose Rss stays 100 MiB: huge pages 0, 100, 100, 0 MiB.
     Held for 1, 3 and 1 s, that is 80% time-weighted (a plain mean of the samples says 50%)."""
-    from hugebench.command import sampler as sampler_mod
+    from hugebench.machine import sampler as sampler_mod
 
     proc = tmp_path / "proc"
     (proc / "42").mkdir(parents=True)

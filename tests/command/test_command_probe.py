@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hugebench.allocators import BUILTIN, find_library
-from hugebench.command.mallocprobe import probe_library, read_exits, read_probes, verify
+from hugebench.machine.allocators import BUILTIN, find_library
+from hugebench.machine.mallocprobe import probe_library, read_exits, read_probes, verify
 
 ALLOCATOR_VARS = ("LD_PRELOAD", "MALLOC_CONF", "HB_PROBE_DIR", "GLIBC_TUNABLES")
 EXIT_FIELDS = (
@@ -25,9 +25,7 @@ EXIT_FIELDS = (
     "Anonymous",
     "VmHWM",
 )
-PRINT_KNOBS = (
-    "import json; from hugebench.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
-)
+PRINT_KNOBS = "import json; from hugebench.machine.allocators import probe_knobs; print(json.dumps(probe_knobs()))"
 
 
 def _library(soname: str) -> str:

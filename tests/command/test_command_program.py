@@ -13,11 +13,11 @@ import pytest
 from paths import TESTS
 
 from hugebench import load
-from hugebench import plan as plan_mod
-from hugebench.command.program import resolve
 from hugebench.errors import SpecError
 from hugebench.experiment import load_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.machine.program import resolve
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 
 def _experiment(tmp_path, body: str, name: str = "cmd", perf: str = "off") -> Path:
@@ -123,7 +123,7 @@ def test_binary_output_keeps_a_bounded_text_safe_tail(tmp_path):
 
 
 def test_text_safe_and_read_end(tmp_path):
-    from hugebench.launch import read_end, tail, text_safe
+    from hugebench.machine.launch import read_end, tail, text_safe
 
     assert text_safe(b"ok\x1b[31m\x00\tred\n\xff\xfe") == "ok[31m\tred\n\ufffd\ufffd"
     big = tmp_path / "big"
@@ -201,7 +201,7 @@ def test_bad_streams_are_refused_at_load(tmp_path, params, message):
 def test_time_weighted_coverage_is_one_formula_for_fleet_and_the_sampler():
     """Issue 27: fleet averaged per-sample ratios, the command sampler divided time-weighted sums. One
     function now; on a stream where the two definitions differ, both give the ratio of the sums."""
-    from hugebench.command.sampler import CoverageSampler
+    from hugebench.machine.sampler import CoverageSampler
     from hugebench.measure.phases import time_weighted_coverage
     from hugebench.workloads.fleet import fleet_metrics
 
@@ -211,7 +211,7 @@ def test_time_weighted_coverage_is_one_formula_for_fleet_and_the_sampler():
     )  # the last sample weighs nothing
     assert time_weighted_coverage(times, rss, huge) == pytest.approx(expected)
     assert expected != pytest.approx((1.0 + 0.0 + 0.5) / 3)  # the mean of ratios would say 50%
-    from hugebench.command.sampler import FIELDS
+    from hugebench.machine.sampler import FIELDS
 
     fake = CoverageSampler(
         pid=1,
@@ -234,10 +234,10 @@ def test_a_program_timed_to_its_end_is_judged_by_its_time_weighted_coverage():
     THP warning and the report's column use) is the time-weighted one, labelled; at exit is kept beside it."""
     import pandas as pd
 
-    from hugebench.command.checks import coverage_metrics
     from hugebench.report.results import Experiment
     from hugebench.report.sections import coverage_flags
     from hugebench.run.measured import _coverage_columns
+    from hugebench.workloads.command.checks import coverage_metrics
 
     row = _coverage_columns(at_end=0.0, time_weighted=0.99, run_to_end=True, interval=1.0)
     assert row == {
@@ -343,7 +343,7 @@ LIBC, JE = "/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/lib
 
 
 def test_a_linked_allocator_is_named_and_its_knobs_are_not_the_cells():
-    from hugebench.command.mallocprobe import verify
+    from hugebench.machine.mallocprobe import verify
 
     probe = {
         "pid": 1,
@@ -407,7 +407,7 @@ def test_the_sampler_records_the_executable_of_every_process_it_reads():
     import subprocess
     import sys
 
-    from hugebench.command.sampler import CoverageSampler
+    from hugebench.machine.sampler import CoverageSampler
 
     child = subprocess.Popen(["sleep", "5"])
     try:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.errors import SpecError, SystemStateError
 from hugebench.experiment import load_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 from hugebench.system import SweepLock
 
 PERF = "auto" if shutil.which("perf") else "off"

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 from paths import TESTS
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import SpecError
 from hugebench.experiment import load_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 
 def _experiment(tmp_path, body: str, name: str = "cmd") -> Path:
@@ -280,7 +280,7 @@ def test_memory_of_the_whole_process_tree_not_only_its_largest_process(tmp_path)
 
 
 def test_tree_peak_rss_sums_each_process_peak_from_its_exit_record_or_its_samples():
-    from hugebench.command.sampler import tree_peak_rss
+    from hugebench.machine.sampler import tree_peak_rss
 
     exits = {10: {"VmHWM": 100}, 11: {"VmHWM": 50}}
     sampled = {10: 120, 12: 30}  # 12 left no exit record (static, _exit or a signal)

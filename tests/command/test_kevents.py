@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from paths import DATA
 
-from hugebench.command import kevents
+from hugebench.machine import kevents
 
 
 def _log() -> kevents.EventLog:

@@ -12,9 +12,9 @@ import textwrap
 import pytest
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.experiment import load_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 pytestmark = pytest.mark.skipif(
     shutil.which("memcached") is None or shutil.which("memcaslap") is None,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hugebench.command import memtrend
-from hugebench.command.sampler import FIELDS, CoverageSampler
+from hugebench.machine import memtrend
+from hugebench.machine.sampler import FIELDS, CoverageSampler
 
 MIB = 1 << 20
 

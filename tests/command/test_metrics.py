@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from paths import DATA
 
-from hugebench.command import drivers
-from hugebench.command.metric import extract, extract_all, parse_metric, parse_metrics
+from hugebench.workloads.command import drivers
+from hugebench.workloads.command.metric import extract, extract_all, parse_metric, parse_metrics
 
 OUT = DATA / "drivers"
 

@@ -9,11 +9,11 @@ import pytest
 
 from hugebench import _core
 from hugebench import experiment as spec_mod
-from hugebench.tlbprobe import curves as curves_mod
-from hugebench.tlbprobe import plan as plan_mod
-from hugebench.tlbprobe.figure import probe_figure
-from hugebench.tlbprobe.text import describe
+from hugebench.workloads.tlbprobe import curves as curves_mod
 from hugebench.workloads.tlbprobe import page_check
+from hugebench.workloads.tlbprobe import plan as plan_mod
+from hugebench.workloads.tlbprobe.figure import probe_figure
+from hugebench.workloads.tlbprobe.text import describe
 
 MIB = 1 << 20
 
@@ -223,8 +223,8 @@ def test_pool_trial_puts_every_pool_back(fake_sys):
 def test_doctor_and_latency_bars_use_the_cached_probe(tmp_path, monkeypatch):
     from hugebench import doctor
     from hugebench.report.figures import bar_plot
-    from hugebench.tlbprobe import cache
-    from hugebench.tlbprobe.figure import underlay_bars
+    from hugebench.workloads.tlbprobe import cache
+    from hugebench.workloads.tlbprobe.figure import underlay_bars
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert "not measured" in doctor.check_probe().detail

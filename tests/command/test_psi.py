@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from hugebench import load
-from hugebench import plan as plan_mod
-from hugebench.command.psi import PressureLog
 from hugebench.experiment import load_spec
 from hugebench.kernel import Host
 from hugebench.kernel.pressure import own_cgroup_v2, parse_pressure
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.machine.psi import PressureLog
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 PSI = "some avg10=1.00 avg60=0.50 avg300=0.10 total={some}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total={full}\n"
 

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.experiment import load_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 pytestmark = pytest.mark.skipif(
     shutil.which("redis-server") is None or shutil.which("redis-benchmark") is None,
@@ -99,7 +99,7 @@ def test_a_secondary_metric_missing_is_absent_with_its_reason(tmp_path):
 def test_every_process_of_a_forking_program_is_proven(tmp_path):
     """A forked child that never execs runs no probe constructor; the sampler's per-process mappings prove
     the preloaded allocator is in it too (the multi-process server's case: PostgreSQL's backends)."""
-    from hugebench.allocators import find_library
+    from hugebench.machine.allocators import find_library
 
     if find_library("libjemalloc.so.2") is None:
         pytest.skip("libjemalloc2 not installed")

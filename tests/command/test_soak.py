@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.cli import main
-from hugebench.command.soak import combine, parse_duration
 from hugebench.errors import SpecError
 from hugebench.experiment import load_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
+from hugebench.workloads.command.soak import combine, parse_duration
 
 REDIS = shutil.which("redis-server") and shutil.which("redis-benchmark")
 

@@ -7,9 +7,10 @@ import math
 
 import pytest
 
-from hugebench import _core, allocators
+from hugebench import _core
 from hugebench import experiment as spec
 from hugebench.errors import SpecError
+from hugebench.machine import allocators
 from hugebench.measure.phases import PhaseRecorder
 from hugebench.workloads import WORKLOADS
 from hugebench.workloads.fleet import fleet_metrics, fragmentation, time_weighted

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hugebench import adaptive, load
-from hugebench import plan as plan_mod
+from hugebench import load
 from hugebench.cli import main
 from hugebench.errors import SpecError
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.report import report
+from hugebench.stats import adaptive
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 RULE = {"min": 6, "max": 12, "target": 0.03, "metric": "ns"}
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
-from hugebench import plan as plan_mod
 from hugebench.experiment import load_spec, parse_spec
+from hugebench.sweep import plan as plan_mod
 
 EXTRA = {
     "parts": """name: parts

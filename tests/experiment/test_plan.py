@@ -1,7 +1,7 @@
 """Plan: cartesian product, excludes, deterministic ids and order, interleaving."""
 
-from hugebench import plan as plan_mod
 from hugebench.experiment import parse_spec
+from hugebench.sweep import plan as plan_mod
 
 SPEC = """\
 name: p

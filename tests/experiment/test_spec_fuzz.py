@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from time_limit import time_limit
 
 from hugebench import experiment as spec_mod
-from hugebench import plan as plan_mod
 from hugebench import workloads
-from hugebench.allocators import BUILTIN
 from hugebench.cli import main
 from hugebench.errors import HugebenchError
+from hugebench.machine.allocators import BUILTIN
+from hugebench.sweep import plan as plan_mod
 
 EXAMPLE_SECONDS = 10  # one example may take this long before it counts as a hang
 FUZZ = settings(

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from paths import ROOT
 
 from hugebench import experiment as spec_mod
-from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import SpecError, ToolMissingError
 from hugebench.experiment import load_spec, parse_spec
+from hugebench.sweep import plan as plan_mod
 from hugebench.workloads import parse_count
 
 HEAD = "name: t\nworkload: hashlookup\n"
@@ -226,7 +226,7 @@ def test_user_allocator_path_must_exist_when_used():
 
 
 def test_builtin_allocator_library_may_be_missing_at_plan_time(monkeypatch):
-    from hugebench import allocators
+    from hugebench.machine import allocators
 
     monkeypatch.setattr(allocators, "find_library", lambda lib: None)
     assert parse_spec(HEAD + "axes: {allocator: [tcmalloc]}\n").axes["allocator"] == ("tcmalloc",)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from paths import ROOT
 
-from hugebench import plan as plan_mod
-from hugebench.estimate import estimate
 from hugebench.experiment import load_spec
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.estimate import estimate
 from hugebench.workloads import get
 
 EXPERIMENTS = ROOT / "experiments"

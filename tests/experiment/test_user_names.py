@@ -15,12 +15,12 @@ import textwrap
 import pytest
 
 from hugebench import columns, load
-from hugebench import plan as plan_mod
 from hugebench.errors import SpecError
 from hugebench.experiment import load_spec, parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.run.rows import base_row
 from hugebench.run.rows import reply_fields as _read_reply
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 HEAD = "name: t\nworkload: command\nperf: off\n"
 

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 from paths import TESTS
 
-from hugebench import allocators
 from hugebench.cli import main
+from hugebench.machine import allocators
 
 SAMPLE = TESTS / "data" / "sample_results"
 GOOD = (

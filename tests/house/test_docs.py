@@ -125,8 +125,10 @@ def test_a_broken_link_fails_the_build(tmp_path):
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "docs", copy / "docs")
     shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
-    (copy / "hugebench").mkdir()
-    shutil.copy(ROOT / "hugebench" / "docgen.py", copy / "hugebench" / "docgen.py")
+    (copy / "hugebench" / "manual").mkdir(parents=True)
+    shutil.copy(
+        ROOT / "hugebench" / "manual" / "docgen.py", copy / "hugebench" / "manual" / "docgen.py"
+    )
     with open(copy / "docs" / "index.md", "a", encoding="utf-8") as page:
         page.write("\n[a page that does not exist](nope.md)\n")
     done = subprocess.run(
@@ -140,8 +142,9 @@ def test_a_broken_link_fails_the_build(tmp_path):
 
 
 def test_generated_reference_has_every_key_and_parameter():
-    from hugebench import docgen, workloads
     from hugebench import experiment as spec
+    from hugebench import workloads
+    from hugebench.manual import docgen
 
     keys = docgen.spec_keys()
     for key in spec.TOP_KEYS:
@@ -154,7 +157,7 @@ def test_generated_reference_has_every_key_and_parameter():
 
 
 def test_unknown_generated_section_is_an_error():
-    from hugebench import docgen
+    from hugebench.manual import docgen
 
     with pytest.raises(ValueError, match="unknown generated section 'nope'"):
         docgen.expand("text\n<!-- hugebench:nope -->\n")

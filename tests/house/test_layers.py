@@ -22,49 +22,20 @@ LAYERS = (
     ("kernel", ("kernel",)),
     ("system", ("system",)),
     ("measure", ("measure",)),
-    ("store", ("", "store", "stats", "stability", "adaptive")),
-    (
-        "machine",
-        (
-            "environment",
-            "launch",
-            "textpages",
-            "allocators",
-            "command",
-            "tlbprobe",
-            "metadata",
-        ),
-    ),
+    ("store", ("", "store", "stats")),
+    ("machine", ("machine",)),
     ("workloads", ("workloads",)),
     ("experiment", ("experiment",)),  # experiment.cluster: the parser of a file's cluster: block
-    ("plan", ("plan", "estimate", "machine_checks", "advice.pack")),  # advice.pack: a pack's spec
-    (
-        "run",
-        ("run", "codegen"),
-    ),  # codegen: a workload's runner, called by the worker like run.supervisor
-    ("preflight", ("preflight",)),  # SweepSetup: makes each run's request; run/ takes it as a value
-    (
-        "sweep",
-        ("orchestrator", "progress", "cluster"),
-    ),  # progress: prices a run with the plan's estimate
+    # a workload's runner (workloads.<name>.runner) is called by the worker like run.supervisor
+    ("run", ("run", "workloads.codetlb.runner")),
+    ("sweep", ("sweep", "cluster", "advice.pack")),  # advice.pack: a pack's spec
     ("report", ("report",)),
-    (
-        "commands",
-        (
-            "tlbprobe_sweep",
-            "trial",
-            "advice",
-            "doctor",
-            "docgen",
-            "column_reference",
-            "notebook",
-            "cli",
-        ),
-    ),
+    # a workload's own command (workloads.<name>.sweep: `hugebench probe`) sits with the commands
+    ("commands", ("trial", "advice", "doctor", "manual", "cli", "workloads.tlbprobe.sweep")),
 )
 # The layers the house rules name: these never import those.
 LOWER = {"kernel", "system", "measure", "store"}
-HIGHER = {"experiment", "plan", "run", "report", "commands"}
+HIGHER = {"experiment", "sweep", "run", "report", "commands"}
 
 
 def _modules() -> dict[str, Path | None]:
@@ -159,9 +130,9 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_reader_sees_the_imports_it_should():
     graph = _graph()
     assert "hugebench.run.rundir" in graph["hugebench.run.worker"]  # from .rundir import ...
-    assert "hugebench.stats" in graph["hugebench.adaptive"]  # from .stats import ...
+    assert "hugebench.stats" in graph["hugebench.stats.adaptive"]  # from .stats import ...
     assert (
-        "hugebench.report.figures" in graph["hugebench.tlbprobe_sweep"]
+        "hugebench.report.figures" in graph["hugebench.workloads.tlbprobe.sweep"]
     )  # a lazy import in a function
     assert (
         "hugebench._core" in graph["hugebench.run.worker"]

@@ -8,11 +8,11 @@ import time
 import pytest
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.experiment import parse_spec
 from hugebench.kernel import Host
 from hugebench.measure import disturbance
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 TICK = disturbance._CLK_TCK
 
@@ -198,7 +198,7 @@ def test_migrations_are_read_between_the_exit_and_the_reaping(tmp_path):
     import json
     import os
 
-    from hugebench.environment import launcher
+    from hugebench.machine.environment import launcher
 
     status = tmp_path / "status.json"
     code = (

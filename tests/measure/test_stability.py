@@ -1,4 +1,4 @@
-"""The one stability rule (hugebench.stability): spread, outliers, disturbed runs, and the guard on verdicts."""
+"""The one stability rule (hugebench.stats.stability): spread, outliers, disturbed runs, and the guard on verdicts."""
 
 import math
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from hugebench.report.verdicts import NOT_RESOLVED, claim_verdicts
-from hugebench.stability import Stability, assess, cell_stability, guard, outlier_mask
+from hugebench.stats.stability import Stability, assess, cell_stability, guard, outlier_mask
 
 
 def test_a_tight_cell_is_stable():

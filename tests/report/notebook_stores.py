@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from hugebench import plan as plan_mod
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 ALLOCATORS = "axes:\n  allocator: [glibc, jemalloc]\nbaseline: {allocator: glibc}\n"
 SWEEPS = {  # workload -> the experiment file's params and axes (two cells, two runs each)

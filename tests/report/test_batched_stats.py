@@ -17,8 +17,8 @@ import pytest
 
 from hugebench.report import shift
 from hugebench.report.cellstats import Cell, CellFrame, described
-from hugebench.stability import assess, assess_many, cell_stability
 from hugebench.stats import describe_cell
+from hugebench.stats.stability import assess, assess_many, cell_stability
 
 SIZES = [0, 1, 2, 3, 4, 5, 6, 7, 20, 40]
 WEIGHTS = [0.02, 0.03, 0.3, 0.2, 0.1, 0.1, 0.1, 0.05, 0.05, 0.05]

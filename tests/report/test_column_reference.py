@@ -7,11 +7,11 @@ from __future__ import annotations
 import textwrap
 
 from hugebench import columns, load
-from hugebench import plan as plan_mod
-from hugebench.column_reference import reference, undocumented
-from hugebench.docgen import expand
 from hugebench.experiment import load_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.manual.column_reference import reference, undocumented
+from hugebench.manual.docgen import expand
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 
 def _sweep(tmp_path, name: str, body: str):

@@ -78,7 +78,7 @@ def test_reading_a_store_for_the_notebook_builds_no_columnar_parts(tmp_path, mon
     """A journal with more than PART_MIN_BYTES not yet in parts gets them on an ordinary load; once the
     notebook has chosen its stores, the same load writes nothing."""
     import hugebench
-    from hugebench import notebook
+    from hugebench.report import notebook
 
     for name in ("built", "notebook"):
         shutil.copytree(DATA / "sample_results", tmp_path / name)
@@ -97,8 +97,8 @@ def test_reading_a_store_for_the_notebook_builds_no_columnar_parts(tmp_path, mon
 def test_the_notebook_files_never_go_into_a_store(tmp_path, monkeypatch):
     import pytest
 
-    from hugebench import notebook
     from hugebench.errors import HugebenchError
+    from hugebench.report import notebook
 
     # notebook.stores() turns it off; put back after
     monkeypatch.setattr(columnar, "BUILD_ON_LOAD", True)

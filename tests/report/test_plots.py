@@ -136,7 +136,7 @@ def test_the_ratio_legend_under_a_narrow_plot_stays_inside_the_figure(sample):
 
 
 def test_probe_labels_sit_beside_the_plot_not_on_the_last_group(sample):
-    from hugebench.tlbprobe.figure import underlay_bars
+    from hugebench.workloads.tlbprobe.figure import underlay_bars
 
     rows = sample["tlb-sample"].assign(peak_rss_bytes=180e6)
     fig = plots.bar_plot(

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.report.figures import write_plots
 from hugebench.store import ResultStore
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 
 def _sweep(tmp_path, text: str) -> Path:

@@ -105,7 +105,7 @@ def test_every_section_table_figure_and_warning_is_on_the_page(page):
     assert titles[:2] == ["tlb-sample (hashlookup)", "alloc-sample (alloctest)"]
     assert all(title in parsed.headings for title in titles)
     assert {"Sweeps", "Machine", "Allocators", "Kernel knobs read back"} <= set(parsed.headings)
-    from hugebench.report.heatmap import heat_maps
+    from hugebench.report.figures.heatmap import heat_maps
 
     maps = sum(len(heat_maps(s)["maps"]) for s in built.sections if s.kind == "main")
     assert maps == 2  # the heat maps at the top, one per experiment (issue 43)

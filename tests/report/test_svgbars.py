@@ -15,9 +15,9 @@ from paths import TESTS
 
 import hugebench
 from hugebench.report import Options, build_report, load_results
-from hugebench.report.barchart import MAX_LEVELS, bar_chart
+from hugebench.report.figures.barchart import MAX_LEVELS, bar_chart
+from hugebench.report.figures.svgbars import BarChart, chart_svg
 from hugebench.report.html import render_html
-from hugebench.report.svgbars import BarChart, chart_svg
 from hugebench.report.tables import MetricSpec, build_table
 
 SAMPLE = TESTS / "data" / "sample_results"
@@ -96,7 +96,7 @@ def test_probe_levels_are_labelled_as_in_plots(tlb):
 
 def test_the_matplotlib_figure_draws_the_same_chart(tlb):
     """``plots/`` and notebooks keep matplotlib: its figure is drawn from the same BarChart."""
-    from hugebench.report.bars import chart_figure
+    from hugebench.report.figures.bars import chart_figure
 
     chart = bar_chart(_table(tlb), ["allocator", "thp"], "ns_per_lookup", title="quick: latency")
     fig = chart_figure(chart)

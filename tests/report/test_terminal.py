@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from paths import TESTS
 from rich.console import Console
 
-from hugebench import plan as plan_mod
 from hugebench.cli import main
-from hugebench.estimate import History, estimate, format_duration
 from hugebench.experiment import parse_spec
-from hugebench.progress import LineProgress, RichProgress
 from hugebench.store import ResultStore
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.estimate import History, estimate, format_duration
+from hugebench.sweep.progress import LineProgress, RichProgress
 
 SAMPLE = TESTS / "data" / "sample_results"
 ANSI = re.compile(r"\x1b\[")

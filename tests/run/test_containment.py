@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from hugebench import kernel
 from hugebench.kernel import Host
-from hugebench.launch import Launched
+from hugebench.machine.launch import Launched
 from hugebench.run.rows import oom_verdict
 from hugebench.system import cgroup as cgroups
 from hugebench.system.containment import TOKEN, RunContainer, alive, end_leftovers, record_dir
@@ -312,7 +312,7 @@ def test_a_run_container_ends_a_daemon_that_left_the_group(tmp_path, daemon_scri
 SWEEP = textwrap.dedent("""\
     import sys
     from hugebench import plan, experiment as spec
-    from hugebench.orchestrator import SweepOptions, run_sweep
+    from hugebench.sweep.orchestrator import SweepOptions, run_sweep
     from hugebench.system import cgroup
     if sys.argv[1] == "off":
         cgroup.create = lambda name, host=None: (None, "turned off by the test")
@@ -472,9 +472,10 @@ def test_a_process_killed_by_the_oom_killer_is_an_oom_row(
     """The kernel's count is faked (no memory limit to hit safely on a machine without swap); the victim, the
     SIGKILL and every process between it and the sweep are real. No cgroup: its exact count would say 0."""
     monkeypatch.setattr(cgroups, "create", lambda name, host=None: (None, "off for this test"))
-    from hugebench import load, plan
+    from hugebench import load
     from hugebench.experiment import parse_spec
-    from hugebench.orchestrator import SweepOptions, run_sweep
+    from hugebench.sweep import plan
+    from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
     victim = tmp_path / "victim.py"
     victim.write_text(OOM_VICTIM)

@@ -12,11 +12,11 @@ import textwrap
 from pathlib import Path
 
 from hugebench import kernel
-from hugebench import plan as plan_mod
 from hugebench.experiment import load_spec
 from hugebench.kernel import Host
-from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.store import load
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 
 def _stat(root: Path, pid: int, ppid: int) -> None:
@@ -111,7 +111,7 @@ def test_a_hanging_program_is_killed_with_its_tree_at_the_timeout(tmp_path):
 
 
 def test_an_hb_exec_without_enter_leaves_the_start_to_python(tmp_path, monkeypatch):
-    from hugebench import environment, launch
+    from hugebench.machine import environment, launch
 
     old = tmp_path / "hb-exec"
     old.write_bytes(b"\x7fELF... usage: hb-exec STATUS_FILE [NAME=VALUE ...] -- PROGRAM")

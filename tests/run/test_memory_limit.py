@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench import kernel, load
-from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import SpecError
 from hugebench.experiment import load_spec
 from hugebench.kernel import Host
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 from hugebench.system import cgroup as cgroups
 from hugebench.system import memlimit
 

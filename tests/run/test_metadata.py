@@ -11,8 +11,8 @@ import subprocess
 import pytest
 from fake_tree import write_tree
 
-from hugebench import metadata
 from hugebench.kernel import Host
+from hugebench.machine import metadata
 from hugebench.measure.perf import PerfCapabilities
 
 FAKE_CAPS = PerfCapabilities(

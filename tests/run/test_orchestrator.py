@@ -5,10 +5,10 @@ import stat
 import pytest
 
 from hugebench import load
-from hugebench import plan as plan_mod
-from hugebench.environment import worker_environment
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.machine.environment import worker_environment
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 TINY = """\
 name: tiny
@@ -34,7 +34,7 @@ def _sweep(text, tmp_path, **kw):
 
 
 def _needs_jemalloc():
-    from hugebench.allocators import find_library
+    from hugebench.machine.allocators import find_library
 
     if find_library("libjemalloc.so.2") is None:
         pytest.skip("libjemalloc2 not installed")

@@ -19,12 +19,12 @@ from click.testing import CliRunner
 from paths import TESTS
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.cli import main
 from hugebench.errors import HugebenchError, SpecError, SystemStateError
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.run.rundir import remove_stale_run_dirs
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 from hugebench.system import SweepLock, discover_knobs
 
 DATA = TESTS / "data"
@@ -90,7 +90,7 @@ def test_a_sigkilled_worker_under_perf_is_not_exit_code_zero(tmp_path):
 def test_a_library_that_is_not_an_allocator_is_refused_before_anything_runs(tmp_path):
     """libz imports malloc and defines none: preloaded it would change nothing, so every run would fail its
     allocator check; the file is refused when it is loaded, naming the key (issue 38)."""
-    from hugebench.allocators import find_library
+    from hugebench.machine.allocators import find_library
 
     libz = find_library("libz.so.1")
     if libz is None:
@@ -173,7 +173,7 @@ def test_torn_store_warning_printed_once(tmp_path):
 
 
 def test_ctrl_c_exits_130(tmp_path, monkeypatch):
-    import hugebench.orchestrator as orchestrator
+    import hugebench.sweep.orchestrator as orchestrator
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -186,7 +186,7 @@ def test_ctrl_c_exits_130(tmp_path, monkeypatch):
 
 
 def test_killing_an_already_reaped_worker_is_not_an_error(tmp_path):
-    from hugebench.launch import Launched
+    from hugebench.machine.launch import Launched
 
     launched = Launched(["true"], {}, tmp_path, stdout=tmp_path / "out")
     assert launched.wait(10).code == 0
@@ -206,7 +206,7 @@ def test_pool_larger_than_memory_is_refused_before_anything_runs(tmp_path, fake_
 
 SWEEP_SCRIPT = """
 from hugebench import plan, experiment as spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 s = spec.parse_spec('''
 name: orphan
 workload: hashlookup

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from hugebench._util import write_json_atomic
-from hugebench.environment import launcher
+from hugebench.machine.environment import launcher
 from hugebench.run.argv import measured_argv
 from hugebench.run.rows import failure, reply_fields
 from hugebench.run.rundir import RUN_DIR_PREFIX, RunDir, read_reply, write_reply

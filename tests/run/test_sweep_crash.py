@@ -26,7 +26,7 @@ import sys
 sys.path.insert(0, {tests!r})
 from hugebench import plan, experiment as spec
 from hugebench.kernel import Host
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 if {fake!r}:
     from conftest import FakeKernel
     Host.at = FakeKernel({root!r}).host_at()

@@ -4,9 +4,9 @@ a hugetlb pool the kernel cannot fill fails only the cells that needed it."""
 from __future__ import annotations
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 BASE = """\
 name: knobs

@@ -81,8 +81,9 @@ def test_what_a_declaration_leaves_out_follows_from_the_rest():
 
 
 def test_the_spec_resolves_workload_and_allocators_once_and_the_runs_carry_them(monkeypatch):
-    from hugebench import allocators, plan
     from hugebench.experiment import parse_spec
+    from hugebench.machine import allocators
+    from hugebench.sweep import plan
 
     spec = parse_spec(
         "name: v\nworkload: toy\nallocators: {mine: {base: glibc}}\naxes:\n  allocator: [glibc, mine]\n"

@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 from time_limit import time_limit
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.errors import HugebenchError
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
 from hugebench.report import report
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 EXAMPLE_SECONDS = 20
 STORE_FUZZ = settings(

@@ -20,10 +20,10 @@ from paths import TESTS
 from hugebench.cli import _print_failures, main
 from hugebench.errors import HugebenchError, SpecError
 from hugebench.experiment.cluster import resolve
-from hugebench.orchestrator import SweepOptions, SweepResult, record_runs
 from hugebench.report import report
 from hugebench.report.rendering import markdown_text
 from hugebench.store import ResultStore, StoreWarning
+from hugebench.sweep.orchestrator import SweepOptions, SweepResult, record_runs
 
 DATA = TESTS / "data"
 SAMPLE, SAMPLE_B = DATA / "sample_results", DATA / "sample_results_b"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from hugebench import kernel, load
-from hugebench import plan as plan_mod
 from hugebench.errors import PrivilegeError, SpecError
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 from hugebench.system import SystemState, aging
 from hugebench.system.containment import alive
 
@@ -333,7 +333,7 @@ def test_a_fragmenter_left_by_a_killed_sweep_is_ended_by_the_next(tmp_path):
 
 
 def test_plan_prices_making_each_memory_state():
-    from hugebench.estimate import estimate
+    from hugebench.sweep.estimate import estimate
 
     plain = plan_mod.plan(
         parse_spec(SPEC.replace("memory_state: [STATES]", "set_kind: [flat]"), "a.yaml")

@@ -52,7 +52,8 @@ def opened_outside_kernel():
 
 
 def test_only_the_kernel_layer_reads_proc_and_sys(fake_sys, opened_outside_kernel):
-    from hugebench import doctor, metadata, system
+    from hugebench import doctor, system
+    from hugebench.machine import metadata
     from hugebench.measure import phases
     from hugebench.measure.perf import PerfCapabilities
     from hugebench.run.worker import WorkerRequest, run

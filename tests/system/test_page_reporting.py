@@ -109,9 +109,9 @@ axes:
 
 
 def _regime_sweep(tmp_path, fake, regimes="warm, cold:0.2s", system=""):
-    from hugebench import plan as plan_mod
     from hugebench.experiment import parse_spec
-    from hugebench.orchestrator import SweepOptions, run_sweep
+    from hugebench.sweep import plan as plan_mod
+    from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
     text = REGIME_SPEC.replace("REGIMES", regimes).replace("SYSTEM", system)
     spec = parse_spec(text, "regime-tiny.yaml")

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from conftest import NON_DEFAULT
 from test_system_journal import crash_a_sweep
 
-from hugebench import plan as plan_mod
 from hugebench.cli.system import system
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 from hugebench.system import SystemState, default_journal_path, restore_from_journal
 from hugebench.system.knobs import discover_knobs
 

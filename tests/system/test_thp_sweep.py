@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from hugebench import load
-from hugebench import plan as plan_mod
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
 ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
@@ -30,7 +30,7 @@ baseline: {allocator: glibc, thp: never}
 @pytest.mark.needs_thp
 @pytest.mark.slow
 def test_thp_modes_take_effect_and_are_restored(tmp_path):
-    from hugebench.allocators import find_library
+    from hugebench.machine.allocators import find_library
 
     if find_library("libjemalloc.so.2") is None:
         pytest.skip("libjemalloc2 not installed")

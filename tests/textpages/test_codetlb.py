@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from hugebench import load
-from hugebench import plan as plan_mod
-from hugebench.codegen import codetlb
 from hugebench.experiment import parse_spec
-from hugebench.orchestrator import SweepOptions, run_sweep
+from hugebench.sweep import plan as plan_mod
+from hugebench.sweep.orchestrator import SweepOptions, run_sweep
+from hugebench.workloads.codetlb import runner as codetlb
 
 pytestmark = pytest.mark.skipif(
     shutil.which("g++") is None, reason="codetlb needs g++ (apt-get install g++)"

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hugebench import textpages as text
-from hugebench.textpages import conditions
+from hugebench.machine import textpages as text
+from hugebench.machine.textpages import conditions
 
 BLOB = 12 << 20
 CALLS = BLOB // 4096

@@ -150,7 +150,7 @@ def test_other_metrics_and_missing_keys_are_refused(lib):
 
 
 def test_keep_as_is_deploys_the_best_cell_from_the_allocator_registry(lib):
-    from hugebench import allocators
+    from hugebench.machine import allocators
 
     data = _verdict(
         allocator="glibc-hugetlb", recommend=False, resolved=False, ratio=(0.97, 0.9, 1.05)
@@ -172,7 +172,7 @@ def test_keep_as_is_deploys_the_best_cell_from_the_allocator_registry(lib):
 def test_keep_as_is_with_glibc_forced_over_a_linked_allocator_preloads_libc(lib):
     """redis links jemalloc: its best 'glibc forced over the linked jemalloc' ran with libc preloaded, and
     the judge deploys it so (it once deployed nothing and timed as-is against itself)."""
-    from hugebench import allocators
+    from hugebench.machine import allocators
 
     data = _verdict(
         allocator="glibc",

@@ -204,8 +204,8 @@ def test_clearly_worse_needs_separated_runs_and_resolution_is_one_rule():
 
 
 def test_no_difference_worth_deploying_is_the_stability_rules_equivalence():
-    from hugebench.stability import SMALLEST_EFFECT, assess, equivalent
     from hugebench.stats import Ratio
+    from hugebench.stats.stability import SMALLEST_EFFECT, assess, equivalent
 
     assert SMALLEST_EFFECT == 0.05
     assert equivalent(Ratio(1.01, 0.97, 1.04, True, 6))

@@ -19,10 +19,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from hugebench.allocators import served_name
 from hugebench.cli import main
-from hugebench.command.linked import linked_allocator
-from hugebench.command.thpstate import overrides, process_states, thp_columns
+from hugebench.machine.allocators import served_name
+from hugebench.machine.linked import linked_allocator
+from hugebench.machine.thpstate import overrides, process_states, thp_columns
 from hugebench.trial import Request
 from hugebench.trial import matrix as matrix_mod
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from paths import DATA
 
+from hugebench.stats import sequential
 from hugebench.trial import schedule as schedule_mod
-from hugebench.trial import sequential
 from hugebench.trial import verdict as verdict_mod
 from hugebench.trial.matrix import Request, guard_param, metrics_param
 from hugebench.trial.render import text
@@ -109,7 +109,7 @@ SERVERS = DATA / "servers"
 
 
 def _jemalloc() -> bool:
-    from hugebench import allocators
+    from hugebench.machine import allocators
 
     return allocators.find_library("libjemalloc.so.2") is not None
 

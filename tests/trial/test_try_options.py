@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from hugebench.cli import main
-from hugebench.command import template
 from hugebench.trial import matrix as matrix_mod
 from hugebench.trial import options
 from hugebench.trial.matrix import Matrix, Request
+from hugebench.workloads.command import template
 
 CELLS = [{"allocator": "glibc", "thp": "always"}, {"allocator": "glibc", "thp": "never"}]
 FIELDS = {"tmp": "/run/T", "python": "/usr/bin/python3"}

@@ -1,4 +1,4 @@
-"""try's statistics under selection and optional stopping (hugebench.trial.sequential, the schedule's rules).
+"""try's statistics under selection and optional stopping (hugebench.stats.sequential, the schedule's rules).
 
 The simulation replays try's selection and confirmation over thousands of trys at once (numpy, vectorised):
 12 configurations and as-is, lognormal noise, one pair per block, a look after every block, drops of the
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hugebench.stats import sequential
 from hugebench.trial import schedule as schedule_mod
-from hugebench.trial import sequential
 from hugebench.trial import verdict as verdict_mod
 
 

@@ -182,10 +182,10 @@ def forbidding_perf(tmp_path, monkeypatch) -> Path:
 def test_perf_that_may_count_nothing_gives_reasons_not_a_crash(forbidding_perf, tmp_path, fake_sys):
     # Before: every event "missing from perf stat output", then ValueError: perf stat needs at least one event.
     from hugebench import doctor
-    from hugebench import plan as plan_mod
     from hugebench.experiment import parse_spec
     from hugebench.measure import perf
-    from hugebench.orchestrator import SweepOptions, run_sweep
+    from hugebench.sweep import plan as plan_mod
+    from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
     caps = perf.detect(host=fake_sys.host)
     assert caps.available and not caps.supported and caps.scope is None

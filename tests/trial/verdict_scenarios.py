@@ -9,8 +9,8 @@ import types
 
 import pandas as pd
 
+from hugebench.stats import sequential
 from hugebench.trial import schedule as schedule_mod
-from hugebench.trial import sequential
 from hugebench.trial import session as session_mod
 from hugebench.trial import verdict as verdict_mod
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ...errors import HugebenchError
-from . import csv, html, json, markdown, rich
+from hugebench.errors import HugebenchError
+from hugebench.report.exporters import csv, html, json, markdown, rich
 
 _MODULES: tuple[ModuleType, ...] = (rich, markdown, csv, json, html)
 EXPORTERS: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}

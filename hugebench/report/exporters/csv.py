@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..blocks import rows_of
-from ..model import verdict_text
+from hugebench.report.blocks import rows_of
+from hugebench.report.model import verdict_text
 
 NAME = "csv"
 SUFFIX = ".csv"

@@ -7,6 +7,6 @@ SUFFIX = ".html"
 
 
 def export(report, width: int | None = None, color: bool = False) -> str:
-    from ..html import render_html
+    from hugebench.report.html import render_html
 
     return render_html(report)

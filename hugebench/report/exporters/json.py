@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..blocks import cell_text
+from hugebench.report.blocks import cell_text
 
 NAME = "json"
 SUFFIX = ".json"

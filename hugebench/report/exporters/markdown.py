@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..blocks import Block, section_block
+from hugebench.report.blocks import Block, section_block
 
 NAME = "markdown"
 SUFFIX = ".md"

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from ..blocks import Block, section_block
-from ..terminal import fit, rich_text
+from hugebench.report.blocks import Block, section_block
+from hugebench.report.terminal import fit, rich_text
 
 NAME = "rich"
 SUFFIX = ".txt"

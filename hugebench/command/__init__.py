@@ -1,1 +1,0 @@
-"""The ``command`` workload: any program as the measured process."""

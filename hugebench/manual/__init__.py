@@ -1,0 +1,1 @@
+"""The manual's generated parts: the reference pages (docgen, an MkDocs hook) and the column reference."""

@@ -1,0 +1,155 @@
+"""Confidence sequences for ``hugebench try``: intervals whose 95 % holds however often they are looked at
+and whichever configuration they end up crowning.
+
+What belongs here: the one interval try's decisions and verdict rest on, pure and vectorised (numpy only).
+What does not: when to look or what to run (:mod:`.schedule`), what the answer says (:mod:`.verdict`).
+
+The method: a **confidence sequence for the median of the paired ratios** ``r_i = config_i / as-is_i`` (one
+pair per interleaved block), by the beta-binomial mixture of Howard & Ramdas, "Sequential estimation of
+quantiles with applications to A/B-testing and best-arm identification", Bernoulli 28(3), 2022 (the
+conjugate-mixture boundary of Howard, Ramdas, McAuliffe & Sekhon, "Time-uniform, nonparametric,
+nonasymptotic confidence sequences", Ann. Statist. 49(2), 2021; Robbins' mixture, 1970). For a candidate
+median ``m``, the indicators ``1{r_i <= m}`` are fair coins when ``m`` is the true median, so
+
+    E_n(m) = 2**n * B(a + k, a + n - k) / B(a, a),   k = #{i <= n : r_i <= m}
+
+is a nonnegative martingale with mean 1 (a Beta(a, a) mixture over the coin's bias); by Ville's inequality
+it ever reaches ``1/alpha`` with probability at most ``alpha``. The confidence sequence is every ``m`` with
+``E_n(m) < 1/alpha``: an interval between two order statistics of the ratios, valid at every ``n`` at once
+(so looking after each block and stopping when it excludes 1 costs nothing) and **distribution-free**: it
+needs only pairs that are independent with a continuous ratio, not normal or unimodal runs — this machine's
+huge-page runs are bimodal (docs/try.md). ``a = 1/2`` (Jeffreys) resolves soonest at the sample sizes try
+reaches: all of 7 pairs on one side at 95 %, all of 11 at 95 % / 12.
+
+The selection among K configurations uses ``alpha / K`` for each (Bonferroni): every selection-phase
+interval holds simultaneously, so a "resolved worse" or "better" claimed there holds whichever
+configuration wins. The winner is then confirmed on fresh pairs at ``alpha`` (one hypothesis, chosen before
+those pairs were run): its effect and interval are the confirmation's.
+
+confseq (the authors' library, PyPI 0.0.11, 2023) was not used: it builds C++ against Boost and does not
+install here (Python 3.11, no Boost headers).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+ALPHA = 0.05  # the error rate of every interval try reports (95 %)
+PRIOR = 0.5  # a of the Beta(a, a) mixture (Jeffreys): the fewest pairs to resolve at n = 7..30
+
+
+def _log_mixture(n: int, k: int, a: float = PRIOR) -> float:
+    """log E_n for k of n indicators set (the beta-binomial mixture against a fair coin)."""
+    lbeta = lambda x, y: math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)  # noqa: E731
+    return lbeta(a + k, a + n - k) - lbeta(a, a) + n * math.log(2.0)
+
+
+@lru_cache(maxsize=4096)
+def accept_range(n: int, alpha: float = ALPHA) -> tuple[int, int]:
+    """The counts ``k`` of ratios at or below a candidate median that keep it in the sequence at ``n``
+    pairs: ``k_lo <= k <= k_hi`` (``E_n < 1/alpha``; symmetric, ``k_lo = n - k_hi``)."""
+    limit = math.log(1.0 / alpha)
+    ok = [k for k in range(n + 1) if _log_mixture(n, k) < limit]
+    return (ok[0], ok[-1]) if ok else (n // 2, n // 2)  # never empty: n >= 0 keeps k = n/2
+
+
+def median_cs(ratios, alpha: float = ALPHA) -> tuple[float, float]:
+    """(lo, hi) of the confidence sequence for the median of ``ratios`` (finite, positive) at their count:
+    the order statistics ``r_(k_lo)`` and ``r_(k_hi + 1)``, 0 and infinity past the ends."""
+    r = np.sort(np.asarray(ratios, dtype=float))
+    n = int(r.size)
+    if n == 0:
+        return 0.0, math.inf
+    k_lo, k_hi = accept_range(n, alpha)
+    lo = float(r[k_lo - 1]) if k_lo >= 1 else 0.0
+    hi = float(r[k_hi]) if k_hi < n else math.inf
+    return lo, hi
+
+
+def direction(below, above, n, alpha: float = ALPHA):
+    """Vectorised: +1 where the interval lies below 1 (the configuration is better, for a lower-is-better
+    metric), -1 where above, 0 where it holds 1. ``below``/``above``: how many of the ``n`` ratios are < 1 /
+    > 1 (arrays of one shape, or numbers). The same rule as :func:`median_cs` excluding 1."""
+    below, above, n = np.broadcast_arrays(*(np.asarray(x, dtype=int) for x in (below, above, n)))
+    table = np.array([accept_range(int(m), alpha)[1] for m in range(int(n.max(initial=0)) + 1)])
+    k_hi = table[n]
+    return np.where(below > k_hi, 1, np.where(above > k_hi, -1, 0))
+
+
+def fewest_pairs(alpha: float = ALPHA) -> int:
+    """The fewest pairs whose interval can exclude 1 (every ratio on one side): 7 at 5 %."""
+    return next(n for n in range(1, 10_000) if accept_range(n, alpha)[1] < n)
+
+
+def selection_alpha(configurations: int, alpha: float = ALPHA) -> float:
+    """Each of ``configurations`` compared with as-is in the selection gets ``alpha / configurations``
+    (Bonferroni): all their intervals hold together with probability >= 1 - alpha."""
+    return alpha / max(1, configurations)
+
+
+def paired(a_values, b_values, alpha: float = ALPHA):
+    """The median of the pair ratios ``a_i / b_i`` with its confidence sequence at ``alpha``, as a
+    ``stats.Ratio`` (level ``1 - alpha``; an end the pairs cannot bound yet is 0 or infinity)."""
+    from hugebench.stats import Ratio, pair_ratios
+
+    ratios = pair_ratios(a_values, b_values)
+    ratios = ratios[ratios > 0]
+    value = float(np.median(ratios)) if ratios.size else math.nan
+    lo, hi = median_cs(ratios, alpha)
+    return Ratio(value, lo, hi, True, int(ratios.size), 1.0 - alpha)
+
+
+Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
+# a median's standard error per sigma / sqrt(n) (normal, large n)
+MEDIAN_SE = math.sqrt(math.pi / 2)
+
+
+def drift_sd(log_ratios) -> float:
+    """The slow part of the log ratios' spread, in time order: the variance less half the mean square
+    successive difference (von Neumann, "Distribution of the ratio of the mean square successive
+    difference to the variance", Ann. Math. Statist. 12(4), 1941), clipped at 0. Pairs next to each other
+    share the machine's state of the moment; what drifts over minutes adds to the variance and not to the
+    successive differences."""
+    x = np.asarray(log_ratios, dtype=float)
+    if x.size < 4:
+        return 0.0
+    slow = float(np.var(x, ddof=1)) - float(np.mean(np.diff(x) ** 2)) / 2
+    return math.sqrt(max(0.0, slow))
+
+
+def expected_range(effect, series) -> tuple[float, float, float]:
+    """(lo, hi, drift): where a deployment timed the same way in another window should read the ratio, 95 %.
+
+    ``effect``: the confirmation's ratio (``stats.Ratio``: its median and confidence sequence); ``series``:
+    every pair ratio of the same two configurations in the order they ran (selection and confirmation); the
+    later check is as long as the confirmation (``effect.n`` pairs). A prediction interval for a
+    replication (Spence & Stanley, "Prediction interval: what to expect when you're expecting... a
+    replication", PLoS ONE 11(9), 2016), with the between-window variance of a random-effects prediction
+    (Higgins, Thompson & Spiegelhalter, J. R. Stat. Soc. A 172(1), 2009): in logs, the confidence
+    sequence's half-widths combined in quadrature with ``Z95 * sqrt(se_check**2 + drift**2)``, where
+    ``se_check`` is the check's own median error (robust sd of the log ratios, 1.4826 x MAD) and ``drift``
+    :func:`drift_sd`. Approximate (the sequence's half-width is an anytime bound, wider than a fixed-n
+    one; the normal terms assume the log ratios roughly symmetric), and checked against a judge that
+    deploys and times the answer (docs/try.md). An end the sequence cannot bound stays unbounded."""
+    x = np.log(np.asarray([r for r in series if r > 0 and math.isfinite(r)], dtype=float))
+    n = int(effect.n or 0)
+    if not x.size or n < 1 or not (effect.value > 0):
+        return 0.0, math.inf, 0.0
+    centre = math.log(effect.value)
+    sd = 1.4826 * float(np.median(np.abs(x - np.median(x))))
+    drift = drift_sd(x)
+    extra = Z95 * math.sqrt((MEDIAN_SE * sd) ** 2 / n + drift**2)
+
+    def widen(end: float) -> float:
+        if not (end > 0 and math.isfinite(end)):
+            return math.inf
+        return math.sqrt(abs(math.log(end) - centre) ** 2 + extra**2)
+
+    return (
+        math.exp(centre - widen(effect.lo)),
+        math.exp(centre + widen(effect.hi)),
+        math.exp(drift),
+    )
