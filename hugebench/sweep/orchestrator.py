@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hugebench.errors import HugebenchError
+from hugebench.experiment.cluster import ClusterConfig
+from hugebench.experiment.model import PerfSetting
 from hugebench.kernel.host import LOCAL, Host
 from hugebench.measure import disturbance
 from hugebench.run.execute import run_one
@@ -38,16 +40,14 @@ class SweepOptions:
 
     out: Path
     quiet: bool = False
-    perf: object = None  # None: from the spec; "off"/"auto"/list overrides it
+    perf: PerfSetting | None = None  # None: from the spec; "off"/"auto"/list overrides it
     host: Host = LOCAL
     journal: Path | None = None
     python: str = sys.executable
     progress: Callable | None = None  # progress(run, row, done, total) for custom front ends
     spec_source: str = "FILE"  # named in the fix of a privilege error
     lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
-    cluster: object = (
-        None  # a hugebench.cluster.ClusterConfig: the CLI then runs it with hugebench.cluster
-    )
+    cluster: ClusterConfig | None = None  # the CLI then runs it with hugebench.cluster
     quiet_machine: float | None = (
         None  # seconds to wait, before each block, for a quiet machine (disturbance)
     )
