@@ -16,7 +16,9 @@ No Dask here: a file with a ``cluster:`` block is checked (and planned) on a mac
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from hugebench.errors import SpecError
 
@@ -89,10 +91,32 @@ class ClusterConfig:
         return self.scheduler or f"ssh://{','.join(self.ssh)}"
 
 
-def parse_block(block, where) -> dict:
-    """The ``cluster:`` block of an experiment file, checked; errors name file, line and key."""
+@dataclass(frozen=True)
+class ClusterBlock:
+    """The ``cluster:`` block of a file, checked, with its values as written (the command line's flags
+    override them before :func:`resolve` types the cluster as a :class:`ClusterConfig`); a key the file
+    left out is None, but ``machines`` (each, then). ``to_dict()``: the block as the context file stores
+    it, the keys written and ``machines``."""
+
+    machines: str
+    scheduler: str | None = None
+    ssh: tuple[str, ...] | None = None
+    workers: int | None = None
+    wait: float | None = None
+    lost_after: float | None = None
+    certs: str | None = None
+    insecure_accept_any_client: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {key: getattr(self, key) for key in KEYS if getattr(self, key) is not None}
+        return {**out, "ssh": list(self.ssh)} if self.ssh is not None else out
+
+
+def parse_block(block, where) -> ClusterBlock | None:
+    """The ``cluster:`` block of an experiment file, checked (None: the file has none); errors name file,
+    line and key."""
     if block is None:
-        return {}
+        return None
     if not isinstance(block, dict):
         raise where.error(
             ("cluster",), "must be a mapping, e.g. {scheduler: tls://lab1:8786, certs: DIR}"
@@ -104,7 +128,10 @@ def parse_block(block, where) -> dict:
         config = from_values(**{key: block.get(key) for key in KEYS})
     except ClusterValueError as exc:
         raise where.error(("cluster", exc.key), exc.message) from None
-    return {**block, "machines": config.machines}
+    written = {key: block[key] for key in KEYS if key in block and key != "machines"}
+    if written.get("ssh") is not None:
+        written["ssh"] = tuple(written["ssh"])
+    return ClusterBlock(machines=config.machines, **written)
 
 
 class ClusterValueError(Exception):
@@ -236,18 +263,18 @@ _FLAGS = {  # the option that gives a key's value
 
 
 def resolve(
-    block: dict,
+    block: ClusterBlock | Mapping[str, Any] | None,
     flag: str | None,
     machines: str | None,
     workers: int | None,
     source: str,
     certs: str | None = None,
     insecure: bool = False,
-):
+) -> ClusterConfig | None:
     """The cluster to run on: ``--cluster`` (tls://HOST:PORT or ssh://h1,h2), ``--certs``,
     ``--insecure-accept-any-client``, ``--machines`` and ``--workers`` beat the file's block; None when
     neither names one (a local sweep)."""
-    values = dict(block or {})
+    values = block.to_dict() if isinstance(block, ClusterBlock) else dict(block or {})
     given = {"machines": machines, "workers": workers, "certs": certs}
     if flag:
         values.pop("scheduler", None)

@@ -17,6 +17,7 @@ from typing import Any, TypeAlias, cast
 
 from hugebench import knob_catalogue as catalogue
 from hugebench import workloads
+from hugebench.experiment.cluster import ClusterBlock
 from hugebench.experiment.parts import Adaptive, Expected, MemoryConditioning
 from hugebench.machine import allocators as alloc_mod
 
@@ -75,8 +76,8 @@ class ExperimentSpec:
     # adaptive.target (hugebench.stats.adaptive); ``repetitions`` is then the blocks always run (adaptive.min).
     adaptive: Adaptive | None = field(default=None, metadata=_PART)
     expected: Expected | None = field(default=None, metadata=_PART)  # published numbers (.claims)
-    # where it runs, not what: outside the fingerprint (typed by experiment.cluster.resolve, flags included)
-    cluster: Mapping[str, Any] = field(default_factory=dict)
+    # where it runs, not what: outside the fingerprint (the flags override it in experiment.cluster.resolve)
+    cluster: ClusterBlock | None = field(default=None, metadata=_PART)
     # Resolved once from the names above (a spec built in code gets them here too); not part of to_dict().
     # Never None once built: the None default only tells __post_init__ to resolve the name.
     workload_def: workloads.Workload = field(
