@@ -96,7 +96,7 @@ class ClusterBlock:
     """The ``cluster:`` block of a file, checked, with its values as written (the command line's flags
     override them before :func:`resolve` types the cluster as a :class:`ClusterConfig`); a key the file
     left out is None, but ``machines`` (each, then). ``to_dict()``: the block as the context file stores
-    it, the keys written and ``machines``."""
+    it, key for key in the file's order (``written``), ``machines`` last when the file left it out."""
 
     machines: str
     scheduler: str | None = None
@@ -106,9 +106,11 @@ class ClusterBlock:
     lost_after: float | None = None
     certs: str | None = None
     insecure_accept_any_client: bool | None = None
+    written: tuple[str, ...] = ()  # the keys the file gave, in its order
 
     def to_dict(self) -> dict[str, Any]:
-        out = {key: getattr(self, key) for key in KEYS if getattr(self, key) is not None}
+        keys = self.written + (() if "machines" in self.written else ("machines",))
+        out = {key: getattr(self, key) for key in keys}
         return {**out, "ssh": list(self.ssh)} if self.ssh is not None else out
 
 
@@ -128,10 +130,10 @@ def parse_block(block, where) -> ClusterBlock | None:
         config = from_values(**{key: block.get(key) for key in KEYS})
     except ClusterValueError as exc:
         raise where.error(("cluster", exc.key), exc.message) from None
-    written = {key: block[key] for key in KEYS if key in block and key != "machines"}
-    if written.get("ssh") is not None:
-        written["ssh"] = tuple(written["ssh"])
-    return ClusterBlock(machines=config.machines, **written)
+    values = {key: value for key, value in block.items() if key != "machines"}
+    if values.get("ssh") is not None:
+        values["ssh"] = tuple(values["ssh"])
+    return ClusterBlock(machines=config.machines, written=tuple(block), **values)
 
 
 class ClusterValueError(Exception):
