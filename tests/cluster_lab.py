@@ -40,7 +40,7 @@ sys.path.insert(0, {tests!r})
 from conftest import FakeKernel
 
 from hugebench.cluster import certs as lab_certs
-from hugebench import allocators
+from hugebench.machine import allocators
 from hugebench.kernel import Host
 Host.at = FakeKernel({root!r}).host_at()  # every host this worker builds writes through the fake kernel
 hidden = {hidden!r}   # libraries this fake machine does not have
