@@ -59,7 +59,8 @@ CLIENT = """
 import sys
 sys.path.insert(0, {tests!r})
 import toy_workload  # a spec may name the toy workload
-from hugebench import plan, experiment as spec
+from hugebench import experiment as spec
+from hugebench.sweep import plan
 from hugebench.experiment.cluster import resolve
 from hugebench.cluster import run_cluster_sweep as run_sweep
 from hugebench.sweep.orchestrator import SweepOptions
