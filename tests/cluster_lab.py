@@ -40,7 +40,7 @@ sys.path.insert(0, {tests!r})
 from conftest import FakeKernel
 
 from hugebench.cluster import certs as lab_certs
-from hugebench import allocators
+from hugebench.machine import allocators
 from hugebench.kernel import Host
 Host.at = FakeKernel({root!r}).host_at()  # every host this worker builds writes through the fake kernel
 hidden = {hidden!r}   # libraries this fake machine does not have
@@ -59,7 +59,8 @@ CLIENT = """
 import sys
 sys.path.insert(0, {tests!r})
 import toy_workload  # a spec may name the toy workload
-from hugebench import plan, experiment as spec
+from hugebench import experiment as spec
+from hugebench.sweep import plan
 from hugebench.experiment.cluster import resolve
 from hugebench.cluster import run_cluster_sweep as run_sweep
 from hugebench.sweep.orchestrator import SweepOptions

@@ -321,9 +321,11 @@ def _point_at_presets(pack: Pack, presets: list[Preset], settings: dict, where: 
         for i, value in enumerate(values):
             first = next(p for p in presets if _same(p.settings()[key], value))
             kind = "knobs" if key in first.knobs else "options"
-            where.lines[("experiment", "axes", key, i)] = pack.lines.get(
-                ("presets", first.name, kind, key)
-            ) or pack.lines.get(("presets", first.name))
+            line = pack.lines.get(("presets", first.name, kind, key)) or pack.lines.get(
+                ("presets", first.name)
+            )
+            if line is not None:  # (a line not known is as good as none)
+                where.lines[("experiment", "axes", key, i)] = line
 
 
 def _settings_axes(presets: list[Preset], where) -> dict:

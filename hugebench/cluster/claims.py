@@ -36,7 +36,7 @@ class ClaimPlugin(SchedulerPlugin):
         self.claims: dict[str, tuple[str, str | None, float]] = {}
         self.scheduler = None
 
-    def start(
+    def start(  # type: ignore[override]  # distributed awaits start only when it returns an awaitable
         self, scheduler
     ) -> None:  # not async: installing it is one step of the scheduler's loop
         self.scheduler = scheduler

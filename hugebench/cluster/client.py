@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from hugebench.cluster import certs
@@ -71,6 +72,7 @@ def run_cluster_sweep(spec, runs: list, options) -> SweepResult:
                 return dispatch.spread(todo) if spread else dispatch.each(todo, host_of)
 
             result, done = SweepResult(sweep_id, Path(options.out)), store.completed_run_ids()
+            batches: Iterable[list]
             if (
                 spread
             ):  # run ids are the plan's: repetitions: auto adds blocks exactly as in a local sweep
@@ -215,10 +217,11 @@ def _ssh_cluster(config: ClusterConfig, security):
 
 def _root(exc: BaseException) -> str:
     """The first cause of a chain of exceptions, as one line (what went wrong, not how Dask wrapped it)."""
-    seen = []
-    while exc is not None and exc not in seen:
-        seen.append(exc)
-        exc = exc.__cause__ or exc.__context__
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in seen:
+        seen.append(cause)
+        cause = cause.__cause__ or cause.__context__
     root = seen[-1]
     return f"{type(root).__name__}: {root}".strip().splitlines()[0][:300]
 

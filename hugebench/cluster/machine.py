@@ -26,6 +26,7 @@ from hugebench import system
 from hugebench.cluster.claims import claim, new_token, refusal
 from hugebench.errors import HugebenchError
 from hugebench.experiment.cluster import RESOURCE, host_resource, safe_host
+from hugebench.experiment.model import ExperimentSpec, PerfSetting
 from hugebench.kernel import Host
 from hugebench.machine import allocators as alloc_mod
 from hugebench.machine import metadata
@@ -47,9 +48,9 @@ class Part:
     machine gets it again and prepares again, and a run task carries only its own run."""
 
     sweep_id: str  # the client's; the machine's is sweep_id + "." + host
-    spec: object
+    spec: ExperimentSpec
     runs: tuple
-    perf: object = None
+    perf: PerfSetting | None = None
     spec_source: str = "FILE"
 
 
@@ -101,9 +102,9 @@ class MachinePlugin(WorkerPlugin):
     # -- worker life ---------------------------------------------------------------------------
 
     async def setup(self, worker):
-        self.host = self.host or safe_host(socket.gethostname())
-        wanted = host_resource(self.host)
-        holder = await self._holder(worker, wanted)
+        host = self.host = self.host or safe_host(socket.gethostname())
+        wanted = host_resource(host)
+        holder = await self._holder(worker, host, wanted)
         if (
             holder is not None
         ):  # one worker per machine: this one takes no runs (its lock would fail them all)
@@ -122,10 +123,10 @@ class MachinePlugin(WorkerPlugin):
         ):  # registered by a client (SSHCluster)
             await worker.set_resources(**{RESOURCE: 1, wanted: 1})
 
-    async def _holder(self, worker, wanted: str) -> str | None:
+    async def _holder(self, worker, host: str, wanted: str) -> str | None:
         """Who else serves this machine, as the scheduler decides in one step (claiming it for this worker
         if nobody does); where the scheduler cannot, asked in two steps."""
-        answer = await claim(worker.scheduler, self.host, self.token, worker.address, wanted)
+        answer = await claim(worker.scheduler, host, self.token, worker.address, wanted)
         if answer is None:
             return await other_holder(worker, wanted)
         return answer["holder"]
@@ -189,7 +190,7 @@ class MachinePlugin(WorkerPlugin):
             quiet=True,
             perf=part.perf,
             host=self.machine_host,
-            journal=self.journal,
+            journal=Path(self.journal) if self.journal else None,
             python=self.python,
             spec_source=part.spec_source,
         )
@@ -314,7 +315,7 @@ def _plugin() -> MachinePlugin:
     from distributed import get_worker
 
     plugin = get_worker().plugins.get(PLUGIN_NAME)
-    if plugin is None:
+    if not isinstance(plugin, MachinePlugin):  # None: no hugebench plugin
         raise HugebenchError(
             "this Dask worker has no hugebench plugin: start it with `hugebench worker`"
         )

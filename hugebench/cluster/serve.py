@@ -155,7 +155,7 @@ async def serve(
         name=host,
         nthreads=1,
         resources={RESOURCE: 1, host_resource(host): 1},
-        plugins=[plugin],
+        plugins=(plugin,),
         death_timeout=death_timeout,
     )
     loop = asyncio.get_running_loop()

@@ -16,7 +16,9 @@ No Dask here: a file with a ``cluster:`` block is checked (and planned) on a mac
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from hugebench.errors import SpecError
 
@@ -89,10 +91,34 @@ class ClusterConfig:
         return self.scheduler or f"ssh://{','.join(self.ssh)}"
 
 
-def parse_block(block, where) -> dict:
-    """The ``cluster:`` block of an experiment file, checked; errors name file, line and key."""
+@dataclass(frozen=True)
+class ClusterBlock:
+    """The ``cluster:`` block of a file, checked, with its values as written (the command line's flags
+    override them before :func:`resolve` types the cluster as a :class:`ClusterConfig`); a key the file
+    left out is None, but ``machines`` (each, then). ``to_dict()``: the block as the context file stores
+    it, key for key in the file's order (``written``), ``machines`` last when the file left it out."""
+
+    machines: str
+    scheduler: str | None = None
+    ssh: tuple[str, ...] | None = None
+    workers: int | None = None
+    wait: float | None = None
+    lost_after: float | None = None
+    certs: str | None = None
+    insecure_accept_any_client: bool | None = None
+    written: tuple[str, ...] = ()  # the keys the file gave, in its order
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = self.written + (() if "machines" in self.written else ("machines",))
+        out = {key: getattr(self, key) for key in keys}
+        return {**out, "ssh": list(self.ssh)} if self.ssh is not None else out
+
+
+def parse_block(block, where) -> ClusterBlock | None:
+    """The ``cluster:`` block of an experiment file, checked (None: the file has none); errors name file,
+    line and key."""
     if block is None:
-        return {}
+        return None
     if not isinstance(block, dict):
         raise where.error(
             ("cluster",), "must be a mapping, e.g. {scheduler: tls://lab1:8786, certs: DIR}"
@@ -104,7 +130,10 @@ def parse_block(block, where) -> dict:
         config = from_values(**{key: block.get(key) for key in KEYS})
     except ClusterValueError as exc:
         raise where.error(("cluster", exc.key), exc.message) from None
-    return {**block, "machines": config.machines}
+    values = {key: value for key, value in block.items() if key != "machines"}
+    if values.get("ssh") is not None:
+        values["ssh"] = tuple(values["ssh"])
+    return ClusterBlock(machines=config.machines, written=tuple(block), **values)
 
 
 class ClusterValueError(Exception):
@@ -236,18 +265,18 @@ _FLAGS = {  # the option that gives a key's value
 
 
 def resolve(
-    block: dict,
+    block: ClusterBlock | Mapping[str, Any] | None,
     flag: str | None,
     machines: str | None,
     workers: int | None,
     source: str,
     certs: str | None = None,
     insecure: bool = False,
-):
+) -> ClusterConfig | None:
     """The cluster to run on: ``--cluster`` (tls://HOST:PORT or ssh://h1,h2), ``--certs``,
     ``--insecure-accept-any-client``, ``--machines`` and ``--workers`` beat the file's block; None when
     neither names one (a local sweep)."""
-    values = dict(block or {})
+    values = block.to_dict() if isinstance(block, ClusterBlock) else dict(block or {})
     given = {"machines": machines, "workers": workers, "certs": certs}
     if flag:
         values.pop("scheduler", None)

@@ -13,10 +13,11 @@ import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 from hugebench import knob_catalogue as catalogue
 from hugebench import workloads
+from hugebench.experiment.cluster import ClusterBlock
 from hugebench.experiment.parts import Adaptive, Expected, MemoryConditioning
 from hugebench.machine import allocators as alloc_mod
 
@@ -30,6 +31,8 @@ MEMORY_AXIS = "memory_state"
 REGIME_AXIS = "regime"
 KNOB_PREFIXES = catalogue.USER_FAMILIES  # declared once, in hugebench.knob_catalogue
 PERF_MODES = ("auto", "off")
+# perf: and counters: — a mode of PERF_MODES, the event names, or label -> event
+PerfSetting: TypeAlias = str | tuple[str, ...] | Mapping[str, str]
 
 # Limits on what an experiment file may ask for: far above any real experiment, low enough that a hostile or
 # mistaken file is refused in bounded time and memory before anything is planned.
@@ -39,6 +42,7 @@ MAX_RUNS = 1_000_000  # planned runs: cells x (repetitions + warm-up)
 MAX_TIMEOUT = 7 * 24 * 3600
 MAX_SEED = 2**63 - 1
 _PART = {"part": True}  # a typed section (.parts): to_dict() stores its to_dict(), {} when absent
+_RESOLVED = {"resolved": True}  # derived from the file's names: not part of to_dict()
 
 
 @dataclass(frozen=True)
@@ -64,22 +68,26 @@ class ExperimentSpec:
     # name -> the entry as written (its typed form is allocator_table; the entry is part of every run's id)
     allocators: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     system: Mapping[str, str | int] = field(default_factory=dict)  # canonical knob name -> value
-    perf: Any = "auto"
-    counters: Any = "auto"
+    perf: PerfSetting = "auto"
+    counters: PerfSetting = "auto"
     order: str = "interleaved"
     condition_memory: MemoryConditioning | None = field(default=None, metadata=_PART)
     # repetitions: {auto: ...}: blocks keep being added up to adaptive.max while some cell's CI is wider than
     # adaptive.target (hugebench.stats.adaptive); ``repetitions`` is then the blocks always run (adaptive.min).
     adaptive: Adaptive | None = field(default=None, metadata=_PART)
     expected: Expected | None = field(default=None, metadata=_PART)  # published numbers (.claims)
-    # where it runs, not what: outside the fingerprint (typed by experiment.cluster.resolve, flags included)
-    cluster: Mapping[str, Any] = field(default_factory=dict)
+    # where it runs, not what: outside the fingerprint (the flags override it in experiment.cluster.resolve)
+    cluster: ClusterBlock | None = field(default=None, metadata=_PART)
     # Resolved once from the names above (a spec built in code gets them here too); not part of to_dict().
-    workload_def: workloads.Workload | None = field(
-        default=None, compare=False, repr=False, metadata={"resolved": True}
+    # Never None once built: the None default only tells __post_init__ to resolve the name.
+    workload_def: workloads.Workload = field(
+        default=cast("workloads.Workload", None), compare=False, repr=False, metadata=_RESOLVED
     )
-    allocator_table: Mapping[str, alloc_mod.Allocator] | None = field(
-        default=None, compare=False, repr=False, metadata={"resolved": True}
+    allocator_table: Mapping[str, alloc_mod.Allocator] = field(
+        default=cast("Mapping[str, alloc_mod.Allocator]", None),
+        compare=False,
+        repr=False,
+        metadata=_RESOLVED,
     )
 
     def __post_init__(self) -> None:

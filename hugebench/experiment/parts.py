@@ -2,10 +2,12 @@
 builds and whose ``to_dict()`` is the plain data the context file stores (and the fingerprint hashes), key for
 key as the section was stored while it was a dict.
 
-What is not here stays a mapping on purpose: ``params``, ``axes`` and ``system`` are keyed by the user's names
-and knob names; ``allocators`` maps a user name to the entry as written (its typed form is the spec's
-``allocator_table``, and the entry itself is part of every run's id); ``cluster`` is the block as written,
-which the command line's flags override before :func:`.cluster.resolve` types it as a ``ClusterConfig``.
+The ``cluster:`` block is one too, beside its parser: :class:`.cluster.ClusterBlock` (the values as written,
+which the command line's flags override before :func:`.cluster.resolve` types them as a ``ClusterConfig``).
+What is not a part stays a mapping on purpose: ``params``, ``axes``, ``system``, ``baseline`` and ``exclude``
+are keyed by the user's names and knob names (a part would need a field per name nobody knows in advance);
+``allocators`` maps a user name to the entry as written (its typed form is the spec's ``allocator_table``,
+and the entry itself, hashed as written, is part of every run's id).
 """
 
 from __future__ import annotations

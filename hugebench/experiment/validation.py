@@ -92,11 +92,11 @@ def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
         }
         axes = _axes(data, workload, {**table, **bad_allocs}, where, found)
     fields = _fields(data, where, found, workload, params, axes)
-    cluster = found.take(parse_cluster, data.get("cluster"), where, default={})
+    cluster = found.take(parse_cluster, data.get("cluster"), where, default=None)
     found.raise_any()
     if local and not cluster:
         _check_user_paths(user_allocs, table, axes, where)
-    machines = cluster.get("machines") if cluster else None
+    machines = cluster.machines if cluster else None
     if machines == "each" and isinstance(data.get("repetitions"), dict):
         raise where.error(
             ("cluster", "machines") if "machines" in data["cluster"] else ("cluster",),

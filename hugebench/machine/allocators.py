@@ -304,7 +304,7 @@ def _ldconfig_paths() -> dict[str, str]:
         or run_text(["/sbin/ldconfig", "-p"], timeout=10)
         or ""
     )
-    table = {}
+    table: dict[str, str] = {}
     for line in out.splitlines():
         m = re.match(r"\s*(\S+) \(([^)]*)\) => (\S+)", line)
         if m and "x32" not in m.group(2) and "i386" not in m.group(2):

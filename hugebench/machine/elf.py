@@ -264,7 +264,7 @@ def _defined_dynamic(elf, wanted: set[str]) -> set[str]:
     tables = [s for s in elf.iter_sections() if s["sh_type"] == "SHT_DYNSYM"]
     if not tables:
         tables = [s for s in elf.iter_segments() if s["p_type"] == "PT_DYNAMIC"]
-    found = set()
+    found: set[str] = set()
     for table in tables:
         for i, symbol in enumerate(table.iter_symbols()):
             if i >= _MAX_SYMBOLS or found == wanted:

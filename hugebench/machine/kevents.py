@@ -76,12 +76,16 @@ def windows(
     if not progress or not log.intervals:
         return {}
     marked = [t for t, e in log.intervals if e]
-    with_, without = [], []
+    with_: list[float] = []
+    without: list[float] = []
     for t_end, lat in progress:
         lo, hi = driver_start + t_end - step, driver_start + t_end
         hit = any(lo - step <= t <= hi + step for t in marked)  # an event in or next to the window
         (with_ if hit else without).append(lat)
-    out = {"events.windows_with": len(with_), "events.windows_without": len(without)}
+    out: dict[str, float] = {
+        "events.windows_with": len(with_),
+        "events.windows_without": len(without),
+    }
     if with_:
         out["events.latency_with_ms"] = float(np.median(with_))
     if without:

@@ -144,7 +144,8 @@ class Launched:
         """
         deadline = None if timeout is None else time.perf_counter() + timeout
         if self.container is not None:
-            tick, on_tick = min(tick or TRACK_INTERVAL_S, TRACK_INTERVAL_S), self._tracking(on_tick)
+            tick = min(tick or TRACK_INTERVAL_S, TRACK_INTERVAL_S)
+            on_tick = self._tracking(self.container, on_tick)
         try:
             while True:
                 left = None if deadline is None else deadline - time.perf_counter()
@@ -164,9 +165,11 @@ class Launched:
             self.proc.wait()
             raise
 
-    def _tracking(self, on_tick: Callable[[], None] | None) -> Callable[[], None]:
+    def _tracking(
+        self, container: RunContainer, on_tick: Callable[[], None] | None
+    ) -> Callable[[], None]:
         def tick() -> None:
-            self.container.track(self.pid)
+            container.track(self.pid)
             if on_tick is not None:
                 on_tick()
 

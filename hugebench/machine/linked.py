@@ -49,7 +49,7 @@ def _read(path: str, symbols: bool = True) -> tuple[list[str], list[str], bool]:
                     needed.append(tag.needed)
                 elif tag.entry.d_tag in ("DT_RUNPATH", "DT_RPATH"):
                     where = os.path.dirname(path)
-                    raw = getattr(tag, "runpath", None) or getattr(tag, "rpath", "")
+                    raw = str(getattr(tag, "runpath", None) or getattr(tag, "rpath", ""))
                     paths += [d.replace("$ORIGIN", where) for d in raw.split(":") if d]
         dynsym = elf.get_section_by_name(".dynsym") if symbols else None
         if dynsym is not None and hasattr(dynsym, "get_symbol_by_name"):

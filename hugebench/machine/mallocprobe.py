@@ -48,7 +48,7 @@ def read_probes(directory: str | os.PathLike) -> list[dict]:
     for path in Path(directory).glob("probe-*.json"):
         match = _PROBE_NAME.fullmatch(path.name)
         probe = _load(path) if match else None
-        if probe is not None:
+        if match and probe is not None:
             found.append(((int(match.group(1)), int(match.group(2) or 0)), probe))
     return [probe for _, probe in sorted(found, key=lambda item: item[0])]
 
@@ -59,7 +59,7 @@ def read_exits(directory: str | os.PathLike) -> dict[int, dict]:
     for path in Path(directory).glob("exit-*.json"):
         match = _EXIT_NAME.fullmatch(path.name)
         record = _load(path) if match else None
-        if record is not None:
+        if match and record is not None:
             exits[int(match.group(1))] = record
     return exits
 
@@ -148,7 +148,7 @@ def linked_allocators(probes: list[dict], wanted: str) -> dict:
     Debian's redis-server links) and ``allocator_note``, what the preload proved and what it did not."""
     linked: dict[str, set] = {}
     for probe in probes:
-        api = probe.get("api") if isinstance(probe.get("api"), Mapping) else {}
+        api = probe["api"] if isinstance(probe.get("api"), Mapping) else {}
         for symbol, source in api.items():
             if isinstance(source, str) and source and source != probe.get("malloc"):
                 linked.setdefault(source, set()).add(symbol)

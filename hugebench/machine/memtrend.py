@@ -32,12 +32,12 @@ def slope_ci(t, y, seed: int = 0) -> tuple[float, float, float]:
     starts = np.arange(n - block + 1)
     rng = np.random.default_rng(seed)
     per = -(-n // block)
-    boots = []
+    draws = []
     for _ in range(N_BOOT):
         chosen = rng.choice(starts, per)
         idx = np.concatenate([np.arange(s, s + block) for s in chosen])[:n]
-        boots.append(_slope(t[idx], y[idx]))
-    boots = np.asarray([b for b in boots if np.isfinite(b)])
+        draws.append(_slope(t[idx], y[idx]))
+    boots = np.asarray([b for b in draws if np.isfinite(b)])
     lo, hi = np.quantile(boots, [(1 - LEVEL) / 2, (1 + LEVEL) / 2]) if boots.size else (np.nan,) * 2
     return _slope(t, y), float(lo), float(hi)
 

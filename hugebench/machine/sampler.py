@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hugebench import kernel
 from hugebench.kernel.host import LOCAL, Host
@@ -149,7 +150,7 @@ class CoverageSampler:
     def summary(self, prefix: str = "sampled.") -> dict:
         """Peak and time-weighted coverage over the samples (:func:`~hugebench.measure.phases.time_weighted_coverage`,
         each sample weighted by the time until the next)."""
-        out = {"sampler.samples": len(self.samples), "sampler.read_s": self.read_s}
+        out: dict[str, Any] = {"sampler.samples": len(self.samples), "sampler.read_s": self.read_s}
         if not self.samples:
             return out
         for key in FIELDS:

@@ -40,8 +40,8 @@ def process_states(
     for pid, enabled in sampled.items():
         worse(int(pid), "enabled" if enabled else "disabled")
     for record in [*probes, *exits.values()]:
-        pid, flags = record.get("pid"), record.get("thp_disable")
-        if not isinstance(pid, int) or not isinstance(flags, int):
+        witness, flags = record.get("pid"), record.get("thp_disable")
+        if not isinstance(witness, int) or not isinstance(flags, int):
             continue
         state = (
             "disabled"
@@ -50,7 +50,7 @@ def process_states(
             if flags == PRCTL_EXCEPT_ADVISED
             else "enabled"
         )
-        worse(pid, state)
+        worse(witness, state)
     return states
 
 

@@ -104,9 +104,11 @@ def pmu_columns(resolved, results: dict | None, prefix: str = "pmu") -> dict:
 
 
 def _num(row: dict, key: str) -> float:
-    value = row.get(key)
+    raw = row.get(key)
+    if raw is None:
+        return math.nan
     try:
-        value = float(value)
+        value = float(raw)
     except (TypeError, ValueError):
         return math.nan
     return value if math.isfinite(value) else math.nan

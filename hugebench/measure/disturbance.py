@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,7 +132,7 @@ def run_columns(
 def _own_cpu_s(row: dict) -> float:
     """The run's own CPU seconds: its worker's tree (hb-exec's rusage), else the time the sweep's process
     spent supervising it and that of every process it started (perf, hb-exec, the program's tree)."""
-    names = ("worker.utime_s", "worker.stime_s")
+    names: tuple[str, ...] = ("worker.utime_s", "worker.stime_s")
     if not any(name in row for name in names):
         names = (
             "supervisor.utime_s",
@@ -147,7 +148,7 @@ def machine_columns(
     after: Snapshot,
     wall_s: float,
     own_cpu_s: float,
-    exclude: set[int] = frozenset(),
+    exclude: Set[int] = frozenset(),
 ) -> dict:
     """The columns that describe the machine between two snapshots (see the module header)."""
     cols: dict = {}
@@ -215,7 +216,7 @@ def _put(cols: dict, name: str, value, reason: str) -> None:
         cols[PREFIX + name + ".reason"] = reason
 
 
-def _top_others(before: Snapshot, after: Snapshot, exclude: set[int], wall_s: float) -> str:
+def _top_others(before: Snapshot, after: Snapshot, exclude: Set[int], wall_s: float) -> str:
     used = []
     for pid, (comm, ticks, start) in after.procs.items():
         if pid in exclude:
@@ -261,7 +262,7 @@ def _read_loadavg(path: Path) -> tuple | None:
 
 
 def _read_procs(proc: Path) -> dict:
-    procs = {}
+    procs: dict = {}
     try:
         entries = [e for e in os.listdir(proc) if e.isdigit()]
     except OSError:

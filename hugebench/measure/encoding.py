@@ -68,6 +68,9 @@ class CounterSpec:
     note: str | None = None
 
     def as_tuple(self) -> tuple[str, int, int, int]:
+        """What ``_core`` counts; only a spec without a reason has it (its type is known)."""
+        if self.type is None:
+            raise ValueError(f"{self.label}: not encoded ({self.reason})")
         return (self.label, self.type, self.config, self.config1)
 
 

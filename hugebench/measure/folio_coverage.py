@@ -74,8 +74,8 @@ def read_process(pid: int, host: Host = LOCAL, reading: FolioReading | None = No
     reading.gap = reading.gap.merged(gap)
     reading.anon_huge += sum(v.fields.get("AnonHugePages", 0) for v in vmas)
     mine: dict[int, int] = {}
-    for counts in folios or ():
-        for order, size in counts.by_order.items():
+    for vma_folios in folios or ():
+        for order, size in vma_folios.by_order.items():
             mine[order] = mine.get(order, 0) + size
             reading.by_order[order] = reading.by_order.get(order, 0) + size
     reading.per_process.append((pid, kernel.process_comm(pid, host) or "?", mine))

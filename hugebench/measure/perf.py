@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -101,7 +102,9 @@ class PerfCapabilities:
         new = [event for event in dict.fromkeys(events) if event not in known]
         if not new:
             return self
-        if not self.available:
+        more_supported: set[str]
+        more_reasons: dict[str, str]
+        if self.perf_path is None or not self.available:
             more_supported, more_reasons = (
                 set(),
                 {event: self.missing_reason or "perf missing" for event in new},
@@ -162,7 +165,7 @@ def perf_version(perf_bin: str = "perf") -> tuple[str | None, str | None, str | 
 
 
 def perf_stat_argv(
-    perf_bin: str, events: list[str], out_path: str | Path, extra: list[str] = ()
+    perf_bin: str, events: list[str], out_path: str | Path, extra: Sequence[str] = ()
 ) -> list[str]:
     """``perf stat`` prefix that writes CSV counts of ``events`` to ``out_path``; append the command to it.
     ``extra`` options go before the command (e.g. ``--control fifo:CTL,ACK -D -1``).
@@ -226,7 +229,9 @@ def _probe(
         if counter is None:
             reasons[event] = "missing from perf stat output"
         elif counter.value is None and counter.reason != NOT_COUNTED_REASON:
-            reasons[event] = counter.reason
+            reasons[event] = (
+                counter.reason or "no value"
+            )  # (a Counter without a value has a reason)
         else:
             supported.add(event)
     return supported, reasons, counting_scope(counters.values())
@@ -313,10 +318,10 @@ def detect(
     events = list(dict.fromkeys(["cycles", *(candidates or candidate_events(cpu))]))
     supported: set[str] = set()
     scope, paranoid = None, read_paranoid(host)
-    if missing is None:
+    if missing is None and path is not None:  # (perf_version gives a path when nothing is missing)
         supported, reasons, scope = _probe(path, events, paranoid)
     else:
-        reasons = {event: missing for event in events}
+        reasons = {event: missing or "perf missing" for event in events}
     hypervisor = hypervisor_vendor(cpu)
     cpu_pmus = cpu_pmu_devices(host)
     pmu_ok, pmu_reason = _pmu_verdict(supported, reasons, hypervisor, cpu_pmus, missing is None)

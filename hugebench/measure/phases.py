@@ -61,7 +61,7 @@ def time_weighted_coverage(times: list, rss: list, huge: list) -> float | None:
     kept = [(t, r, h) for t, r, h in zip(times, rss, huge) if r is not None and h is not None]
     mean_rss = time_weighted([t for t, _, _ in kept], [r for _, r, _ in kept])
     mean_huge = time_weighted([t for t, _, _ in kept], [h for _, _, h in kept])
-    return mean_huge / mean_rss if mean_rss else None
+    return mean_huge / mean_rss if mean_rss and mean_huge is not None else None
 
 
 def rusage_snapshot(who: int = resource.RUSAGE_SELF) -> dict[str, float]:
@@ -114,7 +114,7 @@ class PhaseRecorder:
         # Only sizes that can be allocated; fixed at construction so every phase has the same columns.
         self._mthp_sizes = active_mthp_sizes(host)
         self._open: dict[str, tuple] = {}
-        self._metrics: dict[str, float] = {}
+        self._metrics: dict[str, float | str] = {}  # a phase's numbers, or why it has none
         self._row_smaps: dict[str, int] | None = None
         self.phases: list[str] = []
         self._series: list[tuple[int, int]] = []
@@ -164,6 +164,7 @@ class PhaseRecorder:
         for key, value in deltas.items():
             accumulate = key != "maxrss_bytes"
             old = self._metrics.get(prefix + key, 0) if accumulate else 0
+            assert not isinstance(old, str)  # text is only a phase's hook_error, never a delta
             self._metrics[prefix + key] = old + value
         smaps = read_smaps_rollup(self._pid, self._host)
         for key in ("Rss", "AnonHugePages", "Anonymous", "Private_Hugetlb", "Shared_Hugetlb"):
@@ -172,9 +173,9 @@ class PhaseRecorder:
         if self.timed_phase is None or phase == self.timed_phase:
             self._row_smaps = smaps
 
-    def metrics(self) -> dict[str, float]:
+    def metrics(self) -> dict[str, float | str | list[int]]:
         """Flat per-phase columns plus the row-level smaps of the timed phase's end."""
-        out = dict(self._metrics)
+        out: dict[str, float | str | list[int]] = dict(self._metrics)
         for phase in self._open:
             out[f"phase.{phase}.hook_error"] = "begin without end"
         if self._row_smaps is not None:

@@ -56,9 +56,9 @@ def advice_sections(experiment: Experiment, results, options) -> list[Section]:
 
     pack = pack_of(experiment)
     table = verdict_table(experiment, options.level) if pack else None
-    if table is None:
+    if pack is None or table is None:
         return []
-    quotes = claim_quotes(pack)
+    quotes: list[str | None] = list(claim_quotes(pack))
     stored = list(experiment.context["spec"]["expected"]["claims"])
     if len(quotes) != len(stored):  # the pack changed since the sweep: its claims are not these
         quotes = [None] * len(stored)

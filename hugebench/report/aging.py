@@ -144,7 +144,8 @@ def _table(
 
 def _at(medians: pd.DataFrame, cell: tuple, state: str):
     try:
-        return medians.loc[(*cell, state)]
+        key = (*cell, state)  # (mypy reads a starred tuple inside [] as 3.11's bare star syntax)
+        return medians.loc[key]
     except KeyError:
         return None
 

@@ -192,7 +192,7 @@ class CellFrame:
     def failure_counts(self, code: int) -> list[tuple[str, int]]:
         """``tables.failure_counts`` of the cell."""
         failed = self.failed_rows(code)
-        if not failed.size:
+        if not failed.size or self.status is None:  # no status column: no failed row
             return []
         errors = (
             self.values("error")[failed] if "error" in self.frame.columns else [None] * failed.size

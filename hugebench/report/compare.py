@@ -55,8 +55,8 @@ def compare_report(
         section, lonely = _experiment_section(a_exps[name], b_exps[name], primary, level, figures)
         sections.append(section)
         unmatched += lonely
-    for side, mine, other in (("A", a_exps, b_exps), ("B", b_exps, a_exps)):
-        unmatched += [[side, name, "(the whole experiment)"] for name in mine if name not in other]
+    for label, mine, other in (("A", a_exps, b_exps), ("B", b_exps, a_exps)):
+        unmatched += [[label, name, "(the whole experiment)"] for name in mine if name not in other]
     sections.append(
         _summary_section(sections)
     )  # after the tables it sums up, before what did not match

@@ -9,6 +9,8 @@ reading the kernel (``measure.folio_coverage``) or deciding the buckets (``measu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from hugebench.measure.coverage_gap import FIXES, REASONS
@@ -52,7 +54,7 @@ def gap_summary(rows: pd.DataFrame) -> dict:
     return out
 
 
-def shares_text(shares: dict[str, float]) -> str:
+def shares_text(shares: Mapping[str, float]) -> str:
     return ", ".join(f"{size} {share:.0%}" for size, share in shares.items()) or "n/a"
 
 

@@ -66,6 +66,8 @@ def history_report(
 
         paths, labels = [str(s.path) for s in ordered], [s.path.name for s in ordered]
         for section in sections:
+            if section.data is None:  # every history section has its data
+                continue
             section.figures = [
                 (
                     f"history-{section.experiment}",

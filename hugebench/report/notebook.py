@@ -43,7 +43,7 @@ class Stores:
     sample: bool
 
     def describe(self) -> str:
-        if self.sample:
+        if self.sample and self.results is not None:  # the sample's copy is its results
             return (
                 "SAMPLE DATA: the synthetic stores of hugebench's tests (not measurements), copied to "
                 f"{self.results.parent}. Set HUGEBENCH_RESULTS to your results directory to see yours."
@@ -94,7 +94,8 @@ def load_all(chosen: Stores) -> list:
     from hugebench.report import load_results
 
     seen: dict[Path, object] = {}
-    mine = [p for p in (chosen.results, chosen.workloads) if p is not None] or [chosen.other]
+    mine: list[Path | None] = [p for p in (chosen.results, chosen.workloads) if p is not None]
+    mine = mine or [chosen.other]
     for path in mine:
         for store in store_dirs(path) if path is not None else []:
             if store.resolve() not in seen:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -115,7 +116,7 @@ def _vs_text(cell: Mapping, vs: Mapping | None) -> str:
 
 
 def _notes(rows: list, kind: str, unmeasurable: str) -> list[str]:
-    spans = {}
+    spans: dict[str, tuple[Any, Any]] = {}  # quantity: (metric, scope)
     for row in rows:
         spans.setdefault(_quantity(row), (row["metric"], row.get("scope")))
     notes = [

@@ -391,12 +391,12 @@ def failure_flags(rows: pd.DataFrame, axes: Sequence[str], prefix: str = "") -> 
             by_reason.setdefault(reason, []).append((label, n))
     ordered = sorted(by_reason.items(), key=lambda item: -sum(n for _, n in item[1]))
     flags = []
-    for reason, cells in ordered[:MAX_REASONS]:
-        runs = sum(n for _, n in cells)
+    for reason, where in ordered[:MAX_REASONS]:
+        runs = sum(n for _, n in where)
         flags.append(
             Flag(
-                f"{prefix}{runs} run(s) failed in {len(cells)} cell(s): {reason} — "
-                + listing([label for label, _ in cells], 6)
+                f"{prefix}{runs} run(s) failed in {len(where)} cell(s): {reason} — "
+                + listing([label for label, _ in where], 6)
             )
         )
     if len(ordered) > MAX_REASONS:
@@ -435,7 +435,7 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
             short.append((median, f"{label} ({median:.0%})"))
     if not short:
         return []
-    short = [
+    texts = [
         text for _, text in sorted(short, key=lambda item: item[0])
     ]  # the largest shortfall first
     bases = (
@@ -449,7 +449,7 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
     return [
         Flag(
             f"huge-page coverage{basis} under THP always below {COVERAGE_EXPECTED:.0%} (part of the memory "
-            f"stayed on 4 KiB pages) in {len(short)} cell(s): " + listing(short)
+            f"stayed on 4 KiB pages) in {len(texts)} cell(s): " + listing(texts)
         )
     ]
 

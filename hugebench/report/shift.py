@@ -87,8 +87,9 @@ def within_ratios(
         drawn = resample_indices(seed, n_boot, sizes) if min(sizes) >= 2 else None
         if drawn is None:  # no interval (a sample of one), or samples too large to draw together
             for j, i in enumerate(members):
+                a, a_base, b, b_base = data[i]
                 out[i] = (
-                    within_ratio(*data[i], level, n_boot, seed)
+                    within_ratio(a, a_base, b, b_base, level, n_boot, seed)
                     if min(sizes) >= 2
                     else (float(values[j]), math.nan, math.nan)
                 )
@@ -101,7 +102,8 @@ def within_ratios(
         done = iter(zip(lows.tolist(), highs.tolist()))
         for j, i in enumerate(members):
             if not whole[j]:  # a resample's median of 0 (or no value): as within_ratio drops it
-                out[i] = within_ratio(*data[i], level, n_boot, seed)
+                a, a_base, b, b_base = data[i]
+                out[i] = within_ratio(a, a_base, b, b_base, level, n_boot, seed)
             else:
                 out[i] = (float(values[j]), *next(done))
     return out

@@ -28,7 +28,7 @@ from hugebench.stats import (
     require_columns,
     status_ok,
 )
-from hugebench.stats.stability import DISTURBED, WHY, cell_stability, guard
+from hugebench.stats.stability import DISTURBED, WHY, Stability, cell_stability, guard
 
 VOID = "void"
 
@@ -260,7 +260,8 @@ class _Cells(CellFrame):
 
     def __init__(self, narrow: pd.DataFrame, keys: list[str], specs: Sequence[MetricSpec], primary):
         super().__init__(narrow, keys, sort=True)
-        self.primary, self._stable = primary, {}
+        self.primary = primary
+        self._stable: dict[int, Stability] = {}
         codes = np.repeat(np.arange(len(self.rows)), [len(r) for r in self.rows])
         positions = np.concatenate(self.rows) if self.rows else np.zeros(0, dtype=int)
         ok = self.ok[positions]
@@ -420,7 +421,7 @@ def _na_reasons(
 def ratio_table(
     df: pd.DataFrame,
     axes: Sequence[str],
-    baseline: Mapping,
+    baseline: Mapping | None,
     spec,
     level: float = 0.95,
     n_boot: int = 2000,
@@ -457,7 +458,7 @@ def ratio_table(
                 (ratio.lo, ratio.hi) if ratio else (np.nan, np.nan)
             )
             record[f"{column}.resolved"] = ratio.resolved if ratio else None
-    cost, gain = spec.flag or (None, None)
+    cost, gain = spec.flag or ("", "")
     for record in records:
         record["flag"] = bool(
             cost and record.get(cost, np.nan) > 1 and record.get(gain, np.nan) > 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 
 from hugebench.report.model import DASH
 
@@ -84,7 +85,7 @@ def fit(headers, rows, notes, width, optional=()) -> tuple[list[str], list[list[
     if _natural_width(headers, rows) > width:
         rows = [[re.sub(r" (\[[^\]]*\])$", r"\n\1", str(c)) for c in r] for r in rows]
     short = {_abbreviate(h) for h in optional}
-    narrow = []
+    narrow: list[str] = []
     for i in reversed(range(len(headers))):
         if _word_width(headers, rows) <= width:
             break
@@ -99,7 +100,7 @@ def fit(headers, rows, notes, width, optional=()) -> tuple[list[str], list[list[
     return headers, rows, notes
 
 
-def _column_widths(headers, rows, width) -> list[int | None]:
+def _column_widths(headers, rows, width) -> Sequence[int | None]:
     """Column widths that keep every word whole when the terminal allows (rich alone shares the space out
     evenly and breaks "jemalloc" across lines): each column its longest word, then the spare width to the
     columns that need the least of it to fit on one line. All None (rich decides) when words cannot fit."""

@@ -121,7 +121,8 @@ def ratio_cis(
         drawn = resample_indices(seed, n_boot, sizes)
         if drawn is None:
             for i in members:
-                out[i] = ratio_ci(*data[i], np.median, level, n_boot, seed)
+                a_values, b_values = data[i]
+                out[i] = ratio_ci(a_values, b_values, np.median, level, n_boot, seed)
             continue
         a_stats = batched_medians(np.stack([data[i][0] for i in members]), drawn[0])
         b_stats = batched_medians(np.stack([data[i][1] for i in members]), drawn[1])
@@ -273,7 +274,8 @@ def compare_arrays(
     if inputs[0]:
         ci = bootstrap_ci(inputs[1], np.median, level, n_boot, seed)
     else:
-        ci = ratio_ci(*inputs[1], np.median, level, n_boot, seed)
+        a_values, b_values = inputs[1]
+        ci = ratio_ci(a_values, b_values, np.median, level, n_boot, seed)
     return ratio_of(inputs, ci, level)
 
 

@@ -92,7 +92,7 @@ def values_by_cell(
 
 def partners_of(spec, runs: Sequence) -> dict[str, set]:
     """cell id -> the cells its numbers are compared with: its baseline cell and the other side of each claim."""
-    ids = {}
+    ids: dict[str, dict] = {}
     for run in runs:
         ids.setdefault(run.cell_id, run.cell)
     out: dict[str, set] = {cell_id: set() for cell_id in ids}

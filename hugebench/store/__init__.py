@@ -205,7 +205,7 @@ class ResultStore:
         An unreadable one is skipped with a StoreWarning, or with ``strict`` raises a HugebenchError: a
         sweep about to add rows must not guess what settings the unreadable one was made with.
         """
-        found = {}
+        found: dict[str, dict] = {}
         if not self.sweeps_path.is_dir():
             return found
         for file in sorted(self.sweeps_path.glob("*.json")):
@@ -490,8 +490,8 @@ def _iter_rows(runs_file: Path) -> Iterator[dict]:
                 continue
             torn = number if line and not line.endswith(b"\n") else 0
             row, problem = parse_row(line, too_long)
-            if row is None:
-                bad.append((number, problem))
+            if row is None:  # parse_row says why (the fallback is never used)
+                bad.append((number, problem or "not a row"))
             else:
                 yield row
     if bad:

@@ -35,7 +35,7 @@ MAX_INT_DIGITS = (
     20  # an integer beyond 64 bits is no measurement (and 4000 digits take quadratic time)
 )
 # Fields hugebench owns in a row, and the types a reader may rely on (None is allowed too).
-ROW_TYPES = {
+ROW_TYPES: dict[str, type | tuple[type, ...]] = {
     "run_id": str,
     "cell_id": str,
     "sweep_id": str,

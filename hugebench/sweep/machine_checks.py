@@ -10,6 +10,8 @@ them with the reason): ``memory_skips`` says which, for both. Read-only: nothing
 
 from __future__ import annotations
 
+from typing import Any
+
 from hugebench import kernel
 from hugebench import knob_catalogue as catalogue
 from hugebench.errors import SpecError, SystemStateError
@@ -70,6 +72,7 @@ def _key(where: Where, section: str, name: str) -> tuple:
 def _check_knobs(spec, host: Host) -> None:
     from hugebench.system.knobs import discover_knobs, resolve_name
 
+    settings: list[tuple[str, str, int | None, Any]]  # (section, knob, axis index, value)
     settings = [("system", name, None, value) for name, value in spec.system.items()]
     settings += [
         ("axes", name, i, value)

@@ -13,11 +13,13 @@ import contextlib
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hugebench.errors import HugebenchError
+from hugebench.experiment.cluster import ClusterConfig
+from hugebench.experiment.model import ExperimentSpec, PerfSetting
 from hugebench.kernel.host import LOCAL, Host
 from hugebench.measure import disturbance
 from hugebench.run.execute import run_one
@@ -31,6 +33,17 @@ from hugebench.sweep.preflight import prepare
 from hugebench.system import SweepLock, SystemState, default_lock_paths
 from hugebench.system.containment import end_leftovers, record_dir
 
+# progress(run, row, done, total): a custom front end's view of the sweep
+ProgressHook = Callable[[RunSpec, dict, int, int], None]
+# batches(spec, runs, read_rows, plan_block) -> the run lists to run, one after the other: who decides the
+# runs after the plan (stats.adaptive.batches; `try`'s budget schedule)
+BatchSource = Callable[
+    [ExperimentSpec, list[RunSpec], Callable[[], Iterable[Mapping]], Callable],
+    Iterable[list[RunSpec]],
+]
+# execute_runs(todo) -> (run, row) of each run, in whatever order they finish (this machine, or a cluster)
+RunExecutor = Callable[[list[RunSpec]], Iterable[tuple[RunSpec, dict]]]
+
 
 @dataclass
 class SweepOptions:
@@ -38,25 +51,23 @@ class SweepOptions:
 
     out: Path
     quiet: bool = False
-    perf: object = None  # None: from the spec; "off"/"auto"/list overrides it
+    perf: PerfSetting | None = None  # None: from the spec; "off"/"auto"/list overrides it
     host: Host = LOCAL
     journal: Path | None = None
     python: str = sys.executable
-    progress: Callable | None = None  # progress(run, row, done, total) for custom front ends
+    progress: ProgressHook | None = None  # for custom front ends
     spec_source: str = "FILE"  # named in the fix of a privilege error
     lock: Path | None = None  # the host-wide sweep lock (default: system.default_lock_path)
-    cluster: object = (
-        None  # a hugebench.cluster.ClusterConfig: the CLI then runs it with hugebench.cluster
-    )
+    cluster: ClusterConfig | None = None  # the CLI then runs it with hugebench.cluster
     quiet_machine: float | None = (
         None  # seconds to wait, before each block, for a quiet machine (disturbance)
     )
     label: str | None = (
         None  # the user's label of this sweep, kept in its context (hugebench history)
     )
-    # batches(spec, runs, read_rows, plan_block) -> iterator of run lists: who decides the runs after the plan
-    # (default: adaptive.batches; ``hugebench try`` passes its budget schedule, hugebench.trial.schedule)
-    batches: Callable | None = None
+    # who decides the runs after the plan (default: adaptive.batches; ``hugebench try`` passes its budget
+    # schedule, hugebench.trial.schedule)
+    batches: BatchSource | None = None
 
 
 @dataclass
@@ -71,13 +82,13 @@ class SweepResult:
     statuses: dict = field(default_factory=dict)
 
 
-def run_sweep(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
+def run_sweep(spec: ExperimentSpec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
     """Preflight everything, then run every planned run not already in the store, on this machine."""
     with SweepLock(options.lock or default_lock_paths(options.host), f"experiment {spec.name!r}"):
         return _run_locked(spec, runs, options)
 
 
-def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
+def _run_locked(spec: ExperimentSpec, runs: list[RunSpec], options: SweepOptions) -> SweepResult:
     end_stale_runs(
         options.journal
     )  # first: whatever this sweep then refuses, a dead one's processes end
@@ -105,9 +116,9 @@ def _run_locked(spec, runs: list[RunSpec], options: SweepOptions) -> SweepResult
 
 def record_runs(
     store: ResultStore,
-    batches,
-    done,
-    execute_runs: Callable,
+    batches: Iterable[list[RunSpec]],
+    done: Set[str],
+    execute_runs: RunExecutor,
     options: SweepOptions,
     result: SweepResult,
     total: int,

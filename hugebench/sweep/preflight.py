@@ -70,9 +70,7 @@ class SweepSetup:
         """The worker's request for one run."""
         alloc = self.allocators[run.allocator]
         path = alloc.resolve()
-        wraps_program = (
-            bool(run.workload_def.runner) and self.perf is not None and bool(self.perf.events)
-        )
+        perf = self.perf if run.workload_def.runner and self.perf and self.perf.events else None
         return WorkerRequest(
             run=run.to_dict(),
             allocator=alloc.name,
@@ -82,8 +80,8 @@ class SweepSetup:
             allocator_mode=alloc.mode,
             counters=self.counter_specs,
             thp_prctl_disable=run.cell_id in self.prctl_never,
-            perf_bin=self.perf.bin if wraps_program else None,
-            perf_events=self.perf.events if wraps_program else (),
+            perf_bin=perf.bin if perf else None,
+            perf_events=perf.events if perf else (),
             text_pages=run.text_pages,
         )
 

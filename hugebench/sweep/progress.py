@@ -53,7 +53,7 @@ class LineProgress:
         self.since = (
             self.start
         )  # when the run now in progress started (the last end, or its batch's start)
-        self.walls: dict[str, list] = {}  # cell id -> wall seconds of its finished runs
+        self.walls: dict[str | None, list] = {}  # cell id -> wall seconds of its finished runs
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None

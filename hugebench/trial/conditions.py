@@ -6,6 +6,8 @@ by what was only asked: a cell whose program turned THP off is not "THP always".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from hugebench import stats
@@ -32,11 +34,14 @@ def overridden(frame: pd.DataFrame) -> tuple[int, str | None]:
     hit = ok[ok["thp.overridden"].map(lambda v: v is True or v == 1)]
     if hit.empty:
         return 0, None
-    why = hit["thp.overridden.why"].dropna() if "thp.overridden.why" in hit.columns else []
-    return int(len(hit)), (str(why.iloc[0]) if len(why) else "the program changed its THP mode")
+    if "thp.overridden.why" in hit.columns:
+        why = hit["thp.overridden.why"].dropna()
+        if len(why):
+            return int(len(hit)), str(why.iloc[0])
+    return int(len(hit)), "the program changed its THP mode"
 
 
-def overridden_name(name: str, cell: dict, runs: int, total: int) -> str:
+def overridden_name(name: str, cell: Mapping, runs: int, total: int) -> str:
     """The configuration's name when its program overrode the asked THP mode: never called by that mode."""
     return (
         f"{name.split(', THP ')[0]}, THP {cell['thp']} asked but overridden by the program "
@@ -44,7 +49,7 @@ def overridden_name(name: str, cell: dict, runs: int, total: int) -> str:
     )
 
 
-def as_is_line(found: dict | None, linked: str | None) -> str:
+def as_is_line(found: Mapping | None, linked: str | None) -> str:
     """How the verdict names as-is: 'as-is: nothing preloaded; malloc served by jemalloc (PATH)'."""
     if found is None:
         return (

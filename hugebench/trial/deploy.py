@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
+from collections.abc import Mapping
 
 from hugebench._util import run_text
 from hugebench.machine import allocators as alloc_mod
@@ -50,7 +51,7 @@ def command_of(spec) -> list[str]:
 
 
 def deploy(
-    cell: dict,
+    cell: Mapping,
     spec,
     thp_found: str,
     text_library: str | None = None,
@@ -120,7 +121,7 @@ def deploy(
     )
 
 
-def mthp_writes(cell: dict, found: dict) -> list[tuple[str, str]]:
+def mthp_writes(cell: Mapping, found: dict) -> list[tuple[str, str]]:
     """(sysfs path, value) for each multi-size THP setting of ``cell`` that differs from ``found``,
     smallest size first."""
     changed = [
@@ -132,7 +133,7 @@ def mthp_writes(cell: dict, found: dict) -> list[tuple[str, str]]:
     return [(MTHP_PATH.format(size=size), v) for size, v in changed]
 
 
-def environment(cell: dict, spec, text_library: str | None, linked: str | None = None) -> dict:
+def environment(cell: Mapping, spec, text_library: str | None, linked: str | None = None) -> dict:
     """The variables the program needs: the allocator's (LD_PRELOAD, knobs) and the text library's. glibc
     forced over a linked allocator preloads libc itself, as the run did."""
     alloc = alloc_mod.registry(spec.allocators)[cell["allocator"]]

@@ -15,6 +15,7 @@ from being called *better* does not hold a refusal back: a tail that is worse an
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -69,7 +70,7 @@ def refusal(name: str, judged: list[dict]) -> str | None:
     )
 
 
-def _worse(guard: dict) -> str:
+def _worse(guard: Mapping) -> str:
     value = guard["ratio"]["value"]
     return f"{value:.3f}x as-is ({'higher' if value > 1 else 'lower'}; {guard['better']} is better)"
 
@@ -80,7 +81,7 @@ def _ci(ratio: dict) -> str:
     return f"{lo}-{hi}"
 
 
-def lines(judged: list[dict]) -> list[str]:
+def lines(judged: Sequence[Mapping]) -> list[str]:
     """The best's guarded metrics, one line each, for the terminal verdict."""
     out = []
     for g in judged:

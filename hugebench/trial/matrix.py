@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -314,7 +315,7 @@ def _aged(cells: list, level: int) -> tuple[list, dict]:
     return aged, aged[0]
 
 
-def uses_huge_pages(cell: dict) -> bool:
+def uses_huge_pages(cell: Mapping) -> bool:
     """The configuration asks for huge pages: THP always, a huge-page-aware allocator setting, or text on THP."""
     return (
         cell["thp"] == "always"
@@ -342,11 +343,11 @@ def _distance(cell: dict, base: dict) -> int:
     return sum(cell.get(k) != base.get(k) for k in set(cell) | set(base))
 
 
-def describe(cell: dict, thp_found: str, linked: str | None = None) -> str:
+def describe(cell: Mapping, thp_found: str, linked: str | None = None) -> str:
     """A configuration as the verdict names it: 'jemalloc-thp, THP always (+text on THP)'; glibc's settings
     over a program that links another allocator say so: 'glibc forced over the linked jemalloc'."""
     thp = cell["thp"] + (" (as found)" if cell["thp"] == thp_found else "")
-    text = {"thp": ", program text on huge pages", "off": ""}.get(cell.get("text_pages"), "")
+    text = {"thp": ", program text on huge pages", "off": ""}.get(cell.get("text_pages", ""), "")
     memory = f", {cell['memory_state'].split(':')[0]} memory" if cell.get("memory_state") else ""
     regime = f", {cell['regime'].split(':')[0]}" if cell.get("regime") else ""
     mthp = f", mTHP {cell['mthp']}" if cell.get("mthp") else ""

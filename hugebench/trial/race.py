@@ -99,7 +99,7 @@ def clearly_worse(values: Iterable[float], reference: Iterable[float], better: s
 
 
 def values_of(rows: Iterable[Mapping], cell_ids, metric: str) -> dict[str, list]:
-    out = {c: [] for c in cell_ids}
+    out: dict[str, list] = {c: [] for c in cell_ids}
     for row in rows:
         if row.get("cell_id") in out and row.get("status") == "ok" and not row.get("warmup"):
             out[row["cell_id"]].append(row.get(metric))
@@ -147,7 +147,8 @@ def expected_range(a_rows, b_rows, metric: str, ratio, pairs: int) -> tuple | No
         r.sort_values("repetition", kind="stable") if "repetition" in r else r
         for r in (a_rows, b_rows)
     ]
-    values = stats._paired_values(*(stats.ok_rows(r) for r in sides), metric)
+    a_ok, b_ok = (stats.ok_rows(r) for r in sides)
+    values = stats._paired_values(a_ok, b_ok, metric)
     if values is None:
         return None
     lo, hi = ratio.ci_lo or 0.0, ratio.ci_hi or math.inf

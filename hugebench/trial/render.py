@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 
 from hugebench.measure.phases import COVERAGE_EXPECTED
@@ -84,7 +85,7 @@ def answer(
     if not states and not regimes:
         return _one(verdict, plan_lines, details, width, reserve)
     if (
-        not states and len(regimes) == 1
+        not states and regimes and len(regimes) == 1
     ):  # the regime try held without being asked: one line says which
         (regime,) = regimes
         kind = regime.split(":")[0]
@@ -192,7 +193,7 @@ def _size_lines(best: Configuration, baseline: Configuration) -> list[str]:
     return out
 
 
-def _page_size_lines(sizes: dict | None, better: str) -> list[str]:
+def _page_size_lines(sizes: Mapping | None, better: str) -> list[str]:
     """The size sets tried (mTHP and THP always), each with its effect, memory and folio sizes, and the
     smallest set within noise of the best."""
     from hugebench.report.coverage import shares_text
@@ -351,7 +352,8 @@ def short(
     # the regime's heading line is printed with the answer: it counts against the same 12 lines
     limit = MAX_LINES - (1 if regime else 0) - (max(reserve, 1) - 1)
     shown = fit(head + deploy, width)
-    if deploy and (len(shown) + 1 >= limit or (width and any(len(x) > width for x in shown))):
+    too_long = len(shown) + 1 >= limit or (width and any(len(x) > width for x in shown))
+    if deploy and verdict.deploy and too_long:  # (deploy has lines only from verdict.deploy)
         deploy = _deploy_elsewhere(verdict.deploy)  # a command too long to show whole here
         shown = fit(head + deploy, width)
     out = shown + fit(tail, width)

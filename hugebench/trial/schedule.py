@@ -231,7 +231,7 @@ class Schedule:
         steady = [steadiness(fresh, c, self.metric) for c in (lead, base)]
         if stability.equivalent(ratio, *steady):
             return "no difference worth deploying"
-        if _resolved(ratio, *steady):
+        if ratio is not None and _resolved(ratio, *steady):
             return "resolved " + (
                 "better" if better_ratio(ratio.value, self.better) < 1 else "worse"
             )
@@ -327,11 +327,13 @@ class Schedule:
 
     def _too_small(self, fit: int, least: int) -> str:
         state, groups = self.state, len(self.groups)
+        run_s = state.run_s
+        assert run_s is not None  # the timing run priced a run before any fit
         need = (
-            least * MIN_BLOCKS * state.run_s
+            least * MIN_BLOCKS * run_s
             + END_RESERVE_S
             + (time.monotonic() - state.started)
-            - groups * state.run_s
+            - groups * run_s
         )
         who = (
             "two configurations need"

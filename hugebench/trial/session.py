@@ -62,7 +62,8 @@ def refuse(request: Request) -> None:
         path, why = resolve(program, path_env, cwd)
         if path is None:
             raise SpecError(f"cannot try {program}: {why}")
-    why = why_preload_cannot_take(resolve(measured, path_env, cwd)[0], path_env, cwd)
+    found = resolve(measured, path_env, cwd)[0]  # found: the loop above refused a missing program
+    why = why_preload_cannot_take(found, path_env, cwd) if found is not None else None
     if why:
         raise SpecError(f"cannot try {measured}: {why}; an allocator cannot be preloaded into it")
     if request.stdin and not os.path.isfile(os.path.join(cwd, request.stdin)):
@@ -224,7 +225,7 @@ def _condition(cell: dict) -> str | None:
 
 def _bases(ids: list[str], cells: list[dict]) -> dict[str, str]:
     """Each configuration's as-is: the first cell (as-is) in the same condition (memory state or regime)."""
-    first = {}
+    first: dict[str | None, str] = {}
     for cid, cell in zip(ids, cells):
         first.setdefault(_condition(cell), cid)
     return {cid: first[_condition(cell)] for cid, cell in zip(ids, cells)}
@@ -263,12 +264,23 @@ def _verdict(out, spec, ids, mx, metric, better, state, wall=None, guards=()) ->
     states = list(dict.fromkeys(c[axis] for c in mx.cells if axis in c)) if axis else []
 
     def build(mine: dict) -> Verdict:  # against the first cell given, as-is of its state
-        return verdict_mod.build(
-            rows, mine, next(iter(mine)), metric, better, spec, mx.thp_found, state, library,
-            wall, mx.linked, guards,
-        )  # fmt: skip
+        inputs = verdict_mod.VerdictInputs(
+            rows=rows,
+            cells=mine,
+            base_id=next(iter(mine)),
+            metric=metric,
+            better=better,
+            spec=spec,
+            thp_found=mx.thp_found,
+            state=state,
+            text_library=library,
+            wall=wall,
+            linked=mx.linked,
+            guards=guards,
+        )
+        return verdict_mod.build(inputs)
 
-    if not states:
+    if not states or axis is None:  # (states come from the axis)
         return build(cells)
     # --aged / --regime: one verdict per state, each against as-is in the same state (as-is comes first)
     each = {}

@@ -103,8 +103,8 @@ def same_folios(rows: list, sets: Mapping[str, tuple[float, str]]) -> dict[str, 
     """{cell id: why} for each page-size configuration (``sets``: cell id -> (:func:`rank`, name)) whose
     first run got the same folios as one ranked before it, which stays: the kernel used the same sizes
     under both, so the later one only costs runs. Chosen by what the runs measured, not by the menu."""
-    mixes = {cell: folio_mix(rows, cell) for cell in sets}
-    ordered = sorted((c for c in sets if mixes[c]), key=lambda c: sets[c][0])
+    mixes = {cell: mix for cell in sets if (mix := folio_mix(rows, cell))}
+    ordered = sorted(mixes, key=lambda c: sets[c][0])
     out: dict[str, str] = {}
     for i, cell in enumerate(ordered):
         for kept in (c for c in ordered[:i] if c not in out):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,10 @@ from hugebench.trial.verdict_types import (
     Verdict,
     ends,
 )
+
+if TYPE_CHECKING:
+    from hugebench.experiment import ExperimentSpec
+    from hugebench.trial.schedule import Progress
 
 TREE_RSS = "tree_peak_rss_bytes"
 CGROUP_PEAK = "cgroup.memory_peak_bytes"
@@ -118,7 +124,11 @@ def memory_ratios(frame: pd.DataFrame, base: pd.DataFrame, ok: pd.DataFrame) -> 
         if TREE_RSS in frame.columns and frame[TREE_RSS].notna().any()
         else "peak_rss_bytes"
     )
-    out = {"peak_rss_column": column, "peak_rss_ratio": None, "cgroup_peak_ratio": None}
+    out: dict[str, Any] = {
+        "peak_rss_column": column,
+        "peak_rss_ratio": None,
+        "cgroup_peak_ratio": None,
+    }
     if not len(ok):
         return out
     if column in frame.columns:
@@ -166,27 +176,40 @@ def _phases(rows: pd.DataFrame, state) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows[rep < split], rows[rep >= split]
 
 
-def build(
-    rows: pd.DataFrame,
-    cells: Mapping[str, dict],
-    base_id: str,
-    metric: str,
-    better: str,
-    spec,
-    thp_found: str,
-    state,
-    text_library: str | None = None,
-    wall: str | None = None,
-    linked: str | None = None,
-    guards: tuple = (),
-) -> Verdict:
-    """The verdict (its JSON form is ``to_dict()``; ``cells``: cell id -> axis values, in keep order; only their rows
-    count, so that with try --aged each memory state's caveats and counts are its own). Every other
-    configuration's ratio is the selection's (its interval at the selection's shared alpha); the best's
-    effect is its confirmation's, on fresh pairs (``state.confirm_from`` on). ``wall``: the wall-time column,
-    shown beside a CPU-time metric. ``linked``: the allocator the program links (names glibc's settings
-    'forced over' it). ``guards``: (column, better) of the metrics recorded beside the judged one; a best
-    resolved worse on one of them is not recommended (:mod:`.guards`)."""
+@dataclass(frozen=True, eq=False)
+class VerdictInputs:
+    """What :func:`build` judges. ``cells``: cell id -> axis values, in keep order; only their rows count, so
+    that with try --aged each memory state's caveats and counts are its own. ``base_id``: the as-is cell.
+    ``state``: the schedule's progress (its cut, leaders, alphas, ``confirm_from``). ``wall``: the wall-time
+    column, shown beside a CPU-time metric. ``linked``: the allocator the program links (names glibc's
+    settings 'forced over' it). ``guards``: (column, better) of the metrics recorded beside the judged one;
+    a best resolved worse on one of them is not recommended (:mod:`.guards`)."""
+
+    rows: pd.DataFrame
+    cells: Mapping[str, dict]
+    base_id: str
+    metric: str
+    better: str  # "lower" or "higher"
+    spec: ExperimentSpec  # its allocators and params (the deploy line)
+    thp_found: str  # the machine's THP mode before the try
+    state: Progress
+    text_library: str | None = None
+    wall: str | None = None
+    linked: str | None = None
+    guards: tuple[tuple[str, str], ...] = ()
+
+
+def build(inputs: VerdictInputs) -> Verdict:
+    """The verdict of ``inputs`` (its JSON form is ``to_dict()``). Every other configuration's ratio is the
+    selection's (its interval at the selection's shared alpha); the best's effect is its confirmation's, on
+    fresh pairs (``state.confirm_from`` on)."""
+    rows, cells, base_id, metric, better = (
+        inputs.rows, inputs.cells, inputs.base_id, inputs.metric, inputs.better,
+    )  # fmt: skip
+    spec, thp_found, state, text_library = (
+        inputs.spec, inputs.thp_found, inputs.state, inputs.text_library,
+    )  # fmt: skip
+    wall, linked, guards = inputs.wall, inputs.linked, inputs.guards
     if "cell_id" in rows.columns:
         rows = rows[rows["cell_id"].isin(list(cells))]
     if metric == CPU_COLUMN:
@@ -214,8 +237,9 @@ def build(
         best = _confirm(best, fresh, lead, base_id, metric, better, state, wall)
         best = _expected(best, rows, lead, base_id, metric)
     # resolved: the confirmation resolved a difference worth deploying (a resolved 2 % is no such thing)
-    resolved = bool(best and best.confirmation.resolved and not best.equivalent)
-    wins = bool(resolved and best.kind == "better")
+    confirmation = best.confirmation if best else None
+    resolved = bool(best and confirmation and confirmation.resolved and not best.equivalent)
+    wins = bool(resolved and best and best.kind == "better")
     refused = None
     if best and guards:
         judged = guards_mod.judge(_cell_rows(rows, lead), _cell_rows(rows, base_id), guards)
@@ -224,7 +248,9 @@ def build(
         wins = wins and refused is None
     configs.update({lead: best} if best else {})  # the best as confirmed and guarded
     remaining = [c for cid, c in configs.items() if cid != base_id and c.runs and not c.dropped]
-    confirmed_same = bool(best and best.confirmation.pairs and best.equivalent)
+    confirmed_same = bool(
+        best and best.confirmation and best.confirmation.pairs and best.equivalent
+    )
     baseline = configs[base_id]
     verdict = Verdict(
         metric=metric,
@@ -279,7 +305,7 @@ def _named(config: Configuration, cid, base_id, better, state, thp_found, linked
     return dataclasses.replace(config, kind=kind)
 
 
-def _mthp_knobs(cell: dict) -> dict:
+def _mthp_knobs(cell: Mapping) -> dict:
     return {k: v for k, v in cell.items() if k.startswith("thp.mthp.")}
 
 
@@ -379,7 +405,7 @@ def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: st
     ]
     if not verdict.resolved and not verdict.no_difference and best:
         out.append(_unresolved(verdict))
-    thin = _thin(best, verdict.better) if verdict.recommend == "best" else None
+    thin = _thin(best, verdict.better) if verdict.recommend == "best" and best else None
     out += [thin] if thin else []
     left = (
         rows.get("containment.killed_at_end")

@@ -40,7 +40,7 @@ CHUNK_P10 = (
 class Param:
     """One workload parameter: its type, default and (optionally) the values allowed."""
 
-    type: type
+    type: type[Any]
     default: Any
     choices: tuple = ()
     minimum: float | None = None
@@ -145,7 +145,7 @@ class RatioTable:
 
     columns: tuple[tuple[str, str], ...]  # (column, label)
     title: str
-    flag: tuple[str, str] = ()  # (cost column, gain column)
+    flag: tuple[str, str] | tuple[()] = ()  # (cost column, gain column), or none
     flag_label: str = "flag"
 
 
@@ -167,7 +167,7 @@ class RatioCI:
     column: str
     label: str  # "{level:.0%}" is replaced by the report's confidence level
     fmt: str = ".3f"
-    base: tuple[str, str] = ()
+    base: tuple[str, str] | tuple[()] = ()
     verdict: str = ""
     verdict_label: str = "resolved"
     undecided: str = ""

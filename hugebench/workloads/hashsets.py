@@ -186,7 +186,7 @@ def side_by_side(
         names = kinds(key[-1])
         for name in names:
             per_run = [round_ratios(r, name, names[0]) for r in cell.to_dict("records")]
-            pooled = np.concatenate(per_run or [[]])
+            pooled = np.concatenate(per_run or [np.zeros(0)])
             is_base = name == names[0]
             lo, hi = (math.nan, math.nan) if is_base else two_level_ci(per_run, level, n_boot, seed)
             resolved = None

@@ -29,7 +29,7 @@ def test_a_cluster_block_is_read_and_left_out_of_the_fingerprint():
         "cluster:\n  scheduler: tls://lab1:8786\n  certs: /etc/hb\n  machines: spread\n"
         "  workers: 3\n"
     )
-    assert s.cluster == {
+    assert s.cluster.to_dict() == {
         "scheduler": "tls://lab1:8786",
         "certs": "/etc/hb",
         "machines": "spread",

@@ -311,7 +311,8 @@ def test_a_run_container_ends_a_daemon_that_left_the_group(tmp_path, daemon_scri
 
 SWEEP = textwrap.dedent("""\
     import sys
-    from hugebench import plan, experiment as spec
+    from hugebench import experiment as spec
+    from hugebench.sweep import plan
     from hugebench.sweep.orchestrator import SweepOptions, run_sweep
     from hugebench.system import cgroup
     if sys.argv[1] == "off":

@@ -205,7 +205,8 @@ def test_pool_larger_than_memory_is_refused_before_anything_runs(tmp_path, fake_
 
 
 SWEEP_SCRIPT = """
-from hugebench import plan, experiment as spec
+from hugebench import experiment as spec
+from hugebench.sweep import plan
 from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 s = spec.parse_spec('''
 name: orphan

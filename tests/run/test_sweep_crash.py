@@ -24,7 +24,8 @@ THP = "/sys/kernel/mm/transparent_hugepage"
 SWEEP = """
 import sys
 sys.path.insert(0, {tests!r})
-from hugebench import plan, experiment as spec
+from hugebench import experiment as spec
+from hugebench.sweep import plan
 from hugebench.kernel import Host
 from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 if {fake!r}:

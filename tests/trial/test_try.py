@@ -355,7 +355,11 @@ def test_a_cut_configuration_reads_not_run_and_each_state_counts_only_its_own_ru
         }
         cells[ids[2]]["allocator"] = "jemalloc-thp"
         each[memory] = dataclasses.replace(
-            verdict_mod.build(rows, cells, ids[0], "window_s", "lower", None, "madvise", state),
+            verdict_mod.build(
+                verdict_mod.VerdictInputs(
+                    rows, cells, ids[0], "window_s", "lower", None, "madvise", state
+                )
+            ),
             runs=int(rows["cell_id"].isin(ids).sum()),
             plan=(f"plan cut: {ids[2]}",),
         )
@@ -406,7 +410,9 @@ def test_the_confirmed_leader_is_recommended_and_the_selection_ties_are_named_un
         "b": {"allocator": "glibc", "thp": "always"},
     }
     spec = types.SimpleNamespace(allocators={})
-    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    verdict = verdict_mod.build(
+        verdict_mod.VerdictInputs(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    )
     assert verdict.best.cell == cells["b"] and verdict.recommend == "best"
     assert verdict.best.ties == ("glibc-hugetlb, THP madvise (as found)",)
     assert verdict.best.confirmation.pairs == 12
@@ -436,7 +442,9 @@ def test_the_verdict_says_no_difference_worth_deploying_and_its_caveats_use_the_
         "base": {"allocator": "glibc", "thp": "madvise"},
         "a": {"allocator": "jemalloc-thp", "thp": "madvise"},
     }
-    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    verdict = verdict_mod.build(
+        verdict_mod.VerdictInputs(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    )
     assert verdict.no_difference and verdict.recommend == "as-is" and verdict.deploy is None
     assert verdict.best.equivalent and verdict.best.peak_rss_column == "tree_peak_rss_bytes"
     assert verdict.best.peak_rss_ratio.value == pytest.approx(1.5)
@@ -818,7 +826,9 @@ def test_a_resolved_gain_within_the_smallest_effect_is_not_recommended():
         "base": {"allocator": "glibc", "thp": "madvise"},
         "a": {"allocator": "jemalloc-thp", "thp": "madvise"},
     }
-    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    verdict = verdict_mod.build(
+        verdict_mod.VerdictInputs(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    )
     best = verdict.best
     assert best.kind == "better" and best.ratio.resolved and best.equivalent  # 2 % faster, proven
     assert verdict.recommend == "as-is" and verdict.deploy is None and verdict.no_difference

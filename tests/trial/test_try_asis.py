@@ -197,7 +197,9 @@ def test_an_overridden_cell_is_marked_never_called_by_its_mode_and_not_recommend
     )
     spec = types.SimpleNamespace(allocators={}, params={"argv": ["redis-server"]})
     verdict = verdict_mod.build(
-        pd.DataFrame(rows), cells, "base", "window_s", "lower", spec, "madvise", state
+        verdict_mod.VerdictInputs(
+            pd.DataFrame(rows), cells, "base", "window_s", "lower", spec, "madvise", state
+        )
     )
     assert verdict.recommend == "as-is" and verdict.best is None
     (other,) = verdict.others

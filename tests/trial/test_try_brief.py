@@ -52,7 +52,9 @@ def _recommending_verdict():
     spec = types.SimpleNamespace(
         allocators={}, params={"argv": ["/opt/some/long/path/to/the/program", "--input", "x.dat"]}
     )
-    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    verdict = verdict_mod.build(
+        verdict_mod.VerdictInputs(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    )
     assert verdict.recommend == "best" and verdict.deploy.lines
     return verdict
 
@@ -184,7 +186,9 @@ def test_long_names_keep_the_short_answer_short(width):
         allocators={mine: {"base": "jemalloc", "env": {"MALLOC_CONF": "thp:always," * 8}}},
         params={"argv": argv},
     )
-    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    verdict = verdict_mod.build(
+        verdict_mod.VerdictInputs(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    )
     plan = ["40 runs in 55 s of a 60 s budget (one run ~0.9 s); selection: 4 blocks"]
     out = answer(verdict, plan, details=False, width=width).splitlines()
     assert len(out) <= MAX_LINES - 1 and all(len(line) <= width for line in out), "\n".join(out)

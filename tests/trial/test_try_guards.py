@@ -51,7 +51,9 @@ def _verdict(p99_factor: float, guards=(("p99_ms", "lower"),)) -> dict:
     spec = type("Spec", (), {"allocators": {}, "params": {"argv": ["server"]}})()
     rows = _rows(p99_factor)
     return verdict_mod.build(
-        rows, cells, "base", "rps", "higher", spec, "madvise", state, guards=guards
+        verdict_mod.VerdictInputs(
+            rows, cells, "base", "rps", "higher", spec, "madvise", state, guards=guards
+        )
     )
 
 

@@ -134,7 +134,9 @@ def test_the_winner_reports_its_confirmations_ratio_not_the_flattered_selections
         "b": {"allocator": "glibc", "thp": "never"},
     }
     spec = type("Spec", (), {"allocators": {}})()
-    verdict = verdict_mod.build(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    verdict = verdict_mod.build(
+        verdict_mod.VerdictInputs(rows, cells, "base", "window_s", "lower", spec, "madvise", state)
+    )
     best = verdict.best
     assert best.cell == cells["a"] and best.confirmation.pairs == 10
     assert best.ratio.value == pytest.approx(fresh_ratio, abs=0.01)

@@ -57,7 +57,9 @@ def recommends():
     state = _confirmed(4, 14, "b")
     state.dropped, state.cut = {"o3": "clearly worse"}, ["o2"]
     return verdict_mod.build(
-        rows, cells, "base", "window_s", "lower", spec, "madvise", state, wall="wall_s"
+        verdict_mod.VerdictInputs(
+            rows, cells, "base", "window_s", "lower", spec, "madvise", state, wall="wall_s"
+        )
     )
 
 
@@ -77,7 +79,17 @@ def guarded(p99_factor: float = 3.0):
     }
     spec = types.SimpleNamespace(allocators={}, params={"argv": ["server"]})
     return verdict_mod.build(
-        frame, cells, "base", "rps", "higher", spec, "madvise", state, guards=(("p99_ms", "lower"),)
+        verdict_mod.VerdictInputs(
+            frame,
+            cells,
+            "base",
+            "rps",
+            "higher",
+            spec,
+            "madvise",
+            state,
+            guards=(("p99_ms", "lower"),),
+        )
     )
 
 
@@ -100,7 +112,9 @@ def unconfirmed_ties():
     }
     spec = types.SimpleNamespace(allocators={})
     return verdict_mod.build(
-        rows, cells, "base", "window_s", "lower", spec, "madvise", state, wall="window_s"
+        verdict_mod.VerdictInputs(
+            rows, cells, "base", "window_s", "lower", spec, "madvise", state, wall="window_s"
+        )
     )
 
 
@@ -118,7 +132,9 @@ def no_difference():
         "base": {"allocator": "glibc", "thp": "madvise"},
         "a": {"allocator": "jemalloc-thp", "thp": "madvise"},
     }
-    return verdict_mod.build(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    return verdict_mod.build(
+        verdict_mod.VerdictInputs(rows, cells, "base", "window_s", "lower", None, "madvise", state)
+    )
 
 
 def thp_overridden():
@@ -158,7 +174,9 @@ def thp_overridden():
     }
     spec = types.SimpleNamespace(allocators={}, params={"argv": ["redis-server"]})
     return verdict_mod.build(
-        pd.DataFrame(rows), cells, "base", "window_s", "lower", spec, "madvise", state
+        verdict_mod.VerdictInputs(
+            pd.DataFrame(rows), cells, "base", "window_s", "lower", spec, "madvise", state
+        )
     )
 
 
@@ -180,7 +198,11 @@ def aged():
             }
             for cid in ids
         }
-        mine = verdict_mod.build(rows, cells, ids[0], "window_s", "lower", None, "madvise", state)
+        mine = verdict_mod.build(
+            verdict_mod.VerdictInputs(
+                rows, cells, ids[0], "window_s", "lower", None, "madvise", state
+            )
+        )
         each[memory] = session_mod.with_state_counts(mine, list(cells), rows)
     verdict = session_mod.by_condition(each, "memory_state")
     verdict = session_mod.with_state_plans(verdict, {m: [f"plan cut: {m}"] for m in each})

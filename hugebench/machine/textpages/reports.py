@@ -79,10 +79,10 @@ def _records(directory: Path, pattern: re.Pattern, glob: str) -> dict[tuple[int,
     found = {}
     for path in directory.glob(glob):
         match = pattern.fullmatch(path.name)
+        if match is None:
+            continue
         try:
-            record = (
-                json.loads(path.read_text(encoding="utf-8", errors="replace")) if match else None
-            )
+            record = json.loads(path.read_text(encoding="utf-8", errors="replace"))
         except (OSError, ValueError):
             continue
         if isinstance(record, dict):

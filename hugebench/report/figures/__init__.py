@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,7 @@ from hugebench.report.tables import MetricSpec
 from hugebench.safefs import SafeDir
 from hugebench.stats import ok_rows, require_columns, summarize
 from hugebench.store import PLOTS_DIR
+from hugebench.workloads import Workload
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -152,8 +153,9 @@ def save(fig: Figure, results_dir: str | os.PathLike, name: str) -> list[Path]:
             top.subdir(PLOTS_DIR, create=True) as plots,
         ):
             for path, form, dpi in ((paths[0], "png", 150), (paths[1], "svg", None)):
+                options: dict[str, Any] = {"dpi": dpi} if dpi else {}
                 with plots.replacing(path.name) as handle:
-                    fig.savefig(handle, format=form, **({"dpi": dpi} if dpi else {}))
+                    fig.savefig(handle, format=form, **options)
     except OSError as exc:
         raise HugebenchError(
             f"cannot write the plots into {directory}: {exc.strerror or exc}"
@@ -183,11 +185,15 @@ def experiment_figures(experiment: Experiment, charts: bool = False) -> list[tup
     allocators only) gets the primary metric by allocator x THP mode with CIs (:func:`_primary_bars`).
     ``charts``: the declared bar plots as :class:`~.barchart.BarChart` values, not drawn (the HTML page
     writes them as SVG itself, :mod:`.svgbars`), but for those drawn over the probe's curves."""
-    rows = ok_rows(experiment.rows)
-    if rows.empty or experiment.workload is None:
+    rows, workload = ok_rows(experiment.rows), experiment.workload
+    if rows.empty or workload is None:
         return []
-    summary = _line_plots(experiment, rows) + _bar_plots(experiment, rows, charts)
-    return (summary or _primary_bars(experiment, rows)) + _xy_plots(experiment, rows)
+    summary = _line_plots(experiment, workload, rows) + _bar_plots(
+        experiment, workload, rows, charts
+    )
+    return (summary or _primary_bars(experiment, workload, rows)) + _xy_plots(
+        experiment, workload, rows
+    )
 
 
 def no_figure_reason(experiment: Experiment) -> str:
@@ -202,7 +208,9 @@ def no_figure_reason(experiment: Experiment) -> str:
     return f"no successful run has a number for {metric}"
 
 
-def _primary_bars(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
+def _primary_bars(
+    experiment: Experiment, workload: Workload, rows: pd.DataFrame
+) -> list[tuple[str, Figure]]:
     """The primary metric's median per cell with its CI: one group per value of the axes other than THP, one
     bar per THP mode (or per allocator when THP is not swept)."""
     metric = experiment.primary_metric
@@ -219,7 +227,9 @@ def _primary_bars(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str,
         return []
     thp = [a for a in axes if canonical_knob(a) == "thp.enabled"]
     groups = [a for a in axes if a not in thp][:2] + thp  # the colour axis last
-    label = next((m.title for m in _metric_specs(experiment) if m.column == metric), metric)
+    label = next(
+        (m.title for m in _metric_specs(experiment, workload) if m.column == metric), metric
+    )
     from hugebench.report.figures.bars import bar_plot
 
     fig = bar_plot(
@@ -234,11 +244,11 @@ def _primary_bars(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str,
     return [(f"{experiment.name}-{metric}-by-{'-'.join(groups)}", fig)]
 
 
-def _metric_specs(experiment: Experiment) -> list[MetricSpec]:
+def _metric_specs(experiment: Experiment, workload: Workload) -> list[MetricSpec]:
     from hugebench.report.tables import as_metric
 
     declared = experiment.context.get("metrics") or [
-        dict(zip(("column", "label", "fmt"), m)) for m in experiment.workload.metrics
+        dict(zip(("column", "label", "fmt"), m)) for m in workload.metrics
     ]
     return [as_metric(m) for m in declared]
 
@@ -252,6 +262,7 @@ def xy_plot(
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
     ax = fig.subplots()
     colors = {v: f"C{i}" for i, v in enumerate(_levels(df, plot.hue, order))}
+    label: str | None
     for value, color in colors.items():
         runs, label = df[df[plot.hue] == value], format_axis(value)
         for _, run in runs.iterrows():
@@ -279,9 +290,11 @@ def xy_plot(
     return fig
 
 
-def _xy_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
+def _xy_plots(
+    experiment: Experiment, workload: Workload, rows: pd.DataFrame
+) -> list[tuple[str, Figure]]:
     drawn = []
-    for plot in experiment.workload.xy_plots:
+    for plot in workload.xy_plots:
         if not {plot.x, plot.y, plot.hue} <= set(rows.columns) or not any(
             _drawable(plot, r) for _, r in rows.iterrows()
         ):
@@ -350,9 +363,11 @@ def _decorate(ax, xlabel, ylabel, title, logx, logy) -> None:
     ax.grid(True, axis="y", alpha=0.3)
 
 
-def _line_plots(experiment: Experiment, rows: pd.DataFrame) -> list[tuple[str, Figure]]:
+def _line_plots(
+    experiment: Experiment, workload: Workload, rows: pd.DataFrame
+) -> list[tuple[str, Figure]]:
     drawn = []
-    for x, y, hue, label in experiment.workload.plots:
+    for x, y, hue, label in workload.plots:
         if x not in rows.columns or y not in rows.columns or rows[y].isna().all():
             continue
         col = _facet(experiment.axes, rows, {x, hue})

@@ -16,16 +16,20 @@ from hugebench.report.figures.barchart import MAX_FIGURES, bar_chart
 from hugebench.report.rendering import format_axis
 from hugebench.report.results import Experiment
 from hugebench.report.tables import MetricSpec, build_table, cell_columns
+from hugebench.workloads import Workload
 
 PROBE_UNDERLAY = ("hashlookup",)  # workloads whose latency bars get the probe's curves underneath
 
 
-def bar_plots(experiment: Experiment, rows: pd.DataFrame, charts: bool = False) -> list[tuple]:
+def bar_plots(
+    experiment: Experiment, workload: Workload, rows: pd.DataFrame, charts: bool = False
+) -> list[tuple]:
     """(file stem, figure) of each declared bar plot's parts; with ``charts`` (stem, BarChart)."""
     drawn: list[tuple] = []
-    for bars in experiment.workload.bars:
-        groups = [axis_column(rows, axis) for axis in bars.groups]
-        if None in groups:
+    for bars in workload.bars:
+        found = [axis_column(rows, axis) for axis in bars.groups]
+        groups = [g for g in found if g is not None]
+        if len(groups) < len(found):
             continue
         varying = _varying(rows, [a for a in experiment.axes if a not in groups])
         extra = [c for c in (f"{bars.y}.reason", "peak_rss_bytes") if c in rows.columns]
@@ -54,15 +58,17 @@ def bar_plots(experiment: Experiment, rows: pd.DataFrame, charts: bool = False) 
                 title=f"{part_title(experiment.name, keys)}: {bars.title}{more}",
                 order=experiment.axis_order,
             )
+            stem = f"{experiment.name}-{bars.name}{suffix}"
             if charts:
-                chart.levels = _probe_levels(experiment, part)
+                chart.levels = _probe_levels(workload, part)
+                drawn.append((stem, chart))
             else:
                 from hugebench.report.figures.bars import chart_figure, fix_layout
 
-                chart = chart_figure(chart)
-                _probe_underlay(chart, experiment, part)
-                fix_layout(chart)
-            drawn.append((f"{experiment.name}-{bars.name}{suffix}", chart))
+                fig = chart_figure(chart)
+                _probe_underlay(fig, workload, part)
+                fix_layout(fig)
+                drawn.append((stem, fig))
     return drawn
 
 
@@ -90,9 +96,9 @@ def _rows_with(table: pd.DataFrame, keys) -> pd.DataFrame:
     return part
 
 
-def _probe_underlay(fig, experiment: Experiment, rows: pd.DataFrame) -> None:
+def _probe_underlay(fig, workload: Workload, rows: pd.DataFrame) -> None:
     """Latency of a random access on this machine (the cached `hugebench probe`) under the measured cells."""
-    if experiment.workload.name not in PROBE_UNDERLAY:
+    if workload.name not in PROBE_UNDERLAY:
         return
     from hugebench.workloads.tlbprobe.cache import read_summary
     from hugebench.workloads.tlbprobe.figure import underlay_bars
@@ -100,9 +106,9 @@ def _probe_underlay(fig, experiment: Experiment, rows: pd.DataFrame) -> None:
     underlay_bars(fig.axes[0], rows, read_summary())
 
 
-def _probe_levels(experiment: Experiment, rows: pd.DataFrame) -> list:
+def _probe_levels(workload: Workload, rows: pd.DataFrame) -> list:
     """:func:`_probe_underlay`'s levels, for a chart the page draws itself."""
-    if experiment.workload.name not in PROBE_UNDERLAY:
+    if workload.name not in PROBE_UNDERLAY:
         return []
     from hugebench.workloads.tlbprobe.cache import read_summary
     from hugebench.workloads.tlbprobe.figure import probe_levels

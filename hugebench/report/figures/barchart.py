@@ -46,6 +46,7 @@ def bar_chart(
     for j, value in enumerate(bar_values):
         mine = [i for i, v in enumerate(values) if v == value]
         series.append(Series(format_axis(value), j, [slots[i] for i in mine], heights[mine]))
+    xticks: list[float]
     if outer:
         xticks, xticklabels = list(range(len(group_labels))), group_labels
     else:

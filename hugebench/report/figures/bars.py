@@ -129,7 +129,7 @@ def fix_layout(fig: Figure) -> None:
         )
         right = shift + legend.get_window_extent(renderer).width / dpi + PAD_IN
     plot = (max(0.5, width - left - right), max(0.5, height - bottom - top))
-    ax.set_position([left / width, bottom / height, plot[0] / width, plot[1] / height])
+    ax.set_position((left / width, bottom / height, plot[0] / width, plot[1] / height))
 
 
 def fit_lines(parts: Sequence[str], width_pt: float, size="x-small", sep: str = ";  ") -> str:

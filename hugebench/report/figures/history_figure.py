@@ -85,7 +85,7 @@ def _mark_keys(marks: pd.Series) -> list[tuple]:
     return keys
 
 
-def _mark(ax, x: float, value: float, mark: str) -> None:
+def _mark(ax, x: float | np.integer, value: float, mark: str) -> None:
     if mark.startswith("step"):
         shape, colour = _STEP["up" if mark.startswith("step up") else "down"]
         ax.plot([x], [value], shape, color=colour, markersize=12, zorder=5)

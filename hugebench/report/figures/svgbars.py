@@ -230,8 +230,10 @@ def _y_ticks(lo: float, hi: float, plot_h: float) -> tuple[list[float], list[str
     ticks = [float(t) for t in locator.tick_values(lo, hi) if lo - eps <= t <= hi + eps]
     formatter = ScalarFormatter()
     formatter.create_dummy_axis()
-    formatter.axis.set_view_interval(lo, hi)
-    formatter.axis.set_data_interval(lo, hi)
+    axis = formatter.axis
+    assert axis is not None  # create_dummy_axis made it
+    axis.set_view_interval(lo, hi)
+    axis.set_data_interval(lo, hi)
     labels = formatter.format_ticks(ticks)
     return ticks, labels, formatter.get_offset()
 

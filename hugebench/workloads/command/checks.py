@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from hugebench.columns import user_name_problem
 from hugebench.machine.allocators import HUGEBENCH_SETS
@@ -246,9 +247,9 @@ def _resolve_in(params: dict, where: str) -> None:
     """Replace the program name at ``where`` (argv, server.argv) by its absolute path, when it can be known
     now: not a {field}, and not a file that ``setup`` may build. Not found: ValueError naming the PATH."""
     holder = params.get("server") if where == "server.argv" else params
-    argv = holder.get("argv") if isinstance(holder, dict) else None
-    if not argv:
+    if not isinstance(holder, dict) or not holder.get("argv"):
         return
+    argv = holder["argv"]
     program, cwd = str(argv[0]), params.get("cwd") or "."
     if "{" in program or "{" in cwd:
         return  # depends on a run's values: the runner resolves it when the run starts
@@ -270,7 +271,7 @@ def _resolve_in(params: dict, where: str) -> None:
 def as_text(params: dict) -> dict:
     """argv, setup, the server's argv and env values with every number as its text (``[sleep, 1]`` runs
     ``sleep 1``), as a ``{field}`` is substituted: a program is given strings, whatever YAML read."""
-    out = {}
+    out: dict[str, Any] = {}
     for name in ("argv", "setup"):
         if isinstance(params.get(name), list):
             out[name] = [a if isinstance(a, str) else str(a) for a in params[name]]

@@ -45,7 +45,10 @@ _LAT = (
 )
 
 
-def _num(text: str) -> float | None:
+def _num(text: str | float | None) -> float | None:
+    """The finite number ``text`` reads as (a JSON value may be a number already), or None."""
+    if text is None:
+        return None
     try:
         value = float(text)
     except (TypeError, ValueError):
@@ -111,8 +114,7 @@ def redis_benchmark(output: str, test: str) -> dict:
             current["rps"] = _num(m.group(1))
         if text.startswith("avg") and "p99" in text and current is not None and i + 1 < len(lines):
             names = text.split()
-            values = lines[i + 1].split()
-            for name, value in zip(names, values):
+            for name, value in zip(names, lines[i + 1].split()):
                 current[f"{name}_ms"] = _num(value)
             continue
         m = re.match(r"(\S.*?): ([0-9.]+) requests per second(?:, p50=([0-9.]+) msec)?", text)
@@ -144,7 +146,8 @@ _UNIT_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
 def _ms(text: str) -> float | None:
     m = re.fullmatch(r"([0-9.]+)(us|ms|s|m|h)", text)
-    return _num(m.group(1)) * _UNIT_MS[m.group(2)] if m and _num(m.group(1)) is not None else None
+    value = _num(m.group(1)) if m else None
+    return value * _UNIT_MS[m.group(2)] if m and value is not None else None
 
 
 def wrk(output: str, test: str) -> dict:
@@ -195,12 +198,10 @@ def fio(output: str, test: str) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         return {}
     side = test or "read"
-    jobs = [
-        j.get(side) for j in data["jobs"] if isinstance(j, dict) and isinstance(j.get(side), dict)
-    ]
+    jobs = [j[side] for j in data["jobs"] if isinstance(j, dict) and isinstance(j.get(side), dict)]
     if not jobs or not any(j.get("io_bytes") for j in jobs):
         return {}
-    out = {"iops": sum(float(j.get("iops", 0)) for j in jobs)}
+    out: dict[str, float] = {"iops": sum(float(j.get("iops", 0)) for j in jobs)}
     out["bw_kib_s"] = sum(float(j.get("bw", 0)) for j in jobs)
     pct = [j.get("clat_ns", {}).get("percentile") or {} for j in jobs]
     for key, name in (("50.000000", "p50_ms"), ("99.000000", "p99_ms"), ("99.900000", "p99_9_ms")):

@@ -66,17 +66,17 @@ class Streams:
             return {"stdout": os.devnull, "stderr": self.log, "stdin": self.stdin}
         if self.stdout is None:
             return {"stdout": self.log, "stdin": self.stdin}
-        return {"stdout": self._open(), "stderr": self.log, "stdin": self.stdin}
+        return {"stdout": self._open(self.stdout), "stderr": self.log, "stdin": self.stdin}
 
-    def _open(self) -> int:
+    def _open(self, stdout: str) -> int:
         """The ``stdout:`` file's descriptor, opened once; UnsafePathError (or OSError) saying why not."""
         if self._fd is None:
-            relative = self.stdout
+            relative = stdout
             if relative.startswith("/"):
                 relative = os.path.relpath(relative, self._base)
             why = stdout_problem(relative)
             if why:
-                raise UnsafePathError(f"{self.stdout}: {why}")
+                raise UnsafePathError(f"{stdout}: {why}")
             self._fd = open_below(self._base, relative)
         return self._fd
 

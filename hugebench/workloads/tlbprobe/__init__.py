@@ -37,6 +37,7 @@ def page_check(row: dict) -> dict:
     """{buffer_hp_coverage, page_check}: page_check is "ok" or why the cell is not what its backing says."""
     share = buffer_coverage(row)
     backing = row.get("backing")
+    why: str | None
     if math.isnan(share):
         why = "no smaps reading of the buffer"
     elif backing == "4k":

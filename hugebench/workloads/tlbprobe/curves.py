@@ -23,7 +23,7 @@ class Curve:
     points: list = field(default_factory=list)  # {working_set_bytes, median, ci_lo, ci_hi, n}
     refused: list = field(default_factory=list)  # {working_set_bytes, reason}
 
-    def at(self, size: int) -> float | None:
+    def at(self, size: float) -> float | None:
         """Median ns per access at ``size``, interpolated on log size between points (None outside)."""
         import numpy as np
 
@@ -74,7 +74,7 @@ class Verdict:
         return asdict(self)
 
 
-def _rise(curve: Curve) -> float | None:
+def _rise(curve: Curve | None) -> float | None:
     if curve is None or len(curve.points) < 2:
         return None
     return curve.points[-1]["median"] / curve.points[0]["median"]
@@ -87,8 +87,8 @@ def reach_verdict(all_curves: list[Curve]) -> Verdict:
     entries are no larger than 4 KiB (e.g. a guest on a host backing it with small pages), so any gain is a
     shorter page walk (no)."""
     rise_4k = _rise(find(all_curves, "reach", "4k"))
-    huge = {c.backing: _rise(c) for c in all_curves if c.pattern == "reach" and c.backing != "4k"}
-    huge = {b: r for b, r in huge.items() if r is not None}
+    rises = {c.backing: _rise(c) for c in all_curves if c.pattern == "reach" and c.backing != "4k"}
+    huge = {b: r for b, r in rises.items() if r is not None}
     if rise_4k is None or not huge:
         return Verdict(
             "inconclusive",
@@ -139,6 +139,8 @@ def best_saving(all_curves: list[Curve], pattern: str = "chase") -> dict | None:
             continue
         size = common[-1]
         ns_4k, ns_huge = base.at(size), curve.at(size)
+        if ns_4k is None or ns_huge is None:  # a size both measured is inside both curves
+            continue
         candidate = {
             "working_set_bytes": size,
             "ns_4k": ns_4k,

@@ -41,7 +41,8 @@ class ProbeOutcome:
 def _system_and_backings(largest: int, options: ProbeOptions) -> tuple[dict, list[str], dict]:
     wanted = plan_mod.pool_pages(largest)
     answers = plan_mod.grantable_pools(wanted, host=options.host, journal=options.journal)
-    system, backings, skipped = {}, ["4k", "thp"], {}
+    system: dict[str, str | int] = {}
+    backings, skipped = ["4k", "thp"], {}
     if kernel.thp_modes(options.host).get("enabled") == "never":
         system["thp.enabled"] = (
             "madvise"  # MADV_HUGEPAGE needs madvise or always; restored after the sweep
