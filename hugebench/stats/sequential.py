@@ -26,6 +26,10 @@ interval holds simultaneously, so a "resolved worse" or "better" claimed there h
 configuration wins. The winner is then confirmed on fresh pairs at ``alpha`` (one hypothesis, chosen before
 those pairs were run): its effect and interval are the confirmation's.
 
+The verdict reports one interval, :func:`deployment_interval`: the confirmation's sequence widened for a
+deployment timed in another window (a check's own noise, and the drift seen between this try's blocks,
+:func:`drift_sd`); it contains the sequence, so stopping on it keeps the sequence's guarantee.
+
 confseq (the authors' library, PyPI 0.0.11, 2023) was not used: it builds C++ against Boost and does not
 install here (Python 3.11, no Boost headers).
 """
