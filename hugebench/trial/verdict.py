@@ -228,7 +228,8 @@ def build(
     likely = _not_firm(fresh, lead, base_id, metric) if wins else None
     refused = None
     if best and guards:
-        judged = guards_mod.judge(_cell_rows(rows, lead), _cell_rows(rows, base_id), guards)
+        paired = paired_only(rows)  # the guarded metrics are paired as the judged one: warm-ups out
+        judged = guards_mod.judge(_cell_rows(paired, lead), _cell_rows(paired, base_id), guards)
         best = dataclasses.replace(best, guards=tuple(judged))
         refused = guards_mod.refusal(best.name, judged)
         wins = wins and refused is None
