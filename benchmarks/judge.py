@@ -1,7 +1,8 @@
 """The judge: does ``hugebench try``'s answer hold when deployed outside hugebench? (issue 40, "Done means")
 
     python benchmarks/judge.py [--programs xz,heap] [--budget 3m] [--rounds 5]
-        [--runs 3] [--as root|user|both] [--user nobody] [--allow-machine-wide] [--out results/judge] [--quick]
+        [--runs 3] [--as root|user|both] [--user nobody] [--load quiet|busy|both]
+        [--allow-machine-wide] [--out results/judge] [--quick]
 
 For each program of the panel (benchmarks/judge_panel.py: compressors, sqlite3 on a SQL script on stdin,
 redis-server under redis-benchmark, python3, GNU sort, gcc, the issue's heap program), with inputs it
@@ -14,8 +15,14 @@ B then A, ...; ``--runs`` each per round). The judge's ratio is the median of th
 medians, with a bootstrap CI over the rounds. A keep-as-is verdict prints no deploy lines: its best
 configuration is deployed the way try would print it, to check the ratio try reported for it.
 
-Prints a table (program, try's verdict, try's ratio and CI, the judge's ratio and CI, agreement) and writes
-it, with the command, date and commit, to OUT/<stamp>/judge.md; the raw data to judge.json.
+``--load busy`` runs every program with a background load the judge starts itself (one CPU of a Python loop
+at normal priority, for try and for the rounds alike; ended in a ``finally`` and with the judge's death,
+``judge_run.background_load``); ``both`` runs each program quiet, then busy (issue 55).
+
+Prints a table (program, as, load, try's verdict, try's ratio and its one interval, the judge's ratio and
+CI, agreement) and the coverage of try's interval in each condition (quiet/busy x root/user; goal: the
+judge inside it for at least 90 % of verdicts), and writes it, with the command, date and commit, to
+OUT/<stamp>/judge.md; the raw data to judge.json.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -89,14 +97,15 @@ def rounds(sides: dict, who: Who, work: Path, dirs: dict, args, set_side) -> lis
     return out
 
 
-def judge_one(prog, who: Who, base: Path, thp_off: Path, args) -> dict:
-    """One program as one user: its inputs, try, the deploy, the rounds; a failure is a row with its reason."""
-    tag = f"{prog.name}-{'root' if who.root else 'user'}"
-    row = {"program": prog.name, "kind": prog.kind, "as": who.label}
+def judge_one(prog, who: Who, base: Path, thp_off: Path, args, load: str = "quiet") -> dict:
+    """One program as one user under one load: its inputs, try, the deploy, the rounds; a failure is a row
+    with its reason."""
+    tag = f"{prog.name}-{'root' if who.root else 'user'}-{load}"
+    row = {"program": prog.name, "kind": prog.kind, "as": who.label, "load": load}
     gone = panel.missing(prog)
     if gone:
         return {**row, "error": f"not installed: {', '.join(gone)}"}
-    work = base / f"work-{'root' if who.root else 'user'}" / prog.name
+    work = base / f"work-{'root' if who.root else 'user'}-{load}" / prog.name
     tmp = Path(tempfile.mkdtemp(prefix=f"judge-{tag}-"))
     dirs = {
         "try": base / "try" / tag,
@@ -115,9 +124,7 @@ def judge_one(prog, who: Who, base: Path, thp_off: Path, args) -> dict:
         row["try_json"] = data
         verdict = lib.parse_verdict(data)
         row["verdict"] = {k: v for k, v in verdict.__dict__.items() if k != "deploy"}
-        exp = verdict.expected
-        expect = f"; a deployment should read {exp[0]:.3f}-{exp[1]:.3f}" if exp else ""
-        print(f"  try: {verdict.text}; best {verdict.best} {_ci(verdict)}{expect}", flush=True)
+        print(f"  try: {verdict.text}; best {verdict.best} {_ci(verdict)}", flush=True)
         if verdict.deploy is None:
             return {**row, "skipped": "try gave no best configuration with a ratio"}
         row["deployed"] = f"{verdict.deploy.describe()} ({verdict.deploy.source})"
@@ -170,6 +177,7 @@ def header(args, argv: list[str]) -> list[str]:
         f"- machine: {os.uname().release}, {os.cpu_count()} CPUs, THP enabled `{thp}`",
         f"- try --budget {args.budget}; judge: {args.rounds} alternating rounds of {args.runs} "
         "hyperfine runs per side; ratio = deployed / as-is wall time (below 1: faster)",
+        f"- load: {args.load} (busy: one CPU of work at normal priority, started by the judge)",
         "",
     ]
 
@@ -196,6 +204,12 @@ def parse_args(argv):
     )
     ap.add_argument("--as", dest="who", choices=["root", "user", "both"], default="root")
     ap.add_argument("--user", default="nobody", help="the unprivileged user for --as user|both")
+    ap.add_argument(
+        "--load",
+        choices=["quiet", "busy", "both"],
+        default="quiet",
+        help="busy: a background load the judge starts (one CPU of work at normal priority)",
+    )
     ap.add_argument(
         "--allow-machine-wide",
         action="store_true",
@@ -239,10 +253,16 @@ def main(argv=None) -> int:
     names = {"root": ["root"], "user": [args.user], "both": ["root", args.user]}[args.who]
     whos = [Who(n, base) for n in names]
     thp_off = panel.make_thp_off(base / "bin")
+    loads = {"quiet": ["quiet"], "busy": ["busy"], "both": ["quiet", "busy"]}[args.load]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally blocks run: knobs, load
     rows = []
     for prog in programs:
         for who in whos:
-            rows.append(judge_one(prog, who, base, thp_off, args))
+            for load in loads:
+                with jr.background_load(load == "busy") as pid:
+                    if pid:
+                        print(f"background load: pid {pid}, one CPU at normal priority", flush=True)
+                    rows.append(judge_one(prog, who, base, thp_off, args, load))
     lines = header(args, [sys.argv[0], *argv]) + lib.table(rows) + [""] + lib.summary(rows)
     print("\n".join(lines))
     write_atomic(base / "judge.md", "\n".join(lines) + "\n")

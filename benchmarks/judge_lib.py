@@ -85,8 +85,9 @@ class Verdict:
         None  # the regime try measured its verdict in (warm, cold:4s), None: as found
     )
     expected: tuple | None = (
-        None  # (lo, hi): where try says a deployment timed alike should read it
+        None  # (lo, hi): the second range of try's JSON before issue 55 (now ci_lo-ci_hi is the one)
     )
+    likely: bool = False  # "likely X, re-run quiet to confirm": a resolved claim on a busy machine
 
     @property
     def idle_s(self) -> float:
@@ -116,8 +117,11 @@ def parse_verdict(data: dict) -> Verdict:
     best = data.get("best")
     ratio = (best or {}).get("ratio") or {}
     recommend = data["recommend"] == "best"
+    likely = (
+        data["recommend"] == "likely"
+    )  # deployed as printed, and its sign judged like a recommendation
     deploy = None
-    if recommend:
+    if recommend or likely:
         deploy = parse_deploy(data.get("deploy"), best["cell"]["thp"])
     elif best and ratio:
         base_cell = (data.get("baseline") or {}).get("cell") or {}
@@ -127,7 +131,7 @@ def parse_verdict(data: dict) -> Verdict:
     regime = regimes[0] if regimes else None  # the top-level verdict is the first regime's
     return Verdict(
         regime=regime,
-        text=_with_regime(_verdict_text(data, best, recommend), regime),
+        text=_with_regime(_verdict_text(data, best, recommend, likely), regime),
         recommend=recommend,
         resolved=bool(data.get("resolved")),
         best=(best or {}).get("name"),
@@ -137,6 +141,7 @@ def parse_verdict(data: dict) -> Verdict:
         pairs=ratio.get("n"),
         deploy=deploy,
         expected=_expected((best or {}).get("expected")),
+        likely=likely,
     )
 
 
@@ -152,9 +157,11 @@ def _with_regime(text: str, regime: str | None) -> str:
     return text if not regime or text.endswith(f", {regime}") else f"{text}, {regime}"
 
 
-def _verdict_text(data: dict, best: dict | None, recommend: bool) -> str:
+def _verdict_text(data: dict, best: dict | None, recommend: bool, likely: bool = False) -> str:
     if recommend:
         return f"use {best['name']}"
+    if likely:
+        return f"likely {best['name']} ({data.get('likely') or 'not firm'})"
     if data.get("no_difference"):
         return "keep as-is: no difference"
     if not best:
@@ -351,25 +358,50 @@ def agreement(verdict: Verdict, judged: Judged) -> dict:
 
 
 def summary(rows: list[dict]) -> list[str]:
-    """The goal's two counts over the judged rows: wrong-sign resolved verdicts, and the share inside try's CI."""
+    """The goal's counts over the judged rows: wrong-sign resolved verdicts, and the share inside try's
+    interval, overall and in each condition (load x user; goal: at least 90 % in each)."""
     judged = [r for r in rows if r.get("agreement")]
     with_ci = [r for r in judged if r["agreement"]["inside"] is not None]
     inside = sum(r["agreement"]["inside"] for r in with_ci)
     wrong = [r["program"] for r in judged if r["agreement"]["sign"] == "WRONG SIGN"]
     resolved = sum(r["agreement"]["sign"] != "n/a" for r in judged)
     share = f"{inside / len(with_ci):.0%}" if with_ci else "n/a"
-    with_exp = [r for r in judged if r["agreement"].get("expected") is not None]
-    exp_in = sum(r["agreement"]["expected"] for r in with_exp)
-    exp_share = f"{exp_in / len(with_exp):.0%}" if with_exp else "n/a"
-    return [
+    out = [
         f"judged {len(judged)} of {len(rows)} programs; failed or not judged: {len(rows) - len(judged)}",
-        f"judge's ratio inside try's 95% CI of the effect: {inside} of {len(with_ci)} ({share})",
+        f"judge's ratio inside try's 95% interval: {inside} of {len(with_ci)} ({share}; goal: at least 90%)",
         f"resolved verdicts: {resolved}; of the wrong sign: {len(wrong)}"
         + (f" ({', '.join(wrong)})" if wrong else "")
         + " (goal: none)",
-        f"judge's ratio inside try's expected range for a deployment timed alike: {exp_in} of "
-        f"{len(with_exp)} ({exp_share}; goal: at least 90%)",
     ]
+    missed = [  # try kept as-is as "no difference" where the judge found 15 % or more
+        r["program"]
+        for r in judged
+        if (r.get("verdict") or {}).get("text", "").startswith("keep as-is: no difference")
+        and (r.get("judged") or {}).get("ci_hi") is not None
+        and r["judged"]["ci_hi"] < 1 / 1.15
+    ]
+    out.append(
+        f"missed wins: {len(missed)}"
+        + (f" ({', '.join(missed)})" if missed else "")
+        + " (goal: none)"
+    )
+    conditions = sorted({(r.get("load", "quiet"), _who(r)) for r in with_ci})
+    for load, who in conditions if len(conditions) > 1 else ():
+        got = [r for r in with_ci if (r.get("load", "quiet"), _who(r)) == (load, who)]
+        n_in = sum(r["agreement"]["inside"] for r in got)
+        out.append(f"  {load}, {who}: inside {n_in} of {len(got)} ({n_in / len(got):.0%})")
+    with_exp = [r for r in judged if r["agreement"].get("expected") is not None]
+    if with_exp:  # a verdict of try before issue 55, with its second range
+        exp_in = sum(r["agreement"]["expected"] for r in with_exp)
+        out.append(
+            f"judge's ratio inside try's expected range for a deployment timed alike: {exp_in} of "
+            f"{len(with_exp)} ({exp_in / len(with_exp):.0%}; goal: at least 90%)"
+        )
+    return out
+
+
+def _who(row: dict) -> str:
+    return "root" if row.get("as") == "root" else "user"
 
 
 def _num(x, fmt="{:.3f}") -> str:
@@ -379,10 +411,11 @@ def _num(x, fmt="{:.3f}") -> str:
 def table(rows: list[dict]) -> list[str]:
     """The markdown table: one row per program (and user)."""
     head = (
-        "| program | kind | as | try's verdict | try's best | try's ratio [95% CI] | judge's ratio "
-        "[95% CI] | deployed | inside CI | try's expected range | inside it | sign |"
+        "| program | kind | as | load | try's verdict | try's best | try's ratio [95% interval] | "
+        "judge's ratio [95% CI] | deployed | inside | try's expected range (before issue 55) | "
+        "inside it | sign |"
     )
-    out = [head, "|" + "---|" * 12]
+    out = [head, "|" + "---|" * 13]
     for r in rows:
         v, j, a = r.get("verdict") or {}, r.get("judged") or {}, r.get("agreement") or {}
         try_ratio = (
@@ -404,6 +437,7 @@ def table(rows: list[dict]) -> list[str]:
             r["program"],
             r["kind"],
             r["as"],
+            r.get("load", "quiet"),
             f"{v.get('text', '')} FAILED: {r['error']}".strip()
             if r.get("error")
             else v.get("text"),

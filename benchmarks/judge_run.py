@@ -266,3 +266,41 @@ def _current(path: str) -> str:
 def _write(path: str, value: str) -> None:
     with open(path, "w") as f:
         f.write(value)
+
+
+# One CPU of work at normal priority, as another job on a lab machine: a Python loop, nothing else.
+LOAD_LOOP = "while True:\n    pass\n"
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_the_judge() -> None:  # runs in the child before exec: killed if the judge dies first
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+@contextmanager
+def background_load(busy: bool):
+    """The "busy" condition (issue 55): one CPU of work at normal priority for as long as the block runs
+    (try and the judge's rounds both), ended reliably: its own process group killed in a ``finally``, and
+    ``PR_SET_PDEATHSIG`` so that it dies with the judge even if the judge is killed. Yields its pid (None
+    when ``busy`` is false: the quiet condition)."""
+    if not busy:
+        yield None
+        return
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LOAD_LOOP],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_die_with_the_judge,
+    )
+    try:
+        yield proc.pid
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)

@@ -2,12 +2,14 @@
 row (issue 40: the heap program, five `try --budget 3m` runs, as root and as a user), each verdict printed.
 
     python benchmarks/try_repeat.py [--program heap] [--times 5] [--budget 3m] [--as root|user|both]
-        [--user nobody] [--out results/try-repeat]
+        [--user nobody] [--load quiet|busy] [--out results/try-repeat]
 
 The program and its inputs come from the judge's panel (benchmarks/judge_panel.py) and try runs as the
 judge runs it (benchmarks/judge.py: as root, or as the user through setpriv). The goal the issue sets: a
 huge-page recommendation, or "keep as-is" with the measured reason it cannot tell, and never a resolved
-verdict that the best configuration is worse, in every run. Writes OUT/<stamp>/repeat.md (with the command,
+verdict that the best configuration is worse, in every run. ``--load busy`` runs every try beside the judge's
+background load (one CPU of work at normal priority, ``judge_run.background_load``); issue 55 asks the heap
+program, busy, for a recommendation or "likely X, re-run quiet", never "keep as-is: no difference". Writes OUT/<stamp>/repeat.md (with the command,
 date and commit) and repeat.json.
 """
 
@@ -24,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import judge as judge_mod
 import judge_lib as lib
 import judge_panel as panel
-from judge_run import Who
+from judge_run import Who, background_load
 
 
 def one(prog, who: Who, base: Path, i: int, args) -> dict:
@@ -88,6 +90,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", default="3m")
     ap.add_argument("--as", dest="who", choices=["root", "user", "both"], default="both")
     ap.add_argument("--user", default="nobody")
+    ap.add_argument("--load", choices=["quiet", "busy"], default="quiet")
     ap.add_argument("--out", type=Path, default=Path("results/try-repeat"))
     ap.add_argument("--hugebench", default=str(Path(sys.executable).parent / "hugebench"))
     argv = sys.argv[1:] if argv is None else argv
@@ -102,9 +105,10 @@ def main(argv=None) -> int:
     for name in names:
         who = Who(name, base)
         for i in range(1, args.times + 1):
-            rows.append(one(prog, who, base, i, args))
+            with background_load(args.load == "busy"):
+                rows.append(one(prog, who, base, i, args))
             print(json.dumps(rows[-1], default=str)[:400], flush=True)
-    head = judge_mod.header(args, [sys.argv[0], *argv])[:6]
+    head = judge_mod.header(args, [sys.argv[0], *argv])[:6] + [f"- load: {args.load}"]
     head[0] = f"# try --budget {args.budget} on {args.program}, {args.times} times in a row"
     text = "\n".join(head + [""] + lines(rows)) + "\n"
     print(text)

@@ -26,6 +26,10 @@ interval holds simultaneously, so a "resolved worse" or "better" claimed there h
 configuration wins. The winner is then confirmed on fresh pairs at ``alpha`` (one hypothesis, chosen before
 those pairs were run): its effect and interval are the confirmation's.
 
+The verdict reports one interval, :func:`deployment_interval`: the confirmation's sequence widened for a
+deployment timed in another window (a check's own noise, and the drift seen between this try's blocks,
+:func:`drift_sd`); it contains the sequence, so stopping on it keeps the sequence's guarantee.
+
 confseq (the authors' library, PyPI 0.0.11, 2023) was not used: it builds C++ against Boost and does not
 install here (Python 3.11, no Boost headers).
 """
@@ -108,33 +112,70 @@ MEDIAN_SE = math.sqrt(math.pi / 2)
 
 
 def drift_sd(log_ratios) -> float:
-    """The slow part of the log ratios' spread, in time order: the variance less half the mean square
-    successive difference (von Neumann, "Distribution of the ratio of the mean square successive
-    difference to the variance", Ann. Math. Statist. 12(4), 1941), clipped at 0. Pairs next to each other
-    share the machine's state of the moment; what drifts over minutes adds to the variance and not to the
-    successive differences."""
+    """The slow part of the log ratios' spread, in time order, by two estimates, the larger (a drift either
+    one sees is a drift): the variance less half the mean square successive difference (von Neumann,
+    "Distribution of the ratio of the mean square successive difference to the variance", Ann. Math.
+    Statist. 12(4), 1941), and :func:`block_drift_sd`, the spread of the medians of consecutive blocks of
+    pairs beyond what their own noise explains (robust: one wild pair of a busy moment moves neither median
+    much). Pairs next to each other share the machine's state of the moment; what drifts over minutes adds
+    to the variance and the blocks' spread and not to the successive differences."""
     x = np.asarray(log_ratios, dtype=float)
     if x.size < 4:
         return 0.0
     slow = float(np.var(x, ddof=1)) - float(np.mean(np.diff(x) ** 2)) / 2
-    return math.sqrt(max(0.0, slow))
+    return max(math.sqrt(max(0.0, slow)), block_drift_sd(x))
 
 
-def expected_range(effect, series) -> tuple[float, float, float]:
-    """(lo, hi, drift): where a deployment timed the same way in another window should read the ratio, 95 %.
+DRIFT_BLOCK = 5  # pairs in each consecutive block of block_drift_sd
 
-    ``effect``: the confirmation's ratio (``stats.Ratio``: its median and confidence sequence); ``series``:
-    every pair ratio of the same two configurations in the order they ran (selection and confirmation); the
-    later check is as long as the confirmation (``effect.n`` pairs). A prediction interval for a
-    replication (Spence & Stanley, "Prediction interval: what to expect when you're expecting... a
-    replication", PLoS ONE 11(9), 2016), with the between-window variance of a random-effects prediction
-    (Higgins, Thompson & Spiegelhalter, J. R. Stat. Soc. A 172(1), 2009): in logs, the confidence
-    sequence's half-widths combined in quadrature with ``Z95 * sqrt(se_check**2 + drift**2)``, where
-    ``se_check`` is the check's own median error (robust sd of the log ratios, 1.4826 x MAD) and ``drift``
-    :func:`drift_sd`. Approximate (the sequence's half-width is an anytime bound, wider than a fixed-n
-    one; the normal terms assume the log ratios roughly symmetric), and checked against a judge that
-    deploys and times the answer (docs/try.md). An end the sequence cannot bound stays unbounded."""
-    x = np.log(np.asarray([r for r in series if r > 0 and math.isfinite(r)], dtype=float))
+
+def block_drift_sd(log_ratios, size: int = DRIFT_BLOCK) -> float:
+    """The between-block standard deviation of the log ratios in time order (a variance component): the
+    series cut into consecutive blocks of ``size`` pairs (the first block takes the remainder), the
+    variance of the blocks' medians less what a median of ``size`` pairs varies by itself
+    (``MEDIAN_SE**2 * sd**2 / size``, ``sd`` the robust within-block spread, 1.4826 x MAD), clipped at 0.
+    Fewer than two blocks: 0."""
+    x = np.asarray(log_ratios, dtype=float)
+    blocks = x.size // size
+    if blocks < 2:
+        return 0.0
+    parts = np.array_split(x, blocks)  # consecutive, in time order, sizes size..size+remainder
+    medians = np.array([np.median(p) for p in parts])
+    within = np.concatenate([p - np.median(p) for p in parts])
+    sd = 1.4826 * float(np.median(np.abs(within)))
+    between = float(np.var(medians, ddof=1)) - (MEDIAN_SE * sd) ** 2 / (x.size / blocks)
+    return math.sqrt(max(0.0, between))
+
+
+def deployment_interval(effect, series, phases=None) -> tuple[float, float, float]:
+    """(lo, hi, drift): THE interval of try's verdict, 95 %: where the deployed line, timed the same way
+    in another window, should read the ratio; decisions and the verdict rest on it alone.
+
+    ``effect``: the confirmation's ratio (``stats.Ratio``: its median and confidence sequence on the fresh
+    pairs); ``series``: every pair ratio of the same two configurations in the order they ran (selection
+    and confirmation, warm-ups left out); the later check is as long as the confirmation (``effect.n``
+    pairs). A prediction interval for a replication (Spence & Stanley, "Prediction interval: what to
+    expect when you're expecting... a replication", PLoS ONE 11(9), 2016), with the between-window
+    variance of a random-effects prediction (Higgins, Thompson & Spiegelhalter, J. R. Stat. Soc. A
+    172(1), 2009): in logs, the confidence sequence's half-widths combined in quadrature with
+    ``Z95 * sqrt(se_check**2 + drift**2)``, where ``se_check`` is the check's own median error (robust sd
+    of the log ratios, 1.4826 x MAD) and ``drift`` :func:`drift_sd`. It contains the confidence sequence,
+    so it keeps the sequence's guarantee at every look (stopping on it costs nothing). Approximate (the
+    sequence's half-width is an anytime bound, wider than a fixed-n one; the normal terms assume the log
+    ratios roughly symmetric), and checked against a judge that deploys and times the answer
+    (docs/try.md). An end the sequence cannot bound stays unbounded.
+
+    ``phases``: one label per ratio of ``series`` (the selection's pairs, the confirmation's); each phase is
+    centred on its own median first, so that the step from a winner's flattered selection ratios to its
+    fresh ones (chosen for being the best of several: a selection effect, not a drift) is not counted as
+    drift; a drift within either phase still is."""
+    values = np.asarray(series, dtype=float)
+    keep = (values > 0) & np.isfinite(values)
+    x = np.log(values[keep])
+    if phases is not None and x.size:
+        labels = np.asarray(phases)[keep]
+        for label in set(labels.tolist()):
+            x[labels == label] -= np.median(x[labels == label])
     n = int(effect.n or 0)
     if not x.size or n < 1 or not (effect.value > 0):
         return 0.0, math.inf, 0.0

@@ -5,7 +5,6 @@ difference worth deploying*, and what *resolved* means. Pure functions of the ro
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -16,14 +15,54 @@ from hugebench.stats import sequential, stability
 MIN_BLOCKS = 3  # runs of every kept configuration before any is dropped
 
 
+PAIRED_FROM = 1  # the first block paired: block 0, each configuration's first run, is its warm-up
+
+
+def paired_only(rows):
+    """``rows`` (dicts or a DataFrame) without each configuration's warm-up run (blocks before
+    :data:`PAIRED_FROM`): a first run meets a cold page cache, cold caches and the kernel's first faults
+    (the numpy try of issue 55: as-is's first runs 1.58 and 1.13 s, steady 0.75-0.80 s), and paired with
+    other configurations' first runs it skews every ratio and drops configurations on it. It is still run
+    and recorded (what a run costs, its folios, its memory); it is never paired or judged for stability."""
+    import pandas as pd
+
+    if isinstance(rows, pd.DataFrame):
+        if "repetition" not in rows.columns:
+            return rows
+        rep = pd.to_numeric(rows["repetition"], errors="coerce")
+        return rows[~(rep < PAIRED_FROM)]
+    return [r for r in rows if not _before(r.get("repetition"))]
+
+
+def _before(rep) -> bool:
+    return isinstance(rep, (int, float)) and rep < PAIRED_FROM
+
+
+def warmups(rows) -> int:
+    """How many successful warm-up runs (blocks before :data:`PAIRED_FROM`) ``rows`` hold: the count the
+    verdict shows as left out of the pairs."""
+    frame = as_frame(rows)
+    if "repetition" not in frame.columns:
+        return 0
+    ok = stats.ok_rows(frame)
+    return int((pd_numeric(ok["repetition"]) < PAIRED_FROM).sum())
+
+
+def pd_numeric(values):
+    import pandas as pd
+
+    return pd.to_numeric(values, errors="coerce")
+
+
 def _resolved(ratio: stats.Ratio | None, *stabilities) -> bool:
     """THE rule deciding whether a ratio to as-is is resolved (when try stops, what the verdict calls
-    resolved): its interval (a confidence sequence, :mod:`.sequential`) excludes 1, on enough pairs
-    (``stats.Ratio.resolved``), and neither cell is unstable by the one stability rule every verdict uses
-    (``hugebench.stats.stability.guard``: spread, outliers, disturbed runs)."""
-    if ratio is None:
-        return False
-    return stability.guard(ratio.resolved is True, *stabilities)[0] is True
+    resolved): its interval excludes 1, on enough pairs (``stats.Ratio.resolved``). Paired evidence: the
+    pairs are interleaved in time and the interval (a confidence sequence, :mod:`.sequential`, or the
+    verdict's interval built on it) needs no steady runs, only independent pairs, so a cell that the
+    stability rule calls unstable (another job, bimodal runs) does not unmake it. Whether it is also
+    *firm* (neither cell unstable: a recommendation) or only *likely* (re-run quiet to confirm) is the
+    verdict's to say. ``stabilities`` are accepted and not read (the caller's two cells)."""
+    return ratio is not None and ratio.resolved is True
 
 
 def no_difference(
@@ -77,6 +116,7 @@ def steadiness(rows, cell: str, metric: str) -> stability.Stability:
     ``rows``: dicts or a DataFrame."""
     import pandas as pd
 
+    rows = paired_only(rows)  # a warm-up run is neither paired nor judged
     if isinstance(rows, pd.DataFrame):
         frame = rows[rows["cell_id"] == cell] if "cell_id" in rows.columns else rows.iloc[0:0]
         return stability.cell_stability(frame.reset_index(drop=True), metric)
@@ -133,28 +173,45 @@ def ratio_columns(frame, metric: str):
 
 
 def paired_cs(a_rows, b_rows, metric: str, alpha: float = sequential.ALPHA) -> stats.Ratio | None:
-    """Two cells' successful runs (DataFrames) paired by block (``stats`` pairing), as
-    :func:`.sequential.paired`; None when they do not pair."""
+    """Two cells' successful runs (DataFrames) paired by block (``stats`` pairing), their warm-ups left
+    out (:func:`paired_only`), as :func:`.sequential.paired`; None when they do not pair."""
+    a_rows, b_rows = paired_only(a_rows), paired_only(b_rows)
     pairs = stats._paired_values(stats.ok_rows(a_rows), stats.ok_rows(b_rows), metric)
     return sequential.paired(*pairs, alpha) if pairs is not None else None
 
 
-def expected_range(a_rows, b_rows, metric: str, ratio, pairs: int) -> tuple | None:
-    """(lo, hi, drift) of :func:`.sequential.expected_range` for the confirmed ``ratio`` (the verdict's
-    ``Ratio``: an end it cannot bound is None) of ``a_rows`` to ``b_rows`` over ``pairs`` fresh pairs, from
-    every pair of the two in the order they ran; an end that cannot be bounded is None; None: no pairs."""
-    sides = [
-        r.sort_values("repetition", kind="stable") if "repetition" in r else r
-        for r in (a_rows, b_rows)
-    ]
-    a_ok, b_ok = (stats.ok_rows(r) for r in sides)
-    values = stats._paired_values(a_ok, b_ok, metric)
-    if values is None:
+def the_interval(
+    rows, cell: str, base: str, metric: str, first: int, better: str = "lower"
+) -> tuple[stats.Ratio, float] | None:
+    """THE interval of a verdict (:func:`.sequential.deployment_interval`): ``cell``'s ratio to ``base`` on
+    the fresh pairs (blocks from ``first``), its confidence sequence widened by a later check's own noise
+    and the drift seen in every pair of the two in time order (warm-ups left out), as a ``stats.Ratio``
+    (``n`` the fresh pairs), and the drift factor; None: the fresh runs do not pair. The confirmation stops
+    on it (:mod:`.schedule`) and the verdict reports it (:mod:`.verdict`): one interval. When the fresh
+    pairs read worse than the selection's, the direction a winner's selection flatters it in, each phase
+    is centred on its own (the step is the selection's, not drift); a step the other way is drift."""
+    frame = paired_only(ratio_columns(as_frame(rows, metric), metric))
+    if frame.empty or "cell_id" not in frame.columns or "repetition" not in frame.columns:
         return None
-    lo, hi = ratio.ci_lo or 0.0, ratio.ci_hi or math.inf
-    effect = stats.Ratio(ratio.value, lo, hi, True, pairs, ratio.level)
-    lo, hi, drift = sequential.expected_range(effect, stats.pair_ratios(*values))
-    return (lo if lo > 0 else None), (hi if hi < math.inf else None), drift
+    sides = [
+        frame[frame["cell_id"] == c].sort_values("repetition", kind="stable") for c in (cell, base)
+    ]
+    fresh = [s[pd_numeric(s["repetition"]) >= first] for s in sides]
+    effect = paired_cs(fresh[0], fresh[1], metric)
+    ok = [stats.ok_rows(s) for s in sides]
+    values = stats._paired_values(ok[0], ok[1], metric)
+    blocks = stats._paired_values(ok[0], ok[1], "repetition") if values is not None else None
+    if effect is None or values is None or blocks is None:
+        return None
+    a, b = values
+    fine = np.isfinite(a) & np.isfinite(b) & (b != 0)  # as stats.pair_ratios keeps them
+    phases = np.asarray(blocks[0], dtype=float)[fine] >= first  # selection, confirmation
+    ratios = stats.pair_ratios(a, b)
+    flattered = phases.all() or better_ratio(float(np.median(ratios[~phases])), better) <= (
+        better_ratio(effect.value, better)
+    )
+    lo, hi, drift = sequential.deployment_interval(effect, ratios, phases if flattered else None)
+    return stats.Ratio(effect.value, lo, hi, True, effect.n, effect.level), drift
 
 
 def overridden(rows) -> set[str]:

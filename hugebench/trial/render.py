@@ -12,7 +12,7 @@ from dataclasses import replace
 from hugebench.measure.phases import COVERAGE_EXPECTED
 from hugebench.report.terminal import wrap_lines as fit
 from hugebench.trial.guards import lines as guard_lines
-from hugebench.trial.verdict_types import Configuration, Deploy, Expected, Ratio, Verdict, ends
+from hugebench.trial.verdict_types import Configuration, Deploy, Interval, Ratio, Verdict, ends
 
 
 def effect(ratio: Ratio | None, better: str) -> str:
@@ -39,15 +39,30 @@ def interval(ratio: Ratio) -> str:
     )
 
 
-def expected(exp: Expected, short: bool = False) -> str:
-    """Where a deployment timed alike in another window should read the ratio (:class:`.Expected`)."""
-    if short:
-        return f"deployed and timed alike ({exp.pairs} pairs), expect {ends(exp.lo, exp.hi)}x (95%)"
-    drift = f"x{exp.drift:.2f}" if exp.drift > 1.005 else "none seen"
+def built(iv: Interval) -> str:
+    """How the verdict's one interval was built (:class:`.Interval`), for --details."""
+    drift = f"x{iv.drift:.2f}" if iv.drift > 1.005 else "none seen"
     return (
-        f"deployed and timed alike elsewhere ({exp.pairs} pairs): expect {ends(exp.lo, exp.hi)}x as-is (95% "
-        f"prediction: this interval, such a check's own noise, the drift between this try's blocks: {drift})"
+        f"its interval: the fresh pairs' 95% confidence sequence {ends(iv.cs_lo, iv.cs_hi)}, widened to "
+        f"cover a deployment timed alike in another window ({iv.pairs} pairs): such a check's own noise "
+        f"and the drift between this try's blocks ({drift})"
     )
+
+
+def beside(config: Configuration) -> str:
+    """'; CPU time 0.55x' (the process tree's CPU time beside wall time, or wall beside CPU time)."""
+    if config.cpu_ratio:
+        return f"; CPU time {config.cpu_ratio.value:.2f}x"
+    if config.wall_ratio:
+        return f"; wall time {config.wall_ratio.value:.2f}x"
+    return ""
+
+
+def likely(verdict: Verdict) -> str:
+    """'VERDICT: likely X (0.53x), the machine was busy: re-run quiet to confirm'."""
+    best = verdict.best
+    assert best is not None and best.ratio is not None  # recommend "likely" has a confirmed best
+    return f"VERDICT: likely {best.name} ({best.ratio.value:.2f}x), {verdict.likely}"
 
 
 def memory(config: Configuration) -> str:
@@ -133,9 +148,11 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
         lines.append(verdict.as_is)
     if verdict.recommend == "best" and best:
         lines.append(
-            f"VERDICT: use {best.name}: {what} {effect(best.ratio, better)}; confirmed on fresh "
-            "pairs, resolved at 95%."
+            f"VERDICT: use {best.name}: {what} {effect(best.ratio, better)}{beside(best)}; confirmed "
+            "on fresh pairs, resolved at 95%."
         )
+    elif verdict.recommend == "likely" and best:
+        lines.append(f"{likely(verdict)}: {what} {effect(best.ratio, better)}{beside(best)}.")
     elif verdict.guarded and verdict.resolved and best and best.kind == "better":
         lines.append(
             f"VERDICT: keep as-is: {best.name} wins on {what} ({effect(best.ratio, better)}) but "
@@ -151,7 +168,7 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
     else:
         lines.append("VERDICT: keep as-is: no other configuration has a successful run to compare.")
     if best:
-        lines += [f"  {expected(best.expected)}"] if best.expected else []
+        lines += [f"  {built(best.interval)}"] if best.interval else []
         lines += _phase_lines(best, what, better)
         lines += guard_lines(list(best.guards or []))
     if best:
@@ -290,6 +307,10 @@ def _phase_lines(best: Configuration, what: str, better: str) -> list[str]:
         )
     if best.wall_ratio:
         out.append(f"  wall time on the same fresh pairs: {effect(best.wall_ratio, better)}")
+    if best.cpu_ratio:
+        out.append(
+            f"  the process tree's CPU time on the same fresh pairs: {effect(best.cpu_ratio, better)}"
+        )
     if best.ties:
         out.append(
             f"  not told apart from it in the selection (not confirmed themselves): {'; '.join(best.ties)}"
@@ -335,8 +356,7 @@ def short(
     head = [_decision(_clipped(verdict))]
     if best:
         confirmed = " on fresh pairs" if best.confirmation and best.confirmation.pairs else ""
-        head.append(f"  effect{confirmed}: {what} {effect(best.ratio, better)}")
-        head += [f"  {expected(best.expected, short=True)}"] if best.expected else []
+        head.append(f"  effect{confirmed}: {what} {effect(best.ratio, better)}{beside(best)}")
         cov, base_cov = best.hp_coverage, verdict.baseline.hp_coverage
         rss = best.peak_rss_ratio
         head.append(
@@ -391,6 +411,8 @@ def _decision(verdict: Verdict) -> str:
     best = verdict.best
     if verdict.recommend == "best" and best:
         return f"VERDICT: use {best.name}"
+    if verdict.recommend == "likely" and best:
+        return likely(verdict)
     if verdict.no_difference and best:
         return (
             f"VERDICT: keep as-is: no difference worth deploying (within ±{verdict.margin:.0%}); "

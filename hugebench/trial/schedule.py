@@ -1,15 +1,17 @@
 """How ``hugebench try`` spends its budget: which runs of the experiment's plan it makes, in what order, and
 when it stops. Every run is one the plan names (same ids as ``hugebench sweep`` of the file would make).
 
-1. One run of as-is (block 0) tells how long a run takes and how much memory it uses. If fewer than two configurations x
-   :data:`MIN_BLOCKS` runs fit in what is left of the budget, try refuses (:class:`BudgetTooSmall`). The
+1. One run of as-is (block 0) tells how long a run takes and how much memory it uses. Block 0 is every
+   configuration's **warm-up**: run and recorded, never paired (:func:`.race.paired_only`). If fewer than
+   two configurations x :data:`FIRST_DROP` runs (the warm-up and :data:`MIN_BLOCKS` pairs) fit in what is
+   left of the budget, try refuses (:class:`BudgetTooSmall`). The
    configurations likely to win go first (:func:`likely_first`: those asking for huge pages when as-is's
    memory is well beyond the 4 KiB TLB's reach); if not every configuration fits beside the confirmation's
    reserve, the plan is cut, and says which were left out and what budget covers them. When the budget
    allows, every configuration runs once first (:meth:`Schedule._screen`) and the cut keeps the ones that
    measured best; otherwise it keeps the first ones in that order.
 2. **Selection**: interleaved blocks (one run of each active configuration, in the plan's seeded order).
-   After :data:`MIN_BLOCKS` blocks a configuration *clearly worse* (:func:`clearly_worse`) than as-is or
+   After :data:`MIN_BLOCKS` pairs a configuration *clearly worse* (:func:`clearly_worse`) than as-is or
    than the leader is dropped; one whose runs all failed is dropped after its first block. Every ratio to
    as-is is a confidence sequence (:mod:`.sequential`) at ``alpha / K`` for the K configurations kept
    (Bonferroni), so looking after every block and picking the best are both paid for. Selection ends when
@@ -17,8 +19,10 @@ when it stops. Every run is one the plan names (same ids as ``hugebench sweep`` 
    worth deploying (:func:`no_difference`), no configuration but as-is is left, or the next block would eat
    the confirmation's reserve.
 3. **Confirmation**: the leader, when it is ahead of as-is, and as-is run on in fresh pairs (blocks from
-   ``Progress.confirm_from``), judged on those pairs alone by a confidence sequence at ``alpha``, until it
-   excludes 1, shows no difference worth deploying, or the budget ends. The verdict's effect is this one.
+   ``Progress.confirm_from``), judged on those pairs by the verdict's one interval
+   (:func:`.race.the_interval`: their confidence sequence at ``alpha``, widened by the drift seen in every
+   pair of the two), until it excludes 1, shows no difference worth deploying, or the budget ends: it stops
+   as soon as the answer is firm (``Progress.answered_s``). The verdict's effect is this one.
 
 With ``try --aged`` the configurations come in groups, one per memory state, each with its own as-is
 (``bases``): every rule above holds within a group (a fragmented configuration is compared with as-is on a
@@ -41,14 +45,16 @@ from hugebench.stats import sequential, stability
 from hugebench.trial import sizes
 from hugebench.trial.race import (
     MIN_BLOCKS,
+    PAIRED_FROM,
     _resolved,
     as_frame,
     better_ratio,
     clearly_worse,
     leader,
     no_difference,
-    ratio_to,
+    paired_only,
     steadiness,
+    the_interval,
     values_of,
 )
 from hugebench.trial.runs import CPU_COLUMN, likely_first, memory_of, window, with_cpu
@@ -57,6 +63,9 @@ RESOLVE_BLOCKS = stats.min_runs_for(
     0.95
 )  # blocks the leader and as-is are planned for beyond MIN_BLOCKS
 CONFIRM_PAIRS = 10  # fresh pairs the selection leaves room for (7 all one way resolve at 95 %)
+FIRST_DROP = (
+    PAIRED_FROM + MIN_BLOCKS
+)  # runs of a configuration before it can be dropped: warm-up, pairs
 MAX_BLOCKS = 200  # a sanity bound: far beyond any budget's worth of a short program
 END_RESERVE_S = 4.0  # the verdict, the report and the store's last writes, inside the budget
 NO_DIFFERENCE = (
@@ -99,6 +108,9 @@ class Progress:
     confirm_from: int | None = None  # the first block of the confirmation (fresh pairs)
     confirmed: dict = field(default_factory=dict)  # a group's as-is -> how its confirmation ended
     confirm_pairs: int = 0  # confirmation blocks run
+    answered_s: float | None = (
+        None  # seconds from the start to the last group's answer (resolved or none)
+    )
 
     def stopped_for(self, base: str) -> str:
         """Why the selection of the group of ``base`` ended (the whole schedule's reason when it was not its
@@ -201,9 +213,9 @@ class Schedule:
                 break
             yield from self._timed(runs)
             state.confirm_pairs += 1
-            fresh = window(rows(), start, block + 1)
+            seen = window(rows(), 0, block + 1)
             for base, lead in list(todo.items()):
-                done = self._confirmation_ended(fresh, lead, base)
+                done = self._confirmation_ended(seen, start, lead, base)
                 if done:
                     state.confirmed[base] = done
                     del todo[base]
@@ -224,18 +236,27 @@ class Schedule:
             return "not run: no configuration was ahead of as-is in the selection"
         return None
 
-    def _confirmation_ended(self, fresh: list, lead: str, base: str) -> str | None:
-        """How the confirmation of ``lead`` ended on the ``fresh`` pairs (None: go on)."""
-        fresh = as_frame(fresh, self.metric)
-        ratio = ratio_to(fresh, lead, base, self.metric)
+    def _confirmation_ended(self, rows: list, start: int, lead: str, base: str) -> str | None:
+        """How the confirmation of ``lead`` ended (None: go on), on the verdict's one interval
+        (:func:`.race.the_interval`: the fresh pairs from block ``start``, widened by the drift of every
+        pair so far): the confirmation stops as soon as the answer is firm, and on what the verdict says."""
+        got = the_interval(rows, lead, base, self.metric, start, self.better)
+        if got is None:
+            return None
+        fresh = as_frame(window(rows, start), self.metric)
         steady = [steadiness(fresh, c, self.metric) for c in (lead, base)]
+        ratio = got[0]
         if stability.equivalent(ratio, *steady):
-            return "no difference worth deploying"
-        if ratio is not None and _resolved(ratio, *steady):
-            return "resolved " + (
-                "better" if better_ratio(ratio.value, self.better) < 1 else "worse"
-            )
+            return self._answered("no difference worth deploying")
+        if _resolved(ratio):
+            side = "better" if better_ratio(ratio.value, self.better) < 1 else "worse"
+            return self._answered(f"resolved {side}")
         return None
+
+    def _answered(self, how: str) -> str:
+        """``how``, with the moment the answer was reached kept (``Progress.answered_s``)."""
+        self.state.answered_s = time.monotonic() - self.state.started
+        return how
 
     def _reserve_s(self) -> float:
         """What the confirmation needs: :data:`CONFIRM_PAIRS` pairs in every group."""
@@ -263,9 +284,9 @@ class Schedule:
         fit = int(state.left_s() // run_s)
         least, candidates = 2, [c for c in self.order if c not in self.groups]
         extra = least * (RESOLVE_BLOCKS - MIN_BLOCKS) + CONFIRM_PAIRS * least
-        if (fit + 1 - extra) // MIN_BLOCKS >= len(self.order):
+        if (fit + 1 - extra) // FIRST_DROP >= len(self.order):
             return []  # every configuration fits: nothing to choose
-        if fit - len(candidates) - CONFIRM_PAIRS * least < least * (MIN_BLOCKS - 1):
+        if fit - len(candidates) - CONFIRM_PAIRS * least < least * (FIRST_DROP - 1):
             return []  # the screening would eat what the kept ones need
         return candidates
 
@@ -299,24 +320,24 @@ class Schedule:
         run_s = max(state.run_s or 1.0, 1e-3)
         fit = int(state.left_s() // run_s) + groups  # the timing runs are as-is's block 0
         least = 2 * groups  # as-is and one configuration in every group
-        if fit < least * MIN_BLOCKS:
+        if fit < least * FIRST_DROP:
             raise BudgetTooSmall(self._too_small(fit, least))
         extra = least * (RESOLVE_BLOCKS - MIN_BLOCKS) + CONFIRM_PAIRS * least
         if (
             state.screened
-        ):  # block 0 of every configuration ran: each kept one needs MIN_BLOCKS - 1 more
+        ):  # block 0 of every configuration ran: each kept one needs FIRST_DROP - 1 more
             order = [c for c in self._screened_order(rows) if c not in state.dropped]
             fit -= groups
-            keep = max(least, min(len(order), (fit - extra) // (MIN_BLOCKS - 1)))
+            keep = max(least, min(len(order), (fit - extra) // (FIRST_DROP - 1)))
         else:
             order = likely_first(self.order, self.huge, memory_of(rows, self.groups[0]), groups)
-            keep = max(least, min(len(order), (fit - extra) // MIN_BLOCKS))
+            keep = max(least, min(len(order), (fit - extra) // FIRST_DROP))
         keep -= keep % groups  # whole configurations: every memory state of each (kept together)
         state.kept, state.cut = order[:keep], order[keep:]
         state.active = list(state.kept)
         if state.cut:  # the budget that would have kept them all, by the same rule
             state.cover_s = (
-                (len(order) * MIN_BLOCKS + extra - groups) * run_s
+                (len(order) * FIRST_DROP + extra - groups) * run_s
                 + END_RESERVE_S
                 + (time.monotonic() - state.started)
             )
@@ -330,7 +351,7 @@ class Schedule:
         run_s = state.run_s
         assert run_s is not None  # the timing run priced a run before any fit
         need = (
-            least * MIN_BLOCKS * run_s
+            least * FIRST_DROP * run_s
             + END_RESERVE_S
             + (time.monotonic() - state.started)
             - groups * run_s
@@ -342,8 +363,8 @@ class Schedule:
         )
         return (
             f"one run takes {state.run_s:.1f} s; the budget of {state.budget_s:.0f} s fits "
-            f"about {fit} run(s), and {who} at least {least * MIN_BLOCKS} ({MIN_BLOCKS} "
-            f"each): give --budget {int(need) + 1}s or more"
+            f"about {fit} run(s), and {who} at least {least * FIRST_DROP} ({FIRST_DROP} "
+            f"each: a warm-up and {MIN_BLOCKS} pairs): give --budget {int(need) + 1}s or more"
         )
 
     def _fits(self, todo: list, reserve_s: float = 0.0) -> bool:
@@ -357,6 +378,7 @@ class Schedule:
         for cell in list(state.active):
             if cell not in self.groups and not stats.finite(values[cell]).size:
                 state.dropped[cell] = "every run failed"
+        values = values_of(paired_only(rows), state.active, self.metric)  # warm-ups judge nothing
         for base in self.groups:
             if base not in state.answered:
                 self._decide_group(rows, values, base, blocks)
@@ -369,6 +391,8 @@ class Schedule:
             return False
         reasons = list(dict.fromkeys(state.answered[b] for b in self.groups))
         state.stopped = reasons[0] if len(reasons) == 1 else "every memory state answered"
+        if reasons == [NO_DIFFERENCE]:  # a firm answer: nothing to confirm
+            self._answered(NO_DIFFERENCE)
         return True
 
     def _same_folios(self, rows: list) -> None:
@@ -390,14 +414,16 @@ class Schedule:
                 continue
             for ref, name in ((base, "as-is"), (lead, "the leader")):
                 if ref and clearly_worse(values[cell], values[ref], self.better):
-                    state.dropped[cell] = f"clearly worse than {name} after {blocks} runs"
+                    state.dropped[cell] = (
+                        f"clearly worse than {name} after {blocks - PAIRED_FROM} pairs (and a warm-up)"
+                    )
                     break
         members = [c for c in members if c not in state.dropped]
         if len(members) < 2:
             state.answered[base] = "no configuration but as-is left"
             return
         steady = [steadiness(frame, c, self.metric) for c in (lead, base) if c]
-        if _resolved(lead_ratio, *steady) and not stability.equivalent(lead_ratio, *steady):
+        if _resolved(lead_ratio) and not stability.equivalent(lead_ratio, *steady):
             state.answered[base] = "the leader's ratio to as-is is resolved"
         elif no_difference(frame, members, base, self.metric, alpha):
             state.answered[base] = NO_DIFFERENCE

@@ -324,10 +324,15 @@ def _ratio(r) -> Ratio | None:
 
 def _plan_lines(state, names, result, started, budget_s) -> list[str]:
     confirm = f"; confirmation: {state.confirm_pairs} fresh pairs" if state.confirm_pairs else ""
+    took = (  # the answer was firm (resolved, or no difference) when the schedule stopped: how soon
+        f", resolved in {state.answered_s:.0f} s"
+        if state.answered_s is not None
+        else f" in {time.monotonic() - started:.0f} s"
+    )
     lines = [
-        f"{result.rows_written} runs in {time.monotonic() - started:.0f} s of a {budget_s:.0f} s budget "
+        f"{result.rows_written} runs{took} of a {budget_s:.0f} s budget "
         f"(one run ~{state.run_s or 0:.1f} s); selection: {state.blocks} blocks, stopped: "
-        f"{state.stopped or 'plan done'}{confirm}"
+        f"{state.stopped or 'plan done'}{confirm}; warm-up: each configuration's first run, not paired"
     ]
     return lines + _cut_lines(state, names, list(names))
 

@@ -22,13 +22,20 @@ from hugebench.trial import conditions, modes
 from hugebench.trial import guards as guards_mod
 from hugebench.trial.deploy import deploy
 from hugebench.trial.matrix import describe, uses_huge_pages
-from hugebench.trial.race import _resolved, better_ratio, expected_range, paired_cs
+from hugebench.trial.race import (
+    _resolved,
+    better_ratio,
+    paired_cs,
+    paired_only,
+    the_interval,
+    warmups,
+)
 from hugebench.trial.runs import CPU_COLUMN, with_cpu
 from hugebench.trial.sizes import page_sizes
 from hugebench.trial.verdict_types import (
     Configuration,
     Confirmation,
-    Expected,
+    Interval,
     Ratio,
     Verdict,
     ends,
@@ -82,10 +89,11 @@ def configuration(
     coverage, proof (``build`` names and classifies it)."""
     ok = stats.ok_rows(frame)
     failed = stats.failed_rows(frame)
-    steady = stability.cell_stability(frame, metric)  # the one rule of every verdict (stability)
-    base_steady = stability.cell_stability(base, metric)
+    # the one rule of every verdict (stability), on the runs that are paired: a warm-up judges nothing
+    steady = stability.cell_stability(paired_only(frame), metric)
+    base_steady = stability.cell_stability(paired_only(base), metric)
     ratio = paired_cs(frame, base, metric, alpha) if len(ok) else None
-    split = modes.describe(ok, metric)  # two modes: the column that splits, not a guess about load
+    split = modes.describe(stats.ok_rows(paired_only(frame)), metric)  # the column that splits
     unstable = steady.why if steady.unstable else None
     if unstable and split:
         unstable = unstable.rsplit("; ", 1)[0] + "; " + split
@@ -212,8 +220,10 @@ def build(inputs: VerdictInputs) -> Verdict:
     wall, linked, guards = inputs.wall, inputs.linked, inputs.guards
     if "cell_id" in rows.columns:
         rows = rows[rows["cell_id"].isin(list(cells))]
-    if metric == CPU_COLUMN:
-        rows = pd.DataFrame(with_cpu(rows.to_dict("records")))
+    if CPU_COLUMN not in rows.columns and {"utime_s", "stime_s"} <= set(rows.columns):
+        rows = pd.DataFrame(
+            with_cpu(rows.to_dict("records"))
+        )  # the CPU time shown beside wall time
     selection, fresh = _phases(rows, state)
     kept = [c for c in cells if c != base_id and c not in state.cut]
     alpha = state.alphas.get(base_id) or sequential.selection_alpha(len(kept))
@@ -234,15 +244,16 @@ def build(inputs: VerdictInputs) -> Verdict:
     if best:
         ties = _ties(selection, configs, lead, base_id, metric, alpha)
         best = dataclasses.replace(best, ties=tuple(configs[c].name for c in ties))
-        best = _confirm(best, fresh, lead, base_id, metric, better, state, wall)
-        best = _expected(best, rows, lead, base_id, metric)
+        best = _confirm(best, rows, fresh, lead, base_id, metric, better, state, wall)
     # resolved: the confirmation resolved a difference worth deploying (a resolved 2 % is no such thing)
     confirmation = best.confirmation if best else None
     resolved = bool(best and confirmation and confirmation.resolved and not best.equivalent)
     wins = bool(resolved and best and best.kind == "better")
+    likely = _not_firm(fresh, lead, base_id, metric) if wins else None
     refused = None
     if best and guards:
-        judged = guards_mod.judge(_cell_rows(rows, lead), _cell_rows(rows, base_id), guards)
+        paired = paired_only(rows)  # the guarded metrics are paired as the judged one: warm-ups out
+        judged = guards_mod.judge(_cell_rows(paired, lead), _cell_rows(paired, base_id), guards)
         best = dataclasses.replace(best, guards=tuple(judged))
         refused = guards_mod.refusal(best.name, judged)
         wins = wins and refused is None
@@ -258,7 +269,7 @@ def build(inputs: VerdictInputs) -> Verdict:
         baseline=baseline,
         best=best,
         resolved=resolved,
-        recommend="best" if wins else "as-is",
+        recommend=("likely" if likely else "best") if wins else "as-is",
         guarded=refused,
         no_difference=bool(
             not wins and (confirmed_same or (remaining and all(c.equivalent for c in remaining)))
@@ -275,6 +286,9 @@ def build(inputs: VerdictInputs) -> Verdict:
         )
         if wins and best
         else None,
+        likely=likely,
+        warmups=warmups(rows),
+        answered_s=_rounded(getattr(state, "answered_s", None)),
         as_is=conditions.as_is_line(baseline.allocator_served, linked),
         linked=linked,  # the allocator the program links (glibc's settings preload libc over it)
         others=tuple(c for cid, c in configs.items() if cid not in (base_id, lead)),
@@ -314,18 +328,27 @@ def _cell_rows(rows: pd.DataFrame, cid: str) -> pd.DataFrame:
 
 
 def _confirm(
-    best: Configuration, fresh, lead, base_id, metric, better, state, wall
+    best: Configuration, rows, fresh, lead, base_id, metric, better, state, wall
 ) -> Configuration:
-    """The best with its selection ratio replaced by its confirmation's, on the fresh pairs alone (at ALPHA);
-    the selection's stays as ``selection_ratio``. Unconfirmed, the selection's is shown and nothing
-    resolved."""
+    """The best with its selection ratio replaced by its confirmation's one interval
+    (:func:`.race.the_interval`: the fresh pairs' confidence sequence at ALPHA, widened for a deployment
+    timed in another window); the selection's stays as ``selection_ratio``, how the interval was built as
+    ``interval``, the process tree's CPU time (or wall time, beside a CPU metric) on the same fresh pairs
+    beside it. Unconfirmed, the selection's is shown and nothing resolved."""
     ended = getattr(state, "confirmed", {}).get(base_id) or "not run"
     lead_rows, base_rows = _cell_rows(fresh, lead), _cell_rows(fresh, base_id)
-    ratio = paired_cs(lead_rows, base_rows, metric) if len(lead_rows) else None
-    confirmation = Confirmation(ended=ended, pairs=ratio.n if ratio else 0, resolved=False)
+    cs = paired_cs(lead_rows, base_rows, metric) if len(lead_rows) else None
+    confirmation = Confirmation(ended=ended, pairs=cs.n if cs else 0, resolved=False)
     best = dataclasses.replace(best, selection_ratio=best.ratio, confirmation=confirmation)
-    if ratio is None or not ratio.n:
+    got = (
+        the_interval(rows, lead, base_id, metric, state.confirm_from, better)
+        if cs and cs.n
+        else None
+    )
+    if got is None:
         return best
+    ratio, drift = got
+    assert cs is not None  # the_interval ran only on pairs
     steady = [stability.cell_stability(f, metric) for f in (lead_rows, base_rows)]
     confirmed = _ratio_dict(ratio, *steady)
     best = dataclasses.replace(
@@ -335,27 +358,36 @@ def _confirm(
         confirmation=dataclasses.replace(
             confirmation, resolved=bool(confirmed and confirmed.resolved)
         ),
+        interval=Interval(*_finite_ends(cs), cs.n, drift),
     )
     best = dataclasses.replace(best, kind=classify(best, better))
-    if wall and wall != metric:
-        best = dataclasses.replace(
-            best, wall_ratio=_ratio_dict(paired_cs(lead_rows, base_rows, wall))
-        )
+    beside = wall if wall and wall != metric else CPU_COLUMN if metric != CPU_COLUMN else None
+    if beside and beside in fresh.columns:
+        shown = _ratio_dict(paired_cs(lead_rows, base_rows, beside))
+        if beside == wall:
+            best = dataclasses.replace(best, wall_ratio=shown)
+        else:
+            best = dataclasses.replace(best, cpu_ratio=shown)
     return best
 
 
-def _expected(best: Configuration, rows: pd.DataFrame, lead, base_id, metric) -> Configuration:
-    """The confirmed best with where a deployment timed alike should read it (:class:`.Expected`)."""
-    conf, ratio = best.confirmation, best.ratio
-    if not (conf and conf.pairs and ratio):
-        return best
-    ends = expected_range(
-        _cell_rows(rows, lead), _cell_rows(rows, base_id), metric, ratio, conf.pairs
-    )
-    if ends is None:
-        return best
-    lo, hi, drift = ends
-    return dataclasses.replace(best, expected=Expected(lo, hi, conf.pairs, drift))
+def _finite_ends(r: stats.Ratio) -> tuple[float | None, float | None]:
+    return tuple(x if np.isfinite(x) and x > 0 else None for x in (r.lo, r.hi))  # type: ignore[return-value]
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(float(seconds), 1)
+
+
+def _not_firm(fresh: pd.DataFrame, lead, base_id, metric) -> str | None:
+    """Why a resolved best is only likely (None: firm): a cell of its fresh pairs is unstable by the one
+    rule, and the reason in words — the machine was busy (runs flagged disturbed), or its runs varied."""
+    steady = [stability.cell_stability(_cell_rows(fresh, c), metric) for c in (lead, base_id)]
+    if not any(s.unstable for s in steady):  # firm: resolved (the caller's) and both stable
+        return None
+    if any(s.disturbed > stability.DISTURBED_SHARE * s.n for s in steady):
+        return "the machine was busy: re-run quiet to confirm"
+    return "its runs were unstable: re-run to confirm"
 
 
 def _best(configs: dict[str, Configuration], base_id: str, better: str) -> str | None:
@@ -405,8 +437,11 @@ def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: st
     ]
     if not verdict.resolved and not verdict.no_difference and best:
         out.append(_unresolved(verdict))
-    thin = _thin(best, verdict.better) if verdict.recommend == "best" and best else None
-    out += [thin] if thin else []
+    if verdict.likely and best and best.ratio:
+        out.append(
+            f"likely: the best's interval ({ends(best.ratio.ci_lo, best.ratio.ci_hi)}, widened by the drift "
+            f"between this try's blocks) excludes 1, but {verdict.likely}"
+        )
     left = (
         rows.get("containment.killed_at_end")
         if "containment.killed_at_end" in rows.columns
@@ -421,24 +456,10 @@ def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: st
     return out
 
 
-def _thin(best: Configuration, better: str) -> str | None:
-    """A recommendation whose expected range for a deployment reaches the wrong side of 1: said, not hidden."""
-    exp = best.expected
-    if not exp:
-        return None
-    far = exp.hi if better == "lower" else exp.lo
-    if far is not None and (far > 1 if better == "lower" else far < 1):
-        return (
-            f"thin: resolved in this try, but a deployment timed alike should read {ends(exp.lo, exp.hi)}x as-is "
-            "(95%): it may see no gain; time it where it runs before relying on it"
-        )
-    return None
-
-
 def _unstable_caveats(configs: list, shown: int = 3) -> list[str]:
     """One line per unstable configuration, the first ``shown`` of them; the rest named on one line."""
     out = [
-        f"unstable: '{c.name}': {c.unstable} — no difference resting on it is called resolved"
+        f"unstable: '{c.name}': {c.unstable} — a difference resting on it is called likely, not firm"
         for c in configs[:shown]
     ]
     if len(configs) > shown:
@@ -500,13 +521,6 @@ def _unresolved(verdict: Verdict) -> str:
             f"not confirmed: the selection's best, '{best.name}', got no fresh pairs "
             f"({conf.ended}; selection: {verdict.stopped or 'budget ended'}); nothing is recommended "
             f"without them (at least {fewest} pairs); a larger --budget helps"
-        )
-    lo, hi = (best.ratio.ci_lo, best.ratio.ci_hi) if best.ratio else (None, None)
-    if (lo is not None and lo > 1) or (hi is not None and hi < 1):
-        return (
-            f"not resolved: the confirmation of '{best.name}' on {conf.pairs} fresh pairs has an "
-            "interval that excludes 1, but a configuration it rests on is unstable (above), so it is not "
-            f"called ({conf.ended})"
         )
     said = f"not resolved: the confirmation of '{best.name}' on {conf.pairs} fresh pairs has an interval"
     if conf.pairs < fewest:

@@ -67,13 +67,15 @@ def ends(lo: float | None, hi: float | None) -> str:
 
 
 @dataclass(frozen=True)
-class Expected:
-    """Where a deployment of the best, timed the same way in another window, should read its ratio (95 %
-    prediction, :func:`.sequential.expected_range`): ``pairs`` the check's size, ``drift`` the factor the
-    ratio drifted by between this try's blocks (1.0: none seen); an end that cannot be bounded is None."""
+class Interval:
+    """How the best's one interval (its ``ratio``'s ``ci_lo``-``ci_hi``) was built
+    (:func:`.sequential.deployment_interval`): the fresh pairs' confidence sequence ``cs_lo``-``cs_hi``,
+    widened for a deployment timed the same way in another window of ``pairs`` pairs by such a check's own
+    noise and ``drift``, the factor the ratio drifted by between this try's blocks (1.0: none seen); an end
+    that cannot be bounded is None."""
 
-    lo: float | None
-    hi: float | None
+    cs_lo: float | None
+    cs_hi: float | None
     pairs: int
     drift: float
 
@@ -129,14 +131,21 @@ class Deploy:
         return cls(**{**data, "lines": lines, "sysfs": tuple(data["sysfs"])})
 
 
-_RATIOS = ("ratio", "peak_rss_ratio", "cgroup_peak_ratio", "selection_ratio", "wall_ratio")
+_RATIOS = (
+    "ratio",
+    "peak_rss_ratio",
+    "cgroup_peak_ratio",
+    "selection_ratio",
+    "wall_ratio",
+    "cpu_ratio",
+)
 
 
 @dataclass(frozen=True)
 class Configuration:
     """One configuration's numbers against as-is (``kind`` is the JSON's ``class``: better, worse, same within
     noise, failed, too few runs, baseline, not run, THP overridden). ``ties``, ``selection_ratio``,
-    ``confirmation``, ``wall_ratio`` and ``guards`` are the best's alone (absent from the others' JSON)."""
+    ``confirmation``, ``wall_ratio``, ``cpu_ratio``, ``interval`` and ``guards`` are the best's alone (absent from the others' JSON)."""
 
     cell: Mapping[str, Any]
     runs: int
@@ -165,7 +174,8 @@ class Configuration:
     selection_ratio: Ratio | None = _ABSENT
     confirmation: Confirmation | None = None
     wall_ratio: Ratio | None = _ABSENT
-    expected: Expected | None = _ABSENT
+    cpu_ratio: Ratio | None = _ABSENT  # the process tree's CPU time beside a wall-time metric
+    interval: Interval | None = _ABSENT
     guards: tuple[Mapping[str, Any], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,7 +184,7 @@ class Configuration:
             value = getattr(self, f.name)
             if value is _ABSENT or (value is None and f.name in _NONE_IS_ABSENT):
                 continue
-            if f.name in _RATIOS or f.name in ("confirmation", "expected"):
+            if f.name in _RATIOS or f.name in ("confirmation", "interval"):
                 value = value and value.to_dict()
             elif f.name in ("ties", "guards"):
                 value = list(value)
@@ -191,8 +201,8 @@ class Configuration:
                 values[key] = Ratio.from_dict(values[key])
         if values.get("confirmation") is not None:
             values["confirmation"] = Confirmation(**values["confirmation"])
-        if values.get("expected") is not None:
-            values["expected"] = Expected(**values["expected"])
+        if values.get("interval") is not None:
+            values["interval"] = Interval(**values["interval"])
         for key in ("ties", "guards"):
             if values.get(key) is not None:
                 values[key] = tuple(values[key])
@@ -218,7 +228,9 @@ class Session:
 @dataclass(frozen=True)
 class Verdict:
     """The answer of one try (or of one memory state or regime of it, with --aged or --regime): the best
-    configuration and whether it is recommended (``recommend``: best | as-is), how to deploy it, the other
+    configuration and whether it is recommended (``recommend``: best | likely | as-is; likely: its one
+    interval excludes 1 but a cell it rests on is unstable, ``likely`` says why, and a quiet re-run would
+    confirm it), how to deploy it, the other
     configurations and the caveats. ``by_condition``: with --aged (memory_state) or --regime, the axis and
     each state's own verdict (this one is the first state's); ``cells``, ``runs`` and ``plan`` are a
     state's own; ``session`` is the whole try's (:func:`with_session`)."""
@@ -242,6 +254,11 @@ class Verdict:
     blocks: int
     run_s: float | None
     caveats: tuple[str, ...] = ()
+    likely: str | None = (
+        None  # recommend "likely": why it is not firm ("the machine was busy", ...)
+    )
+    warmups: int = 0  # warm-up runs (each configuration's first) left out of the pairs
+    answered_s: float | None = None  # seconds from the start to a firm answer (resolved or none)
     cells: tuple[str, ...] | None = None
     runs: int | None = None
     by_condition: tuple[str, Mapping[str, Verdict]] | None = None
@@ -273,6 +290,9 @@ class Verdict:
             "blocks": self.blocks,
             "run_s": self.run_s,
             "caveats": list(self.caveats),
+            "likely": self.likely,
+            "warmups": self.warmups,
+            "answered_s": self.answered_s,
         }
         if self.cells is not None:
             out.update(cells=list(self.cells), runs=self.runs)

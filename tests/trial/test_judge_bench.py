@@ -253,13 +253,54 @@ def test_summary_and_table_count_the_goal(lib):
     rows.append({"program": "d", "kind": "k", "as": "root", "error": "try exited 5: busy"})
     lines = lib.summary(rows)
     assert lines[0].startswith("judged 3 of 4")
-    assert "2 of 3 (67%" in lines[1]
+    assert "inside try's 95% interval: 2 of 3 (67%" in lines[1]
     assert "resolved verdicts: 2; of the wrong sign: 1 (b)" in lines[2]
-    assert "expected range for a deployment timed alike: 1 of 2 (50%; goal" in lines[3]
+    assert lines[3] == "missed wins: 0 (goal: none)"
+    assert "expected range for a deployment timed alike: 1 of 2 (50%; goal" in lines[4]
     table = lib.table(rows)
     assert len(table) == 2 + 4 and table[3].count("WRONG SIGN") == 1
     assert "| [0.600, 1.000] | yes |" in table[2] and "| — | — | n/a |" in table[4]
-    assert "FAILED: try exited 5: busy" in table[5]
+    assert "FAILED: try exited 5: busy" in table[5] and "| root | quiet |" in table[2]
+    # issue 55: the coverage of try's interval in each condition (load x user)
+    busy = [
+        {**row("e", False, "agrees"), "load": "busy"},
+        {**row("f", True, "n/a"), "as": "nobody"},
+    ]
+    lines = lib.summary(rows[:3] + busy)
+    assert "  busy, root: inside 0 of 1 (0%)" in lines
+    assert (
+        "  quiet, root: inside 2 of 3 (67%)" in lines
+        and "  quiet, user: inside 1 of 1 (100%)" in lines
+    )
+
+
+def test_a_likely_verdict_is_deployed_as_printed_and_its_sign_judged(lib):
+    """try's "likely X (0.53x), the machine was busy: re-run quiet to confirm" (issue 55): a resolved claim,
+    its deploy lines printed; the judge deploys them and holds it to its sign like a recommendation."""
+    data = _verdict(recommend=True, likely="the machine was busy: re-run quiet to confirm")
+    data["recommend"] = "likely"
+    v = lib.parse_verdict(data)
+    assert v.likely and not v.recommend and v.deploy.env == JEMALLOC
+    assert (
+        v.text == "likely jemalloc-thp, THP madvise (the machine was busy: re-run quiet to confirm)"
+    )
+    assert lib.agreement(v, lib.Judged(1.2, 1.1, 1.3, rounds=5))["sign"] == "WRONG SIGN"
+
+
+def test_the_busy_condition_starts_one_cpu_of_work_and_always_ends_it(judge):
+    """--load busy: one process spinning at normal priority while the block runs, gone after it, even
+    when the block fails."""
+    import os
+    import time
+
+    with pytest.raises(RuntimeError), judge.background_load(True) as pid:
+        time.sleep(0.3)
+        stat = Path(f"/proc/{pid}/stat").read_text().split()
+        assert int(stat[18]) == os.getpriority(os.PRIO_PROCESS, 0)  # nice: as the judge's own
+        raise RuntimeError("a program failed")
+    assert not Path(f"/proc/{pid}").exists()
+    with judge.background_load(False) as none:
+        assert none is None
 
 
 @pytest.fixture(scope="module")

@@ -68,15 +68,15 @@ def test_the_default_answer_fits_twelve_lines_and_the_width(width):
     assert all(len(line) <= width for line in out), "\n".join(out)
     assert out[0].startswith("VERDICT: use jemalloc-thp, THP always")
     assert any(line.startswith("  effect on fresh pairs: time 0.") for line in out)
-    # where a deployment timed alike should read it, never narrower than the effect's interval (issue 40)
-    exp, ratio = verdict.best.expected, verdict.best.ratio
-    assert exp.pairs == 14 and exp.lo <= ratio.ci_lo <= ratio.ci_hi <= exp.hi
-    assert any(line.startswith("  deployed and timed alike (14 pairs), expect 0.") for line in out)
+    # one interval (issue 55): the fresh pairs' sequence widened for a deployment, never narrower
+    built, ratio = verdict.best.interval, verdict.best.ratio
+    assert built.pairs == 14 and ratio.ci_lo <= built.cs_lo <= built.cs_hi <= ratio.ci_hi
+    assert not any("expect" in line for line in out)  # no second range to reconcile
     assert any("LD_PRELOAD=" in line for line in out)  # the least invasive deploy line, whole
     assert "Other configurations" not in "\n".join(out)
     full = answer(verdict, plan, details=True, width=width).splitlines()
     assert len(full) > len(out) and "Other configurations (vs as-is):" in full
-    assert "the drift between this try's blocks: none seen)" in " ".join(" ".join(full).split())
+    assert "the drift between this try's blocks (none seen)" in " ".join(" ".join(full).split())
     assert all(len(line) <= width for line in full), "\n".join(
         line for line in full if len(line) > width
     )
@@ -199,24 +199,21 @@ def test_long_names_keep_the_short_answer_short(width):
     assert argv[0] in full
 
 
-def test_a_recommendation_a_deployment_may_not_see_is_called_thin():
-    """A best resolved in the try whose expected range for a deployment reaches past 1 gets a caveat saying
-    a deployment may see no gain (issue 40: sort's 0.915x [0.879, 0.987] had a range up to 1.002)."""
-    import dataclasses
-
-    from hugebench.trial.verdict_types import Expected
-
-    best = _recommending_verdict().best
-    assert verdict_mod._thin(best, "lower") is None  # its range lies below 1
-    reaching = dataclasses.replace(best, expected=Expected(0.859, 1.002, 14, 1.0))
-    said = verdict_mod._thin(reaching, "lower")
-    assert said.startswith("thin: resolved in this try") and "0.859-1.002x as-is" in said
-    assert (
-        verdict_mod._thin(dataclasses.replace(best, expected=Expected(1.05, 1.3, 9, 1.0)), "higher")
-        is None
-    )
-    assert "0.980-1.300x" in verdict_mod._thin(
-        dataclasses.replace(best, expected=Expected(0.98, 1.3, 9, 1.0)), "higher"
+def test_a_verdict_has_one_interval_and_it_holds_the_confidence_sequence():
+    """Issue 55: one interval per verdict, not a CI and an "expected range" to reconcile. The best's ratio
+    carries it (the JSON's ``best.ratio.ci_lo/ci_hi``); ``best.interval`` says how it was built; no
+    "expected" key, no "thin" caveat (a recommendation's one interval excludes 1, or it is none)."""
+    verdict = _recommending_verdict()
+    data = verdict.to_dict()
+    best = data["best"]
+    assert "expected" not in best and set(best["interval"]) == {"cs_lo", "cs_hi", "pairs", "drift"}
+    assert best["ratio"]["ci_hi"] < 1 and best["ratio"]["ci_lo"] <= best["interval"]["cs_lo"]
+    assert not any(c.startswith("thin") for c in verdict.caveats)
+    out = answer(verdict, [], details=True, width=None).splitlines()
+    head = next(line for line in out if line.startswith("VERDICT:"))
+    assert head.count("[95% CI") == 1 and not any("expect" in line for line in out)
+    assert any(
+        line.startswith("  its interval: the fresh pairs' 95% confidence sequence") for line in out
     )
 
 

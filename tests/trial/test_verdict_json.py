@@ -4,8 +4,10 @@ back from that JSON to the same value.
 
 tests/data/try_verdicts.json holds ``export(verdict, "json")`` of each scenario of ``verdict_scenarios``,
 computed on main at 893293f (the dict verdict) with the session's composition written as dict updates, as
-``session`` did them; since then one key was added on purpose: the confirmed best's ``expected`` (issue 40,
-where a deployment timed alike should read it), the rest unchanged."""
+``session`` did them; since then, on purpose: the confirmed best's ``expected`` (issue 40) was added, then
+replaced by its one interval (issue 55: ``best.ratio``'s ends are the interval, ``best.interval`` how it was
+built, ``cpu_ratio`` beside wall time), each configuration's first run became a warm-up left out of the pairs
+(``n`` one fewer), and ``likely``, ``warmups`` and ``answered_s`` were added; the rest unchanged."""
 
 from __future__ import annotations
 
