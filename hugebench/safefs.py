@@ -175,7 +175,7 @@ class SafeDir:
         problem = (
             f"it is owned by uid {info.st_uid}"
             if not _trusted(info.st_uid)
-            else f"others may write to it (mode {stat.filemode(info.st_mode)})"
+            else f"it is writable by others (mode {stat.filemode(info.st_mode)})"
             if info.st_mode & 0o022
             else None
         )
@@ -204,7 +204,7 @@ class SafeDir:
                 if not stat.S_ISREG(info.st_mode)
                 else f"it is owned by uid {info.st_uid}, not by root or uid {_euid()}"
                 if not _trusted(info.st_uid)
-                else f"others may write to it (mode {stat.filemode(info.st_mode)})"
+                else f"it is writable by others (mode {stat.filemode(info.st_mode)})"
                 if info.st_mode & 0o022
                 else None
             )

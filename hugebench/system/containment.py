@@ -68,7 +68,7 @@ def token_holders(token: str, host: Host = LOCAL) -> list[int]:
 def holds(pid: int, token: str, host: Host = LOCAL) -> bool:
     """``pid``'s environment has ``HUGEBENCH_RUN=token`` (the whole entry)."""
     environ = kernel.process_environ(pid, host)
-    return bool(environ) and f"{TOKEN}={token}".encode() in environ
+    return environ is not None and f"{TOKEN}={token}".encode() in environ
 
 
 def end_processes(token: str | None, pids: dict[int, int], host: Host = LOCAL) -> int:

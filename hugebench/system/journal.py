@@ -52,6 +52,10 @@ def state_dir(directory: str | os.PathLike, *, create: bool = False) -> SafeDir 
         raise UnsafePathError(
             f"{directory}: refused as {STATE_PLACE}: it is not a directory"
         ) from None
+    except OSError as exc:
+        raise SystemStateError(
+            f"{directory}: cannot be opened as {STATE_PLACE} ({exc.strerror}); {STATE_FIX}"
+        ) from None
     try:
         return opened.check_private(STATE_PLACE, STATE_FIX)
     except BaseException:
