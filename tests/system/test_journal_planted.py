@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FakeKernel
+from conftest import FakeKernel, refused_once
 
 from hugebench import kernel
 from hugebench.cli import main
@@ -45,16 +45,6 @@ def victim(tmp_path):
     yield process, path
     process.kill()
     process.wait()
-
-
-def _refused(result, *says: str) -> str:
-    """The command failed with one clean line naming what it refused."""
-    output = result.output
-    assert result.exit_code not in (0, None), output
-    assert "Traceback" not in output and output.count("hugebench: error:") == 1, output
-    for words in says:
-        assert words in output, output
-    return output
 
 
 def _plant_record(unprivileged, sticky: Path, victim_pid: int, victim_file: Path) -> None:
@@ -101,20 +91,20 @@ def test_a_record_planted_in_a_sticky_directory_kills_nothing(
     else:
         args = ["system", "--journal", journal, "restore"]
     result = CliRunner().invoke(main, args)
-    _refused(result, str(sticky), "writable by others", "--journal")
+    refused_once(result, str(sticky), "writable by others", "--journal")
     assert process.poll() is None, "root's process was killed on a forged record"
     assert victim_file.read_text() == "precious\n"
     assert not (tmp_path / "res").exists()
 
 
-def test_a_journal_planted_in_a_sticky_directory_is_refused(sticky, unprivileged):
+def test_a_journal_planted_in_a_sticky_directory_isrefused_once(sticky, unprivileged):
     journal = sticky / "j.json"
     done = unprivileged.python_code(
         f"open({str(journal)!r}, 'w').write('{{}}')"  # its content does not matter: its place does
     )
     assert done.returncode == 0, done.stderr
     result = CliRunner().invoke(main, ["system", "--journal", str(journal), "restore"])
-    _refused(result, str(sticky), "writable by others")
+    refused_once(result, str(sticky), "writable by others")
 
 
 def _nobodys_tree(unprivileged, victim_file: Path) -> FakeKernel:
@@ -154,16 +144,18 @@ def test_a_journal_naming_another_sys_root_is_refused_and_the_victim_untouched(
         )
     )
     result = CliRunner().invoke(main, ["system", "--journal", str(journal), "restore"])
-    _refused(result, str(journal), str(tree.sys_root), "a journal never chooses where root writes")
+    refused_once(
+        result, str(journal), str(tree.sys_root), "a journal never chooses where root writes"
+    )
     assert victim_file.read_text() == before and journal.exists()
     # root naming that tree itself: its knob file leads elsewhere through a link, and is refused
     roots = ["--sys-root", str(tree.sys_root), "--proc-root", str(tree.proc_root)]
     result = CliRunner().invoke(main, ["system", *roots, "--journal", str(journal), "restore"])
-    _refused(result, "thp.enabled", "through a link")
+    refused_once(result, "thp.enabled", "through a link")
     assert victim_file.read_text() == before
 
 
-def test_a_journal_or_record_another_user_owns_in_roots_directory_is_refused(
+def test_a_journal_or_record_another_user_owns_in_roots_directory_isrefused_once(
     tmp_path, victim, unprivileged
 ):
     if not unprivileged.dropping:
@@ -173,11 +165,11 @@ def test_a_journal_or_record_another_user_owns_in_roots_directory_is_refused(
     journal.write_text("{}")
     os.chown(journal, unprivileged.uid, unprivileged.gid)
     result = CliRunner().invoke(main, ["system", "--journal", str(journal), "restore"])
-    _refused(result, str(journal), f"owned by uid {unprivileged.uid}")
+    refused_once(result, str(journal), f"owned by uid {unprivileged.uid}")
     journal.unlink()
     runs = tmp_path / "j-runs"
     runs.mkdir()
     os.chown(runs, unprivileged.uid, unprivileged.gid)
     result = CliRunner().invoke(main, ["system", "--journal", str(journal), "restore"])
-    _refused(result, str(runs), f"owned by uid {unprivileged.uid}")
+    refused_once(result, str(runs), f"owned by uid {unprivileged.uid}")
     assert process.poll() is None
