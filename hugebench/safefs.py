@@ -168,6 +168,50 @@ class SafeDir:
         with contextlib.suppress(OSError):  # some filesystems refuse a directory fsync
             os.fsync(self.fd)
 
+    def check_private(self, what: str, fix: str = "") -> SafeDir:
+        """This directory, when root or we own it and no one else may write to it (no group or other write
+        bit, sticky or not); else UnsafePathError naming it as ``what`` (and how to ``fix`` it)."""
+        info = os.fstat(self.fd)
+        problem = (
+            f"it is owned by uid {info.st_uid}"
+            if not _trusted(info.st_uid)
+            else f"it is writable by others (mode {stat.filemode(info.st_mode)})"
+            if info.st_mode & 0o022
+            else None
+        )
+        if problem:
+            raise UnsafePathError(
+                f"{self.path}: refused as {what}: {problem}; it must be a directory of root's or uid "
+                f"{_euid()}'s that no one else can write{': ' + fix if fix else ''}"
+            )
+        return self
+
+    def read_trusted(self, name: str, limit: int = 1 << 20) -> tuple[bytes, os.stat_result]:
+        """The bytes (at most ``limit``) of the file ``name`` and its status, opened without following a
+        link: a regular file that root or we own and that no one else may write, else UnsafePathError;
+        FileNotFoundError when it is missing. For state hugebench acts on as root (a journal, keys)."""
+        where = os.path.join(self.path, name)
+        try:
+            fd = os.open(name, os.O_RDONLY | _FILE_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EWOULDBLOCK):
+                raise _refusal(self.fd, name, where) from None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(fd)
+            why = (
+                f"it is {_kind(info.st_mode)}"
+                if not stat.S_ISREG(info.st_mode)
+                else f"it is owned by uid {info.st_uid}, not by root or uid {_euid()}"
+                if not _trusted(info.st_uid)
+                else f"it is writable by others (mode {stat.filemode(info.st_mode)})"
+                if info.st_mode & 0o022
+                else None
+            )
+            if why:
+                raise UnsafePathError(f"{where}: refused, {why}")
+            return handle.read(limit), info
+
     def _check_replaceable(self, name: str) -> None:
         try:
             info = os.stat(name, dir_fd=self.fd, follow_symlinks=False)

@@ -703,3 +703,13 @@ def _private_journal(tmp_path, monkeypatch):
     """Each test's sweeps keep their crash journal in its own tmp_path (as `fake_sys` does), so a test never
     refuses to start because another session's sweep holds the machine's journal, and never touches it."""
     monkeypatch.setenv("HUGEBENCH_JOURNAL", str(tmp_path / "journal.json"))
+
+
+def refused_once(result, *says: str) -> str:
+    """A CLI result that failed with one clean error (no traceback) saying each of ``says``; its output."""
+    output = result.output
+    assert result.exit_code not in (0, None), output
+    assert "Traceback" not in output and output.count("hugebench: error:") == 1, output
+    for words in says:
+        assert words in output, output
+    return output

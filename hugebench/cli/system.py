@@ -25,8 +25,7 @@ from hugebench.system.journal import default_journal_path
 @dataclass(frozen=True)
 class SystemRoots:
     host: Host  # the machine the command acts on, built once from --sys-root/--proc-root
-    journal: str | None
-    named: bool  # a root was given: `restore` acts there, else at the roots its journal names
+    journal: str | None  # `restore` acts only on a journal written for this host's roots
 
 
 @click.group("system")
@@ -45,8 +44,7 @@ def system(
     ctx: click.Context, sys_root: str | None, proc_root: str | None, journal: str | None
 ) -> None:
     """Show, set and restore the huge-page kernel knobs (THP modes, khugepaged, mTHP, hugetlb pools)."""
-    named = sys_root is not None or proc_root is not None
-    ctx.obj = SystemRoots(Host.at(sys_root, proc_root), journal, named)
+    ctx.obj = SystemRoots(Host.at(sys_root, proc_root), journal)
 
 
 @system.command("show")
@@ -142,7 +140,7 @@ def restore_cmd(roots: SystemRoots, force: bool) -> None:
             f"ended {ended['killed']} process(es) of run {ended['run']} (its sweep, pid {ended['owner_pid']}, "
             "is gone)"
         )
-    report = restore_from_journal(roots.journal, roots.host if roots.named else None, force=force)
+    report = restore_from_journal(roots.journal, roots.host, force=force)
     if not report["found"]:
         click.echo(f"nothing to restore: no journal at {report['journal']}")
         return

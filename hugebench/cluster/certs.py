@@ -7,9 +7,13 @@ refuses any peer, in either direction, that holds no certificate signed by that 
 (``distributed.security.Security`` with ``require_encryption``; its contexts require the peer's
 certificate). Whoever holds a role's key can run code on the workers: the keys are written 0600.
 
-- ``make``: ``hugebench cluster certs DIR`` writes the CA and the three pairs (``cryptography``) into a
-  directory it creates (or an empty one its user owns), every file created anew, never through a link;
-- ``security``: the ``Security`` a role uses, from such a directory, refusing a key others can read;
+- ``make``: ``hugebench cluster certs DIR`` writes the CA (a subject of its own: no two labs' CAs share
+  one) and the three pairs (``cryptography``) into a directory it creates (or an empty one its user owns,
+  writable by no one else), reached through no link of another user, every file created anew;
+- ``security``: the ``Security`` a role uses, from such a directory: the directory and each file root's or
+  the user's, writable by no one else, no link of another user on the way, the key readable by its owner
+  only (anyone who could change ``ca.pem`` could add a CA of their own and run code as root on the
+  worker). The files are read once, checked, and handed to Dask as their contents;
 - ``dask_config``: the same as Dask configuration (paths only), for processes Dask starts over ssh.
 """
 
@@ -17,16 +21,23 @@ from __future__ import annotations
 
 import datetime
 import os
+import secrets
 import stat
 from pathlib import Path
 
 import click
 
-from hugebench.errors import HugebenchError
+from hugebench.errors import HugebenchError, UnsafePathError
+from hugebench.safefs import SafeDir
 
 ROLES = ("scheduler", "worker", "client")
 CA, CA_KEY = "ca.pem", "ca-key.pem"
 DEFAULT_DAYS = 825
+MAX_PEM_BYTES = 1 << 20
+PLACE = "the directory of the lab's certificates and keys (whoever can change them runs code on the workers)"
+PLACE_FIX = (
+    "chown it to you (or root) and `chmod go-w` it, or make new ones with `hugebench cluster certs`"
+)
 
 
 def cert_name(role: str) -> str:
@@ -43,18 +54,9 @@ def key_name(role: str) -> str:
 def make(directory, days: int = DEFAULT_DAYS) -> list[Path]:
     """Write a new CA and a certificate + key for each role into ``directory``; return the files written."""
     files = _pems(days)
-    fd = _open_new_dir(Path(directory))
-    try:
-        taken = [name for name in files if _exists(name, fd)]
-        if taken:
-            raise HugebenchError(
-                f"{directory} already holds {', '.join(taken)}; certificates are never overwritten: "
-                "give an empty or new directory"
-            )
+    with _new_dir(Path(directory)) as target:
         for name, (data, mode) in files.items():
-            _create(fd, name, data, mode, directory)
-    finally:
-        os.close(fd)
+            _create(target.fd, name, data, mode, directory)
     return [Path(directory) / name for name in files]
 
 
@@ -77,7 +79,13 @@ def _pems(days: int) -> dict[str, tuple[bytes, int]]:
 
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = name("hugebench lab CA")
+    lab = secrets.token_hex(8)  # every lab's CA has a subject of its own: no other CA passes for it
+    ca_name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, f"hugebench lab CA {lab}"),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, f"hugebench lab {lab}"),
+        ]
+    )
 
     def signed(subject, public_key, ca: bool):
         builder = (
@@ -101,42 +109,35 @@ def _pems(days: int) -> dict[str, tuple[bytes, int]]:
     }
     for role in ROLES:
         key = ec.generate_private_key(ec.SECP256R1())
-        files[cert_name(role)] = (signed(name(f"hugebench {role}"), key.public_key(), False), 0o644)
+        subject = name(f"hugebench {role} {lab}")
+        files[cert_name(role)] = (signed(subject, key.public_key(), False), 0o644)
         files[key_name(role)] = (key_pem(key), 0o600)
     return files
 
 
-def _open_new_dir(path: Path) -> int:
-    """A descriptor of ``path``: created 0700, or an existing directory (not a link) this user owns that
-    nobody else may write to."""
+def _new_dir(path: Path) -> SafeDir:
+    """``path`` created 0700, or an existing empty directory this user owns that no one else may write to;
+    reached through no link another user owns, and never through a link at its own name."""
+    path = Path(os.path.abspath(path))
     try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
+        with SafeDir.open(path.parent, create=True) as parent:
+            target = parent.subdir(path.name, create=True, mode=0o700)
+    except UnsafePathError as exc:
+        raise UnsafePathError(f"{exc}; a link there is never followed") from None
     except OSError as exc:
         raise HugebenchError(f"cannot create {path}: {exc.strerror}") from None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        raise HugebenchError(
-            f"{path} is not a directory of this user's ({exc.strerror}); a link there is never followed"
-        ) from None
-    info = os.fstat(fd)
-    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        os.close(fd)
-        raise HugebenchError(
-            f"{path} is owned by uid {info.st_uid} or writable by others (mode "
-            f"{stat.filemode(info.st_mode)}); the keys go only into a directory of your own"
-        )
-    return fd
-
-
-def _exists(name: str, dir_fd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
+        target.check_private(PLACE, "give a directory of your own")
+        taken = sorted(os.listdir(target.fd))
+        if taken:
+            raise HugebenchError(
+                f"{path} already holds {', '.join(taken[:6])}; certificates are never overwritten: "
+                "give an empty or new directory"
+            )
+    except BaseException:
+        target.close()
+        raise
+    return target
 
 
 def _create(dir_fd: int, name: str, data: bytes, mode: int, directory) -> None:
@@ -153,44 +154,72 @@ def _create(dir_fd: int, name: str, data: bytes, mode: int, directory) -> None:
 # -- using them -------------------------------------------------------------------------------------------
 
 
-def paths(directory, role: str) -> tuple[Path, Path, Path]:
-    """(CA certificate, this role's certificate, its key), each checked: present, a regular file, and the
-    key readable by its owner only."""
+def _missing(path: Path, role: str) -> HugebenchError:
+    return HugebenchError(
+        f"{path}: No such file or directory; make the lab's certificates with `hugebench cluster certs "
+        f"DIR` and copy ca.pem, {cert_name(role)} and {key_name(role)} to this machine"
+    )
+
+
+def read_role(directory, role: str) -> tuple[bytes, bytes, bytes]:
+    """(CA certificate, this role's certificate, its key) as bytes, each checked: the directory reached
+    through no link of another user, root's or ours and writable by no one else; each file a regular one in
+    it (no link), root's or ours, writable by no one else, the key readable by its owner only."""
     directory = Path(directory)
-    ca, cert, key = directory / CA, directory / cert_name(role), directory / key_name(role)
-    for path in (ca, cert, key):
-        try:
-            info = path.stat()
-        except OSError as exc:
-            raise HugebenchError(
-                f"{path}: {exc.strerror}; make the lab's certificates with `hugebench cluster certs "
-                f"DIR` and copy ca.pem, {cert.name} and {key.name} to this machine"
-            ) from None
-        if not stat.S_ISREG(info.st_mode):
-            raise HugebenchError(f"{path} is not a regular file")
-    if key.stat().st_mode & 0o077:
+    try:
+        opened = SafeDir.open(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        raise _missing(directory / CA, role) from None
+    with opened:
+        opened.check_private(PLACE, PLACE_FIX)
+        found = []
+        for name in (CA, cert_name(role), key_name(role)):
+            try:
+                data, info = opened.read_trusted(name, MAX_PEM_BYTES)
+            except FileNotFoundError:
+                raise _missing(directory / name, role) from None
+            except UnsafePathError as exc:
+                raise UnsafePathError(
+                    f"{exc}; the lab's certificates and keys must be files of yours (or root's) that no "
+                    f"one else can write, in {directory} itself: chown/`chmod go-w` them, or copy them in"
+                ) from None
+            found.append((data, info))
+    key, info = found[2]
+    if info.st_mode & 0o077:
+        path = directory / key_name(role)
         raise HugebenchError(
-            f"{key} can be read by others (mode {stat.filemode(key.stat().st_mode)}): whoever reads it "
-            f"can run code on the lab's workers; `chmod 600 {key}`"
+            f"{path} can be read by others (mode {stat.filemode(info.st_mode)}): whoever reads it "
+            f"can run code on the lab's workers; `chmod 600 {path}`"
         )
-    return ca, cert, key
+    return found[0][0], found[1][0], key
 
 
 def security(directory, *roles: str):
     """Dask's ``Security`` for ``roles`` (one or more of scheduler, worker, client) from the certificates in
-    ``directory``: TLS required, the peer's certificate required and checked against the lab's CA. Checked
-    here (the files load), not at the first connection. Several roles: for what starts a scheduler and
-    workers itself (dask-jobqueue's ``SLURMCluster(security=...)``)."""
+    ``directory`` (``read_role``'s checks), handed to Dask as their contents (what was checked is what is
+    used): TLS required, the peer's certificate required and checked against the lab's CA. Checked here (the
+    files load), not at the first connection. Several roles: for what starts a scheduler and workers
+    itself (dask-jobqueue's ``SLURMCluster(security=...)``)."""
     import ssl
 
     from distributed.security import Security
 
-    files = {role: paths(directory, role) for role in roles}
+    files = {role: read_role(directory, role) for role in roles}
+    ca = next(iter(files.values()))[0]
+
+    def text(data: bytes, path: Path) -> str:
+        """A PEM file's text (Dask takes text without a line break for a path: never handed one)."""
+        pem = data.decode("ascii", errors="replace")
+        if "-----BEGIN" not in pem or "\n" not in pem:
+            raise HugebenchError(f"{path} is not a PEM file (made by `hugebench cluster certs`)")
+        return pem
+
+    where = Path(directory)
     sec = Security(
         require_encryption=True,
-        tls_ca_file=str(Path(directory) / CA),
-        **{f"tls_{r}_cert": str(cert) for r, (_, cert, _) in files.items()},
-        **{f"tls_{r}_key": str(key) for r, (_, _, key) in files.items()},
+        tls_ca_file=text(ca, where / CA),
+        **{f"tls_{r}_cert": text(cert, where / cert_name(r)) for r, (_, cert, _) in files.items()},
+        **{f"tls_{r}_key": text(key, where / key_name(r)) for r, (_, _, key) in files.items()},
     )
     for role in roles:
         try:

@@ -34,7 +34,9 @@ class FileIO:
         return read_text(path)
 
     def write_text(self, path: Path, text: str) -> None:
-        with open(path, "w", encoding="ascii") as f:
+        # never through a link at the knob's own name (a tree given with --sys-root may hold one)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+        with open(os.open(path, flags, 0o644), "w", encoding="ascii") as f:
             f.write(text)
 
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench.errors import UnsafePathError
 from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.parse import parse_int
+from hugebench.safefs import SafeDir
 
 PARENT = "hugebench"  # every run's cgroup is a child of <mount>/hugebench
 EMPTY_TIMEOUT_S = 5.0
@@ -53,13 +55,18 @@ class Cgroup:
     def kill(self) -> None:
         """SIGKILL every process in the cgroup and below, forks racing with it included (``cgroup.kill``,
         Linux >= 5.14); on an older kernel, each process listed until none is left."""
-        kill_file = self.path / "cgroup.kill"
-        if kill_file.exists():
+        try:  # the directory and its file opened without following a link: only a cgroup is written
+            with SafeDir.open(self.path) as directory:
+                fd = os.open(
+                    "cgroup.kill", os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory.fd
+                )
             try:
-                kill_file.write_text("1")
+                os.write(fd, b"1")
                 return
-            except OSError:
-                pass
+            finally:
+                os.close(fd)
+        except (OSError, UnsafePathError):
+            pass
         for _ in range(100):
             pids = self.procs()
             if not pids:
@@ -171,6 +178,20 @@ def no_memory_reason(cgroup: Cgroup, host: Host = LOCAL) -> str:
     if "memory" in mounts["v1"]:
         return f"{where} (memory is a cgroup v1 controller here, at {mounts['v1']['memory']})"
     return where
+
+
+def run_cgroup(name: str, host: Host = LOCAL) -> Cgroup | None:
+    """The run cgroup ``<v2 mount>/hugebench/<name>`` when it exists as a directory of that hierarchy (a
+    plain name, no link on the way): the only cgroup a run record may make us end."""
+    mount, _ = hierarchy(host)
+    if mount is None or not name or "/" in name or name in (".", ".."):
+        return None
+    try:
+        with SafeDir.open(mount / PARENT) as parent:
+            parent.subdir(name).close()
+    except (OSError, UnsafePathError):
+        return None
+    return Cgroup(mount / PARENT / name)
 
 
 def run_cgroups(host: Host = LOCAL) -> list[Cgroup]:

@@ -10,25 +10,30 @@ A run's processes are contained three ways at once:
 
 A run ends with ``RunContainer.close()``. A sweep that cannot end its runs (killed with -9) leaves its records
 and cgroups behind; ``end_leftovers()``, called when the next sweep starts and by ``hugebench system restore``,
-ends every run whose sweep is gone. hb-exec's own subreaper kills (csrc/tools/hb_exec.cpp) come first: this
+ends every run whose sweep is gone. The records are root's state (``hugebench.system.journal``): read only
+from a directory no one else can write, without following a link, and what one names is ended only when it
+is provably the run's: a process whose start time matches and that is in the run's cgroup or holds its
+token, a cgroup directory under hugebench's own hierarchy. hb-exec's own subreaper kills (csrc/tools/hb_exec.cpp) come first: this
 is what is left when they could not run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import signal
 import time
+import warnings
 from pathlib import Path
 
 from hugebench import kernel
-from hugebench._util import write_json_atomic
+from hugebench.errors import HugebenchError
 from hugebench.kernel.host import LOCAL, Host
 from hugebench.system import cgroup as cgroups
 from hugebench.system import memlimit
-from hugebench.system.journal import default_journal_path
+from hugebench.system.journal import read_state_file, records_dir, records_path
 
 TOKEN = "HUGEBENCH_RUN"
 TRACK_INTERVAL_S = 1.0  # how often the tree of a run without a cgroup is looked at (and recorded)
@@ -38,8 +43,7 @@ RECORD_FORMAT = 1
 def record_dir(journal: str | os.PathLike | None = None) -> Path:
     """Where runs are recorded: beside the journal (``$HUGEBENCH_JOURNAL`` or the default), so the sweep and
     ``system restore`` given the same journal find the same runs."""
-    journal = Path(journal) if journal else default_journal_path()
-    return journal.parent / f"{journal.stem}-runs"
+    return records_path(journal)
 
 
 def alive(pid: int, start: int | None, host: Host = LOCAL) -> bool:
@@ -53,13 +57,18 @@ def alive(pid: int, start: int | None, host: Host = LOCAL) -> bool:
 
 def token_holders(token: str, host: Host = LOCAL) -> list[int]:
     """The processes that inherited ``HUGEBENCH_RUN=token`` (never this one)."""
-    needle, me, found = f"{TOKEN}={token}".encode(), os.getpid(), []
-    for entry in host.proc.iterdir():
-        if entry.name.isdigit() and int(entry.name) != me:
-            environ = kernel.process_environ(int(entry.name), host)
-            if environ and needle in environ:
-                found.append(int(entry.name))
-    return found
+    me = os.getpid()
+    return [
+        int(entry.name)
+        for entry in host.proc.iterdir()
+        if entry.name.isdigit() and int(entry.name) != me and holds(int(entry.name), token, host)
+    ]
+
+
+def holds(pid: int, token: str, host: Host = LOCAL) -> bool:
+    """``pid``'s environment has ``HUGEBENCH_RUN=token`` (the whole entry)."""
+    environ = kernel.process_environ(pid, host)
+    return environ is not None and f"{TOKEN}={token}".encode() in environ
 
 
 def end_processes(token: str | None, pids: dict[int, int], host: Host = LOCAL) -> int:
@@ -111,7 +120,8 @@ class RunContainer:
             self.limit, self.limit_error = memlimit.apply(
                 memory_limit, self.name, self.cgroup, host
             )
-        self.record_path: Path | None = Path(records) / f"{self.name}.json"
+        self.records = Path(records)
+        self.record_path: Path | None = self.records / f"{self.name}.json"
         self.pids: dict[int, int] = {}
         self.columns: dict = {}
         self._anon_thp_peak: int | None = None
@@ -233,7 +243,7 @@ class RunContainer:
         if self.cgroup is not None:
             self.cgroup.remove()
         if self.record_path is not None:
-            self.record_path.unlink(missing_ok=True)
+            _remove_record(self.records, self.record_path.name)
         self.columns = columns
         return columns
 
@@ -260,30 +270,34 @@ class RunContainer:
             "pids": {str(p): s for p, s in self.pids.items()},
         }
         try:
-            write_json_atomic(self.record_path, record)
-        except OSError as exc:
-            self.reason = (
-                f"{self.reason}; no record of its processes ({exc.strerror}: {self.record_path})"
-            )
+            directory = records_dir(self.records, create=True)
+            assert directory is not None  # made when missing
+            with directory:
+                directory.write_atomic(self.record_path.name, json.dumps(record) + "\n")
+        except (OSError, HugebenchError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            self.reason = f"{self.reason}; no record of its processes ({why}: {self.record_path})"
             self.record_path = None
 
 
 def end_leftovers(records: str | os.PathLike, host: Host = LOCAL) -> list[dict]:
     """End the runs of sweeps that are gone: every record whose owner is dead (its cgroup, recorded pids and
-    token holders), then every hugebench cgroup whose owner is dead. What was ended, per run."""
+    token holders, each proven the run's), then every hugebench cgroup whose owner is dead. What was ended,
+    per run. UnsafePathError, before anything is ended, when another user could write the records."""
     ended = []
-    for path in sorted(Path(records).glob("*.json")) if Path(records).is_dir() else ():
-        record = _read_record(path)
-        if record is None or alive(record["owner_pid"], record["owner_start"], host):
-            continue
+    for name, record in _dead_records(records, host):
         killed = 0
-        if record.get("cgroup"):
-            group = cgroups.Cgroup(Path(record["cgroup"]))
-            killed += len(group.procs()) if group.path.is_dir() else 0
+        group = cgroups.run_cgroup(record["name"], host) if record["cgroup"] else None
+        if group is not None:
+            killed += len(group.procs())
             group.remove()
-        pids = {int(p): s for p, s in record.get("pids", {}).items()}
-        killed += end_processes(record.get("token"), pids, host)
-        path.unlink(missing_ok=True)
+        pids = {
+            int(p): s
+            for p, s in record["pids"].items()
+            if _the_runs(int(p), s, record["name"], record["token"], host)
+        }
+        killed += end_processes(record["token"], pids, host)
+        _remove_record(records, name)
         ended.append({"run": record["name"], "owner_pid": record["owner_pid"], "killed": killed})
     for group in cgroups.run_cgroups(host):
         owner = _owner(group.path.name)
@@ -295,22 +309,75 @@ def end_leftovers(records: str | os.PathLike, host: Host = LOCAL) -> list[dict]:
     return ended
 
 
+def _dead_records(records: str | os.PathLike, host: Host) -> list[tuple[str, dict]]:
+    """(file name, record) of every valid record in ``records`` whose sweep is gone; a file that is not a
+    record of ours is left alone, with a warning."""
+    directory = records_dir(records)
+    if directory is None:
+        return []
+    found = []
+    with directory:
+        for name in sorted(n for n in os.listdir(directory.fd) if n.endswith(".json")):
+            try:
+                record, why = _parse_record(read_state_file(directory, name), name)
+            except (OSError, HugebenchError) as exc:
+                record, why = None, str(exc)
+            if record is None:
+                warnings.warn(
+                    f"{Path(records, name)}: not a run record of hugebench's ({why}); left alone",
+                    stacklevel=3,
+                )
+            elif not alive(record["owner_pid"], record["owner_start"], host):
+                found.append((name, record))
+    return found
+
+
+def _parse_record(data: bytes | None, file_name: str) -> tuple[dict | None, str]:
+    """A run record as written by ``RunContainer``, or None and why not: its name is its file's, says its
+    owner (``PID-START-RUNID``), its token starts with its name, its cgroup is named after it."""
+    try:
+        record = json.loads(data or b"")
+    except ValueError:
+        return None, "not JSON"
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+        return None, "not a record's format"
+    name, token, pids = record.get("name"), record.get("token"), record.get("pids", {})
+    checks = {
+        "name": isinstance(name, str) and f"{name}.json" == file_name,
+        "owner": isinstance(name, str)
+        and _owner(name) == (record.get("owner_pid"), record.get("owner_start")),
+        "token": isinstance(token, str) and isinstance(name, str) and token.startswith(f"{name}-"),
+        "cgroup": record.get("cgroup") is None or isinstance(record.get("cgroup"), str),
+        "pids": isinstance(pids, dict)
+        and all(p.isdigit() and isinstance(s, int) for p, s in pids.items()),
+    }
+    wrong = [key for key, ok in checks.items() if not ok]
+    if wrong:
+        return None, f"{', '.join(wrong)} not as hugebench writes them"
+    return {**record, "pids": pids}, ""
+
+
+def _the_runs(pid: int, start: int, name: str, token: str, host: Host) -> bool:
+    """``pid`` is still the process recorded (its start time) and provably the run's: in the run's cgroup
+    under hugebench's hierarchy, or holding its token."""
+    if not alive(pid, start, host):
+        return False
+    text = kernel.read_optional(Path(host.proc, str(pid), "cgroup")) or ""
+    line = next((ln for ln in text.splitlines() if ln.startswith("0::")), "")
+    return f"/{cgroups.PARENT}/{name}/" in f"{line[3:]}/" or holds(pid, token, host)
+
+
+def _remove_record(records: str | os.PathLike, name: str) -> None:
+    with contextlib.suppress(OSError, HugebenchError):
+        directory = records_dir(records)
+        if directory is not None:
+            with directory, contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=directory.fd)
+
+
 def _owner(name: str) -> tuple[int, int | None] | None:
     """The sweep (pid, start ticks) named in a run's name ``PID-START-RUNID``."""
     parts = name.split("-", 2)
     if len(parts) != 3 or not parts[0].isdigit() or not (parts[1].isdigit() or parts[1] == "None"):
         return None
     return int(parts[0]), int(parts[1]) if parts[1].isdigit() else None
-
-
-def _read_record(path: Path) -> dict | None:
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    ok = (
-        isinstance(record, dict)
-        and record.get("format") == RECORD_FORMAT
-        and isinstance(record.get("owner_pid"), int)
-    )
-    return record if ok else None

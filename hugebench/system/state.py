@@ -17,8 +17,11 @@ from hugebench.system.journal import (
     RESTORE_HINT,
     JournalRecord,
     check_no_stale_journal,
+    check_roots,
+    check_state_place,
     default_journal_path,
     read_journal,
+    remove_journal,
     restore_saved,
     write_journal,
 )
@@ -86,8 +89,10 @@ class SystemState:
     def _adopt_or_check_journal(self) -> JournalRecord | None:
         # Successive `system set` calls share one journal, so `restore` goes back to before the first.
         if not self.restore_on_exit:
+            check_state_place(self.journal_path)
             record = read_journal(self.journal_path)
             if record is not None and record.purpose == "set":
+                check_roots(record, self.host, self.journal_path)
                 return record
         check_no_stale_journal(self.journal_path)
         return None
@@ -194,7 +199,7 @@ class SystemState:
             self.knobs, self._record.saved, self._record.touched
         )
         if not self.restore_errors:
-            self.journal_path.unlink(missing_ok=True)
+            remove_journal(self.journal_path)
             return
         details = "; ".join(f"{n}: {e}" for n, e in self.restore_errors.items())
         message = f"could not restore kernel knobs ({details}); journal kept at {self.journal_path}; {RESTORE_HINT}"

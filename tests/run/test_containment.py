@@ -121,46 +121,58 @@ def _write_record(records: Path, name: str, owner: tuple[int, int], token: str, 
     return path
 
 
+def _run_name(owner: tuple[int, int]) -> str:
+    """A run's name as RunContainer makes it: its sweep's pid and start ticks, then the run."""
+    return f"{owner[0]}-{owner[1]}-run"
+
+
 def test_a_dead_sweeps_recorded_and_token_carrying_processes_are_ended(tmp_path):
     records = tmp_path / "j-runs"
-    recorded, tokened = _sleeper(), _sleeper({TOKEN: "tok-1"})
-    bystander = _sleeper({TOKEN: "tok-other"})
+    owner = _dead_pid()
+    name = _run_name(owner)
+    token = f"{name}-1"
+    recorded, tokened = _sleeper({TOKEN: token}), _sleeper({TOKEN: token})
+    # recorded by the dead sweep but neither in the run's cgroup nor holding its token: not provably the
+    # run's (a record naming any process must not get it killed)
+    unproven = _sleeper()
+    bystander = _sleeper({TOKEN: f"{token}0"})
     try:
         path = _write_record(
             records,
-            "1-2-run",
-            _dead_pid(),
-            "tok-1",
-            {recorded.pid: kernel.process_start_ticks(recorded.pid)},
+            name,
+            owner,
+            token,
+            {p.pid: kernel.process_start_ticks(p.pid) for p in (recorded, unproven)},
         )
         ended = [
-            e for e in end_leftovers(records) if e["run"] == "1-2-run"
+            e for e in end_leftovers(records) if e["run"] == name
         ]  # (a real dead sweep's cgroup too)
         assert recorded.wait(5) == -signal.SIGKILL and tokened.wait(5) == -signal.SIGKILL
         assert [e["killed"] for e in ended] == [2]
-        assert not path.exists() and bystander.poll() is None
+        assert not path.exists() and bystander.poll() is None and unproven.poll() is None
     finally:
-        for p in (recorded, tokened, bystander):
+        for p in (recorded, tokened, unproven, bystander):
             p.kill()
             p.wait()
 
 
 def test_a_live_sweeps_runs_and_a_reused_pid_are_left_alone(tmp_path):
     records = tmp_path / "j-runs"
-    mine, reused = _sleeper({TOKEN: "tok-live"}), _sleeper()
+    me = (os.getpid(), kernel.process_start_ticks(os.getpid()))
+    mine, reused = _sleeper({TOKEN: f"{_run_name(me)}-live"}), _sleeper()
     try:
-        me = (os.getpid(), kernel.process_start_ticks(os.getpid()))
-        live = _write_record(records, "live", me, "tok-live", {})
+        live = _write_record(records, _run_name(me), me, f"{_run_name(me)}-live", {})
         # a dead sweep recorded a pid that now belongs to another process (other start time)
+        owner = _dead_pid()
         stale = _write_record(
             records,
-            "dead",
-            _dead_pid(),
-            "tok-gone",
+            _run_name(owner),
+            owner,
+            f"{_run_name(owner)}-gone",
             {reused.pid: kernel.process_start_ticks(reused.pid) - 1},
         )
-        ended = [e for e in end_leftovers(records) if e["run"] in ("dead", "live")]
-        assert [e["run"] for e in ended] == ["dead"] and ended[0]["killed"] == 0
+        ended = [e for e in end_leftovers(records) if e["run"] in (_run_name(me), _run_name(owner))]
+        assert [e["run"] for e in ended] == [_run_name(owner)] and ended[0]["killed"] == 0
         assert mine.poll() is None and reused.poll() is None
         assert live.exists() and not stale.exists()
     finally:

@@ -70,7 +70,7 @@ def test_a_sweep_killed_with_the_order_changed_is_undone_by_restore(fake_sys):
     state._active = False  # as if killed: no __exit__
     state._uninstall_handlers()
     assert fake_sys.read(f"sys/{reporting.ORDER_FILE}") == "11"
-    done = restore_from_journal(fake_sys.journal_path, force=True)
+    done = restore_from_journal(fake_sys.journal_path, fake_sys.host, force=True)
     assert done["restored"] == {REPORTING_KNOB: {"from": "11", "to": "9"}}
     assert fake_sys.read(f"sys/{reporting.ORDER_FILE}") == "9"
 

@@ -67,7 +67,7 @@ def test_restore_after_a_killed_sweep_brings_back_the_saved_values(fake_sys_chan
     before = fake_sys_changed.files()
     crash_a_sweep(fake_sys_changed)
     assert fake_sys_changed.read(f"{THP}/enabled") == "[always] madvise never"
-    report = restore_from_journal(fake_sys_changed.journal_path)
+    report = restore_from_journal(fake_sys_changed.journal_path, fake_sys_changed.host)
     assert report["restored"]["thp.enabled"] == {"from": "always", "to": "never"}
     assert report["restored"]["thp.defrag"] == {"from": "never", "to": "always"}
     assert report["restored"]["hugetlb.2MB"] == {"from": "3", "to": "2"}

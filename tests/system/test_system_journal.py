@@ -76,7 +76,7 @@ def test_stale_journal_blocks_the_next_sweep(crashed):
 
 def test_restore_from_journal_puts_everything_back(crashed):
     fake, before, _ = crashed
-    report = restore_from_journal(fake.journal_path)
+    report = restore_from_journal(fake.journal_path, fake.host)
     assert fake.files() == before
     assert report["restored"]["thp.enabled"] == {"from": "always", "to": "madvise"}
     assert set(report["restored"]) == {
@@ -88,7 +88,7 @@ def test_restore_from_journal_puts_everything_back(crashed):
         "hugetlb.1GB",
     }
     check_no_stale_journal(fake.journal_path)  # the journal is gone
-    assert restore_from_journal(fake.journal_path)["found"] is False
+    assert restore_from_journal(fake.journal_path, fake.host)["found"] is False
 
 
 def test_restore_cli_with_env_roots(crashed, monkeypatch):
@@ -132,7 +132,7 @@ def test_journal_of_a_running_sweep_is_refused_and_not_restored(fake_sys):
         with pytest.raises(SystemStateError, match="is running"):
             check_no_stale_journal(fake_sys.journal_path)
         with pytest.raises(SystemStateError, match="still running"):
-            restore_from_journal(fake_sys.journal_path)
+            restore_from_journal(fake_sys.journal_path, fake_sys.host)
     assert fake_sys.read("sys/kernel/mm/transparent_hugepage/enabled") == "always [madvise] never"
 
 
