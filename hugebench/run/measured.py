@@ -13,18 +13,19 @@ import time
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.machine import allocators
 from hugebench.machine.environment import worker_environment
 from hugebench.machine.launch import Ended, Launched
 from hugebench.machine.program import user_path
 from hugebench.machine.sampler import FIELDS, CoverageSampler, tree_peak_rss
-from hugebench.workloads.command.streams import Streams, read_output
 from hugebench.measure.phases import coverage
 from hugebench.run.argv import measured_argv
 from hugebench.run.command_spec import Command, CommandFailed, how_ended, open_streams
 from hugebench.run.rundir import RunDir
 from hugebench.system.containment import TOKEN, RunContainer
 from hugebench.workloads.command.metric import WINDOW_COLUMN
+from hugebench.workloads.command.streams import Streams, read_output
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
 
@@ -258,7 +259,7 @@ class Measured:
         asked = (
             "never"
             if self.request.thp_prctl_disable
-            else self.request.run.get("system", {}).get("thp.enabled")
+            else self.request.run.get("system", {}).get(THP_ENABLED)
             or kernel.thp_modes().get("enabled")
         )
         exes = {
