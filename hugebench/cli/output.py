@@ -12,7 +12,7 @@ from hugebench.errors import HugebenchError
 
 # hyperfine's --export-FORMAT files: exporters.FILE_FORMATS, written out so that a command's start does not
 # import pandas (tests/report/test_exporters.py keeps the two equal)
-FILE_FORMATS = ("markdown", "csv", "json")
+FILE_FORMATS = ("json", "csv", "markdown")
 
 
 class _Formats(click.Choice):

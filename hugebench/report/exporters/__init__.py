@@ -22,7 +22,13 @@ from hugebench.errors import HugebenchError
 from hugebench.report.blocks import Block, Record
 from hugebench.report.exporters import csv, html, json, markdown, rich
 
-_MODULES: tuple[ModuleType, ...] = (rich, markdown, csv, json, html)
+_MODULES: tuple[ModuleType, ...] = (
+    rich,
+    json,
+    csv,
+    markdown,
+    html,
+)  # the order --format and --help list
 EXPORTERS: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}
 FORMATS = tuple(EXPORTERS)  # every format, for --format
 TEXT_FORMATS = tuple(n for n, m in EXPORTERS.items() if hasattr(m, "block_text"))
