@@ -5,8 +5,10 @@ spellings are one knob), machine checks, the store's owned columns, the report a
 read this table; ``hugebench.system.knobs`` turns its entries into readable, writable knobs for the files this
 kernel has. What does not: any I/O (this module reads no file; the roots of /sys and /proc are the caller's).
 
-Adding a knob is one entry in ``DECLARED`` (or, for a family of sizes, in ``_templates``); see
-docs/architecture.md.
+Adding a knob is one entry in ``DECLARED`` (a family of sizes, like the mTHP modes, is a pattern and a
+``*_decl`` function: ``_MTHP`` and ``mthp_decl``), and, where code names the knob, a constant beside the others
+below; see docs/architecture.md. Code elsewhere names a knob, a knob's directory or a tool-owned axis by the
+constants here, never by a literal (tests/house/test_vocabulary.py).
 """
 
 from __future__ import annotations
@@ -14,8 +16,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# Where the knobs live: directories under the /sys or /proc root (a Host's), and the absolute form for messages
+# and deploy lines (``sys_path``).
 THP_DIR = "kernel/mm/transparent_hugepage"  # under /sys
 HUGETLB_DIR = "kernel/mm/hugepages"  # under /sys
+REPORTING_DIR = "module/page_reporting/parameters"  # under /sys
+VM_DIR = "sys/vm"  # under /proc
+DEFAULT_POOL = f"{VM_DIR}/nr_hugepages"  # under /proc: the pool of the default huge page size
+
+# The knobs code names (each one entry of DECLARED below).
+THP_ENABLED = "thp.enabled"
+THP_DEFRAG = "thp.defrag"
+HUGETLB_2MB = "hugetlb.2MB"
+HUGETLB_1GB = "hugetlb.1GB"
+COMPACT_UNEVICTABLE = "vm.compact_unevictable_allowed"
+PERCPU_HIGH_FRACTION = "vm.percpu_pagelist_high_fraction"
+COMPACTION_PROACTIVENESS = "vm.compaction_proactiveness"
+REPORTING_ORDER = "page_reporting.order"
+MTHP_PREFIX = "thp.mthp."  # + "<N>kB": a multi-size THP's own mode (mthp_decl)
+
+# The axes the tool owns besides the knobs and a workload's parameters (an experiment's ``axes:``).
+ALLOCATOR_AXIS = "allocator"
+TEXT_AXIS = "text_pages"  # how the program's code is backed (hugebench.machine.textpages)
+MEMORY_AXIS = "memory_state"  # the memory's state before each run (hugebench.system.aging)
+REGIME_AXIS = "regime"  # free page reporting's regime (hugebench.system.regime)
+TOOL_AXES = (ALLOCATOR_AXIS, TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS)
 UINT_MAX = 2**32 - 1
 PTES = "ptes"  # a maximum of (base pages per PMD huge page) - 1, known only on the machine
 
@@ -45,8 +70,8 @@ def _thp(name, rel, kind, family="thp", lo=0, hi=None, aliases=(), doc=""):
 
 
 DECLARED: tuple[KnobDecl, ...] = (
-    _thp("thp.enabled", "enabled", "choice", aliases=("thp",), doc="THP mode for anonymous memory"),
-    _thp("thp.defrag", "defrag", "choice", doc="whether a THP fault stalls to compact"),
+    _thp(THP_ENABLED, "enabled", "choice", aliases=("thp",), doc="THP mode for anonymous memory"),
+    _thp(THP_DEFRAG, "defrag", "choice", doc="whether a THP fault stalls to compact"),
     _thp("thp.shmem_enabled", "shmem_enabled", "choice", doc="THP for shmem and tmpfs"),
     _thp("thp.use_zero_page", "use_zero_page", "int", hi=1),
     _thp(
@@ -86,7 +111,7 @@ DECLARED: tuple[KnobDecl, ...] = (
     ),
     # hugetlb.2MB's file depends on the machine's default huge page size (system.knobs picks it).
     KnobDecl(
-        "hugetlb.2MB",
+        HUGETLB_2MB,
         "sys",
         f"{HUGETLB_DIR}/hugepages-2048kB/nr_hugepages",
         "pool",
@@ -96,7 +121,7 @@ DECLARED: tuple[KnobDecl, ...] = (
         doc="persistent 2 MiB hugetlb pages",
     ),
     KnobDecl(
-        "hugetlb.1GB",
+        HUGETLB_1GB,
         "sys",
         f"{HUGETLB_DIR}/hugepages-1048576kB/nr_hugepages",
         "pool",
@@ -109,9 +134,9 @@ DECLARED: tuple[KnobDecl, ...] = (
     # per-CPU lists give their pages back (the sysctl refuses 1..7); compaction_proactiveness 0 keeps
     # kcompactd from compacting a ``fragmented-movable`` state away.
     KnobDecl(
-        "vm.compact_unevictable_allowed",
+        COMPACT_UNEVICTABLE,
         "proc",
-        "sys/vm/compact_unevictable_allowed",
+        f"{VM_DIR}/compact_unevictable_allowed",
         "int",
         "vm",
         0,
@@ -119,9 +144,9 @@ DECLARED: tuple[KnobDecl, ...] = (
         user=False,
     ),
     KnobDecl(
-        "vm.percpu_pagelist_high_fraction",
+        PERCPU_HIGH_FRACTION,
         "proc",
-        "sys/vm/percpu_pagelist_high_fraction",
+        f"{VM_DIR}/percpu_pagelist_high_fraction",
         "int",
         "vm",
         0,
@@ -130,9 +155,9 @@ DECLARED: tuple[KnobDecl, ...] = (
         user=False,
     ),
     KnobDecl(
-        "vm.compaction_proactiveness",
+        COMPACTION_PROACTIVENESS,
         "proc",
-        "sys/vm/compaction_proactiveness",
+        f"{VM_DIR}/compaction_proactiveness",
         "int",
         "vm",
         0,
@@ -145,9 +170,9 @@ DECLARED: tuple[KnobDecl, ...] = (
 # Free page reporting (a VM's balloon hands free blocks of at least 2**order pages back to the host): the
 # smallest order reported; its maximum is the machine's largest buddy order + 1 ("off"), set where it is read.
 PAGE_REPORTING = KnobDecl(
-    "page_reporting.order",
+    REPORTING_ORDER,
     "sys",
-    "module/page_reporting/parameters/page_reporting_order",
+    f"{REPORTING_DIR}/page_reporting_order",
     "int",
     "page_reporting",
     doc="free page reporting's smallest reported order ('off': one above the largest)",
@@ -160,9 +185,19 @@ _MTHP = re.compile(r"^thp\.mthp\.(\d+)kB$")
 _MTHP_SHMEM = re.compile(r"^thp\.mthp_shmem\.(\d+)kB$")
 
 
+def sys_path(rel: str) -> str:
+    """A path under the real /sys as a person types it (messages, deploy lines): ``/sys/`` + ``rel``."""
+    return f"/sys/{rel}"
+
+
+def mthp_name(size: int | str) -> str:
+    """The knob of one multi-size THP's mode: ``thp.mthp.64kB`` (``size``: 64 or '64kB')."""
+    return f"{MTHP_PREFIX}{str(size).removesuffix('kB')}kB"
+
+
 def mthp_decl(size_kb: int) -> KnobDecl:
     """The per-size THP mode of multi-size THP (`thp.mthp.<N>kB`, Linux 6.8+)."""
-    return _thp(f"thp.mthp.{size_kb}kB", f"hugepages-{size_kb}kB/enabled", "choice", "mthp")
+    return _thp(mthp_name(size_kb), f"hugepages-{size_kb}kB/enabled", "choice", "mthp")
 
 
 def mthp_shmem_decl(size_kb: int) -> KnobDecl:

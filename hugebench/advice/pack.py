@@ -15,9 +15,10 @@ from pathlib import Path
 
 from hugebench import knob_catalogue as catalogue
 from hugebench.errors import SpecError
-from hugebench.experiment.claims import _known_keys, _text
+from hugebench.experiment.claims import known_keys, text_field
 from hugebench.experiment.model import ExperimentSpec
-from hugebench.experiment.validation import _validate
+from hugebench.experiment.validation import validate_data
+from hugebench.knob_catalogue import THP_DEFRAG
 from hugebench.yamlsafe import Where, read_text, read_yaml
 
 PRESET_AXIS = "preset"
@@ -46,7 +47,7 @@ _PACK_KEYS = {
 _QUOTE_KEYS = {"id": "short name claims refer to", "says": "the words", "source": "a link"}
 _PRESET_KEYS = {
     "doc": "what this preset is, in the vendor's terms",
-    "knobs": "kernel knobs: {thp: always, thp.defrag: defer+madvise, ...}",
+    "knobs": f"kernel knobs: {{thp: always, {THP_DEFRAG}: defer+madvise, ...}}",
     "options": "the program's options, as parameters of the experiment: {disable_thp: 'no'}",
 }
 _CLAIM_EXTRA = {"quote": "the id of the quote this claim judges"}
@@ -131,7 +132,7 @@ def load_pack(name_or_path: str) -> Pack:
 def parse_pack(data, where: Where) -> Pack:
     if not isinstance(data, dict):
         raise where.error((), "a pack is a mapping of keys (pack, title, presets, experiment, ...)")
-    _known_keys(data, _PACK_KEYS, (), where)
+    known_keys(data, _PACK_KEYS, (), where)
     for key in ("pack", "title", "vendor", "judges", "presets", "experiment", "claims"):
         if key not in data:
             raise where.error((), f"missing required key '{key}' ({_PACK_KEYS[key]})")
@@ -142,10 +143,10 @@ def parse_pack(data, where: Where) -> Pack:
         raise where.error(("experiment",), "must be a mapping of an experiment's keys")
     _claims_check(data["claims"], quotes, where)
     return Pack(
-        name=_text(data, "pack", (), where, required=True),
-        title=_text(data, "title", (), where, required=True),
-        vendor=_text(data, "vendor", (), where, required=True),
-        judges=_text(data, "judges", (), where, required=True),
+        name=text_field(data, "pack", (), where, required=True),
+        title=text_field(data, "title", (), where, required=True),
+        vendor=text_field(data, "vendor", (), where, required=True),
+        judges=text_field(data, "judges", (), where, required=True),
         needs=tuple(_names(data.get("needs") or [], ("needs",), where)),
         run_s=_number(data, "run_s", 10.0, where),
         max_repetitions=int(_number(data, "max_repetitions", 10, where)),
@@ -154,7 +155,7 @@ def parse_pack(data, where: Where) -> Pack:
         experiment=experiment,
         claims=tuple(data["claims"]),
         not_judged=tuple(data.get("not_judged") or ()),
-        lab=_text(data, "lab", (), where) or "",
+        lab=text_field(data, "lab", (), where) or "",
         source=where.source,
         lines=where.lines,
     )
@@ -181,8 +182,8 @@ def _quotes(raw, where) -> dict:
         path = ("quotes", i)
         if not isinstance(quote, dict):
             raise where.error(path, "must be a mapping {id, says, source}")
-        _known_keys(quote, _QUOTE_KEYS, path, where)
-        entry = {key: _text(quote, key, path, where, required=True) for key in _QUOTE_KEYS}
+        known_keys(quote, _QUOTE_KEYS, path, where)
+        entry = {key: text_field(quote, key, path, where, required=True) for key in _QUOTE_KEYS}
         out[entry["id"]] = entry
     return out
 
@@ -221,7 +222,7 @@ def _preset(name, body, where) -> Preset:
         raise where.error(path, "a preset's name is letters, digits, '-' and '_'")
     if not isinstance(body, dict):
         raise where.error(path, f"must be a mapping ({_PACK_KEYS['presets']})")
-    _known_keys(body, _PRESET_KEYS, path, where)
+    known_keys(body, _PRESET_KEYS, path, where)
     knobs, options = body.get("knobs") or {}, body.get("options") or {}
     for key, value in (("knobs", knobs), ("options", options)):
         if not isinstance(value, dict):
@@ -236,7 +237,9 @@ def _preset(name, body, where) -> Preset:
         if catalogue.is_knob(option):
             raise where.error(path + ("options", option), "is a kernel knob: put it under knobs:")
     canonical = {catalogue.canonical(k): v for k, v in knobs.items()}
-    return Preset(name, _text(body, "doc", path, where, required=True), canonical, dict(options))
+    return Preset(
+        name, text_field(body, "doc", path, where, required=True), canonical, dict(options)
+    )
 
 
 def _claims_check(raw, quotes, where) -> None:
@@ -299,7 +302,7 @@ def to_spec(
     if repetitions is not None:
         data["repetitions"] = repetitions
     _point_at_presets(pack, presets, settings, where)
-    return _validate(data, _Inside(where))
+    return validate_data(data, _Inside(where))
 
 
 def _chosen(pack: Pack, chosen, where) -> list[Preset]:

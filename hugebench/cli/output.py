@@ -10,11 +10,9 @@ import click
 
 from hugebench.errors import HugebenchError
 
-FILE_FORMATS = (
-    "json",
-    "csv",
-    "markdown",
-)  # hyperfine's --export-FORMAT files (exporters.FILE_FORMATS)
+# hyperfine's --export-FORMAT files: exporters.FILE_FORMATS, written out so that a command's start does not
+# import pandas (tests/report/test_exporters.py keeps the two equal)
+FILE_FORMATS = ("json", "csv", "markdown")
 
 
 class _Formats(click.Choice):
@@ -87,11 +85,14 @@ def write_exports(built, exports: dict[str, Path], export=None, err: bool = Fals
 def emit(built, fmt: str, exports: dict[str, Path] | None = None) -> None:
     """Print ``built`` in ``fmt`` (a terminal's width and colours for rich) and write the exports."""
     from hugebench.report import terminal
-    from hugebench.report.exporters import export
+    from hugebench.report.exporters import TEXT_FORMATS, export, exporter
 
-    width, color = terminal() if fmt == "rich" else (None, False)
+    fits = getattr(
+        exporter(fmt), "FITS_TERMINAL", False
+    )  # drawn to the terminal's width, in colour
+    width, color = terminal() if fits else (None, False)
     text = export(built, fmt, width, color)
-    click.echo(text, color=color or None, nl=fmt in ("rich", "markdown"))
+    click.echo(text, color=color or None, nl=fmt in TEXT_FORMATS)  # a block's text ends without one
     write_exports(built, exports or {})
 
 

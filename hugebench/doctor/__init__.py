@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from hugebench import kernel, system
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import DEFAULT_POOL
 from hugebench.measure import perf as perf_mod
 from hugebench.measure.events import EventChoice, choose_events
 
@@ -194,7 +195,7 @@ def check_mthp(host: Host = LOCAL) -> Check:
 
 
 def check_hugetlb(host: Host = LOCAL) -> Check:
-    knob = host.proc / "sys/vm/nr_hugepages"
+    knob = host.proc / DEFAULT_POOL
     pools = [
         f"{size}: nr={pool.get('nr')} free={pool.get('free')}"
         for size, pool in kernel.read_hugetlb_pools(host).items()

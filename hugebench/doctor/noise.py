@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import THP_DIR, sys_path
 from hugebench.measure import disturbance
 
 LOOK_S = 1.0
@@ -98,7 +99,7 @@ def _governor(host: Host) -> tuple:
 
 
 def _defrag(host: Host) -> tuple:
-    path = host.sys / "kernel/mm/transparent_hugepage/defrag"
+    path = host.sys / THP_DIR / "defrag"
     try:
         text = path.read_text()
     except OSError:
@@ -130,6 +131,6 @@ def _background(before, after, wall: float) -> tuple:
         "khugepaged/kdamond",
         False,
         "busy: " + ", ".join(busy),
-        "khugepaged: raise /sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs; kdamond: stop "
+        f"khugepaged: raise {sys_path(THP_DIR)}/khugepaged/scan_sleep_millisecs; kdamond: stop "
         "DAMON (echo off > /sys/kernel/mm/damon/admin/kdamonds/*/state)",
     )

@@ -16,6 +16,7 @@ import time
 from hugebench import kernel
 from hugebench.kernel import reporting
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import REPORTING_ORDER
 
 BURST_BYTES = 256 << 20
 HUGE = 2 << 20
@@ -26,14 +27,14 @@ SLOWER = 1.5  # a ratio above this is called a cost worth a regime choice
 
 def fault_burst_s(size: int = BURST_BYTES) -> tuple[float, int]:
     """(seconds to fault ``size`` in 2 MiB pages, how many were huge): one write per 2 MiB."""
-    from hugebench.system.fragmenter import MAP_PRIVATE_ANON, PROT_RW, _libc
+    from hugebench.system.fragmenter import LIBC, MAP_PRIVATE_ANON, PROT_RW
 
-    raw = _libc.mmap(None, size + HUGE, PROT_RW, MAP_PRIVATE_ANON, -1, 0)
+    raw = LIBC.mmap(None, size + HUGE, PROT_RW, MAP_PRIVATE_ANON, -1, 0)
     if raw in (None, ctypes.c_void_p(-1).value):
         raise OSError(ctypes.get_errno(), "mmap of the fault burst failed")
     try:
         base = (raw + HUGE - 1) & ~(HUGE - 1)
-        _libc.madvise(base, size, MADV_HUGEPAGE)
+        LIBC.madvise(base, size, MADV_HUGEPAGE)
         huge_before = kernel.read_smaps_rollup("self").get("AnonHugePages", 0)
         started = time.perf_counter()
         for offset in range(0, size, HUGE):
@@ -42,7 +43,7 @@ def fault_burst_s(size: int = BURST_BYTES) -> tuple[float, int]:
         huge = (kernel.read_smaps_rollup("self").get("AnonHugePages", 0) - huge_before) // HUGE
         return seconds, huge
     finally:
-        _libc.munmap(raw, size + HUGE)
+        LIBC.munmap(raw, size + HUGE)
 
 
 def after_idle(idle_s: float = IDLE_S) -> tuple[float, int]:
@@ -55,7 +56,7 @@ def after_idle(idle_s: float = IDLE_S) -> tuple[float, int]:
 def measure(state, idle_s: float = IDLE_S) -> dict:
     """{'on': s, 'off': s, 'huge': pages} with reporting as found, then held off on ``state``."""
     on, huge_on = after_idle(idle_s)
-    state.apply({"page_reporting.order": "off"})
+    state.apply({REPORTING_ORDER: "off"})
     off, huge_off = after_idle(idle_s)
     return {"on": on, "off": off, "huge": min(huge_on, huge_off)}
 
@@ -71,7 +72,7 @@ def finding(host: Host = LOCAL, measure_it: bool = True) -> tuple:
     told += f", {reported / 2**20:,.1f} GiB reported so far)" if reported else ")"
     fix = (
         "choose the regime your deployment has: `regime: [warm, cold]` as an axis, "
-        "`system: {page_reporting.order: 'off'}` for a sweep, or `try --regime warm|cold|both` "
+        f"`system: {{{REPORTING_ORDER}: 'off'}}` for a sweep, or `try --regime warm|cold|both` "
         "(docs/trusting-numbers.md)"
     )
     why_not = _why_not_measured(host) if measure_it else "not measured (asked)"
@@ -92,7 +93,7 @@ def finding(host: Host = LOCAL, measure_it: bool = True) -> tuple:
 
 def _why_not_measured(host: Host) -> str | None:
     if os.geteuid() != 0:
-        return "is not measured without root (holding reporting off writes page_reporting.order)"
+        return f"is not measured without root (holding reporting off writes {REPORTING_ORDER})"
     if kernel.thp_modes(host).get("enabled") not in ("always", "madvise"):
         return "is not measured: THP is 'never' here, no 2 MiB fault to time"
     return None

@@ -13,15 +13,15 @@ from hugebench import workloads
 from hugebench.experiment.model import (
     DEFAULT_ALLOCATOR,
     MAX_RUNS,
-    MEMORY_AXIS,
-    REGIME_AXIS,
     TEXT_AXIS,
+    TOOL_AXES,
     ExperimentSpec,
     canonical_knob,
     cells,
     is_knob,
     matches,
 )
+from hugebench.knob_catalogue import THP_ENABLED, alias_note
 
 
 def _cells(data, key, axes, where, many):
@@ -52,7 +52,7 @@ def _partial_cell(cell, path, axes, where) -> dict:
         if axis not in axes:
             raise where.error(path + (name,), f"is not an axis; axes: {', '.join(axes)}")
         if axis in norm:
-            raise where.error(path + (name,), f"axis {axis!r} is given twice (thp is thp.enabled)")
+            raise where.error(path + (name,), f"axis {axis!r} is given twice ({alias_note()})")
         allowed = axes[axis]
         coerced = _coerce_like(value, allowed)
         if coerced not in allowed:
@@ -110,9 +110,9 @@ def _check_cells(spec: ExperimentSpec, workload, where) -> None:
 def _check_text_thp(spec: ExperimentSpec, left, where) -> None:
     """text_pages thp puts the text on THP, which THP 'never' rules out: such a cell could only be skipped."""
     for cell in left:
-        mode = cell.get("thp.enabled", spec.system.get("thp.enabled"))
+        mode = cell.get(THP_ENABLED, spec.system.get(THP_ENABLED))
         if cell.get(TEXT_AXIS) == "thp" and mode == "never":
-            on_axis = "thp.enabled" in spec.axes
+            on_axis = THP_ENABLED in spec.axes
             fix = (
                 "leave it out: exclude: [{text_pages: thp, thp: never}]"
                 if on_axis
@@ -208,9 +208,7 @@ def _workload_checks(spec: ExperimentSpec, workload, where) -> ExperimentSpec:
             **{
                 k: v
                 for k, v in cell.items()
-                if k in spec.axes
-                and not is_knob(k)
-                and k not in ("allocator", TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS)
+                if k in spec.axes and not is_knob(k) and k not in TOOL_AXES
             },
         }
         try:

@@ -13,9 +13,11 @@ from hugebench.experiment.model import (
     REGIME_AXIS,
     TEXT_AXIS,
     THP_MODES,
+    TOOL_AXES,
     canonical_knob,
     is_knob,
 )
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.machine.textpages import MODES as TEXT_MODES
 from hugebench.system import aging, regime
 
@@ -25,7 +27,7 @@ def _param(workload, name, value, path, where):
     if param is None and workload.open_params:
         if not isinstance(name, str) or not name.isidentifier():
             raise where.error(path, "a parameter name must be an identifier (it is used as {name})")
-        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS) or is_knob(name):
+        if name in TOOL_AXES or is_knob(name):
             raise where.error(
                 path[:2],
                 f"{name} is an axis, not a parameter: axes: {{{name}: [...]}}"
@@ -56,7 +58,7 @@ def _knob_value(name, value, path, where):
         raise where.error(
             path, f"a kernel knob value must be a string or an integer, got {value!r}{_BOOL_HINT}"
         )
-    if canonical_knob(name) == "thp.enabled" and value not in THP_MODES:
+    if canonical_knob(name) == THP_ENABLED and value not in THP_MODES:
         raise where.error(path, f"THP mode must be one of {', '.join(THP_MODES)}; got {value!r}")
     if not isinstance(value, (str, int)):
         raise where.error(

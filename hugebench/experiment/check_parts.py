@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from hugebench.errors import SpecError, ToolMissingError
-from hugebench.experiment.claims import _known_keys, _metric
+from hugebench.experiment.claims import _metric, known_keys
 from hugebench.experiment.collect import Collected
 from hugebench.experiment.keys import _AUTO_KEYS, AUTO_MIN_DEFAULT, _mapping
 from hugebench.experiment.model import MAX_REPETITIONS
@@ -45,7 +45,7 @@ def _adaptive(data, workload, params, where) -> Adaptive | None:
             ("repetitions",), "must be an integer, or {auto: {min: N, max: N, target: F}}"
         )
     auto, path = value["auto"], ("repetitions", "auto")
-    _known_keys(auto, _AUTO_KEYS, path, where)
+    known_keys(auto, _AUTO_KEYS, path, where)
     for required in ("max", "target"):
         if required not in auto:
             raise where.error(path, f"missing '{required}' ({_AUTO_KEYS[required]})")

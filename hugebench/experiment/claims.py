@@ -128,13 +128,13 @@ def _claim_metric(value, path, spec, workload, measured, where) -> str:
     return value
 
 
-def _known_keys(mapping: dict, allowed: dict, path, where) -> None:
+def known_keys(mapping: dict, allowed: dict, path, where) -> None:
     for key in mapping:
         if key not in allowed:
             raise where.error(path + (key,), f"unknown key; allowed keys: {', '.join(allowed)}")
 
 
-def _text(mapping, key, path, where, required=False):
+def text_field(mapping, key, path, where, required=False):
     value = mapping.get(key)
     if value is None and not required:
         return None
@@ -151,8 +151,8 @@ def _expected(data, spec, workload, where) -> Expected | None:
     path = ("expected",)
     if not isinstance(raw, dict):
         raise where.error(path, "must be a mapping {source: TEXT, metric: COLUMN, claims: [...]}")
-    _known_keys(raw, _EXPECTED_KEYS, path, where)
-    source = _text(raw, "source", path, where, required=True)
+    known_keys(raw, _EXPECTED_KEYS, path, where)
+    source = text_field(raw, "source", path, where, required=True)
     measured = measured_columns(spec)
     metric = _claim_metric(raw.get("metric"), path + ("metric",), spec, workload, measured, where)
     claims = raw.get("claims")
@@ -190,7 +190,7 @@ def _claims_of(raw, path, ctx: _Claims) -> list[dict]:
             path,
             "must be a mapping, e.g. {cell: {...}, value: 81} or {cell: {...}, vs: {...}, ratio: 0.77}",
         )
-    _known_keys(raw, _CLAIM_KEYS, path, where)
+    known_keys(raw, _CLAIM_KEYS, path, where)
     if "cell" not in raw:
         raise where.error(path, "missing 'cell' (the cell the published number is about)")
     cell = _one_cell(raw["cell"], path + ("cell",), ctx.spec, ctx.left, where)
@@ -267,7 +267,7 @@ def _record(raw, path, ctx: _Claims, cell, vs, metric, published) -> dict:
         "how each run ended" if metric == "status" else metric_scope(metric, ctx.spec, ctx.measured)
     )
     return {
-        "name": _text(raw, "name", path, where),
+        "name": text_field(raw, "name", path, where),
         "cell": cell,
         "vs": vs,
         "ratio": published.get("ratio"),
@@ -278,8 +278,8 @@ def _record(raw, path, ctx: _Claims, cell, vs, metric, published) -> dict:
         "metric": metric,
         "scope": scope,
         "quantity": quantity_label(metric, ctx.labels, scope),
-        "source": _text(raw, "source", path, where),
-        "note": _text(raw, "note", path, where),
+        "source": text_field(raw, "source", path, where),
+        "note": text_field(raw, "note", path, where),
     }
 
 
@@ -343,9 +343,12 @@ def _not_judged(raw, path, where) -> tuple:
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise where.error(path + (i,), "must be a mapping {published: TEXT, why: TEXT}")
-        _known_keys(item, _NOT_JUDGED_KEYS, path + (i,), where)
+        known_keys(item, _NOT_JUDGED_KEYS, path + (i,), where)
         out.append(
-            {key: _text(item, key, path + (i,), where, required=True) for key in _NOT_JUDGED_KEYS}
+            {
+                key: text_field(item, key, path + (i,), where, required=True)
+                for key in _NOT_JUDGED_KEYS
+            }
         )
     return tuple(out)
 

@@ -4,6 +4,7 @@ each part (``validation``, ``check_axes``, ``check_parts``) share."""
 from __future__ import annotations
 
 from hugebench import workloads
+from hugebench.knob_catalogue import HUGETLB_2MB, THP_DEFRAG
 from hugebench.yamlsafe import Where
 
 _TOP_KEYS = {
@@ -20,7 +21,7 @@ _TOP_KEYS = {
     "exclude": "list of partial cells to leave out",
     "baseline": "partial cell that ratios are computed against",
     "allocators": "user-defined allocators: name -> {path: /abs/lib.so, env: {...}} or {base: NAME, env: {...}}",
-    "system": "kernel knobs fixed for the whole sweep (thp.defrag: madvise, hugetlb.2MB: 1024, ...)",
+    "system": f"kernel knobs fixed for the whole sweep ({THP_DEFRAG}: madvise, {HUGETLB_2MB}: 1024, ...)",
     "perf": "whole-process perf stat: auto | off | list of event names",
     "counters": "in-process counters around the timed phase: auto | off | list of labels",
     "order": "interleaved (default: blocks of one run per cell, shuffled) | grouped (fewest knob flips)",

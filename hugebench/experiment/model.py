@@ -23,12 +23,13 @@ from hugebench.machine import allocators as alloc_mod
 
 THP_MODES = ("always", "madvise", "never")
 DEFAULT_ALLOCATOR = "glibc"  # when the file has no allocator axis
-# Where the measured program's text lives (hugebench.machine.textpages); like the allocator, set in its environment.
-TEXT_AXIS = "text_pages"
-# The free memory a run starts with (hugebench.system.aging): fresh | fragmented[:P%].
-MEMORY_AXIS = "memory_state"
-# The conditions between runs (hugebench.system.regime): warm | cold[:Ns].
-REGIME_AXIS = "regime"
+# The tool's own axes (the allocator, text pages, memory state, regime): declared in hugebench.knob_catalogue.
+TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS, TOOL_AXES = (
+    catalogue.TEXT_AXIS,
+    catalogue.MEMORY_AXIS,
+    catalogue.REGIME_AXIS,
+    catalogue.TOOL_AXES,
+)
 KNOB_PREFIXES = catalogue.USER_FAMILIES  # declared once, in hugebench.knob_catalogue
 PERF_MODES = ("auto", "off")
 # perf: and counters: — a mode of PERF_MODES, the event names, or label -> event

@@ -73,10 +73,10 @@ def parse_spec(
         data = {**data, "repetitions": repetitions}
     if warmup is not None:
         data = {**data, "warmup": warmup}
-    return _validate(data, where, local)
+    return validate_data(data, where, local)
 
 
-def _validate(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
+def validate_data(data: dict, where: Where, local: bool = True) -> ExperimentSpec:
     """Every independent check of the file runs and all their errors are reported together
     (:class:`~.collect.Collected`); checks of the whole product need a complete spec and run after."""
     found = Collected(where.source)

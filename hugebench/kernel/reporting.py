@@ -23,8 +23,8 @@ from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.parse import parse_buddyinfo, parse_int, parse_kb_fields, parse_vmstat
 from hugebench.kernel.procfs import free_huge_blocks
 from hugebench.kernel.read import read_optional
+from hugebench.knob_catalogue import REPORTING_DIR
 
-REPORTING_DIR = "module/page_reporting/parameters"
 ORDER_FILE = f"{REPORTING_DIR}/page_reporting_order"
 VIRTIO_DIR = "bus/virtio/devices"
 VIRTIO_ID_BALLOON = 0x5

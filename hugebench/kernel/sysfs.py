@@ -18,9 +18,8 @@ from hugebench.kernel.parse import (
     selected,
 )
 from hugebench.kernel.read import read_optional, read_text
+from hugebench.knob_catalogue import HUGETLB_DIR, THP_DIR
 
-THP_DIR = "kernel/mm/transparent_hugepage"
-HUGETLB_DIR = "kernel/mm/hugepages"
 PMU_DIR = "bus/event_source/devices"
 POOL_FIELDS = {
     "nr": "nr_hugepages",

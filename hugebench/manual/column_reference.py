@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hugebench.knob_catalogue import HUGETLB_2MB, MTHP_PREFIX, THP_ENABLED
+
 
 @dataclass(frozen=True)
 class Column:
@@ -61,10 +63,10 @@ wall_s | s | wall time of the whole worker process, start-up included (launcher 
 source | text | where the row came from: local, or a cluster machine's name
 host | text | host name of the machine that ran it (added by load())
 """),
-    "The cell and its setting": _table("""
+    "The cell and its setting": _table(f"""
 allocator | text | the allocator setting of the cell (see Writing experiments: allocators)
 thp | text | the THP mode axis under the name written in the file (load() keeps it)
-thp.enabled | text | the THP mode of the cell (the knob's canonical axis name)
+{THP_ENABLED} | text | the THP mode of the cell (the knob's canonical axis name)
 text_pages | text | where the program's code was put: off, thp or hugetlb
 memory_state | text | the machine's memory before the run: fresh (compacted) or fragmented[:P%] (docs: aged.md)
 regime | text | the conditions before the run: warm (free page reporting held off) or cold:Ns (N s idle first)
@@ -76,7 +78,7 @@ memory.<field> | as named | what the memory state was and did: free 2 MiB blocks
     the fragmenter's report, compaction and THP fallback counts during the run (memory.during.*), or why not
 <axis> | as written | a cell's axis value under the axis name of the experiment file
 param.<name> | as the parameter | every workload parameter of the run, defaults filled in
-knob.<path> | text | a kernel knob's value during the run (knob.thp.enabled, knob.hugetlb.2MB ...)
+knob.<path> | text | a kernel knob's value during the run (knob.{THP_ENABLED}, knob.{HUGETLB_2MB} ...)
 knobs_applied | text | the knobs this run changed from the values found
 thp_prctl_disabled | bool | THP was disabled for the run's processes by prctl (never, without root)
 thp.asked | text | the THP mode the measured program ran under (the cell's, else the machine's as found)
@@ -86,7 +88,7 @@ thp.process_state | text | each process's THP state: enabled, except-advised (6.
 thp.overridden | bool | a measured process did not get the asked THP mode (it disabled THP for itself); the cell is
     marked and never called by that mode
 thp.overridden.why | text | which process, and how (prctl PR_SET_THP_DISABLE or PR_THP_DISABLE_EXCEPT_ADVISED)
-thp.mthp.<size> | text | the mTHP setting of that folio size during the run
+{MTHP_PREFIX}<size> | text | the mTHP setting of that folio size during the run
 hugetlb.<size> | count | the hugetlb pool of that page size during the run (pages)
 result.<name> | as measured | a measurement named like an axis whose value differs from the planned one
 """),

@@ -79,7 +79,7 @@ def spec_keys() -> str:
         f"**Axes** besides the workload's parameters: `allocator`, `{spec.TEXT_AXIS}` "
         f"({', '.join(f'`{m}`' for m in TEXT_MODES)}), `{spec.MEMORY_AXIS}` (`fresh`, `fragmented`, "
         f"`fragmented:P%`; see the aged-machine page), and every kernel knob (names starting with "
-        f"{' or '.join(f'`{p}`' for p in spec.KNOB_PREFIXES)}; aliases: {catalogue.alias_note()}; `thp.enabled` is one of "
+        f"{' or '.join(f'`{p}`' for p in spec.KNOB_PREFIXES)}; aliases: {catalogue.alias_note()}; `{catalogue.THP_ENABLED}` is one of "
         f"{', '.join(f'`{m}`' for m in spec.THP_MODES)}).",
     ]
     return "\n\n".join(parts)

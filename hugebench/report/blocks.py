@@ -70,3 +70,17 @@ def rows_of(table: pd.DataFrame) -> list[dict]:
     """A table's rows as plain dicts (column -> value), for reading row by row: ``iterrows`` builds a Series
     a row and deep-copies the table's ``attrs`` into each, which costs more than the report's statistics."""
     return table.to_dict("records")
+
+
+@dataclass(frozen=True)
+class Record:
+    """A result that is not a report, as every file format draws it (``try``'s verdict): a title, lines that
+    introduce it, its answer as preformatted text, one table of plain values (``columns``, ``rows``) and its
+    whole form as plain data (JSON's)."""
+
+    title: str
+    intro: list[str]
+    text: str
+    columns: tuple[str, ...]
+    rows: list[list]
+    data: dict

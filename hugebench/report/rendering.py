@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hugebench.knob_catalogue import THP_DEFRAG, THP_ENABLED
+from hugebench.report import exporters
 from hugebench.report.blocks import Block, cell_text, is_missing, rows_of, section_block
 from hugebench.report.exporters import FORMATS, text_exporter
 from hugebench.report.exporters.csv import with_verdicts
@@ -43,8 +45,8 @@ __all__ = [
 AXIS_LABELS = {
     "allocator": "Allocator",
     "thp": "THP",
-    "thp.enabled": "THP",
-    "thp.defrag": "THP defrag",
+    THP_ENABLED: "THP",
+    THP_DEFRAG: "THP defrag",
     "keys": "Keys",
     "set_kind": "Set",
     "threads": "Threads",
@@ -85,11 +87,8 @@ def render(table: pd.DataFrame, fmt: str = "rich", width: int | None = None) -> 
 
     A rich table takes its natural width unless ``width`` (e.g. the terminal's) makes it wrap.
     """
-    if fmt == "csv":
-        return table.to_csv(index=False)
-    headers, rows, notes = table_text(table)
-    return text_exporter(fmt).block_text(
-        Block(table.attrs.get("title"), headers, rows, notes), width
+    return exporters.table_text(
+        table, lambda: Block(table.attrs.get("title"), *table_text(table)), fmt, width
     )
 
 
@@ -103,9 +102,7 @@ def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -
     """The compensation table as text (rich or markdown); CSV gives the numbers."""
     if table.empty:
         return ""
-    if fmt == "csv":
-        return table.to_csv(index=False)
-    return text_exporter(fmt).block_text(Block(*void_text(table, unit)))
+    return exporters.table_text(table, lambda: Block(*void_text(table, unit)), fmt)
 
 
 def void_text(

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from hugebench.errors import HugebenchError
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.measure.phases import (
     COVERAGE_EXPECTED,  # the one level: a THP `always` cell below it is flagged
 )
@@ -415,7 +416,7 @@ def coverage_flags(experiment: Experiment, axes: Sequence[str]) -> list[Flag]:
     ``hp_coverage``, the coverage of the measured phase (``hp_coverage_basis`` says which, when a row has it:
     a command timed to its end is judged time-weighted, not at exit)."""
     mode = next(
-        (c for c in ("knob.thp.enabled", "thp.enabled", "thp") if c in experiment.rows.columns),
+        (c for c in ("knob.thp.enabled", THP_ENABLED, "thp") if c in experiment.rows.columns),
         None,
     )
     keys = [a for a in axes if a in experiment.rows.columns]

@@ -30,10 +30,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from hugebench.report import exporters
+from hugebench.report.blocks import section_block
 from hugebench.report.model import Flag, Section
 from hugebench.report.outcomes import status_record
 from hugebench.report.published import published_sections
-from hugebench.report.rendering import display_frame, format_axis, format_si, render_section
+from hugebench.report.rendering import display_frame, format_axis, format_si
 from hugebench.report.results import Experiment
 from hugebench.report.tables import same_value
 from hugebench.stats import Ratio, compare, describe_cell, min_runs_for, ok_rows
@@ -251,9 +253,7 @@ def verdict_section(table: pd.DataFrame, experiment: str | None = None) -> Secti
 
 def render_verdicts(table: pd.DataFrame, fmt: str = "rich") -> str:
     """The verdict table of :func:`claim_verdicts` as text (rich or markdown); CSV gives the numbers."""
-    if fmt == "csv":
-        return table.to_csv(index=False)
-    return render_section(verdict_section(table), fmt)
+    return exporters.table_text(table, lambda: section_block(verdict_section(table)), fmt)
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from hugebench import kernel
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.machine import allocators
 from hugebench.machine.environment import worker_environment
 from hugebench.machine.launch import Ended, Launched
@@ -258,7 +259,7 @@ class Measured:
         asked = (
             "never"
             if self.request.thp_prctl_disable
-            else self.request.run.get("system", {}).get("thp.enabled")
+            else self.request.run.get("system", {}).get(THP_ENABLED)
             or kernel.thp_modes().get("enabled")
         )
         exes = {

@@ -68,6 +68,7 @@ import pandas as pd
 from hugebench import knob_catalogue
 from hugebench.columns import SCHEMA_VERSION
 from hugebench.errors import HugebenchError, ToolMissingError, UnsafePathError
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.safefs import SafeDir
 from hugebench.store import columnar
 from hugebench.store.files import (  # noqa: F401
@@ -415,7 +416,7 @@ def _with_host(frame: pd.DataFrame, contexts: Mapping[str, dict]) -> pd.DataFram
 def cell_columns(contexts: Mapping[str, Mapping]) -> list[str]:
     """The columns that name a cell: every sweep's axes, and the allocator and THP mode columns."""
     axes = [a for context in contexts.values() for a in context.get("axes") or []]
-    return list(dict.fromkeys(axes + ["allocator", "thp", "thp.enabled"]))
+    return list(dict.fromkeys(axes + ["allocator", "thp", THP_ENABLED]))
 
 
 def drop_unusable_cells(frame: pd.DataFrame, columns, source) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from hugebench import kernel
 from hugebench import knob_catalogue as catalogue
 from hugebench.errors import SpecError, SystemStateError
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.yamlsafe import Where, read_text, read_yaml
 
 # Keep this much of MemAvailable free for the page cache, the parent and the kernel.
@@ -93,7 +94,7 @@ def _check_knobs(spec, host: Host) -> None:
 
 
 def _check_text_thp(spec, runs, host: Host) -> None:
-    if not any(r.text_pages == "thp" and "thp.enabled" not in r.system for r in runs):
+    if not any(r.text_pages == "thp" and THP_ENABLED not in r.system for r in runs):
         return
     try:
         mode = kernel.thp_modes(host).get("enabled")

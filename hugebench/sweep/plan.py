@@ -21,6 +21,7 @@ from hugebench.experiment import (
     MEMORY_AXIS,
     REGIME_AXIS,
     TEXT_AXIS,
+    TOOL_AXES,
     ExperimentSpec,
     is_knob,
 )
@@ -81,7 +82,7 @@ def _cell_run(spec: ExperimentSpec, cell: dict) -> dict:
     params.update(spec.params)
     system = dict(spec.system)
     for name, value in cell.items():
-        if name in ("allocator", TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS):
+        if name in TOOL_AXES:
             continue
         if is_knob(name):
             system[name] = value

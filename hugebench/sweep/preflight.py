@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 
 from hugebench import __version__, kernel, system
 from hugebench.errors import PrivilegeError, SpecError
+from hugebench.knob_catalogue import HUGETLB_2MB, THP_ENABLED
 from hugebench.machine import allocators as alloc_mod
 from hugebench.machine import metadata
 from hugebench.machine.allocators import Allocator
@@ -63,7 +64,7 @@ class SweepSetup:
     def system_for(self, run) -> dict:
         """Kernel knobs to write for a run (THP 'never' done by prctl is left out)."""
         if run.cell_id in self.prctl_never:
-            return {k: v for k, v in run.system.items() if k != "thp.enabled"}
+            return {k: v for k, v in run.system.items() if k != THP_ENABLED}
         return dict(run.system)
 
     def request_for(self, run) -> WorkerRequest:
@@ -215,7 +216,7 @@ def _check_system(runs, options) -> set:
     )
     if not by_prctl:
         return set()
-    return {r.cell_id for r in runs if r.system.get("thp.enabled") == "never"}
+    return {r.cell_id for r in runs if r.system.get(THP_ENABLED) == "never"}
 
 
 def _perf_plan(spec, options, cpu, caps) -> tuple[list[dict], PerfWrap | None]:
@@ -251,8 +252,8 @@ def _text_skips(runs, options) -> dict:
         return {}
     from hugebench.machine import textpages as text
 
-    pool_set = any(int(r.system.get("hugetlb.2MB", 0) or 0) > 0 for r in runs)
-    thp_set = any("thp.enabled" in r.system for r in runs)
+    pool_set = any(int(r.system.get(HUGETLB_2MB, 0) or 0) > 0 for r in runs)
+    thp_set = any(THP_ENABLED in r.system for r in runs)
     built_in = not runs[0].workload_def.runner
     for mode in modes:
         binary = os.path.realpath(options.python) if built_in else None
@@ -265,7 +266,7 @@ def _text_skips(runs, options) -> dict:
         )
         if why:
             hint = (
-                " (size the pool in the experiment: system: {hugetlb.2MB: N})"
+                f" (size the pool in the experiment: system: {{{HUGETLB_2MB}: N}})"
                 if mode == "hugetlb"
                 else ""
             )
@@ -276,7 +277,7 @@ def _text_skips(runs, options) -> dict:
     return {
         r.cell_id: "text_pages thp needs THP 'madvise' or 'always'; this cell has THP 'never'"
         for r in runs
-        if r.text_pages == "thp" and r.system.get("thp.enabled", now) == "never"
+        if r.text_pages == "thp" and r.system.get(THP_ENABLED, now) == "never"
     }
 
 

@@ -52,6 +52,15 @@ from dataclasses import dataclass
 from hugebench import kernel
 from hugebench.kernel import reporting
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import (
+    BY_NAME,
+    COMPACT_UNEVICTABLE,
+    COMPACTION_PROACTIVENESS,
+    PERCPU_HIGH_FRACTION,
+    THP_DEFRAG,
+    THP_ENABLED,
+    VM_DIR,
+)
 from hugebench.system.containment import RunContainer
 from hugebench.system.memory import condition_memory
 
@@ -66,21 +75,19 @@ CHUNK_BYTES, CHUNK_SHARE = (
 HEADROOM = 0.9  # of MemAvailable usable by the fragmenter's peak plus the run's (machine_checks.MEMORY_HEADROOM)
 DEADLINE_S = 300.0  # the fragmenter stops where it is after this long
 SETTLE_S = 3.0  # after it, the most we wait for its blocks to come back before recording them
-KNOB = "vm.compact_unevictable_allowed"
-PROACTIVE_KNOB = (
-    "vm.compaction_proactiveness"  # 0 while a movable fragmentation lives (see the module)
-)
+KNOB = COMPACT_UNEVICTABLE
+PROACTIVE_KNOB = COMPACTION_PROACTIVENESS  # 0 while a movable fragmentation lives (see the module)
 # Pages freed onto the per-CPU free lists stay there (up to ~40 MiB per CPU and zone here, indefinitely): a
 # pinned page the fragmenter freed keeps its 2 MiB block from merging, and compaction cannot move it, so a
 # later "fresh" run would not be fresh. A high percpu_pagelist_high_fraction for a moment makes the kernel
 # give them back (measured: 116k pages to 190 within 1 s); the knob is journaled and set back as found.
 DRAIN_KNOB, DRAIN_FRACTION, DRAIN_S, PCP_DRAINED_PAGES = (
-    "vm.percpu_pagelist_high_fraction",
+    PERCPU_HIGH_FRACTION,
     "100000",
     5.0,
     4096,
 )
-WHILE_FRAGMENTING = {"thp.enabled": "always", "thp.defrag": "never"}
+WHILE_FRAGMENTING = {THP_ENABLED: "always", THP_DEFRAG: "never"}
 # What aging did during the run, beside the worker's own vmstat.* deltas (THP faults, fallbacks, compaction
 # stalls, collapses): how hard compaction and reclaim worked, and khugepaged's progress. Direct compaction's
 # time is not counted by the kernel; noise.psi_memory_pct (time stalled on memory) includes it.
@@ -155,10 +162,10 @@ def why_not_here(host: Host = LOCAL, euid: int | None = None) -> str | None:
     """Why memory_state cannot be made on this machine by this user, or None."""
     if (os.geteuid() if euid is None else euid) != 0:
         return (
-            "memory_state compacts memory (/proc/sys/vm/compact_memory), sets vm.compact_unevictable_allowed "
+            f"memory_state compacts memory (/proc/sys/vm/compact_memory), sets {COMPACT_UNEVICTABLE} "
             "and locks pages beyond the memlock limit: that needs root"
         )
-    for rel in ("sys/vm/compact_memory", "sys/vm/compact_unevictable_allowed", "buddyinfo"):
+    for rel in (f"{VM_DIR}/compact_memory", BY_NAME[COMPACT_UNEVICTABLE].path, "buddyinfo"):
         if not os.path.exists(os.path.join(host.proc, rel)):
             return f"this kernel has no {os.path.join(host.proc, rel)} (no compaction)"
     return None

@@ -47,9 +47,9 @@ PROT_RW, MAP_PRIVATE_ANON = 0x3, 0x22
 MADV_HUGEPAGE, MADV_COLD = 14, 20
 STALLS_BEFORE_GIVING_UP = 5
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.mmap.restype = ctypes.c_void_p
+LIBC.mmap.argtypes = [
     ctypes.c_void_p,
     ctypes.c_size_t,
     ctypes.c_int,
@@ -58,8 +58,8 @@ _libc.mmap.argtypes = [
     ctypes.c_long,
 ]
 for _name in ("munmap", "mlock"):
-    getattr(_libc, _name).argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    getattr(LIBC, _name).argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
 def _check(result: int, what: str) -> None:
@@ -83,11 +83,11 @@ def take_chunk(blocks: int, movable: bool = False) -> int:
     """Fault ``blocks`` huge pages, keep one 4 KiB page of each (locked unless ``movable``), free the rest;
     how many were huge."""
     length = (blocks + 1) * HUGE
-    raw = _libc.mmap(None, length, PROT_RW, MAP_PRIVATE_ANON, -1, 0)
+    raw = LIBC.mmap(None, length, PROT_RW, MAP_PRIVATE_ANON, -1, 0)
     if raw in (None, ctypes.c_void_p(-1).value):
         raise OSError(ctypes.get_errno(), "mmap of a chunk failed")
     base = (raw + HUGE - 1) & ~(HUGE - 1)
-    _check(_libc.madvise(base, blocks * HUGE, MADV_HUGEPAGE), "madvise(MADV_HUGEPAGE)")
+    _check(LIBC.madvise(base, blocks * HUGE, MADV_HUGEPAGE), "madvise(MADV_HUGEPAGE)")
     huge_before = _anon_huge_bytes()
     for i in range(blocks):
         ctypes.memset(base + i * HUGE, 1, 1)  # one write faults the whole 2 MiB page
@@ -95,14 +95,14 @@ def take_chunk(blocks: int, movable: bool = False) -> int:
     for i in range(blocks):
         block = base + i * HUGE
         _check(
-            _libc.madvise(block, PAGE, MADV_COLD), "madvise(MADV_COLD)"
+            LIBC.madvise(block, PAGE, MADV_COLD), "madvise(MADV_COLD)"
         )  # splits the huge page now
         if not movable:
-            _check(_libc.mlock(block, PAGE), "mlock")
-        _check(_libc.munmap(block + PAGE, HUGE - PAGE), "munmap")
+            _check(LIBC.mlock(block, PAGE), "mlock")
+        _check(LIBC.munmap(block + PAGE, HUGE - PAGE), "munmap")
     for start, end in ((raw, base), (base + blocks * HUGE, raw + length)):
         if end > start:
-            _check(_libc.munmap(start, end - start), "munmap")
+            _check(LIBC.munmap(start, end - start), "munmap")
     return huge
 
 

@@ -19,6 +19,7 @@ from hugebench import knob_catalogue as catalogue
 from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.kernel import reporting as page_reporting
 from hugebench.kernel.host import LOCAL, Host, SysfsIO
+from hugebench.knob_catalogue import DEFAULT_POOL, REPORTING_ORDER
 
 UINT_MAX = catalogue.UINT_MAX
 POOL_MEMORY_SHARE = (
@@ -30,7 +31,7 @@ ALIASES = catalogue.ALIASES  # short names (thp, hugetlb), declared in hugebench
 # the host, which takes them back; one above the largest buddy order (11 on x86-64) reports nothing. This
 # kernel (6.18) takes 0..11 and refuses 12 with EINVAL; a kernel that caps it at its largest order cannot hold
 # reporting off, and says so when 11 is written.
-REPORTING_KNOB = catalogue.BY_NAME["page_reporting.order"].name
+REPORTING_KNOB = catalogue.BY_NAME[REPORTING_ORDER].name
 
 
 class UnknownKnobError(SystemStateError):
@@ -216,9 +217,9 @@ def _hugetlb_knobs(host: Host) -> list[Knob]:
         if d.family != "hugetlb":
             continue
         root, rel = host.sys, d.path
-        if d.page_kb == 2048 and Path(host.proc, "sys/vm/nr_hugepages").exists():
+        if d.page_kb == 2048 and Path(host.proc, DEFAULT_POOL).exists():
             if kernel.default_hugepage_kb(host) in (2048, None):
-                root, rel = host.proc, "sys/vm/nr_hugepages"
+                root, rel = host.proc, DEFAULT_POOL
         if Path(root, rel).exists():
             knobs.append(Knob(d.name, root, rel, "pool", host=host, page_kb=d.page_kb))
     return knobs

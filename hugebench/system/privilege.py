@@ -17,6 +17,7 @@ from hugebench import kernel
 from hugebench import knob_catalogue as catalogue
 from hugebench.errors import PrivilegeError, SystemStateError
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.system.knobs import Knob, discover_knobs, resolve_name
 
 PR_SET_THP_DISABLE = 41
@@ -24,7 +25,7 @@ PR_GET_THP_DISABLE = 42
 
 
 def _describe(name: str, value: str) -> str:
-    if name == "thp.enabled":
+    if name == THP_ENABLED:
         return f"THP mode {value!r}"
     if catalogue.family(name) == "hugetlb":
         return f"a {name.split('.')[1]} hugetlb pool of {value} pages"
@@ -82,7 +83,7 @@ def check_privileges(
                 current[knob.name] = knob.read()
             if value == current[knob.name]:
                 continue
-            if euid != 0 and allow_prctl_never and knob.name == "thp.enabled" and value == "never":
+            if euid != 0 and allow_prctl_never and knob.name == THP_ENABLED and value == "never":
                 by_prctl[knob.name] = value
                 continue
             changes.setdefault(f"{knob.name}={value}", (knob, value))

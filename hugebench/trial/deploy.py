@@ -20,11 +20,12 @@ import shlex
 from collections.abc import Mapping
 
 from hugebench._util import run_text
+from hugebench.knob_catalogue import MTHP_PREFIX, THP_DIR, sys_path
 from hugebench.machine import allocators as alloc_mod
 from hugebench.trial.verdict_types import Deploy, DeployLine
 
-THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
-MTHP_PATH = "/sys/kernel/mm/transparent_hugepage/hugepages-{size}/enabled"  # size: '64kB'
+THP_PATH = sys_path(f"{THP_DIR}/enabled")
+MTHP_PATH = sys_path(f"{THP_DIR}/hugepages-{{size}}/enabled")  # size: '64kB'
 SYSTEMD_MEMORY_THP = (
     260  # systemd.exec(5) MemoryTHP= (disable | madvise | system | inherit) from this version
 )
@@ -127,7 +128,7 @@ def mthp_writes(cell: Mapping, found: dict) -> list[tuple[str, str]]:
     changed = [
         (k.rsplit(".", 1)[1], v)
         for k, v in cell.items()
-        if k.startswith("thp.mthp.") and found.get(k) != v
+        if k.startswith(MTHP_PREFIX) and found.get(k) != v
     ]
     changed.sort(key=lambda kv: int(kv[0][:-2]))
     return [(MTHP_PATH.format(size=size), v) for size, v in changed]

@@ -2,16 +2,18 @@
 
 json: the verdict's ``to_dict()``, exactly what ``--json`` prints. csv: one row per configuration (as-is, the best, the
 others) with its class, ratio to as-is and interval, runs, memory and coverage. markdown: the full verdict
-(as ``--details`` prints it) and the same table. Nothing here measures or decides.
+(as ``--details`` prints it) and the same table. What belongs here: the verdict as one
+:class:`hugebench.report.blocks.Record`; the formats draw it (``hugebench.report.exporters``, where a new
+format is added). Nothing here measures or decides.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 
+from hugebench.report.blocks import Record
+from hugebench.report.exporters import export_record
+from hugebench.report.exporters.json import clean
 from hugebench.trial.verdict_types import Configuration, Verdict
 
 COLUMNS = (
@@ -30,30 +32,25 @@ COLUMNS = (
 )
 
 
-def clean(obj):
-    """NaN and infinity as null: the JSON stays parseable by every reader."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [clean(v) for v in obj]
-    return obj
+__all__ = ["COLUMNS", "clean", "export", "record", "rows"]
 
 
 def export(verdict: Verdict, fmt: str) -> str:
-    """The verdict in ``fmt`` (json, csv or markdown)."""
-    if fmt == "json":
-        return json.dumps(clean(verdict.to_dict()), default=str) + "\n"
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(COLUMNS)
-        writer.writerows(rows(verdict))
-        return out.getvalue()
-    if fmt == "markdown":
-        return markdown(verdict)
-    raise ValueError(f"unknown try export format {fmt!r}")
+    """The verdict in file format ``fmt`` (json, csv or markdown: the exporters' FILE_FORMATS)."""
+    return export_record(record(verdict), fmt)
+
+
+def record(verdict: Verdict) -> Record:
+    """The verdict as every file format draws it: the answer (as ``--details`` prints it), one row per
+    configuration, and ``to_dict()`` (exactly what ``--json`` prints)."""
+    from hugebench.trial.render import answer
+
+    session = verdict.session
+    intro = [f"Program: `{' '.join(session.program)}`", ""] if session and session.program else []
+    plan = list(session.plan if session else verdict.plan or [])
+    return Record(
+        "hugebench try", intro, answer(verdict, plan), COLUMNS, rows(verdict), verdict.to_dict()
+    )
 
 
 def rows(verdict: Verdict) -> list[list]:
@@ -88,20 +85,3 @@ def _row(role: str, config: Configuration) -> list:
 
 def _num(value) -> str:
     return "" if value is None or not math.isfinite(value) else f"{value:.4g}"
-
-
-def markdown(verdict: Verdict) -> str:
-    """The full verdict as a code block, then the configurations as a table."""
-    from hugebench.trial.render import answer
-
-    lines = ["# hugebench try", ""]
-    session = verdict.session
-    if session and session.program:
-        lines += [f"Program: `{' '.join(session.program)}`", ""]
-    plan = list(session.plan if session else verdict.plan or [])
-    lines += ["```", answer(verdict, plan), "```", ""]
-    lines.append("| " + " | ".join(COLUMNS) + " |")
-    lines.append("|" + "---|" * len(COLUMNS))
-    for row in rows(verdict):
-        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
-    return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ from pathlib import Path
 from hugebench import kernel
 from hugebench.errors import HugebenchError, PrivilegeError, SpecError, ToolMissingError
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import MTHP_PREFIX, REPORTING_ORDER, THP_DIR, mthp_name
 from hugebench.machine import allocators as alloc_mod
 from hugebench.workloads.command.template import BUILTIN_FIELDS
 
@@ -126,7 +127,7 @@ def thp_modes(
     found = kernel.thp_modes(host).get("enabled")
     if found is None:
         raise HugebenchError(
-            f"{host.sys}/kernel/mm/transparent_hugepage/enabled is missing: this kernel has no "
+            f"{host.sys}/{THP_DIR}/enabled is missing: this kernel has no "
             "THP, and try compares THP modes; run your program with hugebench sweep instead"
         )
     root = (os.geteuid() if euid is None else euid) == 0
@@ -203,7 +204,7 @@ def mthp_sets(request: Request, host: Host = LOCAL, euid: int | None = None):
     return sets, []
 
 
-def mthp_name(sizes: tuple) -> str:
+def sets_name(sizes: tuple) -> str:
     return "+".join(sizes) + (" only" if len(sizes) == 1 else "")
 
 
@@ -211,11 +212,11 @@ def _with_mthp(cells: list, sets: list, found_modes: dict, thp_found: str) -> li
     """Every cell with the mTHP knobs the sets touch as found, then one cell per set (as-is allocator, THP
     mode as found) with the set's sizes 'always' and the other touched sizes 'never'."""
     touched = sorted({size for s in sets for size in s}, key=lambda n: int(n[:-2]))
-    found = {f"thp.mthp.{n}": found_modes[n] for n in touched}
+    found = {mthp_name(n): found_modes[n] for n in touched}
     out = [{**cell, **found} for cell in cells]
     for sizes in sets:
-        knobs = {f"thp.mthp.{n}": "always" if n in sizes else "never" for n in touched}
-        cell = {**cells[0], **knobs, "mthp": mthp_name(sizes)}
+        knobs = {mthp_name(n): "always" if n in sizes else "never" for n in touched}
+        cell = {**cells[0], **knobs, "mthp": sets_name(sizes)}
         if {k: v for k, v in cell.items() if k != "mthp"} not in out:
             out.append(cell)
     return out
@@ -223,7 +224,7 @@ def _with_mthp(cells: list, sets: list, found_modes: dict, thp_found: str) -> li
 
 def mthp_knobs(cell: dict) -> dict:
     """The cell's multi-size THP settings ({'thp.mthp.64kB': 'always', ...})."""
-    return {k: v for k, v in cell.items() if k.startswith("thp.mthp.")}
+    return {k: v for k, v in cell.items() if k.startswith(MTHP_PREFIX)}
 
 
 def linked_allocator(request: Request) -> str | None:
@@ -277,7 +278,7 @@ def regimes(request: Request, host: Host = LOCAL, regime: str | None = None) -> 
     wanted = ["warm", "cold"] if regime == "both" else [regime]
     if "warm" in wanted and os.geteuid() != 0 and page_reporting(host)["active"]:
         raise PrivilegeError(
-            "--regime warm holds free page reporting off (page_reporting.order): that needs root; "
+            f"--regime warm holds free page reporting off ({REPORTING_ORDER}): that needs root; "
             "run try as root, or use --regime cold"
         )
     return [canonical(w if w == "warm" else f"cold:{request.idle_s:g}s") for w in wanted]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from hugebench.knob_catalogue import MTHP_PREFIX
 from hugebench.trial.verdict_types import Configuration
 
 SAME_SHARE = 0.02  # every size's share of anonymous memory within 2 points: the same folios
@@ -23,7 +24,7 @@ def _largest_kb(cell: Mapping) -> int:
         sizes = [
             int(k.rsplit(".", 1)[1][:-2])
             for k, v in cell.items()
-            if k.startswith("thp.mthp.") and v == "always"
+            if k.startswith(MTHP_PREFIX) and v == "always"
         ]
         return max(sizes, default=0) * 16 + len(sizes)
     return 2048 * 16 + 9  # THP always: 2 MiB pages

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from hugebench import stats
+from hugebench.knob_catalogue import MTHP_PREFIX
 from hugebench.measure.phases import COVERAGE_EXPECTED
 from hugebench.report.coverage import folio_shares, gap_lines, gap_summary
 from hugebench.stats import sequential, stability
@@ -320,7 +321,7 @@ def _named(config: Configuration, cid, base_id, better, state, thp_found, linked
 
 
 def _mthp_knobs(cell: Mapping) -> dict:
-    return {k: v for k, v in cell.items() if k.startswith("thp.mthp.")}
+    return {k: v for k, v in cell.items() if k.startswith(MTHP_PREFIX)}
 
 
 def _cell_rows(rows: pd.DataFrame, cid: str) -> pd.DataFrame:

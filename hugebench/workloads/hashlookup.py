@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.workloads.base import COMMON_METRICS, STARTUP_S, BarPlot, Param, Workload, register
 from hugebench.workloads.sets import (
     HASH_PARAM,
@@ -127,7 +128,7 @@ WORKLOAD = register(
         + COMMON_METRICS,
         bars=(
             BarPlot(
-                ("allocator", "thp.enabled"),
+                ("allocator", THP_ENABLED),
                 "ns_per_lookup",
                 "ns per lookup",
                 "lookup latency",

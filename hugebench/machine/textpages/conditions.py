@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from hugebench.kernel import mthp_modes, process_thp_enabled, read_hugetlb_pools, thp_modes
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import HUGETLB_2MB, THP_DIR
 from hugebench.machine.textpages.reports import HUGE, MODES, fill_tool, interior
 
 PT_LOAD, PF_X, ET_EXEC = 1, 1, 2
@@ -166,7 +167,7 @@ def _binary_refusal(mode: str, segment: TextSegment, host: Host, pool_sized: boo
         if needed > available:
             return (
                 f"the 2 MiB hugetlb pool is too small: the text of {segment.path} needs {needed} pages, "
-                f"{available} are free and unreserved: raise nr_hugepages (the hugetlb.2MB knob)"
+                f"{available} are free and unreserved: raise nr_hugepages (the {HUGETLB_2MB} knob)"
             )
     if mode == "file-thp" and not segment.congruent:
         return (
@@ -189,7 +190,9 @@ def _kernel_refusal(mode: str, host: Host, thp_set: bool) -> str | None:
         if enabled is None:
             return "the kernel has no transparent huge pages"
         if not thp_set and (enabled == "never" or mthp_modes(host).get("2048kB") == "never"):
-            return "transparent_hugepage/enabled is 'never' (or hugepages-2048kB is): MADV_HUGEPAGE gets no THP"
+            return (
+                f"{THP_DIR}/enabled is 'never' (or hugepages-2048kB is): MADV_HUGEPAGE gets no THP"
+            )
     if mode == "hugetlb" and "2048kB" not in read_hugetlb_pools(host):
         return "the kernel has no 2 MiB hugetlb pool"
     return None

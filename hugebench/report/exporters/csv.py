@@ -3,9 +3,12 @@ comparison's or a history's, one row per cell, unformatted, with an ``experiment
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pandas as pd
 
-from hugebench.report.blocks import rows_of
+from hugebench.report.blocks import Record, rows_of
 from hugebench.report.model import verdict_text
 
 NAME = "csv"
@@ -43,3 +46,17 @@ def frame(report) -> pd.DataFrame | None:
 def export(report, width: int | None = None, color: bool = False) -> str:
     data = frame(report)
     return "" if data is None else data.to_csv(index=False)
+
+
+def frame_text(data: pd.DataFrame) -> str:
+    """One table as CSV: its numbers, unformatted (for machines)."""
+    return data.to_csv(index=False)
+
+
+def record_text(record: Record) -> str:
+    """A record's table (``try``: one row per configuration)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(record.columns)
+    writer.writerows(record.rows)
+    return out.getvalue()

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from hugebench.report.blocks import cell_text
+from hugebench.report.blocks import Record, cell_text
 
 NAME = "json"
 SUFFIX = ".json"
@@ -65,3 +65,19 @@ def export(report, width: int | None = None, color: bool = False) -> str:
         "provenance": [section_dict(s) for s in report.provenance],
     }
     return json.dumps(document, indent=1, allow_nan=False) + "\n"
+
+
+def clean(obj):
+    """NaN and infinity as null: the JSON stays parseable by every reader."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    return obj
+
+
+def record_text(record: Record) -> str:
+    """A record's whole data (``try``: exactly what ``--json`` prints)."""
+    return json.dumps(clean(record.data), default=str) + "\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hugebench.report.blocks import Block, section_block
+from hugebench.report.blocks import Block, Record, section_block
 
 NAME = "markdown"
 SUFFIX = ".md"
@@ -44,3 +44,13 @@ def block_text(block: Block, width: int | None = None, color: bool = False) -> s
 
 def export(report, width: int | None = None, color: bool = False) -> str:
     return "\n\n".join(block_text(section_block(s)) for s in report.sections)
+
+
+def record_text(record: Record) -> str:
+    """A record's title, intro, its answer as a code block, then its table."""
+    lines = [f"# {record.title}", "", *record.intro, "```", record.text, "```", ""]
+    lines.append("| " + " | ".join(record.columns) + " |")
+    lines.append("|" + "---|" * len(record.columns))
+    for row in record.rows:
+        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
+    return "\n".join(lines) + "\n"

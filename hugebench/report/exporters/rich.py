@@ -8,6 +8,7 @@ from hugebench.report.terminal import fit, rich_text
 
 NAME = "rich"
 SUFFIX = ".txt"
+FITS_TERMINAL = True  # printed, it takes the terminal's width and colours
 
 
 def block_text(block: Block, width: int | None = None, color: bool = False) -> str:

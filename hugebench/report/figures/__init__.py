@@ -21,6 +21,7 @@ import pandas as pd
 
 from hugebench.errors import HugebenchError
 from hugebench.experiment import canonical_knob
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.report.figures.bar_plots import PROBE_UNDERLAY  # noqa: F401
 from hugebench.report.figures.bar_plots import axis_column as _column  # noqa: F401 (read by tests as figures._column)
 from hugebench.report.figures.bar_plots import bar_plots as _bar_plots
@@ -225,7 +226,7 @@ def _primary_bars(
     ]
     if not axes:
         return []
-    thp = [a for a in axes if canonical_knob(a) == "thp.enabled"]
+    thp = [a for a in axes if canonical_knob(a) == THP_ENABLED]
     groups = [a for a in axes if a not in thp][:2] + thp  # the colour axis last
     label = next(
         (m.title for m in _metric_specs(experiment, workload) if m.column == metric), metric
@@ -388,7 +389,7 @@ def _line_plots(
 
 def _facet(axes: list[str], df: pd.DataFrame, used: set[str]) -> str | None:
     """A second axis to split panels by (THP mode first), if it has more than one value."""
-    for axis in ["thp.enabled"] + axes:
+    for axis in [THP_ENABLED] + axes:
         if axis in df.columns and axis not in used and df[axis].nunique() > 1:
             return axis
     return None

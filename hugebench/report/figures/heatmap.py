@@ -14,11 +14,12 @@ import math
 
 import pandas as pd
 
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.report.model import Section
 
 MAX_MAPS = 8  # more maps than this (a third axis with many values): the first ones, the rest named
 ROW_AXES = ("allocator",)
-COLUMN_AXES = ("thp", "thp.enabled")
+COLUMN_AXES = ("thp", THP_ENABLED)
 
 
 def heat_maps(section: Section) -> dict | None:

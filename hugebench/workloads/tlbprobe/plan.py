@@ -10,6 +10,7 @@ import yaml
 
 from hugebench.errors import SystemStateError
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import HUGETLB_1GB, HUGETLB_2MB
 
 MIB, GIB = 1 << 20, 1 << 30
 SMALLEST = 4 * MIB
@@ -19,7 +20,7 @@ REACH_LARGEST = (
 FREE_MEMORY_SHARE = (
     0.25  # the largest buffer: the 2 MiB and 1 GiB pools and a 4k buffer must fit at once
 )
-POOL_PAGE = {"hugetlb-2m": ("hugetlb.2MB", 2 * MIB), "hugetlb-1g": ("hugetlb.1GB", GIB)}
+POOL_PAGE = {"hugetlb-2m": (HUGETLB_2MB, 2 * MIB), "hugetlb-1g": (HUGETLB_1GB, GIB)}
 BACKINGS = ("4k", "thp", "hugetlb-2m", "hugetlb-1g")
 
 

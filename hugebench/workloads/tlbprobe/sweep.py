@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hugebench import kernel
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.knob_catalogue import THP_ENABLED
 from hugebench.workloads.tlbprobe import cache
 from hugebench.workloads.tlbprobe import curves as curves_mod
 from hugebench.workloads.tlbprobe import plan as plan_mod
@@ -44,7 +45,7 @@ def _system_and_backings(largest: int, options: ProbeOptions) -> tuple[dict, lis
     system: dict[str, str | int] = {}
     backings, skipped = ["4k", "thp"], {}
     if kernel.thp_modes(options.host).get("enabled") == "never":
-        system["thp.enabled"] = (
+        system[THP_ENABLED] = (
             "madvise"  # MADV_HUGEPAGE needs madvise or always; restored after the sweep
         )
     for backing, (knob, _) in plan_mod.POOL_PAGE.items():
