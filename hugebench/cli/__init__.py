@@ -308,6 +308,10 @@ def plan(
         config is None
     ):  # what a sweep would refuse on this machine (a cluster's machines check themselves)
         machine_checks.check(spec, runs, host)
+    elif config.certs:  # the client's certificates, checked as a sweep checks them
+        from hugebench.cluster.certs import paths
+
+        paths(config.certs, "client")
     history = read_history(out or _default_out(spec))
     s = plan_mod.summary(runs)
     mem = (

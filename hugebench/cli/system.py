@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hugebench import knob_catalogue as catalogue
+from hugebench.cli.host import host_at
 from hugebench.errors import SpecError
 from hugebench.kernel.host import Host
 from hugebench.system import SystemState, check_privileges, restore_from_journal, show
@@ -46,7 +47,7 @@ def system(
 ) -> None:
     """Show, set and restore the huge-page kernel knobs (THP modes, khugepaged, mTHP, hugetlb pools)."""
     named = sys_root is not None or proc_root is not None
-    ctx.obj = SystemRoots(Host.at(sys_root, proc_root), journal, named)
+    ctx.obj = SystemRoots(host_at(sys_root, proc_root), journal, named)
 
 
 @system.command("show")

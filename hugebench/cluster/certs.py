@@ -45,11 +45,11 @@ def make(directory, days: int = DEFAULT_DAYS) -> list[Path]:
     files = _pems(days)
     fd = _open_new_dir(Path(directory))
     try:
-        taken = [name for name in files if _exists(name, fd)]
+        taken = sorted(os.listdir(fd))  # the lab's files alone: never mixed with anything else
         if taken:
             raise HugebenchError(
-                f"{directory} already holds {', '.join(taken)}; certificates are never overwritten: "
-                "give an empty or new directory"
+                f"{directory} is not empty ({len(taken)} entries, e.g. {taken[0]!r}); certificates go "
+                "into an empty or new directory, and nothing is overwritten"
             )
         for name, (data, mode) in files.items():
             _create(fd, name, data, mode, directory)
@@ -131,14 +131,6 @@ def _open_new_dir(path: Path) -> int:
     return fd
 
 
-def _exists(name: str, dir_fd: int) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def _create(dir_fd: int, name: str, data: bytes, mode: int, directory) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -186,6 +178,8 @@ def security(directory, *roles: str):
     from distributed.security import Security
 
     files = {role: paths(directory, role) for role in roles}
+    for role in roles:
+        valid_and_ours(directory, role)
     sec = Security(
         require_encryption=True,
         tls_ca_file=str(Path(directory) / CA),
@@ -200,6 +194,42 @@ def security(directory, *roles: str):
                 f"the certificates in {directory} do not load for the {role}: {exc}"
             ) from None
     return sec
+
+
+def valid_and_ours(directory, role: str) -> None:
+    """HugebenchError unless ``role``'s certificate and the CA in ``directory`` are valid now and the
+    certificate is signed by that CA (TLS would refuse them at the first connection, with a traceback)."""
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    loaded = {}
+    for name in (CA, cert_name(role)):
+        path = Path(directory) / name
+        try:
+            cert = x509.load_pem_x509_certificate(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise HugebenchError(f"{path}: not a PEM certificate ({exc})") from None
+        start, end = (_utc(cert, "not_valid_before"), _utc(cert, "not_valid_after"))
+        if not start <= now <= end:
+            raise HugebenchError(
+                f"{path} is valid from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC, not now: "
+                "make new certificates with `hugebench cluster certs DIR`"
+            )
+        loaded[name] = cert
+    try:
+        loaded[cert_name(role)].verify_directly_issued_by(loaded[CA])
+    except (ValueError, TypeError, InvalidSignature):
+        raise HugebenchError(
+            f"{Path(directory) / cert_name(role)} is not signed by {Path(directory) / CA} (another "
+            "lab's CA?): copy the files of one `hugebench cluster certs DIR` together"
+        ) from None
+
+
+def _utc(cert, field: str) -> datetime.datetime:
+    """A certificate's date, aware (cryptography 42 has ``<field>_utc``; 41 only the naive one)."""
+    aware = getattr(cert, f"{field}_utc", None)
+    return aware or getattr(cert, field).replace(tzinfo=datetime.timezone.utc)
 
 
 def dask_config(directory) -> dict:

@@ -18,13 +18,13 @@ from hugebench.machine.environment import worker_environment
 from hugebench.machine.launch import Ended, Launched
 from hugebench.machine.program import user_path
 from hugebench.machine.sampler import FIELDS, CoverageSampler, tree_peak_rss
-from hugebench.workloads.command.streams import Streams, read_output
 from hugebench.measure.phases import coverage
 from hugebench.run.argv import measured_argv
 from hugebench.run.command_spec import Command, CommandFailed, how_ended, open_streams
 from hugebench.run.rundir import RunDir
 from hugebench.system.containment import TOKEN, RunContainer
 from hugebench.workloads.command.metric import WINDOW_COLUMN
+from hugebench.workloads.command.streams import Streams, read_output
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
 
@@ -113,7 +113,7 @@ class Measured:
     # -- a program that runs to its end ----------------------------------------------------------------
 
     def run_program(self, deadline: float) -> tuple[dict, str]:
-        with open_streams(self.command, self.workdir, "program") as streams:
+        with open_streams(self.command, self.workdir, "program", deadline) as streams:
             launched = self._launch(streams)
             ended = self._watch(launched, deadline)
             output = streams.output()
