@@ -13,7 +13,7 @@ import click
 
 from hugebench.cli.host import host_options
 from hugebench.cli.output import count, emit, export_options, exports_of, format_option
-from hugebench.errors import HugebenchError
+from hugebench.errors import HugebenchError, SpecError
 from hugebench.system import Terminated
 
 
@@ -308,10 +308,15 @@ def plan(
         config is None
     ):  # what a sweep would refuse on this machine (a cluster's machines check themselves)
         machine_checks.check(spec, runs, host)
-    elif config.certs:  # the client's certificates, checked as a sweep checks them
+    elif (
+        config.certs
+    ):  # the client's certificates, checked as a sweep checks them (a bad value: exit 2)
         from hugebench.cluster.certs import paths
 
-        paths(config.certs, "client")
+        try:
+            paths(config.certs, "client")
+        except HugebenchError as exc:
+            raise SpecError(f"{experiment}: cluster certs: {exc}") from None
     history = read_history(out or _default_out(spec))
     s = plan_mod.summary(runs)
     mem = (

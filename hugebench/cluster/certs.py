@@ -48,8 +48,8 @@ def make(directory, days: int = DEFAULT_DAYS) -> list[Path]:
         taken = sorted(os.listdir(fd))  # the lab's files alone: never mixed with anything else
         if taken:
             raise HugebenchError(
-                f"{directory} is not empty ({len(taken)} entries, e.g. {taken[0]!r}); certificates go "
-                "into an empty or new directory, and nothing is overwritten"
+                f"{directory} is not empty ({len(taken)} entries, e.g. {taken[0]!r}); certificates are "
+                "never overwritten nor mixed with other files: give an empty or new directory"
             )
         for name, (data, mode) in files.items():
             _create(fd, name, data, mode, directory)

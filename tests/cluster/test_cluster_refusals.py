@@ -58,10 +58,10 @@ def test_plan_checks_the_client_certificates_as_a_sweep_does(tmp_path):
     certs.make(lab)
     address = ["--cluster", "tls://127.0.0.1:8786"]
     missing = _invoke("plan", str(spec), *address, "--certs", str(tmp_path / "nonexistent"))
-    assert missing.exit_code != 0 and "ca.pem: No such file or directory" in missing.output
+    assert missing.exit_code == 2 and "ca.pem: No such file or directory" in missing.output
     os.chmod(lab / "client-key.pem", 0o644)
     readable = _invoke("plan", str(spec), *address, "--certs", str(lab))
-    assert readable.exit_code != 0 and "client-key.pem can be read by others" in readable.output
+    assert readable.exit_code == 2 and "client-key.pem can be read by others" in readable.output
     os.chmod(lab / "client-key.pem", 0o600)
     assert _invoke("plan", str(spec), *address, "--certs", str(lab)).exit_code == 0
 
