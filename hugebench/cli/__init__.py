@@ -13,7 +13,7 @@ import click
 
 from hugebench.cli.host import host_options
 from hugebench.cli.output import count, emit, export_options, exports_of, format_option
-from hugebench.errors import HugebenchError
+from hugebench.errors import HugebenchError, SpecError
 from hugebench.system import Terminated
 
 
@@ -308,6 +308,16 @@ def plan(
         config is None
     ):  # what a sweep would refuse on this machine (a cluster's machines check themselves)
         machine_checks.check(spec, runs, host)
+    elif (
+        config.certs
+    ):  # the client's certificates, checked as a sweep checks them (a bad value: exit 2)
+        from hugebench.cluster.certs import CA, cert_name, read_role, valid_and_ours
+
+        try:
+            ca, cert, _ = read_role(config.certs, "client")
+            valid_and_ours(config.certs, "client", {CA: ca, cert_name("client"): cert})
+        except HugebenchError as exc:
+            raise SpecError(f"{experiment}: cluster certs: {exc}") from None
     history = read_history(out or _default_out(spec))
     s = plan_mod.summary(runs)
     mem = (

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hugebench import knob_catalogue as catalogue
+from hugebench.cli.host import host_at
 from hugebench.errors import SpecError
 from hugebench.kernel.host import Host
 from hugebench.system import SystemState, check_privileges, restore_from_journal, show
@@ -44,7 +45,7 @@ def system(
     ctx: click.Context, sys_root: str | None, proc_root: str | None, journal: str | None
 ) -> None:
     """Show, set and restore the huge-page kernel knobs (THP modes, khugepaged, mTHP, hugetlb pools)."""
-    ctx.obj = SystemRoots(Host.at(sys_root, proc_root), journal)
+    ctx.obj = SystemRoots(host_at(sys_root, proc_root), journal)
 
 
 @system.command("show")

@@ -44,6 +44,19 @@ def parse_level(text: str) -> int:
     return int(m.group(1))
 
 
+def _names(only: str | None) -> tuple:
+    """'--allocators A,B' -> ('A', 'B'); given with no name in it (',', '') it is refused, never read as
+    the default set."""
+    if only is None:
+        return ()
+    names = tuple(a.strip() for a in only.split(",") if a.strip())
+    if not names:
+        raise SpecError(
+            f"--allocators {only!r}: names no allocator; give A,B (e.g. glibc,jemalloc) or leave it out"
+        )
+    return names
+
+
 def _env(pairs) -> dict:
     out = {}
     for pair in pairs:
@@ -252,7 +265,7 @@ def try_(
         allocator_paths=tuple(allocators),
         thp=tuple(thp),
         mthp=mthp,
-        only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else (),
+        only=_names(only),
     )
     from hugebench.report import terminal
     from hugebench.trial.render import answer, fit

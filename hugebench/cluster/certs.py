@@ -215,6 +215,8 @@ def security(directory, *roles: str):
         return pem
 
     where = Path(directory)
+    for role in roles:  # the bytes read_role checked, never read again through the path
+        valid_and_ours(directory, role, {CA: files[role][0], cert_name(role): files[role][1]})
     sec = Security(
         require_encryption=True,
         tls_ca_file=text(ca, where / CA),
@@ -229,6 +231,42 @@ def security(directory, *roles: str):
                 f"the certificates in {directory} do not load for the {role}: {exc}"
             ) from None
     return sec
+
+
+def valid_and_ours(directory, role: str, data: dict[str, bytes] | None = None) -> None:
+    """HugebenchError unless ``role``'s certificate and the CA in ``directory`` are valid now and the
+    certificate is signed by that CA (TLS would refuse them at the first connection, with a traceback)."""
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    loaded = {}
+    for name in (CA, cert_name(role)):
+        path = Path(directory) / name
+        try:
+            cert = x509.load_pem_x509_certificate(data[name] if data else path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise HugebenchError(f"{path}: not a PEM certificate ({exc})") from None
+        start, end = (_utc(cert, "not_valid_before"), _utc(cert, "not_valid_after"))
+        if not start <= now <= end:
+            raise HugebenchError(
+                f"{path} is valid from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC, not now: "
+                "make new certificates with `hugebench cluster certs DIR`"
+            )
+        loaded[name] = cert
+    try:
+        loaded[cert_name(role)].verify_directly_issued_by(loaded[CA])
+    except (ValueError, TypeError, InvalidSignature):
+        raise HugebenchError(
+            f"{Path(directory) / cert_name(role)} is not signed by {Path(directory) / CA} (another "
+            "lab's CA?): copy the files of one `hugebench cluster certs DIR` together"
+        ) from None
+
+
+def _utc(cert, field: str) -> datetime.datetime:
+    """A certificate's date, aware (cryptography 42 has ``<field>_utc``; 41 only the naive one)."""
+    aware = getattr(cert, f"{field}_utc", None)
+    return aware or getattr(cert, field).replace(tzinfo=datetime.timezone.utc)
 
 
 def dask_config(directory) -> dict:

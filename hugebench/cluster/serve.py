@@ -9,6 +9,7 @@ a flag that says so, that anyone who reaches it runs code here."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import socket
 import sys
@@ -113,6 +114,12 @@ def worker_security(scheduler: str, certs: str | None, insecure: bool):
     except ClusterValueError as exc:
         raise click.BadParameter(exc.message, param_hint="SCHEDULER") from None
     if scheme == "tls":
+        if insecure:
+            raise click.UsageError(
+                "--insecure-accept-any-client accepts a plain tcp:// scheduler that authenticates "
+                f"nobody; {scheduler} is tls://, where --certs authenticates every peer: leave the "
+                "flag out"
+            )
         if certs is None:
             raise click.UsageError(
                 "a tls:// scheduler needs the lab's certificates: --certs DIR (made by "
@@ -148,6 +155,7 @@ async def serve(
     """Run the worker until it is closed (by the scheduler, a signal, or a lost scheduler)."""
     from distributed import Worker
 
+    _one_line_logs()
     await claim_first(scheduler, host, plugin, security)
     worker = Worker(
         scheduler,
@@ -163,17 +171,56 @@ async def serve(
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(worker.close()))
     try:
         await worker
-    except Exception:
+    except Exception as exc:
         if plugin.refused:  # this machine already has a worker: say so, without Dask's traceback
             raise HugebenchError(plugin.refused) from None
-        raise
+        raise HugebenchError(_not_started(scheduler, exc, death_timeout)) from None
     await worker.finished()
+
+
+def _not_started(scheduler: str, exc: BaseException, death_timeout: float | None) -> str:
+    """Why the Dask worker did not start, in one line (Dask says it with a chain of tracebacks)."""
+    while exc.__cause__ is not None and str(exc).startswith("Worker "):
+        exc = (
+            exc.__cause__
+        )  # "Worker failed to start." / "Worker start timed out": the cause says why
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        within = f"within --death-timeout {death_timeout:g} s" if death_timeout else "in time"
+        return (
+            f"the scheduler at {scheduler} did not answer {within}: "
+            "is a Dask scheduler running there, on tls:// with the lab's certificates?"
+        )
+    return f"the worker could not join the scheduler at {scheduler}: {_said(exc)}"
+
+
+def _said(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+
+
+class _OneLine(logging.Filter):
+    """A Dask log record with a traceback keeps its message and the exception's line, not the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            record.msg = f"{record.getMessage()} {_said(exc)}".strip()
+            record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
+def _one_line_logs() -> None:
+    """Dask's log lines, one line each: what failed is said by hugebench's one error at the end."""
+    for logger in (logging.getLogger("distributed"), logging.getLogger()):
+        for handler in logger.handlers:
+            if not any(isinstance(f, _OneLine) for f in handler.filters):
+                handler.addFilter(_OneLine())
 
 
 async def claim_first(scheduler: str, host: str, plugin, security=None) -> None:
     """Claim the machine before a Dask worker exists: a refusal is then this one message, not a worker that
     fails to start (Dask logs that with a traceback). An unreachable scheduler: the worker waits for it as
     always, and its plugin claims once it is there."""
+    from distributed.comm.core import FatalCommClosedError
     from distributed.core import rpc
 
     from hugebench.cluster.claims import claim, refusal
@@ -182,6 +229,13 @@ async def claim_first(scheduler: str, host: str, plugin, security=None) -> None:
         args = security.get_connection_args("worker") if security is not None else {}
         async with rpc(scheduler, timeout=10, connection_args=args) as scheduler_rpc:
             answer = await claim(scheduler_rpc, host, plugin.token, resource=host_resource(host))
+    except FatalCommClosedError as exc:  # TLS: the scheduler's CA is not ours, or ours is refused
+        cause = exc.__cause__ or exc.__context__ or exc
+        raise HugebenchError(
+            f"the scheduler at {scheduler} and this worker's certificates do not match ({_said(cause)}): "
+            "give --certs the lab's certificates (the scheduler's CA), valid today; `hugebench "
+            "cluster certs DIR` makes new ones"
+        ) from None
     except OSError:
         return
     if answer is not None and not answer["ok"]:

@@ -227,6 +227,18 @@ def _insecure(scheduler, certs, accepted) -> bool:
     if certs is not None and (not isinstance(certs, str) or not certs):
         raise ClusterValueError("certs", f"must be a directory path, got {certs!r}")
     tcp = scheduler is not None and scheduler.startswith("tcp://")
+    if accepted and certs is not None:
+        raise ClusterValueError(
+            "insecure_accept_any_client",
+            "accepts a cluster that authenticates nobody (tcp://, or ssh without certs); with certs "
+            "every peer is authenticated: leave it out",
+        )
+    if accepted and scheduler is not None and not tcp:
+        raise ClusterValueError(
+            "insecure_accept_any_client",
+            f"accepts a plain tcp:// scheduler; {scheduler} is tls://, which needs the lab's "
+            "certificates: give certs: DIR (--certs DIR) instead",
+        )
     if certs is not None and tcp:
         raise ClusterValueError(
             "scheduler", f"{scheduler} is plain tcp://; with certs the scheduler is tls://HOST:PORT"
@@ -261,6 +273,7 @@ _FLAGS = {  # the option that gives a key's value
     "certs": "--certs",
     "machines": "--machines",
     "workers": "--workers",
+    "insecure_accept_any_client": "--insecure-accept-any-client",
 }
 
 
@@ -298,7 +311,13 @@ def resolve(
     try:
         return from_values(**{key: values.get(key) for key in KEYS})
     except ClusterValueError as exc:
-        typed = {"--cluster": flag, "--certs": certs, "--machines": machines, "--workers": workers}
+        typed = {
+            "--cluster": flag,
+            "--certs": certs,
+            "--machines": machines,
+            "--workers": workers,
+            "--insecure-accept-any-client": insecure,
+        }
         option = _FLAGS.get(exc.key)
         if exc.key == "certs" and flag and not block:
             option = "--cluster"  # a tls:// address typed without --certs

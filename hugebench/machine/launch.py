@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from hugebench.system import die_with_parent
 from hugebench.system.containment import TRACK_INTERVAL_S, RunContainer
@@ -64,6 +65,16 @@ class Ended:
         return signal_name(-self.code)
 
 
+def _input(stdin: str | os.PathLike | int | None) -> BinaryIO:
+    """A program's standard input as a file object: a descriptor given (kept open), else the file opened
+    with O_NONBLOCK (an open of a named pipe without a writer never blocks), then made blocking."""
+    if isinstance(stdin, int):
+        return open(stdin, "rb", closefd=False)
+    fd = os.open(stdin or os.devnull, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    os.set_blocking(fd, True)
+    return open(fd, "rb")
+
+
 class Launched:
     """A process started in its own session (its group is what gets killed) that dies with us; with a
     ``container`` (hugebench.system.containment), it and all it starts are the run's: in its cgroup from before
@@ -79,10 +90,12 @@ class Launched:
         stderr: str | os.PathLike | None = None,
         status_path: str | os.PathLike | None = None,
         container: RunContainer | None = None,
-        stdin: str | os.PathLike | None = None,
+        stdin: str | os.PathLike | int | None = None,
     ):
         """``stdout`` (and ``stderr``, default: with stdout) are files written from the start (``stdout`` may
-        be an open descriptor, which stays the caller's); ``stdin`` a file read (default: /dev/null)."""
+        be an open descriptor, which stays the caller's); ``stdin`` a file read (default: /dev/null), opened
+        without blocking (a named pipe swapped in reads as empty, never holds the start), or a descriptor,
+        which stays the caller's."""
         self.status_path = Path(status_path) if status_path else None
         self.container = container
         if container is not None:
@@ -94,7 +107,7 @@ class Launched:
             argv = _shim_argv(shim, ready_w, container, argv)
         with (
             open(stdout, "wb", closefd=not isinstance(stdout, int)) as out,
-            open(stdin or os.devnull, "rb") as inp,
+            _input(stdin) as inp,
         ):
             err = open(stderr, "wb") if stderr else None
             try:

@@ -19,7 +19,7 @@ from hugebench.errors import HugebenchError, UnsafePathError
 from hugebench.machine.launch import Ended
 from hugebench.workloads.command import template
 from hugebench.workloads.command.metric import Metric, parse_metrics
-from hugebench.workloads.command.streams import Streams, output_tail
+from hugebench.workloads.command.streams import InputTimedOut, Streams, output_tail
 
 
 class CommandFailed(RuntimeError):
@@ -111,9 +111,10 @@ def how_ended(ended: Ended) -> str:
 
 
 @contextlib.contextmanager
-def open_streams(command: Command, workdir: Path, name: str) -> Iterator[Streams]:
+def open_streams(command: Command, workdir: Path, name: str, deadline: float) -> Iterator[Streams]:
     """The program's streams, its ``stdout:`` file closed at the end; a file that cannot be made safely
-    (a link, another user's file: hugebench.safefs) fails the run before anything started."""
+    (a link, another user's file: hugebench.safefs) fails the run before anything started, and so does a
+    ``stdin:`` that cannot be opened or a named pipe without a writer by ``deadline`` (a timeout)."""
     streams = Streams(command, workdir, name)
     try:
         try:
@@ -121,6 +122,13 @@ def open_streams(command: Command, workdir: Path, name: str) -> Iterator[Streams
         except (UnsafePathError, OSError) as exc:
             why = exc if isinstance(exc, HugebenchError) else f"{exc.filename}: {exc.strerror}"
             raise CommandFailed(f"stdout: {why}; nothing was measured", output=str(why)) from None
+        try:
+            streams.wait_input(deadline)
+        except OSError as exc:
+            why = f"{exc.filename}: {exc.strerror}"
+            raise CommandFailed(f"stdin: {why}; nothing was measured", output=why) from None
+        except InputTimedOut as exc:
+            raise CommandFailed(f"stdin: {exc}; nothing was measured", "timeout") from None
         yield streams
     finally:
         streams.close()

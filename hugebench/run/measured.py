@@ -114,7 +114,7 @@ class Measured:
     # -- a program that runs to its end ----------------------------------------------------------------
 
     def run_program(self, deadline: float) -> tuple[dict, str]:
-        with open_streams(self.command, self.workdir, "program") as streams:
+        with open_streams(self.command, self.workdir, "program", deadline) as streams:
             launched = self._launch(streams)
             ended = self._watch(launched, deadline)
             output = streams.output()

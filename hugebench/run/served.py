@@ -6,7 +6,6 @@ What does not belong here: what is common with a program run to its end (``run.m
 
 from __future__ import annotations
 
-import re
 import socket
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from hugebench.machine.launch import Ended, Launched
 from hugebench.run.command_spec import CommandFailed, how_ended, open_streams
 from hugebench.run.measured import POLL_S, Measured
 from hugebench.workloads.command.metric import WINDOW_COLUMN, extract_all
+from hugebench.workloads.command.patterns import PatternTimedOut, last_groups
 from hugebench.workloads.command.soak import combine, parse_duration
 from hugebench.workloads.command.streams import Streams, both_tails, read_output
 
@@ -33,7 +33,7 @@ class Served(Measured):
 
     def serve(self, deadline: float) -> tuple[dict, str]:
         server_out = self.workdir / "server.out"
-        with open_streams(self.command, self.workdir, "driver") as driver_streams:
+        with open_streams(self.command, self.workdir, "driver", deadline) as driver_streams:
             driven, ended = self._drive(driver_streams, server_out, deadline)
             output = driver_streams.output()
         if driven.timed_out or driven.code != 0:
@@ -112,9 +112,11 @@ class Served(Measured):
             if driven.timed_out or driven.code != 0:
                 return driven  # serve() fails the run with both tails
             wall = driven.status.get("wall_s", driven.wall_s)
-            found = extract_all(
-                self.command.metrics, driver_streams.output(), wall, self.command.cwd
-            )
+            output = driver_streams.output()
+            try:
+                found = extract_all(self.command.metrics, output, wall, self.command.cwd, deadline)
+            except PatternTimedOut as exc:
+                raise CommandFailed(f"metric {exc}", "timeout", output) from None
             runs.append((time.monotonic() - self.driver_started, found))
             if time.monotonic() - self.driver_started >= seconds:
                 break
@@ -150,7 +152,7 @@ class Served(Measured):
             deadline,
             time.monotonic() + float(server.get("ready_timeout", READY_TIMEOUT_S)),
         )
-        while not _is_ready(ready, server_out):
+        while not _is_ready(ready, server_out, limit):
             if launched.proc.poll() is not None:
                 ended = launched.wait(1)
                 raise CommandFailed(
@@ -169,8 +171,9 @@ class Served(Measured):
             time.sleep(POLL_S)
 
 
-def _is_ready(ready: dict, server_out: Path) -> bool:
-    """A server is ready when its socket file exists, its TCP port on loopback accepts, or its log matches."""
+def _is_ready(ready: dict, server_out: Path, limit: float) -> bool:
+    """A server is ready when its socket file exists, its TCP port on loopback accepts, or its log matches
+    (a pattern still matching at ``limit``, time.monotonic(), fails the run as a timeout)."""
     if "path" in ready:
         return Path(ready["path"]).exists()
     if "port" in ready:
@@ -178,5 +181,9 @@ def _is_ready(ready: dict, server_out: Path) -> bool:
             s.settimeout(0.2)
             return s.connect_ex(("127.0.0.1", int(ready["port"]))) == 0
     if "log" in ready:
-        return re.search(ready["log"], read_output(server_out), re.MULTILINE) is not None
+        log = read_output(server_out)
+        try:
+            return last_groups(ready["log"], log, limit - time.monotonic()) is not None
+        except PatternTimedOut as exc:
+            raise CommandFailed(f"server.ready.log {exc}", "timeout", log) from None
     return True

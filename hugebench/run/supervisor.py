@@ -21,6 +21,7 @@ from hugebench.run.measured import Measured
 from hugebench.run.served import Served
 from hugebench.system.containment import RunContainer
 from hugebench.workloads.command.metric import WINDOW_COLUMN, extract_all
+from hugebench.workloads.command.patterns import PatternTimedOut
 from hugebench.workloads.command.streams import output_tail
 
 __all__ = ["Command", "CommandFailed", "run"]
@@ -60,16 +61,24 @@ def run(
             ).items()
         }
     )
-    _metrics_into(row, getattr(measured, "metrics_found", None), command, output)
+    _metrics_into(row, getattr(measured, "metrics_found", None), command, output, deadline)
     row["stdout_tail"] = output_tail(output)
     return row
 
 
-def _metrics_into(row: dict, found: dict | None, command: Command, output: str) -> None:
+def _metrics_into(
+    row: dict, found: dict | None, command: Command, output: str, deadline: float
+) -> None:
     """Every metric's value (or its ``.reason``) into the row: without the judged one the run failed; another
-    that could not be read is absent with its reason. ``found``: already read (a soak's medians)."""
+    that could not be read is absent with its reason. ``found``: already read (a soak's medians). Reading
+    them is part of the run: a regex still matching at the run's ``deadline`` ends it as a timeout."""
     if found is None:
-        found = extract_all(command.metrics, output, row.get(WINDOW_COLUMN), command.cwd)
+        try:
+            found = extract_all(
+                command.metrics, output, row.get(WINDOW_COLUMN), command.cwd, deadline
+            )
+        except PatternTimedOut as exc:
+            raise CommandFailed(f"metric {exc}", "timeout", output) from None
     for i, (column, (value, why)) in enumerate(found.items()):
         row[column] = value
         if why:

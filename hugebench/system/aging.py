@@ -126,7 +126,7 @@ def parse(value) -> MemoryState:
             return MemoryState(FRAGMENTED, DEFAULT_LEVEL, movable)
         if text and text.startswith(name + ":") and text.endswith("%"):
             number = text[len(name) + 1 : -1]
-            if number.isdigit() and 1 <= int(number) <= 100:
+            if number.isascii() and number.isdigit() and 1 <= int(number) <= 100:
                 return MemoryState(FRAGMENTED, int(number), movable)
     raise ValueError(f"memory_state must be {SPEC_HELP}; got {value!r}")
 

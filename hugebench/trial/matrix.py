@@ -514,7 +514,7 @@ def ready_param(ready: str | None) -> dict:
     if kind not in ("path", "port", "log") or not value:
         raise SpecError(f"--ready {ready!r}: give path:FILE, port:N or log:REGEX")
     if kind == "port":
-        if not value.isdigit() or not 1 <= int(value[:6]) <= 65535:
+        if not (value.isascii() and value.isdigit()) or not 1 <= int(value[:6]) <= 65535:
             raise SpecError(f"--ready {ready!r}: port must be a TCP port number from 1 to 65535")
         return {"port": int(value)}
     return {kind: literal(value)}

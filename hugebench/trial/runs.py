@@ -8,6 +8,7 @@ What does not: decisions (:mod:`.schedule`), intervals (:mod:`.sequential`).
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -30,6 +31,23 @@ def with_cpu(rows: list) -> list:
         ok = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (u, s))
         out.append({**row, CPU_COLUMN: u + s} if ok else row)
     return out
+
+
+def cpu_too_small(cpu_s: list) -> str | None:
+    """The caveat of a --metric cpu verdict whose as-is used less than one clock tick of CPU a run
+    (median of ``cpu_s``): the program mostly waits, and what CPU time it has is mostly its start (exec, the
+    loader, the allocator's setup), not the work the verdict is asked about."""
+    values = [v for v in cpu_s if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not values:
+        return None
+    median, tick = float(np.median(values)), 1.0 / os.sysconf("SC_CLK_TCK")
+    if median >= tick:
+        return None
+    return (
+        f"cpu: as-is used {median * 1000:.1f} ms of CPU a run (median), less than one clock tick "
+        f"({tick * 1000:.0f} ms): the program mostly waits and its CPU time is mostly its start, too "
+        "small to judge its work by; judge it by wall time (leave out --metric cpu)"
+    )
 
 
 def window(rows: list, first: int = 0, end: int | None = None) -> list:

@@ -8,6 +8,7 @@ only parses options and prints.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import time
@@ -17,12 +18,13 @@ from pathlib import Path
 
 from hugebench.errors import HugebenchError, SpecError
 from hugebench.kernel.host import LOCAL, Host
+from hugebench.system.regime import MAX_IDLE_S
 from hugebench.trial import matrix as matrix_mod
 from hugebench.trial import options
 from hugebench.trial import sizes as sizes_mod
 from hugebench.trial.matrix import Request
 from hugebench.trial.runs import CPU_COLUMN
-from hugebench.trial.schedule import MIN_BLOCKS, BudgetTooSmall, Schedule
+from hugebench.trial.schedule import END_RESERVE_S, MIN_BLOCKS, BudgetTooSmall, Schedule
 from hugebench.trial.verdict_types import Ratio, Session, Verdict
 
 MIN_BUDGET_S = (
@@ -74,6 +76,25 @@ def refuse(request: Request) -> None:
         )
     if request.aged_level is not None and not request.aged:
         raise SpecError("--aged-level is the fragmented state of --aged: give --aged with it")
+    if not (math.isfinite(request.idle_s) and 0 <= request.idle_s <= MAX_IDLE_S):
+        raise SpecError(f"--idle {request.idle_s:g}: give the seconds of idle, 0 to {MAX_IDLE_S:g}")
+
+
+def refuse_idle(request: Request, cells: list) -> None:
+    """A cold regime idles ``--idle`` seconds before each run: refused when the budget cannot hold the
+    first blocks of two configurations that way (it would sleep past the budget with no verdict)."""
+    if not any(str(cell.get("regime", "")).startswith("cold") for cell in cells):
+        return
+    runs = 2 * MIN_BLOCKS
+    least = runs * request.idle_s + END_RESERVE_S
+    if least > request.budget_s:
+        most = max(0.0, (request.budget_s - END_RESERVE_S) / runs)
+        raise BudgetTooSmall(
+            f"--idle {request.idle_s:g}: each cold run idles {request.idle_s:g} s first, and two "
+            f"configurations need at least {runs} runs ({least:.0f} s); the budget of "
+            f"{request.budget_s:.0f} s cannot hold them: give --idle {int(most)} or less, or "
+            f"--budget {int(least) + 1}s or more"
+        )
 
 
 def default_name(request: Request) -> str:
@@ -92,6 +113,7 @@ def run_try(
     started = time.monotonic() if started is None else started
     refuse(request)
     mx = matrix_mod.build(request, host)
+    refuse_idle(request, mx.cells)
     if len(mx.cells) < 2:
         raise HugebenchError(
             "only as-is can run here (no other allocator installed and no THP mode this user "

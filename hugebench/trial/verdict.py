@@ -31,7 +31,7 @@ from hugebench.trial.race import (
     the_interval,
     warmups,
 )
-from hugebench.trial.runs import CPU_COLUMN, with_cpu
+from hugebench.trial.runs import CPU_COLUMN, cpu_too_small, with_cpu
 from hugebench.trial.sizes import page_sizes
 from hugebench.trial.verdict_types import (
     Configuration,
@@ -420,6 +420,9 @@ def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: st
     best = verdict.best
     out = [verdict.guarded] if verdict.guarded else []
     out += [c for c in (_coverage_caveat(best), _noisy_caveat(rows), _variable_caveat(best)) if c]
+    if metric == CPU_COLUMN and CPU_COLUMN in base.columns:
+        tiny = cpu_too_small(list(stats.ok_rows(base)[CPU_COLUMN]))
+        out += [tiny] if tiny else []
     hit = [c for c in (verdict.baseline, best, *verdict.others) if c and c.thp_overridden]
     if hit:
         out.append(

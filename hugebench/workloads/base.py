@@ -45,6 +45,7 @@ class Param:
     choices: tuple = ()
     minimum: float | None = None
     help: str = ""
+    maximum: float | None = None
 
     def check(self, name: str, value: Any) -> Any:
         """Return the value coerced to the parameter type, or raise ValueError with the reason."""
@@ -55,6 +56,8 @@ class Param:
             )
         if self.type is float and isinstance(value, int):
             value = float(value) if abs(value) < 2**1000 else math.inf
+        if self.type is float and isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
+            value = float(value)  # 1.0e9: YAML 1.1 reads an exponent without its sign as text
         if self.type is int and isinstance(value, str):
             value = parse_count(value)
         if not isinstance(value, self.type):
@@ -69,7 +72,12 @@ class Param:
             )
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{name} must be >= {self.minimum}, got {value!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"{name} must be <= {self.maximum:g}, got {value:g}")
         return value
+
+
+_EXPONENT = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
 
 
 def loop_params(

@@ -184,10 +184,14 @@ def test_adaptive_repetitions_need_spread_on_a_cluster(tmp_path):
 def test_plan_shows_which_machine_gets_which_runs_and_its_time(tmp_path):
     """`hugebench plan` expands a cluster sweep per machine: ssh hosts by name, a scheduler's as `workers`
     placeholders (named when the sweep asks it); each: every run everywhere; spread: blocks dealt in turn."""
+    pytest.importorskip("cryptography")
+    from hugebench.cluster.certs import make
+
+    make(tmp_path / "c")  # plan checks the client's certificates as a sweep does (issue 53)
     path = tmp_path / "c.yaml"
     path.write_text(
         BASE.replace("repetitions: 2", "repetitions: 5")
-        + "cluster: {ssh: [lab1, lab2], certs: c}\n"
+        + f"cluster: {{ssh: [lab1, lab2], certs: {tmp_path / 'c'}}}\n"
     )
     each = CliRunner().invoke(main, ["plan", str(path)])
     assert each.exit_code == 0, each.output

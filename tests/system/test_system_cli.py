@@ -72,3 +72,13 @@ def test_set_refuses_bad_input(run, fake_sys):
 def test_restore_with_nothing_to_do(run):
     result = run("restore")
     assert result.exit_code == 0 and "nothing to restore" in result.output
+
+
+@pytest.mark.parametrize("option", ["--sys-root", "--proc-root"])
+def test_a_root_that_is_no_directory_is_refused(tmp_path, option):
+    """issue 53: `system --sys-root /nonexistent show` printed an empty machine with rc 0."""
+    from hugebench.cli import main
+
+    result = CliRunner().invoke(main, ["system", option, str(tmp_path / "nonexistent"), "show"])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert f"{option} {tmp_path / 'nonexistent'}: not a directory" in result.output

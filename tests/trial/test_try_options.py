@@ -159,3 +159,35 @@ def test_the_program_receives_braces_as_typed(tmp_path):
     verdict = json.loads(result.stdout.strip().splitlines()[-1])
     assert verdict["baseline"]["median"] == 5, verdict["baseline"]
     assert "{{}}{{x}}" in (out / "experiment.yaml").read_text()  # the file spells them doubled
+
+
+# issue 53: options that ran something else than asked, or slept past the budget
+ROUND5 = [
+    (["--allocators", ","], "--allocators ',': names no allocator"),
+    (["--allocators", " , ,"], "--allocators ' , ,': names no allocator"),
+    (["--regime", "cold", "--idle", "nan"], "--idle nan: give the seconds of idle, 0 to 3600"),
+    (
+        ["--regime", "cold", "--idle", "3600", "--budget", "30s"],
+        "--idle 3600: each cold run idles 3600 s first",
+    ),
+    (["--server", "sleep 1", "--ready", "port:٥٠"], "--ready 'port:٥٠': port must be"),
+]
+
+
+@pytest.mark.parametrize(
+    "args,said", ROUND5, ids=lambda v: " ".join(v) if isinstance(v, list) else ""
+)
+def test_options_that_would_mislead_or_hang_are_refused_up_front(tmp_path, args, said):
+    out = tmp_path / "o"
+    result = CliRunner().invoke(main, ["try", *args, "-o", str(out), "--", "true"])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert result.output.startswith(f"hugebench: error: {said}"), result.output
+    assert not out.exists()
+
+
+def test_an_idle_the_budget_holds_is_taken():
+    from hugebench.trial.session import refuse_idle
+
+    cold = [{"allocator": "glibc", "regime": "cold:3s"}]
+    refuse_idle(Request(argv=("true",), budget_s=60, idle_s=3), cold)  # 6 runs x 3 s + 4 s
+    refuse_idle(Request(argv=("true",), budget_s=30, idle_s=3600), [{"regime": "warm"}])

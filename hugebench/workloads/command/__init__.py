@@ -74,7 +74,11 @@ WORKLOAD = register(
                 "is its load driver",
             ),
             "sample_interval": Param(
-                float, 1.0, minimum=0.05, help="seconds between coverage samples"
+                float,
+                1.0,
+                minimum=0.05,
+                maximum=3600.0,
+                help="seconds between coverage samples (0.05 to 3600)",
             ),
             "stdin": Param(
                 str,

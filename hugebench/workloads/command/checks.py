@@ -408,8 +408,12 @@ def _server(server) -> None:
             f"measured run (0 to 100); got {warmup!r}"
         )
     _argv("server.argv", server.get("argv"))
-    ready = server.get("ready") or {}
-    if not isinstance(ready, dict) or len(ready) > 1 or set(ready) - {"path", "port", "log"}:
+    ready = server.get("ready", {})  # given, it names exactly one condition ({} says none)
+    if (
+        not isinstance(ready, dict)
+        or len(ready) != int("ready" in server)
+        or set(ready) - {"path", "port", "log"}
+    ):
         raise ValueError(
             "server.ready must be one of {path: FILE}, {port: N} (on 127.0.0.1) or {log: REGEX}"
         )

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
+
+from hugebench.workloads.command.patterns import last_groups
 
 WINDOW_COLUMN = "window_s"
 
@@ -156,16 +159,26 @@ def _driver(value: dict) -> tuple[Metric, ...]:
 
 
 def extract_all(
-    metrics: tuple[Metric, ...], output: str, window_s: float | None, cwd: str = "."
+    metrics: tuple[Metric, ...],
+    output: str,
+    window_s: float | None,
+    cwd: str = ".",
+    deadline: float | None = None,
 ) -> dict[str, tuple[float | None, str | None]]:
-    """Each metric's (value, why not) by column, in the order given (the judged one first)."""
-    return {m.column: extract(m, output, window_s, cwd) for m in metrics}
+    """Each metric's (value, why not) by column, in the order given (the judged one first). A regex still
+    matching at ``deadline`` (time.monotonic(): the run's end) raises PatternTimedOut."""
+    return {m.column: extract(m, output, window_s, cwd, deadline) for m in metrics}
 
 
 def extract(
-    metric: Metric, output: str, window_s: float | None, cwd: str = "."
+    metric: Metric,
+    output: str,
+    window_s: float | None,
+    cwd: str = ".",
+    deadline: float | None = None,
 ) -> tuple[float | None, str | None]:
-    """(value, None), or (None, why it could not be read) — never a made-up number."""
+    """(value, None), or (None, why it could not be read) — never a made-up number; PatternTimedOut when a
+    regex is still matching at ``deadline``."""
     if metric.kind == "driver":
         return _from_driver(metric, output)
     if metric.kind == "hdr":
@@ -175,10 +188,11 @@ def extract(
     if metric.kind == "wall":
         return window_s, None if window_s is not None else "no timed window was recorded"
     if metric.kind == "regex":
-        matches = list(re.finditer(metric.pattern, output, re.MULTILINE))
-        if not matches:
+        left = None if deadline is None else deadline - time.monotonic()
+        groups = last_groups(metric.pattern, output, left)
+        if groups is None:
             return None, f"metric regex {metric.pattern!r} never matched the program's output"
-        return _number(matches[-1].group(1), f"regex {metric.pattern!r} matched")
+        return _number(groups[0], f"regex {metric.pattern!r} matched")
     found = _last_json_object(output)
     if found is None:
         return None, "the program printed no JSON object on a line of its own"

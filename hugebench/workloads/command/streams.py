@@ -9,6 +9,9 @@ looked for there) and a row keeps only a text-safe tail (:func:`output_tail`).
 from __future__ import annotations
 
 import os
+import select
+import stat
+import time
 from pathlib import Path
 
 from hugebench.errors import UnsafePathError
@@ -58,15 +61,40 @@ class Streams:
         self.stdout = None if self.discard else stdout
         self._base = str(workdir) if stdout and _below(stdout, workdir) else cwd
         self._fd: int | None = None
+        self._in: int | None = None  # stdin's descriptor when it is a named pipe (wait_input)
+
+    def wait_input(self, deadline: float) -> None:
+        """Check ``stdin:`` before anything starts: opened without blocking; a named pipe (FIFO) is kept open
+        and waited on until its writer has written (or closed), at most until ``deadline``
+        (time.monotonic(): the run's end), else InputTimedOut. OSError when it cannot be opened."""
+        if self.stdin is None or self._in is not None:
+            return
+        fd = os.open(self.stdin, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                return  # a file: each start opens it afresh from its beginning (Launched)
+            poll = select.poll()
+            poll.register(fd, select.POLLIN | select.POLLHUP)
+            if not poll.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                raise InputTimedOut(
+                    f"{self.stdin} is a named pipe (FIFO) that no process wrote to before the run's "
+                    "timeout; give a file, or start its writer first"
+                )
+            os.set_blocking(fd, True)
+            self._in, fd = fd, -1
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def files(self) -> dict:
         """Launched's keyword arguments: stdout (and stderr into the log when stdout goes elsewhere), stdin.
         UnsafePathError (or OSError) when the ``stdout:`` file cannot be made safely."""
+        stdin = self.stdin if self._in is None else self._in
         if self.discard:
-            return {"stdout": os.devnull, "stderr": self.log, "stdin": self.stdin}
+            return {"stdout": os.devnull, "stderr": self.log, "stdin": stdin}
         if self.stdout is None:
-            return {"stdout": self.log, "stdin": self.stdin}
-        return {"stdout": self._open(self.stdout), "stderr": self.log, "stdin": self.stdin}
+            return {"stdout": self.log, "stdin": stdin}
+        return {"stdout": self._open(self.stdout), "stderr": self.log, "stdin": stdin}
 
     def _open(self, stdout: str) -> int:
         """The ``stdout:`` file's descriptor, opened once; UnsafePathError (or OSError) saying why not."""
@@ -90,9 +118,14 @@ class Streams:
         return own + ("\n" if own and not own.endswith("\n") else "") + read_output(self.log)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        for fd in (self._fd, self._in):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._in = None
+
+
+class InputTimedOut(Exception):
+    """A ``stdin:`` named pipe had no writer before the run's deadline."""
 
 
 def _below(path: str, directory: Path) -> bool:
