@@ -11,7 +11,7 @@ import pandas as pd
 
 from hugebench.report.blocks import Block, cell_text, is_missing, rows_of, section_block
 from hugebench.report.exporters import FORMATS, text_exporter
-from hugebench.report.exporters.csv import with_verdicts
+from hugebench.report.exporters.csv import csv_text, with_verdicts
 from hugebench.report.exporters.markdown import markdown_text
 from hugebench.report.model import DASH, MetricSpec, format_bytes, format_si, verdict_text
 from hugebench.stats import min_runs_for
@@ -86,7 +86,7 @@ def render(table: pd.DataFrame, fmt: str = "rich", width: int | None = None) -> 
     A rich table takes its natural width unless ``width`` (e.g. the terminal's) makes it wrap.
     """
     if fmt == "csv":
-        return table.to_csv(index=False)
+        return csv_text(table)
     headers, rows, notes = table_text(table)
     return text_exporter(fmt).block_text(
         Block(table.attrs.get("title"), headers, rows, notes), width
@@ -104,7 +104,7 @@ def render_void(table: pd.DataFrame, fmt: str = "rich", unit: str = "ns/pair") -
     if table.empty:
         return ""
     if fmt == "csv":
-        return table.to_csv(index=False)
+        return csv_text(table)
     return text_exporter(fmt).block_text(Block(*void_text(table, unit)))
 
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from hugebench.report.exporters.csv import csv_text
 from hugebench.report.model import Flag, Section
 from hugebench.report.outcomes import status_record
 from hugebench.report.published import published_sections
@@ -252,7 +253,7 @@ def verdict_section(table: pd.DataFrame, experiment: str | None = None) -> Secti
 def render_verdicts(table: pd.DataFrame, fmt: str = "rich") -> str:
     """The verdict table of :func:`claim_verdicts` as text (rich or markdown); CSV gives the numbers."""
     if fmt == "csv":
-        return table.to_csv(index=False)
+        return csv_text(table)
     return render_section(verdict_section(table), fmt)
 
 

@@ -7,11 +7,10 @@ others) with its class, ratio to as-is and interval, runs, memory and coverage. 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 
+from hugebench.report.exporters.csv import csv_rows
 from hugebench.trial.verdict_types import Configuration, Verdict
 
 COLUMNS = (
@@ -46,11 +45,7 @@ def export(verdict: Verdict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(clean(verdict.to_dict()), default=str) + "\n"
     if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(COLUMNS)
-        writer.writerows(rows(verdict))
-        return out.getvalue()
+        return csv_rows(COLUMNS, rows(verdict))
     if fmt == "markdown":
         return markdown(verdict)
     raise ValueError(f"unknown try export format {fmt!r}")
