@@ -25,35 +25,59 @@ def run_text(argv: list[str], timeout: float = 30) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def printable(value: object, limit: int = 120) -> str:
-    """``value`` as text safe to print on one terminal line, whoever wrote it: control and format characters
-    (newline, ESC, C1, bidirectional overrides, line separators) escaped as ``\\xNN``/``\\uNNNN``,
-    at most ``limit`` characters (``...`` after a longer one). For text read from a file another user can
-    write (the sweep lock's holder record)."""
-    import unicodedata
-
+def printable(value: object, limit: int | None = 120, *, lines: bool = False) -> str:
+    """``value`` as text safe to print on a terminal, whoever wrote it: THE escape of everything hugebench
+    prints that it did not write itself (a store's values, a program's name, an error quoting user input).
+    Control and format characters (ESC, so no ``ESC]0;title BEL`` or ``ESC[2J`` reaches the terminal; C1;
+    bidirectional overrides; line separators; newlines unless ``lines``) are escaped as ``\\xNN``,
+    ``\\uNNNN`` or ``\\UNNNNNNNN``; ``lines``: newlines and tabs kept (a report's text). At most ``limit``
+    characters (``...`` after a longer one; None: no bound)."""
     text = str(value)
-    out = []
-    for char in text[: limit + 1]:
-        if unicodedata.category(char)[0] in "CZ" and char != " ":
-            out.append(f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    shown = "".join(out)
-    return shown[:limit] + "..." if len(text) > limit or len(shown) > limit else shown
+    if limit is not None and len(text) > limit + 1:
+        text = text[: limit + 1]
+    if lines:
+        shown = "\n".join("\t".join(map(_escaped, line.split("\t"))) for line in text.split("\n"))
+    else:
+        shown = _escaped(text)
+    if limit is None:
+        return shown
+    return shown[:limit] + "..." if len(str(value)) > limit or len(shown) > limit else shown
 
 
-def open_regular(path, what: str = "file"):
+def _escaped(text: str) -> str:
+    if text.isprintable():  # the common case, at C speed
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
+
+
+def open_regular(path, what: str = "file", *, safe: bool = False):
     """``path`` opened for binary reading, or OSError/ValueError if it is not a regular file.
 
     Opened with O_NONBLOCK so that a FIFO (which would block ``open`` until a writer comes) or a device returns
     at once, then refused by ``fstat`` unless it is a regular file: a FIFO, a socket, ``/dev/zero`` (an endless
-    read) or a directory never reaches ``read``. A symbolic link is followed to what it names. The caller turns
-    the exception into its own error naming the file (``str(exc)`` says what is wrong).
+    read) or a directory never reaches ``read``. A symbolic link is followed to what it names; with ``safe``
+    only one of root's or ours (:func:`hugebench.safefs.open_reading`, an UnsafePathError otherwise). The
+    caller turns the exception into its own error naming the file (``str(exc)`` says what is wrong).
     """
     import stat
 
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    if safe:
+        from hugebench.safefs import open_reading
+
+        fd = open_reading(path)
+    else:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

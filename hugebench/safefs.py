@@ -14,12 +14,14 @@ this module, which works relative to directory descriptors it opened and checked
   ``/etc/shadow`` is refused before a byte is written or cut);
 - :meth:`SafeDir.write_atomic` and :meth:`SafeDir.replacing` write a new temporary file (``O_EXCL``) and
   rename it over the name: whatever the name was (a link, another user's file) is replaced, never written
-  through. Libraries (matplotlib) are handed the temporary file object, never a path.
+  through. Libraries (matplotlib) are handed the temporary file object, never a path;
+- :func:`open_reading` opens a file for reading the same way (a results store's files: a link another user
+  planted could name a file only root may read, whose rows a report would copy into the open).
 
 A refusal is an :class:`~hugebench.errors.UnsafePathError` naming the path and why (a symbolic link owned by
 uid N, a FIFO, a file with two links). A directory may belong to another user (a user's own results
 directory under ``sudo``): what its owner can change is what is in it, and nothing here writes through it.
-Reading is not this module's job (``storefiles`` bounds what is read).
+How much is read is not this module's job (``hugebench.store.files`` bounds it).
 """
 
 from __future__ import annotations
@@ -85,13 +87,9 @@ class SafeDir:
         components made (``mode``) when ``create``; UnsafePathError on another user's link on the way or on
         a component that is not a directory, FileNotFoundError (``create`` off) when one is missing."""
         shown = os.path.abspath(os.fspath(path))
-        fd = os.open("/", _DIR_FLAGS)
-        try:
-            fd = _walk(fd, deque(p for p in shown.split("/") if p), create, mode, shown)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            raise
+        fd = _walk(
+            os.open("/", _DIR_FLAGS), deque(p for p in shown.split("/") if p), create, mode, shown
+        )
         return cls(fd, shown)
 
     def subdir(self, name: str, *, create: bool = False, mode: int = 0o755) -> SafeDir:
@@ -230,25 +228,34 @@ class SafeDir:
 
 
 def _walk(fd: int, parts: deque, create: bool, mode: int, shown: str) -> int:
-    """Descend from ``fd`` through ``parts``; returns the last directory's descriptor (``fd`` is consumed)."""
+    """Descend from ``fd`` through ``parts``; returns the last directory's descriptor (``fd`` is consumed:
+    closed on the way, or on an error)."""
     followed = 0
-    while parts:
-        name = parts.popleft()
-        if name in ("", "."):
-            continue
-        try:
-            nfd = _enter(fd, name, create, mode, shown, follow=True)
-        except _Link as link:
-            followed += 1
-            if followed > MAX_LINKS:
-                raise UnsafePathError(f"{shown}: more than {MAX_LINKS} symbolic links") from None
-            parts.extendleft(reversed(link.target.split("/")))
-            if link.target.startswith("/"):
-                os.close(fd)
-                fd = os.open("/", _DIR_FLAGS)
-            continue
-        os.close(fd)
-        fd = nfd
+    try:
+        while parts:
+            name = parts.popleft()
+            if name in ("", "."):
+                continue
+            try:
+                nfd = _enter(fd, name, create, mode, shown, follow=True)
+            except _Link as link:
+                followed += 1
+                if followed > MAX_LINKS:
+                    raise UnsafePathError(
+                        f"{shown}: more than {MAX_LINKS} symbolic links"
+                    ) from None
+                parts.extendleft(reversed(link.target.split("/")))
+                if link.target.startswith("/"):
+                    os.close(fd)
+                    fd = -1
+                    fd = os.open("/", _DIR_FLAGS)
+                continue
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
     return fd
 
 
@@ -298,10 +305,87 @@ def _refusal(fd: int, name: str, shown: str) -> UnsafePathError:
     if stat.S_ISLNK(info.st_mode):
         return UnsafePathError(
             f"{shown}: refused, {name!r} is a symbolic link owned by uid {info.st_uid}; hugebench, running "
-            f"as uid {_euid()}, never writes through a link another user could have planted: remove "
-            "it, or give the real path"
+            f"as uid {_euid()}, never follows a link another user could have planted (to make it write "
+            "or read a file of its choosing): remove it, or give the real path"
         )
     return UnsafePathError(f"{shown}: refused, {name!r} is {_kind(info.st_mode)}")
+
+
+def open_reading(path: str | os.PathLike) -> int:
+    """A read-only descriptor on the file ``path`` (``O_NONBLOCK``: a FIFO answers at once; the caller checks
+    what it is), reached as the writers reach theirs: each directory on the way, and the file itself, without
+    following a symbolic link another user owns (root's or ours are followed: ``/home -> /data/home``). A
+    regular file with several hard links is refused unless its owner also owns the directory it was found in
+    (another user's hard link to a file only root may read). UnsafePathError for a refusal; OSError (the path
+    as its filename) for a missing or unreadable file."""
+    shown = os.path.abspath(os.fspath(path))
+    parent, name = os.path.split(shown)
+    fd = _walk(os.open("/", _DIR_FLAGS), deque(p for p in parent.split("/") if p), False, 0, shown)
+    try:
+        for _ in range(MAX_LINKS + 1):
+            if not name or name in (".", ".."):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), shown)
+            try:
+                found = os.open(name, os.O_RDONLY | _FILE_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise OSError(exc.errno, exc.strerror, shown) from None
+                beyond, name = _through_link(fd, name, shown)
+                os.close(fd)
+                fd = beyond
+                continue
+            try:
+                _check_read(found, fd, shown)
+            except BaseException:
+                os.close(found)
+                raise
+            return found
+        raise UnsafePathError(f"{shown}: more than {MAX_LINKS} symbolic links")
+    finally:
+        os.close(fd)
+
+
+def _through_link(fd: int, name: str, shown: str) -> tuple[int, str]:
+    """(a new descriptor on the directory, the name) that the link ``name`` in ``fd`` leads to, when root or
+    we own the link; UnsafePathError for another user's link."""
+    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    if not stat.S_ISLNK(info.st_mode) or not _trusted(info.st_uid):
+        raise _refusal(fd, name, shown)
+    head, leaf = os.path.split(os.readlink(name, dir_fd=fd))
+    start = os.open("/", _DIR_FLAGS) if head.startswith("/") else os.dup(fd)
+    return _walk(start, deque(p for p in head.split("/") if p), False, 0, shown), leaf
+
+
+def _check_read(found: int, directory: int, shown: str) -> None:
+    """Refuse a hard link, in someone's directory, to a file of another owner (a file with one link, or
+    with several all in its owner's tree, as ``cp -al`` makes, is read)."""
+    info, where = os.fstat(found), os.fstat(directory)
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and info.st_uid != where.st_uid:
+        raise UnsafePathError(
+            f"{shown}: refused, it has {info.st_nlink} hard links and belongs to uid {info.st_uid}, "
+            f"not to uid {where.st_uid} who owns its directory (it could be another user's link to a file "
+            "only its owner may read): copy it, or give its real path"
+        )
+
+
+def check_replaceable(path: str | os.PathLike) -> None:
+    """Refuse now what :func:`write_atomic` would refuse after the work (an export named before a sweep):
+    a directory that is missing, reached through another user's link or cannot take a new file (read-only,
+    full of inodes, not ours to write), and a name that is a link, a directory, a device (``/dev/full``) or
+    another user's file. A temporary file is made there and removed; nothing else is written."""
+    path = Path(path)
+    with SafeDir.open(path.parent) as directory:
+        directory._check_replaceable(path.name)
+        temporary = f".{path.name}.{secrets.token_hex(6)}.tmp"
+        os.close(
+            os.open(
+                temporary,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE_FLAGS,
+                0o600,
+                dir_fd=directory.fd,
+            )
+        )
+        os.unlink(temporary, dir_fd=directory.fd)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str, mode: int = 0o644) -> None:

@@ -1,6 +1,8 @@
 """The ``hugebench`` command. Thin commands: parse options, call one core function, print its result.
 
-Every HugebenchError becomes a clean one-paragraph message and its exit code here, in one place.
+Every HugebenchError becomes a clean one-paragraph message and its exit code here, in one place; errors,
+warnings and every line a command prints are escaped on the way (:func:`.output.say`: a message quoting a
+program's name or a store's value never sends a terminal a control sequence).
 """
 
 from __future__ import annotations
@@ -11,8 +13,17 @@ from pathlib import Path
 
 import click
 
+from hugebench._util import printable
 from hugebench.cli.host import host_options
-from hugebench.cli.output import count, emit, export_options, exports_of, format_option
+from hugebench.cli.output import (
+    check_destinations,
+    count,
+    emit,
+    export_options,
+    exports_of,
+    format_option,
+    say,
+)
 from hugebench.errors import HugebenchError, SpecError
 from hugebench.system import Terminated
 
@@ -23,7 +34,7 @@ class _Group(click.Group):
             try:
                 return super().invoke(ctx)
             except HugebenchError as exc:
-                click.echo(_fitted(f"hugebench: error: {exc}"), err=True)
+                say(_fitted(f"hugebench: error: {exc}"), err=True)
                 sys.exit(exc.exit_code)
             except Terminated as exc:  # SIGTERM/SIGHUP: knobs were restored on the way out
                 click.echo(
@@ -44,7 +55,7 @@ class _Group(click.Group):
 def _print_warnings(caught) -> None:
     """Each distinct warning once, as a line of ours (a torn store is read several times per command)."""
     for message in dict.fromkeys(str(w.message) for w in caught):
-        click.echo(_fitted(f"hugebench: warning: {message}"), err=True)
+        say(_fitted(f"hugebench: warning: {message}"), err=True)
 
 
 def _refusals(spec, runs, experiment, host) -> list[str]:
@@ -203,6 +214,7 @@ def sweep(
     from hugebench.sweep import plan as plan_mod
     from hugebench.sweep.orchestrator import SweepOptions, run_sweep
 
+    files = check_destinations(exports_of(exports))  # refused before any run, not after the sweep
     spec = _load(experiment, repetitions, local=cluster is None, warmup=warmup)
     config = resolve(
         spec.cluster, cluster, machines, workers, experiment, certs, insecure_accept_any_client
@@ -235,9 +247,9 @@ def sweep(
             label=label,
         ),
     )
-    _print_report(out, fmt, plots=True, exports=exports_of(exports))
+    _print_report(out, fmt, plots=True, exports=files)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
-    click.echo(
+    say(
         f"{result.rows_written} runs this time ({statuses or 'none'}), "
         f"{result.skipped_done} already done; results in {out}"
     )
@@ -258,7 +270,7 @@ def _print_failures(out: Path, sweep_id: str) -> None:
         (ids == sweep_id) | ids.str.startswith(sweep_id + ".")
     ]  # a cluster sweep: one id per machine
     for reason, n in failure_counts(mine):
-        click.echo(f"  failed: {n} run(s): {reason}")
+        say(f"  failed: {n} run(s): {reason}")
 
 
 @main.command()
@@ -296,8 +308,8 @@ def plan(
 
     width = terminal()[0]
 
-    def say(text: str) -> None:
-        click.echo("\n".join(wrap_lines([text], width)))
+    def say(text: str) -> None:  # plan's own, wrapped to the terminal
+        click.echo(printable("\n".join(wrap_lines([text], width)), None, lines=True))
 
     spec = _load(experiment, repetitions, local=cluster is None, warmup=warmup)
     runs = plan_mod.plan(spec)
@@ -373,7 +385,7 @@ def plan(
         for r in runs:
             cell = " ".join(f"{k}={v}" for k, v in r.cell.items())
             tag = "warmup" if r.warmup else f"rep {r.repetition}"
-            click.echo(f"{r.order_index:5d} {r.run_id} {tag:7s} {cell}")
+            click.echo(printable(f"{r.order_index:5d} {r.run_id} {tag:7s} {cell}", None))
 
 
 @main.command()
@@ -399,7 +411,9 @@ def plan(
 )
 def report(results, fmt, plots, primary, html, **exports):
     """Reprint the report of a results directory without re-running anything."""
-    _print_report(results, fmt, plots, primary, html, exports_of(exports))
+    page = None if html is None else Path(html) if html else results / "report.html"
+    files = check_destinations(exports_of(exports), page)
+    _print_report(results, fmt, plots, primary, html, files)
 
 
 def _print_report(
@@ -420,7 +434,7 @@ def _print_report(
 
         page = build_report(loaded, Options(primary=primary, figures=True, charts=True))
         path = write_html(page, Path(html) if html else results / "report.html")
-        click.echo(
+        say(
             f"report: {path} ({count(len(page.sections), 'section')}, {count(len(page.warnings), 'warning')})"
         )
     else:
@@ -432,9 +446,9 @@ def _print_report(
         files = [p for p in write_plots(loaded, why) if p.suffix == ".png"]
         # stdout is the report (report --format markdown > r.md): where the plots went is said on stderr
         if files:
-            click.echo(f"plots: {', '.join(str(p) for p in files)}", err=True)
+            say(f"plots: {', '.join(str(p) for p in files)}", err=True)
         for line in why:
-            click.echo(f"plots: {line}", err=True)
+            say(f"plots: {line}", err=True)
 
 
 def _add_optional_commands():

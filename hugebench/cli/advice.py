@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from hugebench.cli.host import host_options
-from hugebench.cli.output import emit, export_options, exports_of, format_option
+from hugebench.cli.output import (
+    check_destinations,
+    emit,
+    export_options,
+    exports_of,
+    format_option,
+    say,
+)
 from hugebench.cli.try_ import parse_budget
 
 
@@ -39,13 +46,14 @@ def advice(name, budget, out, quiet, fmt, host, journal, **exports):
     if name is None:
         _print_listing(listing())
         return
+    files = check_destinations(exports_of(exports))  # refused before any run, not after the budget
     budget_s = parse_budget(budget)
     pack, result = run_pack(name, budget_s, out, quiet, host=host, journal=journal)
     from hugebench.report import Options, build_report, load_results
 
-    emit(build_report(load_results(result.out), Options()), fmt, exports_of(exports))
+    emit(build_report(load_results(result.out), Options()), fmt, files)
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.statuses.items()))
-    click.echo(
+    say(
         f"advice {pack.name}: {result.rows_written} runs this time ({statuses or 'none'}) in "
         f"{result.wall_s:.0f}s of a {budget_s:.0f}s budget; results in {result.out} "
         f"(`hugebench report {result.out}` shows them again)"
@@ -62,7 +70,7 @@ def _print_failures(result) -> None:
     rows = load(result.out, hosts=False)
     if "sweep_id" in rows.columns:
         for reason, n in failure_counts(rows[rows["sweep_id"].astype(str) == result.sweep_id]):
-            click.echo(f"  failed: {n} run(s): {reason}")
+            say(f"  failed: {n} run(s): {reason}")
 
 
 def _print_listing(packs) -> None:

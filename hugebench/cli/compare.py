@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from hugebench.cli.output import count, emit, export_options, exports_of, format_option
+from hugebench.cli.output import (
+    check_destinations,
+    count,
+    emit,
+    export_options,
+    exports_of,
+    format_option,
+    say,
+)
 
 _directory = click.Path(exists=True, file_okay=False, path_type=Path)
 
@@ -36,15 +44,17 @@ def compare(a, b, fmt, primary, html, **exports):
     from hugebench.report import load_results
     from hugebench.report.compare import compare_report
 
+    page = None if html is None else Path(html) if html else b / "compare.html"
+    files = check_destinations(exports_of(exports), page)
     built = compare_report(
         load_results(a), load_results(b), primary=primary, figures=html is not None
     )
     if html is not None:
         from hugebench.report.html import write_html
 
-        path = write_html(built, Path(html) if html else b / "compare.html")
-        click.echo(
+        path = write_html(built, page)
+        say(
             f"compare: {path} ({count(len(built.sections), 'section')}, {count(len(built.warnings), 'warning')})"
         )
     else:
-        emit(built, fmt, exports_of(exports))
+        emit(built, fmt, files)

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from hugebench.cli.output import emit, export_options, exports_of, format_option
+from hugebench.cli.output import (
+    check_destinations,
+    emit,
+    export_options,
+    exports_of,
+    format_option,
+    say,
+)
 
 
 @click.command()
@@ -39,6 +46,9 @@ def history(stores, fmt, primary, html, plots, **exports):
     from hugebench.report import load_results
     from hugebench.report.history import history_report, store_time
 
+    if html is not None and not html.strip():
+        raise click.BadParameter("an empty file name; name the page to write", param_hint="--html")
+    files = check_destinations(exports_of(exports), None if html is None else Path(html))
     results = [load_results(s) for s in stores]
     built = history_report(results, primary=primary, figures=bool(html or plots))
     if plots:
@@ -47,10 +57,10 @@ def history(stores, fmt, primary, html, plots, **exports):
         newest = max(results, key=store_time).path
         for section in built.sections:
             for name, fig in section.figures:
-                click.echo(f"plot: {save(fig, newest, name)[0]}")
+                say(f"plot: {save(fig, newest, name)[0]}")
     if html:
         from hugebench.report.html import write_html
 
-        click.echo(f"history: {write_html(built, Path(html))}")
+        say(f"history: {write_html(built, Path(html))}")
     else:
-        emit(built, fmt, exports_of(exports))
+        emit(built, fmt, files)

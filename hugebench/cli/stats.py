@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from hugebench.cli.output import say
+
 
 @click.command(name="stats")
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -20,4 +22,4 @@ def stats(results, cell, metric):
     from hugebench.report.cell_runs import describe, find_cell
 
     name, rows, primary = find_cell(load_results(results), cell)
-    click.echo("\n".join(describe(name, rows, metric or primary)))
+    say("\n".join(describe(name, rows, metric or primary)))

@@ -9,7 +9,13 @@ from pathlib import Path
 import click
 
 from hugebench.cli.host import host_options
-from hugebench.cli.output import export_options, exports_of, write_exports
+from hugebench.cli.output import (
+    check_destinations,
+    export_options,
+    exports_of,
+    say,
+    write_exports,
+)
 from hugebench.errors import SpecError
 
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
@@ -237,7 +243,7 @@ def try_(
     from hugebench.trial import Request, run_try
 
     started = time.monotonic()
-    exports = exports_of(exports)
+    exports = check_destinations(exports_of(exports), error=SpecError)
     for fmt, path in exports.items():  # refused before any run, not after the budget is spent
         if not path.parent.is_dir():
             raise SpecError(f"--export-{fmt} {path}: its directory {path.parent} does not exist")
@@ -275,24 +281,24 @@ def try_(
         request,
         out,
         started,
-        echo=lambda line: click.echo("\n".join(fit([line], width)), err=True),
+        echo=lambda line: say("\n".join(fit([line], width)), err=True),
         host=host,
     )
     from hugebench.trial.export import export
 
     write_exports(outcome.verdict, exports, lambda v, fmt: export(v, fmt), err=as_json)
     if as_json:
-        click.echo(export(outcome.verdict, "json"), nl=False)
+        say(export(outcome.verdict, "json"), nl=False)
         return
     results = f"results: {outcome.out} (hugebench report {outcome.out})"
     if width and len(results) > width:  # a long path: once, the command is `hugebench report` on it
         results = f"results: {outcome.out}"
     shown = fit([results], width)
-    click.echo(answer(outcome.verdict, outcome.plan_lines, details, width, reserve=len(shown)))
+    say(answer(outcome.verdict, outcome.plan_lines, details, width, reserve=len(shown)))
     tail = [results]
     if details:
         tail.append(
             f"experiment: {outcome.experiment_file} (hugebench sweep {outcome.experiment_file} -o "
             f"{outcome.out} re-runs it)"
         )
-    click.echo("\n".join(fit(tail, width)))
+    say("\n".join(fit(tail, width)))

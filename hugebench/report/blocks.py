@@ -1,7 +1,9 @@
 """A section as a format-neutral block: title, header texts, rows of cell texts, notes, droppable headers.
 
 What belongs here: turning a :class:`.model.Section` (or a bare table) into the text every line-oriented
-format draws. Nothing here knows a format: :mod:`.exporters` draws blocks, one module per format.
+format draws. Nothing here knows a format: :mod:`.exporters` draws blocks, one module per format. A block's
+texts (titles, headers, cells and notes hold a store's values) are escaped when it is made, by
+:func:`hugebench._util.printable`: no format draws a control character a store holds.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from hugebench._util import printable
 from hugebench.report.model import DASH
 
 
@@ -21,6 +24,21 @@ class Block:
     rows: list[list[str]]
     notes: list[str]
     optional: set[str] = field(default_factory=set)  # headers a narrow terminal may leave out
+
+    def __post_init__(self) -> None:
+        shown = {
+            "title": None if self.title is None else _shown(self.title),
+            "headers": [_shown(h) for h in self.headers],
+            "rows": [[_shown(c) for c in row] for row in self.rows],
+            "notes": [_shown(n) for n in self.notes],
+            "optional": {_shown(h) for h in self.optional},
+        }
+        for name, value in shown.items():
+            object.__setattr__(self, name, value)
+
+
+def _shown(text) -> str:
+    return printable(text, None, lines=True)
 
 
 def is_missing(value) -> bool:

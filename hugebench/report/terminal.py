@@ -176,7 +176,7 @@ def _cell(text: str, color: bool):
     from rich.text import Text
 
     if not color:
-        return text
+        return Text(text)  # never markup: "[link=...]" in a store's value is text, not a link
     style = _STYLES.get(text) or ("dim" if text.startswith("n<") or text in _NOTHING else "")
     return Text(text, style=style)
 
@@ -187,10 +187,16 @@ def rich_text(title, headers, rows, notes, width, color=False) -> str:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=title, title_justify="left", title_style="bold" if color else "")
+    table = Table(
+        title=None
+        if title is None
+        else Text(title, style="bold" if color else ""),  # text, no markup
+        title_justify="left",
+        title_style="bold" if color else "",
+    )
     widths = _column_widths(headers, rows, width) if width else [None] * len(headers)
     for header, fixed in zip(headers, widths):
-        table.add_column(header, overflow="fold", no_wrap=width is None, width=fixed)
+        table.add_column(Text(header), overflow="fold", no_wrap=width is None, width=fixed)
     for row in rows:
         table.add_row(*(_cell(str(c), color) for c in row))
     buffer = io.StringIO()

@@ -297,6 +297,23 @@ def load_contexts(*paths: str | os.PathLike) -> dict[str, dict]:
     return merged
 
 
+def store_file(path: str | os.PathLike) -> str | None:
+    """What file of a results store ``path`` names, in words (its journal, a sweep's context, a part of its
+    columnar form), or None: an export (a report, a page, a table) must never replace one of them. A path is
+    taken as its directory really is (links and ``..`` resolved), so ``D/sub/../runs.jsonl`` is D's journal."""
+    path = Path(path)
+    where = Path(os.path.realpath(path.parent)) / path.name
+    if where.name == RUNS_FILE:
+        return f"{RUNS_FILE} is the name of a results store's journal of runs"
+    store = where.parent.parent
+    is_store = _exists(store / RUNS_FILE) or (store / SWEEPS_DIR).is_dir()
+    if where.parent.name == SWEEPS_DIR and is_store:
+        return f"it is in {where.parent}, the sweep contexts of the results store {store}"
+    if where.parent.name == columnar.COLUMNAR_DIR and is_store:
+        return f"it is in {where.parent}, the columnar form of the results store {store}"
+    return None
+
+
 def export_parquet(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Write a loaded DataFrame as Parquet (typed, compact, fast to reload in a notebook); return the path.
 

@@ -58,9 +58,12 @@ class StoreWarning(UserWarning):
 
 def open_store_file(path: str | os.PathLike, what: str = "results file"):
     """``path`` opened for binary reading, or a HugebenchError naming it and what is wrong (missing,
-    unreadable, a FIFO, a device such as ``/dev/zero``, a directory): nothing but a regular file is read."""
+    unreadable, a FIFO, a device such as ``/dev/zero``, a directory): nothing but a regular file is read.
+    Reached as the store's writers reach it (:func:`hugebench.safefs.open_reading`): a symbolic link another
+    user planted on the way (``runs.jsonl`` -> a file only root may read) is an UnsafePathError, never
+    followed, so a report never copies what such a file holds into its tables, exports or plots."""
     try:
-        return open_regular(path, what)
+        return open_regular(path, what, safe=True)
     except OSError as exc:
         raise HugebenchError(f"{path} cannot be read: {exc.strerror or exc}") from None
     except ValueError as exc:

@@ -25,9 +25,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from hugebench._util import printable
+
 
 def _cell(run) -> str:
-    return " ".join(f"{k}={v}" for k, v in run.cell.items())
+    return printable(" ".join(f"{k}={v}" for k, v in run.cell.items()), None)
 
 
 def _clock(seconds: float) -> str:
@@ -155,7 +157,7 @@ class RichProgress:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            TextColumn("{task.fields[last]}"),
+            TextColumn("{task.fields[last]}", markup=False),  # a cell value is text, never markup
             console=console,
             transient=False,
         )
