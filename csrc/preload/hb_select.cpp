@@ -17,7 +17,8 @@
 //    name, the offset from its load base), as the log below names it; up to 8.
 //  * heap: the brk heap, from its start to the current break, madvised each time it has grown (checked
 //    after every call of the malloc family: sbrk(0) is a read of libc's variable), the part already faulted
-//    when the library loads collapsed.
+//    when the library loads collapsed; glibc's heap then grows 32 MiB at a time (M_TOP_PAD), since each
+//    growth is a mapping of its own.
 // HB_SELECT_LOG=DIR: one line per block of 2 MiB or more in DIR/select-<pid>.log: the pid, how it came (mmap,
 // mremap, malloc, ...), its start and size, whether it was advised, its call site (OBJECT+0xOFFSET) and the
 // symbol of the return address -- `hugebench where` names a region's origin from it, with HUGEBENCH_SELECT unset.
@@ -27,6 +28,7 @@
 // silence on any failure.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,6 +55,7 @@ namespace {
 
 constexpr uintptr_t PAGE = 4096;
 constexpr size_t HUGE = 2u << 20;
+constexpr int HEAP_STEP = 32 << 20;
 
 struct Real {
     void* (*malloc)(size_t);
@@ -305,6 +308,11 @@ __attribute__((constructor, used)) void hb_select_load() {
     }
     if (!ready) resolve();
     if (heap_selected) {
+        // brk never extends a mapping whose flags differ from its defaults, so each growth past an advised
+        // heap is a mapping of its own, which the kernel cannot merge once glibc has written into it:
+        // growing 32 MiB at a time keeps each one large enough for huge pages (glibc's M_TOP_PAD; it also
+        // fixes glibc's mmap threshold at its default).
+        mallopt(M_TOP_PAD, HEAP_STEP);
         heap_lo = start_brk() & ~(PAGE - 1);
         uintptr_t brk = reinterpret_cast<uintptr_t>(sbrk(0));
         if (heap_lo && brk > heap_lo) {

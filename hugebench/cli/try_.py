@@ -156,6 +156,14 @@ def _env(pairs) -> dict:
     help="also try this malloc library (.so), preloaded",
 )
 @click.option(
+    "--select",
+    "select",
+    default=None,
+    metavar="RULE",
+    help="also try huge pages for these regions alone (hugebench where suggests the rule; "
+    "under THP madvise): anon>=SIZE, anon<SIZE, site=OBJECT+0xOFF, heap",
+)
+@click.option(
     "--allocators",
     "only",
     default=None,
@@ -210,6 +218,7 @@ def try_(
     regime,
     idle,
     allocators,
+    select,
     only,
     thp,
     mthp,
@@ -250,6 +259,7 @@ def try_(
         regime=regime,
         idle_s=4.0 if idle is None else idle,
         allocator_paths=tuple(allocators),
+        select=select,
         thp=tuple(thp),
         mthp=mthp,
         only=tuple(a.strip() for a in only.split(",") if a.strip()) if only else (),

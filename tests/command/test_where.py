@@ -201,3 +201,51 @@ def test_a_program_that_madvises_itself_is_reported_as_such(tmp_path):
     advised = [r for r in found["json"]["regions"] if r["advised"] == "hg"]
     assert any(r["size"] >= 16 << 20 for r in advised), found["stdout"]
     assert "the program madvises huge pages itself" in found["stdout"]
+
+
+def test_try_races_the_selective_configuration_under_thp_madvise_only(monkeypatch, fake_sys):
+    from hugebench.trial import matrix
+
+    monkeypatch.setattr(matrix.os, "geteuid", lambda: 0)
+    request = matrix.Request(argv=("true",), only=("glibc",), select="anon>=32M", regime="warm")
+    built = matrix.build(request, fake_sys.host)
+    selective = [c for c in built.cells if c["allocator"] == "selective"]
+    assert [c["thp"] for c in selective] == ["madvise"]
+    entry = built.user_allocators["selective"]
+    assert entry["env"] == {"HUGEBENCH_SELECT": "anon>=33554432"}
+    assert entry["path"].endswith("libhbselect.so") and "32 MiB" in entry["description"]
+    with pytest.raises(SpecError, match="below 2 MiB"):
+        matrix.build(matrix.Request(argv=("true",), select="anon>=1M"), fake_sys.host)
+
+
+HEAP_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {  /* 64 MiB of the brk heap in 100 KiB blocks (below glibc's mmap threshold) */
+    for (int i = 0; i < 640; i++) memset(malloc(100 << 10), 1, 100 << 10);
+    printf("done\n");
+    fflush(stdout);
+    char c;
+    while (read(0, &c, 1) > 0) {}
+    return 0;
+}
+"""
+
+
+def test_the_heap_rule_puts_the_grown_heap_on_huge_pages(tmp_path, program):
+    _thp_madvise()
+    (tmp_path / "heap.c").write_text(HEAP_C)
+    subprocess.run(
+        ["cc", "-O2", "-o", str(tmp_path / "heap"), str(tmp_path / "heap.c")], check=True
+    )
+    env = {**os.environ, **select_rule.deploy_environment(select_rule.parse("heap"))}
+    proc, _ = _hold([str(tmp_path / "heap")], env)
+    try:
+        heap = [v for v in read_smaps(proc.pid) if v.name == "[heap]"]
+    finally:
+        proc.communicate("")
+    assert all("hg" in v.flags for v in heap)
+    huge = sum(v.fields["AnonHugePages"] for v in heap)
+    assert huge >= 0.75 * (64 << 20), [(v.label(), v.fields["AnonHugePages"]) for v in heap]
