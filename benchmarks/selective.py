@@ -9,7 +9,8 @@ once, one word per 64 KiB. Three configurations, in alternating rounds:
 * selective: ``hugebench where``'s suggested rule deployed by libhbselect.so, THP as found.
 
 For each: wall time (median of the rounds) and the process's peak RSS (``ru_maxrss`` of the child), printed
-as ratios to as-is. Needs root (THP always) and takes the host's sweep lock (no sweep runs beside it).
+as ratios to as-is. Needs root (THP always); takes the host's sweep lock (no sweep runs beside it) and the
+root test sessions' lock (their tests set THP modes too).
 
     sudo .venv/bin/python benchmarks/selective.py [--rounds 5] [--hot 512] [--cold 2048] [--reads 400000000]
 """
@@ -59,6 +60,22 @@ def _rule(program: Path, args: list[str]) -> str:
     return rule
 
 
+TEST_SESSIONS = Path(
+    "/var/lib/hugebench/test-sessions.lock"
+)  # tests/conftest.py's turn for root sessions
+
+
+def _test_sessions_turn():
+    """Wait for the root test sessions' turn (they write THP knobs) and hold it until we exit."""
+    import fcntl
+
+    TEST_SESSIONS.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(TEST_SESSIONS, "a+")
+    print(f"waiting for {TEST_SESSIONS}", file=sys.stderr)
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -80,7 +97,8 @@ def main() -> None:
             check=True,
         )
         args = [str(opts.hot), str(opts.cold), str(opts.reads)]
-        with SweepLock(default_lock_paths(), "benchmarks/selective.py"):
+        turn = _test_sessions_turn()
+        with turn, SweepLock(default_lock_paths(), "benchmarks/selective.py"):
             rule = _rule(program, args)
             env = dict(os.environ)
             selective = {**env, **select_rule.deploy_environment(select_rule.parse(rule), env)}

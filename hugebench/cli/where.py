@@ -53,9 +53,9 @@ def machine_reach():
 @click.option(
     "--interval",
     type=click.FloatRange(min=0.05),
-    default=0.5,
+    default=1.0,
     show_default=True,
-    help="seconds between samples",
+    help="seconds between samples (each clears the accessed bits: the program pays per sample)",
 )
 @click.option(
     "--no-sites",

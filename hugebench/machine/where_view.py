@@ -54,7 +54,7 @@ def watch(
     env: dict[str, str],
     reach: rg.Reach,
     *,
-    interval: float = 0.5,
+    interval: float = 1.0,
     sites: bool = True,
     bare: int = 0,
     timeout: float | None = None,
