@@ -154,6 +154,10 @@ def text(view: View) -> list[str]:
             out.append("  " + select_rule.deploy_line(parsed, view.argv))
         except ToolMissingError as exc:
             out.append(f"  ({exc})")
+    elif any(v.verdict == "huge" for v in view.verdicts) and not any(
+        v.verdict == "pays" for v in view.verdicts
+    ):
+        out.append("no region needs more: the hot ones are on 2 MiB pages already")
     elif not any(v.verdict == "pays" for v in view.verdicts):
         out.append("no region pays for huge pages here")
     else:

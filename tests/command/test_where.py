@@ -249,3 +249,14 @@ def test_the_heap_rule_puts_the_grown_heap_on_huge_pages(tmp_path, program):
     assert all("hg" in v.flags for v in heap)
     huge = sum(v.fields["AnonHugePages"] for v in heap)
     assert huge >= 0.75 * (64 << 20), [(v.label(), v.fields["AnonHugePages"]) for v in heap]
+
+
+def test_the_hot_regions_are_drawn_over_time(where, tmp_path):
+    pytest.importorskip("matplotlib")
+    from hugebench.report.figures.where_plot import hot_figure, plot_hot
+
+    lines = hot_figure(where["json"]).axes[0].get_lines()
+    assert [line.get_label().split(" (")[0] for line in lines] == [
+        r["label"] for r in where["json"]["regions"] if r["hot"] > 0
+    ]
+    assert all(p.stat().st_size > 0 for p in plot_hot(where["json"], tmp_path))

@@ -25,6 +25,7 @@ def hot_figure(document: dict):
             marker=".",
             label=f"{region['label']} ({region['verdict']}, pid {region['pid']})",
         )
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("seconds since start")
     ax.set_ylabel("MiB touched in the interval")
     ax.set_title(
