@@ -9,7 +9,8 @@ once, one word per 64 KiB. Three configurations, in alternating rounds:
 * selective: ``hugebench where``'s suggested rule deployed by libhbselect.so, THP as found.
 
 For each: wall time (median of the rounds) and the process's peak RSS (``ru_maxrss`` of the child), printed
-as ratios to as-is. Needs root (THP always); takes the host's sweep lock (no sweep runs beside it) and the
+as ratios to as-is. Then ``where``'s own cost: in the same rounds, the program's wall time under ``hugebench
+where`` (sampled every second, call sites recorded: the ``wall_s`` of its JSON) against the bare as-is run. Needs root (THP always); takes the host's sweep lock (no sweep runs beside it) and the
 root test sessions' lock (their tests set THP modes too).
 
     sudo .venv/bin/python benchmarks/selective.py [--rounds 5] [--hot 512] [--cold 2048] [--reads 400000000]
@@ -76,6 +77,19 @@ def _test_sessions_turn():
     return handle
 
 
+def _where_wall(program: Path, args: list[str]) -> float:
+    """The program's wall time under ``hugebench where`` (its JSON's ``wall_s``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "where.json"
+        subprocess.run(
+            [HUGEBENCH, "where", "--interval", "1", "--json", str(out), "--", str(program), *args],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return json.loads(out.read_text())["wall_s"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -103,15 +117,23 @@ def main() -> None:
             env = dict(os.environ)
             selective = {**env, **select_rule.deploy_environment(select_rule.parse(rule), env)}
             runs: dict[str, list[tuple[float, int]]] = {"as-is": [], "always": [], "selective": []}
+            sampled: list[float] = []
             with SystemState(purpose="benchmarks/selective.py") as state:
                 found = state.found("thp.enabled")
                 for _ in range(opts.rounds):
                     runs["as-is"].append(_timed([str(program), *args], env))
                     runs["selective"].append(_timed([str(program), *args], selective))
+                    sampled.append(_where_wall(program, args))
                     state.apply({"thp.enabled": "always"})
                     runs["always"].append(_timed([str(program), *args], env))
                     state.apply({"thp.enabled": found})
         _report(runs, rule, opts)
+        bare = statistics.median(t for t, _ in runs["as-is"])
+        print(
+            f"where's cost: {statistics.median(sampled) / bare:.3f}x bare (median wall "
+            f"{statistics.median(sampled):.2f} s under where --interval 1, {bare:.2f} s bare; "
+            f"runs {', '.join(f'{x:.2f}' for x in sampled)})"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
