@@ -9,11 +9,12 @@ regions that pay alone (``hugebench exec --select``).
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import click
 
-from hugebench.errors import SpecError
+from hugebench.errors import SpecError, ToolMissingError
 
 
 def machine_reach():
@@ -97,6 +98,8 @@ def where(interval, no_sites, bare, timeout, json_path, plot_dir, argv):
 
     if not argv:
         raise SpecError("give the program after --: hugebench where -- PROGRAM ARGS...")
+    if shutil.which(argv[0]) is None:
+        raise ToolMissingError(f"cannot run {argv[0]}: no such program (or not executable)")
     view = watch(
         argv,
         dict(os.environ),

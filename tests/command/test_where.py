@@ -260,3 +260,11 @@ def test_the_hot_regions_are_drawn_over_time(where, tmp_path):
         r["label"] for r in where["json"]["regions"] if r["hot"] > 0
     ]
     assert all(p.stat().st_size > 0 for p in plot_hot(where["json"], tmp_path))
+
+
+def test_where_refuses_a_program_that_is_not_there():
+    done = subprocess.run(
+        [*HUGEBENCH, "where", "--", "/nonexistent/prog"], capture_output=True, text=True
+    )
+    assert done.returncode != 0 and "cannot run /nonexistent/prog" in done.stderr
+    assert "Traceback" not in done.stderr
