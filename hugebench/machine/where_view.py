@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,9 +121,28 @@ def table(verdicts: Sequence[rg.Verdict], limit: int = 20) -> list[str]:
     return lines
 
 
+def wrapped(lines: Sequence[str], width: int = WIDTH) -> list[str]:
+    """Prose lines wrapped at words to ``width`` (continued with an indent); the table's lines and the
+    deploy line (a command, never cut) as they are."""
+    out: list[str] = []
+    for line in lines:
+        indent = line[: len(line) - len(line.lstrip())]
+        if len(line) <= width or line.startswith(DEPLOY_INDENT):
+            out.append(line)
+        else:
+            out += textwrap.wrap(
+                line, width, subsequent_indent=indent + "  ", break_on_hyphens=False
+            )
+    return out
+
+
+DEPLOY_INDENT = "    "  # the deploy line: printed whole
+
+
 def text(view: View) -> list[str]:
     """The answer: the table, the hot set against the TLB's reach, the regions the program madvises
-    itself, the rule that selects the regions that pay and its deploy line, the sampler's cost."""
+    itself, the rule that selects the regions that pay and its deploy line, the sampler's cost; prose
+    wrapped to 80 columns (:func:`wrapped`)."""
     w = view.watched
     out = [
         f"{len(view.verdicts)} regions of {len({v.region.pid for v in view.verdicts})} process(es), "
@@ -151,7 +171,7 @@ def text(view: View) -> list[str]:
         parsed = select_rule.parse(rule)
         out.append(f"huge pages for the regions that pay: --select '{rule}' ({parsed.describe()}):")
         try:
-            out.append("  " + select_rule.deploy_line(parsed, view.argv))
+            out.append(DEPLOY_INDENT + select_rule.deploy_line(parsed, view.argv))
         except ToolMissingError as exc:
             out.append(f"  ({exc})")
     elif any(v.verdict == "huge" for v in view.verdicts) and not any(
@@ -170,7 +190,7 @@ def text(view: View) -> list[str]:
     out += [f"note: {note}" for note in view.notes]
     if w.code != 0 or w.timed_out:
         out.append(f"note: the program {'timed out' if w.timed_out else f'exited with {w.code}'}")
-    return out
+    return wrapped(out)
 
 
 def as_json(view: View) -> dict:
