@@ -3,10 +3,10 @@
 The program (tests/data/regions_program.c): a hot 512 MiB region read at random, a cold 2 GiB region touched
 once, one word per 64 KiB. Three configurations, in alternating rounds:
 
-* as-is: THP as found (``madvise``), nothing preloaded;
+* as-is: THP ``madvise`` (set for the benchmark whatever it found, and put back after), nothing preloaded;
 * THP always: the machine's mode set to ``always`` for the run (through hugebench's journalled knob API, put
   back on any exit, SIGTERM included);
-* selective: ``hugebench where``'s suggested rule deployed by libhbselect.so, THP as found.
+* selective: ``hugebench where``'s suggested rule (found under ``madvise``) deployed by libhbselect.so.
 
 For each: wall time (median of the rounds) and the process's peak RSS (``ru_maxrss`` of the child), printed
 as ratios to as-is. Then ``where``'s own cost: in the same rounds, the program's wall time under ``hugebench
@@ -113,20 +113,25 @@ def main() -> None:
         args = [str(opts.hot), str(opts.cold), str(opts.reads)]
         turn = _test_sessions_turn()
         with turn, SweepLock(default_lock_paths(), "benchmarks/selective.py"):
-            rule = _rule(program, args)
-            env = dict(os.environ)
-            selective = {**env, **select_rule.deploy_environment(select_rule.parse(rule), env)}
-            runs: dict[str, list[tuple[float, int]]] = {"as-is": [], "always": [], "selective": []}
-            sampled: list[float] = []
             with SystemState(purpose="benchmarks/selective.py") as state:
-                found = state.found("thp.enabled")
+                # as-is and selective under madvise whatever another session left; put back on exit
+                state.apply({"thp.enabled": "madvise"})
+                rule = _rule(program, args)
+                env = dict(os.environ)
+                selective = {**env, **select_rule.deploy_environment(select_rule.parse(rule), env)}
+                runs: dict[str, list[tuple[float, int]]] = {
+                    "as-is": [],
+                    "always": [],
+                    "selective": [],
+                }
+                sampled: list[float] = []
                 for _ in range(opts.rounds):
                     runs["as-is"].append(_timed([str(program), *args], env))
                     runs["selective"].append(_timed([str(program), *args], selective))
                     sampled.append(_where_wall(program, args))
                     state.apply({"thp.enabled": "always"})
                     runs["always"].append(_timed([str(program), *args], env))
-                    state.apply({"thp.enabled": found})
+                    state.apply({"thp.enabled": "madvise"})
         _report(runs, rule, opts)
         bare = statistics.median(t for t, _ in runs["as-is"])
         print(
