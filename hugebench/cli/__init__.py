@@ -461,6 +461,7 @@ def _add_optional_commands():
     from hugebench.cli.stats import stats
     from hugebench.cli.system import system, thp
     from hugebench.cli.try_ import try_
+    from hugebench.cli.where import where
     from hugebench.cluster.certs import cluster
     from hugebench.cluster.serve import worker
 
@@ -474,6 +475,7 @@ def _add_optional_commands():
     main.add_command(cluster)
     main.add_command(try_)
     main.add_command(exec_)
+    main.add_command(where)
     main.add_command(stats)
     main.add_command(advice)
 

@@ -175,6 +175,14 @@ def _env(pairs) -> dict:
     help="also try this malloc library (.so), preloaded",
 )
 @click.option(
+    "--select",
+    "select",
+    default=None,
+    metavar="RULE",
+    help="also try huge pages for these regions alone (hugebench where suggests the rule; "
+    "under THP madvise): anon>=SIZE, anon<SIZE, site=OBJECT+0xOFF, heap",
+)
+@click.option(
     "--allocators",
     "only",
     default=None,
@@ -229,6 +237,7 @@ def try_(
     regime,
     idle,
     allocators,
+    select,
     only,
     thp,
     mthp,
@@ -269,6 +278,7 @@ def try_(
         regime=regime,
         idle_s=4.0 if idle is None else idle,
         allocator_paths=tuple(allocators),
+        select=select,
         thp=tuple(thp),
         mthp=mthp,
         only=_names(only),

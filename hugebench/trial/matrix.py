@@ -23,6 +23,9 @@ from hugebench.machine import allocators as alloc_mod
 from hugebench.workloads.command.template import BUILTIN_FIELDS
 
 THP_ORDER = ("never", "madvise", "always")
+SELECTIVE = (
+    "selective"  # --select RULE: libhbselect.so, huge pages for the regions the rule selects
+)
 AS_IS = "as-is"  # the program untouched: no preload, its own malloc (hugebench.machine.allocators)
 # Huge-page-aware settings tried besides as-is (TCMalloc when installed), in the order they are kept:
 # glibc's own tunable first, the smallest change (no preload for a program on glibc's malloc).
@@ -58,6 +61,8 @@ class Request:
     # --aged-level P%: the share of free 2 MiB blocks the fragmented state pins (None: not given, 100)
     aged_level: int | None = None
     allocator_paths: tuple = ()  # --allocator X.so
+    # --select RULE: one more configuration, 'selective' (libhbselect.so: huge pages for those regions alone)
+    select: str | None = None
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
     only: tuple = ()  # --allocators a,b: only these built-in settings (as-is is always measured)
     # --regime warm | cold | both (hugebench.system.regime); None: warm as root, cold as a user where the
@@ -157,6 +162,8 @@ def build(request: Request, host: Host = LOCAL) -> Matrix:
     (each allocator setting under the mode as found, then another THP mode), then the combinations."""
     linked = linked_allocator(request)
     names, user, notes = available_allocators(request.allocator_paths, request.only, linked)
+    if request.select is not None:
+        user[SELECTIVE], names = selective_allocator(request.select), [*names, SELECTIVE]
     modes, found, thp_notes = thp_modes(request.thp, host)
     if found not in modes:
         modes = [found] + modes  # as-is is always measured, whatever --thp asks
@@ -333,9 +340,22 @@ def _cell(allocator: str, thp: str, text: str | None) -> dict:
     return cell
 
 
+def selective_allocator(rule_text: str) -> dict:
+    """The user allocator entry that deploys a --select rule: libhbselect.so with the normalised rule."""
+    from hugebench.machine import select_rule
+
+    rule = select_rule.parse(rule_text)
+    return {
+        "path": select_rule.library(),
+        "env": {select_rule.ENV_VAR: rule.normalised()},
+        "description": f"selective: huge pages for {rule.describe()} alone",
+    }
+
+
 def _sensible(allocator: str, thp: str, text: str | None) -> bool:
-    """glibc's hugetlb tunable only madvises (a change under THP 'madvise' alone); text on THP needs THP on."""
-    if allocator == "glibc-hugetlb" and thp != "madvise":
+    """glibc's hugetlb tunable and the selective preload only madvise (a change under THP 'madvise'
+    alone); text on THP needs THP on."""
+    if allocator in ("glibc-hugetlb", SELECTIVE) and thp != "madvise":
         return False
     return not (text == "thp" and thp == "never")
 

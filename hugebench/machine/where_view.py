@@ -1,0 +1,230 @@
+"""``hugebench where``'s answer: a program run under the region sampler (``machine.regions``), its call sites
+recorded by libhbselect, optionally timed bare too (the sampler's own cost), and the per-region table.
+
+What belongs here: one run of the view and its text. What does not: the sampling itself
+(``machine.regions``), the rule language (``machine.select_rule``), the command's options (``cli.where``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hugebench.errors import ToolMissingError
+from hugebench.machine import regions as rg
+from hugebench.machine import select_rule
+
+WIDTH = 80
+ASSUMED_ENTRIES = (
+    1536  # a second-level TLB of 1536 entries (Intel since Haswell, AMD Zen 2/3's 2048 close)
+)
+
+
+@dataclass
+class View:
+    """What ``where`` found: the verdicts, the run, the sampling cost when timed bare too."""
+
+    argv: list[str]
+    verdicts: list[rg.Verdict]
+    reach: rg.Reach
+    watched: rg.Watched
+    interval: float
+    sites: bool
+    notes: list[str] = field(default_factory=list)
+    bare_s: list[float] = field(default_factory=list)
+    sampled_s: list[float] = field(default_factory=list)
+
+    @property
+    def rule(self) -> str | None:
+        return rg.suggested_rule(self.verdicts)
+
+    @property
+    def cost(self) -> float | None:
+        """Median wall time sampled / bare over the timing pairs (None without --bare)."""
+        if not self.bare_s or not self.sampled_s:
+            return None
+        return statistics.median(self.sampled_s) / statistics.median(self.bare_s)
+
+
+def watch(
+    argv: Sequence[str],
+    env: dict[str, str],
+    reach: rg.Reach,
+    *,
+    interval: float = 1.0,
+    sites: bool = True,
+    bare: int = 0,
+    timeout: float | None = None,
+) -> View:
+    """Run ``argv`` under the sampler (every ``interval`` s), with call sites recorded when ``sites``; then
+    ``bare`` more pairs of a bare run and a sampled one, alternating, to measure the sampler's cost."""
+    with tempfile.TemporaryDirectory(prefix="hugebench-where-") as tmp:
+        run_env, notes = env, []
+        if sites:
+            try:
+                run_env = rg.site_environment(Path(tmp), select_rule.library(), env)
+            except ToolMissingError as exc:
+                sites, notes = False, [f"call sites not recorded: {exc}"]
+        watched = rg.run_program(list(argv), run_env, interval=interval, timeout=timeout)
+        regions = list(watched.watch.regions.values())
+        if sites:
+            rg.attach_sites(regions, rg.read_sites(Path(tmp)))
+        view = View(
+            list(argv), rg.summarise(regions, reach), reach, watched, interval, sites, notes
+        )
+        for _ in range(bare):
+            view.bare_s.append(
+                rg.run_program(list(argv), env, interval=None, timeout=timeout).wall_s
+            )
+            again = rg.run_program(list(argv), run_env, interval=interval, timeout=timeout)
+            view.sampled_s.append(again.wall_s)
+    return view
+
+
+def _mib(size: int) -> str:
+    if size >= 10 << 30:
+        return f"{size / (1 << 30):.0f}G"
+    if size >= 1 << 30:
+        return f"{size / (1 << 30):.1f}G"
+    return f"{size / (1 << 20):.1f}M" if size < 100 << 20 else f"{size / (1 << 20):.0f}M"
+
+
+def _thp(region: rg.Region) -> str:
+    """The THP column: 'hg' the program madvised it, 'nh' refused, 'yes'/'no' THPeligible as found."""
+    if region.advised:
+        return region.advised
+    eligible = region.samples[-1].eligible
+    return "?" if eligible is None else "yes" if eligible else "no"
+
+
+HEADER = (
+    f"{'pid':>7} {'region':<24} {'size':>7} {'rss':>7} {'hot':>7} {'huge':>5} {'thp':>4} verdict"
+)
+
+
+def table(verdicts: Sequence[rg.Verdict], limit: int = 20) -> list[str]:
+    """One line per region, within 80 columns; the rest counted on a last line."""
+    lines = [HEADER]
+    for v in verdicts[:limit]:
+        r = v.region
+        label = r.label if len(r.label) <= 24 else r.label[:11] + ".." + r.label[-11:]
+        lines.append(
+            f"{r.pid:>7} {label:<24} {_mib(r.size):>7} {_mib(r.rss):>7} {_mib(r.hot):>7} "
+            f"{r.huge_share:>5.0%} {_thp(r):>4} {v.verdict}"
+        )
+    if len(verdicts) > limit:
+        lines.append(f"... and {len(verdicts) - limit} more regions (--json has them all)")
+    return lines
+
+
+def wrapped(lines: Sequence[str], width: int = WIDTH) -> list[str]:
+    """Prose lines wrapped at words to ``width`` (continued with an indent); the table's lines and the
+    deploy line (a command, never cut) as they are."""
+    out: list[str] = []
+    for line in lines:
+        indent = line[: len(line) - len(line.lstrip())]
+        if len(line) <= width or line.startswith(DEPLOY_INDENT):
+            out.append(line)
+        else:
+            out += textwrap.wrap(
+                line, width, subsequent_indent=indent + "  ", break_on_hyphens=False
+            )
+    return out
+
+
+DEPLOY_INDENT = "    "  # the deploy line: printed whole
+
+
+def text(view: View) -> list[str]:
+    """The answer: the table, the hot set against the TLB's reach, the regions the program madvises
+    itself, the rule that selects the regions that pay and its deploy line, the sampler's cost; prose
+    wrapped to 80 columns (:func:`wrapped`)."""
+    w = view.watched
+    out = [
+        f"{len(view.verdicts)} regions of {len({v.region.pid for v in view.verdicts})} process(es), "
+        f"sampled {w.watch.ticks} times every {view.interval:g} s over {w.wall_s:.1f} s"
+    ]
+    out += table(view.verdicts)
+    hot = sum(v.region.hot for v in view.verdicts)
+    entries = -(-hot // rg.PAGE)
+    out.append(
+        f"hot set of all regions: {_mib(hot)}, {entries} TLB entries at 4 KiB, "
+        f"{-(-hot // rg.HUGE_PAGE)} at 2 MiB"
+    )
+    out.append(
+        f"this machine's TLB: {view.reach.entries} entries ({_mib(view.reach.at_4k)} at 4 KiB, "
+        f"{_mib(view.reach.at_2m)} at 2 MiB), {view.reach.source}"
+    )
+    for v in view.verdicts:
+        if v.verdict in ("pays", "sparse", "huge"):
+            out.append(f"  {v.verdict}: {v.region.label} (pid {v.region.pid}): {v.why}")
+    advised = [v.region for v in view.verdicts if v.region.advised == "hg"]
+    if advised:
+        names = ", ".join(f"{r.label} ({_mib(r.size)})" for r in advised[:4])
+        out.append(f"the program madvises huge pages itself for {len(advised)} region(s): {names}")
+    rule = view.rule
+    if rule:
+        parsed = select_rule.parse(rule)
+        out.append(f"huge pages for the regions that pay: --select '{rule}' ({parsed.describe()}):")
+        try:
+            out.append(DEPLOY_INDENT + select_rule.deploy_line(parsed, view.argv))
+        except ToolMissingError as exc:
+            out.append(f"  ({exc})")
+    elif any(v.verdict == "huge" for v in view.verdicts) and not any(
+        v.verdict == "pays" for v in view.verdicts
+    ):
+        out.append("no region needs more: the hot ones are on 2 MiB pages already")
+    elif not any(v.verdict == "pays" for v in view.verdicts):
+        out.append("no region pays for huge pages here")
+    else:
+        out.append("no rule tells the regions that pay from the others (their sizes overlap)")
+    if view.cost is not None:
+        out.append(
+            f"sampling cost: {view.cost:.3f}x bare (median wall {statistics.median(view.sampled_s):.2f} s "
+            f"sampled vs {statistics.median(view.bare_s):.2f} s bare, {len(view.bare_s)} pairs)"
+        )
+    out += [f"note: {note}" for note in view.notes]
+    if w.code != 0 or w.timed_out:
+        out.append(f"note: the program {'timed out' if w.timed_out else f'exited with {w.code}'}")
+    return wrapped(out)
+
+
+def as_json(view: View) -> dict:
+    """Every region with its samples (for plots and scripts)."""
+    return {
+        "argv": view.argv,
+        "interval_s": view.interval,
+        "wall_s": view.watched.wall_s,
+        "exit_code": view.watched.code,
+        "ticks": view.watched.watch.ticks,
+        "sampler_s": view.watched.watch.cost_s,
+        "reach": {"entries": view.reach.entries, "source": view.reach.source},
+        "rule": view.rule,
+        "cost": view.cost,
+        "bare_s": view.bare_s,
+        "sampled_s": view.sampled_s,
+        "regions": [
+            {
+                "pid": v.region.pid,
+                "comm": v.region.comm,
+                "start": f"{v.region.start:x}",
+                "name": v.region.name,
+                "kind": v.region.kind,
+                "site": v.region.site,
+                "label": v.region.label,
+                "size": v.region.size,
+                "rss": v.region.rss,
+                "hot": v.region.hot,
+                "huge_share": v.region.huge_share,
+                "advised": v.region.advised,
+                "verdict": v.verdict,
+                "why": v.why,
+                "hot_over_time": [[round(s.t, 3), s.referenced] for s in v.region.samples],
+            }
+            for v in view.verdicts
+        ],
+    }
