@@ -48,6 +48,9 @@ class Measured:
         self.container = container
         self.probes = workdir / "probes"
         self.probes.mkdir(exist_ok=True)
+        # probe: untimed keeps hugebench's probe library out of every timed run (what is timed is the
+        # program as deployed); its warm-up runs carry it and say which malloc served
+        self.probed = command.probe != "untimed" or bool(request.run.get("warmup"))
         self.status = workdir / "measured.status"
         group = container.cgroup if container else None
         self.sampler = CoverageSampler(
@@ -90,7 +93,7 @@ class Measured:
             perf_bin=request.perf_bin,
             perf_events=request.perf_events,
             perf_extra=perf_extra,
-            probe_dir=self.probes,
+            probe_dir=self.probes if self.probed else None,
             text_pages=request.text_pages,
             extra_env=extra_env,
         )
@@ -196,12 +199,16 @@ class Measured:
         from hugebench.machine.mallocprobe import read_exits, read_probes, verify
 
         probes = read_probes(self.probes)
-        row = verify(
-            self.request.allocator,
-            self.request.allocator_path,
-            probes,
-            self.request.allocator_expect,
-            as_is=self.request.allocator_mode == "as-is",
+        row = (
+            verify(
+                self.request.allocator,
+                self.request.allocator_path,
+                probes,
+                self.request.allocator_expect,
+                as_is=self.request.allocator_mode == "as-is",
+            )
+            if self.probed
+            else {}  # not probed (a timed run of probe: untimed): its warm-up run said which malloc
         )
         exits = read_exits(self.probes)
         end = end or _sum_exits(exits) or self.sampler.last or {}

@@ -87,8 +87,7 @@ def answer(
         not states and len(regimes) == 1
     ):  # the regime try held without being asked: one line says which
         (regime,) = regimes
-        kind = regime.split(":")[0]
-        said = f"regime {regime}: {REGIME_SHORT[kind]}"
+        said = f"regime {regime}: {REGIME_SHORT[regime.split(':')[0]]}"
         if details:
             return "\n".join(fit([text(verdict, plan_lines, width), said], width))
         return "\n".join(short(verdict, plan_lines, width, said, reserve))
@@ -98,10 +97,10 @@ def answer(
             f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each.runs} runs) =="
         )
         out.append(_one(each, list(each.plan or []), details, width))
+    if verdict.disagreement:  # one configuration wins in one regime and loses in another: first
+        out.insert(0, f"VERDICTS DISAGREE: {verdict.disagreement}")
     for regime, each in (regimes or {}).items():
-        out.append(
-            f"== {REGIME_TITLES[regime.split(':')[0]]} (regime {regime}; {each.runs} runs) =="
-        )
+        out.append(f"== {regime_title(regime)} (regime {regime}; {each.runs} runs) ==")
         out.append(_one(each, list(each.plan or []), details, width))
     return "\n".join(fit(out, width))
 
@@ -115,13 +114,23 @@ def _one(
 
 
 REGIME_SHORT = {  # one line under the answer at 80 columns
-    "warm": "free page reporting held off, runs back to back",
+    "back-to-back": "runs back to back, free page reporting as found",
+    "warm": "free page reporting held off (its deploy line says so), runs back to back",
     "cold": "idle before each run, as a job started after idle",
 }
 REGIME_TITLES = {
-    "warm": "warm: a long-running service or back-to-back runs, free page reporting held off",
-    "cold": "cold: a job started after idle, free page reporting as found",
+    "back-to-back": "back to back: a job run again at once or a service, free page reporting as found",
+    "warm": "warm: back to back with free page reporting held off (a machine setting: deploy line)",
+    "cold": "cold: a job started after {idle}, free page reporting as found",
 }
+
+
+def regime_title(regime: str) -> str:
+    """The heading of one regime's verdict."""
+    from hugebench.trial.matrix import regime_name
+
+    kind = regime.split(":")[0]
+    return REGIME_TITLES[kind].format(idle=regime_name(regime).removeprefix("after "))
 
 
 def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> str:
@@ -143,7 +152,7 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
     elif verdict.no_difference and best:
         lines.append(
             f"VERDICT: keep as-is: no difference worth deploying, within ±{verdict.margin:.0%} of "
-            f"as-is (95% CI); the best, {best.name}: {what} {effect(best.ratio, better)}."
+            f"as-is (95% CI); {best_word(best, better)}, {best.name}: {what} {effect(best.ratio, better)}."
         )
     elif best:
         lines.append(f"VERDICT: keep as-is: no recommendation. {_why_not(best, what, better)}")
@@ -269,12 +278,14 @@ def _why_not(best: Configuration, what: str, better: str) -> str:
     conf = best.confirmation
     if not (conf and conf.pairs):
         return (
-            f"The selection's best, {best.name}, was not confirmed on fresh pairs "
+            f"The selection's {best_word(best, better).removeprefix('the ')}, {best.name}, was not "
+            "confirmed on fresh pairs "
             f"({conf.ended if conf else 'not run'})."
         )
     state = "resolved worse" if best.kind == "worse" else "not resolved"
     return (
-        f"The selection's best, {best.name}, on fresh pairs: {what} "
+        f"The selection's {best_word(best, better).removeprefix('the ')}, {best.name}, on fresh "
+        f"pairs: {what} "
         f"{effect(best.ratio, better)} ({state}; {conf.ended})."
     )
 
@@ -392,18 +403,32 @@ def _decision(verdict: Verdict) -> str:
     if verdict.no_difference and best:
         return (
             f"VERDICT: keep as-is: no difference worth deploying (within ±{verdict.margin:.0%}); "
-            f"the best: {best.name}"
+            f"{best_word(best, verdict.better)}: {best.name}"
         )
     if not best:
         return "VERDICT: keep as-is: no other configuration has a successful run to compare"
     conf = best.confirmation
     if not (conf and conf.pairs):
         return (
-            f"VERDICT: keep as-is: the best so far, {best.name}, was not confirmed "
+            f"VERDICT: keep as-is: {best_word(best, verdict.better, 'the best so far')}, {best.name}, "
+            "was not confirmed "
             f"({conf.ended if conf else 'not run'})"
         )
     state = "resolved worse" if best.kind == "worse" else "not resolved"
-    return f"VERDICT: keep as-is: the best, {best.name}, is {state} on fresh pairs ({conf.ended})"
+    return (
+        f"VERDICT: keep as-is: {best_word(best, verdict.better)}, {best.name}, is {state} on fresh "
+        f"pairs ({conf.ended})"
+    )
+
+
+def best_word(best: Configuration, better: str, word: str = "the best") -> str:
+    """'the best', or, when its ratio is on as-is's side of 1 (fewer transactions, more time), 'the
+    closest to as-is (none was better)': a configuration worse than as-is is never called the best."""
+    ratio = best.ratio
+    if ratio is None:
+        return word
+    ahead = ratio.value < 1 if better == "lower" else ratio.value > 1
+    return word if ahead else "the closest to as-is (none was better)"
 
 
 def _deploy_short(dep: Deploy | None, width: int | None) -> list[str]:

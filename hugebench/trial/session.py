@@ -176,6 +176,9 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, host) -> Outco
             for name, each in by_state.items()
         }
         verdict = with_state_plans(verdict, plans)
+        from hugebench.trial.regimes import disagreement
+
+        verdict = dataclasses.replace(verdict, disagreement=disagreement(verdict))
     verdict = with_session(
         verdict,
         program=list(request.argv),
