@@ -261,7 +261,9 @@ class Schedule:
     def _timed(self, batch):
         begun, ran = time.monotonic(), len(batch)
         warm = [w for r in batch for w in self._warm.pop(r.cell_id, [])]
-        if warm:  # the configurations' first runs: untimed, their evidence read before any timed run
+        if (
+            warm
+        ):  # the configurations' first runs: untimed, their evidence read before any timed run
             yield warm
             ran += len(warm)
             self._after_warmup(self._rows(), {w.cell_id for w in warm})
@@ -280,11 +282,17 @@ class Schedule:
         state = self.state
         for cell in sorted(cells - set(self.groups) - set(state.dropped), key=self.order.index):
             failed = next(
-                (r for r in rows if r.get("cell_id") == cell and r.get("status") not in (None, "ok")),
+                (
+                    r
+                    for r in rows
+                    if r.get("cell_id") == cell and r.get("status") not in (None, "ok")
+                ),
                 None,
             )
             if failed is not None:
-                state.dropped[cell] = f"its verification run failed: {failed.get('error') or 'failed'}"
+                state.dropped[cell] = (
+                    f"its verification run failed: {failed.get('error') or 'failed'}"
+                )
             elif cell in self.huge and cell not in self.page_sizes:
                 why = sizes.same_pages_as_is(rows, cell, self.bases[cell])
                 if why:
@@ -400,7 +408,7 @@ class Schedule:
         who = (
             "two configurations need"
             if groups == 1
-            else f"two configurations in each of {groups} memory states need"
+            else f"two configurations in each of {groups} regimes or memory states need"
         )
         return (
             f"one run takes {state.run_s:.1f} s; the budget of {state.budget_s:.0f} s fits "

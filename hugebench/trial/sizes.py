@@ -136,7 +136,8 @@ def same_pages_as_is(rows: list, cell: str, base: str) -> str | None:
     if mine and theirs:
         big = sum(share for size, share in mine.items() if size != "4kB")
         same = all(
-            abs(mine.get(s, 0.0) - theirs.get(s, 0.0)) <= SAME_SHARE for s in set(mine) | set(theirs)
+            abs(mine.get(s, 0.0) - theirs.get(s, 0.0)) <= SAME_SHARE
+            for s in set(mine) | set(theirs)
         )
         if same and big <= SAME_SHARE:
             return f"the same pages as as-is: its first run got {_mix_text(mine)}, as as-is did"

@@ -481,6 +481,8 @@ def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(
     started = time.monotonic()
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "50s",
             "--allocators",
@@ -527,6 +529,8 @@ def test_gzip_reading_stdin_and_the_experiment_file_resumes_with_sweep(tmp_path,
     data.write_bytes(os.urandom(1 << 20) + bytes(4 << 20))
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "40s",
             "--allocators",
@@ -563,6 +567,8 @@ def test_python_json_metric_higher_is_better(tmp_path):
     script.write_text(JSON_PY)
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "30s",
             "--allocators",
@@ -653,6 +659,8 @@ def test_redis_server_under_redis_benchmark(tmp_path, request, beside):
     foreign = request.getfixturevalue("foreign_redis") if beside != "alone" else None
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "40s" if foreign is None else "20s",
             "--allocators",
@@ -695,6 +703,8 @@ def test_the_budget_holds(tmp_path):
     started = time.monotonic()
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "30s",
             "--allocators",
@@ -716,6 +726,8 @@ def test_a_program_no_setting_changes_stops_early_with_no_difference_worth_deplo
     started = time.monotonic()
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "60s",
             "--allocators",
@@ -755,6 +767,8 @@ def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp
     ran = unprivileged.hugebench(
         "try",
         "--json",
+        "--regime",
+        "back-to-back",
         "--budget",
         "30s",
         "--allocators",

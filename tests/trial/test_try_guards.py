@@ -129,7 +129,7 @@ def test_try_refuses_a_server_whose_p99_gets_worse(tmp_path):
     found = kernel.thp_modes().get("enabled") or "madvise"
     py = sys.executable
     args = [
-        "try", "--json", "-o", str(tmp_path / "out"), "--budget", "60s",
+        "try", "--json", "-o", str(tmp_path / "out"), "--regime", "back-to-back", "--budget", "60s",
         "--allocators", "jemalloc", "--thp", found,
         "--server", f"{py} {SERVERS / 'latency_server.py'} {{tmp}}/s.sock",
         "--ready", "path:{tmp}/s.sock",

@@ -151,7 +151,7 @@ def test_the_program_receives_braces_as_typed(tmp_path):
     out = tmp_path / "o"
     result = CliRunner().invoke(
         main,
-        ["try", "--json", "--budget", "10s", "--allocators", "glibc,jemalloc-thp",
+        ["try", "--json", "--regime", "back-to-back", "--budget", "10s", "--allocators", "glibc,jemalloc-thp",
          "--thp", _thp_found(), "--metric", "json:n", "-o", str(out), "--",
          sys.executable, "-c", script, "{}{x}"],
     )  # fmt: skip
