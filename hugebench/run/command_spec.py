@@ -17,9 +17,9 @@ from pathlib import Path
 
 from hugebench.errors import HugebenchError, UnsafePathError
 from hugebench.machine.launch import Ended
-from hugebench.workloads.command.streams import Streams, output_tail
 from hugebench.workloads.command import template
 from hugebench.workloads.command.metric import Metric, parse_metrics
+from hugebench.workloads.command.streams import Streams, output_tail
 
 
 class CommandFailed(RuntimeError):

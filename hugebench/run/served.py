@@ -13,11 +13,11 @@ from pathlib import Path
 
 from hugebench.machine.kevents import driver_windows
 from hugebench.machine.launch import Ended, Launched
-from hugebench.workloads.command.streams import Streams, both_tails, read_output
 from hugebench.run.command_spec import CommandFailed, how_ended, open_streams
 from hugebench.run.measured import POLL_S, Measured
 from hugebench.workloads.command.metric import WINDOW_COLUMN, extract_all
 from hugebench.workloads.command.soak import combine, parse_duration
+from hugebench.workloads.command.streams import Streams, both_tails, read_output
 
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from hugebench import kernel
 from hugebench.machine.launch import Launched, tail
-from hugebench.workloads.command.streams import output_tail
 from hugebench.run.command_spec import Command, CommandFailed, how_ended
 from hugebench.run.measured import Measured
 from hugebench.run.served import Served
 from hugebench.system.containment import RunContainer
 from hugebench.workloads.command.metric import WINDOW_COLUMN, extract_all
+from hugebench.workloads.command.streams import output_tail
 
 __all__ = ["Command", "CommandFailed", "run"]
 
