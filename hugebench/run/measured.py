@@ -18,13 +18,13 @@ from hugebench.machine.environment import worker_environment
 from hugebench.machine.launch import Ended, Launched
 from hugebench.machine.program import user_path
 from hugebench.machine.sampler import FIELDS, CoverageSampler, tree_peak_rss
-from hugebench.workloads.command.streams import Streams, read_output
 from hugebench.measure.phases import coverage
 from hugebench.run.argv import measured_argv
 from hugebench.run.command_spec import Command, CommandFailed, how_ended, open_streams
 from hugebench.run.rundir import RunDir
 from hugebench.system.containment import TOKEN, RunContainer
 from hugebench.workloads.command.metric import WINDOW_COLUMN
+from hugebench.workloads.command.streams import Streams, read_output
 
 POLL_S = 0.02  # how often the supervisor looks at the program between coverage samples
 
@@ -108,6 +108,9 @@ class Measured:
         self.warmup_s: float | None = None  # the server's warm-up runs of the load driver, seconds
         self.driver_started = 0.0  # monotonic time the measured driver run started
         self._last_sample = 0.0
+        self.ended_at: float | None = (
+            None  # monotonic time a program run to its end was seen to end
+        )
 
     def _edge(self, word: str) -> None:
         if word == "disable":
@@ -119,6 +122,7 @@ class Measured:
         with open_streams(self.command, self.workdir, "program") as streams:
             launched = self._launch(streams)
             ended = self._watch(launched, deadline)
+            self.ended_at = time.monotonic()
             output = streams.output()
         self._check_end(ended, "the program", output)
         if self.control and not self.control.windows():
@@ -239,7 +243,7 @@ class Measured:
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
         row.update(self.sampler.summary())
-        row.update(self.sampler.folio_columns())
+        row.update(self.sampler.folio_columns(until=self.ended_at))
         row.update(
             _coverage_columns(
                 coverage(end) if end else None,

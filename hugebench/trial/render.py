@@ -186,19 +186,34 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
 
 def _size_lines(best: Configuration, baseline: Configuration) -> list[str]:
     """Which folio sizes held the memory (best and as-is) and, when the best's coverage is short, why."""
-    from hugebench.report.coverage import shares_text
 
     out = []
     if best.folio_shares:
-        out.append(
-            f"  folio sizes: {shares_text(best.folio_shares)} (as-is: "
-            f"{shares_text(baseline.folio_shares or {})})"
-        )
+        out.append(f"  folio sizes: {folio_text(best)} (as-is: {folio_text(baseline)})")
     cov = best.hp_coverage
     if best.gap and cov is not None and cov < COVERAGE_EXPECTED:
         out.append("  not on 2 MiB pages, by reason (largest first):")
         out += [f"    {line}" for line in best.gap]
     return out
+
+
+MISSED_SHARE = 0.2  # 2 MiB folios this far below the huge-page coverage: not read at the same time
+
+
+def folio_text(config: Configuration) -> str:
+    """Its folio sizes ('2048kB 97%, 4kB 3%'), unless they contradict its huge-page coverage: memory on 2 MiB
+    pages (AnonHugePages) is in 2 MiB folios, so a 2 MiB share well below the coverage means the few
+    per-size readings did not see the memory the coverage did; then it says so, not '4kB 100%' beside a
+    coverage of 96% (issue 55)."""
+    from hugebench.report.coverage import shares_text
+
+    shares, cov = config.folio_shares or {}, config.hp_coverage
+    if shares and cov is not None and shares.get("2048kB", 0.0) + MISSED_SHARE < cov:
+        return (
+            f"not read while its huge pages were resident (its per-size readings saw "
+            f"{shares_text(shares)}; its huge-page coverage {cov:.0%})"
+        )
+    return shares_text(shares)
 
 
 def _page_size_lines(sizes: dict | None, better: str) -> list[str]:

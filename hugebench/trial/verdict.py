@@ -370,7 +370,8 @@ def caveats(verdict: Verdict, rows: pd.DataFrame, base: pd.DataFrame, metric: st
             "--disable-thp no, is how to try it)"
         )
     out += _unstable_caveats(
-        [c for c in (verdict.baseline, best, *verdict.others) if c and c.unstable]
+        [c for c in (verdict.baseline, best, *verdict.others) if c and c.unstable],
+        confirmed=_confirmed_on(verdict),
     )
     out += [
         f"two modes: '{c.name}': {c.modes}"
@@ -409,10 +410,28 @@ def _thin(best: Configuration, better: str) -> str | None:
     return None
 
 
-def _unstable_caveats(configs: list, shown: int = 3) -> list[str]:
-    """One line per unstable configuration, the first ``shown`` of them; the rest named on one line."""
+def _confirmed_on(verdict: Verdict) -> tuple[set, int]:
+    """(the names of as-is and the best, the confirmation's pairs) when the verdict is resolved on the
+    confirmation's fresh pairs -- steady there, or the rule would not have resolved it; else (empty, 0)."""
+    best, conf = verdict.best, verdict.best.confirmation if verdict.best else None
+    if not (verdict.resolved and best and conf and conf.pairs):
+        return set(), 0
+    return {verdict.baseline.name, best.name}, conf.pairs
+
+
+def _unstable_caveats(
+    configs: list, shown: int = 3, confirmed: tuple[set, int] = (set(), 0)
+) -> list[str]:
+    """One line per unstable configuration, the first ``shown`` of them; the rest named on one line. As-is
+    and the best of a verdict resolved on fresh pairs (``confirmed``) were unstable over all their runs but
+    steady on those pairs (the rule resolves nothing otherwise): said so, never 'nothing resting on it is
+    called resolved' beside 'resolved at 95%' (issue 55)."""
+    names, pairs = confirmed
     out = [
-        f"unstable: '{c.name}': {c.unstable} — no difference resting on it is called resolved"
+        f"unstable over all its runs: '{c.name}': {c.unstable} — the verdict rests on the "
+        f"confirmation's {pairs} fresh pairs alone, steady by the same rule"
+        if c.name in names
+        else f"unstable: '{c.name}': {c.unstable} — no difference resting on it is called resolved"
         for c in configs[:shown]
     ]
     if len(configs) > shown:

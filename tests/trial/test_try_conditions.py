@@ -193,3 +193,64 @@ def test_the_probe_is_only_in_the_untimed_runs(tmp_path):
             row.get("allocator_served") is not None
             and row["allocator_served"] == row["allocator_served"]
         ) == warm
+
+
+def test_folio_sizes_never_contradict_the_coverage_beside_them():
+    """issue 55: numpy's as-is read 'folio sizes 4kB 100%' beside 'huge-page coverage 96%' (its few per-size
+    readings all before its array existed); memory on 2 MiB pages is in 2 MiB folios, so such a line says
+    that its readings missed the huge pages instead."""
+    import verdict_scenarios
+
+    from hugebench.trial.render import answer, folio_text
+
+    one = verdict_scenarios.recommends()
+    assert one.best is not None
+    missed = dataclasses.replace(one.baseline, hp_coverage=0.96, folio_shares={"4kB": 1.0})
+    said = folio_text(missed)
+    assert said.startswith("not read while its huge pages were resident") and "96%" in said
+    agree = dataclasses.replace(missed, folio_shares={"4kB": 0.02, "2048kB": 0.98})
+    assert folio_text(agree) == "4kB 2%, 2048kB 98%"
+    best = dataclasses.replace(
+        one.best, hp_coverage=0.97, folio_shares={"4kB": 0.03, "2048kB": 0.97}
+    )
+    text = answer(dataclasses.replace(one, best=best, baseline=missed), [], details=True)
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("  folio sizes:")]
+    assert "4kB 100%" not in line.split("saw")[0] and "(as-is: not read while" in line
+
+
+def test_a_huge_page_configuration_whose_coverage_saw_huge_pages_is_not_dropped():
+    """Its per-size reading (taken early) saw only 4 KiB folios, its coverage over the run 95%: kept."""
+    mix = {"folio.anon_bytes": 256 << 20, "folio_share.4kB": 1.0, "folio_share.2048kB": 0.0}
+    rows = [_row("base", **mix, hp_coverage=0.0), _row("h", **mix, hp_coverage=0.95)]
+    sched = _schedule()
+    sched._after_warmup(rows, {"h"})
+    assert "h" not in sched.state.dropped
+
+
+def test_an_unstable_configuration_of_a_resolved_verdict_is_not_called_unresolvable():
+    """'unstable ... no difference resting on it is called resolved' must not stand beside 'resolved at
+    95%': the best and as-is of a verdict resolved on fresh pairs were steady on those pairs."""
+    import pandas as pd
+    import verdict_scenarios
+
+    from hugebench.trial import verdict as verdict_mod
+
+    one = verdict_scenarios.recommends()
+    assert one.recommend == "best" and one.resolved and one.best is not None
+    shaky = dataclasses.replace(one.best, unstable="spread 40% > 25%")
+    other = dataclasses.replace(one.others[0], unstable="spread 50% > 25%")
+    got = verdict_mod.caveats(
+        dataclasses.replace(one, best=shaky, others=(other, *one.others[1:])),
+        pd.DataFrame(),
+        pd.DataFrame(),
+        "window_s",
+    )
+    mine = [c for c in got if f"'{shaky.name}'" in c and "unstable" in c]
+    assert len(mine) == 1 and "rests on the confirmation's 14 fresh pairs" in mine[0]
+    assert "called resolved" not in mine[0]
+    theirs = [c for c in got if f"'{other.name}'" in c and "unstable" in c]
+    assert "no difference resting on it is called resolved" in theirs[0]
+    # unresolved: the plain wording for every one
+    unresolved = dataclasses.replace(one, best=shaky, resolved=False, recommend="as-is")
+    got = verdict_mod.caveats(unresolved, pd.DataFrame(), pd.DataFrame(), "window_s")
+    assert any(f"unstable: '{shaky.name}'" in c and "called resolved" in c for c in got)
