@@ -51,7 +51,14 @@ from hugebench.trial.race import (
     steadiness,
     values_of,
 )
-from hugebench.trial.runs import CPU_COLUMN, likely_first, memory_of, window, with_cpu
+from hugebench.trial.runs import (
+    CPU_COLUMN,
+    HUGE_FIRST_BYTES,
+    likely_first,
+    memory_of,
+    window,
+    with_cpu,
+)
 
 RESOLVE_BLOCKS = stats.min_runs_for(
     0.95
@@ -93,6 +100,10 @@ class Progress:
     kept: list = field(default_factory=list)  # cell ids of the (possibly cut) plan
     cut: list = field(default_factory=list)  # cell ids left out to fit the budget
     cover_s: float | None = None  # the budget that would have kept every configuration
+    # the configurations likely to win (huge pages for a program beyond runs.HUGE_FIRST_BYTES), in keep
+    # order, and (seconds a kept configuration costs, seconds the rest costs): what budget holds n of them
+    likely: list = field(default_factory=list)
+    keep_cost: tuple[float, float] | None = None
     screened: list = field(
         default_factory=list
     )  # cell ids run once before the cut chose (screening)
@@ -383,11 +394,15 @@ class Schedule:
         state.kept, state.cut = order[:keep], order[keep:]
         state.active = list(state.kept)
         if state.cut:  # the budget that would have kept them all, by the same rule
-            state.cover_s = (
-                (len(order) * (MIN_BLOCKS + self._warmups()) + extra - groups) * run_s
-                + END_RESERVE_S
-                + (time.monotonic() - state.started)
-            )
+            each_s = (MIN_BLOCKS + self._warmups()) * run_s
+            rest_s = (extra - groups) * run_s + END_RESERVE_S + (time.monotonic() - state.started)
+            state.cover_s = len(order) * each_s + rest_s
+            if not state.screened:  # chosen by memory, not by a run: the huge-page ones likely win
+                state.keep_cost = (each_s, rest_s)
+                big = memory_of(rows, self.groups[0]) or 0
+                state.likely = (
+                    [c for c in order if c in self.huge] if big >= HUGE_FIRST_BYTES else []
+                )
         for base in self.groups:
             kept = sum(1 for c in state.kept if self.bases[c] == base and c != base)
             # the screening chose among all it ran: the selection pays for every one of them
