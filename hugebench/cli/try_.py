@@ -155,17 +155,18 @@ def _env(pairs) -> dict:
 )
 @click.option(
     "--regime",
-    type=click.Choice(["warm", "cold", "both"]),
+    type=click.Choice(["back-to-back", "cold", "both", "warm"]),
     default=None,
-    help="the deployment measured: warm (service, back to back: free page reporting held off; root), "
-    "cold (a job after --idle seconds idle), both (a verdict for each); default where the machine "
-    "reports free pages: warm as root, cold otherwise (elsewhere: as found)",
+    help="how the program runs: back-to-back (a job run again at once, a service), cold (a job after "
+    "--idle seconds idle), both (a verdict for each; the default where the machine reports free pages, "
+    "elsewhere as found), warm (back to back with free page reporting held off: a machine setting, "
+    "named in every configuration with its sysfs line; root)",
 )
 @click.option(
     "--idle",
     type=click.FloatRange(0, 3600),
     default=None,
-    help="with --regime cold/both: seconds of idle before each run (default 4)",
+    help="the cold regime's seconds of idle before each run (default 4)",
 )
 @click.option(
     "--allocator",
@@ -256,8 +257,10 @@ def try_(
     for fmt, path in exports.items():  # refused before any run, not after the budget is spent
         if not path.parent.is_dir():
             raise SpecError(f"--export-{fmt} {path}: its directory {path.parent} does not exist")
-    if idle is not None and regime not in ("cold", "both"):
-        raise SpecError("--idle is the cold regime's idle gap: give it with --regime cold or both")
+    if idle is not None and regime not in ("cold", "both", None):
+        raise SpecError(
+            "--idle is the cold regime's idle gap: give it with --regime cold or both (or no --regime)"
+        )
     request = Request(
         argv=tuple(argv),
         budget_s=parse_budget(budget),

@@ -132,10 +132,11 @@ class CoverageSampler:
         elif reading.processes:
             self.folio_samples.append((now, reading))
 
-    def folio_columns(self) -> dict:
+    def folio_columns(self, until: float | None = None) -> dict:
         """Per-size coverage and the gap at the window's end (else at the last sample before the program
-        ended: ``folio.when`` says which), and per size time-weighted over the samples."""
-        out = folio_coverage.time_weighted_columns(self.folio_samples)
+        ended: ``folio.when`` says which), and per size time-weighted over the samples (the last one holding
+        until ``until``, the monotonic time the program ended, when given)."""
+        out = folio_coverage.time_weighted_columns(self.folio_samples, until)
         if not self.folios:
             return {"folio.reason": "per-size coverage not sampled"}
         reading, when = self.end_folios, "window end"

@@ -69,7 +69,7 @@ thp | text | the THP mode axis under the name written in the file (load() keeps 
 {THP_ENABLED} | text | the THP mode of the cell (the knob's canonical axis name)
 text_pages | text | where the program's code was put: off, thp or hugetlb
 memory_state | text | the machine's memory before the run: fresh (compacted) or fragmented[:P%] (docs: aged.md)
-regime | text | the conditions before the run: warm (free page reporting held off) or cold:Ns (N s idle first)
+regime | text | the conditions before the run: back-to-back (at once, reporting as found), warm (back to back, free page reporting held off) or cold:Ns (N s idle first)
 system.page_reporting_order | count | free page reporting's smallest reported order as the run started (None: none)
 system.page_reporting_active | bool | free page reporting could hand this run's freed 2 MiB blocks to the host
 system.reported_kib_delta | KiB | memory the balloon reported to the host during the run (None: not counted here)

@@ -144,9 +144,15 @@ def _order_of(name: str) -> int:
     return (int(name[:-2]) * 1024 // PAGE).bit_length() - 1
 
 
-def time_weighted_columns(samples: list[tuple[float, FolioReading]]) -> dict:
+def time_weighted_columns(
+    samples: list[tuple[float, FolioReading]], until: float | None = None
+) -> dict:
     """``folio_share_tw.<N>kB``: each size's bytes time-weighted over the samples, over the time-weighted
-    anonymous bytes (the formula of ``hp_coverage_tw``); ``folio.samples`` and their summed cost."""
+    anonymous bytes (the formula of ``hp_coverage_tw``); ``folio.samples`` and their summed cost.
+    ``until``: when the program ended; the last reading then holds until that moment. The per-size readings
+    are few (``sampler.FOLIO_BUDGET``): without it, a run read twice, at its start (a few MiB on 4 KiB pages)
+    and once its 1 GiB array was on 2 MiB pages, gave all the weight to the first reading -- "4kB 100%"
+    beside a huge-page coverage of 96% from the same run (issue 55)."""
     out: dict = {
         "folio.samples": len(samples),
         "folio.sampled_read_s": round(sum(r.read_s for _, r in samples), 6),
@@ -154,6 +160,10 @@ def time_weighted_columns(samples: list[tuple[float, FolioReading]]) -> dict:
     kept = [(t, r) for t, r in samples if r.basis == "pagemap" and r.anon]
     if not kept:
         return out
+    if until is not None and until > kept[-1][0]:
+        kept.append(
+            (until, kept[-1][1])
+        )  # the last reading holds until the end (the end gets none)
     times = [t for t, _ in kept]
     total = time_weighted(times, [r.anon for _, r in kept])
     orders = sorted({o for _, r in kept for o in r.by_order})

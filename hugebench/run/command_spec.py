@@ -52,6 +52,9 @@ class Command:
     window: str  # process | markers
     stdin: str | None = None  # a file, else /dev/null
     stdout: str | None = None  # a file, "discard", or None: program.out in the run's directory
+    # every: the probe library in every run; untimed: only in warm-up runs (try: its timed runs are the
+    # program as deployed, nothing of hugebench's preloaded)
+    probe: str = "every"
 
     @classmethod
     def from_params(cls, params: dict, tmp: Path) -> Command:
@@ -76,6 +79,7 @@ class Command:
             window=params.get("window", "process"),
             stdin=sub(params.get("stdin")),
             stdout=sub(params.get("stdout")),
+            probe=str(params.get("probe") or "every"),
         )
 
     def resolved(self, env: dict) -> Command:

@@ -49,6 +49,9 @@ class Measured:
         self.container = container
         self.probes = workdir / "probes"
         self.probes.mkdir(exist_ok=True)
+        # probe: untimed keeps hugebench's probe library out of every timed run (what is timed is the
+        # program as deployed); its warm-up runs carry it and say which malloc served
+        self.probed = command.probe != "untimed" or bool(request.run.get("warmup"))
         self.status = workdir / "measured.status"
         group = container.cgroup if container else None
         self.sampler = CoverageSampler(
@@ -91,7 +94,7 @@ class Measured:
             perf_bin=request.perf_bin,
             perf_events=request.perf_events,
             perf_extra=perf_extra,
-            probe_dir=self.probes,
+            probe_dir=self.probes if self.probed else None,
             text_pages=request.text_pages,
             extra_env=extra_env,
         )
@@ -106,6 +109,9 @@ class Measured:
         self.warmup_s: float | None = None  # the server's warm-up runs of the load driver, seconds
         self.driver_started = 0.0  # monotonic time the measured driver run started
         self._last_sample = 0.0
+        self.ended_at: float | None = (
+            None  # monotonic time a program run to its end was seen to end
+        )
 
     def _edge(self, word: str) -> None:
         if word == "disable":
@@ -117,6 +123,7 @@ class Measured:
         with open_streams(self.command, self.workdir, "program", deadline) as streams:
             launched = self._launch(streams)
             ended = self._watch(launched, deadline)
+            self.ended_at = time.monotonic()
             output = streams.output()
         self._check_end(ended, "the program", output)
         if self.control and not self.control.windows():
@@ -197,12 +204,16 @@ class Measured:
         from hugebench.machine.mallocprobe import read_exits, read_probes, verify
 
         probes = read_probes(self.probes)
-        row = verify(
-            self.request.allocator,
-            self.request.allocator_path,
-            probes,
-            self.request.allocator_expect,
-            as_is=self.request.allocator_mode == "as-is",
+        row = (
+            verify(
+                self.request.allocator,
+                self.request.allocator_path,
+                probes,
+                self.request.allocator_expect,
+                as_is=self.request.allocator_mode == "as-is",
+            )
+            if self.probed
+            else {}  # not probed (a timed run of probe: untimed): its warm-up run said which malloc
         )
         exits = read_exits(self.probes)
         end = end or _sum_exits(exits) or self.sampler.last or {}
@@ -233,7 +244,7 @@ class Measured:
         for key in FIELDS:
             row[f"smaps.{key}"] = end.get(key)
         row.update(self.sampler.summary())
-        row.update(self.sampler.folio_columns())
+        row.update(self.sampler.folio_columns(until=self.ended_at))
         row.update(
             _coverage_columns(
                 coverage(end) if end else None,

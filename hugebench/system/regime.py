@@ -5,11 +5,14 @@ moment is handed back to the host, and the next huge-page fault on it pays the h
 (measured here, docs/trusting-numbers.md: a 2 MiB fault burst several times slower after 4 s idle). Which
 cost a verdict holds for depends on how the program is deployed:
 
-* ``warm``: a long-running service, or runs back to back. Free page reporting is held off for the run
-  (``page_reporting.order`` set above the largest buddy order, journaled and restored like every knob) and
-  the run starts at once.
+* ``back-to-back``: a job run again at once (or a service that stays up): the run starts at once, free page
+  reporting as found -- what the program meets deployed as it is, with no machine setting changed.
 * ``cold`` / ``cold:Ns``: a batch job started after idle time. Reporting as found, and ``N`` seconds
   (default ``COLD_IDLE_S``) of idle before the run, so that the blocks freed before it are reported.
+* ``warm``: runs back to back with free page reporting held off for the run (``page_reporting.order`` set
+  above the largest buddy order, journaled and restored like every knob). That is a machine setting, not
+  only a way of running: a deployment has it only with its own sysfs write (``try`` names it in the
+  configuration and gives that write as a deploy line, ``trial.deploy``).
 
 For the whole sweep, ``system: {page_reporting.order: 'off'}`` (quoted: YAML reads a bare off as false)
 holds it off instead. Every row records
@@ -29,24 +32,27 @@ from hugebench.kernel import reporting
 from hugebench.kernel.host import LOCAL, Host
 from hugebench.system.knobs import REPORTING_KNOB
 
-WARM, COLD = "warm", "cold"
+WARM, COLD, BACK_TO_BACK = "warm", "cold", "back-to-back"
 COLD_IDLE_S = 4.0  # the idle gap of issue 40's measurement: 1.20 s back to back, 3.32 s after it
 MAX_IDLE_S = 3600.0
-SPEC_HELP = "warm, cold (= cold:4s) or cold:Ns (N seconds of idle before each run, up to 3600)"
+SPEC_HELP = (
+    "back-to-back, warm (back to back, free page reporting held off), cold (= cold:4s) or cold:Ns "
+    "(N seconds of idle before each run, up to 3600)"
+)
 PREFIX = "system."
 
 
 @dataclass(frozen=True)
 class Regime:
-    kind: str  # warm | cold
+    kind: str  # back-to-back | warm | cold
     idle_s: float = 0.0
 
 
 def parse(value) -> Regime:
     """An axis value -> Regime; ValueError saying what is allowed."""
     text = value.strip() if isinstance(value, str) else None
-    if text == WARM:
-        return Regime(WARM)
+    if text in (WARM, BACK_TO_BACK):
+        return Regime(text)
     if text == COLD:
         return Regime(COLD, COLD_IDLE_S)
     match = re.fullmatch(r"cold:([0-9]+(?:\.[0-9]+)?)s", text or "")
@@ -58,7 +64,12 @@ def parse(value) -> Regime:
 def canonical(value) -> str:
     """The one spelling of a regime (``cold`` and ``cold:4s`` are the same runs)."""
     regime = parse(value)
-    return WARM if regime.kind == WARM else f"{COLD}:{regime.idle_s:g}s"
+    return regime.kind if regime.kind != COLD else f"{COLD}:{regime.idle_s:g}s"
+
+
+def holds_reporting(value) -> bool:
+    """Whether regime ``value`` holds free page reporting off for its runs (a machine setting)."""
+    return parse(value).kind == WARM
 
 
 def knobs_set(value: str) -> dict[str, str]:

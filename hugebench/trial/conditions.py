@@ -13,11 +13,22 @@ import pandas as pd
 from hugebench import stats
 
 
+def probed(frame: pd.DataFrame) -> pd.DataFrame:
+    """The successful runs that carried the probe library: every run in a sweep; with try (``probe:
+    untimed``) the warm-up runs, which are not timed, so that the timed ones are the program as deployed."""
+    if "status" in frame.columns:
+        frame = frame[stats.status_ok(frame["status"])]
+    if "allocator_served" not in frame.columns:
+        return frame.iloc[0:0]
+    return frame[frame["allocator_served"].notna()]
+
+
 def served(frame: pd.DataFrame) -> dict | None:
     """{'name': 'jemalloc', 'path': '/usr/lib/.../libjemalloc.so.2'}: what served malloc in the successful
-    runs (the commonest answer; several names joined when the runs differ), or None when no row says."""
-    ok = stats.ok_rows(frame)
-    if ok.empty or "allocator_served" not in ok.columns or ok["allocator_served"].isna().all():
+    probed runs (the commonest answer; several names joined when the runs differ), or None when no row
+    says."""
+    ok = probed(frame)
+    if ok.empty:
         return None
     names = list(dict.fromkeys(str(v) for v in ok["allocator_served"].dropna()))
     path = None

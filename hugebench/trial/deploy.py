@@ -8,6 +8,8 @@
    machine's systemd has it (version 260 and later).
 3. **The whole machine** (``machine-wide``): the THP sysfs write, shown with what else it changes; offered
    after a per-process way, or alone where there is none (no process can raise THP above the machine's mode).
+   A configuration measured with free page reporting held off (regime ``warm``) gets that write too, as a
+   line it needs (``required``): its runs had it, a deployment without it would not be what was measured.
 
 Each line is a plain shell command a test runs (tests/trial/test_try_deploy.py).
 """
@@ -38,6 +40,11 @@ AFFECTS = {
     "relied on 'always' lose their huge pages",
     "never": "no process on this machine gets THP, even those that madvise for it",
 }
+REPORTING_PATH = "/sys/module/page_reporting/parameters/page_reporting_order"
+AFFECTS_REPORTING = (
+    "the host no longer takes back this guest's free memory (free page reporting held off for the whole "
+    "machine: every free block stays with this VM); undo: echo {found} > " + REPORTING_PATH
+)
 AFFECTS_MTHP = (
     "every process on this machine: a size set 'always' backs all its anonymous memory where a folio of "
     "that size fits, a size set 'never' none of it, even where the process madvises"
@@ -94,6 +101,16 @@ def deploy(
     machine = f"echo {mode} > {THP_PATH}" if changes_thp else None
     if machine:
         lines.append(DeployLine(scope="machine-wide", shell=machine, affects=AFFECTS[mode]))
+    held = reporting_write(cell)
+    if held:
+        lines.append(
+            DeployLine(
+                scope="machine-wide",
+                shell=f"echo {held[1]} > {held[0]}",
+                affects=AFFECTS_REPORTING.format(found=held[2]),
+                required=True,  # the runs had it: no per-process way to keep the host's hands off
+            )
+        )
     if sizes:
         lines.append(
             DeployLine(
@@ -118,8 +135,24 @@ def deploy(
         sysfs=tuple(
             [{"path": THP_PATH, "value": mode}] * bool(machine)
             + [{"path": path, "value": v} for path, v in sizes]
+            + ([{"path": held[0], "value": held[1]}] if held else [])
         ),
     )
+
+
+def reporting_write(cell: Mapping, host=None) -> tuple[str, str, str] | None:
+    """(sysfs path, value, the value as found) holding free page reporting off, for a cell whose regime
+    held it off for its runs (``warm``); None for every other cell."""
+    from hugebench.kernel import reporting
+    from hugebench.kernel.host import LOCAL
+    from hugebench.system.regime import holds_reporting
+
+    if not cell.get("regime") or not holds_reporting(cell["regime"]):
+        return None
+    host = host or LOCAL
+    top = reporting.buddy_orders(host) or 11  # above the largest order: nothing is reported
+    found = reporting.page_reporting(host).get("order")
+    return REPORTING_PATH, str(top), str(found if found is not None else reporting.HUGE_ORDER)
 
 
 def mthp_writes(cell: Mapping, found: dict) -> list[tuple[str, str]]:

@@ -65,8 +65,9 @@ class Request:
     select: str | None = None
     thp: tuple = ()  # --thp MODE: only these (refused when this user cannot set one)
     only: tuple = ()  # --allocators a,b: only these built-in settings (as-is is always measured)
-    # --regime warm | cold | both (hugebench.system.regime); None: warm as root, cold as a user where the
-    # machine reports free pages (matrix.default_regime), the machine as found elsewhere
+    # --regime back-to-back | cold | both | warm (hugebench.system.regime); None: both (back to back and
+    # after idle, reporting as found) where the machine reports free pages (matrix.default_regime), the
+    # machine as found elsewhere
     regime: str | None = None
     idle_s: float = 4.0  # --idle: the cold regime's idle gap before each run
     name: str | None = None
@@ -248,47 +249,44 @@ def linked_allocator(request: Request) -> str | None:
 def default_regime(request: Request, host: Host = LOCAL) -> tuple[str | None, str | None]:
     """(the regime this try measures, a note when it was not asked for). On a machine whose balloon reports
     free pages, the conditions between runs decide what a huge-page fault costs (issue 40: the same deployed
-    command 1.20 s back to back, 3.32 s after 4 s idle), so they are held, never left to how the runs happen
-    to fall: warm as root (reporting held off, what a service or back-to-back runs meet), cold as a user
-    (who cannot hold it off: idle before each run, what a job started after idle meets). Elsewhere, and with
-    --aged (its memory states are the condition), nothing: the machine as found."""
+    command 1.20 s back to back, 3.32 s after 4 s idle), so they are measured, never left to how the runs
+    happen to fall: back to back and after idle, each with its own verdict, free page reporting left as
+    found in both (what the deploy lines will meet; holding it off is a machine setting, ``--regime warm``
+    names it in every configuration with its sysfs line). Elsewhere, and with --aged (its memory states are
+    the condition), nothing: the machine as found."""
     from hugebench.kernel.reporting import page_reporting
 
     if request.regime or request.aged:
         return request.regime, None
     if not page_reporting(host)["active"]:
         return None, None
-    if os.geteuid() == 0:
-        return "warm", (
-            "free page reporting is on here (idle 2 MiB blocks go back to the host, and a huge-page "
-            "fault on one costs more): measured warm (reporting held off, runs back to back: a "
-            "service or a job run again at once); --regime cold or both for a job started after idle"
-        )
-    return "cold", (
-        "free page reporting is on here (idle 2 MiB blocks go back to the host, and a huge-page "
-        f"fault on one costs more), and holding it off needs root: measured cold ({request.idle_s:g} s "
-        "idle before each run: a job started after idle); as root, --regime warm or both"
+    return "both", (
+        "free page reporting is on here (idle 2 MiB blocks go back to the host, and a huge-page fault "
+        f"on one costs more): measured back to back and after {request.idle_s:g} s idle (a job run "
+        "again at once, a job started after idle), reporting left as found, a verdict for each; "
+        "--regime back-to-back or cold for one"
     )
 
 
 def regimes(request: Request, host: Host = LOCAL, regime: str | None = None) -> list[str]:
-    """The regime axis values of --regime, or of ``regime`` chosen by :func:`default_regime` (warm:
-    reporting held off, no idle; cold: idle first)."""
+    """The regime axis values of --regime, or of ``regime`` chosen by :func:`default_regime`
+    (back-to-back: at once; cold: idle first; both: the two; warm: back to back with free page
+    reporting held off, a machine setting each configuration then names)."""
     from hugebench.kernel.reporting import page_reporting
     from hugebench.system.regime import canonical
 
     regime = regime or request.regime
     if request.aged:
         raise SpecError("--regime and --aged: choose one per try (each gives a verdict per state)")
-    if regime not in ("warm", "cold", "both"):
-        raise SpecError(f"--regime {regime!r}: give warm, cold or both")
-    wanted = ["warm", "cold"] if regime == "both" else [regime]
+    if regime not in ("back-to-back", "warm", "cold", "both"):
+        raise SpecError(f"--regime {regime!r}: give back-to-back, cold, both or warm")
+    wanted = ["back-to-back", "cold"] if regime == "both" else [regime]
     if "warm" in wanted and os.geteuid() != 0 and page_reporting(host)["active"]:
         raise PrivilegeError(
             f"--regime warm holds free page reporting off ({REPORTING_ORDER}): that needs root; "
-            "run try as root, or use --regime cold"
+            "run try as root, or use --regime back-to-back or cold"
         )
-    return [canonical(w if w == "warm" else f"cold:{request.idle_s:g}s") for w in wanted]
+    return [canonical(f"cold:{request.idle_s:g}s" if w == "cold" else w) for w in wanted]
 
 
 def _aged_order(cells: list, found: str) -> list:
@@ -370,9 +368,22 @@ def describe(cell: Mapping, thp_found: str, linked: str | None = None) -> str:
     thp = cell["thp"] + (" (as found)" if cell["thp"] == thp_found else "")
     text = {"thp": ", program text on huge pages", "off": ""}.get(cell.get("text_pages", ""), "")
     memory = f", {cell['memory_state'].split(':')[0]} memory" if cell.get("memory_state") else ""
-    regime = f", {cell['regime'].split(':')[0]}" if cell.get("regime") else ""
+    regime = f", {regime_name(cell['regime'])}" if cell.get("regime") else ""
     mthp = f", mTHP {cell['mthp']}" if cell.get("mthp") else ""
     return f"{allocator_name(cell['allocator'], linked)}, THP {thp}{mthp}{text}{memory}{regime}"
+
+
+def regime_name(regime: str) -> str:
+    """How a configuration's name says its regime: 'back to back', 'after 4 s idle', 'back to back,
+    free page reporting held off' (warm: a machine setting, with its own deploy line)."""
+    from hugebench.system.regime import parse
+
+    got = parse(regime)
+    if got.kind == "cold":
+        return f"after {got.idle_s:g} s idle"
+    if got.kind == "warm":
+        return "back to back, free page reporting held off"
+    return "back to back"
 
 
 def allocator_name(allocator: str, linked: str | None = None) -> str:
@@ -465,6 +476,9 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
         "sample_interval": 0.2,
         "metric": metrics_param(request),
         "window": request.window,
+        # the probe library only in each configuration's warm-up run (not timed): the timed runs are the
+        # program as its deploy lines run it, nothing of hugebench's preloaded (issue 55)
+        "probe": "untimed",
     }
     if request.env:
         params["env"] = {name: literal(value) for name, value in request.env.items()}
@@ -496,8 +510,9 @@ def experiment(request: Request, matrix: Matrix, name: str, timeout: float) -> d
         "axes": axes,
         "baseline": {k: v for k, v in matrix.baseline.items() if k != "mthp"},
     }
-    if request.warmup:
-        data["warmup"] = request.warmup
+    # at least one warm-up run of each configuration: its verification (which malloc served, what pages
+    # it got), untimed; the schedule runs it just before the configuration's first timed run
+    data["warmup"] = max(1, request.warmup)
     excluded = _excluded(axes, [{k: v for k, v in c.items() if k != "mthp"} for c in matrix.cells])
     if excluded:
         data["exclude"] = excluded

@@ -103,8 +103,7 @@ def answer(
         not states and regimes and len(regimes) == 1
     ):  # the regime try held without being asked: one line says which
         (regime,) = regimes
-        kind = regime.split(":")[0]
-        said = f"regime {regime}: {REGIME_SHORT[kind]}"
+        said = f"regime {regime}: {REGIME_SHORT[regime.split(':')[0]]}"
         if details:
             return "\n".join(fit([text(verdict, plan_lines, width), said], width))
         return "\n".join(short(verdict, plan_lines, width, said, reserve))
@@ -114,10 +113,10 @@ def answer(
             f"== on a {memory.split(':')[0]} machine (memory_state {memory}; {each.runs} runs) =="
         )
         out.append(_one(each, list(each.plan or []), details, width))
+    if verdict.disagreement:  # one configuration wins in one regime and loses in another: first
+        out.insert(0, f"VERDICTS DISAGREE: {verdict.disagreement}")
     for regime, each in (regimes or {}).items():
-        out.append(
-            f"== {REGIME_TITLES[regime.split(':')[0]]} (regime {regime}; {each.runs} runs) =="
-        )
+        out.append(f"== {regime_title(regime)} (regime {regime}; {each.runs} runs) ==")
         out.append(_one(each, list(each.plan or []), details, width))
     return "\n".join(fit(out, width))
 
@@ -131,13 +130,23 @@ def _one(
 
 
 REGIME_SHORT = {  # one line under the answer at 80 columns
-    "warm": "free page reporting held off, runs back to back",
+    "back-to-back": "runs back to back, free page reporting as found",
+    "warm": "free page reporting held off (its deploy line says so), runs back to back",
     "cold": "idle before each run, as a job started after idle",
 }
 REGIME_TITLES = {
-    "warm": "warm: a long-running service or back-to-back runs, free page reporting held off",
-    "cold": "cold: a job started after idle, free page reporting as found",
+    "back-to-back": "back to back: a job run again at once or a service, free page reporting as found",
+    "warm": "warm: back to back with free page reporting held off (a machine setting: deploy line)",
+    "cold": "cold: a job started after {idle}, free page reporting as found",
 }
+
+
+def regime_title(regime: str) -> str:
+    """The heading of one regime's verdict."""
+    from hugebench.trial.matrix import regime_name
+
+    kind = regime.split(":")[0]
+    return REGIME_TITLES[kind].format(idle=regime_name(regime).removeprefix("after "))
 
 
 def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> str:
@@ -161,7 +170,7 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
     elif verdict.no_difference and best:
         lines.append(
             f"VERDICT: keep as-is: no difference worth deploying, within ±{verdict.margin:.0%} of "
-            f"as-is (95% CI); the best, {best.name}: {what} {effect(best.ratio, better)}."
+            f"as-is (95% CI); {best_word(best, better)}, {best.name}: {what} {effect(best.ratio, better)}."
         )
     elif best:
         lines.append(f"VERDICT: keep as-is: no recommendation. {_why_not(best, what, better)}")
@@ -195,19 +204,34 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
 
 def _size_lines(best: Configuration, baseline: Configuration) -> list[str]:
     """Which folio sizes held the memory (best and as-is) and, when the best's coverage is short, why."""
-    from hugebench.report.coverage import shares_text
 
     out = []
     if best.folio_shares:
-        out.append(
-            f"  folio sizes: {shares_text(best.folio_shares)} (as-is: "
-            f"{shares_text(baseline.folio_shares or {})})"
-        )
+        out.append(f"  folio sizes: {folio_text(best)} (as-is: {folio_text(baseline)})")
     cov = best.hp_coverage
     if best.gap and cov is not None and cov < COVERAGE_EXPECTED:
         out.append("  not on 2 MiB pages, by reason (largest first):")
         out += [f"    {line}" for line in best.gap]
     return out
+
+
+MISSED_SHARE = 0.2  # 2 MiB folios this far below the huge-page coverage: not read at the same time
+
+
+def folio_text(config: Configuration) -> str:
+    """Its folio sizes ('2048kB 97%, 4kB 3%'), unless they contradict its huge-page coverage: memory on 2 MiB
+    pages (AnonHugePages) is in 2 MiB folios, so a 2 MiB share well below the coverage means the few
+    per-size readings did not see the memory the coverage did; then it says so, not '4kB 100%' beside a
+    coverage of 96% (issue 55)."""
+    from hugebench.report.coverage import shares_text
+
+    shares, cov = config.folio_shares or {}, config.hp_coverage
+    if shares and cov is not None and shares.get("2048kB", 0.0) + MISSED_SHARE < cov:
+        return (
+            f"not read while its huge pages were resident (its per-size readings saw "
+            f"{shares_text(shares)}; its huge-page coverage {cov:.0%})"
+        )
+    return shares_text(shares)
 
 
 def _page_size_lines(sizes: Mapping | None, better: str) -> list[str]:
@@ -287,12 +311,14 @@ def _why_not(best: Configuration, what: str, better: str) -> str:
     conf = best.confirmation
     if not (conf and conf.pairs):
         return (
-            f"The selection's best, {best.name}, was not confirmed on fresh pairs "
+            f"The selection's {best_word(best, better).removeprefix('the ')}, {best.name}, was not "
+            "confirmed on fresh pairs "
             f"({conf.ended if conf else 'not run'})."
         )
     state = "resolved worse" if best.kind == "worse" else "not resolved"
     return (
-        f"The selection's best, {best.name}, on fresh pairs: {what} "
+        f"The selection's {best_word(best, better).removeprefix('the ')}, {best.name}, on fresh "
+        f"pairs: {what} "
         f"{effect(best.ratio, better)} ({state}; {conf.ended})."
     )
 
@@ -416,18 +442,32 @@ def _decision(verdict: Verdict) -> str:
     if verdict.no_difference and best:
         return (
             f"VERDICT: keep as-is: no difference worth deploying (within ±{verdict.margin:.0%}); "
-            f"the best: {best.name}"
+            f"{best_word(best, verdict.better)}: {best.name}"
         )
     if not best:
         return "VERDICT: keep as-is: no other configuration has a successful run to compare"
     conf = best.confirmation
     if not (conf and conf.pairs):
         return (
-            f"VERDICT: keep as-is: the best so far, {best.name}, was not confirmed "
+            f"VERDICT: keep as-is: {best_word(best, verdict.better, 'the best so far')}, {best.name}, "
+            "was not confirmed "
             f"({conf.ended if conf else 'not run'})"
         )
     state = "resolved worse" if best.kind == "worse" else "not resolved"
-    return f"VERDICT: keep as-is: the best, {best.name}, is {state} on fresh pairs ({conf.ended})"
+    return (
+        f"VERDICT: keep as-is: {best_word(best, verdict.better)}, {best.name}, is {state} on fresh "
+        f"pairs ({conf.ended})"
+    )
+
+
+def best_word(best: Configuration, better: str, word: str = "the best") -> str:
+    """'the best', or, when its ratio is on as-is's side of 1 (fewer transactions, more time), 'the
+    closest to as-is (none was better)': a configuration worse than as-is is never called the best."""
+    ratio = best.ratio
+    if ratio is None:
+        return word
+    ahead = ratio.value < 1 if better == "lower" else ratio.value > 1
+    return word if ahead else "the closest to as-is (none was better)"
 
 
 def _deploy_short(dep: Deploy | None, width: int | None) -> list[str]:

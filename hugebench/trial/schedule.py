@@ -57,7 +57,14 @@ from hugebench.trial.race import (
     the_interval,
     values_of,
 )
-from hugebench.trial.runs import CPU_COLUMN, likely_first, memory_of, window, with_cpu
+from hugebench.trial.runs import (
+    CPU_COLUMN,
+    HUGE_FIRST_BYTES,
+    likely_first,
+    memory_of,
+    window,
+    with_cpu,
+)
 
 RESOLVE_BLOCKS = stats.min_runs_for(
     0.95
@@ -72,6 +79,18 @@ NO_DIFFERENCE = (
     "no difference worth deploying: every configuration left is within the smallest effect of as-is"
 )
 RESERVE_REACHED = "selection ended where the confirmation's reserve begins"
+
+
+OUTPUT_LINES = 6  # the end of a failed run's output shown with try's error (a server's own reason)
+
+
+def output_end(tail) -> str:
+    """The last lines of a failed run's output (the program's, or a server's and its driver's), indented:
+    a server that refuses to start says why there (PostgreSQL as root), and that reaches the terminal."""
+    if not isinstance(tail, str):
+        return ""
+    lines = [ln.rstrip() for ln in tail.splitlines() if ln.strip()]
+    return "\n".join(f"  {ln}" for ln in lines[-OUTPUT_LINES:])
 
 
 class BudgetTooSmall(HugebenchError):
@@ -90,6 +109,10 @@ class Progress:
     kept: list = field(default_factory=list)  # cell ids of the (possibly cut) plan
     cut: list = field(default_factory=list)  # cell ids left out to fit the budget
     cover_s: float | None = None  # the budget that would have kept every configuration
+    # the configurations likely to win (huge pages for a program beyond runs.HUGE_FIRST_BYTES), in keep
+    # order, and (seconds a kept configuration costs, seconds the rest costs): what budget holds n of them
+    likely: list = field(default_factory=list)
+    keep_cost: tuple[float, float] | None = None
     screened: list = field(
         default_factory=list
     )  # cell ids run once before the cut chose (screening)
@@ -145,12 +168,17 @@ class Schedule:
         self.page_sizes = dict(page_sizes or {})  # cell id -> (rank, name): sizes.same_folios
         self.state = Progress(started, budget_s)
         self.on_change = on_change or (lambda state: None)
+        self._warm: dict = {}  # cell id -> its warm-up runs not run yet
+        self._rows: Callable = lambda: []
 
     def __call__(self, spec, runs, read_rows: Callable, plan_block: Callable):
         rows = (lambda: with_cpu(read_rows())) if self.metric == CPU_COLUMN else read_rows
-        warm = [r for r in runs if getattr(r, "warmup", False)]
-        if warm:  # try --warmup N: each configuration's uncounted runs, before anything is timed
-            yield warm
+        self._rows = rows
+        # each configuration's warm-up runs (its verification: the probe says which malloc served, its
+        # folios what pages it got), run just before its first timed run, so a cut one never pays for them
+        for run in runs:
+            if getattr(run, "warmup", False):
+                self._warm.setdefault(run.cell_id, []).append(run)
         timing = list(
             plan_block(spec, 0, set(self.groups))
         )  # every group's as-is: what a run costs
@@ -263,11 +291,57 @@ class Schedule:
         return CONFIRM_PAIRS * 2 * len(self.groups) * (self.state.run_s or 0)
 
     def _timed(self, batch):
-        begun = time.monotonic()
-        yield batch
+        begun, ran = time.monotonic(), len(batch)
+        warm = [w for r in batch for w in self._warm.pop(r.cell_id, [])]
+        if (
+            warm
+        ):  # the configurations' first runs: untimed, their evidence read before any timed run
+            yield warm
+            ran += len(warm)
+            self._after_warmup(self._rows(), {w.cell_id for w in warm})
+            batch = [r for r in batch if r.cell_id not in self.state.dropped]
         if batch:
-            self.state.costs.append((time.monotonic() - begun) / len(batch))
+            yield batch
+        if ran:
+            self.state.costs.append((time.monotonic() - begun) / ran)
             self.state.run_s = float(np.median(self.state.costs))
+
+    def _after_warmup(self, rows: list, cells: set) -> None:
+        """Drop, right after its warm-up run, a configuration whose verification failed (the allocator did
+        not take: no timed run would measure it) or that asks for huge pages and got as-is's pages
+        (:func:`sizes.same_pages_as_is`); a configuration the cut left out takes a dropped one's place
+        while the selection is young, so that the budget goes to the ones that got huge pages."""
+        state = self.state
+        for cell in sorted(cells - set(self.groups) - set(state.dropped), key=self.order.index):
+            failed = next(
+                (
+                    r
+                    for r in rows
+                    if r.get("cell_id") == cell and r.get("status") not in (None, "ok")
+                ),
+                None,
+            )
+            if failed is not None:
+                state.dropped[cell] = (
+                    f"its verification run failed: {failed.get('error') or 'failed'}"
+                )
+            elif cell in self.huge and cell not in self.page_sizes:
+                why = sizes.same_pages_as_is(rows, cell, self.bases[cell])
+                if why:
+                    state.dropped[cell] = why + " (dropped after that one run)"
+            if cell in state.dropped and cell in state.active:
+                state.active.remove(cell)
+                self._promote()
+        self._same_folios(rows)
+
+    def _promote(self) -> None:
+        """The first configuration the cut left out, kept instead of one dropped at its first run (while
+        the selection has not passed its first block)."""
+        state = self.state
+        if state.cut and state.blocks < 1 and len(self.groups) == 1:
+            cell = state.cut.pop(0)
+            state.kept.append(cell)
+            state.active.append(cell)
 
     def _screen(self, rows: list) -> list[str]:
         """The configurations to run once before the cut, or none. When the budget cannot keep every
@@ -284,9 +358,10 @@ class Schedule:
         fit = int(state.left_s() // run_s)
         least, candidates = 2, [c for c in self.order if c not in self.groups]
         extra = least * (RESOLVE_BLOCKS - MIN_BLOCKS) + CONFIRM_PAIRS * least
-        if (fit + 1 - extra) // FIRST_DROP >= len(self.order):
+        warm = self._warmups()  # a kept configuration's warm-up (verification) runs come first
+        if (fit + 1 - extra) // (FIRST_DROP + warm) >= len(self.order):
             return []  # every configuration fits: nothing to choose
-        if fit - len(candidates) - CONFIRM_PAIRS * least < least * (FIRST_DROP - 1):
+        if fit - (1 + warm) * len(candidates) - CONFIRM_PAIRS * least < least * (FIRST_DROP - 1):
             return []  # the screening would eat what the kept ones need
         return candidates
 
@@ -313,8 +388,10 @@ class Schedule:
                     (r for r in rows if r.get("cell_id") == base and r.get("status") != "ok"), None
                 )
                 why = (failed or {}).get("error") or "no value of the metric"
+                said = output_end((failed or {}).get("stdout_tail"))
                 raise HugebenchError(
                     f"the first run of as-is did not succeed ({why}); nothing to compare against"
+                    + (f"; its own output ends:\n{said}" if said else "")
                 )
         groups = len(self.groups)
         run_s = max(state.run_s or 1.0, 1e-3)
@@ -331,27 +408,37 @@ class Schedule:
             keep = max(least, min(len(order), (fit - extra) // (FIRST_DROP - 1)))
         else:
             order = likely_first(self.order, self.huge, memory_of(rows, self.groups[0]), groups)
-            keep = max(least, min(len(order), (fit - extra) // FIRST_DROP))
+            order = [c for c in order if c not in state.dropped]
+            each = FIRST_DROP + self._warmups()  # a kept configuration's warm-up runs come first
+            keep = max(least, min(len(order), (fit - extra) // each))
         keep -= keep % groups  # whole configurations: every memory state of each (kept together)
         state.kept, state.cut = order[:keep], order[keep:]
         state.active = list(state.kept)
         if state.cut:  # the budget that would have kept them all, by the same rule
-            state.cover_s = (
-                (len(order) * FIRST_DROP + extra - groups) * run_s
-                + END_RESERVE_S
-                + (time.monotonic() - state.started)
-            )
+            each_s = (FIRST_DROP + self._warmups()) * run_s
+            rest_s = (extra - groups) * run_s + END_RESERVE_S + (time.monotonic() - state.started)
+            state.cover_s = len(order) * each_s + rest_s
+            if not state.screened:  # chosen by memory, not by a run: the huge-page ones likely win
+                state.keep_cost = (each_s, rest_s)
+                big = memory_of(rows, self.groups[0]) or 0
+                state.likely = (
+                    [c for c in order if c in self.huge] if big >= HUGE_FIRST_BYTES else []
+                )
         for base in self.groups:
             kept = sum(1 for c in state.kept if self.bases[c] == base and c != base)
             # the screening chose among all it ran: the selection pays for every one of them
             state.alphas[base] = sequential.selection_alpha(max(kept, len(state.screened)))
+
+    def _warmups(self) -> int:
+        """Warm-up runs a configuration that has not run yet costs (its verification runs)."""
+        return max((len(w) for w in self._warm.values()), default=0)
 
     def _too_small(self, fit: int, least: int) -> str:
         state, groups = self.state, len(self.groups)
         run_s = state.run_s
         assert run_s is not None  # the timing run priced a run before any fit
         need = (
-            least * FIRST_DROP * run_s
+            least * (FIRST_DROP + self._warmups()) * run_s
             + END_RESERVE_S
             + (time.monotonic() - state.started)
             - groups * run_s
@@ -359,7 +446,7 @@ class Schedule:
         who = (
             "two configurations need"
             if groups == 1
-            else f"two configurations in each of {groups} memory states need"
+            else f"two configurations in each of {groups} regimes or memory states need"
         )
         return (
             f"one run takes {state.run_s:.1f} s; the budget of {state.budget_s:.0f} s fits "

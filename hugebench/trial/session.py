@@ -199,6 +199,9 @@ def _run(request, mx, data, spec, runs, path, out, started, echo, host) -> Outco
             for name, each in by_state.items()
         }
         verdict = with_state_plans(verdict, plans)
+        from hugebench.trial.regimes import disagreement
+
+        verdict = dataclasses.replace(verdict, disagreement=disagreement(verdict))
     verdict = with_session(
         verdict,
         program=list(request.argv),
@@ -367,6 +370,21 @@ def _cut_lines(state, names, ids: list[str]) -> list[str]:
         return []
     kept = [c for c in ids if c in state.kept]
     cover = f"; --budget {int(state.cover_s) + 1}s would cover them" if state.cover_s else ""
+    likely = [c for c in state.likely if c in cut and c not in state.dropped]
+    if likely and state.keep_cost:  # issue 55: the ones the evidence favours come first, by name
+        each_s, rest_s = state.keep_cost
+        # as the cut counts them: every kept configuration of every memory state or regime
+        hold_s = (
+            len(state.kept) + len([c for c in state.likely if c in state.cut])
+        ) * each_s + rest_s
+        rest = [c for c in cut if c not in likely]
+        return [
+            f"plan cut to fit the budget: {len(kept)} of {len(kept) + len(cut)} configurations run; "
+            f"likely winners left out (huge pages, for a program this large): "
+            f"{', '.join(names[c] for c in likely)}; --budget {int(hold_s) + 1}s would hold them"
+            + (f"; also left out: {', '.join(names[c] for c in rest)}{cover}" if rest else "")
+            + f" (at ~{state.run_s or 0:.1f} s a run)"
+        ]
     if state.screened:
         return [
             f"plan cut to fit the budget after one run of each configuration: the {len(kept)} "

@@ -122,3 +122,43 @@ def same_folios(rows: list, sets: Mapping[str, tuple[float, str]]) -> dict[str, 
 def _mix_text(mix: Mapping[str, float]) -> str:
     shown = [f"{size} {share:.0%}" for size, share in mix.items() if share >= 0.005]
     return ", ".join(shown) or "no huge or multi-size folios"
+
+
+def _first_ok(rows: Iterable[Mapping], cell: str) -> Mapping | None:
+    return next((r for r in rows if r.get("cell_id") == cell and r.get("status") == "ok"), None)
+
+
+def same_pages_as_is(rows: list, cell: str, base: str) -> str | None:
+    """Why a configuration asking for huge pages got as-is's pages in its first run (its verification run
+    under try), or None: every folio size's share within :data:`SAME_SHARE` of as-is's and no folio above
+    4 KiB; where folio sizes are not read (not root), both under 1 % huge-page coverage. glibc's hugetlb
+    tunable on a program whose 256 KiB blocks are each mmapped is that case: it only costs runs."""
+    mine, theirs = folio_mix(rows, cell), folio_mix(rows, base)
+    if mine and theirs:
+        big = sum(share for size, share in mine.items() if size != "4kB")
+        same = all(
+            abs(mine.get(s, 0.0) - theirs.get(s, 0.0)) <= SAME_SHARE
+            for s in set(mine) | set(theirs)
+        )
+        seen = _first_ok(rows, cell) or {}
+        cov = seen.get("hp_coverage")
+        if isinstance(cov, (int, float)) and math.isfinite(cov) and cov >= 0.01:
+            return None  # its coverage saw huge pages the few per-size readings missed
+        if same and big <= SAME_SHARE:
+            return f"the same pages as as-is: its first run got {_mix_text(mine)}, as as-is did"
+        return None
+    first, asis = _first_ok(rows, cell), _first_ok(rows, base)
+    if not first or not asis:
+        return None
+    size = first.get("tree_peak_rss_bytes") or first.get("peak_rss_bytes")
+    cov, base_cov = first.get("hp_coverage"), asis.get("hp_coverage")
+    if not isinstance(size, (int, float)) or size < MIN_ANON_BYTES:
+        return None
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (cov, base_cov)):
+        return None
+    if cov < 0.01 and base_cov < 0.01:  # type: ignore[operator]
+        return (
+            f"the same pages as as-is: its first run had {cov:.0%} of its memory on huge pages, "
+            f"as as-is ({base_cov:.0%})"
+        )
+    return None

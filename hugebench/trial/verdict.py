@@ -115,7 +115,7 @@ def configuration(
         hp_coverage=_median(ok, "hp_coverage"),
         folio_shares=folio_shares(ok) if len(ok) else {},
         gap=gap_lines(gap_summary(ok)) if len(ok) else [],
-        allocator_proof=_proof(ok),
+        allocator_proof=_proof(ok) or _proof(conditions.probed(frame)),
         allocator_served=conditions.served(frame),
         thp_overridden=overridden,
         thp_overridden_why=overridden_why,

@@ -264,6 +264,8 @@ class Verdict:
     by_condition: tuple[str, Mapping[str, Verdict]] | None = None
     plan: tuple[str, ...] | None = None
     session: Session | None = field(default=None)
+    # the regimes' verdicts disagree in sign on one configuration (trial.regimes): the answer's first line
+    disagreement: str | None = None
 
     def states(self) -> Mapping[str, Verdict] | None:
         """Each memory state's (or regime's) verdict, None without --aged or --regime."""
@@ -296,6 +298,8 @@ class Verdict:
         }
         if self.cells is not None:
             out.update(cells=list(self.cells), runs=self.runs)
+        if self.disagreement:
+            out["disagreement"] = self.disagreement
         if self.by_condition:
             axis, each = self.by_condition
             out[f"by_{axis}"] = {state: v.to_dict() for state, v in each.items()}

@@ -161,6 +161,21 @@ def test_time_weighted_shares():
     assert abs(out["folio_share_tw.2048kB"] - 4 / 12) < 1e-9
 
 
+def test_the_last_reading_holds_until_the_program_ended():
+    """issue 55: read at its start (20 MiB on 4 KiB pages) and once its 1 GiB array was on 2 MiB pages, then
+    ended 0.4 s later: the array's byte-seconds dominate. Without the end, the last reading had no weight
+    and the run read '4kB 100%' beside a huge-page coverage of 96%."""
+    start = FolioReading(by_order={0: 20 * MIB}, processes=1)
+    array = FolioReading(by_order={0: 20 * MIB, 9: 1024 * MIB}, processes=1)
+    assert time_weighted_columns([(0.0, start), (0.4, array)])["folio_share_tw.4kB"] == 1.0
+    out = time_weighted_columns([(0.0, start), (0.4, array)], until=0.8)
+    assert out["folio.samples"] == 2
+    assert out["folio_share_tw.2048kB"] > 0.9
+    # an end before the last reading (or at it) changes nothing
+    same = time_weighted_columns([(0.0, start), (0.4, array)], until=0.4)
+    assert same["folio_share_tw.4kB"] == 1.0
+
+
 def test_each_process_of_the_tree_keeps_its_own_sizes():
     """A server on 2 MiB pages beside its driver on 4 KiB pages: the tree's sum is 80% huge, the per-process
     column says which process is which; the largest comes first, at most TOP_PROCESSES of them."""

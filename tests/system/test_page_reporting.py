@@ -155,7 +155,7 @@ def test_off_for_the_whole_sweep_in_system(fake_sys, tmp_path):
 @pytest.mark.parametrize(
     "value, message",
     [
-        ("tepid", "regime must be warm, cold"),
+        ("tepid", "regime must be back-to-back, warm"),
         ("cold:-1s", "regime must be"),
         ("cold:5000s", "up to 3600"),
     ],
@@ -178,10 +178,10 @@ def test_try_regime_both_puts_every_configuration_in_each_regime(monkeypatch, fa
         argv=("true",), regime="both", idle_s=2, thp=("madvise",), only=("glibc",)
     )
     cells = matrix.build(request, fake_sys.host).cells
-    assert [c["regime"] for c in cells] == ["warm", "cold:2s"]
-    assert cells[0] == {"allocator": "as-is", "thp": "madvise", "regime": "warm"}
+    assert [c["regime"] for c in cells] == ["back-to-back", "cold:2s"]
+    assert cells[0] == {"allocator": "as-is", "thp": "madvise", "regime": "back-to-back"}
     data = matrix.experiment(request, matrix.build(request, fake_sys.host), "t", 10)
-    assert data["axes"]["regime"] == ["warm", "cold:2s"]
+    assert data["axes"]["regime"] == ["back-to-back", "cold:2s"]
 
 
 def test_try_refuses_idle_without_a_cold_regime_and_regime_with_aged():
@@ -189,7 +189,7 @@ def test_try_refuses_idle_without_a_cold_regime_and_regime_with_aged():
 
     from hugebench.cli import main
 
-    got = CliRunner().invoke(main, ["try", "--idle", "3", "--", "true"])
+    got = CliRunner().invoke(main, ["try", "--idle", "3", "--regime", "back-to-back", "--", "true"])
     assert got.exit_code != 0 and "--idle is the cold regime's idle gap" in got.output
     got = CliRunner().invoke(main, ["try", "--regime", "cold", "--aged", "--", "true"])
     assert got.exit_code != 0 and "--regime and --aged: choose one" in got.output

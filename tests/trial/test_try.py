@@ -129,9 +129,13 @@ def test_without_root_thp_modes_are_never_and_as_found(fake_sys):
 
 
 def _plain(cells: list) -> list:
-    """The cells without the regime every cell of a try on this (fake) machine carries: it reports free
-    pages, so a try as root measures the warm regime (test_the_regime_is_held_by_default)."""
-    return [{k: v for k, v in c.items() if k != "regime"} for c in cells]
+    """The back-to-back regime's cells without their regime: this (fake) machine reports free pages, so a
+    try measures each configuration back to back and after idle (test_both_regimes_are_measured_by_default)."""
+    return [
+        {k: v for k, v in c.items() if k != "regime"}
+        for c in cells
+        if c.get("regime") in (None, "back-to-back")
+    ]
 
 
 def test_matrix_puts_as_is_first_then_one_change_at_a_time(fake_sys):
@@ -145,20 +149,22 @@ def test_matrix_puts_as_is_first_then_one_change_at_a_time(fake_sys):
     assert {"allocator": "jemalloc-thp", "thp": "always"} in cells
 
 
-def test_the_regime_is_held_by_default(fake_sys, monkeypatch):
-    """Where the machine reports free pages, try holds the conditions between runs without being asked:
-    warm as root (reporting held off), cold as a user (idle before each run), with a note saying so;
-    --regime wins; a machine that reports nothing is measured as found."""
+def test_both_regimes_are_measured_by_default(fake_sys, monkeypatch):
+    """Where the machine reports free pages, try measures the conditions between runs without being asked,
+    root or not: back to back and after 4 s idle, free page reporting as found in both (issue 55: holding
+    it off is a machine setting, only with --regime warm, as root), with a note saying so; --regime wins;
+    a machine that reports nothing is measured as found."""
     request = Request(argv=("true",), only=("jemalloc-thp",))
-    mx = matrix_mod.build(request, fake_sys.host)
-    assert {c["regime"] for c in mx.cells} == {"warm"}
-    assert any("measured warm" in n for n in mx.notes)
-    monkeypatch.setattr(matrix_mod.os, "geteuid", lambda: 1000)
-    user = matrix_mod.build(
-        Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",)), fake_sys.host
-    )
-    assert {c["regime"] for c in user.cells} == {"cold:4s"}
-    assert any("measured cold (4 s idle before each run" in n for n in user.notes)
+    for euid in (0, 1000):
+        monkeypatch.setattr(matrix_mod.os, "geteuid", lambda euid=euid: euid)
+        mx = matrix_mod.build(
+            Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",)), fake_sys.host
+        )
+        assert sorted(c["regime"] for c in mx.cells) == ["back-to-back"] * 2 + ["cold:4s"] * 2
+        assert any("measured back to back and after 4 s idle" in n for n in mx.notes)
+    warm = Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",), regime="warm")
+    with pytest.raises(PrivilegeError, match="--regime warm holds free page reporting off"):
+        matrix_mod.build(warm, fake_sys.host)
     asked = matrix_mod.build(
         Request(argv=("true",), only=("jemalloc-thp",), thp=("madvise",), regime="cold", idle_s=1),
         fake_sys.host,
@@ -167,6 +173,7 @@ def test_the_regime_is_held_by_default(fake_sys, monkeypatch):
         "reporting is on" in n for n in asked.notes
     )
     monkeypatch.undo()
+    assert {c["regime"] for c in matrix_mod.build(warm, fake_sys.host).cells} == {"warm"}
     (fake_sys.sys_root / "module/page_reporting/parameters/page_reporting_order").write_text("11\n")
     plain = matrix_mod.build(request, fake_sys.host)
     assert not any("regime" in c for c in plain.cells)
@@ -489,6 +496,8 @@ def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(
     started = time.monotonic()
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "50s",
             "--allocators",
@@ -535,6 +544,8 @@ def test_gzip_reading_stdin_and_the_experiment_file_resumes_with_sweep(tmp_path,
     data.write_bytes(os.urandom(1 << 20) + bytes(4 << 20))
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "40s",
             "--allocators",
@@ -571,6 +582,8 @@ def test_python_json_metric_higher_is_better(tmp_path):
     script.write_text(JSON_PY)
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "30s",
             "--allocators",
@@ -661,6 +674,8 @@ def test_redis_server_under_redis_benchmark(tmp_path, request, beside):
     foreign = request.getfixturevalue("foreign_redis") if beside != "alone" else None
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "40s" if foreign is None else "20s",
             "--allocators",
@@ -703,6 +718,8 @@ def test_the_budget_holds(tmp_path):
     started = time.monotonic()
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "30s",
             "--allocators",
@@ -724,6 +741,8 @@ def test_a_program_no_setting_changes_stops_early_with_no_difference_worth_deplo
     started = time.monotonic()
     result, out = _try(
         [
+            "--regime",
+            "back-to-back",
             "--budget",
             "60s",
             "--allocators",
@@ -763,6 +782,8 @@ def test_a_user_without_root_tries_never_and_the_mode_as_found(unprivileged, tmp
     ran = unprivileged.hugebench(
         "try",
         "--json",
+        "--regime",
+        "back-to-back",
         "--budget",
         "30s",
         "--allocators",

@@ -91,7 +91,7 @@ def test_a_real_try_prints_the_short_answer_and_writes_its_exports(tmp_path, mon
     result = CliRunner().invoke(
         main,
         [
-            "try", "--budget", "25s", "--allocators", "glibc", "--thp", "madvise", "--thp", "never", "--no-mthp",
+            "try", "--regime", "back-to-back", "--budget", "25s", "--allocators", "glibc", "--thp", "madvise", "--thp", "never", "--no-mthp",
             "-o", str(tmp_path / "out"), "--export-json", str(files["json"]),
             "--export-csv", str(files["csv"]), "--export-markdown", str(files["md"]), "--", *PROGRAM,
         ],

@@ -131,7 +131,7 @@ def test_try_refuses_a_server_whose_p99_gets_worse(tmp_path):
     found = kernel.thp_modes().get("enabled") or "madvise"
     py = sys.executable
     args = [
-        "try", "--json", "-o", str(tmp_path / "out"), "--budget", "60s",
+        "try", "--json", "-o", str(tmp_path / "out"), "--regime", "back-to-back", "--budget", "60s",
         "--allocators", "jemalloc", "--thp", found,
         "--server", f"{py} {SERVERS / 'latency_server.py'} {{tmp}}/s.sock",
         "--ready", "path:{tmp}/s.sock",
@@ -150,9 +150,10 @@ def test_try_refuses_a_server_whose_p99_gets_worse(tmp_path):
     assert verdict["guarded"] and "p99_ms" in verdict["guarded"]
 
 
-def test_try_warmup_runs_come_first_and_are_not_timed():
-    """try --warmup N: the plan's warm-up runs (stored with warmup: true, left out of every statistic) are
-    the schedule's first batch, before the timing block."""
+def test_try_warmup_runs_come_just_before_their_configuration_and_are_not_timed():
+    """Each configuration's warm-up runs (stored with warmup: true, left out of every statistic; the probe's
+    only runs) are a batch of their own just before its first timed run: as-is's before its timing run, a
+    configuration the cut leaves out never pays for its own (issue 55)."""
     import time
     from types import SimpleNamespace
 
@@ -160,6 +161,7 @@ def test_try_warmup_runs_come_first_and_are_not_timed():
     timed = [SimpleNamespace(warmup=False, cell_id=c, repetition=0) for c in ("a", "b")]
     sched = schedule_mod.Schedule(["a", "b"], "a", "window_s", "lower", 60, time.monotonic())
     batches = sched(None, warm + timed, lambda: [], lambda spec, block, cells: [timed[0]])
-    assert next(batches) == warm
+    assert next(batches) == [warm[0]]  # as-is's warm-up only
     assert next(batches) == [timed[0]]  # then as-is's timing run
+    assert sched._warm == {"b": [warm[1]]}  # b's waits for b's first timed run
     assert not sched.state.costs  # the warm-ups' cost is not a run's cost

@@ -27,7 +27,9 @@ def _as_run(request: Request) -> dict:
     """The params a run of try's experiment gets: the file checked as sweep loads it, then substituted."""
     mx = Matrix(CELLS, CELLS[0], "always")
     spec, runs = options.checked(matrix_mod.experiment(request, mx, "t", 60.0), "header")
-    assert len(runs) == 2
+    # one timed run per configuration, and its untimed warm-up run (the probe's only run, issue 55)
+    assert sorted(bool(r.warmup) for r in runs) == [False, False, True, True]
+    assert spec.params["probe"] == "untimed"
     return {k: template.substitute(v, FIELDS) for k, v in spec.params.items()}
 
 
@@ -151,7 +153,7 @@ def test_the_program_receives_braces_as_typed(tmp_path):
     out = tmp_path / "o"
     result = CliRunner().invoke(
         main,
-        ["try", "--json", "--budget", "10s", "--allocators", "glibc,jemalloc-thp",
+        ["try", "--json", "--regime", "back-to-back", "--budget", "10s", "--allocators", "glibc,jemalloc-thp",
          "--thp", _thp_found(), "--metric", "json:n", "-o", str(out), "--",
          sys.executable, "-c", script, "{}{x}"],
     )  # fmt: skip

@@ -7,6 +7,7 @@ clearly worse after 3 blocks, the leader picked by median ratio, then fresh pair
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -176,8 +177,22 @@ def test_a_cut_names_what_it_left_out_and_the_budget_that_covers_it_likely_winne
     assert state.alphas == {"base": 0.05}  # one configuration kept: nothing to share
     names = {c: c for c in order}
     (line,) = _cut_lines(state, names, order)
-    assert "left out: never, always; --budget" in line and "would cover them" in line
-    assert state.cover_s > 34  # more than the budget given
+    # issue 55: the huge-page configuration left out is named as a likely winner, with the budget that
+    # would hold it beside the ones kept; the rest, and the budget that covers all, after it
+    assert (
+        "likely winners left out (huge pages, for a program this large): always; --budget" in line
+    )
+    hold, cover = (int(b) for b in re.findall(r"--budget (\d+)s", line))
+    assert "would hold them; also left out: never; --budget" in line and "would cover them" in line
+    assert 34 < hold < cover and state.cover_s > 34  # more than the budget given
+    # a small program: nothing is likely, the plain line
+    sched = schedule_mod.Schedule(
+        order, "base", "window_s", "lower", 4 + 30.0, time.monotonic(), huge=huge
+    )
+    sched.state.run_s = 1.0
+    sched._cut([{**rows[0], "tree_peak_rss_bytes": 4e6}])
+    (line,) = _cut_lines(sched.state, names, order)
+    assert "likely" not in line and "left out: hugetlb, always; --budget" in line
 
 
 class _Clock:

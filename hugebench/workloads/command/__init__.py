@@ -21,7 +21,7 @@ def _check(params: dict) -> None:
     from hugebench.workloads.command import checks
 
     checks.check_params(params)
-    checks.check_unused(params, WORKLOAD.params)
+    checks.check_unused(params, [*WORKLOAD.params, *checks.OPTIONAL])
 
 
 def _prepare(params: dict, base_dir) -> dict:

@@ -70,6 +70,9 @@ def check_params(params: dict) -> None:
                 f"stdout: discard, but metric.{metric.kind} reads what the program prints on stdout: "
                 "give stdout a file, or keep the default"
             )
+    for name, values in OPTIONAL.items():
+        if name in params and params[name] not in values:
+            raise ValueError(f"{name} must be one of {', '.join(values)}; got {params[name]!r}")
     for name in ("stdin", "stdout"):
         if params.get(name) is not None and (
             not isinstance(params[name], str) or not params[name].strip()
@@ -149,6 +152,15 @@ def _leaves(value, path: str):
         for key, item in value.items():
             yield from _leaves(key, f"{path}.{key}") if isinstance(key, str) else ()
             yield from _leaves(item, f"{path}.{key}")
+
+
+# Parameters of the command workload that are not declared (a declared one's default would enter every
+# cell's id, changing the ids of every stored command run): name -> its values, the first the default.
+OPTIONAL = {
+    # where the probe library (which malloc served, each process's THP mode) is preloaded: in every run, or
+    # only in warm-up runs, so that the timed runs are the program as deployed (hugebench try)
+    "probe": ("every", "untimed"),
+}
 
 
 # Keys of an experiment file that are not parameters: under params, one of them is misplaced.
