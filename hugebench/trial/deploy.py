@@ -22,7 +22,7 @@ import shlex
 from collections.abc import Mapping
 
 from hugebench._util import run_text
-from hugebench.knob_catalogue import MTHP_PREFIX, THP_DIR, sys_path
+from hugebench.knob_catalogue import MTHP_PREFIX, REPORTING_DIR, THP_DIR, sys_path
 from hugebench.machine import allocators as alloc_mod
 from hugebench.trial.verdict_types import Deploy, DeployLine
 
@@ -40,7 +40,7 @@ AFFECTS = {
     "relied on 'always' lose their huge pages",
     "never": "no process on this machine gets THP, even those that madvise for it",
 }
-REPORTING_PATH = "/sys/module/page_reporting/parameters/page_reporting_order"
+REPORTING_PATH = sys_path(f"{REPORTING_DIR}/page_reporting_order")
 AFFECTS_REPORTING = (
     "the host no longer takes back this guest's free memory (free page reporting held off for the whole "
     "machine: every free block stays with this VM); undo: echo {found} > " + REPORTING_PATH
