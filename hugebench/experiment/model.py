@@ -13,7 +13,7 @@ import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeAlias, cast
+from typing import Any, Union, cast
 
 from hugebench import knob_catalogue as catalogue
 from hugebench import workloads
@@ -33,7 +33,8 @@ TEXT_AXIS, MEMORY_AXIS, REGIME_AXIS, TOOL_AXES = (
 KNOB_PREFIXES = catalogue.USER_FAMILIES  # declared once, in hugebench.knob_catalogue
 PERF_MODES = ("auto", "off")
 # perf: and counters: — a mode of PERF_MODES, the event names, or label -> event
-PerfSetting: TypeAlias = str | tuple[str, ...] | Mapping[str, str]
+# Python 3.9 (the oldest wheel) has no | at run time
+PerfSetting = Union[str, tuple[str, ...], Mapping[str, str]]  # noqa: UP007
 
 # Limits on what an experiment file may ask for: far above any real experiment, low enough that a hostile or
 # mistaken file is refused in bounded time and memory before anything is planned.
