@@ -96,7 +96,7 @@ def _kpageflags(pfns: np.ndarray, proc: Path) -> np.ndarray:
         proc / "kpageflags", [(int(s) * 8, int(e - s) * 8) for s, e in zip(starts, ends)]
     )
     table = np.zeros(len(unique), dtype=np.uint64)
-    for lo, hi, s, e, raw in zip(first, last + 1, starts, ends, pieces, strict=True):
+    for lo, hi, s, e, raw in zip(first, last + 1, starts, ends, pieces):
         words = np.frombuffer(raw, dtype=np.uint64)
         table[lo:hi] = words[unique[lo:hi] - s] if len(words) == e - s else 0
     return table[np.searchsorted(unique, pfns)]
@@ -118,7 +118,7 @@ def read_folio_orders(
         raise PermissionError("/proc/PID/pagemap shows no frame numbers (CAP_SYS_ADMIN needed)")
     flags = _kpageflags(pfns.astype(np.int64), proc)
     out, at = [], 0
-    for (start, _), w in zip(ranges, words, strict=True):
+    for (start, _), w in zip(ranges, words):
         mask = (w & PRESENT) != 0
         page_flags = np.zeros(len(w), dtype=np.uint64)
         page_flags[mask] = flags[at : at + int(mask.sum())]
