@@ -278,6 +278,13 @@ def missing_capability(marker: str) -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A session of both the fast and the real lanes runs the fast one beside it (tests/fast_lane.py)."""
+    import fast_lane
+
+    config.pluginmanager.register(fast_lane.FastLaneBeside(), "hugebench-fast-lane")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The session takes its turn (a root session with a test outside the fast lane), then the wheel tests'
     builds start, in the background (tests/wheel_build.py); --collect-only runs nothing."""
@@ -457,6 +464,10 @@ HEAVY_TESTS: dict[str, str] = {
     "command/test_run_bounds.py::test_a_stdin_named_pipe_nobody_writes_is_a_timeout_row": "real_sweep",
     "command/test_run_bounds.py::test_a_stdin_named_pipe_with_a_writer_is_read": "real_sweep",
     "command/test_run_bounds.py::test_a_backtracking_metric_regex_is_a_timeout_row_within_the_run": "real_sweep",
+    "command/test_where.py::test_where_names_the_hot_region_as_the_one_that_pays": "live_kernel",
+    "command/test_where.py::test_a_program_that_madvises_itself_is_reported_as_such": "live_kernel",
+    "command/test_where.py::test_the_hot_regions_are_drawn_over_time": "live_kernel",
+    "command/test_where.py::test_the_html_page_shows_the_table_the_lines_and_the_picture": "live_kernel",
     "command/test_where.py::test_the_suggested_rule_deployed_gives_the_hot_region_alone_huge_pages": "live_kernel",
     "command/test_where.py::test_a_size_rule_leaves_the_regions_outside_its_window": "live_kernel",
     "command/test_where.py::test_the_heap_rule_puts_the_grown_heap_on_huge_pages": "live_kernel",

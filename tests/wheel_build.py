@@ -35,7 +35,7 @@ DISTRO_TEST = "test_wheel_distros.py"
 class Background:
     """A command running in its own process group, its output in files under `workdir`."""
 
-    def __init__(self, name: str, argv: list, workdir: Path):
+    def __init__(self, name: str, argv: list, workdir: Path, cwd: Path = ROOT):
         self.name = name
         self.stdout, self.stderr = workdir / f"{name}.out", workdir / f"{name}.err"
         with open(self.stdout, "w") as out, open(self.stderr, "w") as err:
@@ -43,7 +43,7 @@ class Background:
                 ["nice", "-n", "19", *(str(a) for a in argv)],
                 stdout=out,
                 stderr=err,
-                cwd=ROOT,
+                cwd=cwd,
                 env={**os.environ, "PYTHON": sys.executable},
                 start_new_session=True,
             )

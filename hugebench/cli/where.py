@@ -90,8 +90,15 @@ def machine_reach():
     default=None,
     help="draw each hot region's touched memory over time into DIR/plots/where-hot.png and .svg",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="write the answer as a page: the table, the lines printed, each hot region's touched memory over time",
+)
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-def where(interval, no_sites, bare, timeout, json_path, plot_dir, argv):
+def where(interval, no_sites, bare, timeout, json_path, plot_dir, html_path, argv):
     """Which regions of PROGRAM's memory pay for huge pages (its output goes to stderr)."""
     from hugebench._util import write_json_atomic
     from hugebench.machine.where_view import as_json, text, watch
@@ -100,6 +107,10 @@ def where(interval, no_sites, bare, timeout, json_path, plot_dir, argv):
         raise SpecError("give the program after --: hugebench where -- PROGRAM ARGS...")
     if shutil.which(argv[0]) is None:
         raise ToolMissingError(f"cannot run {argv[0]}: no such program (or not executable)")
+    if html_path is not None:  # refused before the program runs, not after
+        from hugebench.cli.output import check_destinations
+
+        check_destinations({}, html=html_path, error=SpecError)
     view = watch(
         argv,
         dict(os.environ),
@@ -109,7 +120,8 @@ def where(interval, no_sites, bare, timeout, json_path, plot_dir, argv):
         bare=bare,
         timeout=timeout,
     )
-    for line in text(view):
+    lines = text(view)
+    for line in lines:
         click.echo(line)
     if json_path is not None:
         write_json_atomic(json_path, as_json(view), indent=1)
@@ -119,3 +131,11 @@ def where(interval, no_sites, bare, timeout, json_path, plot_dir, argv):
 
         files = plot_hot(as_json(view), plot_dir)
         click.echo(f"plots: {', '.join(map(str, files))}")
+    if html_path is not None:
+        from hugebench.machine.where_view import table
+        from hugebench.report.html import write_html
+        from hugebench.report.where_page import page
+
+        rows = set(table(view.verdicts))
+        write_html(page(as_json(view), [line for line in lines if line not in rows]), html_path)
+        click.echo(f"html: {html_path}")

@@ -221,6 +221,7 @@ def as_json(view: View) -> dict:
                 "hot": v.region.hot,
                 "huge_share": v.region.huge_share,
                 "advised": v.region.advised,
+                "thp": _thp(v.region),
                 "verdict": v.verdict,
                 "why": v.why,
                 "hot_over_time": [[round(s.t, 3), s.referenced] for s in v.region.samples],

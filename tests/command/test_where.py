@@ -274,3 +274,35 @@ def test_where_refuses_a_program_that_is_not_there():
     )
     assert done.returncode != 0 and "cannot run /nonexistent/prog" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_html_page_shows_the_table_the_lines_and_the_picture(where):
+    pytest.importorskip("matplotlib")
+    from hugebench.report.html import render_html
+    from hugebench.report.where_page import page
+
+    notes = [line for line in where["stdout"].splitlines() if line.startswith("huge pages for")]
+    html = render_html(page(where["json"], notes))
+    paying = next(r for r in where["json"]["regions"] if r["verdict"] == "pays")
+    assert f"<td>{paying['label']}</td>" in html and "<td>pays</td>" in html
+    assert "huge pages for the regions that pay" in html
+    assert html.count("<svg") >= 1 and "MiB touched in the interval" in html
+
+
+def test_where_refuses_an_html_page_it_could_not_write_before_running(tmp_path):
+    marker = tmp_path / "ran"
+    done = subprocess.run(
+        [
+            *HUGEBENCH,
+            "where",
+            "--html",
+            str(tmp_path / "missing" / "w.html"),
+            "--",
+            "touch",
+            str(marker),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0 and "does not exist; create it first" in done.stderr
+    assert not marker.exists() and "Traceback" not in done.stderr

@@ -1,0 +1,130 @@
+"""The fast lane beside the real lanes. A session that selects tests of both (the README's command, CI's
+`.ci/run`) runs its fast tests in a second pytest session, started in the background (niced) right after
+collection, while this one runs the real lanes one after another under the root sessions' turn. The fast
+lane reads no live kernel knob and writes none (tests/conftest.py's audit guard), so the two overlap safely;
+a fast-only session takes no turn. The child's result is this session's: its failures are printed at the
+end and fail the run.
+
+`HUGEBENCH_TESTS_SERIAL=1` keeps everything in one session (one after another).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from wheel_build import Background
+
+CHILD = "HUGEBENCH_FAST_LANE_CHILD"  # set in the child session: it never splits again
+SERIAL = "HUGEBENCH_TESTS_SERIAL"
+WAIT_S = 1800  # how long the end of this session waits for the child
+
+
+class FastLaneBeside:
+    """A pytest plugin (registered by tests/conftest.py's pytest_configure)."""
+
+    def __init__(self) -> None:
+        self.job: Background | None = None
+        self.workdir: Path | None = None
+        self.count = 0
+        self.began = 0.0
+        self.result: tuple[int, str, str] | None = None
+
+    @pytest.hookimpl(trylast=True)  # after the lanes are marked and -m/-k have deselected
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if config.option.collectonly or os.environ.get(CHILD) or os.environ.get(SERIAL) == "1":
+            return
+        fast = [item for item in items if item.get_closest_marker("fast") is not None]
+        if not fast or len(fast) == len(items):
+            return
+        self.workdir = Path(tempfile.mkdtemp(prefix="hugebench-fast-lane-"))
+        args = self.workdir / "args"
+        args.write_text("\n".join(item.nodeid for item in fast) + "\n")
+        pytest_exe = Path(sys.executable).parent / "pytest"
+        os.environ[CHILD] = "1"  # the child inherits it (this session's tests never read it)
+        try:
+            self.job = Background(
+                "fast-lane",
+                [
+                    pytest_exe if pytest_exe.exists() else sys.executable,
+                    *([] if pytest_exe.exists() else ["-m", "pytest"]),
+                    "-q",
+                    "-rfE",
+                    "-p",
+                    "no:cacheprovider",
+                    f"--basetemp={self.workdir / 'tmp'}",
+                    f"@{args}",
+                ],
+                self.workdir,
+                cwd=config.rootpath,  # the node ids are relative to it
+            )
+        finally:
+            del os.environ[CHILD]
+        self.count, self.began = len(fast), time.monotonic()
+        keep = [item for item in items if item.get_closest_marker("fast") is None]
+        items[:] = keep
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"the fast lane ({len(fast)} tests) runs beside this session, in a second pytest "
+                f"(its output: {self.job.stdout}); HUGEBENCH_TESTS_SERIAL=1 runs it here instead"
+            )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.job is None or self.result is not None:
+            return
+        if session.shouldstop or session.shouldfail:
+            self.job.stop()  # -x or an interrupt: no point waiting
+        self.result = self.job.result(timeout=WAIT_S)
+        code = self.result[0]
+        if code not in (0, 5) and session.exitstatus == 0:  # 5: nothing collected
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.result is None:
+            return
+        code, out, err = self.result
+        took = time.monotonic() - self.began
+        lines = out.rstrip().splitlines()
+        if code in (0, 5):
+            shown = lines[-1:]  # its summary line
+        else:  # its failures, whole: the short summary and what precedes it
+            start = next(
+                (
+                    i
+                    for i, line in enumerate(lines)
+                    if "= FAILURES =" in line or "= ERRORS =" in line
+                ),
+                max(0, len(lines) - 200),
+            )
+            shown = _without_durations(lines[start:]) + err.rstrip().splitlines()[-40:]
+        terminalreporter.section(f"the fast lane, beside ({self.count} tests, {took:.0f} s)")
+        for line in shown:
+            terminalreporter.write_line(line)
+        if code not in (0, 5):
+            terminalreporter.write_line(f"the fast lane's pytest exited {code}", red=True)
+
+    def pytest_unconfigure(self) -> None:
+        if self.job is not None:
+            self.job.stop()
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _without_durations(lines: list[str]) -> list[str]:
+    """The child's output without its "slowest durations" section (this session prints its own)."""
+    out, skipping = [], False
+    for line in lines:
+        if line.startswith("="):
+            skipping = "slowest" in line and "durations" in line
+        if not skipping:
+            out.append(line)
+    return out
