@@ -59,7 +59,7 @@ $AS $B/postgres -D $T/pg/data -c listen_addresses= -c unix_socket_directories=$T
 S=$!
 for i in $(seq 400); do [ -S $T/pg/.s.PGSQL.5432 ] && break; sleep 0.05; done
 $AS pgbench -h $T/pg -U postgres -i -s 10 -q postgres >/dev/null 2>&1
-$AS pgbench -h $T/pg -U postgres -S -c 4 -j 2 -t 15000 postgres
+$AS pgbench -h $T/pg -U postgres -S -c 4 -j 2 -t 100000 postgres
 kill -INT $S; wait $S; rm -rf $T
 """
 
@@ -87,7 +87,7 @@ PROGRAMS = (
     ),
     Program(
         "postgresql",
-        "PostgreSQL under pgbench -S (scale 10, 4 clients, 15 000 transactions each)",
+        "PostgreSQL under pgbench -S (scale 10, 4 clients, 100 000 transactions each)",
         POSTGRESQL,
         r"tps = ([0-9.]+)",
         ("pgbench", "setpriv"),
@@ -114,7 +114,9 @@ def _bare(program: Program, script: Path) -> float:
     return _metric(program, out.stdout + out.stderr)
 
 
-def _where(program: Program, script: Path, interval: float, json_path: Path) -> tuple[float, str]:
+def _where(
+    program: Program, script: Path, interval: float, json_path: Path, sites: bool = True
+) -> tuple[float, str]:
     """One run under ``hugebench where``: (the program's throughput, where's printed table)."""
     out = subprocess.run(
         [
@@ -122,6 +124,7 @@ def _where(program: Program, script: Path, interval: float, json_path: Path) -> 
             "where",
             "--interval",
             str(interval),
+            *([] if sites else ["--no-sites"]),
             "--json",
             str(json_path),
             "--",
@@ -144,6 +147,11 @@ def main() -> None:
     parser.add_argument("--programs", default=",".join(p.name for p in PROGRAMS))
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument(
+        "--no-sites",
+        action="store_true",
+        help="the cost runs without the call-site recorder (sampling alone)",
+    )
     parser.add_argument("--out", default="results/where-programs")
     opts = parser.parse_args()
     if os.geteuid() != 0:
@@ -181,7 +189,11 @@ def main() -> None:
                 bare, sampled = [], []
                 for _ in range(opts.pairs):
                     bare.append(_bare(program, script))
-                    sampled.append(_where(program, script, opts.interval, work / "cost.json")[0])
+                    sampled.append(
+                        _where(program, script, opts.interval, work / "c.json", not opts.no_sites)[
+                            0
+                        ]
+                    )
                 cost = statistics.median(b / s for b, s in zip(bare, sampled))
                 summary = (
                     f"sampling cost: {cost:.3f}x (median of {opts.pairs} pairs of bare / sampled throughput;"

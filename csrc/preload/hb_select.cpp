@@ -28,6 +28,7 @@
 // silence on any failure.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -80,6 +81,9 @@ int heap_selected;
 uintptr_t heap_lo;   // page-aligned start of the brk heap
 uintptr_t heap_done; // the break up to which the heap is madvised
 int log_fd = -1;
+// The main program's file name, from /proc/self/exe at load: dladdr names the main program by argv[0],
+// which a server may have rewritten by then (redis-server's process title is its socket's path).
+char exe_name[256] = "?";
 unsigned logged;        // blocks logged so far (every other one is kept apart: keep_apart)
 uintptr_t heap_start;   // start_brk, read at load when logging
 
@@ -156,13 +160,17 @@ void logf(const char* fmt, ...) {
 // the symbol it is in ("?" where the dynamic symbol table has none).
 void site_of(void* caller, char* site, size_t size, const char** symbol) {
     Dl_info info;
+    struct link_map* map = nullptr;
     *symbol = "?";
-    if (!caller || !dladdr(caller, &info) || !info.dli_fname) {
+    if (!caller || !dladdr1(caller, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP)) {
         snprintf(site, size, "?+0x0");
         return;
     }
-    const char* base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
+    // the main program's link map has an empty name: its file is /proc/self/exe's, not argv[0]
+    const char* file = map && map->l_name && *map->l_name ? map->l_name : map ? exe_name : info.dli_fname;
+    if (!file) file = "?";
+    const char* base = strrchr(file, '/');
+    base = base ? base + 1 : file;
     if (!*base) base = "?";
     if (info.dli_sname) *symbol = info.dli_sname;
     snprintf(site, size, "%s+0x%lx", base,
@@ -299,6 +307,13 @@ bool anonymous_at(uintptr_t addr) {
 __attribute__((constructor, used)) void hb_select_load() {
     int saved = errno;
     parse_rule(getenv("HUGEBENCH_SELECT"));
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        const char* slash = strrchr(exe, '/');
+        snprintf(exe_name, sizeof exe_name, "%s", slash ? slash + 1 : exe);
+    }
     const char* dir = getenv("HB_SELECT_LOG");
     if (dir && *dir) {
         char path[4096];

@@ -23,6 +23,7 @@ from pathlib import Path
 from hugebench.kernel.host import LOCAL, Host
 from hugebench.kernel.procfs import process_comm, process_tree
 from hugebench.kernel.smaps import Vma, read_smaps
+from hugebench.machine.select_rule import MAX_SITES
 
 MIN_REGION = 2 << 20  # an anonymous or file mapping smaller than one huge page is not worth a look
 PAGE = 4096
@@ -261,25 +262,47 @@ def summarise(regions: Iterable[Region], reach: Reach) -> list[Verdict]:
     )
 
 
+SITE_SHARE = (
+    0.8  # a site rule may leave out unnamed paying regions holding under 20% of the paying hot set
+)
+
+
+def harmless(verdict: Verdict) -> bool:
+    """Whether giving the region huge pages costs nothing worth refusing a rule for: it is on 2 MiB pages
+    already, or hot and dense (resident at least half its size, so 2 MiB pages would not grow it much).
+    A sparse or a cold region is what a rule must leave out (its memory would grow, or be wasted)."""
+    r = verdict.region
+    return verdict.verdict == "huge" or (
+        verdict.verdict == "fits" and r.size > 0 and r.rss / r.size >= DENSE
+    )
+
+
 def suggested_rule(verdicts: Iterable[Verdict]) -> str | None:
-    """The rule (machine.select_rule) that selects the regions that pay and none of the others: their call
-    sites where libhbselect named them, else a window of sizes around them; the heap when it pays. None
-    when no region pays or no rule can tell them from the others."""
+    """The rule (machine.select_rule) that selects the regions that pay and none that huge pages would
+    harm (a sparse or a cold one; :func:`harmless`): their call sites where libhbselect named them (the
+    paying regions it did not name holding under 20% of the paying hot set), else a window of sizes around
+    them; the heap when it pays. None when no region pays or no rule can tell them from the harmed ones."""
+    verdicts = list(verdicts)
     paying = [v.region for v in verdicts if v.verdict == "pays"]
-    others = [v.region for v in verdicts if v.verdict != "pays" and v.region.kind == "anon"]
+    harmed = [
+        v.region
+        for v in verdicts
+        if v.verdict != "pays" and v.region.kind == "anon" and not harmless(v)
+    ]
     terms = []
     anon = [r for r in paying if r.kind == "anon"]
-    if anon and all(r.site for r in anon):
-        other_sites = {r.site for r in others}
-        if not other_sites & {r.site for r in anon}:
-            terms += [f"site={site}" for site in dict.fromkeys(r.site for r in anon)]
+    named = [r for r in anon if r.site]
+    sites = set(r.site for r in named)
+    if named and sum(r.hot for r in named) >= SITE_SHARE * sum(r.hot for r in anon):
+        if len(sites) <= MAX_SITES and not {r.site for r in harmed} & sites:
+            terms += [f"site={site}" for site in dict.fromkeys(r.site for r in named)]
     if anon and not terms:
         low, high = min(r.size for r in anon), max(r.size for r in anon)
         low_mib = max(2, low >> 20)
-        inside = [r for r in others if low_mib << 20 <= r.size <= high]
+        inside = [r for r in harmed if low_mib << 20 <= r.size <= high]
         if inside:
             return None
-        above = [r.size for r in others if r.size > high]
+        above = [r.size for r in harmed if r.size > high]
         terms.append(f"anon>={low_mib}M")
         if above:
             terms.append(f"anon<{-(-min(above) // (1 << 20))}M")

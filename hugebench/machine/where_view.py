@@ -174,6 +174,16 @@ def text(view: View) -> list[str]:
             out.append(DEPLOY_INDENT + select_rule.deploy_line(parsed, view.argv))
         except ToolMissingError as exc:
             out.append(f"  ({exc})")
+        left = [
+            v.region
+            for v in view.verdicts
+            if v.verdict == "pays" and v.region.kind == "anon" and not v.region.site
+        ]
+        if parsed.sites and left:
+            out.append(
+                f"  left out: {len(left)} paying region(s) the preload did not name "
+                f"({_mib(sum(r.hot for r in left))} hot: mapped by calls the preload does not see)"
+            )
     elif any(v.verdict == "huge" for v in view.verdicts) and not any(
         v.verdict == "pays" for v in view.verdicts
     ):
