@@ -196,7 +196,9 @@ def main() -> None:
                     )
                 cost = statistics.median(b / s for b, s in zip(bare, sampled))
                 summary = (
-                    f"sampling cost: {cost:.3f}x (median of {opts.pairs} pairs of bare / sampled throughput;"
+                    f"sampling cost (every {opts.interval:g} s, call sites "
+                    f"{'off' if opts.no_sites else 'recorded'}): {cost:.3f}x (median of {opts.pairs} "
+                    f"pairs of bare / sampled throughput;"
                     f" bare {', '.join(f'{x:.0f}' for x in bare)}, sampled {', '.join(f'{x:.0f}' for x in sampled)})"
                 )
                 print(f"{program.name}: {summary}")
