@@ -307,8 +307,12 @@ def _take_turn(session: pytest.Session) -> None:
     fast lane alone writes no knob and reads none, so it runs beside any other."""
     import fcntl
 
+    import fast_lane
+
     if os.geteuid() != 0:
         return  # a user's tests cannot write the knobs
+    if fast_lane.in_child():
+        return  # the session this one runs beside holds the turn
     _FOUND_DIR.mkdir(parents=True, exist_ok=True)
     handle = open(_FOUND_DIR.parent / "test-sessions.lock", "a+")  # held until the process exits
     try:
@@ -727,7 +731,9 @@ def machine_left_as_found(request):
     """After the whole test session THP, the hugetlb pool, compaction of mlocked pages (which
     ``memory_state: fragmented`` turns off) and free page reporting's order must read exactly as before it.
     A session of the fast lane alone neither writes nor reads them: nothing to check."""
-    if _fast_only(request.session):
+    import fast_lane
+
+    if _fast_only(request.session) or fast_lane.in_child():  # the parent session guards the child's
         yield
         return
     restored = _restore_killed_sessions()

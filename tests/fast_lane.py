@@ -2,8 +2,9 @@
 `.ci/run`) runs its fast tests in a second pytest session, started in the background (niced) right after
 collection, while this one runs the real lanes one after another under the root sessions' turn. The fast
 lane reads no live kernel knob and writes none (tests/conftest.py's audit guard), so the two overlap safely;
-a fast-only session takes no turn. The child's result is this session's: its failures are printed at the
-end and fail the run.
+a real test marked ``beside`` (it writes and reads no kernel knob: the install as another user) goes with
+it. The child runs under this session's turn (it takes none itself, and the session guard is this
+session's). The child's result is this session's: its failures are printed at the end and fail the run.
 
 `HUGEBENCH_TESTS_SERIAL=1` keeps everything in one session (one after another).
 """
@@ -41,7 +42,7 @@ class FastLaneBeside:
     ) -> None:
         if config.option.collectonly or os.environ.get(CHILD) or os.environ.get(SERIAL) == "1":
             return
-        fast = [item for item in items if item.get_closest_marker("fast") is not None]
+        fast = [item for item in items if _beside(item)]
         if not fast or len(fast) == len(items):
             return
         self.workdir = Path(tempfile.mkdtemp(prefix="hugebench-fast-lane-"))
@@ -68,12 +69,13 @@ class FastLaneBeside:
         finally:
             del os.environ[CHILD]
         self.count, self.began = len(fast), time.monotonic()
-        keep = [item for item in items if item.get_closest_marker("fast") is None]
+        keep = [item for item in items if not _beside(item)]
         items[:] = keep
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(
-                f"the fast lane ({len(fast)} tests) runs beside this session, in a second pytest "
+                f"the fast lane ({len(fast)} tests{_with_beside(fast)}) runs beside this session, in a "
+                "second pytest "
                 f"(its output: {self.job.stdout}); HUGEBENCH_TESTS_SERIAL=1 runs it here instead"
             )
 
@@ -117,6 +119,20 @@ class FastLaneBeside:
             self.job.stop()
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _beside(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(m) is not None for m in ("fast", "beside"))
+
+
+def _with_beside(items: list[pytest.Item]) -> str:
+    real = sum(1 for item in items if item.get_closest_marker("fast") is None)
+    return f", {real} of them real tests marked beside" if real else ""
+
+
+def in_child() -> bool:
+    """Whether this session is the one running beside another (which holds the turn and guards)."""
+    return bool(os.environ.get(CHILD))
 
 
 def _without_durations(lines: list[str]) -> list[str]:

@@ -139,6 +139,20 @@ def wrapped(lines: Sequence[str], width: int = WIDTH) -> list[str]:
 DEPLOY_INDENT = "    "  # the deploy line: printed whole
 
 
+ALLOCATOR_OBJECTS = ("libjemalloc", "libtcmalloc", "libmimalloc")
+
+
+def _allocator_of(verdicts: Sequence[rg.Verdict]) -> str | None:
+    """The allocator library whose call sites made most of the paying regions' hot set, if one did."""
+    paying = [v.region for v in verdicts if v.verdict == "pays" and v.region.site]
+    total = sum(r.hot for r in paying)
+    for name in ALLOCATOR_OBJECTS:
+        mine = sum(r.hot for r in paying if (r.site or "").startswith(name))
+        if total and mine * 2 > total:
+            return name
+    return None
+
+
 def text(view: View) -> list[str]:
     """The answer: the table, the hot set against the TLB's reach, the regions the program madvises
     itself, the rule that selects the regions that pay and its deploy line, the sampler's cost; prose
@@ -191,7 +205,16 @@ def text(view: View) -> list[str]:
     elif not any(v.verdict == "pays" for v in view.verdicts):
         out.append("no region pays for huge pages here")
     else:
-        out.append("no rule tells the regions that pay from the others (their sizes overlap)")
+        out.append(
+            "no rule tells the regions that pay from the ones huge pages would grow or waste "
+            "(their call sites and sizes overlap)"
+        )
+        allocator = _allocator_of(view.verdicts)
+        if allocator:
+            out.append(
+                f"  the regions that pay are {allocator}'s arenas, which hold the others too: its own "
+                "huge-page setting places them (`hugebench try` races it)"
+            )
     if view.cost is not None:
         out.append(
             f"sampling cost: {view.cost:.3f}x bare (median wall {statistics.median(view.sampled_s):.2f} s "

@@ -105,3 +105,15 @@ def test_a_site_in_the_main_program_is_named_by_its_file_not_its_rewritten_argv0
     )
     sites = [site for _, _, size, site in rg.read_sites(logs) if size >= 8 << 20]
     assert sites and all(s.startswith("retitled-program+0x") for s in sites), sites
+
+
+def test_arenas_of_an_allocator_with_sparse_ones_among_them_point_to_its_own_setting():
+    from hugebench.machine.where_view import _allocator_of
+
+    site = "libjemalloc.so.2+0x94b5a"
+    paying = [_region(0x1000_0000 + i * 64 * MIB, 36 + 8 * i, 35, 30, site) for i in range(3)]
+    sparse = _region(0x7000_0000, 40, 6.7, 6.7, site)  # inside the paying sizes' window
+    verdicts = _verdicts(*paying, sparse)
+    assert rg.suggested_rule(verdicts) is None
+    assert _allocator_of(verdicts) == "libjemalloc"
+    assert _allocator_of(_verdicts(_region(0x1000_0000, 64, 64, 60, "prog+0x10"))) is None

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
-pytestmark = [pytest.mark.needs_root, pytest.mark.wheel, pytest.mark.slow]
+# beside: a build as another user touches no kernel knob, so it runs beside the real lanes (tests/fast_lane.py)
+pytestmark = [pytest.mark.needs_root, pytest.mark.wheel, pytest.mark.slow, pytest.mark.beside]
 
 
 def _read_only_copy(dest: Path) -> Path:
