@@ -279,9 +279,11 @@ def harmless(verdict: Verdict) -> bool:
 
 def suggested_rule(verdicts: Iterable[Verdict]) -> str | None:
     """The rule (machine.select_rule) that selects the regions that pay and none that huge pages would
-    harm (a sparse or a cold one; :func:`harmless`): their call sites where libhbselect named them (the
-    paying regions it did not name holding under 20% of the paying hot set), else a window of sizes around
-    them; the heap when it pays. None when no region pays or no rule can tell them from the harmed ones."""
+    harm (a sparse or a cold one; :func:`harmless`): the call sites (libhbselect's names) that made paying
+    regions and no harmed one, when they hold at least 80% of the paying hot set (the paying regions left
+    out, unnamed or from a site that also made a harmed one, are said so by ``where``), else a window of
+    sizes around them; the heap when it pays. None when no anonymous region or heap pays, or no rule
+    can tell them from the harmed ones."""
     verdicts = list(verdicts)
     paying = [v.region for v in verdicts if v.verdict == "pays"]
     harmed = [
@@ -291,11 +293,15 @@ def suggested_rule(verdicts: Iterable[Verdict]) -> str | None:
     ]
     terms = []
     anon = [r for r in paying if r.kind == "anon"]
-    named = [r for r in anon if r.site]
-    sites = set(r.site for r in named)
-    if named and sum(r.hot for r in named) >= SITE_SHARE * sum(r.hot for r in anon):
-        if len(sites) <= MAX_SITES and not {r.site for r in harmed} & sites:
-            terms += [f"site={site}" for site in dict.fromkeys(r.site for r in named)]
+    # the call sites that made a paying region and no harmed one, the hottest first
+    harmed_sites = {r.site for r in harmed if r.site}
+    heat: dict[str, int] = {}
+    for r in anon:
+        if r.site and r.site not in harmed_sites:
+            heat[r.site] = heat.get(r.site, 0) + r.hot
+    chosen = sorted(heat, key=lambda site: -heat[site])[:MAX_SITES]
+    if chosen and sum(heat[site] for site in chosen) >= SITE_SHARE * sum(r.hot for r in anon):
+        terms += [f"site={site}" for site in chosen]
     if anon and not terms:
         low, high = min(r.size for r in anon), max(r.size for r in anon)
         low_mib = max(2, low >> 20)

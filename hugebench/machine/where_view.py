@@ -139,6 +139,7 @@ def wrapped(lines: Sequence[str], width: int = WIDTH) -> list[str]:
 DEPLOY_INDENT = "    "  # the deploy line: printed whole
 
 
+KIND_WORDS = {"shm": "shared memory", "file": "file mappings", "stack": "stacks"}
 ALLOCATOR_OBJECTS = ("libjemalloc", "libtcmalloc", "libmimalloc")
 
 
@@ -191,12 +192,14 @@ def text(view: View) -> list[str]:
         left = [
             v.region
             for v in view.verdicts
-            if v.verdict == "pays" and v.region.kind == "anon" and not v.region.site
+            if v.verdict == "pays" and v.region.kind == "anon" and v.region.site not in parsed.sites
         ]
         if parsed.sites and left:
+            unnamed = sum(1 for r in left if not r.site)
             out.append(
-                f"  left out: {len(left)} paying region(s) the preload did not name "
-                f"({_mib(sum(r.hot for r in left))} hot: mapped by calls the preload does not see)"
+                f"  left out: {len(left)} paying region(s), {_mib(sum(r.hot for r in left))} hot "
+                f"({unnamed} the preload did not see made, {len(left) - unnamed} from call sites "
+                "that also made regions huge pages would grow or waste)"
             )
     elif any(v.verdict == "huge" for v in view.verdicts) and not any(
         v.verdict == "pays" for v in view.verdicts
@@ -204,6 +207,14 @@ def text(view: View) -> list[str]:
         out.append("no region needs more: the hot ones are on 2 MiB pages already")
     elif not any(v.verdict == "pays" for v in view.verdicts):
         out.append("no region pays for huge pages here")
+    elif not any(v.verdict == "pays" and v.region.kind in ("anon", "heap") for v in view.verdicts):
+        kinds = sorted({v.region.kind for v in view.verdicts if v.verdict == "pays"})
+        out.append(
+            f"the regions that pay are {' and '.join(KIND_WORDS.get(k, k) for k in kinds)}, which "
+            "--select does not reach (it madvises anonymous blocks and the heap): shared memory "
+            "takes huge pages from thp.shmem_enabled or the program's own hugetlb option, files "
+            "from a file system mounted with huge pages"
+        )
     else:
         out.append(
             "no rule tells the regions that pay from the ones huge pages would grow or waste "

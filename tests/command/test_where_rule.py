@@ -63,12 +63,25 @@ def test_unnamed_paying_regions_holding_most_of_the_hot_set_get_a_size_window():
     assert rg.suggested_rule(_verdicts(named, unnamed, cold)) == "anon>=64M,anon<2048M"
 
 
-def test_more_sites_than_the_library_takes_fall_back_to_sizes():
+def test_more_sites_than_the_library_takes_keep_the_hottest():
     many = [
-        _region(0x1000_0000 + i * 128 * MIB, 100, 100, 90, f"prog+0x{i:x}")
+        _region(0x1000_0000 + i * 128 * MIB, 100, 100, 90 - i, f"prog+0x{i:x}")
         for i in range(MAX_SITES + 1)
     ]
-    assert rg.suggested_rule(_verdicts(*many)) == "anon>=100M"
+    rule = rg.suggested_rule(_verdicts(*many))
+    assert rule == ",".join(f"site=prog+0x{i:x}" for i in range(MAX_SITES))
+    parse(rule)
+
+
+def test_a_site_that_also_made_a_harmed_region_is_left_out_when_the_others_hold_the_hot_set():
+    """The JVM: its 1 GiB heap from one call site, small paying reservations from another site that also
+    reserved a cold one: huge pages for the heap's site alone."""
+    heap = _region(0x1000_0000, 1022, 1021, 1000, "libjvm.so+0xc2adf2")
+    small = [
+        _region(0x8000_0000 + i * 32 * MIB, 16, 16, 16, "libjvm.so+0xc2a7ce") for i in range(2)
+    ]
+    reserved = _region(0xA000_0000, 240, 10, 0, "libjvm.so+0xc2a7ce")  # a cold reservation
+    assert rg.suggested_rule(_verdicts(heap, *small, reserved)) == "site=libjvm.so+0xc2adf2"
 
 
 RETITLED = r"""
