@@ -255,7 +255,8 @@ def main(argv=None) -> int:
     thp_off = panel.make_thp_off(base / "bin")
     loads = {"quiet": ["quiet"], "busy": ["busy"], "both": ["quiet", "busy"]}[args.load]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally blocks run: knobs, load
-    rows = []
+    rows: list = []
+    lines: list[str] = []
     for prog in programs:
         for who in whos:
             for load in loads:
@@ -263,12 +264,18 @@ def main(argv=None) -> int:
                     if pid:
                         print(f"background load: pid {pid}, one CPU at normal priority", flush=True)
                     rows.append(judge_one(prog, who, base, thp_off, args, load))
-    lines = header(args, [sys.argv[0], *argv]) + lib.table(rows) + [""] + lib.summary(rows)
+                # written after every row: a judge cut short keeps what it measured
+                lines = _write(base, args, argv, rows)
     print("\n".join(lines))
-    write_atomic(base / "judge.md", "\n".join(lines) + "\n")
-    write_atomic(base / "judge.json", json.dumps(rows, indent=1, default=str))
     print(f"\nwritten: {base / 'judge.md'}, {base / 'judge.json'}")
     return 0
+
+
+def _write(base: Path, args, argv: list, rows: list) -> list[str]:
+    lines = header(args, [sys.argv[0], *argv]) + lib.table(rows) + [""] + lib.summary(rows)
+    write_atomic(base / "judge.md", "\n".join(lines) + "\n")
+    write_atomic(base / "judge.json", json.dumps(rows, indent=1, default=str))
+    return lines
 
 
 if __name__ == "__main__":
