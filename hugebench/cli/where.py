@@ -59,6 +59,13 @@ def machine_reach():
     help="seconds between samples (each clears the accessed bits: the program pays per sample)",
 )
 @click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0, max=1),
+    default=0.02,
+    show_default=True,
+    help="stretch the interval so the sampler's own time stays within this share of one CPU (0: never)",
+)
+@click.option(
     "--no-sites",
     is_flag=True,
     help="do not preload libhbselect to record call sites (the program fully as-is)",
@@ -98,7 +105,7 @@ def machine_reach():
     help="write the answer as a page: the table, the lines printed, each hot region's touched memory over time",
 )
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-def where(interval, no_sites, bare, timeout, json_path, plot_dir, html_path, argv):
+def where(interval, max_cost, no_sites, bare, timeout, json_path, plot_dir, html_path, argv):
     """Which regions of PROGRAM's memory pay for huge pages (its output goes to stderr)."""
     from hugebench._util import write_json_atomic
     from hugebench.machine.where_view import as_json, text, watch
@@ -119,6 +126,7 @@ def where(interval, no_sites, bare, timeout, json_path, plot_dir, html_path, arg
         sites=not no_sites,
         bare=bare,
         timeout=timeout,
+        max_cost=max_cost,
     )
     lines = text(view)
     for line in lines:

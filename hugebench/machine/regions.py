@@ -151,6 +151,9 @@ def clear_refs(pid: int, host: Host = LOCAL) -> bool:
         return False
 
 
+EARLY_S = 0.05  # how much earlier than its due time a sample may be taken
+
+
 @dataclass
 class Watch:
     """The regions of a process tree, sampled by :meth:`tick` (call it every interval)."""
@@ -161,9 +164,18 @@ class Watch:
     regions: dict[tuple[int, int], Region] = field(default_factory=dict)
     ticks: int = 0
     cost_s: float = 0.0  # the sampler's own time (reading smaps, clearing the bits)
+    interval: float = 0.0  # the least time from one sample to the next
+    # the sampler's own time kept within this share of one CPU: after a sample that took d seconds the
+    # next waits at least d / max_share (0: never stretched); a program of many processes and large
+    # mappings (PostgreSQL's backends, ~0.2 s a sample here) is sampled less often, not slowed
+    max_share: float = 0.0
+    due: float = 0.0  # perf_counter time of the next sample
 
     def tick(self) -> None:
+        """A sample, when one is due (the caller may call more often than the interval)."""
         began = time.perf_counter()
+        if began < self.due:
+            return
         t = began - self.started
         for pid in process_tree(self.root, self.host):
             try:
@@ -181,7 +193,11 @@ class Watch:
                 region.samples.append(sample_of(vma, t))
             clear_refs(pid, self.host)
         self.ticks += 1
-        self.cost_s += time.perf_counter() - began
+        took = time.perf_counter() - began
+        self.cost_s += took
+        stretched = took / self.max_share if self.max_share > 0 else 0.0
+        # the caller's own period jitters: a sample is due a little early rather than a whole period late
+        self.due = began + max(self.interval, stretched) - EARLY_S
 
 
 def read_sites(directory: Path) -> list[tuple[int, int, int, str]]:
@@ -335,15 +351,19 @@ def run_program(
     cwd: str | None = None,
     timeout: float | None = None,
     output: int = 2,
+    max_share: float = 0.0,
 ) -> Watched:
     """Run ``argv`` (its output to descriptor ``output``) contained like a sweep's run (no process of it
-    outlives this call), sampling its tree every ``interval`` seconds (None: not at all, the bare run)."""
+    outlives this call), sampling its tree every ``interval`` seconds or more (None: not at all, the bare
+    run), stretched so the sampler's time stays within ``max_share`` of one CPU (:class:`Watch`)."""
     from hugebench.machine.launch import Launched
     from hugebench.system.containment import RunContainer, record_dir
 
     with RunContainer(f"where-{os.getpid()}", record_dir()) as container:
         launched = Launched(argv, env, cwd or os.getcwd(), stdout=output, container=container)
-        watch = Watch(launched.pid)
+        watch = Watch(launched.pid, interval=interval or 0.0, max_share=max_share)
+        # called at least every interval (a container's tracking calls it every second or less); the
+        # watch samples when one is due
         ended = launched.wait(
             timeout, tick=interval, on_tick=watch.tick if interval is not None else None
         )

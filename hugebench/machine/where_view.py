@@ -35,6 +35,7 @@ class View:
     interval: float
     sites: bool
     notes: list[str] = field(default_factory=list)
+    max_cost: float = 0.0
     bare_s: list[float] = field(default_factory=list)
     sampled_s: list[float] = field(default_factory=list)
 
@@ -59,9 +60,11 @@ def watch(
     sites: bool = True,
     bare: int = 0,
     timeout: float | None = None,
+    max_cost: float = 0.0,
 ) -> View:
-    """Run ``argv`` under the sampler (every ``interval`` s), with call sites recorded when ``sites``; then
-    ``bare`` more pairs of a bare run and a sampled one, alternating, to measure the sampler's cost."""
+    """Run ``argv`` under the sampler (every ``interval`` s or more: stretched so that its own time stays
+    within ``max_cost`` of one CPU), with call sites recorded when ``sites``; then ``bare`` more pairs of
+    a bare run and a sampled one, alternating, to measure the sampler's cost."""
     with tempfile.TemporaryDirectory(prefix="hugebench-where-") as tmp:
         run_env, notes = env, []
         if sites:
@@ -69,18 +72,29 @@ def watch(
                 run_env = rg.site_environment(Path(tmp), select_rule.library(), env)
             except ToolMissingError as exc:
                 sites, notes = False, [f"call sites not recorded: {exc}"]
-        watched = rg.run_program(list(argv), run_env, interval=interval, timeout=timeout)
+        watched = rg.run_program(
+            list(argv), run_env, interval=interval, timeout=timeout, max_share=max_cost
+        )
         regions = list(watched.watch.regions.values())
         if sites:
             rg.attach_sites(regions, rg.read_sites(Path(tmp)))
         view = View(
-            list(argv), rg.summarise(regions, reach), reach, watched, interval, sites, notes
+            list(argv),
+            rg.summarise(regions, reach),
+            reach,
+            watched,
+            interval,
+            sites,
+            notes,
+            max_cost,
         )
         for _ in range(bare):
             view.bare_s.append(
                 rg.run_program(list(argv), env, interval=None, timeout=timeout).wall_s
             )
-            again = rg.run_program(list(argv), run_env, interval=interval, timeout=timeout)
+            again = rg.run_program(
+                list(argv), run_env, interval=interval, timeout=timeout, max_share=max_cost
+            )
             view.sampled_s.append(again.wall_s)
     return view
 
@@ -159,9 +173,16 @@ def text(view: View) -> list[str]:
     itself, the rule that selects the regions that pay and its deploy line, the sampler's cost; prose
     wrapped to 80 columns (:func:`wrapped`)."""
     w = view.watched
+    every = f"every {view.interval:g} s"
+    if w.watch.ticks > 1 and w.wall_s / w.watch.ticks > view.interval * 1.5:
+        each = w.watch.cost_s / w.watch.ticks
+        every = (
+            f"every {w.wall_s / w.watch.ticks:.1f} s on average ({each * 1000:.0f} ms a sample, "
+            f"kept within {view.max_cost:.0%} of one CPU)"
+        )
     out = [
         f"{len(view.verdicts)} regions of {len({v.region.pid for v in view.verdicts})} process(es), "
-        f"sampled {w.watch.ticks} times every {view.interval:g} s over {w.wall_s:.1f} s"
+        f"sampled {w.watch.ticks} times {every} over {w.wall_s:.1f} s"
     ]
     out += table(view.verdicts)
     hot = sum(v.region.hot for v in view.verdicts)
@@ -245,6 +266,7 @@ def as_json(view: View) -> dict:
         "wall_s": view.watched.wall_s,
         "exit_code": view.watched.code,
         "ticks": view.watched.watch.ticks,
+        "max_cost": view.max_cost,
         "sampler_s": view.watched.watch.cost_s,
         "reach": {"entries": view.reach.entries, "source": view.reach.source},
         "rule": view.rule,

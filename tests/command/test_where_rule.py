@@ -130,3 +130,23 @@ def test_arenas_of_an_allocator_with_sparse_ones_among_them_point_to_its_own_set
     assert rg.suggested_rule(verdicts) is None
     assert _allocator_of(verdicts) == "libjemalloc"
     assert _allocator_of(_verdicts(_region(0x1000_0000, 64, 64, 60, "prog+0x10"))) is None
+
+
+def test_the_watch_samples_when_due_and_stretches_its_interval_to_its_cost_share():
+    """The sampler is called every tick of the wait (a second or less) and samples when due: at the
+    interval, or later so its own time stays within max_share of one CPU."""
+    import os
+    import time
+
+    watch = rg.Watch(os.getpid(), interval=30.0)
+    watch.tick()
+    watch.tick()  # 30 s are not over
+    assert watch.ticks == 1 and watch.due > time.perf_counter() + 29
+    stretched = rg.Watch(os.getpid(), interval=0.0, max_share=0.001)
+    began = time.perf_counter()
+    stretched.tick()
+    assert stretched.ticks == 1
+    assert stretched.due >= began + stretched.cost_s / 0.001 - rg.EARLY_S - 0.01
+    stretched.due = 0.0
+    stretched.tick()
+    assert stretched.ticks == 2
