@@ -92,6 +92,9 @@ def test_real_ok():
 """
 
 
+LANE_VARIABLES = ("HUGEBENCH_FAST_LANE_CHILD", "HUGEBENCH_TESTS_SERIAL")
+
+
 def _split_session(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     pytest = Path(sys.executable).parent / "pytest"
     return subprocess.run(
@@ -100,7 +103,8 @@ def _split_session(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, **env},
+        # as a session of its own would run, even from inside the fast lane's second session
+        env={**{k: v for k, v in os.environ.items() if k not in LANE_VARIABLES}, **env},
     )
 
 
