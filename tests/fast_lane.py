@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from wheel_build import Background
+from wheel_build import DISTRO_TEST, WHEEL_TEST, Background
 
 CHILD = "HUGEBENCH_FAST_LANE_CHILD"  # set in the child session: it never splits again
 SERIAL = "HUGEBENCH_TESTS_SERIAL"
@@ -40,7 +40,12 @@ class FastLaneBeside:
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        if config.option.collectonly or os.environ.get(CHILD) or os.environ.get(SERIAL) == "1":
+        if config.option.collectonly:
+            return
+        # the tests of the wheels last: their builds, started in the background at the session's start
+        # (tests/wheel_build.py), are done by then instead of waited for (132 s in the middle of a run)
+        items.sort(key=lambda item: item.path.name in (WHEEL_TEST, DISTRO_TEST))
+        if os.environ.get(CHILD) or os.environ.get(SERIAL) == "1":
             return
         fast = [item for item in items if _beside(item)]
         if not fast or len(fast) == len(items):

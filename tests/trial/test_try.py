@@ -521,7 +521,10 @@ def test_heap_bound_program_gets_a_huge_page_verdict_with_coverage(
     assert best["allocator_proof"] and "libc.so.6" in best["allocator_proof"]
     if verdict["resolved"]:  # 2 MiB pages: 512x fewer faults and TLB misses
         assert best["cell"]["thp"] == "always" and best["ratio"]["value"] < 0.9, verdict
-        assert verdict["recommend"] == "best"
+        # firm, or 'likely' with its reason when the runs were unstable (another job on this 2-core
+        # machine: the suite's fast lane runs beside the real ones); either way deployed as printed
+        assert verdict["recommend"] in ("best", "likely"), verdict
+        assert (verdict["recommend"] == "likely") == bool(verdict["likely"]), verdict
         assert (
             "echo always > /sys/kernel/mm/transparent_hugepage/enabled" in verdict["deploy"]["thp"]
         )
