@@ -331,15 +331,23 @@ class Schedule:
                     state.dropped[cell] = why + " (dropped after that one run)"
             if cell in state.dropped and cell in state.active:
                 state.active.remove(cell)
-                self._promote()
+                self._promote(cell)
         self._same_folios(rows)
 
-    def _promote(self) -> None:
-        """The first configuration the cut left out, kept instead of one dropped at its first run (while
-        the selection has not passed its first block)."""
+    def _promote(self, dropped: str) -> None:
+        """The first configuration the cut left out in ``dropped``'s group (its regime, or its memory
+        state), kept instead of it when it was dropped at its first run (while the selection has not
+        passed its first block). With two regimes, the default where the machine reports free pages,
+        this was skipped: the heap program's one kept configuration (glibc's hugetlb tunable, 0% on huge
+        pages) was dropped in both and the try ended after 30 s of 180, "no configuration but as-is
+        left"."""
         state = self.state
-        if state.cut and state.blocks < 1 and len(self.groups) == 1:
-            cell = state.cut.pop(0)
+        if not state.cut or state.blocks >= 1:
+            return
+        group = self.bases.get(dropped)
+        cell = next((c for c in state.cut if self.bases.get(c) == group), None)
+        if cell is not None:
+            state.cut.remove(cell)
             state.kept.append(cell)
             state.active.append(cell)
 

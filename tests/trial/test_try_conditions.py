@@ -83,6 +83,25 @@ def test_a_huge_page_configuration_with_as_is_folios_is_dropped_after_one_run():
     assert "h" not in sched.state.dropped
 
 
+def test_with_two_regimes_a_configuration_dropped_at_its_first_run_gives_its_place_in_its_regime():
+    """Back to back and after idle (two groups, each with its own as-is): the one configuration kept got
+    as-is's pages in both; the next one the cut left out takes its place in each regime."""
+    order = ["base", "idle-base", "h", "idle-h", "j", "idle-j", "k", "idle-k"]
+    bases = {c: "idle-base" if c.startswith("idle-") else "base" for c in order}
+    sched = Schedule(
+        order, "base", "window_s", "lower", 600, 0.0, huge=("h", "idle-h"), bases=bases
+    )
+    sched.state.kept = sched.state.active = ["base", "idle-base", "h", "idle-h"]
+    sched.state.active = list(sched.state.kept)
+    sched.state.cut = ["j", "idle-j", "k", "idle-k"]
+    mix = {"folio.anon_bytes": 256 << 20, "folio_share.4kB": 1.0, "folio_share.2048kB": 0.0}
+    rows = [_row(c, **mix) for c in ("base", "idle-base", "h", "idle-h")]
+    sched._after_warmup(rows, {"h", "idle-h"})
+    assert {"h", "idle-h"} <= set(sched.state.dropped)
+    assert sorted(sched.state.active) == ["base", "idle-base", "idle-j", "j"]
+    assert sched.state.cut == ["k", "idle-k"]
+
+
 def test_without_folio_sizes_zero_coverage_on_both_is_the_same_pages():
     """As a user (no pagemap): both under 1 % huge-page coverage."""
     rows = [
