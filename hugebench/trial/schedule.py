@@ -197,12 +197,7 @@ class Schedule:
         """The selection's blocks; returns the first block index the confirmation may use."""
         state = self.state
         for block in range(MAX_BLOCKS):
-            todo = [
-                r for r in plan_block(spec, block, set(state.active)) if r.cell_id in state.active
-            ]
-            if block == 0:  # as-is's (and the screened configurations') block 0 ran before the cut
-                done = set(self.groups) | set(state.screened)
-                todo = [r for r in todo if r.cell_id not in done]
+            todo = self._block_todo(spec, block, plan_block, set())
             if not self._fits(todo, self._reserve_s()) and (
                 not self._fits(todo) or self._confirmation_due()
             ):  # the reserve is for a leader ahead of as-is; while there is none, it selects on
@@ -210,16 +205,36 @@ class Schedule:
                     RESERVE_REACHED if self._fits(todo) else "budget ended"
                 )
                 return block if block else 1
-            for run in todo:
-                if state.left_s() < (state.run_s or 0):
-                    state.stopped = "budget ended"
-                    return block + 1
-                yield from self._timed([run])
+            ran: set[str] = set()
+            while todo:
+                for run in todo:
+                    if run.cell_id not in state.active:  # dropped at its warm-up meanwhile
+                        continue
+                    if state.left_s() < (state.run_s or 0):
+                        state.stopped = "budget ended"
+                        return block + 1
+                    yield from self._timed([run])
+                    ran.add(run.cell_id)
+                # a configuration promoted in a dropped one's place (:meth:`_promote`) runs this block too
+                todo = self._block_todo(spec, block, plan_block, ran)
             state.blocks = block + 1
             if self._decide(window(rows(), 0, block + 1), block + 1):
                 return block + 1
         state.stopped = f"{MAX_BLOCKS} blocks"
         return MAX_BLOCKS
+
+    def _block_todo(self, spec, block: int, plan_block: Callable, ran: set) -> list:
+        """The runs of ``block`` the active configurations still need (not those in ``ran``)."""
+        state = self.state
+        todo = [
+            r
+            for r in plan_block(spec, block, set(state.active))
+            if r.cell_id in state.active and r.cell_id not in ran
+        ]
+        if block == 0:  # as-is's (and the screened configurations') block 0 ran before the cut
+            done = set(self.groups) | set(state.screened)
+            todo = [r for r in todo if r.cell_id not in done]
+        return todo
 
     def _confirm(self, spec, rows: Callable, plan_block: Callable, start: int):
         """Fresh pairs of each group's leader and its as-is, judged on those pairs alone (at ``ALPHA``)."""
@@ -470,8 +485,11 @@ class Schedule:
         state = self.state
         self._same_folios(rows)
         values = values_of(rows, state.active, self.metric)
-        for cell in list(state.active):
-            if cell not in self.groups and not stats.finite(values[cell]).size:
+        timed = {r.get("cell_id") for r in rows if not r.get("warmup")}
+        for cell in list(
+            state.active
+        ):  # (one not run yet is not failed: promoted in a block's last run)
+            if cell not in self.groups and cell in timed and not stats.finite(values[cell]).size:
                 state.dropped[cell] = "every run failed"
         values = values_of(paired_only(rows), state.active, self.metric)  # warm-ups judge nothing
         for base in self.groups:
