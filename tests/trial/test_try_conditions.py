@@ -102,6 +102,21 @@ def test_with_two_regimes_a_configuration_dropped_at_its_first_run_gives_its_pla
     assert sched.state.cut == ["k", "idle-k"]
 
 
+def test_a_configuration_promoted_but_not_run_yet_is_not_dropped_as_failed():
+    """Promoted at the block's last run, it has no timed run yet: not 'every run failed'."""
+    sched = _schedule()
+    sched.state.active = ["base", "h", "j"]
+    timed = [
+        {"cell_id": c, "status": "ok", "repetition": 0, "window_s": v}
+        for c, v in (("base", 1.0), ("h", 0.9))
+    ]
+    sched._decide(timed, 1)
+    assert "j" not in sched.state.dropped and "j" in sched.state.active
+    failed = [*timed, {"cell_id": "j", "status": "failed", "repetition": 0, "window_s": None}]
+    sched._decide(failed, 1)
+    assert sched.state.dropped["j"] == "every run failed"
+
+
 def test_without_folio_sizes_zero_coverage_on_both_is_the_same_pages():
     """As a user (no pagemap): both under 1 % huge-page coverage."""
     rows = [
