@@ -27,6 +27,7 @@ DEFAULT_POOL = f"{VM_DIR}/nr_hugepages"  # under /proc: the pool of the default 
 # The knobs code names (each one entry of DECLARED below).
 THP_ENABLED = "thp.enabled"
 THP_DEFRAG = "thp.defrag"
+THP_SHMEM_ENABLED = "thp.shmem_enabled"
 HUGETLB_2MB = "hugetlb.2MB"
 HUGETLB_1GB = "hugetlb.1GB"
 COMPACT_UNEVICTABLE = "vm.compact_unevictable_allowed"
@@ -72,7 +73,7 @@ def _thp(name, rel, kind, family="thp", lo=0, hi=None, aliases=(), doc=""):
 DECLARED: tuple[KnobDecl, ...] = (
     _thp(THP_ENABLED, "enabled", "choice", aliases=("thp",), doc="THP mode for anonymous memory"),
     _thp(THP_DEFRAG, "defrag", "choice", doc="whether a THP fault stalls to compact"),
-    _thp("thp.shmem_enabled", "shmem_enabled", "choice", doc="THP for shmem and tmpfs"),
+    _thp(THP_SHMEM_ENABLED, "shmem_enabled", "choice", doc="THP for shmem and tmpfs"),
     _thp("thp.use_zero_page", "use_zero_page", "int", hi=1),
     _thp(
         "thp.shrink_underused",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hugebench.errors import ToolMissingError
+from hugebench.knob_catalogue import THP_SHMEM_ENABLED
 from hugebench.machine import regions as rg
 from hugebench.machine import select_rule
 
@@ -233,7 +234,7 @@ def text(view: View) -> list[str]:
         out.append(
             f"the regions that pay are {' and '.join(KIND_WORDS.get(k, k) for k in kinds)}, which "
             "--select does not reach (it madvises anonymous blocks and the heap): shared memory "
-            "takes huge pages from thp.shmem_enabled or the program's own hugetlb option, files "
+            f"takes huge pages from {THP_SHMEM_ENABLED} or the program's own hugetlb option, files "
             "from a file system mounted with huge pages"
         )
     else:
