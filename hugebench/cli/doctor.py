@@ -7,7 +7,12 @@ import click
 
 @click.command()
 @click.option("--strict", is_flag=True, help="Exit with status 1 when any check fails.")
-def doctor(strict: bool) -> None:
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Skip the one measurement that takes seconds (free page reporting's cost, ~10 s).",
+)
+def doctor(strict: bool, quick: bool) -> None:
     """Check perf, hardware counters, THP/hugetlb knobs, allocators and the C++ extension."""
     from rich.console import Console
     from rich.markup import escape
@@ -15,7 +20,7 @@ def doctor(strict: bool) -> None:
 
     from hugebench.doctor import doctor_report
 
-    checks = doctor_report()
+    checks = doctor_report(quick=quick)
     table = Table(title="hugebench doctor", show_lines=False)
     for column in ("check", "", "detail", "fix"):
         table.add_column(column, overflow="fold")

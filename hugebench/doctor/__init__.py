@@ -325,8 +325,11 @@ def allocator_checks() -> list[Check]:
         return [Check("allocators", False, f"discovery failed: {exc}", "")]
 
 
-def doctor_report(*, perf_bin: str = "perf", host: Host = LOCAL) -> list[Check]:
-    """Every check, in the order a user would fix them."""
+def doctor_report(
+    *, perf_bin: str = "perf", host: Host = LOCAL, quick: bool = False
+) -> list[Check]:
+    """Every check, in the order a user would fix them; ``quick``: without the one that takes seconds
+    (free page reporting's cost: two fault bursts after 4 s of idle each), which says so."""
     cpu = kernel.read_cpu_info(host)
     caps = perf_mod.detect(perf_bin, cpu=cpu, host=host)
     choices = choose_events(cpu, caps)
@@ -346,19 +349,22 @@ def doctor_report(*, perf_bin: str = "perf", host: Host = LOCAL) -> list[Check]:
         *check_native_tools(),
         check_set_kinds(),
         *noise_checks(host),
-        check_page_reporting(host),
+        check_page_reporting(host, quick),
     ]
 
 
-def check_page_reporting(host: Host = LOCAL) -> Check:
+def check_page_reporting(host: Host = LOCAL, quick: bool = False) -> Check:
     """Free page reporting and, on the real kernel as root, its cost measured (hugebench.doctor.reporting):
     the one check that writes a knob (journaled, restored)."""
-    from hugebench.doctor.reporting import finding
+    from hugebench.doctor.reporting import QUICK, finding
     from hugebench.errors import HugebenchError
 
     real = str(host.sys) == "/sys"  # a fake tree's knob says nothing about this machine's faults
     try:
-        name, ok, detail, fix = finding(host, measure_it=real)
+        if quick:
+            name, ok, detail, fix = finding(host, measure_it=False, skipped=QUICK)
+        else:
+            name, ok, detail, fix = finding(host, measure_it=real)
     except (OSError, HugebenchError) as exc:
         return Check("free page reporting", False, f"not measured: {exc}", "")
     return Check(name, ok, detail, fix)

@@ -61,8 +61,13 @@ def measure(state, idle_s: float = IDLE_S) -> dict:
     return {"on": on, "off": off, "huge": min(huge_on, huge_off)}
 
 
-def finding(host: Host = LOCAL, measure_it: bool = True) -> tuple:
-    """(name, ok, detail, fix) for doctor."""
+QUICK = f"not measured (--quick; without it doctor measures it in ~{2 * IDLE_S + 1.5:.0f} s)"
+
+
+def finding(
+    host: Host = LOCAL, measure_it: bool = True, skipped: str = "not measured (asked)"
+) -> tuple:
+    """(name, ok, detail, fix) for doctor; ``skipped``: what the detail says when not ``measure_it``."""
     now = reporting.page_reporting(host)
     name = "free page reporting"
     if not now["present"] or not now["active"]:
@@ -75,7 +80,7 @@ def finding(host: Host = LOCAL, measure_it: bool = True) -> tuple:
         f"`system: {{{REPORTING_ORDER}: 'off'}}` for a sweep, or `try --regime warm|cold|both` "
         "(docs/trusting-numbers.md)"
     )
-    why_not = _why_not_measured(host) if measure_it else "not measured (asked)"
+    why_not = _why_not_measured(host) if measure_it else skipped
     if why_not:
         return (name, False, f"{told}; its cost {why_not}", fix)
     from hugebench.system import SystemState

@@ -128,17 +128,27 @@ def test_doctor_report_on_this_machine():
         assert hw.ok
     assert checks["root"].ok == (os.geteuid() == 0)
     assert "_core extension" in checks
+    from hugebench.kernel import reporting
+
+    told = checks["free page reporting"].detail
+    if reporting.page_reporting()["active"] and os.geteuid() == 0:  # measured, not skipped
+        assert "ms with reporting on" in told and "held off" in told, told
 
 
 def test_doctor_report_without_perf():
-    checks = {c.name: c for c in doctor.doctor_report(perf_bin="no-such-perf-binary")}
+    checks = {c.name: c for c in doctor.doctor_report(perf_bin="no-such-perf-binary", quick=True)}
     assert not checks["perf tool"].ok and "linux-perf" in checks["perf tool"].fix
 
 
 def test_doctor_cli_prints_one_table():
-    result = CliRunner().invoke(doctor_command, [])
+    result = CliRunner().invoke(doctor_command, ["--quick"])
     assert result.exit_code == 0, result.output
     assert "hardware counters" in result.output and "THP sysfs" in result.output
+    from hugebench.kernel import reporting
+
+    if reporting.page_reporting()["active"]:  # --quick skips its measurement, and says so
+        told = doctor.check_page_reporting(quick=True).detail
+        assert "its cost not measured (--quick" in told, told
     assert "[madvise]" in result.output or "madvise" in result.output
 
 
