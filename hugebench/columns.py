@@ -36,6 +36,7 @@ IDENTITY = (
     "repetition",
     "order_index",
     "warmup",
+    "lead_in",
     "started_at",
 )
 # How the run ended: written by hugebench alone (a worker's reply or a user's value must not set them).

@@ -52,6 +52,8 @@ workload | text | the workload that ran
 repetition | integer | repetition block of the run (0-based); runs of one block are interleaved
 order_index | integer | position of the run in the sweep's seeded, interleaved order
 warmup | bool | a warm-up run: stored, never counted in statistics
+lead_in | bool | an untimed run of a configuration just before its timed run (try's back-to-back
+    regime: a job run again at once follows its own run); also a warm-up
 started_at | timestamp (UTC) | when the run started (load() returns a pandas Timestamp)
 status | text | ok, failed, crashed, timeout or oom: how the run ended
 error | text | why a run is not ok (null when it is)

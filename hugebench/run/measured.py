@@ -50,8 +50,12 @@ class Measured:
         self.probes = workdir / "probes"
         self.probes.mkdir(exist_ok=True)
         # probe: untimed keeps hugebench's probe library out of every timed run (what is timed is the
-        # program as deployed); its warm-up runs carry it and say which malloc served
-        self.probed = command.probe != "untimed" or bool(request.run.get("warmup"))
+        # program as deployed); its warm-up runs carry it and say which malloc served (a lead-in, the
+        # untimed run a back-to-back run follows, is the program as deployed too)
+        run = request.run
+        self.probed = command.probe != "untimed" or (
+            bool(run.get("warmup")) and not run.get("lead_in")
+        )
         self.status = workdir / "measured.status"
         group = container.cgroup if container else None
         self.sampler = CoverageSampler(

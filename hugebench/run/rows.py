@@ -43,6 +43,7 @@ def base_row(run, sweep_id: str) -> dict:
         "repetition": run.repetition,
         "order_index": run.order_index,
         "warmup": run.warmup,
+        "lead_in": getattr(run, "lead_in", False),
         "status": "ok",
         "error": None,
         "stderr_tail": None,

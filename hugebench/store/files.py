@@ -45,6 +45,7 @@ ROW_TYPES: dict[str, type | tuple[type, ...]] = {
     "repetition": int,
     "order_index": int,
     "warmup": bool,
+    "lead_in": bool,
     "error": str,
     "host": str,
     "started_at": str,

@@ -44,6 +44,9 @@ class RunSpec:
     cell: dict  # the axis values of this cell, under their axis names (row columns)
     timeout: float
     warmup: bool = False
+    # an untimed run of the configuration just before one of its timed runs (``try``'s back-to-back
+    # regime: a job run again at once follows its own run, not another configuration's); never probed
+    lead_in: bool = False
     memory_estimate: int | None = None
     time_estimate: float | None = None
     text_pages: str | None = (

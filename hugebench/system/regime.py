@@ -7,6 +7,7 @@ cost a verdict holds for depends on how the program is deployed:
 
 * ``back-to-back``: a job run again at once (or a service that stays up): the run starts at once, free page
   reporting as found -- what the program meets deployed as it is, with no machine setting changed.
+  Deployed, such a run follows its own previous run (:func:`follows_itself`; ``try`` makes that so).
 * ``cold`` / ``cold:Ns``: a batch job started after idle time. Reporting as found, and ``N`` seconds
   (default ``COLD_IDLE_S``) of idle before the run, so that the blocks freed before it are reported.
 * ``warm``: runs back to back with free page reporting held off for the run (``page_reporting.order`` set
@@ -70,6 +71,15 @@ def canonical(value) -> str:
 def holds_reporting(value) -> bool:
     """Whether regime ``value`` holds free page reporting off for its runs (a machine setting)."""
     return parse(value).kind == WARM
+
+
+def follows_itself(value) -> bool:
+    """Whether a run in regime ``value`` is a job run again at once (``back-to-back``, ``warm``): deployed,
+    it follows its own previous run, whose freed memory (free 2 MiB blocks not yet reported, or reported)
+    is what its huge-page faults meet; ``try`` puts an untimed run of the same configuration just before
+    each of its timed runs (the heap program of issue 55: jemalloc with THP 1.0-1.8 s after its own run,
+    2.2-4.6 s after another configuration's). None (as found) and ``cold`` runs are not."""
+    return value is not None and parse(value).kind in (WARM, BACK_TO_BACK)
 
 
 def knobs_set(value: str) -> dict[str, str]:

@@ -24,6 +24,14 @@ when it stops. Every run is one the plan names (same ids as ``hugebench sweep`` 
    pair of the two), until it excludes 1, shows no difference worth deploying, or the budget ends: it stops
    as soon as the answer is firm (``Progress.answered_s``). The verdict's effect is this one.
 
+**Back to back** (``regime.follows_itself``: ``back-to-back``, ``warm``), each timed run follows an
+untimed *lead-in* run of its own configuration (:func:`lead_in`), not whichever configuration the
+interleaving put before it: deployed, a job run again at once follows itself, and the free 2 MiB blocks its
+previous run left are what its huge-page faults meet (the heap program: jemalloc with THP 1.0-1.8 s after
+its own run, 2.2-4.6 s after another's, so the interleaved try said 1.47x as-is where the deployed line,
+timed by hyperfine, ran at 0.58x: a resolved verdict of the wrong sign, docs/try.md). The pairs stay
+interleaved in time; a back-to-back run costs two.
+
 With ``try --aged`` the configurations come in groups, one per memory state, each with its own as-is
 (``bases``): every rule above holds within a group (a fragmented configuration is compared with as-is on a
 fragmented machine, dropped by it or by its group's leader), the first block runs every group's as-is, a cut
@@ -33,6 +41,7 @@ when every group has its answer.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +51,8 @@ import numpy as np
 from hugebench import stats
 from hugebench.errors import HugebenchError
 from hugebench.stats import sequential, stability
+from hugebench.sweep.plan import RunSpec, content_hash
+from hugebench.system import regime
 from hugebench.trial import sizes
 from hugebench.trial.race import (
     MIN_BLOCKS,
@@ -134,6 +145,7 @@ class Progress:
     answered_s: float | None = (
         None  # seconds from the start to the last group's answer (resolved or none)
     )
+    lead_ins: int = 0  # untimed runs a back-to-back timed run followed (:func:`lead_in`)
 
     def stopped_for(self, base: str) -> str:
         """Why the selection of the group of ``base`` ended (the whole schedule's reason when it was not its
@@ -169,6 +181,8 @@ class Schedule:
         self.state = Progress(started, budget_s)
         self.on_change = on_change or (lambda state: None)
         self._warm: dict = {}  # cell id -> its warm-up runs not run yet
+        self._lead: set = set()  # the configurations whose timed runs follow their own run
+        self._last: str | None = None  # the configuration of the last run made
         self._rows: Callable = lambda: []
 
     def __call__(self, spec, runs, read_rows: Callable, plan_block: Callable):
@@ -179,6 +193,8 @@ class Schedule:
         for run in runs:
             if getattr(run, "warmup", False):
                 self._warm.setdefault(run.cell_id, []).append(run)
+            if regime.follows_itself(getattr(run, "regime", None)):
+                self._lead.add(run.cell_id)
         timing = list(
             plan_block(spec, 0, set(self.groups))
         )  # every group's as-is: what a run costs
@@ -303,7 +319,24 @@ class Schedule:
 
     def _reserve_s(self) -> float:
         """What the confirmation needs: :data:`CONFIRM_PAIRS` pairs in every group."""
-        return CONFIRM_PAIRS * 2 * len(self.groups) * (self.state.run_s or 0)
+        return CONFIRM_PAIRS * 2 * len(self.groups) * (self.state.run_s or 0) * self._lead_factor()
+
+    def _lead_factor(self) -> float:
+        """Runs made per timed run, on average over the configurations: a back-to-back one's timed runs
+        each follow a lead-in (:func:`lead_in`), so its runs cost two."""
+        return 1.0 + len(self._lead & set(self.order)) / max(1, len(self.order))
+
+    def _led(self, batch: list) -> list:
+        """``batch`` with a lead-in just before each back-to-back run that would not follow a run of its
+        own configuration."""
+        out = []
+        for run in batch:
+            if run.cell_id in self._lead and self._last != run.cell_id:
+                out.append(lead_in(run))
+                self.state.lead_ins += 1
+            out.append(run)
+            self._last = run.cell_id
+        return out
 
     def _timed(self, batch):
         begun, ran = time.monotonic(), len(batch)
@@ -313,10 +346,13 @@ class Schedule:
         ):  # the configurations' first runs: untimed, their evidence read before any timed run
             yield warm
             ran += len(warm)
+            self._last = warm[-1].cell_id
             self._after_warmup(self._rows(), {w.cell_id for w in warm})
             batch = [r for r in batch if r.cell_id not in self.state.dropped]
         if batch:
-            yield batch
+            led = self._led(batch)
+            ran += len(led) - len(batch)  # a lead-in is a run: ``run_s`` is the cost of one run
+            yield led
         if ran:
             self.state.costs.append((time.monotonic() - begun) / ran)
             self.state.run_s = float(np.median(self.state.costs))
@@ -377,7 +413,7 @@ class Schedule:
         state = self.state
         if len(self.groups) != 1:
             return []
-        run_s = max(state.run_s or 1.0, 1e-3)
+        run_s = max(state.run_s or 1.0, 1e-3) * self._lead_factor()
         fit = int(state.left_s() // run_s)
         least, candidates = 2, [c for c in self.order if c not in self.groups]
         extra = least * (RESOLVE_BLOCKS - MIN_BLOCKS) + CONFIRM_PAIRS * least
@@ -417,7 +453,7 @@ class Schedule:
                     + (f"; its own output ends:\n{said}" if said else "")
                 )
         groups = len(self.groups)
-        run_s = max(state.run_s or 1.0, 1e-3)
+        run_s = max(state.run_s or 1.0, 1e-3) * self._lead_factor()  # a timed run and its lead-in
         fit = int(state.left_s() // run_s) + groups  # the timing runs are as-is's block 0
         least = 2 * groups  # as-is and one configuration in every group
         if fit < least * FIRST_DROP:
@@ -460,11 +496,12 @@ class Schedule:
         state, groups = self.state, len(self.groups)
         run_s = state.run_s
         assert run_s is not None  # the timing run priced a run before any fit
+        each = run_s * self._lead_factor()
         need = (
-            least * (FIRST_DROP + self._warmups()) * run_s
+            least * (FIRST_DROP + self._warmups()) * each
             + END_RESERVE_S
             + (time.monotonic() - state.started)
-            - groups * run_s
+            - groups * each
         )
         who = (
             "two configurations need"
@@ -478,7 +515,8 @@ class Schedule:
         )
 
     def _fits(self, todo: list, reserve_s: float = 0.0) -> bool:
-        return self.state.left_s() - reserve_s >= len(todo) * (self.state.run_s or 0)
+        runs = len(todo) + sum(r.cell_id in self._lead for r in todo)  # with their lead-ins
+        return self.state.left_s() - reserve_s >= runs * (self.state.run_s or 0)
 
     def _decide(self, rows: list, blocks: int) -> bool:
         """After a block: drop what is clearly worse or failing, pick each group's leader; True to stop."""
@@ -540,3 +578,12 @@ class Schedule:
             state.answered[base] = "the leader's ratio to as-is is resolved"
         elif no_difference(frame, members, base, self.metric, alpha):
             state.answered[base] = NO_DIFFERENCE
+
+
+def lead_in(run: RunSpec) -> RunSpec:
+    """The untimed run of ``run``'s configuration made just before it, so that a back-to-back timed run
+    follows its own configuration's run as a job run again at once does (``regime.follows_itself``):
+    its own id, a warm-up (stored, never paired or counted), not probed (the program as deployed)."""
+    return dataclasses.replace(
+        run, run_id=content_hash([run.run_id, "lead-in"]), warmup=True, lead_in=True
+    )

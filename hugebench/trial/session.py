@@ -358,6 +358,12 @@ def _plan_lines(state, names, result, started, budget_s) -> list[str]:
         f"{result.rows_written} runs{took} of a {budget_s:.0f} s budget "
         f"(one run ~{state.run_s or 0:.1f} s); selection: {state.blocks} blocks, stopped: "
         f"{state.stopped or 'plan done'}{confirm}; warm-up: each configuration's first run, not paired"
+        + (
+            f"; back to back: each timed run right after an untimed run of its own configuration "
+            f"({state.lead_ins} lead-ins)"
+            if state.lead_ins
+            else ""
+        )
     ]
     return lines + _cut_lines(state, names, list(names))
 

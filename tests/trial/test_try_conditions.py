@@ -7,14 +7,16 @@ the timed runs."""
 from __future__ import annotations
 
 import dataclasses
+import time
 import types
 
 import pytest
 
 from hugebench.kernel import reporting
+from hugebench.sweep.plan import RunSpec
 from hugebench.trial import deploy as deploy_mod
 from hugebench.trial import matrix
-from hugebench.trial.schedule import Schedule
+from hugebench.trial.schedule import END_RESERVE_S, Schedule, lead_in
 
 SPEC = types.SimpleNamespace(allocators={}, params={"argv": ["/opt/prog"]})
 
@@ -213,15 +215,18 @@ def test_the_probe_is_only_in_the_untimed_runs(tmp_path):
         "  probe: untimed\n  metric: wall\naxes:\n  allocator: [as-is]\n"
     )
     spec = parse_spec(text, str(tmp_path / "p.yaml"))
+    runs = plan_mod.plan(spec)
+    runs.insert(2, lead_in(runs[2]))  # a back-to-back run's lead-in: untimed, and as deployed
     result = run_sweep(
         spec,
-        plan_mod.plan(spec),
+        runs,
         SweepOptions(out=tmp_path / "res", quiet=True, journal=tmp_path / "journal.json"),
     )
-    assert result.statuses == {"ok": 3}
+    assert result.statuses == {"ok": 4}
     rows = load(tmp_path / "res")
+    assert rows["lead_in"].tolist() == [False, False, True, False]
     for _, row in rows.iterrows():
-        warm = bool(row["warmup"])
+        warm = bool(row["warmup"]) and not row["lead_in"]
         assert ("libhbprobe.so" in row["stdout_tail"]) == warm, row["stdout_tail"]
         assert (
             row.get("allocator_served") is not None
@@ -282,3 +287,72 @@ def test_an_unstable_configuration_of_a_resolved_verdict_is_not_called_unresolva
         lines = [c for c in got if "unstable" in c and f"'{shaky.name}'" in c]
         assert len(lines) == 1 and "called likely, not firm" in lines[0]
         assert not any("called resolved" in c for c in got)
+
+
+def _run(cell, rep, regime_value, warm=False):
+    return RunSpec(
+        run_id=f"{cell}-{rep}{'w' if warm else ''}",
+        cell_id=cell,
+        experiment="x",
+        workload="command",
+        repetition=-1 if warm else rep,
+        order_index=0,
+        allocator="as-is",
+        params={},
+        system={},
+        cell={},
+        timeout=10.0,
+        warmup=warm,
+        regime=regime_value,
+    )
+
+
+def test_a_back_to_back_timed_run_follows_a_run_of_its_own_configuration():
+    """Back to back (and warm), each timed run comes right after an untimed lead-in of its own
+    configuration -- its warm-up, or a lead-in made for it; after idle, none (the idle is the regime)."""
+    cells = {"base": "back-to-back", "h": "back-to-back", "cold-base": "cold:4s", "w": "warm"}
+    sched = Schedule(list(cells), "base", "window_s", "lower", 600, 0.0)
+    warmups = [_run(c, -1, r, warm=True) for c, r in cells.items()]
+    sched._lead = {c for c, r in cells.items() if r != "cold:4s"}
+    sched._warm = {"base": [warmups[0]]}
+    made = [
+        run for batch in sched._timed([_run(c, 1, r) for c, r in cells.items()]) for run in batch
+    ]
+    # base's warm-up leads its own first timed run; h and w get lead-ins, the cold one none
+    assert [(r.cell_id, r.warmup, r.lead_in) for r in made] == [
+        ("base", True, False),
+        ("base", False, False),
+        ("h", True, True),
+        ("h", False, False),
+        ("cold-base", False, False),
+        ("w", True, True),
+        ("w", False, False),
+    ]
+    lead = made[2]
+    assert lead.run_id != made[3].run_id and lead.repetition == made[3].repetition
+    assert sched.state.lead_ins == 2
+    # the budget counts a lead-in as a run
+    sched.state.run_s = 1.0
+    sched.state.started = time.monotonic()
+    assert sched._lead_factor() == 1.75
+    sched.state.budget_s = END_RESERVE_S + 2.5  # two runs and a half left
+    assert not sched._fits([_run("h", 2, "back-to-back"), _run("cold-base", 2, "cold:4s")])
+    assert sched._fits([_run("cold-base", 2, "cold:4s"), _run("cold-base", 3, "cold:4s")])
+
+
+def test_a_lead_in_is_never_paired_or_counted():
+    """A lead-in's row is a warm-up: the race pairs and judges only the timed runs."""
+    from hugebench.trial.race import ratio_to, values_of
+
+    rows = []
+    for rep in (1, 2, 3, 4):
+        rows.append({"cell_id": "h", "status": "ok", "warmup": True, "lead_in": True,
+                     "repetition": rep, "window_s": 9.0})  # fmt: skip
+        rows.append(
+            {"cell_id": "h", "status": "ok", "warmup": False, "repetition": rep, "window_s": 1.0}
+        )
+        rows.append(
+            {"cell_id": "b", "status": "ok", "warmup": False, "repetition": rep, "window_s": 2.0}
+        )
+    assert values_of(rows, ["h"], "window_s")["h"] == [1.0] * 4
+    assert ratio_to(rows, "h", "b", "window_s").value == pytest.approx(0.5)
