@@ -77,6 +77,10 @@ class Region:
     site: str | None = (
         None  # OBJECT+0xOFFSET of the largest block recorded in it (libhbselect's log)
     )
+    # the largest block libhbselect recorded in it: what a rule can select (the kernel merges adjacent
+    # mappings, so 4096 blocks of 256 KiB are one 806 MiB region, and no block of it is 2 MiB); 0: none
+    # of 2 MiB or more was recorded in it; None: nothing was recorded (``where --no-sites``)
+    block: int | None = None
 
     @property
     def label(self) -> str:
@@ -220,7 +224,8 @@ def read_sites(directory: Path) -> list[tuple[int, int, int, str]]:
 
 
 def attach_sites(regions: Iterable[Region], sites: list[tuple[int, int, int, str]]) -> None:
-    """Name each anonymous region by the call site of the largest block recorded inside it."""
+    """Name each anonymous region by the call site of the largest block recorded inside it, and keep that
+    block's size (0 when none was: its blocks were below 2 MiB, or made where the preload does not see)."""
     for region in regions:
         if region.kind not in ("anon", "heap"):
             continue
@@ -230,6 +235,7 @@ def attach_sites(regions: Iterable[Region], sites: list[tuple[int, int, int, str
             for pid, at, size, site in sites
             if pid == region.pid and region.start <= at < end
         ]
+        region.block = max(inside)[0] if inside else 0
         if inside:
             region.site = max(inside)[1]
 
@@ -293,6 +299,17 @@ def harmless(verdict: Verdict) -> bool:
     )
 
 
+def selectable(region: Region) -> int:
+    """The size a rule's ``anon>=`` compares for ``region``: its largest recorded block, else its size."""
+    return region.block or region.size
+
+
+def small_blocks(region: Region) -> bool:
+    """Whether ``region`` is made of blocks below 2 MiB (the preload recorded none of 2 MiB or more in
+    it): no rule selects any of it."""
+    return region.kind == "anon" and region.block == 0
+
+
 def suggested_rule(verdicts: Iterable[Verdict]) -> str | None:
     """The rule (machine.select_rule) that selects the regions that pay and none that huge pages would
     harm (a sparse or a cold one; :func:`harmless`): the call sites (libhbselect's names) that made paying
@@ -318,13 +335,16 @@ def suggested_rule(verdicts: Iterable[Verdict]) -> str | None:
     chosen = sorted(heat, key=lambda site: -heat[site])[:MAX_SITES]
     if chosen and sum(heat[site] for site in chosen) >= SITE_SHARE * sum(r.hot for r in anon):
         terms += [f"site={site}" for site in chosen]
-    if anon and not terms:
-        low, high = min(r.size for r in anon), max(r.size for r in anon)
+    # a size window selects blocks, not regions: sized by the largest block recorded in each (a region
+    # of small blocks the kernel merged has none a rule can select), by the region without a record
+    sized = [r for r in anon if r.block != 0]
+    if sized and not terms:
+        low, high = min(selectable(r) for r in sized), max(selectable(r) for r in sized)
         low_mib = max(2, low >> 20)
-        inside = [r for r in harmed if low_mib << 20 <= r.size <= high]
-        if inside:
+        blocks = [selectable(r) for r in harmed if r.block != 0]
+        if any(low_mib << 20 <= size <= high for size in blocks):
             return None
-        above = [r.size for r in harmed if r.size > high]
+        above = [size for size in blocks if size > high]
         terms.append(f"anon>={low_mib}M")
         if above:
             terms.append(f"anon<{-(-min(above) // (1 << 20))}M")

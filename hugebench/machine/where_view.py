@@ -214,14 +214,21 @@ def text(view: View) -> list[str]:
         left = [
             v.region
             for v in view.verdicts
-            if v.verdict == "pays" and v.region.kind == "anon" and v.region.site not in parsed.sites
+            if v.verdict == "pays"
+            and v.region.kind == "anon"
+            and (
+                rg.small_blocks(v.region)
+                or not parsed.selects("", rg.selectable(v.region), v.region.site)
+            )
         ]
-        if parsed.sites and left:
-            unnamed = sum(1 for r in left if not r.site)
+        if left:
+            small = sum(1 for r in left if rg.small_blocks(r))
+            unnamed = sum(1 for r in left if not r.site and not rg.small_blocks(r))
             out.append(
                 f"  left out: {len(left)} paying region(s), {_mib(sum(r.hot for r in left))} hot "
-                f"({unnamed} the preload did not see made, {len(left) - unnamed} from call sites "
-                "that also made regions huge pages would grow or waste)"
+                f"({small} of blocks below 2 MiB, which no rule selects; {unnamed} the preload did "
+                f"not see made; {len(left) - small - unnamed} from call sites or sizes shared with "
+                "regions huge pages would grow or waste)"
             )
     elif any(v.verdict == "huge" for v in view.verdicts) and not any(
         v.verdict == "pays" for v in view.verdicts
@@ -236,6 +243,18 @@ def text(view: View) -> list[str]:
             "--select does not reach (it madvises anonymous blocks and the heap): shared memory "
             f"takes huge pages from {THP_SHMEM_ENABLED} or the program's own hugetlb option, files "
             "from a file system mounted with huge pages"
+        )
+    elif all(
+        rg.small_blocks(v.region)
+        for v in view.verdicts
+        if v.verdict == "pays" and v.region.kind == "anon"
+    ) and not any(v.verdict == "pays" and v.region.kind == "heap" for v in view.verdicts):
+        small = [v.region for v in view.verdicts if v.verdict == "pays"]
+        out.append(
+            f"the regions that pay ({_mib(sum(r.size for r in small))}) are made of blocks below "
+            "2 MiB that the kernel merged into larger mappings: no rule selects a block that small "
+            "(no huge page fits in one); an allocator that carves them from huge-page arenas does "
+            "(`hugebench try` races them)"
         )
     else:
         out.append(
@@ -282,6 +301,7 @@ def as_json(view: View) -> dict:
                 "name": v.region.name,
                 "kind": v.region.kind,
                 "site": v.region.site,
+                "largest_block_bytes": v.region.block,  # what a rule selects (None: not recorded)
                 "label": v.region.label,
                 "size": v.region.size,
                 "rss": v.region.rss,

@@ -150,3 +150,56 @@ def test_the_watch_samples_when_due_and_stretches_its_interval_to_its_cost_share
     stretched.due = 0.0
     stretched.tick()
     assert stretched.ticks == 2
+
+
+def _view(verdicts):
+    from types import SimpleNamespace
+
+    from hugebench.machine.where_view import View
+
+    watched = SimpleNamespace(watch=SimpleNamespace(ticks=2, cost_s=0.01), wall_s=2.0, code=0)
+    watched.timed_out = False
+    return View(["./prog"], list(verdicts), REACH, watched, 1.0, True)
+
+
+def test_a_region_the_kernel_merged_from_small_blocks_gets_no_size_rule():
+    """The judge panel's heap program: 4096 blocks of 256 KiB, merged by the kernel into one 806 MiB
+    mapping. A rule selects blocks as they are made, so 'anon>=806M' selected none of it (its deployed
+    'selective' configuration was as-is); ``where`` says why and suggests no rule."""
+    merged = _region(0x1000_0000, 806, 806, 700)
+    cold = _region(0x9000_0000, 2048, 32, 0, "prog+0x20")
+    rg.attach_sites([merged, cold], [(1, 0x9000_0000, 2048 * MIB, "prog+0x20")])
+    assert merged.block == 0 and rg.small_blocks(merged) and cold.block == 2048 * MIB
+    verdicts = _verdicts(merged, cold)
+    assert [v.verdict for v in verdicts if v.region is merged] == ["pays"]
+    assert rg.suggested_rule(verdicts) is None
+    from hugebench.machine.where_view import text
+
+    said = " ".join(text(_view(verdicts)))
+    assert "made of blocks below 2 MiB" in said and "no rule selects" in said, said
+
+
+def test_a_size_window_is_the_size_of_the_blocks_not_of_the_merged_region():
+    """Two 300 MiB blocks merged into one 600 MiB region, from a site that also made a sparse one: the
+    window starts at 300 MiB (what the preload sees), and a paying region of small blocks beside it is
+    said to be left out."""
+    site = "prog+0x10"
+    merged = _region(0x1000_0000, 600, 600, 550)
+    sparse = _region(0x5000_0000, 700, 100, 90)
+    small = _region(0x9000_0000, 64, 64, 60)
+    rg.attach_sites(
+        [merged, sparse, small],
+        [
+            (1, 0x1000_0000, 300 * MIB, site),
+            (1, 0x1000_0000 + 300 * MIB, 300 * MIB, site),
+            (1, 0x5000_0000, 700 * MIB, site),
+        ],
+    )
+    verdicts = _verdicts(merged, sparse, small)
+    assert [v.verdict for v in verdicts if v.region is sparse] == ["sparse"]
+    rule = rg.suggested_rule(verdicts)
+    assert rule == "anon>=300M,anon<700M", rule
+    from hugebench.machine.where_view import text
+
+    said = " ".join(text(_view(verdicts)))
+    assert "left out: 1 paying region(s)" in said and "1 of blocks below 2 MiB" in said, said
