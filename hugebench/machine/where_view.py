@@ -249,9 +249,9 @@ def text(view: View) -> list[str]:
         for v in view.verdicts
         if v.verdict == "pays" and v.region.kind == "anon"
     ) and not any(v.verdict == "pays" and v.region.kind == "heap" for v in view.verdicts):
-        small = [v.region for v in view.verdicts if v.verdict == "pays"]
+        merged = [v.region for v in view.verdicts if v.verdict == "pays"]
         out.append(
-            f"the regions that pay ({_mib(sum(r.size for r in small))}) are made of blocks below "
+            f"the regions that pay ({_mib(sum(r.size for r in merged))}) are made of blocks below "
             "2 MiB that the kernel merged into larger mappings: no rule selects a block that small "
             "(no huge page fits in one); an allocator that carves them from huge-page arenas does "
             "(`hugebench try` races them)"
