@@ -166,6 +166,8 @@ def _verdict_text(data: dict, best: dict | None, recommend: bool, likely: bool =
         return "keep as-is: no difference"
     if not best:
         return "keep as-is: nothing to compare"
+    if data.get("leaning"):
+        return f"keep as-is for now, leaning to {best['name']} ({data['leaning']})"
     state = (
         "resolved worse"
         if best.get("class") == "worse" and data.get("resolved")

@@ -65,6 +65,18 @@ def likely(verdict: Verdict) -> str:
     return f"VERDICT: likely {best.name} ({best.ratio.value:.2f}x), {verdict.likely}"
 
 
+def leaning(verdict: Verdict) -> str:
+    """'VERDICT: keep as-is for now: X leads (0.57x as-is; 9 of 10 fresh pairs faster) but is not
+    resolved; the machine was busy: re-run quiet to confirm'."""
+    best = verdict.best
+    assert best is not None and best.ratio is not None and verdict.leaning
+    pairs, _, why = verdict.leaning.partition("; ")
+    return (
+        f"VERDICT: keep as-is for now: {best.name} leads ({best.ratio.value:.2f}x as-is; {pairs}) but "
+        f"is not resolved; {why}"
+    )
+
+
 def memory(config: Configuration) -> str:
     """The memory cost line: the process tree's peak RSS vs as-is, and the cgroup's peak where measured."""
     what = (
@@ -172,6 +184,8 @@ def text(verdict: Verdict, plan_lines: list[str], width: int | None = None) -> s
             f"VERDICT: keep as-is: no difference worth deploying, within ±{verdict.margin:.0%} of "
             f"as-is (95% CI); {best_word(best, better)}, {best.name}: {what} {effect(best.ratio, better)}."
         )
+    elif verdict.leaning and best:
+        lines.append(f"{leaning(verdict)}. {_why_not(best, what, better)}")
     elif best:
         lines.append(f"VERDICT: keep as-is: no recommendation. {_why_not(best, what, better)}")
     else:
@@ -446,6 +460,8 @@ def _decision(verdict: Verdict) -> str:
         )
     if not best:
         return "VERDICT: keep as-is: no other configuration has a successful run to compare"
+    if verdict.leaning:
+        return leaning(verdict)
     conf = best.confirmation
     if not (conf and conf.pairs):
         return (

@@ -257,6 +257,9 @@ class Verdict:
     likely: str | None = (
         None  # recommend "likely": why it is not firm ("the machine was busy", ...)
     )
+    # not resolved, but the best's fresh pairs point one way beyond chance (a sign test) by more than the
+    # smallest effect: '9 of 10 fresh pairs faster; the machine was busy' (keep as-is until re-run)
+    leaning: str | None = None
     warmups: int = 0  # warm-up runs (each configuration's first) left out of the pairs
     answered_s: float | None = None  # seconds from the start to a firm answer (resolved or none)
     cells: tuple[str, ...] | None = None
@@ -279,6 +282,7 @@ class Verdict:
             "best": self.best and self.best.to_dict(),
             "resolved": self.resolved,
             "recommend": self.recommend,
+            "leaning": self.leaning,
             "guarded": self.guarded,
             "no_difference": self.no_difference,
             "margin": self.margin,

@@ -7,7 +7,7 @@ computed on main at 893293f (the dict verdict) with the session's composition wr
 ``session`` did them; since then, on purpose: the confirmed best's ``expected`` (issue 40) was added, then
 replaced by its one interval (issue 55: ``best.ratio``'s ends are the interval, ``best.interval`` how it was
 built, ``cpu_ratio`` beside wall time), each configuration's first run became a warm-up left out of the pairs
-(``n`` one fewer), and ``likely``, ``warmups`` and ``answered_s`` were added; the rest unchanged."""
+(``n`` one fewer), and ``likely``, ``warmups``, ``answered_s`` and ``leaning`` were added; the rest unchanged."""
 
 from __future__ import annotations
 
