@@ -40,7 +40,9 @@ axes:
   set_kind: [flat, absl]
 """
 
-pytestmark = [pytest.mark.slow, pytest.mark.needs_root]
+# beside: no kernel knob is written (the sweep has no knob axis; doctor --quick measures nothing), so
+# they run beside the real lanes, in the fast lane's session (tests/fast_lane.py)
+pytestmark = [pytest.mark.slow, pytest.mark.needs_root, pytest.mark.beside]
 
 
 def _run(argv, *, timeout=900, **kw) -> subprocess.CompletedProcess:
