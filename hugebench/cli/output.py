@@ -69,19 +69,24 @@ def _file_name(ctx, param, value: str | None) -> Path | None:
 
 
 def check_destinations(
-    exports: dict[str, Path], html: Path | None = None, error: type[HugebenchError] = HugebenchError
+    exports: dict[str, Path],
+    html: Path | None = None,
+    error: type[HugebenchError] = HugebenchError,
+    files: dict[str, Path] | None = None,
 ) -> dict[str, Path]:
     """``exports`` ({format: path}), after refusing now, before any run, what writing them would refuse
     after the work: two exports (or an export and the ``--html`` page) into one file, a file of a results
     store (:func:`hugebench.store.store_file`: an export never replaces a store's journal, context or
     columnar part), a directory that is missing or cannot take the file, a device (``/dev/full``), a link
-    or another user's file in its place (:func:`hugebench.safefs.check_replaceable`). An ``error``
-    naming the option and the file."""
+    or another user's file in its place (:func:`hugebench.safefs.check_replaceable`). ``files``: other
+    options' files ({'--json': path}), checked the same way. An ``error`` naming the option and the
+    file."""
     from hugebench.safefs import check_replaceable, is_stream
     from hugebench.store import store_file
 
     named = [(f"--export-{fmt}", Path(path)) for fmt, path in exports.items()]
     named += [] if html is None else [("--html", Path(html))]
+    named += [(option, Path(path)) for option, path in (files or {}).items()]
     seen: dict[Path, str] = {}
     for option, path in named:
         where = Path(os.path.realpath(path.parent)) / path.name

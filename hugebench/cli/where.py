@@ -114,10 +114,11 @@ def where(interval, max_cost, no_sites, bare, timeout, json_path, plot_dir, html
         raise SpecError("give the program after --: hugebench where -- PROGRAM ARGS...")
     if shutil.which(argv[0]) is None:
         raise ToolMissingError(f"cannot run {argv[0]}: no such program (or not executable)")
-    if html_path is not None:  # refused before the program runs, not after
+    if html_path is not None or json_path is not None:  # refused before the program runs, not after
         from hugebench.cli.output import check_destinations
 
-        check_destinations({}, html=html_path, error=SpecError)
+        json_file = {"--json": json_path} if json_path is not None else {}
+        check_destinations({}, html=html_path, error=SpecError, files=json_file)
     view = watch(
         argv,
         dict(os.environ),

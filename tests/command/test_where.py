@@ -289,14 +289,15 @@ def test_the_html_page_shows_the_table_the_lines_and_the_picture(where):
     assert html.count("<svg") >= 1 and "MiB touched in the interval" in html
 
 
-def test_where_refuses_an_html_page_it_could_not_write_before_running(tmp_path):
+@pytest.mark.parametrize("option", ["--html", "--json"])
+def test_where_refuses_a_file_it_could_not_write_before_running(tmp_path, option):
     marker = tmp_path / "ran"
     done = subprocess.run(
         [
             *HUGEBENCH,
             "where",
-            "--html",
-            str(tmp_path / "missing" / "w.html"),
+            option,
+            str(tmp_path / "missing" / "w.out"),
             "--",
             "touch",
             str(marker),
@@ -304,5 +305,6 @@ def test_where_refuses_an_html_page_it_could_not_write_before_running(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert done.returncode != 0 and "does not exist; create it first" in done.stderr
+    assert done.returncode != 0 and f"{option} " in done.stderr
+    assert "does not exist; create it first" in done.stderr
     assert not marker.exists() and "Traceback" not in done.stderr
