@@ -365,6 +365,10 @@ HEAVY_FIXTURES = {  # a fixture -> the lane of a test that uses it
     "thp_found_madvise": "live_kernel",
 }
 HEAVY_ROOMS = {"cluster": "cluster"}  # tests/<room>/ -> its lane
+# rooms whose real tests write no kernel knob of this machine and run beside the real lanes, with the fast
+# one (tests/fast_lane.py): the cluster lab's machines are fake kernels (cluster_lab.Lab), its ssh and SLURM
+# sweeps have no knob axis, and every sweep of theirs takes its own lock and journal
+BESIDE_ROOMS = {"cluster"}
 # Tests whose own marks do not say what they start (test file, or file::test) -> their lane: the ones that read
 # the live kernel (found by the guard below: a test of the fast lane that opens a live kernel file fails and
 # names itself for this table) and the slow ones (measured with --durations). A test moved to fake_sys.host
@@ -507,6 +511,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(mark)
         if not marks:
             item.add_marker("fast")
+        elif Path(str(item.path)).parent.name in BESIDE_ROOMS:
+            item.add_marker("beside")
 
 
 def _fast_only(session: pytest.Session) -> bool:
