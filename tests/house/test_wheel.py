@@ -220,7 +220,13 @@ def test_a_reduced_quick_sweep_runs_from_the_wheel(installed, tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
-    assert {r["status"] for r in rows} == {"ok"}, [(r.get("status"), r.get("error")) for r in rows]
+    # beside the real lanes, a run during which one of their tests switched THP is kept out of the
+    # statistics as disturbed (the sweep saw the change): a measurement, not a failure
+    assert all(
+        r["status"] == "ok"
+        or (r["status"] == "disturbed" and "kernel settings changed" in (r.get("error") or ""))
+        for r in rows
+    ), [(r.get("status"), r.get("error")) for r in rows]
     measured = [r for r in rows if not r["warmup"]]
     assert len(measured) == 2 * len(ALL_KINDS), measured
     assert {(r["allocator"], r["set_kind"]) for r in measured} == {

@@ -190,6 +190,13 @@ def installed(request, wheels, roots):
         shutil.rmtree(root / inside.lstrip("/"), ignore_errors=True)
 
 
+def _ok_or_switched(row: dict) -> bool:
+    """A successful run, or one kept out of statistics because another test switched a kernel knob."""
+    return row["status"] == "ok" or (
+        row["status"] == "disturbed" and "kernel settings changed" in (row.get("error") or "")
+    )
+
+
 def _in_root(case: dict, *argv, user: str | None = None, timeout: int = 300):
     spec = ["--userspec", user] if user else []
     env = {**_root_env(), "HOME": "/tmp" if user else "/root"}
@@ -235,7 +242,9 @@ def test_a_4_run_sweep_in_the_root_as_root_and_as_a_user(installed):
             json.loads(line) for line in (out / "results" / "runs.jsonl").read_text().splitlines()
         ]
         measured = [r for r in rows if not r.get("warmup")]
-        assert len(measured) == 4 and {r["status"] for r in measured} == {"ok"}, [
+        # beside the real lanes, a run during which one of their tests switched THP is kept out of the
+        # statistics as disturbed (the sweep saw the change): a measurement, not a failure
+        assert len(measured) == 4 and all(_ok_or_switched(r) for r in measured), [
             (r.get("status"), r.get("error")) for r in rows
         ]
         assert {r["set_kind"] for r in measured} == {"flat", "absl"}
