@@ -132,8 +132,9 @@ def test_a_half_effect_on_a_busy_machine_is_called_likely_never_keep_as_is(seed)
 
 
 def test_no_effect_on_a_busy_machine_is_not_called_likely():
-    """The same busy pattern with no difference: the paired interval holds 1; nothing is called."""
-    called = 0
+    """The same busy pattern with no difference: the paired interval holds 1; nothing is called, and
+    pairs that point either way as often give no leaning either."""
+    called = leaned = 0
     for seed in range(20):
         rows, _ = _busy_try(1.0, seed)
         state = _state(32, 12, "budget ended after 20 fresh pairs")
@@ -141,7 +142,8 @@ def test_no_effect_on_a_busy_machine_is_not_called_likely():
             pd.DataFrame(rows), CELLS, "base", "window_s", "lower", SPEC, "madvise", state
         )
         called += verdict.recommend != "as-is"
-    assert called <= 1
+        leaned += verdict.leaning is not None
+    assert called <= 1 and leaned <= 1
 
 
 # the heap program's busy try after lead-ins (2026-12-08 03:28, judge beside a one-CPU load): as-is and
@@ -177,19 +179,6 @@ def test_an_unresolved_best_whose_fresh_pairs_point_one_way_leads_and_says_so():
     assert "though 9 of 10 fresh pairs faster" in said and "if any, is small" not in said
     assert verdict.to_dict()["leaning"] == verdict.leaning
     assert verdict_mod.sign_test(9, 10) < verdict_mod.SIGN_LEVEL < verdict_mod.sign_test(8, 10)
-
-
-def test_no_effect_never_leads():
-    """Pairs that point either way as often (no difference, busy or not) give no leaning."""
-    leaned = 0
-    for seed in range(20):
-        rows, _ = _busy_try(1.0, seed)
-        state = _state(32, 12, "budget ended after 20 fresh pairs")
-        verdict = _build(
-            pd.DataFrame(rows), CELLS, "base", "window_s", "lower", SPEC, "madvise", state
-        )
-        leaned += verdict.leaning is not None
-    assert leaned <= 1
 
 
 def test_a_quiet_resolved_answer_is_firm():
