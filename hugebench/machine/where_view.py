@@ -244,11 +244,11 @@ def text(view: View) -> list[str]:
             f"takes huge pages from {THP_SHMEM_ENABLED} or the program's own hugetlb option, files "
             "from a file system mounted with huge pages"
         )
-    elif all(
+    elif all(  # (a paying heap would have been selected: the rule above)
         rg.small_blocks(v.region)
         for v in view.verdicts
         if v.verdict == "pays" and v.region.kind == "anon"
-    ) and not any(v.verdict == "pays" and v.region.kind == "heap" for v in view.verdicts):
+    ):
         merged = [v.region for v in view.verdicts if v.verdict == "pays"]
         out.append(
             f"the regions that pay ({_mib(sum(r.size for r in merged))}) are made of blocks below "
